@@ -1,0 +1,108 @@
+"""Anomalies as data: every oddity in a capture becomes a row, never a crash or a print.
+
+Codes are stable, dotted and snake_case (``layer.what_happened``), like Zeek's weird
+names. :data:`CATALOGUE` maps each code to a one-line meaning; ``docs/anomalies.md``
+is generated from it (``python -m pcaptools.docs``). Every layer reports through a
+:class:`Diagnostics` sink that the pipeline hands down; the sink caps the number of
+rows kept per code (a million-packet capture with a million bad checksums must not
+hold a million rows) but always keeps the exact count, so nothing is silently lost.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+#: code -> one-line meaning. Add a code here before using it (a test checks this).
+CATALOGUE: dict[str, str] = {
+    # capture file
+    "capture.truncated_record": "the file ends in the middle of a record; everything before it was analysed",
+    "capture.bad_record_length": "a record announces a length that cannot be right (larger than the block, the snaplen or 256 MiB); reading stopped there",
+    "capture.bad_block": "a pcapng block is malformed (bad length, bad trailer); reading resynchronised or stopped",
+    "capture.unknown_block_type": "a pcapng block of a type pcaptools does not know was skipped",
+    "capture.unknown_interface": "a packet refers to an interface id that no Interface Description Block defined",
+    "capture.unsupported_linktype": "packets of this link type are counted but not decoded",
+    "capture.decompression_error": "the compressed stream is corrupt; everything before the error was analysed",
+    "capture.decompression_limit": "decompression stopped at the configured size limit",
+    "capture.timestamp_out_of_order": "a packet's timestamp is earlier than the previous packet's",
+    "capture.secrets_unsupported": "a Decryption Secrets Block of a type other than TLS key log was ignored",
+    # network layers
+    "net.truncated_link_header": "the packet is shorter than its link-layer header",
+    "net.truncated_ip_header": "the packet is cut off inside its IP header",
+    "net.bad_ip_version": "the IP version nibble is neither 4 nor 6",
+    "net.bad_ip_header_length": "the IPv4 header length field is smaller than 20 bytes or larger than the packet",
+    "net.bad_ip_total_length": "the IP total/payload length disagrees with the captured bytes",
+    "net.bad_ipv6_extension": "an IPv6 extension header is truncated or loops",
+    "net.ip_fragment_incomplete": "IP fragments whose datagram was never completed in the capture",
+    "net.ip_fragment_overlap": "IP fragments overlap with different contents",
+    "net.truncated_tcp_header": "the packet is cut off inside its TCP header",
+    "net.bad_tcp_header_length": "the TCP data offset is smaller than 20 bytes or larger than the segment",
+    "net.truncated_udp_header": "the packet is cut off inside its UDP header",
+    "net.snaplen_truncated_payload": "the TCP payload was cut off by the capture's snaplen; its bytes are a gap for the layers above",
+    # tcp
+    "tcp.capture_started_mid_stream": "the first packet of a connection is not a SYN: roles are inferred",
+    "tcp.reassembly_gap": "bytes of a TCP byte stream were never captured; the layers above resynchronise",
+    "tcp.reassembly_limit": "out-of-order data beyond the reassembly buffer limit was dropped from the byte stream",
+    "tcp.unacked_limit": "too many unacknowledged segments in one direction; older ones are no longer tracked (as tshark)",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Anomaly:
+    """One row of ``Capture.warnings``."""
+
+    ts_ns: int | None
+    """capture time of the packet that showed it, integer ns since the epoch (None: file level)"""
+    frame: int | None
+    """Wireshark frame number (None: file level)"""
+    tcp_stream: int | None
+    """Wireshark tcp.stream of the connection, if any"""
+    direction: str | None
+    """'client_to_server' / 'server_to_client', if it belongs to one direction"""
+    layer: str
+    """first part of the code: capture, net, tcp, tls, http1, http2, sse, ws"""
+    code: str
+    """stable dotted code from :data:`CATALOGUE`"""
+    detail: str
+    """free text: what exactly was seen"""
+
+
+class Diagnostics:
+    """Collects anomalies. Keeps at most ``max_rows_per_code`` rows per code, counts all."""
+
+    __slots__ = ("counts", "max_rows_per_code", "rows")
+
+    def __init__(self, max_rows_per_code: int = 1000) -> None:
+        self.rows: list[Anomaly] = []
+        self.counts: Counter[str] = Counter()
+        self.max_rows_per_code = max_rows_per_code
+
+    def add(
+        self,
+        code: str,
+        detail: str,
+        *,
+        ts_ns: int | None = None,
+        frame: int | None = None,
+        tcp_stream: int | None = None,
+        direction: str | None = None,
+    ) -> None:
+        if code not in CATALOGUE:
+            raise KeyError(f"anomaly code {code!r} is not in diagnostics.CATALOGUE")
+        self.counts[code] += 1
+        if self.counts[code] <= self.max_rows_per_code:
+            self.rows.append(
+                Anomaly(
+                    ts_ns=ts_ns,
+                    frame=frame,
+                    tcp_stream=tcp_stream,
+                    direction=direction,
+                    layer=code.split(".", 1)[0],
+                    code=code,
+                    detail=detail,
+                )
+            )
+
+    def suppressed(self) -> dict[str, int]:
+        """code -> number of occurrences that were counted but not kept as rows."""
+        return {c: n - self.max_rows_per_code for c, n in self.counts.items() if n > self.max_rows_per_code}

@@ -1,0 +1,93 @@
+"""What the network decoding layer produces for the TCP and UDP layers above it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# TCP flag bits as in the 9-bit flags field (tcp.flags)
+FIN = 0x001
+SYN = 0x002
+RST = 0x004
+PSH = 0x008
+ACK = 0x010
+URG = 0x020
+ECE = 0x040
+CWR = 0x080
+NS = 0x100
+
+
+@dataclass(slots=True)
+class TcpSegment:
+    """One TCP segment, decoded from link, IP and TCP headers (no payload parsing).
+
+    For a datagram reassembled from IP fragments, ``frame``/``ts_ns`` are those of
+    the fragment that completed it (where Wireshark shows the TCP layer).
+    """
+
+    frame: int
+    ts_ns: int
+    frame_len: int
+    """frame.len: bytes on the wire"""
+    ip_version: int
+    """4 or 6"""
+    src: bytes
+    """packed source address (4 or 16 bytes)"""
+    dst: bytes
+    """packed destination address"""
+    ttl: int
+    """IPv4 TTL or IPv6 hop limit"""
+    ip_id: int
+    """IPv4 identification; -1 for IPv6"""
+    sport: int
+    dport: int
+    seq: int
+    """raw 32-bit sequence number"""
+    ack: int
+    """raw 32-bit acknowledgement number (meaningful only with ACK set)"""
+    flags: int
+    """9-bit TCP flags (FIN=0x01 ... NS=0x100)"""
+    window: int
+    """raw 16-bit window field (unscaled)"""
+    header_len: int
+    """TCP header length in bytes (data offset * 4)"""
+    options: bytes
+    """raw TCP option bytes (may be shorter than header_len - 20 if the snaplen cut them)"""
+    seg_len: int
+    """tcp.len: payload length from the IP length fields, whatever was captured"""
+    payload: bytes
+    """captured payload bytes; shorter than seg_len when the snaplen cut the packet"""
+    overhead_len: int
+    """bytes of link + IP + TCP headers in this frame (frame_len - seg_len, for overhead)"""
+
+
+@dataclass(slots=True)
+class UdpDatagram:
+    """One UDP datagram (for DNS and, later, QUIC)."""
+
+    frame: int
+    ts_ns: int
+    frame_len: int
+    ip_version: int
+    src: bytes
+    dst: bytes
+    ttl: int
+    sport: int
+    dport: int
+    payload: bytes
+
+
+@dataclass(slots=True)
+class IpPacket:
+    """An IP packet that is neither a decoded TCP segment nor a UDP datagram
+    (another protocol, or a fragment of a datagram not yet reassembled)."""
+
+    frame: int
+    ts_ns: int
+    frame_len: int
+    ip_version: int
+    src: bytes
+    dst: bytes
+    proto: int
+    """IP protocol number (next header after IPv6 extension headers)"""
+    fragment: bool
+    """True for a fragment that did not (yet) complete a datagram"""

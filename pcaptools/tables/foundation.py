@@ -1,0 +1,160 @@
+"""Schemas of the foundation tables: packets, connections, TCP handshakes, TCP events, warnings.
+
+``frame`` and ``tcp_stream`` everywhere are Wireshark's ``frame.number`` and
+``tcp.stream``, so an analyst can jump from any row to the packet
+(display filter ``frame.number == N`` or ``tcp.stream eq N``).
+"""
+
+from __future__ import annotations
+
+from .schema import TS_DTYPE, Column, TableSchema
+
+_TCP_STREAM = Column("tcp_stream", "int64", None, "Wireshark tcp.stream index of the connection")
+_DIRECTION = Column(
+    "direction", "category", None,
+    "client_to_server or server_to_client; the client is the SYN sender (see connections.client_inferred)",
+)
+
+PACKETS = TableSchema(
+    name="packets",
+    grain="one row per captured frame (every packet record, decoded or not)",
+    key=("frame",),
+    columns=(
+        Column("frame", "int64", None, "Wireshark frame.number"),
+        Column("ts", TS_DTYPE, None, "capture time"),
+        Column("frame_len", "int64", "bytes", "frame.len: length on the wire"),
+        Column("cap_len", "int64", "bytes", "frame.cap_len: bytes captured"),
+        Column("interface", "int64", None, "pcapng interface id (0 for pcap)"),
+        Column("ip_version", "Int64", None, "4 or 6; NA when the frame carries no IP"),
+        Column("ip_proto", "Int64", None, "IP protocol of the transport (6 TCP, 17 UDP...); NA without IP"),
+        Column("src", "category", None, "source IP address as text; NA without IP"),
+        Column("dst", "category", None, "destination IP address as text"),
+        Column("sport", "Int64", None, "TCP/UDP source port"),
+        Column("dport", "Int64", None, "TCP/UDP destination port"),
+        Column("tcp_stream", "Int64", None, "Wireshark tcp.stream; NA for non-TCP frames"),
+        Column("direction", "category", None, "client_to_server / server_to_client for TCP frames"),
+        Column("tcp_flags", "Int64", None, "9-bit TCP flags (tcp.flags): FIN=0x01 SYN=0x02 RST=0x04 PSH=0x08 ACK=0x10 URG=0x20 ECE=0x40 CWR=0x80 NS=0x100"),
+        Column("flags", "category", None, "TCP flags as letters, Wireshark order: N C E U A P R S F (e.g. 'AS' for SYN-ACK)"),
+        Column("seq", "Int64", None, "tcp.seq: relative sequence number (as Wireshark shows by default)"),
+        Column("ack", "Int64", None, "tcp.ack: relative acknowledgement number; NA without the ACK flag"),
+        Column("seq_raw", "Int64", None, "tcp.seq_raw: sequence number as on the wire"),
+        Column("ack_raw", "Int64", None, "tcp.ack_raw: acknowledgement number as on the wire"),
+        Column("tcp_len", "Int64", "bytes", "tcp.len: TCP payload length (from IP lengths, even if the snaplen cut it)"),
+        Column("window", "Int64", "bytes", "tcp.window_size: window after scaling when the scale is known"),
+        Column("resent", "boolean", None, "for segments with payload: were all of its bytes already seen in this direction? (no heuristics)"),
+        Column("ack_rtt_ms", "float64", "ms", "tcp.analysis.ack_rtt: time since the segment this ACK acknowledges"),
+    ),
+)
+
+CONNECTIONS = TableSchema(
+    name="connections",
+    grain="one row per TCP connection (Wireshark tcp.stream)",
+    key=("tcp_stream",),
+    columns=(
+        _TCP_STREAM,
+        Column("ip_version", "int64", None, "4 or 6"),
+        Column("client_addr", "string", None, "client IP address (the SYN sender)"),
+        Column("client_port", "int64", None, "client TCP port"),
+        Column("server_addr", "string", None, "server IP address"),
+        Column("server_port", "int64", None, "server TCP port"),
+        Column("client_inferred", "bool", None, "True when no SYN was captured and the roles are a guess (lower port is the server)"),
+        Column("first_frame", "int64", None, "frame number of the first packet"),
+        Column("last_frame", "int64", None, "frame number of the last packet"),
+        Column("first_ts", TS_DTYPE, None, "time of the first packet"),
+        Column("last_ts", TS_DTYPE, None, "time of the last packet"),
+        Column("duration_ms", "float64", "ms", "last_ts - first_ts"),
+        Column("client_packets", "int64", "packets", "packets sent by the client"),
+        Column("server_packets", "int64", "packets", "packets sent by the server"),
+        Column("client_bytes", "int64", "bytes", "TCP payload bytes sent by the client (sum of tcp.len, retransmissions included)"),
+        Column("server_bytes", "int64", "bytes", "TCP payload bytes sent by the server"),
+        Column("client_wire_bytes", "int64", "bytes", "frame.len summed over the client's packets"),
+        Column("server_wire_bytes", "int64", "bytes", "frame.len summed over the server's packets"),
+        Column("client_resent_bytes", "int64", "bytes", "client payload bytes that had already been seen (retransmitted, no heuristics)"),
+        Column("server_resent_bytes", "int64", "bytes", "server payload bytes that had already been seen"),
+        Column("retransmissions", "int64", "segments", "frames tshark would flag tcp.analysis.retransmission (plain, fast and spurious)"),
+        Column("conn_state", "category", None, "Zeek conn_state: S0 S1 SF REJ S2 S3 RSTO RSTR RSTOS0 RSTRH SH SHR OTH"),
+        Column("history", "string", None, "Zeek history string (client letters upper case, server lower case)"),
+        Column("end_reason", "category", None, "fin (both sides closed), half_closed (FIN from one side only), rst, open_at_eof"),
+        Column("end_by", "category", None, "client or server: who sent the FIN/RST that ended it; NA if open"),
+        Column("end_frame", "Int64", None, "frame of the first RST, or of the second FIN"),
+        Column("end_ts", TS_DTYPE, None, "time of end_frame"),
+    ),
+)
+
+TCP_HANDSHAKES = TableSchema(
+    name="tcp_handshakes",
+    grain="one row per connection whose SYN or SYN-ACK was captured",
+    key=("tcp_stream",),
+    columns=(
+        _TCP_STREAM,
+        Column("syn_frame", "Int64", None, "first SYN of the connection"),
+        Column("syn_ts", TS_DTYPE, None, "time of syn_frame"),
+        Column("syn_count", "int64", "packets", "SYNs sent (1 + SYN retransmissions)"),
+        Column("synack_frame", "Int64", None, "first SYN-ACK"),
+        Column("synack_ts", TS_DTYPE, None, "time of synack_frame"),
+        Column("synack_count", "int64", "packets", "SYN-ACKs sent (1 + retransmissions)"),
+        Column("ack_frame", "Int64", None, "the client's ACK that completed the handshake"),
+        Column("ack_ts", TS_DTYPE, None, "time of ack_frame"),
+        Column("irtt_ms", "float64", "ms", "tcp.analysis.initial_rtt, as tshark computes it"),
+        Column("syn_to_synack_ms", "float64", "ms", "first SYN-ACK minus first SYN (includes SYN retransmission waits)"),
+        Column("result", "category", None, "established, refused (RST answered the SYN), no_answer, no_final_ack"),
+        Column("client_mss", "Int64", "bytes", "MSS option in the SYN"),
+        Column("server_mss", "Int64", "bytes", "MSS option in the SYN-ACK"),
+        Column("client_wscale", "Int64", None, "window scale shift in the SYN; NA when absent"),
+        Column("server_wscale", "Int64", None, "window scale shift in the SYN-ACK; NA when absent"),
+        Column("client_sack_perm", "boolean", None, "SACK-permitted in the SYN"),
+        Column("server_sack_perm", "boolean", None, "SACK-permitted in the SYN-ACK"),
+        Column("client_timestamps", "boolean", None, "timestamps option in the SYN"),
+        Column("server_timestamps", "boolean", None, "timestamps option in the SYN-ACK"),
+        Column("tfo_cookie_request", "boolean", None, "the SYN carried an empty TCP Fast Open option (cookie request)"),
+        Column("tfo_cookie_len", "Int64", "bytes", "length of the TFO cookie in the SYN (client) or SYN-ACK (server grant)"),
+        Column("syn_data_bytes", "int64", "bytes", "payload carried in the SYN (TCP Fast Open data)"),
+    ),
+)
+
+TCP_EVENT_KINDS = (
+    "retransmission", "fast_retransmission", "spurious_retransmission", "out_of_order",
+    "lost_segment", "ack_lost_segment", "duplicate_ack", "keep_alive", "keep_alive_ack",
+    "zero_window", "zero_window_probe", "zero_window_probe_ack", "window_full",
+    "window_update", "reused_ports", "resent", "ack_rtt",
+)
+
+TCP_EVENTS = TableSchema(
+    name="tcp_events",
+    grain="one row per (frame, kind): every TCP analysis flag tshark 4.0 sets, plus 'resent' and 'ack_rtt'",
+    key=("frame", "kind"),
+    columns=(
+        Column("frame", "int64", None, "Wireshark frame.number"),
+        Column("ts", TS_DTYPE, None, "capture time"),
+        _TCP_STREAM,
+        _DIRECTION,
+        Column("kind", "category", None,
+               "retransmission, fast_retransmission, spurious_retransmission, out_of_order (mutually exclusive, as tshark's expert info); "
+               "lost_segment (tshark: previous segment not captured), ack_lost_segment (ACKed unseen segment), duplicate_ack, keep_alive, "
+               "keep_alive_ack, zero_window, zero_window_probe, zero_window_probe_ack, window_full, window_update, reused_ports; "
+               "resent (every byte of the payload was already seen in this direction: the plain fact, no heuristic); "
+               "ack_rtt (this ACK acknowledged a segment; see ack_rtt_ms)"),
+        Column("seq", "Int64", None, "relative sequence number of the frame"),
+        Column("len", "Int64", "bytes", "tcp.len of the frame"),
+        Column("ack", "Int64", None, "relative acknowledgement number of the frame"),
+        Column("dup_ack_num", "Int64", None, "for duplicate_ack: tcp.analysis.duplicate_ack_num"),
+        Column("dup_ack_frame", "Int64", None, "for duplicate_ack: tcp.analysis.duplicate_ack_frame (the original ACK)"),
+        Column("ack_rtt_ms", "float64", "ms", "for ack_rtt: tcp.analysis.ack_rtt"),
+        Column("acked_frame", "Int64", None, "for ack_rtt: tcp.analysis.acks_frame"),
+    ),
+)
+
+WARNINGS = TableSchema(
+    name="warnings",
+    grain="one row per anomaly seen while reading (codes in docs/anomalies.md)",
+    key=("code", "frame"),
+    columns=(
+        Column("ts", TS_DTYPE, None, "time of the packet that showed it; NaT for file-level problems"),
+        Column("frame", "Int64", None, "Wireshark frame.number; NA for file-level problems"),
+        Column("tcp_stream", "Int64", None, "Wireshark tcp.stream, if it belongs to a connection"),
+        Column("direction", "category", None, "direction, if it belongs to one"),
+        Column("layer", "category", None, "capture, net, tcp, tls, http1, http2, sse, ws"),
+        Column("code", "category", None, "stable dotted code (see docs/anomalies.md)"),
+        Column("detail", "string", None, "what exactly was seen"),
+    ),
+)
