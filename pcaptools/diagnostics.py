@@ -39,11 +39,42 @@ CATALOGUE: dict[str, str] = {
     "net.bad_tcp_header_length": "the TCP data offset is smaller than 20 bytes or larger than the segment",
     "net.truncated_udp_header": "the packet is cut off inside its UDP header",
     "net.snaplen_truncated_payload": "the TCP payload was cut off by the capture's snaplen; its bytes are a gap for the layers above",
+    "net.decode_error": "a frame could not be decoded because of an unexpected malformation (a pcaptools bug: please report it); it was skipped",
     # tcp
     "tcp.capture_started_mid_stream": "the first packet of a connection is not a SYN: roles are inferred",
     "tcp.reassembly_gap": "bytes of a TCP byte stream were never captured; the layers above resynchronise",
     "tcp.reassembly_limit": "out-of-order data beyond the reassembly buffer limit was dropped from the byte stream",
     "tcp.unacked_limit": "too many unacknowledged segments in one direction; older ones are no longer tracked (as tshark)",
+    # tls
+    "tls.record_overflow": "a TLS record announces more than 2^14 + 2048 bytes; this direction is no longer parsed (bytes still counted)",
+    "tls.bad_record_type": "a TLS record header has an unknown content type (not TLS, or garbage); this direction is no longer parsed",
+    "tls.bad_record_version": "a TLS record header's version is not 3.x; this direction is no longer parsed",
+    "tls.truncated_record": "a direction ended inside a TLS record (connection closed or capture ended)",
+    "tls.handshake_parse_error": "a TLS handshake message is malformed; its facts are missing from tls_handshakes",
+    "tls.no_key_for_session": "a key log was given but holds no secrets for this TLS session (its client random); records stay encrypted",
+    "tls.decrypt_failed": "a TLS record did not decrypt with the logged keys (bad tag, MAC or padding)",
+    "tls.decompress_failed": "a TLS record compressed with DEFLATE (RFC 3749) did not decompress; the rest of that direction stays undecoded",
+    "tls.unsupported_cipher": "the negotiated cipher suite (or TLS 1.3 draft) cannot be decrypted by pcaptools",
+    "tls.keylog_bad_line": "a key log line is neither a comment nor a valid NSS key log entry (line number given; the line is never shown)",
+    "tls.internal_error": "the TLS observer hit an unexpected error on this connection and stopped parsing it (please report)",
+    # http/1.x
+    "http1.bad_message": "an HTTP/1.x start line, header section or body framing could not be parsed; that direction resynchronises at the next message start",
+    "http1.header_too_large": "an HTTP/1.x header section grew beyond the parser's limit without ending; that direction resynchronises",
+    "http1.resynchronised": "HTTP/1.x parsing resumed at a message start after skipping bytes (capture started mid-connection, a gap, or a bad message)",
+    "http1.truncated_message": "the connection closed (or the capture ended) in the middle of an HTTP/1.x message whose length was known",
+    "http1.upgrade_not_followed": "an Upgrade/CONNECT hand-off happened but the protocol after it is not parsed (its bytes are only counted)",
+    # http/2
+    "http2.bad_preface": "the client's first bytes are not the HTTP/2 connection preface; frame alignment was searched for instead",
+    "http2.bad_frame": "an HTTP/2 frame breaks RFC 9113 (bad length for its type, padding beyond the payload, CONTINUATION out of place...); it was recorded and parsing continued",
+    "http2.frame_too_large": "an HTTP/2 frame is longer than the receiver's SETTINGS_MAX_FRAME_SIZE; it was recorded (bodies over 1 MiB skipped, not buffered)",
+    "http2.hpack_decode_failed": "an HPACK header block could not be decoded (mid-connection start, lost bytes, corrupt block); its headers are unknown and the decoder restarts with an empty dynamic table",
+    "http2.resynchronised": "HTTP/2 frame alignment was found heuristically after skipping bytes (capture started mid-connection or after a gap)",
+    "http2.desynced": "HTTP/2 frame alignment could not be found within the search budget; the rest of that direction is only counted",
+    "http2.truncated_frame": "the connection closed (or the capture ended) in the middle of an HTTP/2 frame",
+    # server-sent events
+    "sse.bad_json": "an SSE event's data starts like JSON but is not valid JSON; the event is kept with json_ok False",
+    "sse.unterminated_event": "an SSE line (or one event's data) grew beyond the parser's limit without a terminator; it was dropped and parsing resumed at the next line end",
+    "sse.incomplete_event": "an SSE stream ended inside an event (no blank line after its last field); the event was discarded, as the WHATWG rules say",
 }
 
 

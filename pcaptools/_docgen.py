@@ -1,0 +1,68 @@
+"""Generates docs/tables.md and docs/anomalies.md from the schemas and the anomaly catalogue.
+
+    python -m pcaptools._docgen          # rewrite docs/
+    python -m pcaptools._docgen --check  # exit 1 if docs/ is out of date
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .capture import TABLES
+from .diagnostics import CATALOGUE
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def tables_markdown() -> str:
+    head = (
+        "# pcaptools tables\n\n"
+        "Generated from `pcaptools/tables/*.py` by `python -m pcaptools._docgen`; do not edit by hand.\n\n"
+        "Conventions: `frame` and `tcp_stream` are Wireshark's `frame.number` and `tcp.stream` "
+        "(paste `frame.number == N` or `tcp.stream eq N` into Wireshark). Times (`ts`, `*_ts`) are "
+        "`datetime64[ns, UTC]`; durations are float milliseconds (`*_ms`). `client_`/`server_` prefixes "
+        "follow the SYN sender; `connections.client_inferred` says when no SYN was captured. "
+        "Nullable `Int64`/`boolean` columns use NA for \"unknown / not applicable\". "
+        "An empty table still has all its columns and dtypes.\n\n"
+        "The `packets` table is the only one that grows with the number of frames (~170 bytes per "
+        "frame in memory): load with `pcaptools.load(path, packets=False)` for captures of many "
+        "millions of frames when you do not need per-packet plots.\n\n"
+    )
+    return head + "\n".join(schema.markdown() for schema in TABLES.values())
+
+
+def anomalies_markdown() -> str:
+    lines = [
+        "# Anomaly codes (`Capture.warnings.code`)",
+        "",
+        "Generated from `pcaptools/diagnostics.py` by `python -m pcaptools._docgen`; do not edit by hand.",
+        "",
+        "Every problem found in a capture becomes a row of `Capture.warnings`; the rest of the capture "
+        "is still analysed. At most 1000 rows per code are kept (`load(max_warnings_per_code=...)`); "
+        "beyond that one summary row gives the number of further occurrences.",
+        "",
+        "| code | meaning |",
+        "|---|---|",
+    ]
+    lines += [f"| `{code}` | {meaning} |" for code, meaning in sorted(CATALOGUE.items())]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    wanted = {"tables.md": tables_markdown(), "anomalies.md": anomalies_markdown()}
+    if "--check" in argv:
+        stale = [n for n, text in wanted.items()
+                 if not (DOCS / n).is_file() or (DOCS / n).read_text(encoding="utf-8") != text]
+        if stale:
+            sys.stderr.write(f"out of date: {', '.join(stale)} (run python -m pcaptools._docgen)\n")
+            return 1
+        return 0
+    DOCS.mkdir(exist_ok=True)
+    for name, text in wanted.items():
+        (DOCS / name).write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,337 @@
+"""Headline numbers of a capture and the plain-English verdicts built from them.
+
+Both the HTML report and ``pcap-report --json`` use :func:`headline`; the report's
+top box is :func:`verdicts`. Pure functions of ``Capture.summary`` and the tables:
+no I/O, no printing, and the same Capture always gives the same output.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from ..capture import Capture
+
+__all__ = ["fmt_ms", "headline", "verdicts", "warning_counts"]
+
+# tables.tcp_tables.warnings_table writes one such row per code whose rows were capped
+_SUPPRESSED = re.compile(r"^(\d+) more occurrences of (\S+) were counted but not listed$")
+
+
+def headline(cap: Capture) -> dict[str, Any]:
+    """The headline numbers of ``cap`` as a JSON-serialisable dict (ints, floats, str, None,
+    lists and dicts only; never NaN).
+
+    Keys (all counts are exact):
+
+    - capture file: ``file``, ``format``, ``compression``, ``file_size``, ``linktypes``,
+      ``first_ts`` / ``last_ts`` (ISO 8601 UTC, None for an empty capture), ``duration_s``,
+      ``frames``, ``wire_bytes``, ``tcp_frames``, ``udp_frames``, ``other_ip_frames``,
+      ``non_ip_frames``, ``tls_secrets``
+    - ``tcp_connections`` (rows of ``connections``), ``handshakes_captured`` (rows of
+      ``tcp_handshakes``: SYN or SYN-ACK seen), ``handshakes_established``, ``refused``
+      (SYN answered by RST), ``no_answer`` (SYN never answered), ``started_mid_stream``
+      (no SYN captured, roles inferred), ``reset`` (ended by RST, refused ones not included),
+      ``closed_fin``, ``half_closed``, ``open_at_eof``
+    - ``irtt_ms``: ``{"count", "median", "p95", "max"}`` of ``tcp_handshakes.irtt_ms``
+      (tshark's tcp.analysis.initial_rtt; p95 by linear interpolation; None without data)
+    - ``retransmitted_segments``: frames tshark flags ``tcp.analysis.retransmission``
+      (``Capture.retransmissions``: plain, fast and spurious), ``retransmissions_by_kind``,
+      ``data_segments`` (TCP frames with tcp.len > 0; None when the packets table was
+      switched off), ``retransmitted_data_segments`` (those of the retransmissions that carry
+      payload; the rest are SYN/FIN retransmissions), ``retransmitted_share``
+      (retransmitted_data_segments / data_segments, None when unknown)
+    - ``payload_bytes`` / ``resent_bytes``: TCP payload bytes in all connections, and those
+      that had already been seen (no heuristics); ``resent_share``
+    - ``conn_state`` / ``end_reason``: connections by Zeek conn_state / end_reason
+    - ``tcp_events``: ``tcp_events`` rows by kind (tshark's analysis flags)
+    - ``warnings`` (total occurrences, including those counted but not listed) and
+      ``warnings_by_code``
+
+    Dict-valued counts list only non-zero entries, largest first.
+    """
+    s = cap.summary
+    conns = cap.connections
+    hs = cap.tcp_handshakes
+    retrans = cap.retransmissions
+
+    result = hs["result"].astype("string")
+    refused_streams = set(hs.loc[result.eq("refused").fillna(False), "tcp_stream"].tolist())
+    end = conns["end_reason"].astype("string")
+    is_rst = end.eq("rst").fillna(False)
+    reset = int((is_rst & ~conns["tcp_stream"].isin(refused_streams)).sum())
+
+    irtt = hs["irtt_ms"].dropna().to_numpy(dtype=np.float64)
+    irtt_stats: dict[str, Any] = {
+        "count": int(irtt.size),
+        "median": _ms(np.median(irtt)) if irtt.size else None,
+        "p95": _ms(np.percentile(irtt, 95)) if irtt.size else None,
+        "max": _ms(irtt.max()) if irtt.size else None,
+    }
+
+    data_segments = _data_segments(cap)
+    rlen = retrans["len"].fillna(0).astype("int64")
+    retrans_data = int((rlen > 0).sum())
+    payload = int(conns["client_bytes"].sum() + conns["server_bytes"].sum())
+    resent = int(conns["client_resent_bytes"].sum() + conns["server_resent_bytes"].sum())
+
+    wcounts = warning_counts(cap)
+    return {
+        "file": Path(s.path).name,
+        "format": s.format,
+        "compression": s.compression,
+        "file_size": int(s.file_size),
+        "linktypes": [int(x) for x in s.linktypes],
+        "first_ts": _iso(s.first_ts_ns),
+        "last_ts": _iso(s.last_ts_ns),
+        "duration_s": round(float(s.duration_s), 9),
+        "frames": int(s.frames),
+        "wire_bytes": int(s.wire_bytes),
+        "tcp_frames": int(s.tcp_frames),
+        "udp_frames": int(s.udp_frames),
+        "other_ip_frames": int(s.other_ip_frames),
+        "non_ip_frames": int(s.non_ip_frames),
+        "tls_secrets": int(s.tls_secrets),
+        "tcp_connections": len(conns),
+        "handshakes_captured": len(hs),
+        "handshakes_established": int(result.eq("established").fillna(False).sum()),
+        "refused": len(refused_streams),
+        "no_answer": int(result.eq("no_answer").fillna(False).sum()),
+        "started_mid_stream": int(conns["client_inferred"].sum()),
+        "reset": reset,
+        "closed_fin": int(end.eq("fin").fillna(False).sum()),
+        "half_closed": int(end.eq("half_closed").fillna(False).sum()),
+        "open_at_eof": int(end.eq("open_at_eof").fillna(False).sum()),
+        "irtt_ms": irtt_stats,
+        "retransmitted_segments": len(retrans),
+        "retransmissions_by_kind": _counts(retrans["kind"]),
+        "data_segments": data_segments,
+        "retransmitted_data_segments": retrans_data,
+        "retransmitted_share": (round(retrans_data / data_segments, 6) if data_segments else None),
+        "payload_bytes": payload,
+        "resent_bytes": resent,
+        "resent_share": round(resent / payload, 6) if payload else None,
+        "conn_state": _counts(conns["conn_state"]),
+        "end_reason": _counts(conns["end_reason"]),
+        "tcp_events": _counts(cap.tcp_events["kind"]),
+        "warnings": sum(wcounts.values()),
+        "warnings_by_code": wcounts,
+    }
+
+
+def warning_counts(cap: Capture) -> dict[str, int]:
+    """Occurrences per warning code, largest first. Counts the rows of ``cap.warnings`` and
+    adds the occurrences that were counted but not listed (the "N more occurrences of CODE"
+    rows the table ends with when a code hit its row cap)."""
+    extra = cap.summary.extra.get("warning_counts")
+    if isinstance(extra, Mapping) and extra:
+        return _sorted_counts({str(k): int(v) for k, v in extra.items()})
+    w = cap.warnings
+    counts: dict[str, int] = {}
+    for code, frame, detail in zip(
+        w["code"].astype("string"), w["frame"], w["detail"], strict=True
+    ):
+        n = 1
+        if frame is pd.NA and isinstance(detail, str):
+            m = _SUPPRESSED.match(detail)
+            if m is not None and m.group(2) == code:
+                n = int(m.group(1))
+        counts[str(code)] = counts.get(str(code), 0) + n
+    return _sorted_counts(counts)
+
+
+def verdicts(cap: Capture, head: Mapping[str, Any] | None = None) -> list[str]:
+    """Plain sentences with numbers, most important first, e.g.
+    ``"41 TCP connections: 3 reset (RST), 1 refused."``. Only sentences the data backs:
+    no handshake sentence without a measured iRTT, no retransmission share without a
+    packets table. ``head`` is ``headline(cap)`` if the caller already has it."""
+    h = headline(cap) if head is None else head
+    out: list[str] = []
+
+    dur = float(h["duration_s"])
+    out.append(
+        f"{_n(h['frames'], 'frame')} over {_duration(dur)}."
+        if h["frames"]
+        else "The capture holds no frames."
+    )
+
+    n = int(h["tcp_connections"])
+    if n == 0:
+        if h["frames"]:
+            out.append("No TCP traffic.")
+    else:
+        # exclusive groups: an unanswered SYN is also "open at EOF"; count it once
+        open_other = int(h["open_at_eof"]) - _unanswered_open(cap)
+        parts = []
+        for count, label in (
+            (h["closed_fin"], "closed with FIN"),
+            (h["reset"], "reset (RST)"),
+            (h["refused"], "refused"),
+            (h["no_answer"], "SYN never answered"),
+            (h["half_closed"], "half-closed"),
+            (open_other, "still open at the end of the capture"),
+        ):
+            if count:
+                parts.append(f"{count:,} {label}")
+        out.append(f"{_n(n, 'TCP connection')}" + (": " + ", ".join(parts) if parts else "") + ".")
+        if h["started_mid_stream"]:
+            k = int(h["started_mid_stream"])
+            out.append(
+                f"{k:,} of {n:,} connections started before the capture "
+                "(no SYN seen): client and server are guessed from the ports."
+            )
+
+    irtt = h["irtt_ms"]
+    if irtt["count"] == 1:
+        out.append(f"TCP handshake RTT {fmt_ms(irtt['median'])} (1 connection).")
+    elif irtt["count"] > 1:
+        out.append(
+            f"Median TCP handshake RTT {fmt_ms(irtt['median'])} "
+            f"(p95 {fmt_ms(irtt['p95'])}, max {fmt_ms(irtt['max'])}, "
+            f"{irtt['count']:,} connections)."
+        )
+    syn_retx = _syn_retransmissions(cap)
+    if syn_retx:
+        out.append(f"{_n(syn_retx, 'connection')} had to retransmit the SYN or SYN-ACK.")
+
+    rs, ds, rd = (
+        int(h["retransmitted_segments"]),
+        h["data_segments"],
+        int(h["retransmitted_data_segments"]),
+    )
+    kinds = h["retransmissions_by_kind"]
+    detail = ", ".join(
+        f"{kinds[k]:,} {label}"
+        for k, label in (("fast_retransmission", "fast"), ("spurious_retransmission", "spurious"))
+        if kinds.get(k)
+    )
+    if ds:
+        if rd:
+            out.append(f"{_pct(rd, ds)} of data segments were retransmitted ({rd:,} of {ds:,}).")
+        else:
+            out.append(f"No data segment was retransmitted ({ds:,} data segments).")
+        if rs > rd:
+            detail += (", " if detail else "") + f"{rs - rd:,} without payload (SYN or FIN)"
+        if detail:
+            out.append(
+                f"{_n(rs, 'retransmission')} in all (tshark tcp.analysis.retransmission): {detail}."
+            )
+    elif rs:
+        out.append(f"{_n(rs, 'TCP segment')} retransmitted{f' ({detail})' if detail else ''}.")
+
+    if h["resent_bytes"] and h["payload_bytes"]:
+        out.append(
+            f"{h['resent_bytes']:,} payload bytes were sent more than once "
+            f"({_pct(h['resent_bytes'], h['payload_bytes'])} of {h['payload_bytes']:,})."
+        )
+
+    ev = h["tcp_events"]
+    if ev.get("zero_window"):
+        streams = _streams_with(cap, "zero_window")
+        out.append(
+            f"Zero window advertised by a receiver ({_n(ev['zero_window'], 'frame')} "
+            f"in {_n(streams, 'connection')})."
+        )
+    if ev.get("lost_segment"):
+        out.append(
+            f"{_n(ev['lost_segment'], 'gap')} in the sequence numbers: segments lost before "
+            "the capture point or dropped by the capture (tshark: previous segment not "
+            "captured)."
+        )
+
+    total = int(h["warnings"])
+    if total:
+        codes = list(h["warnings_by_code"].items())
+        listed = ", ".join(f"{c} {k}" for k, c in codes[:3])
+        more = f" and {len(codes) - 3} more codes" if len(codes) > 3 else ""
+        out.append(f"{_n(total, 'warning')} while reading: {listed}{more}.")
+    return out
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _data_segments(cap: Capture) -> int | None:
+    extra = cap.summary.extra.get("tcp_data_segments")
+    if isinstance(extra, int):
+        return extra
+    pk = cap.packets
+    if len(pk) == 0:
+        return 0 if cap.summary.tcp_frames == 0 else None
+    return int(pk["tcp_len"].fillna(0).astype("int64").gt(0).sum())
+
+
+def _unanswered_open(cap: Capture) -> int:
+    hs, conns = cap.tcp_handshakes, cap.connections
+    streams = hs.loc[hs["result"].astype("string").eq("no_answer").fillna(False), "tcp_stream"]
+    open_ = conns["end_reason"].astype("string").eq("open_at_eof").fillna(False)
+    return int((open_ & conns["tcp_stream"].isin(set(streams.tolist()))).sum())
+
+
+def _syn_retransmissions(cap: Capture) -> int:
+    hs = cap.tcp_handshakes
+    return int(((hs["syn_count"] > 1) | (hs["synack_count"] > 1)).sum())
+
+
+def _streams_with(cap: Capture, kind: str) -> int:
+    ev = cap.tcp_events
+    return int(ev.loc[ev["kind"].astype("string").eq(kind).fillna(False), "tcp_stream"].nunique())
+
+
+def _counts(col: pd.Series) -> dict[str, int]:
+    vc = col.astype("string").dropna().value_counts()
+    return _sorted_counts({str(k): int(v) for k, v in vc.items() if v})
+
+
+def _sorted_counts(d: Mapping[str, int]) -> dict[str, int]:
+    return dict(sorted(((k, v) for k, v in d.items() if v), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _iso(ts_ns: int | None) -> str | None:
+    if ts_ns is None:
+        return None
+    return pd.Timestamp(ts_ns, unit="ns", tz="UTC").isoformat()
+
+
+def _ms(v: float | np.floating[Any]) -> float:
+    return round(float(v), 6)  # ns resolution
+
+
+def _n(count: int, singular: str, plural: str | None = None) -> str:
+    word = singular if count == 1 else (plural or singular + "s")
+    return f"{count:,} {word}"
+
+
+def _pct(part: int, whole: int) -> str:
+    """1.8%, 12%, 0.042%: one decimal from 0.1%, two significant digits below."""
+    p = 100.0 * part / whole
+    if p >= 10:
+        return f"{p:.0f}%"
+    if p >= 0.1:
+        return f"{p:.1f}%"
+    return f"{p:.2g}%"
+
+
+def fmt_ms(v: float) -> str:
+    """12.4 ms, 0.042 ms, 1,204 ms: one decimal from 1 ms, three significant digits below."""
+    if v >= 1000:
+        return f"{v:,.0f} ms"
+    if v >= 1:
+        return f"{v:.1f} ms"
+    return f"{v:.3g} ms"
+
+
+def _duration(s: float) -> str:
+    if s < 1:
+        return f"{s * 1000:.3g} ms"
+    if s < 120:
+        return f"{s:.1f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"

@@ -1,0 +1,178 @@
+"""`load()` runs the whole pipeline once over a capture and returns a :class:`Capture`.
+
+    capture file -> io.open_capture (RawFrame) -> net.PacketDecoder (TcpSegment, ...)
+                 -> tcp.TcpTracker (stream index, analysis, connection records)
+                 -> tables (schema'd DataFrames)
+
+One streaming pass; state is kept per connection, never per packet, except for the
+optional ``packets`` table (one row per frame, ~170 bytes each in typed arrays: switch
+it off with ``packets=False`` for captures of many millions of frames).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .diagnostics import Diagnostics
+from .io import open_capture
+from .net.decode import PacketDecoder
+from .net.packet import TcpSegment, UdpDatagram
+from .tables.foundation import CONNECTIONS, PACKETS, TCP_EVENTS, TCP_HANDSHAKES, WARNINGS
+from .tables.packets import PacketsBuilder
+from .tables.schema import TableSchema
+from .tables.tcp_tables import connections_table, events_table, handshakes_table, warnings_table
+from .tcp.tracker import RETRANSMISSION_KINDS, TcpTracker
+
+#: every table a Capture holds, by attribute name
+TABLES: dict[str, TableSchema] = {
+    "connections": CONNECTIONS,
+    "tcp_handshakes": TCP_HANDSHAKES,
+    "tcp_events": TCP_EVENTS,
+    "packets": PACKETS,
+    "warnings": WARNINGS,
+}
+
+ProgressCallback = Callable[[int, int], None]
+"""called as progress(bytes_read, file_size) every few thousand frames"""
+
+
+@dataclass(slots=True)
+class CaptureSummary:
+    """Headline facts about the capture file itself."""
+
+    path: str
+    file_size: int
+    format: str
+    compression: str | None
+    linktypes: list[int]
+    frames: int = 0
+    first_ts_ns: int | None = None
+    last_ts_ns: int | None = None
+    wire_bytes: int = 0
+    tcp_frames: int = 0
+    udp_frames: int = 0
+    other_ip_frames: int = 0
+    non_ip_frames: int = 0
+    tls_secrets: int = 0
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def duration_s(self) -> float:
+        if self.first_ts_ns is None or self.last_ts_ns is None:
+            return 0.0
+        return (self.last_ts_ns - self.first_ts_ns) / 1e9
+
+
+class Capture:
+    """All tables of one capture. Attributes are pandas DataFrames with documented schemas
+    (``docs/tables.md``); a table that was switched off is an empty DataFrame with its columns."""
+
+    def __init__(self, summary: CaptureSummary, tables: dict[str, pd.DataFrame]) -> None:
+        self.summary = summary
+        self.tables = tables
+        for name in TABLES:
+            setattr(self, name, tables.get(name, TABLES[name].frame([])))
+
+    connections: pd.DataFrame
+    tcp_handshakes: pd.DataFrame
+    tcp_events: pd.DataFrame
+    packets: pd.DataFrame
+    warnings: pd.DataFrame
+
+    @property
+    def retransmissions(self) -> pd.DataFrame:
+        """tcp_events rows that tshark's ``tcp.analysis.retransmission`` filter matches
+        (kind retransmission, fast_retransmission or spurious_retransmission)."""
+        ev = self.tcp_events
+        return ev[ev["kind"].isin(RETRANSMISSION_KINDS)].reset_index(drop=True)
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (f"<Capture {Path(s.path).name!r}: {s.frames} frames, {len(self.connections)} TCP connections, "
+                f"{len(self.warnings)} warnings>")
+
+    def _repr_html_(self) -> str:
+        s = self.summary
+        rows = "".join(
+            f"<tr><td><code>cap.{html.escape(n)}</code></td><td>{len(df)}</td>"
+            f"<td>{html.escape(TABLES[n].grain)}</td></tr>"
+            for n, df in self.tables.items() if n in TABLES
+        )
+        return (
+            f"<div><b>Capture</b> {html.escape(Path(s.path).name)}: {s.frames} frames over "
+            f"{s.duration_s:.3f} s, {len(self.connections)} TCP connections, "
+            f"{len(self.warnings)} warnings<table><tr><th>table</th><th>rows</th><th>one row per</th></tr>"
+            f"{rows}</table></div>"
+        )
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    packets: bool = True,
+    progress: ProgressCallback | None = None,
+    max_warnings_per_code: int = 1000,
+) -> Capture:
+    """Read ``path`` once and return a :class:`Capture` with every table filled.
+
+    Raises :class:`~pcaptools.errors.CaptureOpenError` / :class:`~pcaptools.errors.CaptureFormatError`
+    only when the file cannot be read as a capture at all. Anything wrong inside it (a record cut
+    off, a malformed header, an unsupported link type) becomes a row of ``Capture.warnings`` and the
+    rest of the capture is still analysed. ``packets=False`` skips the one table that grows with
+    the number of frames.
+    """
+    diag = Diagnostics(max_rows_per_code=max_warnings_per_code)
+    decoder = PacketDecoder(diag)
+    tracker = TcpTracker(diag)
+    pb = PacketsBuilder() if packets else None
+    with open_capture(path, diag) as reader:
+        summary = CaptureSummary(
+            path=str(path), file_size=reader.file_size, format=reader.format,
+            compression=reader.compression, linktypes=[],
+        )
+        n = tcp_n = udp_n = other_n = nonip_n = wire = 0
+        first_ts = last_ts = None
+        decode = decoder.decode
+        track = tracker.segment
+        for raw in reader.frames():
+            n += 1
+            wire += raw.orig_len
+            if first_ts is None:
+                first_ts = raw.ts_ns
+            last_ts = raw.ts_ns
+            pkt = decode(raw)
+            a = None
+            if pkt is None:
+                nonip_n += 1
+            elif type(pkt) is TcpSegment:
+                tcp_n += 1
+                a = track(pkt)
+            elif type(pkt) is UdpDatagram:
+                udp_n += 1
+            else:
+                other_n += 1
+            if pb is not None:
+                pb.add(raw, pkt, a)
+            if progress is not None and n % 4096 == 0:
+                progress(reader.bytes_read, reader.file_size)
+        if progress is not None:
+            progress(reader.bytes_read, reader.file_size)
+        summary.linktypes = sorted({i.linktype for i in reader.interfaces})
+        summary.tls_secrets = len(reader.secrets)
+    summary.frames, summary.tcp_frames, summary.udp_frames = n, tcp_n, udp_n
+    summary.other_ip_frames, summary.non_ip_frames, summary.wire_bytes = other_n, nonip_n, wire
+    summary.first_ts_ns, summary.last_ts_ns = first_ts, last_ts
+    tables = {
+        "connections": connections_table(tracker),
+        "tcp_handshakes": handshakes_table(tracker),
+        "tcp_events": events_table(tracker),
+        "packets": pb.frame() if pb is not None else PACKETS.frame([]),
+        "warnings": warnings_table(diag),
+    }
+    return Capture(summary, tables)

@@ -1,0 +1,335 @@
+"""Opening a capture: compression and format found by magic bytes, never by file name.
+
+:func:`open_capture` is the only way the rest of pcaptools reads a capture file. It raises
+:class:`CaptureOpenError` / :class:`CaptureFormatError` when nothing can be read at all;
+everything that goes wrong later (truncation, corruption, decompression errors) becomes a
+row in the :class:`Diagnostics` sink and ends the frame iterator cleanly.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from ..diagnostics import Diagnostics
+from ..errors import CaptureFormatError, CaptureOpenError
+from .frame import RawFrame
+from .linktypes import InterfaceInfo
+from .pcap import PCAP_MAGICS, PcapParser
+from .pcapng import BT_SHB, PcapngParser
+
+#: (magic prefix, compression name)
+COMPRESSION_MAGICS: tuple[tuple[bytes, str], ...] = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+
+_READ_BUFFER = 1 << 20
+
+
+def _decompression_errors() -> tuple[type[BaseException], ...]:
+    errs: list[type[BaseException]] = [OSError, EOFError, ValueError, zlib.error, lzma.LZMAError]
+    try:
+        import zstandard
+
+        errs.append(zstandard.ZstdError)
+    except ImportError:  # pragma: no cover - zstandard is a dependency
+        pass
+    return tuple(errs)
+
+
+_DECOMPRESSION_ERRORS = _decompression_errors()
+
+
+class _Stream:
+    """The decompressed byte stream the format parsers read (implements ``pcap.Source``).
+
+    ``read(n)`` returns exactly n bytes or fewer at the end. For compressed input it turns a
+    decompression error into a ``capture.decompression_error`` row and applies
+    ``max_decompressed_bytes`` (``capture.decompression_limit`` row); after either, it
+    returns ``b""`` and ``stopped`` is True.
+    """
+
+    __slots__ = ("_diag", "_fh", "_limit", "compression", "read", "stopped", "total")
+
+    def __init__(self, fh: Any, compression: str | None, diag: Diagnostics, limit: int | None) -> None:
+        self._fh = fh
+        self._diag = diag
+        self._limit = limit
+        self.compression = compression
+        self.stopped = False
+        self.total = 0
+        self.read: Callable[[int], bytes]
+        if compression is None and limit is None:
+            self.read = fh.read
+        else:
+            self.read = self._read_checked
+
+    def _read_checked(self, n: int) -> bytes:
+        if self.stopped or n <= 0:
+            return b""
+        try:
+            data = self._fh.read(n)
+            while 0 < len(data) < n:  # some decompressors return short reads before the end
+                more = self._fh.read(n - len(data))
+                if not more:
+                    break
+                data += more
+        except _DECOMPRESSION_ERRORS as exc:
+            self.stopped = True
+            self._diag.add(
+                "capture.decompression_error",
+                f"the {self.compression} stream is corrupt after {self.total} decompressed bytes "
+                f"({type(exc).__name__}: {exc}); everything before it was read",
+            )
+            return b""
+        self.total += len(data)
+        if self._limit is not None and self.total > self._limit:
+            keep = len(data) - (self.total - self._limit)
+            self.total = self._limit
+            self.stopped = True
+            what = f"the {self.compression} stream" if self.compression else "the file"
+            self._diag.add(
+                "capture.decompression_limit",
+                f"reading stopped after {self._limit} bytes of {what} (max_decompressed_bytes)",
+            )
+            return data[:keep]
+        return data
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def _open_decompressor(raw: IO[bytes], compression: str) -> Any:
+    if compression == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if compression == "bzip2":
+        return bz2.BZ2File(raw, mode="rb")
+    if compression == "xz":
+        return lzma.LZMAFile(raw, mode="rb")
+    import zstandard
+
+    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
+
+
+def describe_content(head: bytes) -> str:
+    """A guess at what non-capture bytes are, for error messages (``"this looks like JSON"``)."""
+    if not head:
+        return "the file is empty"
+    checks: tuple[tuple[bytes, str], ...] = (
+        (b"\x7fELF", "an ELF executable or library"),
+        (b"MZ", "a Windows executable"),
+        (b"PK\x03\x04", "a zip archive, or a docx/xlsx/jar file"),
+        (b"PK\x05\x06", "an empty zip archive"),
+        (b"%PDF", "a PDF document"),
+        (b"\x89PNG", "a PNG image"),
+        (b"\xff\xd8\xff", "a JPEG image"),
+        (b"GIF8", "a GIF image"),
+        (b"Rar!", "a RAR archive"),
+        (b"7z\xbc\xaf", "a 7-Zip archive"),
+        (b"SQLite format 3", "an SQLite database"),
+        (b"PAR1", "a Parquet file"),
+        (b"GMBU", "a Microsoft Network Monitor capture; convert it with: editcap -F pcapng in.cap out.pcapng"),
+        (b"snoop\0\0\0", "a Solaris snoop capture; convert it with: editcap -F pcapng in.snoop out.pcapng"),
+        (b"XCP\0", "a NetXRay/Sniffer capture; convert it with: editcap -F pcapng in.cap out.pcapng"),
+    )
+    for magic, what in checks:
+        if head.startswith(magic):
+            return f"this looks like {what}"
+    if len(head) > 262 and head[257:262] == b"ustar":
+        return "this looks like a tar archive"
+    text = head.lstrip(b"\xef\xbb\xbf").lstrip()
+    low = text[:64].lower()
+    if low.startswith((b"<!doctype html", b"<html", b"<head", b"<body")):
+        return "this looks like HTML, perhaps an error page saved instead of the capture"
+    if low.startswith(b"<?xml"):
+        return "this looks like XML"
+    if text.startswith((b"{", b"[")):
+        return "this looks like JSON"
+    try:
+        decoded = head.decode("utf-8")
+    except UnicodeDecodeError:
+        # the sample may end inside a multi-byte character
+        try:
+            decoded = head[:-3].decode("utf-8")
+        except UnicodeDecodeError:
+            decoded = ""
+    if decoded and all(c.isprintable() or c in "\r\n\t" for c in decoded):
+        first = decoded.lstrip().split(None, 1)[0] if decoded.strip() else ""
+        if first in ("CLIENT_RANDOM", "CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+                     "CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0", "EXPORTER_SECRET", "RSA"):
+            return "this looks like a TLS key log file, not a capture"
+        return "this looks like text"
+    return "the content is not recognised"
+
+
+class CaptureReader:
+    """An open capture file. Use as a context manager; iterate :meth:`frames` once.
+
+    Attributes:
+        path: the file
+        format: ``"pcap"`` or ``"pcapng"``
+        compression: None, ``"gzip"``, ``"bzip2"``, ``"xz"`` or ``"zstd"``
+        interfaces: one :class:`InterfaceInfo` per interface (pcap: one; pcapng: filled as
+            Interface Description Blocks are read, every section's in file order;
+            ``RawFrame.interface`` indexes this list)
+        secrets: ``(secrets_type, data)`` of every pcapng Decryption Secrets Block read so
+            far (``0x544c534b`` is a TLS key log)
+        file_size: size of the file on disk in bytes
+        nanosecond: pcap only: the file has nanosecond timestamps
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        raw: IO[bytes],
+        stream: _Stream,
+        fmt: str,
+        parser: PcapParser | PcapngParser,
+        interfaces: list[InterfaceInfo],
+        secrets: list[tuple[int, bytes]],
+        file_size: int,
+    ) -> None:
+        self.path = path
+        self._raw = raw
+        self._stream = stream
+        self._parser = parser
+        self._iterated = False
+        self.format = fmt
+        self.compression = stream.compression
+        self.interfaces = interfaces
+        self.secrets = secrets
+        self.file_size = file_size
+        self.nanosecond = isinstance(parser, PcapParser) and parser.nanosecond
+
+    def frames(self) -> Iterator[RawFrame]:
+        """Stream the packet records in file order (one pass; constant memory).
+
+        Frame numbers are Wireshark's ``frame.number``. Ends cleanly, with a Diagnostics
+        row, at a truncated or corrupt record. Raises RuntimeError if called twice.
+        """
+        if self._iterated:
+            raise RuntimeError("CaptureReader.frames() can be iterated only once")
+        self._iterated = True
+        return self._parser.frames()
+
+    @property
+    def frame_count(self) -> int:
+        """Frame numbers used so far (final once frames() is exhausted; includes pcapng
+        records Wireshark numbers that are not packets and are not yielded)."""
+        return self._parser.frame_count
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes of the file (compressed bytes, for a compressed file) consumed so far."""
+        try:
+            return min(self._raw.tell(), self.file_size)
+        except (OSError, ValueError):
+            return self.file_size
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        try:
+            self._stream.close()
+        finally:
+            self._raw.close()
+
+    def __enter__(self) -> CaptureReader:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        comp = f"+{self.compression}" if self.compression else ""
+        return f"<CaptureReader {self.path.name} {self.format}{comp} {len(self.interfaces)} interface(s)>"
+
+
+def open_capture(
+    path: str | os.PathLike[str],
+    diag: Diagnostics,
+    *,
+    max_decompressed_bytes: int | None = None,
+) -> CaptureReader:
+    """Open a pcap or pcapng file, optionally gzip/bzip2/xz/zstd compressed.
+
+    Reads the file header (pcap) or first Section Header Block (pcapng) at once.
+    Raises :class:`CaptureOpenError` if the path cannot be opened (missing, a directory,
+    no permission) and :class:`CaptureFormatError` if it is empty or not a capture; the
+    message says what was found (``"expected pcap or pcapng magic, got 0x7b0a2022 (this
+    looks like JSON ...)"``). ``max_decompressed_bytes`` caps the bytes read after
+    decompression (a ``capture.decompression_limit`` row says where reading stopped).
+    """
+    p = Path(path)
+    try:
+        raw: IO[bytes] = open(p, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed by CaptureReader
+    except FileNotFoundError:
+        raise CaptureOpenError(f"capture file not found: {p}") from None
+    except IsADirectoryError:
+        raise CaptureOpenError(f"{p} is a directory, not a capture file") from None
+    except PermissionError:
+        raise CaptureOpenError(f"no permission to read {p}") from None
+    except OSError as exc:
+        raise CaptureOpenError(f"cannot open {p}: {exc.strerror or exc}") from None
+    try:
+        return _open(p, raw, diag, max_decompressed_bytes)
+    except BaseException:
+        raw.close()
+        raise
+
+
+def _open(p: Path, raw: IO[bytes], diag: Diagnostics, limit: int | None) -> CaptureReader:
+    try:
+        file_size = os.fstat(raw.fileno()).st_size
+        head = raw.read(8)
+    except OSError as exc:
+        raise CaptureOpenError(f"cannot read {p}: {exc.strerror or exc}") from None
+    if not head:
+        raise CaptureFormatError(f"{p} is empty (0 bytes): expected a pcap or pcapng capture")
+    compression = next((name for magic, name in COMPRESSION_MAGICS if head.startswith(magic)), None)
+    raw.seek(0)
+    fh = raw if compression is None else _open_decompressor(raw, compression)
+    stream = _Stream(fh, compression, diag, limit)
+    try:
+        magic = fh.read(4)
+    except _DECOMPRESSION_ERRORS as exc:
+        raise CaptureFormatError(
+            f"{p} starts like a {compression} file but cannot be decompressed ({type(exc).__name__}: {exc})"
+        ) from None
+    after = f" after {compression} decompression" if compression else ""
+    if len(magic) < 4:
+        raise CaptureFormatError(
+            f"{p} is too short{after} ({len(magic)} bytes): expected a pcap or pcapng capture"
+        )
+    stream.total = 4
+    interfaces: list[InterfaceInfo] = []
+    secrets: list[tuple[int, bytes]] = []
+    magic_le = int.from_bytes(magic, "little")
+    parser: PcapParser | PcapngParser
+    if magic_le in PCAP_MAGICS:
+        parser = PcapParser(stream, magic, diag, interfaces)
+        fmt = "pcap"
+    elif magic_le == BT_SHB:
+        parser = PcapngParser(stream, magic, diag, interfaces, secrets)
+        fmt = "pcapng"
+    else:
+        try:
+            sample = magic + fh.read(508)
+        except _DECOMPRESSION_ERRORS:
+            sample = magic
+        raise CaptureFormatError(
+            f"{p} is not a capture file: expected pcap or pcapng magic{after}, got 0x{magic.hex()} "
+            f"({describe_content(sample)})"
+        )
+    return CaptureReader(p, raw, stream, fmt, parser, interfaces, secrets, file_size)

@@ -1,0 +1,451 @@
+"""pcapng files: our own block loop (dpkt's reader only uses the first interface).
+
+What is read (and how Wireshark 4.0 numbers frames, which we follow):
+
+- Section Header Blocks: each one starts a new section with its own byte order and its own
+  interfaces (interface ids restart at 0). ``RawFrame.interface`` is the index into
+  :attr:`PcapngParser.interfaces`, which lists the interfaces of every section in file order.
+- Interface Description Blocks: link type, snaplen, ``if_name``, ``if_description``,
+  ``if_tsresol`` (a power of 10 or of 2), ``if_tsoffset``, ``if_fcslen``.
+- Enhanced, Simple and obsolete (type 2) Packet Blocks: yielded as frames. A Simple Packet
+  Block has no timestamp (tshark shows none); it gets the previous frame's time.
+- Decryption Secrets Blocks: appended to ``secrets`` as ``(secrets_type, data)``.
+- Blocks that Wireshark shows as records of their own without being packets (systemd
+  journal entries, custom blocks, sysdig events) use up a frame number but are not yielded,
+  so the numbers of the packets after them stay equal to ``frame.number``.
+- Name Resolution and Interface Statistics Blocks and other registered types are skipped
+  silently; a block type that is not registered gets one ``capture.unknown_block_type`` row
+  per type.
+
+Malformed input never raises: a block cut off by the end of the file gives
+``capture.truncated_record``; a length that cannot be right gives ``capture.bad_block`` or
+``capture.bad_record_length`` and reading stops there, as Wireshark stops (the framing of
+the rest of the file is unknown). A packet naming an interface its section never defined
+gives ``capture.unknown_interface``: Wireshark stops reading there, pcaptools counts it as a
+frame, skips it and goes on.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+from ..diagnostics import Diagnostics
+from ..errors import CaptureFormatError
+from .frame import RawFrame
+from .linktypes import InterfaceInfo, linktype_name, max_packet_len
+from .pcap import Source
+
+BT_SHB = 0x0A0D0D0A
+BT_IDB = 0x00000001
+BT_PB = 0x00000002
+BT_SPB = 0x00000003
+BT_NRB = 0x00000004
+BT_ISB = 0x00000005
+BT_EPB = 0x00000006
+BT_JOURNAL = 0x00000009
+BT_DSB = 0x0000000A
+BT_CB_COPY = 0x00000BAD
+BT_CB_NO_COPY = 0x40000BAD
+BYTE_ORDER_MAGIC = 0x1A2B3C4D
+SECRETS_TLS_KEYLOG = 0x544C534B
+
+#: secrets types from the pcapng spec, for messages
+SECRETS_TYPE_NAMES: dict[int, str] = {
+    0x544C534B: "TLS key log",
+    0x5353484B: "SSH key log",
+    0x57474B4C: "WireGuard key log",
+    0x5A4E574B: "ZigBee NWK key",
+    0x5A415053: "ZigBee APS key",
+    0x6F726163: "OPC UA key log",
+}
+
+#: block types Wireshark returns as records (frame numbers) that are not packets
+_COUNTED_NOT_PACKETS = frozenset({BT_JOURNAL, BT_CB_COPY, BT_CB_NO_COPY, 0x204, 0x216, 0x221})
+#: registered block types skipped without a row
+_SILENT = frozenset(
+    {BT_NRB, BT_ISB, 7, 8, 0x80000001, 0x80000002, 0x80000003}
+    | set(range(0x101, 0x110))  # Hone project
+    | set(range(0x201, 0x300))  # sysdig meta-event blocks
+)
+
+#: Wireshark's MAX_BLOCK_SIZE: largest packet it accepts plus room for headers and options
+MAX_BLOCK_LEN = 32 + 256 * 1024 * 1024 + 131072
+_SKIP_CHUNK = 1 << 20
+
+
+def _describe_bom(raw: bytes) -> str:
+    return "0x" + raw.hex()
+
+
+class PcapngParser:
+    """Parses the first Section Header Block at construction, the rest in :meth:`frames`.
+
+    Raises :class:`CaptureFormatError` only for a first Section Header Block that cannot be
+    read (cut off, bad byte-order magic, unsupported major version).
+    """
+
+    __slots__ = (
+        "_bo",
+        "_diag",
+        "_ifaces",
+        "_offset",
+        "_section",
+        "_src",
+        "_unknown_types",
+        "frame_count",
+        "interfaces",
+        "secrets",
+    )
+
+    def __init__(
+        self,
+        src: Source,
+        magic: bytes,
+        diag: Diagnostics,
+        interfaces: list[InterfaceInfo],
+        secrets: list[tuple[int, bytes]],
+    ) -> None:
+        self._src = src
+        self._diag = diag
+        self.interfaces = interfaces
+        self.secrets = secrets
+        self.frame_count = 0
+        self._section = -1
+        self._unknown_types: set[int] = set()
+        #: per interface of the current section: (linktype, ns per tick or 0, ticks per second,
+        #: offset ns, snaplen, global index)
+        self._ifaces: list[tuple[int, int, int, int, int, int]] = []
+        self._bo = "<"
+        head = src.read(8)
+        if len(head) < 8:
+            raise CaptureFormatError(
+                f"the pcapng Section Header Block is cut off after {4 + len(head)} bytes (the file is truncated)"
+            )
+        err = self._start_section(magic + head, 0)
+        if err is not None:
+            raise CaptureFormatError(err[1])
+
+    # ------------------------------------------------------------------ sections
+
+    def _start_section(self, first12: bytes, offset: int) -> tuple[bool, str] | None:
+        """Read an SHB whose first 12 bytes are given.
+
+        Returns None when the section started, else ``(truncated, message)``.
+        """
+        bom_raw = first12[8:12]
+        (bom,) = struct.unpack("<I", bom_raw)
+        if bom == BYTE_ORDER_MAGIC:
+            bo = "<"
+        elif bom == 0x4D3C2B1A:
+            bo = ">"
+        else:
+            return False, (
+                f"pcapng Section Header Block at byte offset {offset} has byte-order magic "
+                f"{_describe_bom(bom_raw)}, expected 0x4d3c2b1a or 0x1a2b3c4d"
+            )
+        (blen,) = struct.unpack_from(bo + "I", first12, 4)
+        if blen < 28 or blen % 4 or blen > MAX_BLOCK_LEN:
+            return False, f"pcapng Section Header Block at byte offset {offset} has an impossible length {blen}"
+        rest = self._src.read(blen - 12)
+        if len(rest) < blen - 12:
+            return True, (
+                f"the file ends inside the pcapng Section Header Block at byte offset {offset} "
+                f"({12 + len(rest)} of {blen} bytes present)"
+            )
+        major, _minor = struct.unpack_from(bo + "HH", rest, 0)
+        (trailer,) = struct.unpack_from(bo + "I", rest, len(rest) - 4)
+        if trailer != blen:
+            return False, (
+                f"pcapng Section Header Block at byte offset {offset}: its trailing length {trailer} "
+                f"differs from its length {blen}"
+            )
+        if major != 1:
+            return False, f"pcapng Section Header Block at byte offset {offset} has version {major}, expected 1"
+        self._bo = bo
+        self._section += 1
+        self._ifaces = []
+        self._offset = offset + blen
+        return None
+
+    def _add_interface(self, body: bytes, offset: int) -> bool:
+        """Parse an IDB body (without type/length/trailer); False if it is too short."""
+        bo = self._bo
+        if len(body) < 8:
+            self._diag.add("capture.bad_block",
+                           f"Interface Description Block at byte offset {offset} is too short "
+                           f"({len(body) + 12} bytes); reading stopped")
+            return False
+        linktype, _res, snaplen = struct.unpack_from(bo + "HHI", body, 0)
+        info = InterfaceInfo(linktype=linktype, snaplen=snaplen, section=self._section)
+        tsresol_raw = 6
+        for code, value in _options(body, 8, bo):
+            if code == 2:
+                info.name = value.rstrip(b"\0").decode("utf-8", "replace")
+            elif code == 3:
+                info.description = value.rstrip(b"\0").decode("utf-8", "replace")
+            elif code == 9 and value:
+                tsresol_raw = value[0]
+            elif code == 14 and len(value) >= 8:
+                (info.tsoffset,) = struct.unpack_from(bo + "q", value)
+            elif code == 13 and value:
+                info.fcs_len = value[0]
+        tps = (1 << (tsresol_raw & 0x7F)) if tsresol_raw & 0x80 else 10**tsresol_raw
+        info.tsresol = tps
+        ns_per_tick = 1_000_000_000 // tps if tps <= 1_000_000_000 and 1_000_000_000 % tps == 0 else 0
+        self._ifaces.append(
+            (linktype, ns_per_tick, tps, info.tsoffset * 1_000_000_000, snaplen, len(self.interfaces))
+        )
+        self.interfaces.append(info)
+        return True
+
+    # ------------------------------------------------------------------ blocks
+
+    def frames(self) -> Iterator[RawFrame]:
+        """Yield every packet block as a RawFrame, in file order."""
+        read = self._src.read
+        diag = self._diag
+        frame = 0
+        last_ts = 0
+        out_of_order_ref = -(1 << 63)
+        offset = self._offset
+        bo = self._bo
+        hdr_unpack = struct.Struct(bo + "II").unpack
+        epb_unpack = struct.Struct(bo + "IIIII").unpack_from
+        ifaces = self._ifaces
+
+        def truncated(what: str, got: int, need: int, is_packet: bool) -> None:
+            if self._src.stopped:
+                return
+            diag.add(
+                "capture.truncated_record",
+                f"the file ends inside {what} at byte offset {offset} ({got} of {need} bytes present)"
+                + (f"; it would have been frame {frame + 1}" if is_packet else ""),
+                frame=frame + 1 if is_packet else None,
+            )
+
+        try:
+            while True:
+                head = read(8)
+                if len(head) < 8:
+                    if head:
+                        known = len(head) >= 4 and struct.unpack_from(bo + "I", head)[0] in (BT_EPB, BT_SPB, BT_PB)
+                        truncated("a block header", len(head), 8, known)
+                    return
+                btype, blen = hdr_unpack(head)
+
+                if btype == BT_SHB:
+                    more = read(4)
+                    if len(more) < 4:
+                        truncated("a Section Header Block", 8 + len(more), 28, False)
+                        return
+                    err = self._start_section(head + more, offset)
+                    if err is not None:
+                        if not err[0]:
+                            diag.add("capture.bad_block", err[1] + "; reading stopped")
+                        elif not self._src.stopped:
+                            diag.add("capture.truncated_record", err[1])
+                        return
+                    offset = self._offset
+                    bo = self._bo
+                    hdr_unpack = struct.Struct(bo + "II").unpack
+                    epb_unpack = struct.Struct(bo + "IIIII").unpack_from
+                    ifaces = self._ifaces
+                    continue
+
+                if blen < 12 or blen % 4 or blen > MAX_BLOCK_LEN:
+                    diag.add(
+                        "capture.bad_block",
+                        f"block of type 0x{btype:08x} at byte offset {offset} has an impossible length "
+                        f"{blen}; reading stopped",
+                    )
+                    return
+
+                is_packet = btype in (BT_EPB, BT_SPB, BT_PB)
+                if not is_packet and btype != BT_IDB and btype != BT_DSB:
+                    # not parsed: skip the body without holding it in memory, check the trailer
+                    if not self._skip(blen - 12):
+                        truncated(f"a block of type 0x{btype:08x}", 8, blen, False)
+                        return
+                    tr = read(4)
+                    if len(tr) < 4:
+                        truncated(f"a block of type 0x{btype:08x}", blen - 4 + len(tr), blen, False)
+                        return
+                    if hdr_unpack(head[:4] + tr)[1] != blen:
+                        diag.add(
+                            "capture.bad_block",
+                            f"block of type 0x{btype:08x} at byte offset {offset}: trailing length "
+                            f"{hdr_unpack(head[:4] + tr)[1]} differs from its length {blen}; reading stopped",
+                        )
+                        return
+                    if btype in _COUNTED_NOT_PACKETS:
+                        frame += 1
+                    elif btype not in _SILENT and btype not in self._unknown_types:
+                        self._unknown_types.add(btype)
+                        diag.add(
+                            "capture.unknown_block_type",
+                            f"pcapng block type 0x{btype:08x} (first at byte offset {offset}) is not known; "
+                            "blocks of this type were skipped",
+                        )
+                    offset += blen
+                    continue
+
+                body = read(blen - 8)
+                if len(body) < blen - 8:
+                    what = {BT_EPB: "an Enhanced Packet Block", BT_SPB: "a Simple Packet Block",
+                            BT_PB: "a Packet Block", BT_IDB: "an Interface Description Block",
+                            BT_DSB: "a Decryption Secrets Block"}[btype]
+                    truncated(what, 8 + len(body), blen, is_packet)
+                    return
+                (trailer,) = struct.unpack_from(bo + "I", body, blen - 12)
+                if trailer != blen:
+                    diag.add(
+                        "capture.bad_block",
+                        f"block of type 0x{btype:08x} at byte offset {offset}: trailing length {trailer} "
+                        f"differs from its length {blen}; reading stopped",
+                    )
+                    return
+
+                if btype == BT_EPB or btype == BT_PB:
+                    if blen < 32:
+                        diag.add("capture.bad_block",
+                                 f"packet block at byte offset {offset} is too short ({blen} bytes); reading stopped")
+                        return
+                    if btype == BT_EPB:
+                        iface_id, hi, lo, caplen, orig = epb_unpack(body, 0)
+                    else:
+                        iface_id, _drops, hi, lo, caplen, orig = struct.unpack_from(bo + "HHIIII", body, 0)
+                    if caplen > blen - 32:
+                        diag.add(
+                            "capture.bad_record_length",
+                            f"packet block at byte offset {offset} (frame {frame + 1}) announces {caplen} "
+                            f"captured bytes but the block has room for {blen - 32}; reading stopped",
+                            frame=frame + 1,
+                        )
+                        return
+                    if iface_id >= len(ifaces):
+                        frame += 1
+                        diag.add(
+                            "capture.unknown_interface",
+                            f"frame {frame} (byte offset {offset}) refers to interface {iface_id} but section "
+                            f"{self._section} defines {len(ifaces)}; the packet was skipped (Wireshark stops "
+                            "reading here)",
+                            frame=frame,
+                        )
+                        offset += blen
+                        continue
+                    linktype, ns_per_tick, tps, off_ns, _snap, gidx = ifaces[iface_id]
+                    if caplen > max_packet_len(linktype):
+                        diag.add(
+                            "capture.bad_record_length",
+                            f"packet block at byte offset {offset} (frame {frame + 1}) announces {caplen} "
+                            f"captured bytes, more than the {max_packet_len(linktype)} allowed for "
+                            f"{linktype_name(linktype)}; reading stopped",
+                            frame=frame + 1,
+                        )
+                        return
+                    frame += 1
+                    ticks = (hi << 32) | lo
+                    if ns_per_tick:
+                        ts = ticks * ns_per_tick + off_ns
+                    else:
+                        q, r = divmod(ticks, tps)
+                        ts = q * 1_000_000_000 + r * 1_000_000_000 // tps + off_ns
+                    data = body[20:20 + caplen] if btype == BT_EPB else body[24:24 + caplen]
+                elif btype == BT_SPB:
+                    if blen < 16:
+                        diag.add("capture.bad_block",
+                                 f"Simple Packet Block at byte offset {offset} is too short; reading stopped")
+                        return
+                    if not ifaces:
+                        frame += 1
+                        diag.add(
+                            "capture.unknown_interface",
+                            f"frame {frame} (Simple Packet Block at byte offset {offset}) comes before any "
+                            "Interface Description Block of its section; the packet was skipped "
+                            "(Wireshark stops reading here)",
+                            frame=frame,
+                        )
+                        offset += blen
+                        continue
+                    (orig,) = struct.unpack_from(bo + "I", body, 0)
+                    linktype, _n, _t, _o, snaplen, gidx = ifaces[0]
+                    caplen = min(orig, snaplen) if snaplen else orig
+                    if caplen > blen - 16:
+                        diag.add(
+                            "capture.bad_record_length",
+                            f"Simple Packet Block at byte offset {offset} (frame {frame + 1}) announces "
+                            f"{caplen} bytes but the block has room for {blen - 16}; reading stopped",
+                            frame=frame + 1,
+                        )
+                        return
+                    frame += 1
+                    ts = last_ts
+                    data = body[4:4 + caplen]
+                elif btype == BT_IDB:
+                    if not self._add_interface(body[:-4], offset):
+                        return
+                    offset += blen
+                    continue
+                else:  # BT_DSB
+                    self._add_secrets(body[:-4], offset)
+                    offset += blen
+                    continue
+
+                if ts < out_of_order_ref:
+                    diag.add(
+                        "capture.timestamp_out_of_order",
+                        f"frame {frame} is {(out_of_order_ref - ts) / 1e9:.6f} s earlier than the frame before it",
+                        frame=frame,
+                        ts_ns=ts,
+                    )
+                out_of_order_ref = ts
+                last_ts = ts
+                yield RawFrame(frame, ts, linktype, data, orig, gidx)
+                offset += blen
+        finally:
+            self.frame_count = frame
+
+    def _skip(self, n: int) -> bool:
+        """Discard n bytes, a chunk at a time; False if the data ends first."""
+        read = self._src.read
+        while n > 0:
+            k = min(n, _SKIP_CHUNK)
+            if len(read(k)) < k:
+                return False
+            n -= k
+        return True
+
+    def _add_secrets(self, body: bytes, offset: int) -> None:
+        if len(body) < 8:
+            self._diag.add("capture.bad_block", f"Decryption Secrets Block at byte offset {offset} is too short; skipped")
+            return
+        stype, slen = struct.unpack_from(self._bo + "II", body, 0)
+        if slen > len(body) - 8:
+            self._diag.add(
+                "capture.bad_block",
+                f"Decryption Secrets Block at byte offset {offset} announces {slen} bytes of secrets but holds "
+                f"{len(body) - 8}; skipped",
+            )
+            return
+        self.secrets.append((stype, body[8:8 + slen]))
+        if stype != SECRETS_TLS_KEYLOG:
+            name = SECRETS_TYPE_NAMES.get(stype, "unknown type")
+            self._diag.add(
+                "capture.secrets_unsupported",
+                f"Decryption Secrets Block at byte offset {offset} holds secrets of type 0x{stype:08x} ({name})",
+            )
+
+
+def _options(body: bytes, start: int, bo: str) -> Iterator[tuple[int, bytes]]:
+    """(code, value) of each option from ``start`` to the end of ``body``; stops at opt_endofopt
+    or at an option that does not fit (malformed options are ignored, not reported)."""
+    end = len(body)
+    off = start
+    fmt = bo + "HH"
+    while off + 4 <= end:
+        code, olen = struct.unpack_from(fmt, body, off)
+        if code == 0 or off + 4 + olen > end:
+            return
+        yield code, body[off + 4:off + 4 + olen]
+        off += 4 + olen + (-olen % 4)

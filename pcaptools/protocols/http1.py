@@ -1,0 +1,989 @@
+"""HTTP/1.x observer: requests and responses paired per connection, with hand-offs on Upgrade.
+
+One :class:`Http1Observer` per connection watches both directions and returns events:
+
+- :class:`HttpExchange`: one per request/response pair (pipelined requests are paired in
+  order), emitted when both messages are complete, or when the connection ends;
+- :class:`ProtocolSwitched`: a ``101 Switching Protocols`` (or a successful ``CONNECT``)
+  moved the connection to another protocol;
+- :class:`~pcaptools.protocols.sse.SseEvent` for ``text/event-stream`` response bodies;
+- the events of the observer the connection was handed to: an
+  :class:`~pcaptools.protocols.http2.Http2Observer` for ``Upgrade: h2c`` (the upgraded
+  request becomes HTTP/2 stream 1), or what ``websocket_factory`` returns for
+  ``Upgrade: websocket``. Other upgrades and CONNECT tunnels are counted, not parsed.
+
+Message framing follows RFC 9112 §6: ``Transfer-Encoding: chunked``, ``Content-Length``,
+no body for HEAD responses, 1xx, 204 and 304, a response body until the connection closes
+otherwise. ``100 Continue`` and other 1xx responses are counted on the exchange they
+precede. Bodies are streamed, never buffered; header sections are buffered up to
+``max_head_bytes``.
+
+A watcher, not a participant: it never raises on wire data. A message it cannot parse
+(``http1.bad_message``) or bytes lost inside a header section or chunk framing make that
+direction search for the next start line (``http1.resynchronised``); bytes lost inside a
+body of known length keep it in step. A capture that starts mid-connection is handled the
+same way (``midstream=True`` says so; otherwise a first line that is not a start line
+triggers the search). A message's ``frame`` is the packet that delivered its last byte,
+which is where tshark puts ``http.request`` / ``http.response``; a body that ends with the
+connection ends at the packet that closed it (the FIN), as in tshark.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from ..diagnostics import Diagnostics
+from ._base import Direction, Observer, StreamChunk
+from .http2 import H2cUpgrade, Http2Observer
+from .sse import DEFAULT_MAX_LINE_BYTES, SseParser
+
+__all__ = [
+    "HttpExchange",
+    "HttpRequest",
+    "HttpResponse",
+    "Http1Observer",
+    "ProtocolSwitched",
+    "UpgradeFactory",
+    "parse_retry_after",
+]
+
+C2S = Direction.CLIENT_TO_SERVER
+S2C = Direction.SERVER_TO_CLIENT
+
+Headers = tuple[tuple[str, str], ...]
+
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_REQUEST_LINE = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32})[ \t]+(\S+)[ \t]+HTTP/([0-9])\.([0-9])[ \t]*\r?")
+_STATUS_LINE = re.compile(rb"HTTP/([0-9])\.([0-9])[ \t]+([0-9]{3})(?:[ \t]+([^\r\n]*))?[ \t]*\r?")
+_HUNT_REQUEST = re.compile(rb"(?:^|\n)([A-Z][A-Z_-]{1,19} [^\s]+ HTTP/1\.[0-9]\r?\n)")
+_HUNT_RESPONSE = re.compile(rb"(?:^|\n)(HTTP/1\.[0-9] [0-9]{3}[ \r\n])")
+_HEX = re.compile(rb"[ \t]*([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r?")
+
+# parser modes of one direction
+(_HEAD, _BODY_LEN, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _BODY_CLOSE, _HUNT,
+ _WAIT_UPGRADE, _SWITCHED, _TUNNEL, _DEAD) = range(12)
+
+_MAX_CHUNK_LINE = 4096
+_MAX_WAIT_BYTES = 1 << 20
+_HUNT_KEEP = 8192
+
+
+UpgradeFactory = Callable[["HttpRequest | None", "HttpResponse"], "Observer | None"]
+"""``factory(request, response)`` -> the observer of the bytes after a 101 (or None: only counted)."""
+
+
+def parse_retry_after(value: str | None, date: str | None = None) -> float | None:
+    """``Retry-After`` -> seconds. Delta-seconds as is; an HTTP-date minus the response's
+    ``Date`` header (when given). None when absent or unparsable."""
+    if value is None:
+        return None
+    v = value.strip()
+    if v.isdigit():
+        return float(v)
+    if date is None:
+        return None
+    from email.utils import parsedate_to_datetime
+    try:
+        return (parsedate_to_datetime(v) - parsedate_to_datetime(date)).total_seconds()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+# --------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpRequest:
+    """One HTTP/1.x request as seen on the wire."""
+
+    method: str
+    target: str
+    version: str
+    """e.g. ``1.1``"""
+    headers: Headers
+    """(lower-cased name, value) in wire order"""
+    header_bytes: int
+    """start line + header fields + the blank line"""
+    body_bytes: int
+    """body bytes after de-chunking (bytes lost in gaps included)"""
+    wire_bytes: int
+    """header_bytes + body bytes as framed on the wire (chunk sizes, trailers)"""
+    chunked: bool
+    start_frame: int
+    start_ts_ns: int
+    """capture time of the packet carrying the first byte"""
+    head_frame: int
+    head_ts_ns: int
+    """the header section was complete"""
+    end_frame: int | None
+    """packet that completed the message (tshark's ``http.request`` frame); None if incomplete"""
+    end_ts_ns: int | None
+    complete: bool
+
+    def header(self, name: str) -> str | None:
+        """First value of header ``name`` (case-insensitive), or None."""
+        return _header(self.headers, name.lower())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpResponse:
+    """One final HTTP/1.x response (1xx interim responses are counted on the exchange)."""
+
+    status: int
+    reason: str
+    version: str
+    headers: Headers
+    header_bytes: int
+    body_bytes: int
+    wire_bytes: int
+    chunked: bool
+    until_close: bool
+    """the body was delimited by the end of the connection"""
+    start_frame: int
+    start_ts_ns: int
+    """first byte of the status line (interim responses excluded)"""
+    head_frame: int
+    head_ts_ns: int
+    end_frame: int | None
+    """packet that completed the message (tshark's ``http.response`` frame); None if incomplete"""
+    end_ts_ns: int | None
+    complete: bool
+
+    def header(self, name: str) -> str | None:
+        """First value of header ``name`` (case-insensitive), or None."""
+        return _header(self.headers, name.lower())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpExchange:
+    """A request and its response (either may be missing)."""
+
+    ts_ns: int
+    """when the exchange was settled (response end, or connection end)"""
+    frame: int
+    direction: Direction | None
+    tcp_stream: int
+    request_index: int
+    """1-based order in which this observer saw the exchange on the connection"""
+    position: int | None
+    """1-based position of the request on the connection; None when requests may have been
+    missed (capture started mid-connection, or bytes lost in the client direction)"""
+    request: HttpRequest | None
+    response: HttpResponse | None
+    interim_statuses: tuple[int, ...]
+    """1xx responses before the final one (e.g. (100,) for Expect: 100-continue)"""
+    first_response_ts_ns: int | None
+    """first byte of the first response (interim included): the time to first byte"""
+    first_response_frame: int | None
+    upgrade: str | None
+    """protocol the connection switched to after this exchange (h2c, websocket, connect...)"""
+    sse_events: int
+    end_reason: str
+    """complete, connection_closed, open_at_eof, desynced"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProtocolSwitched:
+    """The connection left HTTP/1.x after ``request_index`` (101 Switching Protocols or CONNECT 2xx)."""
+
+    ts_ns: int
+    frame: int
+    direction: Direction
+    tcp_stream: int
+    request_index: int
+    protocol: str
+    """lower-cased Upgrade token (``h2c``, ``websocket``...) or ``connect``"""
+    parsed: bool
+    """True when an observer parses the new protocol"""
+
+
+def _header(headers: Headers, name: str) -> str | None:
+    for k, v in headers:
+        if k == name:
+            return v
+    return None
+
+
+# --------------------------------------------------------------------------- state
+
+
+class _Msg:
+    __slots__ = (
+        "body_bytes", "chunked", "complete", "end_frame", "end_ts", "head_frame", "head_ts",
+        "header_bytes", "headers", "method", "reason", "sse", "start_frame", "start_ts", "status",
+        "target", "until_close", "version", "wire_bytes",
+    )
+
+    def __init__(self, start: tuple[int, int], head: tuple[int, int], header_bytes: int) -> None:
+        self.start_ts, self.start_frame = start
+        self.head_ts, self.head_frame = head
+        self.header_bytes = header_bytes
+        self.wire_bytes = header_bytes
+        self.body_bytes = 0
+        self.chunked = False
+        self.until_close = False
+        self.complete = False
+        self.end_frame: int | None = None
+        self.end_ts: int | None = None
+        self.headers: Headers = ()
+        self.method = ""
+        self.target = ""
+        self.version = ""
+        self.status = 0
+        self.reason = ""
+        self.sse: SseParser | None = None
+
+    def request(self) -> HttpRequest:
+        return HttpRequest(
+            method=self.method, target=self.target, version=self.version, headers=self.headers,
+            header_bytes=self.header_bytes, body_bytes=self.body_bytes, wire_bytes=self.wire_bytes,
+            chunked=self.chunked, start_frame=self.start_frame, start_ts_ns=self.start_ts,
+            head_frame=self.head_frame, head_ts_ns=self.head_ts, end_frame=self.end_frame,
+            end_ts_ns=self.end_ts, complete=self.complete,
+        )
+
+    def response(self) -> HttpResponse:
+        return HttpResponse(
+            status=self.status, reason=self.reason, version=self.version, headers=self.headers,
+            header_bytes=self.header_bytes, body_bytes=self.body_bytes, wire_bytes=self.wire_bytes,
+            chunked=self.chunked, until_close=self.until_close, start_frame=self.start_frame,
+            start_ts_ns=self.start_ts, head_frame=self.head_frame, head_ts_ns=self.head_ts,
+            end_frame=self.end_frame, end_ts_ns=self.end_ts, complete=self.complete,
+        )
+
+
+class _Exchange:
+    __slots__ = ("desynced", "emitted", "first_resp", "index", "interim", "position", "request",
+                 "response", "switch", "upgrade")
+
+    def __init__(self, index: int, position: int | None) -> None:
+        self.index = index
+        self.position = position
+        self.request: _Msg | None = None
+        self.response: _Msg | None = None
+        self.interim: list[int] = []
+        self.first_resp: tuple[int, int] | None = None
+        self.upgrade: str | None = None
+        """protocol requested (Upgrade header token, or 'connect')"""
+        self.switch: str | None = None
+        """protocol actually switched to"""
+        self.desynced = False
+        self.emitted = False
+
+
+class _Side:
+    __slots__ = (
+        "buf", "closed", "d", "ex", "hunted", "mode", "msg", "msg_start", "next_offset",
+        "remaining", "scan_from", "skipped", "started", "switch_offset", "wait_bytes", "wait_items",
+    )
+
+    def __init__(self, d: Direction) -> None:
+        self.d = d
+        self.mode = _HEAD
+        self.buf = bytearray()
+        self.started = False
+        self.closed = False
+        self.next_offset = 0
+        self.msg: _Msg | None = None
+        self.ex: _Exchange | None = None
+        self.msg_start: tuple[int, int] | None = None
+        self.remaining = 0
+        self.scan_from = 0
+        self.skipped = 0
+        self.hunted = False
+        self.switch_offset = 0
+        self.wait_items: list[tuple[bytes | int, int, int, int]] = []
+        """(data, or the size of a gap; ts, frame, tcp offset) held while an upgrade is pending"""
+        self.wait_bytes = 0
+
+
+# --------------------------------------------------------------------------- observer
+
+
+class Http1Observer:
+    """Watches both directions of one HTTP/1.x connection. Never raises on wire data.
+
+    ``feed``/``gap``/``close`` follow :class:`~pcaptools.protocols._base.Observer`; call
+    ``close(..., at_eof=True)`` (or :meth:`finish`) at the end of the capture. Once both
+    directions are closed, or at end of capture, exchanges still open are emitted.
+    """
+
+    def __init__(
+        self,
+        *,
+        tcp_stream: int = -1,
+        diag: Diagnostics | None = None,
+        websocket_factory: UpgradeFactory | None = None,
+        midstream: bool = False,
+        max_head_bytes: int = 256 << 10,
+        sse_max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    ) -> None:
+        self.tcp_stream = tcp_stream
+        self.diag = diag if diag is not None else Diagnostics()
+        self._ws_factory = websocket_factory
+        self._midstream = midstream
+        self._max_head = max_head_bytes
+        self._sse_max = sse_max_line_bytes
+        self._sides = (_Side(C2S), _Side(S2C))
+        self._awaiting: deque[_Exchange] = deque()
+        """exchanges whose final response head has not been seen, in request order"""
+        self._open: list[_Exchange] = []
+        """exchanges not yet emitted"""
+        self._count = 0
+        self._positions_known = not midstream
+        self._inner: Observer | None = None
+        self._finished = False
+        self._last_ts = 0
+        self._last_frame = 0
+
+    @property
+    def inner(self) -> Observer | None:
+        """the observer the connection was handed to after an upgrade, if any"""
+        return self._inner
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    # ------------------------------------------------------------------ Observer API
+
+    def feed(self, chunk: StreamChunk) -> list[object]:
+        """Parse the next in-order bytes of one direction; return the events they completed."""
+        out: list[object] = []
+        side = self._sides[chunk.direction]
+        data = chunk.data
+        ts, frame = chunk.ts_ns, chunk.frame
+        self._last_ts, self._last_frame = ts, frame
+        if not side.started:
+            side.started = True
+            side.next_offset = chunk.offset
+            if chunk.offset > 0 or self._midstream:
+                self._start_hunt(side)
+                if side.d == C2S:
+                    self._positions_known = False
+        if chunk.offset != side.next_offset:
+            if chunk.offset > side.next_offset:
+                out += self.gap(chunk.direction, side.next_offset, chunk.offset - side.next_offset, ts, frame)
+            else:
+                overlap = side.next_offset - chunk.offset
+                if overlap >= len(data):
+                    return out
+                data = data[overlap:]
+        offset = side.next_offset
+        side.next_offset += len(data)
+        if data:
+            self._consume(side, data, ts, frame, offset, out)
+        return out
+
+    def gap(self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int) -> list[object]:
+        """``nbytes`` of ``direction`` were never captured. Inside a body of known length the
+        parser stays in step; elsewhere it searches for the next message start."""
+        out: list[object] = []
+        if nbytes <= 0:
+            return out
+        side = self._sides[direction]
+        if not side.started:
+            side.started = True
+            side.next_offset = offset
+        start = max(side.next_offset, offset)
+        side.next_offset = start + nbytes
+        self._gap(side, nbytes, ts_ns, frame, start, out)
+        return out
+
+    def close(self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False) -> list[object]:
+        """``direction`` ended (FIN/RST, or end of capture with ``at_eof``). A body delimited by
+        the connection ends here. With both directions closed, or ``at_eof``, open exchanges are
+        emitted and the inner observer (if any) is closed too."""
+        out: list[object] = []
+        if self._finished:
+            return out
+        self._close_side(self._sides[direction], ts_ns, frame, at_eof, out)
+        if at_eof:
+            for side in self._sides:
+                if not side.closed:
+                    self._close_side(side, ts_ns, frame, at_eof, out)
+        if at_eof or all(s.closed for s in self._sides):
+            self._finish(ts_ns, frame, at_eof, out)
+        return out
+
+    def finish(self, ts_ns: int | None = None, frame: int | None = None) -> list[object]:
+        """End of capture: emit what is still open (``open_at_eof``). Idempotent."""
+        if self._finished:
+            return []
+        return self.close(C2S, self._last_ts if ts_ns is None else ts_ns,
+                          self._last_frame if frame is None else frame, at_eof=True)
+
+    # ------------------------------------------------------------------ dispatch by mode
+
+    def _report(self, side: _Side, code: str, detail: str, ts: int, frame: int) -> None:
+        self.diag.add(code, detail, ts_ns=ts, frame=frame, tcp_stream=self.tcp_stream, direction=side.d.label)
+
+    def _consume(self, side: _Side, data: bytes, ts: int, frame: int, offset: int, out: list[object]) -> None:
+        mode = side.mode
+        if mode == _SWITCHED:
+            if self._inner is not None:
+                out += self._inner.feed(StreamChunk(direction=side.d, data=data, ts_ns=ts, frame=frame,
+                                                    offset=offset - side.switch_offset))
+            return
+        if mode == _TUNNEL or mode == _DEAD or side.closed:
+            side.skipped += len(data)
+            return
+        if mode == _WAIT_UPGRADE:
+            side.wait_items.append((data, ts, frame, offset))
+            side.wait_bytes += len(data)
+            if side.wait_bytes > _MAX_WAIT_BYTES:
+                # the upgrade answer never came: carry on as HTTP/1.x
+                self._resume(side, out)
+            return
+        side.buf += data
+        self._parse(side, ts, frame, out)
+
+    def _gap(self, side: _Side, nbytes: int, ts: int, frame: int, tcp_offset: int, out: list[object]) -> None:
+        mode = side.mode
+        if mode == _SWITCHED:
+            if self._inner is not None:
+                out += self._inner.gap(side.d, tcp_offset - side.switch_offset, nbytes, ts, frame)
+            return
+        if mode in (_TUNNEL, _DEAD) or side.closed:
+            side.skipped += nbytes
+            return
+        if mode == _WAIT_UPGRADE:
+            side.wait_items.append((nbytes, ts, frame, tcp_offset))
+            return
+        msg = side.msg
+        if not side.buf and msg is not None and (
+                (mode in (_BODY_LEN, _CHUNK_DATA) and nbytes <= side.remaining) or mode == _BODY_CLOSE):
+            # inside a body whose extent is known: still in step
+            msg.body_bytes += nbytes
+            msg.wire_bytes += nbytes
+            if msg.sse is not None:
+                msg.sse.gap(ts, frame)
+            if mode != _BODY_CLOSE:
+                side.remaining -= nbytes
+                if side.remaining == 0:
+                    if mode == _BODY_LEN:
+                        self._message_done(side, ts, frame, out)
+                    else:
+                        side.mode = _CHUNK_END
+            return
+        side.skipped += nbytes
+        self._lose_sync(side, ts, frame, out)
+        if side.d == C2S:
+            self._positions_known = False
+
+    # ------------------------------------------------------------------ parsing
+
+    def _parse(self, side: _Side, ts: int, frame: int, out: list[object]) -> None:
+        buf = side.buf
+        pos = 0
+        while True:
+            n = len(buf)
+            mode = side.mode
+            if mode == _HEAD:
+                while pos < n and buf[pos] in (0x0D, 0x0A):
+                    pos += 1
+                if pos >= n:
+                    break
+                if side.msg_start is None:
+                    side.msg_start = (ts, frame)
+                m = _HEAD_END.search(buf, max(pos, side.scan_from))
+                if m is None:
+                    side.scan_from = max(pos, n - 3)
+                    nl = buf.find(b"\n", pos, n)
+                    if nl >= 0 and not self._valid_start_line(side, bytes(buf[pos:nl])):
+                        self._bad(side, f"not a {'request' if side.d == C2S else 'status'} line: "
+                                        f"{bytes(buf[pos:min(nl, pos + 60)])!r}", ts, frame, out)
+                        continue
+                    if n - pos > self._max_head:
+                        self._report(side, "http1.header_too_large",
+                                     f"no end of the header section within {self._max_head} bytes", ts, frame)
+                        self._lose_sync(side, ts, frame, out)
+                        continue
+                    break
+                end = m.end()
+                head = bytes(buf[pos:end])
+                pos = end
+                side.scan_from = 0
+                start = side.msg_start
+                side.msg_start = None
+                self._head(side, head, start, (ts, frame), out)
+                if side.mode in (_SWITCHED, _WAIT_UPGRADE, _TUNNEL):
+                    self._handoff_rest(side, pos, ts, frame, out)
+                    return
+            elif mode == _BODY_LEN or mode == _CHUNK_DATA:
+                take = min(n - pos, side.remaining)
+                if take:
+                    self._body(side, buf, pos, take, ts, frame, out)
+                    pos += take
+                    side.remaining -= take
+                if side.remaining:
+                    break
+                if mode == _BODY_LEN:
+                    self._message_done(side, ts, frame, out)
+                else:
+                    side.mode = _CHUNK_END
+            elif mode == _CHUNK_SIZE:
+                nl = buf.find(b"\n", pos, n)
+                if nl < 0:
+                    if n - pos > _MAX_CHUNK_LINE:
+                        self._bad(side, "chunk-size line too long", ts, frame, out)
+                        continue
+                    break
+                m = _HEX.fullmatch(buf, pos, nl)
+                msg = side.msg
+                if m is None or msg is None:
+                    self._bad(side, f"bad chunk-size line {bytes(buf[pos:min(nl, pos + 40)])!r}", ts, frame, out)
+                    continue
+                size = int(m.group(1), 16)
+                msg.wire_bytes += nl + 1 - pos
+                pos = nl + 1
+                if size == 0:
+                    side.mode = _TRAILERS
+                else:
+                    side.mode = _CHUNK_DATA
+                    side.remaining = size
+            elif mode == _CHUNK_END:
+                if pos >= n:
+                    break
+                msg = side.msg
+                if buf[pos] == 0x0A:
+                    pos += 1
+                    if msg is not None:
+                        msg.wire_bytes += 1
+                elif buf[pos] == 0x0D:
+                    if n - pos < 2:
+                        break
+                    if buf[pos + 1] != 0x0A:
+                        self._bad(side, "chunk data not followed by CRLF", ts, frame, out)
+                        continue
+                    pos += 2
+                    if msg is not None:
+                        msg.wire_bytes += 2
+                else:
+                    self._bad(side, "chunk data not followed by CRLF", ts, frame, out)
+                    continue
+                side.mode = _CHUNK_SIZE
+            elif mode == _TRAILERS:
+                nl = buf.find(b"\n", pos, n)
+                if nl < 0:
+                    if n - pos > self._max_head:
+                        self._bad(side, "trailer section too long", ts, frame, out)
+                        continue
+                    break
+                line = bytes(buf[pos:nl]).rstrip(b"\r")
+                msg = side.msg
+                if msg is not None:
+                    msg.wire_bytes += nl + 1 - pos
+                pos = nl + 1
+                if not line:
+                    self._message_done(side, ts, frame, out)
+            elif mode == _BODY_CLOSE:
+                if pos < n:
+                    self._body(side, buf, pos, n - pos, ts, frame, out)
+                    pos = n
+                break
+            elif mode == _HUNT:
+                pat = _HUNT_REQUEST if side.d == C2S else _HUNT_RESPONSE
+                m = pat.search(buf, pos)
+                if m is None:
+                    last_nl = buf.rfind(b"\n", pos, n)
+                    keep_from = max(last_nl + 1 if last_nl >= 0 else pos, n - _HUNT_KEEP, pos)
+                    if pos == 0 and keep_from == 0 and n <= _HUNT_KEEP:
+                        break
+                    side.skipped += keep_from - pos
+                    side.hunted = True
+                    pos = keep_from
+                    break
+                i = m.start(1)
+                if i > pos or side.hunted:
+                    skipped = i - pos
+                    side.skipped += skipped
+                    if skipped or side.hunted:
+                        self._report(side, "http1.resynchronised",
+                                     f"message start found after skipping {skipped} more bytes", ts, frame)
+                pos = i
+                side.hunted = False
+                side.mode = _HEAD
+                side.msg_start = None
+            elif mode in (_SWITCHED, _WAIT_UPGRADE, _TUNNEL):
+                self._handoff_rest(side, pos, ts, frame, out)
+                return
+            else:  # _DEAD
+                side.skipped += n - pos
+                pos = n
+                break
+        if pos:
+            del buf[:pos]
+            side.scan_from = max(0, side.scan_from - pos)
+
+    def _valid_start_line(self, side: _Side, line: bytes) -> bool:
+        pat = _REQUEST_LINE if side.d == C2S else _STATUS_LINE
+        return pat.fullmatch(line) is not None
+
+    def _handoff_rest(self, side: _Side, pos: int, ts: int, frame: int, out: list[object]) -> None:
+        """The direction left HTTP/1.x at buffer index ``pos``: pass the rest on."""
+        buf = side.buf
+        rest = bytes(buf[pos:])
+        tcp_off = side.next_offset - len(rest)
+        buf.clear()
+        side.scan_from = 0
+        if side.mode == _SWITCHED:
+            side.switch_offset = tcp_off
+        if rest:
+            self._consume(side, rest, ts, frame, tcp_off, out)
+
+    def _body(self, side: _Side, buf: bytearray, pos: int, take: int, ts: int, frame: int,
+              out: list[object]) -> None:
+        msg = side.msg
+        if msg is None:
+            return
+        msg.body_bytes += take
+        msg.wire_bytes += take
+        if msg.sse is not None:
+            out += msg.sse.feed(bytes(buf[pos:pos + take]), ts, frame)
+
+    def _bad(self, side: _Side, detail: str, ts: int, frame: int, out: list[object]) -> None:
+        self._report(side, "http1.bad_message", detail, ts, frame)
+        self._lose_sync(side, ts, frame, out)
+
+    def _start_hunt(self, side: _Side) -> None:
+        side.mode = _HUNT
+        side.hunted = False
+        side.msg_start = None
+        side.scan_from = 0
+
+    def _lose_sync(self, side: _Side, ts: int, frame: int, out: list[object]) -> None:
+        """Abandon the message in progress and search for the next start line."""
+        msg, ex = side.msg, side.ex
+        if msg is not None and ex is not None:
+            ex.desynced = True
+            if msg.sse is not None:
+                msg.sse.gap(ts, frame)
+            if side.d == S2C:
+                self._try_emit(ex, ts, frame, side.d, out, force=True)
+        side.msg = None
+        side.ex = None
+        side.buf.clear()
+        self._start_hunt(side)
+        side.hunted = True
+
+    # ------------------------------------------------------------------ messages
+
+    def _head(self, side: _Side, head: bytes, start: tuple[int, int] | None, now: tuple[int, int],
+              out: list[object]) -> None:
+        ts, frame = now
+        lines = head.split(b"\n")
+        first = lines[0]
+        pat = _REQUEST_LINE if side.d == C2S else _STATUS_LINE
+        m = pat.fullmatch(first)
+        if m is None:
+            self._bad(side, f"not a {'request' if side.d == C2S else 'status'} line: {first[:60]!r}", ts, frame, out)
+            return
+        headers: list[tuple[str, str]] = []
+        for raw in lines[1:]:
+            line = raw.rstrip(b"\r")
+            if not line:
+                continue
+            if line[:1] in (b" ", b"\t") and headers:  # obs-fold
+                k, v = headers[-1]
+                headers[-1] = (k, (v + " " + line.strip().decode("latin-1")).strip())
+                continue
+            colon = line.find(b":")
+            if colon <= 0:
+                continue  # not a header field: ignored, as lenient parsers do
+            headers.append((line[:colon].strip().decode("latin-1").lower(),
+                            line[colon + 1:].strip().decode("latin-1")))
+        msg = _Msg(start or now, now, len(head))
+        msg.headers = tuple(headers)
+        if side.d == C2S:
+            msg.method = m.group(1).decode("latin-1")
+            msg.target = m.group(2).decode("latin-1")
+            msg.version = f"{m.group(3).decode()}.{m.group(4).decode()}"
+            self._request_head(side, msg, ts, frame, out)
+        else:
+            msg.version = f"{m.group(1).decode()}.{m.group(2).decode()}"
+            msg.status = int(m.group(3))
+            msg.reason = (m.group(4) or b"").decode("latin-1").strip()
+            self._response_head(side, msg, ts, frame, out)
+
+    def _request_head(self, side: _Side, msg: _Msg, ts: int, frame: int, out: list[object]) -> None:
+        self._count += 1
+        ex = _Exchange(self._count, self._count if self._positions_known else None)
+        ex.request = msg
+        up = _header(msg.headers, "upgrade")
+        if msg.method.upper() == "CONNECT":
+            ex.upgrade = "connect"
+        elif up:
+            ex.upgrade = up.split(",")[0].strip().lower()
+        self._awaiting.append(ex)
+        self._open.append(ex)
+        side.msg, side.ex = msg, ex
+        framing = self._framing(msg.headers)
+        if framing == "chunked":
+            msg.chunked = True
+            side.mode = _CHUNK_SIZE
+        elif framing == "close":
+            msg.until_close = True
+            side.mode = _BODY_CLOSE
+        elif framing is None:
+            side.remaining = 0
+            self._message_done(side, ts, frame, out)
+        elif isinstance(framing, int):
+            if framing:
+                side.remaining = framing
+                side.mode = _BODY_LEN
+            else:
+                self._message_done(side, ts, frame, out)
+        else:
+            self._bad(side, f"request {msg.method} {msg.target[:60]}: {framing}", ts, frame, out)
+
+    def _response_head(self, side: _Side, msg: _Msg, ts: int, frame: int, out: list[object]) -> None:
+        status = msg.status
+        ex = self._awaiting[0] if self._awaiting else None
+        if ex is not None and ex.first_resp is None:
+            ex.first_resp = (msg.start_ts, msg.start_frame)
+        if 100 <= status < 200 and status != 101:
+            if ex is not None:
+                ex.interim.append(status)
+            side.mode = _HEAD
+            return
+        if ex is None:
+            # a response whose request was not seen
+            self._count += 1
+            ex = _Exchange(self._count, None)
+            ex.first_resp = (msg.start_ts, msg.start_frame)
+            self._open.append(ex)
+        else:
+            self._awaiting.popleft()
+        ex.response = msg
+        side.msg, side.ex = msg, ex
+        req = ex.request
+        method = req.method.upper() if req is not None else ""
+        ct = _header(msg.headers, "content-type")
+        if ct is not None and ct.split(";", 1)[0].strip().lower() == "text/event-stream":
+            msg.sse = SseParser(tcp_stream=self.tcp_stream, request_index=ex.index, direction=side.d,
+                                diag=self.diag, max_line_bytes=self._sse_max)
+        if status == 101 or (method == "CONNECT" and 200 <= status < 300):
+            proto = "connect" if method == "CONNECT" else (
+                (_header(msg.headers, "upgrade") or ex.upgrade or "").split(",")[0].strip().lower() or "unknown")
+            self._switch(side, ex, proto, ts, frame, out)
+            return
+        if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+            self._message_done(side, ts, frame, out)
+            return
+        framing = self._framing(msg.headers)
+        if framing == "chunked":
+            msg.chunked = True
+            side.mode = _CHUNK_SIZE
+        elif framing == "close" or framing is None:
+            msg.until_close = True
+            side.mode = _BODY_CLOSE
+        elif isinstance(framing, int):
+            if framing:
+                side.remaining = framing
+                side.mode = _BODY_LEN
+            else:
+                self._message_done(side, ts, frame, out)
+        else:
+            self._bad(side, f"response {status}: {framing}", ts, frame, out)
+
+    @staticmethod
+    def _framing(headers: Headers) -> int | str | None:
+        """chunked | close (until the connection ends) | a Content-Length | None (no body
+        indication) | an error text for a malformed length."""
+        te = None
+        cls: list[str] = []
+        for k, v in headers:
+            if k == "transfer-encoding":
+                te = v if te is None else f"{te}, {v}"
+            elif k == "content-length":
+                cls += [x.strip() for x in v.split(",")]
+        if te is not None:
+            codings = [c.strip().lower() for c in te.split(",") if c.strip()]
+            return "chunked" if codings and codings[-1] == "chunked" else "close"
+        if cls:
+            if not all(c.isdigit() for c in cls) or len(set(cls)) > 1:
+                return f"bad Content-Length {', '.join(cls)[:40]!r}"
+            return int(cls[0])
+        return None
+
+    def _message_done(self, side: _Side, ts: int, frame: int, out: list[object]) -> None:
+        msg, ex = side.msg, side.ex
+        side.msg = None
+        side.ex = None
+        side.mode = _HEAD
+        if msg is None or ex is None:
+            return
+        msg.complete = True
+        msg.end_ts, msg.end_frame = ts, frame
+        if msg.sse is not None:
+            msg.sse.close(ts, frame)
+        if side.d == C2S:
+            if ex.upgrade is not None:
+                if ex.switch is not None:
+                    self._switch_client(ex, out)
+                elif ex.response is None:
+                    side.mode = _WAIT_UPGRADE
+                    side.ex = ex
+        self._try_emit(ex, ts, frame, side.d, out)
+
+    def _try_emit(self, ex: _Exchange, ts: int, frame: int, d: Direction | None, out: list[object],
+                  *, force: bool = False, reason: str | None = None) -> None:
+        if ex.emitted:
+            return
+        req, resp = ex.request, ex.response
+        if not force:
+            if resp is None or not resp.complete or (req is not None and not req.complete):
+                return
+        ex.emitted = True
+        if ex in self._open:
+            self._open.remove(ex)
+        if reason is None:
+            if ex.desynced:
+                reason = "desynced"
+            elif resp is not None and resp.complete and (req is None or req.complete):
+                reason = "complete"
+            else:
+                reason = "connection_closed"
+        sse = resp.sse.count if resp is not None and resp.sse is not None else 0
+        out.append(HttpExchange(
+            ts_ns=ts, frame=frame, direction=d, tcp_stream=self.tcp_stream, request_index=ex.index,
+            position=ex.position, request=req.request() if req is not None else None,
+            response=resp.response() if resp is not None else None, interim_statuses=tuple(ex.interim),
+            first_response_ts_ns=ex.first_resp[0] if ex.first_resp else None,
+            first_response_frame=ex.first_resp[1] if ex.first_resp else None,
+            upgrade=ex.switch, sse_events=sse, end_reason=reason,
+        ))
+
+    # ------------------------------------------------------------------ protocol switch
+
+    def _switch(self, side: _Side, ex: _Exchange, proto: str, ts: int, frame: int, out: list[object]) -> None:
+        """A 101 / CONNECT 2xx head was parsed on the server side."""
+        msg = side.msg
+        ex.switch = proto
+        if msg is not None:
+            msg.complete = True
+            msg.end_ts, msg.end_frame = ts, frame
+        side.msg = None
+        side.ex = None
+        req = ex.request
+        inner: Observer | None = None
+        if proto == "h2c":
+            inner = Http2Observer(tcp_stream=self.tcp_stream, diag=self.diag, upgrade=self._h2c(req),
+                                  sse_max_line_bytes=self._sse_max)
+        elif proto == "websocket" and self._ws_factory is not None and msg is not None:
+            inner = self._ws_factory(req.request() if req is not None else None, msg.response())
+        self._inner = inner
+        if inner is None:
+            self._report(side, "http1.upgrade_not_followed",
+                         f"switched to {proto!r} after request {ex.index}; its bytes are only counted", ts, frame)
+        out.append(ProtocolSwitched(ts_ns=ts, frame=frame, direction=side.d, tcp_stream=self.tcp_stream,
+                                    request_index=ex.index, protocol=proto, parsed=inner is not None))
+        side.mode = _SWITCHED if inner is not None else _TUNNEL
+        self._try_emit(ex, ts, frame, side.d, out)
+        client = self._sides[0]
+        if req is None or req.complete:
+            self._switch_client(ex, out)
+        # else: the client side switches when its request ends (_message_done)
+        _ = client
+
+    def _switch_client(self, ex: _Exchange, out: list[object]) -> None:
+        client = self._sides[0]
+        items = client.wait_items
+        client.wait_items = []
+        client.wait_bytes = 0
+        rest = bytes(client.buf) if client.mode not in (_WAIT_UPGRADE,) else b""
+        client.buf.clear()
+        client.mode = _SWITCHED if self._inner is not None else _TUNNEL
+        client.ex = None
+        if rest:
+            items.insert(0, (rest, self._last_ts, self._last_frame, client.next_offset - len(rest)))
+        if items:
+            first = items[0]
+            client.switch_offset = first[3]
+        else:
+            client.switch_offset = client.next_offset
+        for data, ts, frame, off in items:
+            if isinstance(data, int):
+                self._gap(client, data, ts, frame, off, out)
+            else:
+                self._consume(client, data, ts, frame, off, out)
+
+    def _resume(self, side: _Side, out: list[object]) -> None:
+        """The pending upgrade did not happen: parse what was held back as HTTP/1.x."""
+        items = side.wait_items
+        side.wait_items = []
+        side.wait_bytes = 0
+        side.mode = _HEAD
+        side.ex = None
+        for data, ts, frame, off in items:
+            if isinstance(data, int):
+                self._gap(side, data, ts, frame, off, out)
+            else:
+                self._consume(side, data, ts, frame, off, out)
+
+    def _h2c(self, req: _Msg | None) -> H2cUpgrade:
+        if req is None:
+            return H2cUpgrade(method="", path="", authority=None, headers=(), settings=(), request_frame=0,
+                              request_ts_ns=0, request_end_frame=0, request_end_ts_ns=0, header_bytes=0,
+                              body_bytes=0)
+        settings_hdr = _header(req.headers, "http2-settings")
+        return H2cUpgrade(
+            method=req.method, path=req.target, authority=_header(req.headers, "host"), headers=req.headers,
+            settings=H2cUpgrade.decode_settings_header(settings_hdr) if settings_hdr else (),
+            request_frame=req.head_frame, request_ts_ns=req.head_ts,
+            request_end_frame=req.end_frame if req.end_frame is not None else req.head_frame,
+            request_end_ts_ns=req.end_ts if req.end_ts is not None else req.head_ts,
+            header_bytes=req.header_bytes, body_bytes=req.body_bytes,
+        )
+
+    # ------------------------------------------------------------------ end
+
+    def _close_side(self, side: _Side, ts: int, frame: int, at_eof: bool, out: list[object]) -> None:
+        if side.closed:
+            return
+        if side.mode == _WAIT_UPGRADE:
+            # the connection ended before the upgrade was answered: what was held is HTTP/1.x
+            self._resume(side, out)
+        side.closed = True
+        mode = side.mode
+        if mode == _SWITCHED:
+            inner = self._inner
+            if inner is not None:
+                if isinstance(inner, Http2Observer):
+                    out += inner.close(side.d, ts, frame, at_eof=at_eof)
+                else:
+                    out += inner.close(side.d, ts, frame)
+            return
+        msg = side.msg
+        if mode == _BODY_CLOSE and msg is not None and not at_eof:
+            self._message_done(side, ts, frame, out)
+        elif msg is not None and mode in (_BODY_LEN, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_END, _TRAILERS):
+            what = "request" if side.d == C2S else "response"
+            self._report(side, "http1.truncated_message",
+                         f"{what} {self._sides and side.ex.index if side.ex else '?'} ended "
+                         f"{'with ' + str(side.remaining) + ' body bytes missing' if mode == _BODY_LEN else 'inside its chunked body'}",
+                         ts, frame)
+            if msg.sse is not None:
+                msg.sse.close(ts, frame)
+        elif msg is not None and msg.sse is not None:
+            msg.sse.close(ts, frame)
+        elif mode == _HEAD and side.buf.strip(b"\r\n"):
+            what = "request" if side.d == C2S else "response"
+            self._report(side, "http1.truncated_message",
+                         f"{len(side.buf)} bytes of an unfinished {what} header section", ts, frame)
+        side.buf.clear()
+
+    def _finish(self, ts: int, frame: int, at_eof: bool, out: list[object]) -> None:
+        self._finished = True
+        for ex in list(self._open):
+            reason = "desynced" if ex.desynced else ("open_at_eof" if at_eof else "connection_closed")
+            resp = ex.response
+            if resp is not None and resp.sse is not None and not resp.complete and at_eof:
+                resp.sse.close(ts, frame)
+            self._try_emit(ex, ts, frame, None, out, force=True, reason=reason)
+        self._awaiting.clear()

@@ -1,0 +1,1357 @@
+"""HTTP/2 (RFC 9113) observer: frames, HPACK header blocks, streams and connection facts.
+
+One :class:`Http2Observer` per connection watches both directions of cleartext (h2c) or
+decrypted (TLS with ALPN ``h2``) bytes and returns events:
+
+- :class:`Http2Frame` for every complete frame (all ten RFC 9113 types, and unknown types),
+  stamped with the packet that delivered its last byte (as tshark attributes it);
+- :class:`Http2StreamEnded` once per stream (request and response summary, timings, bytes,
+  why it ended), when it ends or when the connection ends;
+- :class:`Http2ConnectionEnded` once, when both directions are closed (or at end of capture):
+  SETTINGS of each side, PING round trips, GOAWAY, flow-control stalls, peak concurrency;
+- :class:`~pcaptools.protocols.sse.SseEvent` for responses of type ``text/event-stream``.
+
+It is a watcher, not a participant: it never raises on wire data and never rejects what a
+real endpoint would reject; it records the problem (``http2.*`` codes in the Diagnostics
+sink) and carries on. How each direction starts:
+
+- a client stream seen from offset 0 must start with the connection preface
+  (``http2.bad_preface`` otherwise, then frame alignment is searched for);
+- a server stream seen from offset 0 starts with a frame;
+- a direction first seen at an offset > 0 (capture started mid-connection), or after bytes
+  were lost inside a frame header, searches for frame alignment: a position where two
+  consecutive frame headers are plausible for their types (lengths, flags, stream ids).
+  The search gives up after ``hunt_budget`` bytes (``http2.desynced``; bytes still counted).
+- an h2c upgrade (:class:`H2cUpgrade`, handed over by the HTTP/1.1 observer) starts the
+  client at the preface and the server at a frame, with the upgraded request as stream 1.
+
+HPACK: one ``hpack.Decoder`` per direction. A block that cannot be decoded (a capture that
+started mid-connection refers to dynamic-table entries it never saw) gives
+``http2.hpack_decode_failed``; the decoder then restarts with an empty dynamic table, which
+decodes later blocks correctly as soon as they only refer to entries inserted after the
+restart (newest entries have the lowest indices, so a partial table is an exact prefix).
+
+DATA frame payloads are streamed, never buffered; other frames are buffered up to 1 MiB
+(longer ones are skipped and still recorded). Memory is per connection and per open stream.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from dataclasses import dataclass
+from typing import Final
+
+from hpack import Decoder
+
+from ..diagnostics import Diagnostics
+from ._base import Direction, StreamChunk
+from .sse import DEFAULT_MAX_LINE_BYTES, SseEvent, SseParser
+
+__all__ = [
+    "ERROR_CODES",
+    "FRAME_TYPES",
+    "PREFACE",
+    "SETTINGS_NAMES",
+    "H2cUpgrade",
+    "Http2ConnectionEnded",
+    "Http2Frame",
+    "Http2Observer",
+    "Http2StreamEnded",
+    "flags_text",
+    "parse_settings_payload",
+]
+
+PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+#: frame type code -> RFC 9113 name
+FRAME_TYPES: Final = (
+    "DATA", "HEADERS", "PRIORITY", "RST_STREAM", "SETTINGS",
+    "PUSH_PROMISE", "PING", "GOAWAY", "WINDOW_UPDATE", "CONTINUATION",
+)
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
+
+#: SETTINGS identifier -> name (RFC 9113 §6.5.2, RFC 8441, RFC 9218)
+SETTINGS_NAMES: Final = {
+    1: "HEADER_TABLE_SIZE", 2: "ENABLE_PUSH", 3: "MAX_CONCURRENT_STREAMS", 4: "INITIAL_WINDOW_SIZE",
+    5: "MAX_FRAME_SIZE", 6: "MAX_HEADER_LIST_SIZE", 8: "ENABLE_CONNECT_PROTOCOL",
+    9: "NO_RFC7540_PRIORITIES",
+}
+
+#: error code -> name (RFC 9113 §7)
+ERROR_CODES: Final = {
+    0x0: "NO_ERROR", 0x1: "PROTOCOL_ERROR", 0x2: "INTERNAL_ERROR", 0x3: "FLOW_CONTROL_ERROR",
+    0x4: "SETTINGS_TIMEOUT", 0x5: "STREAM_CLOSED", 0x6: "FRAME_SIZE_ERROR", 0x7: "REFUSED_STREAM",
+    0x8: "CANCEL", 0x9: "COMPRESSION_ERROR", 0xA: "CONNECT_ERROR", 0xB: "ENHANCE_YOUR_CALM",
+    0xC: "INADEQUATE_SECURITY", 0xD: "HTTP_1_1_REQUIRED",
+}
+
+F_END_STREAM = 0x01
+F_ACK = 0x01
+F_END_HEADERS = 0x04
+F_PADDED = 0x08
+F_PRIORITY = 0x20
+
+#: flags each type defines (RFC 9113 §6); others must be zero when sent
+_DEFINED_FLAGS = (0x09, 0x2D, 0x00, 0x00, 0x01, 0x0C, 0x01, 0x00, 0x00, 0x04)
+
+_DEFAULT_WINDOW = 65535
+_DEFAULT_MAX_FRAME = 16384
+#: frames other than DATA longer than this are skipped (recorded, not buffered)
+_MAX_BUFFERED_FRAME = 1 << 20
+#: dynamic table sizes the observer accepts (endpoints may advertise larger than 4096)
+_HPACK_MAX_TABLE = 1 << 20
+_HPACK_MAX_HEADER_LIST = 1 << 24
+_RECENTLY_CLOSED = 4096
+_MAX_PENDING_PINGS = 64
+
+# per-direction parser modes
+_M_PREFACE, _M_HEADER, _M_DATA, _M_SKIP, _M_HUNT, _M_DEAD = range(6)
+
+_HDR = struct.Struct(">BHBBI")  # length high byte, length low 16 bits, type, flags, stream id
+_U32 = struct.Struct(">I")
+_U16_U32 = struct.Struct(">HI")
+
+Headers = tuple[tuple[str, str], ...]
+
+
+def flags_text(frame_type: int, flags: int) -> str:
+    """Names of the flags set, joined with '|' (e.g. ``END_STREAM|END_HEADERS``); unknown bits in hex."""
+    names = []
+    rest = flags
+    if frame_type in (DATA, HEADERS):
+        if flags & F_END_STREAM:
+            names.append("END_STREAM")
+            rest &= ~F_END_STREAM
+    elif frame_type in (SETTINGS, PING) and flags & F_ACK:
+        names.append("ACK")
+        rest &= ~F_ACK
+    if frame_type in (HEADERS, PUSH_PROMISE, CONTINUATION) and flags & F_END_HEADERS:
+        names.append("END_HEADERS")
+        rest &= ~F_END_HEADERS
+    if frame_type in (DATA, HEADERS, PUSH_PROMISE) and flags & F_PADDED:
+        names.append("PADDED")
+        rest &= ~F_PADDED
+    if frame_type == HEADERS and flags & F_PRIORITY:
+        names.append("PRIORITY")
+        rest &= ~F_PRIORITY
+    if rest:
+        names.append(f"0x{rest:02x}")
+    return "|".join(names)
+
+
+def parse_settings_payload(payload: bytes) -> tuple[tuple[int, int], ...]:
+    """SETTINGS payload -> ((identifier, value), ...); a trailing partial entry is ignored."""
+    return tuple(_U16_U32.unpack_from(payload, i) for i in range(0, len(payload) - 5, 6))
+
+
+# --------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Http2Frame:
+    """One complete HTTP/2 frame. Type-specific fields are None for other types."""
+
+    ts_ns: int
+    """capture time of the packet that delivered the frame's last byte"""
+    frame: int
+    """Wireshark frame number of that packet (tshark attributes the frame to it too)"""
+    direction: Direction
+    tcp_stream: int
+    stream_id: int
+    type: int
+    """frame type code (0-9 are RFC 9113 types; see :data:`FRAME_TYPES`)"""
+    flags: int
+    length: int
+    """payload length from the frame header"""
+    pad_length: int | None = None
+    """padding bytes (PADDED flag set), else None"""
+    data_bytes: int | None = None
+    """DATA: payload bytes excluding padding"""
+    header_block_bytes: int | None = None
+    """HEADERS / PUSH_PROMISE / CONTINUATION: HPACK fragment bytes carried by this frame"""
+    headers: Headers | None = None
+    """decoded header list, on the frame that ended a header block (None if undecodable)"""
+    priority_exclusive: bool | None = None
+    priority_dependency: int | None = None
+    priority_weight: int | None = None
+    """PRIORITY / HEADERS with PRIORITY: the weight field as sent (0-255; real weight is +1)"""
+    settings: tuple[tuple[int, int], ...] | None = None
+    """SETTINGS: (identifier, value) pairs in wire order"""
+    window_increment: int | None = None
+    error_code: int | None = None
+    """RST_STREAM / GOAWAY error code"""
+    ping_data: bytes | None = None
+    ping_rtt_ns: int | None = None
+    """PING with ACK: time since the matching PING from the other side, if seen"""
+    last_stream_id: int | None = None
+    promised_stream_id: int | None = None
+    debug_data: bytes | None = None
+    """GOAWAY additional debug data"""
+
+    @property
+    def type_name(self) -> str:
+        return FRAME_TYPES[self.type] if self.type < 10 else "unknown"
+
+    @property
+    def end_stream(self) -> bool:
+        return self.type in (DATA, HEADERS) and bool(self.flags & F_END_STREAM)
+
+    @property
+    def ack(self) -> bool:
+        return self.type in (SETTINGS, PING) and bool(self.flags & F_ACK)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Http2StreamEnded:
+    """Summary of one stream, emitted when it ends (or when the connection ends)."""
+
+    ts_ns: int
+    """capture time at which the stream ended (or the connection was finalised)"""
+    frame: int
+    direction: Direction | None
+    """direction of the frame that ended it; None when the connection ended it"""
+    tcp_stream: int
+    stream_id: int
+    pushed: bool
+    """server push: the request came from a PUSH_PROMISE"""
+    parent_stream_id: int | None
+    """for pushed streams: the stream that carried the PUSH_PROMISE"""
+    partial: bool
+    """True when the stream's opening HEADERS was not seen (capture started mid-stream)"""
+    request_headers: Headers | None
+    response_headers: Headers | None
+    """final (non-1xx) response headers"""
+    method: str | None
+    scheme: str | None
+    authority: str | None
+    """``:authority``, else the ``host`` header"""
+    path: str | None
+    status: int | None
+    content_type: str | None
+    informational: int
+    """1xx responses seen before the final one"""
+    first_frame: int
+    first_ts_ns: int
+    request_frame: int | None
+    """frame that completed the request header block (PUSH_PROMISE for pushed streams)"""
+    request_ts_ns: int | None
+    request_end_ts_ns: int | None
+    """END_STREAM from the client (for pushed streams: the promise)"""
+    response_headers_frame: int | None
+    response_headers_ts_ns: int | None
+    first_data_ts_ns: int | None
+    """first DATA frame from the server"""
+    end_frame: int
+    end_ts_ns: int
+    client_data_bytes: int
+    server_data_bytes: int
+    """DATA payload bytes, padding excluded"""
+    client_header_bytes: int
+    server_header_bytes: int
+    """HPACK header block bytes (HEADERS + CONTINUATION fragments)"""
+    client_frames: int
+    server_frames: int
+    end_reason: str
+    """end_stream, rst_stream, goaway, connection_closed, open_at_eof, idle (only PRIORITY seen)"""
+    rst_error_code: int | None
+    rst_by: Direction | None
+    sse_events: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Http2ConnectionEnded:
+    """Connection-level facts, emitted once when the connection is finalised."""
+
+    ts_ns: int
+    frame: int
+    direction: Direction | None
+    tcp_stream: int
+    start: str
+    """preface, upgrade (h2c via HTTP/1.1 Upgrade), mid_stream"""
+    preface_frame: int | None
+    client_settings: tuple[tuple[int, int], ...]
+    """latest value of each setting the client sent, in first-seen order"""
+    server_settings: tuple[tuple[int, int], ...]
+    streams: int
+    peak_open_streams: int
+    client_frames: int
+    server_frames: int
+    client_bytes: int
+    server_bytes: int
+    client_skipped_bytes: int
+    """bytes not parsed (lost, searched through for alignment, or after desync)"""
+    server_skipped_bytes: int
+    ping_count: int
+    """PING frames answered by an ACK with the same payload"""
+    ping_rtt_min_ns: int | None
+    ping_rtt_max_ns: int | None
+    ping_rtt_sum_ns: int
+    goaway_frame: int | None
+    goaway_ts_ns: int | None
+    goaway_by: Direction | None
+    goaway_last_stream_id: int | None
+    goaway_error_code: int | None
+    client_flow_stalls: int
+    """times a flow-control window (connection or stream) of data sent by the client reached 0"""
+    server_flow_stalls: int
+    client_stalled_ns: int
+    """total time the connection-level window for client data stayed at or below 0"""
+    server_stalled_ns: int
+    flow_control_known: bool
+    """False when the connection start was not seen (windows unknown: stall columns are 0)"""
+    hpack_errors: int
+    desynced: bool
+    """True if a direction could not be parsed to its end"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class H2cUpgrade:
+    """The HTTP/1.1 request upgraded to h2c (RFC 7540 §3.2); it becomes stream 1."""
+
+    method: str
+    path: str
+    authority: str | None
+    headers: Headers
+    settings: tuple[tuple[int, int], ...]
+    """decoded from the HTTP2-Settings request header"""
+    request_frame: int
+    request_ts_ns: int
+    request_end_frame: int
+    request_end_ts_ns: int
+    header_bytes: int
+    body_bytes: int
+
+    @staticmethod
+    def decode_settings_header(value: str) -> tuple[tuple[int, int], ...]:
+        """HTTP2-Settings (base64url SETTINGS payload) -> pairs; () if it does not decode."""
+        try:
+            raw = base64.urlsafe_b64decode(value.strip() + "=" * (-len(value.strip()) % 4))
+        except (ValueError, TypeError):
+            return ()
+        return parse_settings_payload(raw)
+
+
+# --------------------------------------------------------------------------- state
+
+
+class _Stream:
+    __slots__ = (
+        "authority", "client_ended", "client_data", "client_frames", "client_hdr", "content_type",
+        "end_frame", "end_ts", "first_data_ts", "first_frame", "first_ts", "id", "idle",
+        "informational", "method", "parent", "partial", "path", "pushed", "req_end_ts",
+        "req_frame", "req_headers", "req_ts", "resp_frame", "resp_headers", "resp_ts", "scheme",
+        "server_data", "server_ended", "server_frames", "server_hdr", "sse", "stalled", "status",
+        "window",
+    )
+
+    def __init__(self, sid: int, frame: int, ts: int, window: tuple[int, int]) -> None:
+        self.id = sid
+        self.first_frame = frame
+        self.first_ts = ts
+        self.pushed = False
+        self.parent: int | None = None
+        self.partial = False
+        self.idle = True
+        self.req_headers: Headers | None = None
+        self.resp_headers: Headers | None = None
+        self.method: str | None = None
+        self.scheme: str | None = None
+        self.authority: str | None = None
+        self.path: str | None = None
+        self.status: int | None = None
+        self.content_type: str | None = None
+        self.informational = 0
+        self.req_frame: int | None = None
+        self.req_ts: int | None = None
+        self.req_end_ts: int | None = None
+        self.resp_frame: int | None = None
+        self.resp_ts: int | None = None
+        self.first_data_ts: int | None = None
+        self.end_frame = frame
+        self.end_ts = ts
+        self.client_data = 0
+        self.server_data = 0
+        self.client_hdr = 0
+        self.server_hdr = 0
+        self.client_frames = 0
+        self.server_frames = 0
+        self.client_ended = False
+        self.server_ended = False
+        self.sse: SseParser | None = None
+        self.window = [window[0], window[1]]
+        self.stalled = [False, False]
+
+
+class _Dir:
+    __slots__ = (
+        "buf", "bytes", "closed", "cur_data_left", "cur_flags", "cur_len", "cur_pad", "cur_pad_pending",
+        "cur_remaining", "cur_sid", "cur_type", "d", "decoder", "first_check", "frames", "hb", "hb_bytes",
+        "hb_end_stream", "hb_promised", "hb_sid", "hb_type", "hpack_reset", "hunt_scanned",
+        "max_frame_size", "mode", "next_offset", "settings", "skipped", "started",
+        "stall_since", "stalled_ns", "stalls", "window",
+    )
+
+    def __init__(self, d: Direction) -> None:
+        self.d = d
+        self.mode = _M_HEADER
+        self.started = False
+        self.first_check = False
+        self.closed = False
+        self.next_offset = 0
+        self.buf = bytearray()
+        self.decoder = _new_decoder()
+        self.hpack_reset = False
+        self.hb: bytearray | None = None
+        self.hb_sid = 0
+        self.hb_type = 0
+        self.hb_end_stream = False
+        self.hb_promised: int | None = None
+        self.hb_bytes = 0
+        self.cur_type = 0
+        self.cur_flags = 0
+        self.cur_sid = 0
+        self.cur_len = 0
+        self.cur_remaining = 0
+        self.cur_pad_pending = False
+        self.cur_pad: int | None = None
+        self.cur_data_left = 0
+        self.max_frame_size = _DEFAULT_MAX_FRAME
+        """SETTINGS_MAX_FRAME_SIZE of the receiver of this direction"""
+        self.settings: dict[int, int] = {}
+        """settings this direction's sender advertised (latest values)"""
+        self.frames = 0
+        self.bytes = 0
+        self.skipped = 0
+        self.hunt_scanned = 0
+        self.window = _DEFAULT_WINDOW
+        """connection-level send window for DATA sent in this direction"""
+        self.stalls = 0
+        self.stall_since: int | None = None
+        self.stalled_ns = 0
+
+
+def _new_decoder() -> Decoder:
+    dec = Decoder(max_header_list_size=_HPACK_MAX_HEADER_LIST)
+    dec.max_allowed_table_size = _HPACK_MAX_TABLE
+    return dec
+
+
+def _plausible(length: int, typ: int, flags: int, sid_raw: int, max_len: int) -> bool:
+    """Is this frame header plausible for its type (used to find frame alignment)?"""
+    if length > max_len or typ > 9 or sid_raw & 0x80000000 or flags & ~_DEFINED_FLAGS[typ]:
+        return False
+    if typ in (SETTINGS, PING, GOAWAY):
+        if sid_raw:
+            return False
+        if typ == SETTINGS:
+            return length == 0 if flags & F_ACK else length % 6 == 0
+        return length == 8 if typ == PING else length >= 8
+    if typ == WINDOW_UPDATE:
+        return length == 4
+    if not sid_raw:
+        return False
+    if typ == PRIORITY:
+        return length == 5
+    if typ == RST_STREAM:
+        return length == 4
+    if typ == PUSH_PROMISE:
+        return length >= 4
+    return True
+
+
+def _header_value(headers: Headers, name: str) -> str | None:
+    for k, v in headers:
+        if k == name:
+            return v
+    return None
+
+
+# --------------------------------------------------------------------------- observer
+
+
+class Http2Observer:
+    """Watches both directions of one HTTP/2 connection. Never raises on wire data.
+
+    ``feed``/``gap``/``close`` follow :class:`~pcaptools.protocols._base.Observer`. Call
+    ``close`` for each direction when it ends (FIN/RST); at the end of the capture call
+    ``close(..., at_eof=True)`` (streams still open get ``open_at_eof``). Once both
+    directions are closed, or at end of capture, open streams are summarised and one
+    :class:`Http2ConnectionEnded` is emitted; later calls return nothing.
+    """
+
+    def __init__(
+        self,
+        *,
+        tcp_stream: int = -1,
+        diag: Diagnostics | None = None,
+        upgrade: H2cUpgrade | None = None,
+        midstream: bool = False,
+        sse_max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        hunt_budget: int = 1 << 20,
+    ) -> None:
+        self.tcp_stream = tcp_stream
+        self._midstream = midstream
+        self.diag = diag if diag is not None else Diagnostics()
+        self._sse_max = sse_max_line_bytes
+        self._hunt_budget = hunt_budget
+        self._dirs = (_Dir(Direction.CLIENT_TO_SERVER), _Dir(Direction.SERVER_TO_CLIENT))
+        self._streams: dict[int, _Stream] = {}
+        self._recently_closed: dict[int, None] = {}
+        self._max_sid = [0, 0]  # highest stream id opened by [client (odd), server (even)]
+        self._start: str | None = None
+        self._flow_known = False
+        self._preface_frame: int | None = None
+        self._finished = False
+        self._open_streams = 0
+        self._peak_open = 0
+        self._nstreams = 0
+        self._pings: dict[tuple[int, bytes], int] = {}
+        self._ping_count = 0
+        self._ping_min: int | None = None
+        self._ping_max: int | None = None
+        self._ping_sum = 0
+        self._goaway: tuple[int, int, Direction, int, int] | None = None
+        """(frame, ts, by, last_stream_id, error_code) of the first GOAWAY"""
+        self._hpack_errors = 0
+        self._desynced = False
+        self._last_ts = 0
+        self._last_frame = 0
+        self._init_window = [_DEFAULT_WINDOW, _DEFAULT_WINDOW]
+        """initial stream window for data sent by [client, server] (the peer's setting)"""
+        if upgrade is not None:
+            self._start = "upgrade"
+            self._flow_known = True
+            c, s = self._dirs
+            c.started = s.started = True
+            c.mode = _M_PREFACE
+            s.mode = _M_HEADER
+            c.next_offset = s.next_offset = -1  # accept whatever offset comes first
+            for ident, value in upgrade.settings:
+                self._apply_setting(c, ident, value)
+            st = self._new_stream(1, upgrade.request_frame, upgrade.request_ts_ns)
+            st.idle = False
+            self._opened(st)
+            st.req_headers = upgrade.headers
+            st.method = upgrade.method
+            st.scheme = "http"
+            st.path = upgrade.path
+            st.authority = upgrade.authority
+            st.req_frame = upgrade.request_end_frame
+            st.req_ts = upgrade.request_ts_ns
+            st.req_end_ts = upgrade.request_end_ts_ns
+            st.client_ended = True
+            st.client_data = upgrade.body_bytes
+            self._max_sid[0] = 1
+
+    # ------------------------------------------------------------------ Observer API
+
+    def feed(self, chunk: StreamChunk) -> list[object]:
+        """Parse the next in-order bytes of one direction; return the events they completed."""
+        if self._finished:
+            return []
+        st = self._dirs[chunk.direction]
+        out: list[object] = []
+        data = chunk.data
+        ts, frame = chunk.ts_ns, chunk.frame
+        self._last_ts, self._last_frame = ts, frame
+        if not st.started:
+            self._begin(st, chunk.offset)
+        elif st.next_offset < 0:
+            st.next_offset = chunk.offset
+        if chunk.offset != st.next_offset:
+            if chunk.offset > st.next_offset:
+                out += self.gap(chunk.direction, st.next_offset, chunk.offset - st.next_offset, ts, frame)
+            else:
+                overlap = st.next_offset - chunk.offset
+                if overlap >= len(data):
+                    return out
+                data = data[overlap:]
+        st.next_offset += len(data)
+        st.bytes += len(data)
+        if not data:
+            return out
+        if st.mode == _M_DEAD:
+            st.skipped += len(data)
+            return out
+        st.buf += data
+        self._parse(st, ts, frame, out)
+        return out
+
+    def gap(self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int) -> list[object]:
+        """``nbytes`` of ``direction`` were never captured. Stays aligned when the hole lies inside
+        a DATA frame (or a skipped frame); otherwise searches for frame alignment again."""
+        if self._finished or nbytes <= 0:
+            return []
+        st = self._dirs[direction]
+        out: list[object] = []
+        if not st.started:
+            self._begin(st, offset)
+            st.next_offset = offset
+        st.next_offset = max(st.next_offset, offset) + nbytes
+        st.skipped += nbytes
+        if st.mode in (_M_DATA, _M_SKIP) and not st.buf and nbytes <= st.cur_remaining:
+            if st.mode == _M_DATA:
+                self._data_gap(st, nbytes, ts_ns, frame)
+            st.cur_remaining -= nbytes
+            if st.cur_remaining == 0:
+                self._end_body(st, ts_ns, frame, out)
+            return out
+        if st.mode == _M_DEAD:
+            return out
+        # alignment lost: partial frames and header blocks are gone, and so is HPACK state
+        if st.mode == _M_DATA:
+            s = self._streams.get(st.cur_sid)
+            if s is not None and s.sse is not None:
+                s.sse.gap(ts_ns, frame)
+        st.buf.clear()
+        st.hb = None
+        st.hpack_reset = True
+        st.mode = _M_HUNT
+        st.hunt_scanned = 0
+        return out
+
+    def close(self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False) -> list[object]:
+        """``direction`` ended. With both directions closed, or ``at_eof``, the connection is
+        finalised: open streams are summarised and :class:`Http2ConnectionEnded` is emitted."""
+        if self._finished:
+            return []
+        out: list[object] = []
+        st = self._dirs[direction]
+        if not st.closed:
+            st.closed = True
+            self._truncated(st, ts_ns, frame)
+        if at_eof or all(x.closed for x in self._dirs):
+            if at_eof:
+                for other in self._dirs:
+                    if not other.closed:
+                        other.closed = True
+                        self._truncated(other, ts_ns, frame)
+            self._finish(ts_ns, frame, at_eof, out)
+        return out
+
+    def finish(self, ts_ns: int | None = None, frame: int | None = None) -> list[object]:
+        """End of capture: finalise what is still open (``open_at_eof``). Idempotent.
+        Without ``ts_ns``/``frame`` the last packet fed is used."""
+        if self._finished:
+            return []
+        return self.close(Direction.CLIENT_TO_SERVER, self._last_ts if ts_ns is None else ts_ns,
+                          self._last_frame if frame is None else frame, at_eof=True)
+
+    @property
+    def finished(self) -> bool:
+        """True once the connection has been finalised (later calls return nothing)."""
+        return self._finished
+
+    # ------------------------------------------------------------------ byte parsing
+
+    def _begin(self, st: _Dir, offset: int) -> None:
+        st.started = True
+        st.next_offset = offset
+        if offset > 0 or self._midstream:
+            st.mode = _M_HUNT
+            if self._start is None:
+                self._start = "mid_stream"
+        elif st.d == Direction.CLIENT_TO_SERVER:
+            st.mode = _M_PREFACE
+        else:
+            st.mode = _M_HEADER
+            st.first_check = True
+
+    def _report(self, st: _Dir, code: str, detail: str, ts: int, frame: int) -> None:
+        self.diag.add(code, detail, ts_ns=ts, frame=frame, tcp_stream=self.tcp_stream,
+                      direction=st.d.label)
+
+    def _parse(self, st: _Dir, ts: int, frame: int, out: list[object]) -> None:
+        buf = st.buf
+        n = len(buf)
+        pos = 0
+        while pos < n or (st.mode in (_M_DATA, _M_SKIP) and st.cur_remaining == 0):
+            mode = st.mode
+            if mode == _M_HEADER:
+                if n - pos < 9:
+                    break
+                hi, lo, typ, flags, sid_raw = _HDR.unpack_from(buf, pos)
+                length = (hi << 16) | lo
+                if st.first_check:
+                    # the first frame of a direction seen from its start: if it is not even
+                    # plausible, the capture began inside the stream: search for alignment
+                    st.first_check = False
+                    if not _plausible(length, typ, flags, sid_raw, max(st.max_frame_size, _DEFAULT_MAX_FRAME)):
+                        st.mode = _M_HUNT
+                        st.hunt_scanned = 0
+                        if self._start is None:
+                            self._start = "mid_stream"
+                        continue
+                sid = sid_raw & 0x7FFFFFFF
+                if length > st.max_frame_size:
+                    self._report(st, "http2.frame_too_large",
+                                 f"{FRAME_TYPES[typ] if typ < 10 else f'type {typ}'} frame on stream {sid}: "
+                                 f"{length} bytes > SETTINGS_MAX_FRAME_SIZE {st.max_frame_size}", ts, frame)
+                if typ == DATA or length > _MAX_BUFFERED_FRAME:
+                    st.cur_type, st.cur_flags, st.cur_sid, st.cur_len = typ, flags, sid, length
+                    st.cur_remaining = length
+                    pos += 9
+                    if typ == DATA:
+                        st.mode = _M_DATA
+                        st.cur_pad_pending = bool(flags & F_PADDED)
+                        st.cur_pad = None
+                        st.cur_data_left = 0 if st.cur_pad_pending else length
+                        self._data_start(st, ts, frame, out)
+                    else:
+                        st.mode = _M_SKIP
+                    continue
+                end = pos + 9 + length
+                if end > n:
+                    break
+                payload = bytes(buf[pos + 9:end])
+                pos = end
+                self._frame(st, typ, flags, sid, length, payload, ts, frame, out)
+            elif mode == _M_DATA or mode == _M_SKIP:
+                take = min(n - pos, st.cur_remaining)
+                if take and mode == _M_DATA:
+                    self._data_bytes(st, buf, pos, take, ts, frame, out)
+                pos += take
+                st.cur_remaining -= take
+                if st.cur_remaining == 0:
+                    self._end_body(st, ts, frame, out)
+                else:
+                    break
+            elif mode == _M_PREFACE:
+                have = n - pos
+                if have < 24:
+                    if PREFACE.startswith(bytes(buf[pos:n])):
+                        break
+                elif buf[pos:pos + 24] == PREFACE:
+                    pos += 24
+                    st.mode = _M_HEADER
+                    if self._preface_frame is None:
+                        self._preface_frame = frame
+                        if self._start is None:
+                            self._start = "preface"
+                            self._flow_known = True
+                    continue
+                self._report(st, "http2.bad_preface",
+                             f"first bytes {bytes(buf[pos:pos + 24])!r} are not the connection preface", ts, frame)
+                if self._start is None:
+                    self._start = "mid_stream"
+                st.mode = _M_HUNT
+                st.hunt_scanned = 0
+            elif mode == _M_HUNT:
+                status, i = self._hunt(st, buf, pos, n)
+                st.hunt_scanned += i - pos
+                st.skipped += i - pos
+                pos = i
+                if status == 1:
+                    break
+                if status == 2:
+                    self._desynced = True
+                    st.mode = _M_DEAD
+                    self._report(st, "http2.desynced",
+                                 f"no frame alignment found in {st.hunt_scanned} bytes; "
+                                 "the rest of this direction is only counted", ts, frame)
+                    continue
+                if st.hunt_scanned:
+                    self._report(st, "http2.resynchronised",
+                                 f"frame alignment found after skipping {st.hunt_scanned} bytes", ts, frame)
+                st.mode = _M_HEADER
+                st.hpack_reset = True
+            else:  # _M_DEAD
+                st.skipped += n - pos
+                pos = n
+        if pos:
+            del buf[:pos]
+
+    def _hunt(self, st: _Dir, buf: bytearray, pos: int, n: int) -> tuple[int, int]:
+        """Search ``buf[pos:n]`` for a frame boundary: a plausible frame header followed by another.
+
+        Returns ``(0, i)``: aligned at ``i``; ``(1, i)``: need more bytes, those before ``i`` can
+        be dropped; ``(2, n)``: the search budget is exhausted.
+        """
+        max_len = max(st.max_frame_size, _DEFAULT_MAX_FRAME)
+        unpack = _HDR.unpack_from
+        i = pos
+        limit = n - 9
+        while i <= limit:
+            typ = buf[i + 3]
+            if typ <= 9:
+                hi, lo, _, flags, sid_raw = unpack(buf, i)
+                length = (hi << 16) | lo
+                if _plausible(length, typ, flags, sid_raw, max_len):
+                    j = i + 9 + length
+                    if j + 9 > n:
+                        return 1, i  # cannot confirm yet: keep from the candidate
+                    hi2, lo2, typ2, flags2, sid2 = unpack(buf, j)
+                    if typ2 <= 9 and _plausible((hi2 << 16) | lo2, typ2, flags2, sid2, max_len):
+                        return 0, i
+            i += 1
+        i = max(pos, n - 8)
+        if st.hunt_scanned + (i - pos) > self._hunt_budget:
+            return 2, n
+        return 1, i
+
+    def _truncated(self, st: _Dir, ts: int, frame: int) -> None:
+        if st.mode in (_M_DATA, _M_SKIP) and st.cur_remaining:
+            self._report(st, "http2.truncated_frame",
+                         f"{FRAME_TYPES[st.cur_type] if st.cur_type < 10 else 'unknown'} frame on stream "
+                         f"{st.cur_sid}: {st.cur_remaining} of {st.cur_len} bytes missing", ts, frame)
+        elif st.mode == _M_HEADER and st.buf:
+            self._report(st, "http2.truncated_frame",
+                         f"{len(st.buf)} bytes of an unfinished frame at the end of the stream", ts, frame)
+        st.skipped += len(st.buf)
+        st.buf.clear()
+        st.mode = _M_DEAD
+
+    # ------------------------------------------------------------------ DATA streaming
+
+    def _data_start(self, st: _Dir, ts: int, frame: int, out: list[object]) -> None:
+        sid = st.cur_sid
+        if sid == 0:
+            self._report(st, "http2.bad_frame", "DATA frame on stream 0", ts, frame)
+        if st.hb is not None:
+            self._interrupted_block(st, DATA, ts, frame)
+
+    def _data_bytes(self, st: _Dir, buf: bytearray, pos: int, take: int, ts: int, frame: int,
+                    out: list[object]) -> None:
+        if st.cur_pad_pending:
+            st.cur_pad_pending = False
+            pad = buf[pos]
+            st.cur_pad = pad
+            pos += 1
+            take -= 1
+            left = st.cur_len - 1 - pad
+            if left < 0:
+                self._report(st, "http2.bad_frame",
+                             f"DATA on stream {st.cur_sid}: padding {pad} exceeds the payload ({st.cur_len} bytes)",
+                             ts, frame)
+                left = 0
+            st.cur_data_left = left
+        use = min(take, st.cur_data_left)
+        if use <= 0:
+            return
+        st.cur_data_left -= use
+        s = self._streams.get(st.cur_sid)
+        if s is None:
+            s = self._stream_for(st.cur_sid, frame, ts)
+        if s is None:
+            return
+        if st.d == Direction.CLIENT_TO_SERVER:
+            s.client_data += use
+        else:
+            s.server_data += use
+            if s.first_data_ts is None:
+                s.first_data_ts = ts
+            if s.sse is not None:
+                out += s.sse.feed(bytes(buf[pos:pos + use]), ts, frame)
+
+    def _data_gap(self, st: _Dir, nbytes: int, ts: int, frame: int) -> None:
+        if st.cur_pad_pending:
+            # the pad length byte itself was lost: padding unknown, count everything as data
+            st.cur_pad_pending = False
+            st.cur_data_left = st.cur_remaining
+        use = min(nbytes, st.cur_data_left)
+        st.cur_data_left -= use
+        s = self._streams.get(st.cur_sid)
+        if s is not None:
+            if st.d == Direction.CLIENT_TO_SERVER:
+                s.client_data += use
+            else:
+                s.server_data += use
+                if s.sse is not None:
+                    s.sse.gap(ts, frame)
+
+    def _end_body(self, st: _Dir, ts: int, frame: int, out: list[object]) -> None:
+        st.mode = _M_HEADER
+        typ, flags, sid, length = st.cur_type, st.cur_flags, st.cur_sid, st.cur_len
+        if typ != DATA:
+            # a frame too long to buffer: record its header only
+            st.frames += 1
+            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=st.d, tcp_stream=self.tcp_stream,
+                                  stream_id=sid, type=typ, flags=flags, length=length))
+            if typ in (HEADERS, PUSH_PROMISE, CONTINUATION):
+                st.hpack_reset = True
+                st.hb = None
+            return
+        pad = st.cur_pad
+        data_len = length - (1 + pad if pad is not None else 0)
+        if data_len < 0:
+            data_len = 0
+        if st.cur_pad_pending:  # zero-length DATA with PADDED: malformed
+            self._report(st, "http2.bad_frame", f"DATA on stream {sid}: PADDED flag but no payload", ts, frame)
+            st.cur_pad_pending = False
+        st.frames += 1
+        out.append(Http2Frame(ts_ns=ts, frame=frame, direction=st.d, tcp_stream=self.tcp_stream,
+                              stream_id=sid, type=DATA, flags=flags, length=length, pad_length=pad,
+                              data_bytes=data_len))
+        s = self._streams.get(sid) or self._stream_for(sid, frame, ts)
+        if s is None:
+            return
+        self._count_frame(st, s, ts, frame)
+        if self._flow_known and length:
+            self._consume_window(st, s, length, ts)
+        if flags & F_END_STREAM:
+            self._end_side(st, s, ts, frame, out)
+
+    # ------------------------------------------------------------------ frames
+
+    def _frame(self, st: _Dir, typ: int, flags: int, sid: int, length: int, payload: bytes,
+               ts: int, frame: int, out: list[object]) -> None:
+        st.frames += 1
+        if st.hb is not None and not (typ == CONTINUATION and sid == st.hb_sid):
+            self._interrupted_block(st, typ, ts, frame)
+        tcp = self.tcp_stream
+        d = st.d
+        if typ == HEADERS or typ == PUSH_PROMISE:
+            self._header_frame(st, typ, flags, sid, length, payload, ts, frame, out)
+        elif typ == CONTINUATION:
+            if st.hb is None or sid != st.hb_sid:
+                self._report(st, "http2.bad_frame",
+                             f"CONTINUATION on stream {sid} without an open header block", ts, frame)
+                st.hpack_reset = True
+                out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
+                                      type=typ, flags=flags, length=length, header_block_bytes=length))
+                return
+            st.hb += payload
+            st.hb_bytes += length
+            headers = None
+            if flags & F_END_HEADERS:
+                headers = self._decode_block(st, ts, frame)
+            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
+                                  type=typ, flags=flags, length=length, header_block_bytes=length,
+                                  headers=headers))
+            s = self._streams.get(sid)
+            if s is not None:
+                self._count_frame(st, s, ts, frame)
+            if flags & F_END_HEADERS:
+                self._block_done(st, headers, ts, frame, out)
+        elif typ == PRIORITY:
+            excl = dep = weight = None
+            if length != 5:
+                self._report(st, "http2.bad_frame", f"PRIORITY on stream {sid}: length {length} != 5", ts, frame)
+            else:
+                (dep_raw,) = _U32.unpack_from(payload, 0)
+                excl, dep, weight = bool(dep_raw >> 31), dep_raw & 0x7FFFFFFF, payload[4]
+            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
+                                  type=typ, flags=flags, length=length, priority_exclusive=excl,
+                                  priority_dependency=dep, priority_weight=weight))
+            if sid == 0:
+                self._report(st, "http2.bad_frame", "PRIORITY on stream 0", ts, frame)
+                return
+            s = self._streams.get(sid)
+            if s is None and not self._is_closed(sid):
+                s = self._new_stream(sid, frame, ts)  # idle until HEADERS
+            if s is not None:
+                self._count_frame(st, s, ts, frame)
+        elif typ == RST_STREAM:
+            code = None
+            if length != 4:
+                self._report(st, "http2.bad_frame", f"RST_STREAM on stream {sid}: length {length} != 4", ts, frame)
+            else:
+                (code,) = _U32.unpack_from(payload, 0)
+            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
+                                  type=typ, flags=flags, length=length, error_code=code))
+            if sid == 0:
+                self._report(st, "http2.bad_frame", "RST_STREAM on stream 0", ts, frame)
+                return
+            s = self._streams.get(sid) or self._stream_for(sid, frame, ts)
+            if s is not None:
+                self._count_frame(st, s, ts, frame)
+                self._end_stream(s, "rst_stream", ts, frame, d, out, rst_code=code, rst_by=d)
+        elif typ == SETTINGS:
+            settings: tuple[tuple[int, int], ...] = ()
+            if sid != 0:
+                self._report(st, "http2.bad_frame", f"SETTINGS on stream {sid}", ts, frame)
+            if flags & F_ACK:
+                if length:
+                    self._report(st, "http2.bad_frame", f"SETTINGS ACK with {length} bytes of payload", ts, frame)
+            else:
+                if length % 6:
+                    self._report(st, "http2.bad_frame", f"SETTINGS length {length} is not a multiple of 6", ts, frame)
+                settings = parse_settings_payload(payload)
+                for ident, value in settings:
+                    self._apply_setting(st, ident, value)
+            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
+                                  type=typ, flags=flags, length=length,
+                                  settings=None if flags & F_ACK else settings))
+        elif typ == PING:
+            rtt = None
+            if length != 8:
+                self._report(st, "http2.bad_frame", f"PING length {length} != 8", ts, frame)
+            if sid != 0:
+                self._report(st, "http2.bad_frame", f"PING on stream {sid}", ts, frame)
+            if flags & F_ACK:
+                sent = self._pings.pop((1 - d, payload), None)
+                if sent is not None:
+                    rtt = ts - sent
+                    self._ping_count += 1
+                    self._ping_sum += rtt
+                    self._ping_min = rtt if self._ping_min is None else min(self._ping_min, rtt)
+                    self._ping_max = rtt if self._ping_max is None else max(self._ping_max, rtt)
+            elif len(self._pings) < _MAX_PENDING_PINGS:
+                self._pings[(int(d), payload)] = ts
+            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
+                                  type=typ, flags=flags, length=length, ping_data=payload, ping_rtt_ns=rtt))
+        elif typ == GOAWAY:
+            last = code = None
+            debug = b""
+            if length < 8:
+                self._report(st, "http2.bad_frame", f"GOAWAY length {length} < 8", ts, frame)
+            else:
+                last_raw, code = struct.unpack_from(">II", payload, 0)
+                last = last_raw & 0x7FFFFFFF
+                debug = payload[8:]
+            if sid != 0:
+                self._report(st, "http2.bad_frame", f"GOAWAY on stream {sid}", ts, frame)
+            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
+                                  type=typ, flags=flags, length=length, last_stream_id=last,
+                                  error_code=code, debug_data=debug))
+            if last is not None and code is not None:
+                if self._goaway is None:
+                    self._goaway = (frame, ts, d, last, code)
+                # streams the receiver of the GOAWAY initiated above last_stream_id were not processed
+                parity = 1 if d == Direction.SERVER_TO_CLIENT else 0
+                for s in [s for s in self._streams.values()
+                          if s.id > last and s.id % 2 == parity and not s.idle]:
+                    self._end_stream(s, "goaway", ts, frame, d, out)
+        elif typ == WINDOW_UPDATE:
+            inc = None
+            if length != 4:
+                self._report(st, "http2.bad_frame", f"WINDOW_UPDATE length {length} != 4", ts, frame)
+            else:
+                (inc_raw,) = _U32.unpack_from(payload, 0)
+                inc = inc_raw & 0x7FFFFFFF
+                if inc == 0:
+                    self._report(st, "http2.bad_frame", f"WINDOW_UPDATE on stream {sid} with increment 0", ts, frame)
+            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
+                                  type=typ, flags=flags, length=length, window_increment=inc))
+            s = self._streams.get(sid) if sid else None
+            if s is not None:
+                self._count_frame(st, s, ts, frame)
+            if inc and self._flow_known:
+                self._window_update(st, sid, s, inc, ts)
+        else:
+            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
+                                  type=typ, flags=flags, length=length))
+
+    def _header_frame(self, st: _Dir, typ: int, flags: int, sid: int, length: int, payload: bytes,
+                      ts: int, frame: int, out: list[object]) -> None:
+        name = FRAME_TYPES[typ]
+        p = 0
+        pad: int | None = None
+        excl = dep = weight = None
+        promised: int | None = None
+        bad = False
+        if flags & F_PADDED:
+            if length < 1:
+                bad = True
+            else:
+                pad = payload[0]
+                p = 1
+        if typ == HEADERS and flags & F_PRIORITY and not bad:
+            if length - p < 5:
+                bad = True
+            else:
+                (dep_raw,) = _U32.unpack_from(payload, p)
+                excl, dep, weight = bool(dep_raw >> 31), dep_raw & 0x7FFFFFFF, payload[p + 4]
+                p += 5
+        if typ == PUSH_PROMISE and not bad:
+            if length - p < 4:
+                bad = True
+            else:
+                promised = _U32.unpack_from(payload, p)[0] & 0x7FFFFFFF
+                p += 4
+        end = length - (pad or 0)
+        if bad or end < p:
+            self._report(st, "http2.bad_frame",
+                         f"{name} on stream {sid}: payload of {length} bytes too short for its fields/padding",
+                         ts, frame)
+            end = max(end, p)
+            frag = b""
+        else:
+            frag = payload[p:end]
+        if sid == 0:
+            self._report(st, "http2.bad_frame", f"{name} on stream 0", ts, frame)
+        st.hb = bytearray(frag)
+        st.hb_sid = sid
+        st.hb_type = typ
+        st.hb_end_stream = bool(typ == HEADERS and flags & F_END_STREAM)
+        st.hb_promised = promised
+        st.hb_bytes = len(frag)
+        headers = self._decode_block(st, ts, frame) if flags & F_END_HEADERS else None
+        out.append(Http2Frame(ts_ns=ts, frame=frame, direction=st.d, tcp_stream=self.tcp_stream,
+                              stream_id=sid, type=typ, flags=flags, length=length, pad_length=pad,
+                              header_block_bytes=len(frag), headers=headers, priority_exclusive=excl,
+                              priority_dependency=dep, priority_weight=weight, promised_stream_id=promised))
+        if sid:
+            s = self._streams.get(sid)
+            if s is None:
+                s = self._stream_for(sid, frame, ts, opening=True)
+                if s is not None and typ == HEADERS and st.d == Direction.SERVER_TO_CLIENT and sid % 2:
+                    s.partial = True  # a response whose request was not captured
+            if s is not None:
+                if typ == HEADERS and s.idle:
+                    s.idle = False
+                    self._opened(s)
+                self._count_frame(st, s, ts, frame)
+        if flags & F_END_HEADERS:
+            self._block_done(st, headers, ts, frame, out)
+
+    def _interrupted_block(self, st: _Dir, typ: int, ts: int, frame: int) -> None:
+        name = FRAME_TYPES[typ] if typ < 10 else f"type {typ}"
+        self._report(st, "http2.bad_frame",
+                     f"{name} frame inside the header block of stream {st.hb_sid} (CONTINUATION expected)",
+                     ts, frame)
+        st.hb = None
+        st.hpack_reset = True
+
+    def _decode_block(self, st: _Dir, ts: int, frame: int) -> Headers | None:
+        block = bytes(st.hb or b"")
+        if st.hpack_reset:
+            st.decoder = _new_decoder()
+            st.hpack_reset = False
+        try:
+            raw = st.decoder.decode(block, raw=True)
+            return tuple((bytes(k).decode("utf-8", "replace"), bytes(v).decode("utf-8", "replace"))
+                         for k, v in raw)
+        except Exception as exc:  # hpack raises its own errors, but never let a codec bug escape
+            self._hpack_errors += 1
+            self._report(st, "http2.hpack_decode_failed",
+                         f"header block of stream {st.hb_sid} ({len(block)} bytes): "
+                         f"{type(exc).__name__}: {exc}", ts, frame)
+            st.decoder = _new_decoder()
+            return None
+
+    def _block_done(self, st: _Dir, headers: Headers | None, ts: int, frame: int, out: list[object]) -> None:
+        sid, typ, end_stream, promised, nbytes = st.hb_sid, st.hb_type, st.hb_end_stream, st.hb_promised, st.hb_bytes
+        st.hb = None
+        if sid == 0:
+            return
+        s = self._streams.get(sid)
+        client = st.d == Direction.CLIENT_TO_SERVER
+        if typ == PUSH_PROMISE:
+            if s is not None:
+                s.server_hdr += nbytes
+            if promised and promised not in self._streams and not self._is_closed(promised):
+                p = self._new_stream(promised, frame, ts)
+                p.idle = False
+                p.pushed = True
+                p.parent = sid
+                p.req_headers = headers
+                self._request_fields(p, headers)
+                p.req_frame = frame
+                p.req_ts = ts
+                p.req_end_ts = ts
+                p.client_ended = True
+                self._max_sid[promised % 2 == 0] = max(self._max_sid[promised % 2 == 0], promised)
+                self._opened(p)
+            return
+        if s is None:
+            return
+        if client:
+            s.client_hdr += nbytes
+            if s.req_headers is None and s.req_frame is None:
+                s.req_headers = headers
+                s.req_frame = frame
+                s.req_ts = ts
+                self._request_fields(s, headers)
+        else:
+            s.server_hdr += nbytes
+            status = None
+            if headers is not None:
+                sv = _header_value(headers, ":status")
+                if sv is not None and sv.isdigit():
+                    status = int(sv)
+            if s.status is None and s.resp_frame is None:
+                if status is not None and 100 <= status < 200:
+                    s.informational += 1
+                else:
+                    s.status = status
+                    s.resp_headers = headers
+                    s.resp_frame = frame
+                    s.resp_ts = ts
+                    if headers is not None:
+                        ct = _header_value(headers, "content-type")
+                        s.content_type = ct
+                        if ct is not None and ct.split(";", 1)[0].strip().lower() == "text/event-stream":
+                            s.sse = SseParser(tcp_stream=self.tcp_stream, stream_id=s.id,
+                                              direction=st.d, diag=self.diag, max_line_bytes=self._sse_max)
+        if end_stream:
+            self._end_side(st, s, ts, frame, out)
+
+    @staticmethod
+    def _request_fields(s: _Stream, headers: Headers | None) -> None:
+        if headers is None:
+            return
+        host = None
+        for k, v in headers:
+            if k == ":method":
+                s.method = v
+            elif k == ":scheme":
+                s.scheme = v
+            elif k == ":authority":
+                s.authority = v
+            elif k == ":path":
+                s.path = v
+            elif k == "host":
+                host = v
+        if s.authority is None:
+            s.authority = host
+
+    # ------------------------------------------------------------------ settings, flow control
+
+    def _apply_setting(self, st: _Dir, ident: int, value: int) -> None:
+        st.settings[ident] = value
+        other = self._dirs[1 - st.d]
+        if ident == 5:  # MAX_FRAME_SIZE: what the other side may send
+            other.max_frame_size = value
+        elif ident == 4:  # INITIAL_WINDOW_SIZE: windows of data the other side sends
+            o = int(other.d)
+            delta = value - self._init_window[o]
+            self._init_window[o] = value
+            if self._flow_known and delta:
+                for s in self._streams.values():
+                    s.window[o] += delta
+
+    def _consume_window(self, st: _Dir, s: _Stream, length: int, ts: int) -> None:
+        d = int(st.d)
+        st.window -= length
+        if st.window <= 0 and st.stall_since is None:
+            st.stall_since = ts
+            st.stalls += 1
+        s.window[d] -= length
+        if s.window[d] <= 0 and not s.stalled[d]:
+            s.stalled[d] = True
+            st.stalls += 1
+
+    def _window_update(self, st: _Dir, sid: int, s: _Stream | None, inc: int, ts: int) -> None:
+        sender = self._dirs[1 - st.d]  # the window update opens the window of the other side
+        o = int(sender.d)
+        if sid == 0:
+            sender.window += inc
+            if sender.stall_since is not None and sender.window > 0:
+                sender.stalled_ns += ts - sender.stall_since
+                sender.stall_since = None
+        elif s is not None:
+            s.window[o] += inc
+            if s.window[o] > 0:
+                s.stalled[o] = False
+
+    # ------------------------------------------------------------------ streams
+
+    def _is_closed(self, sid: int) -> bool:
+        if sid in self._recently_closed:
+            return True
+        if self._start == "mid_stream":
+            return False
+        return sid <= self._max_sid[sid % 2 == 0]
+
+    def _new_stream(self, sid: int, frame: int, ts: int) -> _Stream:
+        s = _Stream(sid, frame, ts, (self._init_window[0], self._init_window[1]))
+        self._streams[sid] = s
+        self._nstreams += 1
+        return s
+
+    def _stream_for(self, sid: int, frame: int, ts: int, *, opening: bool = False) -> _Stream | None:
+        """The record of ``sid``, created if the stream is new; None for closed streams and 0."""
+        if sid == 0:
+            return None
+        s = self._streams.get(sid)
+        if s is not None:
+            return s
+        if self._is_closed(sid):
+            return None
+        s = self._new_stream(sid, frame, ts)
+        k = sid % 2 == 0
+        if sid > self._max_sid[k]:
+            self._max_sid[k] = sid
+        if not opening:
+            # a frame other than HEADERS for a stream never seen: it began before the capture
+            s.partial = True
+            s.idle = False
+            self._opened(s)
+        return s
+
+    def _opened(self, s: _Stream) -> None:
+        self._open_streams += 1
+        if self._open_streams > self._peak_open:
+            self._peak_open = self._open_streams
+
+    def _count_frame(self, st: _Dir, s: _Stream, ts: int, frame: int) -> None:
+        if st.d == Direction.CLIENT_TO_SERVER:
+            s.client_frames += 1
+        else:
+            s.server_frames += 1
+        s.end_frame, s.end_ts = frame, ts
+
+    def _end_side(self, st: _Dir, s: _Stream, ts: int, frame: int, out: list[object]) -> None:
+        if st.d == Direction.CLIENT_TO_SERVER:
+            s.client_ended = True
+            if s.req_end_ts is None:
+                s.req_end_ts = ts
+        else:
+            s.server_ended = True
+            if s.sse is not None:
+                s.sse.close(ts, frame)
+        if s.server_ended and (s.client_ended or s.partial):
+            self._end_stream(s, "end_stream", ts, frame, st.d, out)
+
+    def _end_stream(self, s: _Stream, reason: str, ts: int, frame: int, d: Direction | None,
+                    out: list[object], *, rst_code: int | None = None, rst_by: Direction | None = None) -> None:
+        self._streams.pop(s.id, None)
+        self._recently_closed[s.id] = None
+        if len(self._recently_closed) > _RECENTLY_CLOSED:
+            del self._recently_closed[next(iter(self._recently_closed))]
+        if not s.idle:
+            self._open_streams -= 1
+        if s.sse is not None and not s.server_ended:
+            s.sse.close(ts, frame)
+        out.append(Http2StreamEnded(
+            ts_ns=ts, frame=frame, direction=d, tcp_stream=self.tcp_stream, stream_id=s.id,
+            pushed=s.pushed, parent_stream_id=s.parent, partial=s.partial,
+            request_headers=s.req_headers, response_headers=s.resp_headers, method=s.method,
+            scheme=s.scheme, authority=s.authority, path=s.path, status=s.status,
+            content_type=s.content_type, informational=s.informational, first_frame=s.first_frame,
+            first_ts_ns=s.first_ts, request_frame=s.req_frame, request_ts_ns=s.req_ts,
+            request_end_ts_ns=s.req_end_ts, response_headers_frame=s.resp_frame,
+            response_headers_ts_ns=s.resp_ts, first_data_ts_ns=s.first_data_ts,
+            end_frame=s.end_frame if reason in ("open_at_eof", "idle") else frame,
+            end_ts_ns=s.end_ts if reason in ("open_at_eof", "idle") else ts,
+            client_data_bytes=s.client_data, server_data_bytes=s.server_data,
+            client_header_bytes=s.client_hdr, server_header_bytes=s.server_hdr,
+            client_frames=s.client_frames, server_frames=s.server_frames, end_reason=reason,
+            rst_error_code=rst_code, rst_by=rst_by, sse_events=s.sse.count if s.sse is not None else 0,
+        ))
+
+    def _finish(self, ts: int, frame: int, at_eof: bool, out: list[object]) -> None:
+        self._finished = True
+        for s in list(self._streams.values()):
+            if s.idle:
+                reason = "idle"
+            else:
+                reason = "open_at_eof" if at_eof else "connection_closed"
+            self._end_stream(s, reason, ts, frame, None, out)
+        c, sv = self._dirs
+        for st in self._dirs:
+            if st.stall_since is not None:
+                st.stalled_ns += ts - st.stall_since
+                st.stall_since = None
+        g = self._goaway
+        out.append(Http2ConnectionEnded(
+            ts_ns=ts, frame=frame, direction=None, tcp_stream=self.tcp_stream,
+            start=self._start or "mid_stream", preface_frame=self._preface_frame,
+            client_settings=tuple(c.settings.items()), server_settings=tuple(sv.settings.items()),
+            streams=self._nstreams, peak_open_streams=self._peak_open,
+            client_frames=c.frames, server_frames=sv.frames, client_bytes=c.bytes, server_bytes=sv.bytes,
+            client_skipped_bytes=c.skipped, server_skipped_bytes=sv.skipped,
+            ping_count=self._ping_count, ping_rtt_min_ns=self._ping_min, ping_rtt_max_ns=self._ping_max,
+            ping_rtt_sum_ns=self._ping_sum,
+            goaway_frame=g[0] if g else None, goaway_ts_ns=g[1] if g else None,
+            goaway_by=g[2] if g else None, goaway_last_stream_id=g[3] if g else None,
+            goaway_error_code=g[4] if g else None,
+            client_flow_stalls=c.stalls if self._flow_known else 0,
+            server_flow_stalls=sv.stalls if self._flow_known else 0,
+            client_stalled_ns=c.stalled_ns if self._flow_known else 0,
+            server_stalled_ns=sv.stalled_ns if self._flow_known else 0,
+            flow_control_known=self._flow_known, hpack_errors=self._hpack_errors,
+            desynced=self._desynced,
+        ))

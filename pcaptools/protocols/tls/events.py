@@ -1,0 +1,153 @@
+"""Events of :class:`~pcaptools.protocols.tls.TlsObserver`: frozen, slotted, keyword-only.
+
+Every event carries ``ts_ns``, ``frame`` (of the TCP segment that completed the record),
+``direction`` and ``tcp_stream``. No event holds key material; decrypted application
+data is not an event either (it goes to the inner observer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._base import Direction
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TlsRecord:
+    """One TLS record (a row of ``tls_records``)."""
+
+    ts_ns: int
+    frame: int
+    direction: Direction
+    tcp_stream: int
+    session: int
+    """index of the TLS session in the connection (0, 1... after renegotiation / new ClientHello)"""
+    offset: int
+    """stream offset of the record header"""
+    content_type: int
+    """content type on the wire (23 for every TLS 1.3 protected record)"""
+    version: int
+    """record-layer version (0x0301... ; TLS 1.3 records say 0x0303)"""
+    length: int
+    """fragment length (header excluded)"""
+    encrypted: bool
+    """protected by a cipher on the wire"""
+    decrypted: bool
+    """encrypted and successfully decrypted"""
+    inner_content_type: int | None
+    """the real content type: the wire type when cleartext, the decrypted type, None when unknown"""
+    plaintext_length: int | None
+    """content bytes (cleartext length, or decrypted length without padding/MAC/tag); None when unknown"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TlsHandshakeMessage:
+    """One handshake message, reassembled across records (cleartext or decrypted)."""
+
+    ts_ns: int
+    frame: int
+    direction: Direction
+    tcp_stream: int
+    session: int
+    msg_type: int
+    """HandshakeType (1 client_hello, 2 server_hello, 11 certificate, 20 finished...)"""
+    length: int
+    """body length from the message header"""
+    encrypted: bool
+    """carried in protected records (and decrypted)"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TlsAlert:
+    """An alert. ``level``/``description`` are None when it was encrypted and not decrypted."""
+
+    ts_ns: int
+    frame: int
+    direction: Direction
+    tcp_stream: int
+    session: int
+    level: int | None
+    """1 warning, 2 fatal"""
+    description: int | None
+    """AlertDescription (0 close_notify, 40 handshake_failure...)"""
+    encrypted: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TlsHandshakeCompleted:
+    """The client's Finished was seen (decrypted, or inferred from the record sequence)."""
+
+    ts_ns: int
+    frame: int
+    direction: Direction
+    tcp_stream: int
+    session: int
+    version: int | None
+    cipher_suite: int | None
+    alpn: str | None
+    sni: str | None
+    resumed: bool
+    inferred: bool
+    """True when the Finished was not decrypted but deduced (first protected record of the client)"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TlsSession:
+    """Everything known about one TLS session at the end: a row of ``tls_handshakes``.
+
+    Emitted when a new ClientHello starts another session on the connection, when both
+    directions are closed, or by :meth:`TlsObserver.finish`.
+    """
+
+    ts_ns: int
+    frame: int
+    direction: Direction
+    """direction of the ClientHello (CLIENT_TO_SERVER unless the roles were guessed wrong)"""
+    tcp_stream: int
+    session: int
+    client_hello_frame: int | None
+    client_hello_ts_ns: int | None
+    server_hello_frame: int | None
+    server_hello_ts_ns: int | None
+    sni: str | None
+    alpn_offered: tuple[str, ...]
+    alpn_selected: str | None
+    client_version: int | None
+    """ClientHello.legacy_version"""
+    offered_versions: tuple[int, ...]
+    """supported_versions of the ClientHello, GREASE removed"""
+    version: int | None
+    """negotiated version (supported_versions of the ServerHello, else its legacy version)"""
+    cipher_suites_offered: int | None
+    cipher_suite: int | None
+    key_share_group: int | None
+    hello_retry_request: bool
+    resumption: str | None
+    """session_id, ticket or psk; None for a full handshake or when unknown"""
+    early_data_offered: bool
+    early_data_accepted: bool | None
+    new_session_ticket: bool
+    cert_chain_len: int | None
+    cert_chain_bytes: int | None
+    client_finished_frame: int | None
+    client_finished_ts_ns: int | None
+    client_finished_inferred: bool
+    first_app_data_frame: int | None
+    first_app_data_ts_ns: int | None
+    client_handshake_bytes: int
+    server_handshake_bytes: int
+    client_app_bytes: int | None
+    """decrypted application data bytes sent by the client (None when not decrypted)"""
+    server_app_bytes: int | None
+    alerts: tuple[str, ...]
+    """``client:fatal:handshake_failure``, ``server:encrypted``..."""
+    decrypted: bool
+    decrypt_status: str
+    """decrypted, partial, failed, no_keys, no_keylog, unsupported_cipher, not_encrypted, incomplete"""
+    ja3: str | None
+    ja3_full: str | None
+    ja3s: str | None
+    ja3s_full: str | None
+    ja4: str | None
+    ja4_r: str | None
+    ja4s: str | None

@@ -1,0 +1,552 @@
+"""The self-contained HTML report: one file, opens offline, no external URL.
+
+The page is a list of sections. Each section comes from a *builder*, a function
+``(ReportContext) -> Section`` in :data:`SECTIONS`; adding a section (TLS, HTTP/2,
+WebSocket...) means writing one builder and appending it. A builder returns
+``Section(id, title, html, note)``: ``html`` is the body (a :class:`markupsafe.Markup`
+made with the context's helpers) or ``None`` when there is no data, in which case the
+page shows ``note`` as the one line that says so.
+
+Escaping: the page is rendered by jinja2 with ``autoescape=True``; the helpers
+(:meth:`ReportContext.table`, :meth:`~ReportContext.pairs`, :meth:`~ReportContext.items`)
+render through the same environment, so every string from the capture is escaped exactly
+once. Plotly figures are embedded with ``plotly.io.to_html`` (their JSON escapes ``<``,
+``>`` and ``&``) and plotly.js is inlined once, from :func:`plotly.offline.get_plotlyjs`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+import pandas as pd
+import plotly.io as pio
+from markupsafe import Markup
+
+from .. import __version__
+from ..analyses.summary import fmt_ms, headline, verdicts
+from ..diagnostics import CATALOGUE
+from . import charts
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+    from ..capture import Capture
+
+__all__ = [
+    "SECTIONS",
+    "ReportContext",
+    "Section",
+    "SectionBuilder",
+    "render_report",
+    "write_report",
+]
+
+#: rows listed in a table section before it says "first N of M"
+MAX_TABLE_ROWS = 500
+#: connections drawn in the timeline before it downsamples
+MAX_TIMELINE_BARS = 2000
+
+Cell = str | int | float | Markup | None
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One section of the report."""
+
+    id: str
+    """HTML id (anchor), e.g. ``"connections"``"""
+    title: str
+    html: Markup | None
+    """the body; None when the capture has no data for this section"""
+    note: str | None = None
+    """one line under the title (what is shown, what was left out), or the no-data line"""
+
+
+@dataclass(slots=True)
+class ReportContext:
+    """What section builders get: the capture, its headline numbers, time origin and
+    rendering helpers."""
+
+    cap: Capture
+    head: dict[str, Any]
+    t0_ns: int
+    """time of the first packet; x axes are seconds since it"""
+    span_s: float
+    """duration of the capture in seconds"""
+    max_table_rows: int = MAX_TABLE_ROWS
+    max_timeline_bars: int = MAX_TIMELINE_BARS
+    figures: int = 0
+    """figures embedded so far (plotly.js is inlined only when there is at least one)"""
+    _parts: Any = field(default=None, repr=False)
+
+    # -- helpers for builders --------------------------------------------------------------
+    def table(
+        self,
+        headers: Sequence[str],
+        rows: Iterable[Sequence[Cell]],
+        *,
+        numeric: Iterable[int] = (),
+        mono: Iterable[int] = (),
+        wrap: Iterable[int] = (),
+    ) -> Markup:
+        """An HTML table. Column indexes: ``numeric`` right-aligned, ``mono`` monospaced,
+        ``wrap`` may wrap (free text; other cells stay on one line). Cells are escaped unless
+        they are :class:`Markup`; ints get thousands separators."""
+        return Markup(
+            self._parts.table(
+                list(headers),
+                [[_cell(c) for c in r] for r in rows],
+                set(numeric),
+                set(mono),
+                set(wrap),
+            )
+        )
+
+    def pairs(self, pairs: Iterable[tuple[str, Cell]]) -> Markup:
+        """A two-column key/value table."""
+        return Markup(self._parts.pairs([(k, _cell(v)) for k, v in pairs]))
+
+    def items(self, items: Iterable[Cell], *, css: str = "") -> Markup:
+        """A bulleted list."""
+        return Markup(self._parts.items([_cell(i) for i in items], css))
+
+    def figure(self, fig: go.Figure, fig_id: str) -> Markup:
+        """Embed a plotly figure (no plotly.js: the page inlines it once)."""
+        self.figures += 1
+        return Markup(
+            pio.to_html(
+                fig,
+                full_html=False,
+                include_plotlyjs=False,
+                div_id=f"fig-{fig_id}",
+                config={"displaylogo": False, "responsive": True},
+            )
+        )
+
+    @staticmethod
+    def code(text: str) -> Markup:
+        """``text`` as click-to-select code (e.g. a Wireshark display filter)."""
+        return Markup('<code class="filter">{}</code>').format(text)
+
+
+SectionBuilder = Callable[[ReportContext], Section]
+
+
+# -- the sections ---------------------------------------------------------------------------------
+
+
+def verdicts_section(ctx: ReportContext) -> Section:
+    v = verdicts(ctx.cap, ctx.head)
+    return Section(
+        "verdicts",
+        "Verdicts",
+        ctx.items(v, css="verdicts") if v else None,
+        None if v else "Nothing to report.",
+    )
+
+
+def capture_section(ctx: ReportContext) -> Section:
+    h, s = ctx.head, ctx.cap.summary
+    fmt = h["format"] + (f", {h['compression']}-compressed" if h["compression"] else "")
+    lt = ", ".join(f"{_LINKTYPES.get(x, 'link type')} ({x})" for x in h["linktypes"]) or "-"
+    frames = (
+        f"{h['frames']:,} ({h['tcp_frames']:,} TCP, {h['udp_frames']:,} UDP, "
+        f"{h['other_ip_frames']:,} other IP, {h['non_ip_frames']:,} not IP)"
+    )
+    irtt = h["irtt_ms"]
+    hs = (
+        f"{h['handshakes_captured']:,} captured: {h['handshakes_established']:,} established, "
+        f"{h['refused']:,} refused, {h['no_answer']:,} unanswered"
+    )
+    rows: list[tuple[str, Cell]] = [
+        ("File", h["file"]),
+        ("Path", s.path),
+        ("Format", fmt),
+        ("File size", f"{h['file_size']:,} bytes"),
+        ("Link types", lt),
+        ("First packet", _ts_text(h["first_ts"])),
+        ("Last packet", _ts_text(h["last_ts"])),
+        ("Duration", f"{h['duration_s']:.6f} s"),
+        ("Frames", frames),
+        ("Bytes on the wire", f"{h['wire_bytes']:,}"),
+        ("TCP connections", f"{h['tcp_connections']:,}"),
+        ("TCP handshakes", hs),
+    ]
+    if irtt["count"]:
+        rows.append(
+            (
+                "Handshake iRTT",
+                f"median {fmt_ms(irtt['median'])}, "
+                f"p95 {fmt_ms(irtt['p95'])}, max {fmt_ms(irtt['max'])}",
+            )
+        )
+    rs = h["retransmitted_segments"]
+    ds = h["data_segments"]
+    rows.append(
+        (
+            "Retransmitted segments",
+            f"{rs:,}"
+            + (f" ({h['retransmitted_data_segments']:,} of {ds:,} data segments)" if ds else ""),
+        )
+    )
+    rows.append(("Payload bytes (resent)", f"{h['payload_bytes']:,} ({h['resent_bytes']:,})"))
+    if h["tls_secrets"]:
+        rows.append(("TLS secrets in the file", f"{h['tls_secrets']:,}"))
+    rows.append(("Warnings", f"{h['warnings']:,}"))
+    return Section("capture", "Capture", ctx.pairs(rows))
+
+
+def connections_section(ctx: ReportContext) -> Section:
+    conns = ctx.cap.connections
+    n = len(conns)
+    if n == 0:
+        return Section(
+            "connections", "TCP connections", None, "No TCP connections in this capture."
+        )
+    shown = conns.sort_values("tcp_stream").head(ctx.max_table_rows)
+    rows: list[list[Cell]] = []
+    for r in _records(shown):
+        rows.append(
+            [
+                int(r["tcp_stream"]),
+                ctx.code(f"tcp.stream eq {int(r['tcp_stream'])}"),
+                charts.endpoint(r["client_addr"], int(r["client_port"]))
+                + (" (guessed)" if r["client_inferred"] else ""),
+                charts.endpoint(r["server_addr"], int(r["server_port"])),
+                _text(r["conn_state"]),
+                _text(r["history"]),
+                _end_text(r["end_reason"], r["end_by"], r["end_frame"]),
+                f"{r['duration_ms']:,.1f}",
+                f"{int(r['client_packets']):,} / {int(r['server_packets']):,}",
+                f"{int(r['client_bytes']):,} / {int(r['server_bytes']):,}",
+                int(r["retransmissions"]),
+            ]
+        )
+    note = (
+        f"First {len(shown):,} of {n:,} connections by tcp.stream; all rows are in cap.connections."
+        if len(shown) < n
+        else f"{n:,} connections."
+    )
+    note += " Client is the SYN sender; the history letters are Zeek's (client upper case)."
+    table = ctx.table(
+        [
+            "tcp.stream",
+            "Wireshark filter",
+            "client",
+            "server",
+            "state",
+            "history",
+            "end",
+            "duration ms",
+            "packets c→s / s→c",
+            "payload bytes c→s / s→c",
+            "retrans.",
+        ],
+        rows,
+        numeric=(0, 7, 8, 9, 10),
+        mono=(2, 3, 5),
+    )
+    return Section("connections", "TCP connections", table, note)
+
+
+def timeline_section(ctx: ReportContext) -> Section:
+    title = "Connections timeline"
+    conns = ctx.cap.connections
+    if len(conns) == 0:
+        return Section("timeline", title, None, "No TCP connections to draw.")
+    tl = charts.timeline_rows(conns, ctx.max_timeline_bars)
+    fig = charts.timeline_figure(tl, ctx.t0_ns, ctx.span_s)
+    assert fig is not None
+    note = "One bar per connection from its first to its last packet, coloured by conn_state."
+    if tl.downsampled:
+        note += (
+            f" Showing {len(tl.rows):,} of {tl.total:,} connections: those not in state SF "
+            "first, then the longest."
+        )
+    return Section("timeline", title, ctx.figure(fig, "timeline"), note)
+
+
+def irtt_section(ctx: ReportContext) -> Section:
+    title = "TCP handshake RTT"
+    irtt = ctx.head["irtt_ms"]
+    if not irtt["count"]:
+        return Section(
+            "irtt", title, None, "No complete TCP handshake (SYN, SYN-ACK, ACK) in this capture."
+        )
+    fig = charts.irtt_figure(ctx.cap.tcp_handshakes["irtt_ms"])
+    assert fig is not None
+    note = (
+        f"{irtt['count']:,} connection{'' if irtt['count'] == 1 else 's'} with tshark's "
+        "tcp.analysis.initial_rtt "
+        f"(first SYN to the ACK that completes the handshake, or to the RST that refuses it): "
+        f"median {fmt_ms(irtt['median'])}, p95 {fmt_ms(irtt['p95'])}, "
+        f"max {fmt_ms(irtt['max'])}."
+    )
+    return Section("irtt", title, ctx.figure(fig, "irtt"), note)
+
+
+def retransmissions_section(ctx: ReportContext) -> Section:
+    title = "Retransmissions over time"
+    rt = ctx.cap.retransmissions
+    if len(rt) == 0:
+        return Section("retransmissions", title, None, "No retransmitted segments in this capture.")
+    width = charts.bin_width_s(ctx.span_s)
+    bins = charts.retransmission_bins(rt, ctx.t0_ns, width)
+    fig = charts.retransmissions_figure(bins, width, ctx.span_s)
+    assert fig is not None
+    kinds = ctx.head["retransmissions_by_kind"]
+    detail = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in kinds.items())
+    note = (
+        f"{len(rt):,} segments tshark flags tcp.analysis.retransmission ({detail}), "
+        f"per {charts.unit_label(width)}."
+    )
+    return Section("retransmissions", title, ctx.figure(fig, "retransmissions"), note)
+
+
+def tcp_flags_section(ctx: ReportContext) -> Section:
+    title = "TCP analysis flags"
+    ev = ctx.cap.tcp_events
+    counts = {k: v for k, v in ctx.head["tcp_events"].items() if k != "ack_rtt"}
+    if not counts:
+        return Section(
+            "tcp-flags", title, None, "tshark's TCP analysis flags nothing in this capture."
+        )
+    streams = ev.groupby(ev["kind"].astype("string"))["tcp_stream"].nunique()
+    rows = [
+        [
+            k.replace("_", " "),
+            v,
+            int(streams.get(k, 0)),
+            ctx.code(_TSHARK_FLAG[k]) if k in _TSHARK_FLAG else "-",
+        ]
+        for k, v in counts.items()
+    ]
+    table = ctx.table(["flag", "frames", "connections", "Wireshark filter"], rows, numeric=(1, 2))
+    note = (
+        "Rows of cap.tcp_events by kind (ACK RTT samples left out). tshark's "
+        "tcp.analysis.retransmission filter also matches fast and spurious retransmissions."
+    )
+    return Section("tcp-flags", title, table, note)
+
+
+def warnings_section(ctx: ReportContext) -> Section:
+    title = "Warnings"
+    w = ctx.cap.warnings
+    by_code = ctx.head["warnings_by_code"]
+    if not by_code:
+        return Section("warnings", title, None, "No warnings: every frame was read and decoded.")
+    summary = ctx.table(
+        ["code", "occurrences", "meaning"],
+        [[c, n, CATALOGUE.get(c, "")] for c, n in by_code.items()],
+        numeric=(1,),
+        wrap=(2,),
+    )
+    shown = w.head(ctx.max_table_rows)
+    rows: list[list[Cell]] = []
+    for r in _records(shown):
+        frame = None if pd.isna(r["frame"]) else int(r["frame"])
+        stream = None if pd.isna(r["tcp_stream"]) else int(r["tcp_stream"])
+        rows.append(
+            [
+                _text(r["code"]),
+                frame,
+                stream,
+                _text(r["detail"]),
+                ctx.code(f"frame.number == {frame}") if frame is not None else None,
+            ]
+        )
+    listing = ctx.table(
+        ["code", "frame", "tcp.stream", "detail", "Wireshark filter"],
+        rows,
+        numeric=(1, 2),
+        wrap=(3,),
+    )
+    note = (
+        f"First {len(shown):,} of {len(w):,} rows of cap.warnings."
+        if len(shown) < len(w)
+        else f"{ctx.head['warnings']:,} warnings."
+    )
+    return Section("warnings", title, Markup(summary + listing), note)
+
+
+#: the report's sections, in page order. Append a builder to add a section.
+SECTIONS: list[SectionBuilder] = [
+    verdicts_section,
+    capture_section,
+    connections_section,
+    timeline_section,
+    irtt_section,
+    retransmissions_section,
+    tcp_flags_section,
+    warnings_section,
+]
+
+
+# -- rendering ------------------------------------------------------------------------------------
+
+
+def render_report(
+    cap: Capture,
+    *,
+    title: str | None = None,
+    max_table_rows: int = MAX_TABLE_ROWS,
+    max_timeline_bars: int = MAX_TIMELINE_BARS,
+    sections: Sequence[SectionBuilder] | None = None,
+) -> str:
+    """The report of ``cap`` as one HTML document (str). A builder that raises does not
+    lose the report: its section says it failed and why."""
+    env = _env()
+    s = cap.summary
+    head = headline(cap)
+    t0 = s.first_ts_ns if s.first_ts_ns is not None else 0
+    ctx = ReportContext(
+        cap,
+        head,
+        t0,
+        float(s.duration_s),
+        max_table_rows,
+        max_timeline_bars,
+        _parts=env.get_template("_parts.html.j2").module,
+    )
+    built: list[Section] = []
+    for builder in SECTIONS if sections is None else sections:
+        try:
+            built.append(builder(ctx))
+        except Exception as exc:  # a bug in one section must not cost the whole report
+            name = getattr(builder, "__name__", "section").removesuffix("_section")
+            built.append(
+                Section(
+                    name,
+                    name.replace("_", " ").capitalize(),
+                    None,
+                    f"This section failed: {type(exc).__name__}: {exc}",
+                )
+            )
+    return env.get_template("report.html.j2").render(
+        title=title or f"{head['file']}: pcap-report",
+        head=head,
+        sections=built,
+        plotly_js=_plotly_js() if ctx.figures else None,
+        version=__version__,
+    )
+
+
+def write_report(
+    cap: Capture,
+    path: str | os.PathLike[str],
+    *,
+    title: str | None = None,
+    max_table_rows: int = MAX_TABLE_ROWS,
+    max_timeline_bars: int = MAX_TIMELINE_BARS,
+) -> None:
+    """Write the report of ``cap`` to ``path`` (UTF-8). Raises OSError if it cannot be written."""
+    text = render_report(
+        cap, title=title, max_table_rows=max_table_rows, max_timeline_bars=max_timeline_bars
+    )
+    Path(path).write_text(text, encoding="utf-8")
+
+
+@functools.cache
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("pcaptools.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+@functools.cache
+def _plotly_js() -> Markup:
+    from plotly.offline import get_plotlyjs
+
+    js: str = get_plotlyjs()
+    # inlined in a <script> element: it must not close it
+    assert "</script" not in js.lower()
+    return Markup(js)
+
+
+# -- small formatting helpers ------------------------------------------------------------
+
+_LINKTYPES = {
+    0: "NULL/loopback",
+    1: "Ethernet",
+    9: "PPP",
+    101: "raw IP",
+    113: "Linux cooked",
+    228: "raw IPv4",
+    229: "raw IPv6",
+    276: "Linux cooked v2",
+}
+
+_TSHARK_FLAG = {
+    k: f"tcp.analysis.{k}"
+    for k in (
+        "retransmission",
+        "fast_retransmission",
+        "spurious_retransmission",
+        "out_of_order",
+        "lost_segment",
+        "ack_lost_segment",
+        "duplicate_ack",
+        "keep_alive",
+        "keep_alive_ack",
+        "zero_window",
+        "zero_window_probe",
+        "zero_window_probe_ack",
+        "window_full",
+        "window_update",
+        "reused_ports",
+        "ack_rtt",
+    )
+}
+
+
+def _cell(v: Cell) -> Cell:
+    if isinstance(v, Markup) or v is None:
+        return v
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return "" if math.isnan(v) else f"{v:,.3f}"
+    return str(v)
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as dicts (NA stays pd.NA); for the few hundred rows a table shows."""
+    return df.to_dict("records")  # type: ignore[return-value]
+
+
+def _text(v: Any) -> str:
+    """str(v), or "" for None / NA / NaN."""
+    return "" if v is None or pd.isna(v) else str(v)
+
+
+def _end_text(reason: object, by: object, frame: object) -> str:
+    r = _text(reason)
+    if not r:
+        return ""
+    if r == "open_at_eof":
+        return "open at end of capture"
+    out = r.replace("_", "-")
+    if _text(by):
+        out += f" by {by}"
+    if _text(frame):
+        out += f", frame {int(frame)}"  # type: ignore[call-overload]
+    return out
+
+
+def _ts_text(iso: str | None) -> str:
+    if iso is None:
+        return "-"
+    return iso.replace("T", " ").replace("+00:00", " UTC")

@@ -1,0 +1,86 @@
+"""Builders of the TCP tables from the tracker's per-connection records."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..diagnostics import Diagnostics
+from ..tcp.tracker import TcpTracker, addr_text
+from .foundation import CONNECTIONS, TCP_EVENTS, TCP_HANDSHAKES, WARNINGS
+
+
+def connections_table(tracker: TcpTracker) -> pd.DataFrame:
+    rows = []
+    for conn in tracker.connections:
+        c = conn.conv
+        fin_c, fin_s = conn.fin_frame
+        closed = fin_c is not None and fin_s is not None
+        if conn.rst_frame is not None and not (closed and max(fin_c, fin_s) < conn.rst_frame):  # type: ignore[type-var]
+            end_reason, end_by = "rst", "client" if conn.rst_by_client else "server"
+            end_frame, end_ts = conn.rst_frame, conn.rst_ts
+        elif fin_c is not None and fin_s is not None:
+            end_reason = "fin"
+            if fin_c > fin_s:
+                end_by, end_frame, end_ts = "client", fin_c, conn.fin_ts[0]
+            else:
+                end_by, end_frame, end_ts = "server", fin_s, conn.fin_ts[1]
+        elif fin_c is not None or fin_s is not None:
+            end_reason = "half_closed"
+            if fin_c is not None:
+                end_by, end_frame, end_ts = "client", fin_c, conn.fin_ts[0]
+            else:
+                end_by, end_frame, end_ts = "server", fin_s, conn.fin_ts[1]
+        else:
+            end_reason, end_by, end_frame, end_ts = "open_at_eof", None, None, None
+        rows.append((
+            c.tcp_stream, c.ip_version, addr_text(c.client_addr), c.client_port,
+            addr_text(c.server_addr), c.server_port, c.client_inferred,
+            conn.first_frame, conn.last_frame, conn.first_ts, conn.last_ts,
+            (conn.last_ts - conn.first_ts) / 1e6,
+            conn.packets[0], conn.packets[1], conn.payload_bytes[0], conn.payload_bytes[1],
+            conn.wire_bytes[0], conn.wire_bytes[1], conn.resent_bytes[0], conn.resent_bytes[1],
+            conn.retransmissions, conn.history.conn_state(), conn.history.history,
+            end_reason, end_by, end_frame, end_ts,
+        ))
+    return CONNECTIONS.frame(rows)
+
+
+def handshakes_table(tracker: TcpTracker) -> pd.DataFrame:
+    rows = []
+    for conn in tracker.connections:
+        hs = conn.handshake
+        if hs is None:
+            continue
+        if hs.refused:
+            result = "refused"
+        elif hs.synack_frame is None:
+            result = "no_answer"
+        elif hs.ack_frame is None:
+            result = "no_final_ack"
+        else:
+            result = "established"
+        irtt = conn.conv.irtt_ns
+        rows.append((
+            conn.conv.tcp_stream, hs.syn_frame, hs.syn_ts, hs.syn_count, hs.synack_frame, hs.synack_ts,
+            hs.synack_count, hs.ack_frame, hs.ack_ts,
+            None if irtt is None else irtt / 1e6,
+            None if hs.syn_ts is None or hs.synack_ts is None else (hs.synack_ts - hs.syn_ts) / 1e6,
+            result, hs.client_mss, hs.server_mss, hs.client_wscale, hs.server_wscale,
+            hs.client_sack_perm, hs.server_sack_perm, hs.client_timestamps, hs.server_timestamps,
+            hs.tfo_cookie_request, hs.tfo_cookie_len, hs.syn_data_bytes,
+        ))
+    return TCP_HANDSHAKES.frame(rows)
+
+
+def events_table(tracker: TcpTracker) -> pd.DataFrame:
+    return TCP_EVENTS.frame(tracker.events)
+
+
+def warnings_table(diag: Diagnostics) -> pd.DataFrame:
+    rows = [
+        (a.ts_ns, a.frame, a.tcp_stream, a.direction, a.layer, a.code, a.detail) for a in diag.rows
+    ]
+    for code, n in sorted(diag.suppressed().items()):
+        rows.append((None, None, None, None, code.split(".", 1)[0], code,
+                     f"{n} more occurrences of {code} were counted but not listed"))
+    return WARNINGS.frame(rows)

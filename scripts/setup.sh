@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Sets up everything pcaptools needs on a fresh Debian/Ubuntu machine (idempotent):
+#   system packages: tshark (Wireshark 4.0.x on Debian 12: our reference), tcpdump
+#   a virtualenv in .venv with pcaptools installed (editable) and the test dependencies
+# Usage: scripts/setup.sh [--test]     (--test also installs the test dependency group)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v tshark >/dev/null 2>&1 || need+=(tshark)
+command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
+    echo "setup: please install these system packages: ${need[*]}" >&2
+    exit 1
+  fi
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing system packages: ${need[*]}" >&2
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections || true
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade "pip>=25.1"
+if [ "${1:-}" = "--test" ]; then
+  .venv/bin/python -m pip install -q -e ".[wireshark,parquet,notebooks]" --group test
+else
+  .venv/bin/python -m pip install -q -e .
+fi

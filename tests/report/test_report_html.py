@@ -1,0 +1,258 @@
+"""The HTML report: self-contained (plotly.js once, no external URL), every section present,
+no-data sections say so, capture strings escaped, tables capped with the fact stated."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+import pytest
+from plotly.offline import get_plotlyjs
+
+from pcaptools.capture import Capture
+from pcaptools.report import SECTIONS, ReportContext, Section, render_report, write_report
+from tests.conftest import CAPTURES, CORPUS
+from tests.report.factory import XSS, empty_capture, make_capture
+
+TITLES = [
+    "Verdicts",
+    "Capture",
+    "TCP connections",
+    "Connections timeline",
+    "TCP handshake RTT",
+    "Retransmissions over time",
+    "TCP analysis flags",
+    "Warnings",
+]
+
+
+@functools.cache
+def _plotly_banner() -> str:
+    # the first line of plotly.min.js, e.g. "/**\n* plotly.js v3.0.1"
+    return get_plotlyjs()[:40]
+
+
+@functools.cache
+def mixed_html() -> str:
+    return render_report(make_capture())
+
+
+def _assert_self_contained(html: str) -> None:
+    """No external resource outside the inlined plotly.js (whose code mentions URLs it never
+    loads for the cartesian charts the report draws)."""
+    html = html.replace(get_plotlyjs(), "")
+    assert not re.search(r"<script[^>]*\bsrc\s*=", html, re.I)
+    assert not re.search(r"<link[^>]*\bhref\s*=", html, re.I)
+    assert not re.search(r"""\b(?:src|href)\s*=\s*["']?(?:https?:)?//""", html, re.I)
+    assert "http://" not in html and "https://" not in html
+    assert "This section failed" not in html
+
+
+def test_plotly_inlined_once_and_nothing_external() -> None:
+    html = mixed_html()
+    assert html.count(_plotly_banner()) == 1
+    assert html.count(get_plotlyjs()) == 1
+    _assert_self_contained(html)
+    # one figure per chart section, each drawn with the inlined plotly.js
+    assert html.count("Plotly.newPlot(") == 3
+    for fig_id in ("fig-timeline", "fig-irtt", "fig-retransmissions"):
+        assert f'id="{fig_id}"' in html
+
+
+def test_every_section_title_and_anchor_present() -> None:
+    html = mixed_html()
+    assert [b.__name__ for b in SECTIONS] == [
+        "verdicts_section",
+        "capture_section",
+        "connections_section",
+        "timeline_section",
+        "irtt_section",
+        "retransmissions_section",
+        "tcp_flags_section",
+        "warnings_section",
+    ]
+    for title in TITLES:
+        assert f"<h2>{title}</h2>" in html
+    for anchor in (
+        "verdicts",
+        "capture",
+        "connections",
+        "timeline",
+        "irtt",
+        "retransmissions",
+        "tcp-flags",
+        "warnings",
+    ):
+        assert f'<section id="{anchor}">' in html and f'href="#{anchor}"' in html
+
+
+def test_verdicts_come_first() -> None:
+    html = mixed_html()
+    assert html.index("<h2>Verdicts</h2>") < html.index("<h2>Capture</h2>")
+    assert "<li>2.5% of data segments were retransmitted (5 of 200).</li>" in html
+
+
+def test_connections_table_rows_and_filters() -> None:
+    html = mixed_html()
+    for n in range(6):
+        assert f'<code class="filter">tcp.stream eq {n}</code>' in html
+    assert "[2001:db8::1]:50004 (guessed)" in html
+    assert "rst by client, frame 260" in html
+    assert "open at end of capture" in html
+    assert '<p class="note">6 connections.' in html
+
+
+def test_warnings_section_lists_codes_meanings_and_rows() -> None:
+    html = mixed_html()
+    assert "tcp.capture_started_mid_stream" in html
+    assert "the IP total/payload length disagrees with the captured bytes" in html  # CATALOGUE
+    assert '<code class="filter">frame.number == 17</code>' in html
+    assert "5 more occurrences of net.bad_ip_total_length were counted but not listed" in html
+
+
+def test_capture_strings_are_escaped() -> None:
+    cap = make_capture(xss=True)
+    html = render_report(cap, title=f"t {XSS}")
+    assert XSS not in html
+    assert "alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # the warning detail, history, title
+    assert html.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 3
+    # in plotly JSON the history is escaped twice over: html-escaped, then \u003c-encoded
+    assert "\\u003cscript" not in html
+
+
+def test_capture_path_is_escaped() -> None:
+    cap = make_capture()
+    cap.summary.path = "/tmp/<img src=x onerror=alert(1)>.pcap"
+    html = render_report(cap)
+    assert "<img src=x" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;.pcap" in html
+
+
+def test_sections_without_data_say_so_in_one_line() -> None:
+    html = render_report(empty_capture(5))
+    for line in (
+        "No TCP connections in this capture.",
+        "No TCP connections to draw.",
+        "No complete TCP handshake (SYN, SYN-ACK, ACK) in this capture.",
+        "No retransmitted segments in this capture.",
+        "tshark&#39;s TCP analysis flags nothing in this capture.",
+        "No warnings: every frame was read and decoded.",
+    ):
+        assert f'<p class="nodata">{line}</p>' in html
+    # no figure, so no plotly.js either
+    assert "Plotly.newPlot(" not in html
+    assert _plotly_banner() not in html
+    _assert_self_contained(html)
+
+
+def test_table_cap_is_stated() -> None:
+    html = render_report(make_capture(), max_table_rows=2)
+    assert "First 2 of 6 connections by tcp.stream; all rows are in cap.connections." in html
+    assert "tcp.stream eq 1</code>" in html and "tcp.stream eq 2</code>" not in html
+    assert "First 2 of 4 rows of cap.warnings." in html
+
+
+def test_timeline_downsampling_is_stated() -> None:
+    html = render_report(make_capture(), max_timeline_bars=3)
+    assert ("Showing 3 of 6 connections: those not in state SF first, then the longest.") in html
+
+
+def test_a_failing_section_does_not_lose_the_report() -> None:
+    def broken_section(ctx: ReportContext) -> Section:
+        raise ValueError("boom")
+
+    html = render_report(make_capture(), sections=[SECTIONS[0], broken_section])
+    assert "<h2>Verdicts</h2>" in html
+    assert "This section failed: ValueError: boom" in html
+
+
+def test_sections_are_extensible() -> None:
+    def tls_section(ctx: ReportContext) -> Section:
+        return Section("tls", "TLS", ctx.table(["sni"], [[XSS]]), "1 handshake")
+
+    html = render_report(make_capture(), sections=[*SECTIONS, tls_section])
+    assert '<section id="tls">' in html and "<h2>TLS</h2>" in html
+    assert "<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>" in html
+
+
+def test_write_report(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    write_report(make_capture(), out, title="My report")
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>")
+    assert "<title>My report</title>" in text
+    assert text == render_report(make_capture(), title="My report")  # deterministic
+
+
+def test_write_report_to_missing_directory_raises_oserror(tmp_path: Path) -> None:
+    with pytest.raises(OSError):
+        write_report(make_capture(), tmp_path / "nope" / "r.html")
+
+
+# --------------------------------------------------------------------------- real captures
+
+
+def _real_captures() -> list[Path]:
+    names = [
+        "wireshark-retrans.pcap",
+        "dump.pcapng",
+        "tcp_refuseconnection.pcapng",
+        "illustrated-quic-capture.pcap",
+        "http_ip4and6.pcapng",
+    ]
+    out = [CORPUS / n for n in names if (CORPUS / n).is_file()]
+    demo = CAPTURES / "demo.pcapng"
+    return [*out, demo] if demo.is_file() else out
+
+
+@pytest.fixture(scope="module")
+def real_reports() -> dict[str, tuple[Capture, str]]:
+    return {}
+
+
+def _report(path: Path, cache: dict[str, tuple[Capture, str]]) -> tuple[Capture, str]:
+    import pcaptools
+
+    if path.name not in cache:
+        cap = pcaptools.load(path)
+        cache[path.name] = (cap, render_report(cap))
+    return cache[path.name]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", _real_captures(), ids=lambda p: p.name)
+def test_real_capture_report(path: Path, real_reports: dict[str, tuple[Capture, str]]) -> None:
+    cap, html = _report(path, real_reports)
+    _assert_self_contained(html)
+    for title in TITLES:
+        assert f"<h2>{title}</h2>" in html
+    n = len(cap.connections)
+    assert html.count('<code class="filter">tcp.stream eq ') == min(n, 500)
+    if n:
+        assert html.count(get_plotlyjs()) == 1
+        assert 'id="fig-timeline"' in html
+
+
+@pytest.mark.corpus
+def test_wireshark_retrans_report(
+    corpus: Path, real_reports: dict[str, tuple[Capture, str]]
+) -> None:
+    _cap, html = _report(corpus / "wireshark-retrans.pcap", real_reports)
+    assert (
+        "47 segments tshark flags tcp.analysis.retransmission "
+        "(28 retransmission, 14 fast retransmission, 5 spurious retransmission)"
+    ) in html
+    assert 'id="fig-retransmissions"' in html
+    assert '<code class="filter">tcp.analysis.duplicate_ack</code>' in html
+
+
+@pytest.mark.corpus
+def test_quic_only_report_has_no_tcp_sections(
+    corpus: Path, real_reports: dict[str, tuple[Capture, str]]
+) -> None:
+    _cap, html = _report(corpus / "illustrated-quic-capture.pcap", real_reports)
+    assert '<p class="nodata">No TCP connections in this capture.</p>' in html
+    assert "<li>No TCP traffic.</li>" in html
+    assert "Plotly.newPlot(" not in html

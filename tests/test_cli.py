@@ -1,0 +1,247 @@
+"""pcap-report called in-process: exit codes, files written, the exact stderr lines, --json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pcaptools.cli as cli
+from pcaptools import __version__
+from pcaptools.analyses.summary import headline
+from pcaptools.errors import CaptureFormatError
+from tests.conftest import CAPTURES
+from tests.report.factory import make_capture
+
+
+@pytest.fixture
+def fake_load(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Replace load() by one returning the hand-built capture; records its arguments."""
+    calls: list[dict[str, Any]] = []
+
+    def load(path: Any, *, packets: bool = True, progress: Any = None) -> Any:
+        calls.append({"path": path, "packets": packets, "progress": progress})
+        if progress is not None:
+            progress(512, 1024)
+            progress(1024, 1024)
+        return make_capture()
+
+    monkeypatch.setattr(cli, "load", load)
+    return calls
+
+
+def test_writes_report_and_json(
+    tmp_path: Path, fake_load: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, js = tmp_path / "r.html", tmp_path / "s.json"
+    assert cli.main(["x.pcapng", "-o", str(out), "--json", str(js)]) == 0
+    err = capsys.readouterr().err
+    assert err == f"analysed 300 frames, 6 connections, 8 warnings -> {out}\n"
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert json.loads(js.read_text()) == headline(make_capture())
+    assert js.read_text().startswith('{\n  "file": "mixed.pcapng",')  # indent 2
+    assert fake_load == [{"path": "x.pcapng", "packets": True, "progress": None}]
+
+
+def test_default_output_in_working_directory(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_load: list[dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["/somewhere/else/trace.pcap.gz"]) == 0
+    assert (tmp_path / "trace.report.html").is_file()
+    assert capsys.readouterr().err.endswith("-> trace.report.html\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "out"),
+    [
+        ("a.pcapng", "a.report.html"),
+        ("a.pcap", "a.report.html"),
+        ("b.pcap.zst", "b.report.html"),
+        ("dir/c.cap.xz", "c.report.html"),
+        ("noext", "noext.report.html"),
+        ("x.tar.gz", "x.tar.report.html"),
+        (".pcap", ".pcap.report.html"),
+    ],
+)
+def test_default_output_name(name: str, out: str) -> None:
+    assert cli.default_output(name) == Path(out)
+
+
+def test_quiet_prints_nothing(
+    tmp_path: Path, fake_load: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["x.pcap", "-q", "-o", str(tmp_path / "r.html")]) == 0
+    assert capsys.readouterr() == ("", "")
+
+
+def test_no_packets_is_passed_to_load(tmp_path: Path, fake_load: list[dict[str, Any]]) -> None:
+    assert cli.main(["x.pcap", "--no-packets", "-q", "-o", str(tmp_path / "r.html")]) == 0
+    assert fake_load[0]["packets"] is False
+
+
+def test_title(tmp_path: Path, fake_load: list[dict[str, Any]]) -> None:
+    out = tmp_path / "r.html"
+    assert cli.main(["x.pcap", "-q", "--title", "Incident 42", "-o", str(out)]) == 0
+    assert "<title>Incident 42</title>" in out.read_text(encoding="utf-8")
+
+
+def test_progress_bar_only_on_a_tty(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_load: list[dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(cli, "_isatty", lambda stream: True)
+    out = tmp_path / "r.html"
+    assert cli.main(["x.pcap", "-o", str(out)]) == 0
+    assert fake_load[0]["progress"] is not None
+    err = capsys.readouterr().err
+    assert "reading" in err  # the tqdm bar
+    assert err.endswith(f"analysed 300 frames, 6 connections, 8 warnings -> {out}\n")
+    # --quiet wins over a TTY
+    assert cli.main(["x.pcap", "-q", "-o", str(out)]) == 0
+    assert fake_load[1]["progress"] is None
+
+
+def test_unreadable_capture_exits_1_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def load(path: Any, **kw: Any) -> Any:
+        raise CaptureFormatError(f"{path}: not a pcap or pcapng file (magic 0x3c21444f)")
+
+    monkeypatch.setattr(cli, "load", load)
+    out = tmp_path / "r.html"
+    assert cli.main(["notes.txt", "-o", str(out)]) == 1
+    assert capsys.readouterr().err == (
+        "pcap-report: error: notes.txt: not a pcap or pcapng file (magic 0x3c21444f)\n"
+    )
+    assert not out.exists()
+
+
+def test_oserror_while_loading_exits_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def load(path: Any, **kw: Any) -> Any:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(cli, "load", load)
+    assert cli.main(["secret.pcap", "-o", str(tmp_path / "r.html")]) == 1
+    assert capsys.readouterr().err == "pcap-report: error: secret.pcap: Permission denied\n"
+
+
+def test_unwritable_output_exits_1(
+    tmp_path: Path, fake_load: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "missing-dir" / "r.html"
+    assert cli.main(["x.pcap", "-o", str(out)]) == 1
+    assert capsys.readouterr().err == f"pcap-report: error: {out}: No such file or directory\n"
+
+
+def test_bad_usage_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        cli.main([])
+    assert e.value.code == 2
+    assert "the following arguments are required: capture" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        cli.main(["x.pcap", "--bogus"])
+    assert e.value.code == 2
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out == f"pcap-report {__version__}\n"
+
+
+def test_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: pcap-report [-h]")
+    assert "examples:\n  pcap-report capture.pcapng\n" in out
+    for opt in ("-o REPORT.html", "--json SUMMARY.json", "--no-packets", "--quiet", "--version"):
+        assert opt in out
+
+
+def test_entry_point_is_registered() -> None:
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    with open(root / "pyproject.toml", "rb") as f:
+        scripts = tomllib.load(f)["project"]["scripts"]
+    assert scripts["pcap-report"] == "pcaptools.cli:main"
+
+
+# --------------------------------------------------------------------------- real captures
+
+
+@pytest.mark.corpus
+def test_real_capture_end_to_end(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pcaptools
+
+    src = corpus / "wireshark-retrans.pcap"
+    out, js = tmp_path / "r.html", tmp_path / "s.json"
+    assert cli.main([str(src), "-o", str(out), "--json", str(js)]) == 0
+    head = headline(pcaptools.load(src))
+    assert capsys.readouterr().err == (
+        f"analysed 108 frames, 1 connection, {head['warnings']:,} "
+        f"warning{'' if head['warnings'] == 1 else 's'} -> {out}\n"
+    )
+    got = json.loads(js.read_text())
+    assert got == head
+    assert got["retransmitted_segments"] == 47
+    assert "<h2>Retransmissions over time</h2>" in out.read_text(encoding="utf-8")
+
+
+@pytest.mark.corpus
+def test_real_capture_no_packets(corpus: Path, tmp_path: Path) -> None:
+    js = tmp_path / "s.json"
+    src = corpus / "wireshark-retrans.pcap"
+    assert (
+        cli.main(
+            [str(src), "-q", "--no-packets", "-o", str(tmp_path / "r.html"), "--json", str(js)]
+        )
+        == 0
+    )
+    got = json.loads(js.read_text())
+    assert got["retransmitted_segments"] == 47
+    assert got["data_segments"] is None or isinstance(got["data_segments"], int)
+
+
+@pytest.mark.skipif(not (CAPTURES / "demo.pcapng").is_file(), reason="captures/demo.pcapng absent")
+def test_demo_capture(tmp_path: Path) -> None:
+    out = tmp_path / "demo.html"
+    assert cli.main([str(CAPTURES / "demo.pcapng"), "-q", "-o", str(out)]) == 0
+    assert out.stat().st_size > 1_000_000  # plotly.js inlined
+
+
+def test_missing_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.pcap"
+    assert cli.main([str(missing), "-o", str(tmp_path / "r.html")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pcap-report: error: ") and err.count("\n") == 1
+    assert "nope.pcap" in err
+
+
+def test_not_a_capture_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "notes.txt"
+    bad.write_text("<!DOCTYPE html> this is not a capture\n" * 10)
+    assert cli.main([str(bad), "-o", str(tmp_path / "r.html")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pcap-report: error: ") and err.count("\n") == 1
+
+
+def test_directory_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([str(tmp_path), "-o", str(tmp_path / "r.html")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pcap-report: error: ") and err.count("\n") == 1
