@@ -22,7 +22,7 @@ import pandas as pd
 from .diagnostics import Diagnostics
 from .io import open_capture
 from .net.decode import PacketDecoder
-from .net.packet import TcpSegment, UdpDatagram
+from .net.packet import IpPacket, TcpSegment, UdpDatagram
 from .tables.foundation import CONNECTIONS, PACKETS, TCP_EVENTS, TCP_HANDSHAKES, WARNINGS
 from .tables.packets import PacketsBuilder
 from .tables.schema import TableSchema
@@ -136,7 +136,7 @@ def load(
             path=str(path), file_size=reader.file_size, format=reader.format,
             compression=reader.compression, linktypes=[],
         )
-        n = tcp_n = udp_n = other_n = nonip_n = wire = 0
+        n = tcp_n = udp_n = other_n = nonip_n = wire = data_segs = 0
         first_ts = last_ts = None
         decode = decoder.decode
         track = tracker.segment
@@ -153,14 +153,19 @@ def load(
             elif type(pkt) is TcpSegment:
                 tcp_n += 1
                 a = track(pkt)
+                if pkt.seg_len:
+                    data_segs += 1
             elif type(pkt) is UdpDatagram:
                 udp_n += 1
             else:
                 other_n += 1
+                if type(pkt) is IpPacket and pkt.quoted_tcp is not None:
+                    a = tracker.unanalysed(pkt.quoted_tcp, pkt.quoted_tcp_len)
             if pb is not None:
                 pb.add(raw, pkt, a)
             if progress is not None and n % 4096 == 0:
                 progress(reader.bytes_read, reader.file_size)
+        decoder.finish()
         if progress is not None:
             progress(reader.bytes_read, reader.file_size)
         summary.linktypes = sorted({i.linktype for i in reader.interfaces})
@@ -168,6 +173,8 @@ def load(
     summary.frames, summary.tcp_frames, summary.udp_frames = n, tcp_n, udp_n
     summary.other_ip_frames, summary.non_ip_frames, summary.wire_bytes = other_n, nonip_n, wire
     summary.first_ts_ns, summary.last_ts_ns = first_ts, last_ts
+    summary.extra["tcp_data_segments"] = data_segs
+    summary.extra["warning_counts"] = dict(diag.counts)
     tables = {
         "connections": connections_table(tracker),
         "tcp_handshakes": handshakes_table(tracker),

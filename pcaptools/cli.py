@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -94,14 +95,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.output) if args.output else default_output(args.capture)
     err = sys.stderr
 
-    bar, progress = _progress(err, enabled=not args.quiet and _isatty(err))
+    bar, progress = _progress(err, args.capture, enabled=not args.quiet and _isatty(err))
     try:
         cap = load(args.capture, packets=not args.no_packets, progress=progress)
     except (PcapToolsError, OSError) as exc:
-        return _fail(err, _message(exc, args.capture))
-    finally:
         if bar is not None:
-            bar.close()
+            bar.close()  # clear the bar before the error line
+        return _fail(err, _message(exc, args.capture))
+    if bar is not None:
+        bar.close()
 
     try:
         head = headline(cap)
@@ -150,15 +152,21 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
-def _progress(err: TextIO, *, enabled: bool) -> tuple[Any, Callable[[int, int], None] | None]:
+def _progress(
+    err: TextIO, path: str, *, enabled: bool
+) -> tuple[Any, Callable[[int, int], None] | None]:
     """A tqdm bar on ``err`` (bytes of the capture file read) and the ``load(progress=...)``
     callback that drives it."""
     if not enabled:
         return None, None
     from tqdm import tqdm
 
+    try:
+        size: int | None = os.path.getsize(path)
+    except OSError:
+        size = None  # load() will say why
     bar = tqdm(
-        total=None,
+        total=size,
         unit="B",
         unit_scale=True,
         unit_divisor=1024,

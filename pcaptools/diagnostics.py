@@ -43,12 +43,14 @@ CATALOGUE: dict[str, str] = {
     # tcp
     "tcp.capture_started_mid_stream": "the first packet of a connection is not a SYN: roles are inferred",
     "tcp.reassembly_gap": "bytes of a TCP byte stream were never captured; the layers above resynchronise",
-    "tcp.reassembly_limit": "out-of-order data beyond the reassembly buffer limit was dropped from the byte stream",
+    "tcp.reassembly_limit": "out-of-order data exceeded the reassembly buffer limit: the first hole was given up as a gap",
     "tcp.unacked_limit": "too many unacknowledged segments in one direction; older ones are no longer tracked (as tshark)",
     # tls
     "tls.record_overflow": "a TLS record announces more than 2^14 + 2048 bytes; this direction is no longer parsed (bytes still counted)",
     "tls.bad_record_type": "a TLS record header has an unknown content type (not TLS, or garbage); this direction is no longer parsed",
     "tls.bad_record_version": "a TLS record header's version is not 3.x; this direction is no longer parsed",
+    "tls.resynchronized": "bytes were skipped to find the next TLS record boundary (capture started mid-record, or after a gap)",
+    "tls.resync_failed": "no TLS record boundary was found within 64 KiB (not TLS, or too damaged); this direction is no longer parsed",
     "tls.truncated_record": "a direction ended inside a TLS record (connection closed or capture ended)",
     "tls.handshake_parse_error": "a TLS handshake message is malformed; its facts are missing from tls_handshakes",
     "tls.no_key_for_session": "a key log was given but holds no secrets for this TLS session (its client random); records stay encrypted",

@@ -26,7 +26,7 @@ def write(path: Path, *parts: bytes) -> Path:
 def _checksum(data: bytes) -> int:
     if len(data) % 2:
         data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    s: int = sum(struct.unpack(f"!{len(data) // 2}H", data))
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF
@@ -70,13 +70,16 @@ def pcap_record(
     sec, frac = divmod(ts_ns, 1_000_000_000)
     if not nsec:
         frac //= 1000
-    return struct.pack(
-        bo + "IIII",
-        sec,
-        frac,
-        len(data) if incl_len is None else incl_len,
-        len(data) if orig_len is None else orig_len,
-    ) + data
+    return (
+        struct.pack(
+            bo + "IIII",
+            sec,
+            frac,
+            len(data) if incl_len is None else incl_len,
+            len(data) if orig_len is None else orig_len,
+        )
+        + data
+    )
 
 
 def pcap_file(
@@ -125,8 +128,14 @@ def options(opts: Sequence[tuple[int, bytes]], bo: str = "<") -> bytes:
     return b"".join(option(c, v, bo) for c, v in opts) + struct.pack(bo + "HH", 0, 0)
 
 
-def block(btype: int, body: bytes, bo: str = "<", *, trailer: int | None = None,
-          total_length: int | None = None) -> bytes:
+def block(
+    btype: int,
+    body: bytes,
+    bo: str = "<",
+    *,
+    trailer: int | None = None,
+    total_length: int | None = None,
+) -> bytes:
     """A pcapng block: type, total length, body (padded), trailing total length.
 
     ``trailer``/``total_length`` override the two length fields (to build bad blocks).
@@ -137,7 +146,9 @@ def block(btype: int, body: bytes, bo: str = "<", *, trailer: int | None = None,
     return head + body + struct.pack(bo + "I", n if trailer is None else trailer)
 
 
-def shb(bo: str = "<", opts: Sequence[tuple[int, bytes]] = (), *, section_length: int = -1) -> bytes:
+def shb(
+    bo: str = "<", opts: Sequence[tuple[int, bytes]] = (), *, section_length: int = -1
+) -> bytes:
     """Section Header Block (version 1.0)."""
     body = struct.pack(bo + "IHHq", 0x1A2B3C4D, 1, 0, section_length) + options(opts, bo)
     return block(SHB, body, bo)
@@ -153,7 +164,7 @@ def idb(
     name: str | None = None,
     extra_opts: Sequence[tuple[int, bytes]] = (),
 ) -> bytes:
-    """Interface Description Block; ``tsresol`` is the raw if_tsresol byte (6 = usec, 0x80|n = 2^-n)."""
+    """IDB; ``tsresol``: the raw if_tsresol byte (6 = usec, 0x80|n = 2^-n)."""
     opts: list[tuple[int, bytes]] = []
     if name is not None:
         opts.append((2, name.encode()))
@@ -165,14 +176,29 @@ def idb(
     return block(IDB, struct.pack(bo + "HHI", linktype, 0, snaplen) + options(opts, bo), bo)
 
 
-def epb(iface: int, ticks: int, data: bytes, orig_len: int | None = None, bo: str = "<",
-        *, caplen: int | None = None, opts: Sequence[tuple[int, bytes]] = ()) -> bytes:
+def epb(
+    iface: int,
+    ticks: int,
+    data: bytes,
+    orig_len: int | None = None,
+    bo: str = "<",
+    *,
+    caplen: int | None = None,
+    opts: Sequence[tuple[int, bytes]] = (),
+) -> bytes:
     """Enhanced Packet Block; ``ticks`` in the interface's if_tsresol units."""
-    body = struct.pack(
-        bo + "IIIII", iface, ticks >> 32, ticks & 0xFFFFFFFF,
-        len(data) if caplen is None else caplen,
-        len(data) if orig_len is None else orig_len,
-    ) + _pad4(data) + options(opts, bo)
+    body = (
+        struct.pack(
+            bo + "IIIII",
+            iface,
+            ticks >> 32,
+            ticks & 0xFFFFFFFF,
+            len(data) if caplen is None else caplen,
+            len(data) if orig_len is None else orig_len,
+        )
+        + _pad4(data)
+        + options(opts, bo)
+    )
     return block(EPB, body, bo)
 
 
@@ -183,10 +209,18 @@ def spb(data: bytes, orig_len: int | None = None, bo: str = "<") -> bytes:
 
 def opb(iface: int, ticks: int, data: bytes, orig_len: int | None = None, bo: str = "<") -> bytes:
     """Obsolete Packet Block (type 2)."""
-    body = struct.pack(
-        bo + "HHIIII", iface, 0, ticks >> 32, ticks & 0xFFFFFFFF, len(data),
-        len(data) if orig_len is None else orig_len,
-    ) + data
+    body = (
+        struct.pack(
+            bo + "HHIIII",
+            iface,
+            0,
+            ticks >> 32,
+            ticks & 0xFFFFFFFF,
+            len(data),
+            len(data) if orig_len is None else orig_len,
+        )
+        + data
+    )
     return block(PB, body, bo)
 
 
@@ -198,7 +232,11 @@ def dsb(secrets_type: int, data: bytes, bo: str = "<") -> bytes:
 def nrb(bo: str = "<") -> bytes:
     """Name Resolution Block with one IPv4 record (10.0.0.1 = host.example) and the end record."""
     rec = _pad4(b"\x0a\x00\x00\x01host.example\0")
-    body = struct.pack(bo + "HH", 1, len(b"\x0a\x00\x00\x01host.example\0")) + rec + struct.pack(bo + "HH", 0, 0)
+    body = (
+        struct.pack(bo + "HH", 1, len(b"\x0a\x00\x00\x01host.example\0"))
+        + rec
+        + struct.pack(bo + "HH", 0, 0)
+    )
     return block(NRB, body, bo)
 
 
@@ -218,8 +256,14 @@ MAC_A = bytes.fromhex("020000000001")
 MAC_B = bytes.fromhex("020000000002")
 
 
-def ethernet(payload: bytes, ethertype: int = 0x0800, *, vlans: Sequence[tuple[int, int]] = (),
-             src: bytes = MAC_A, dst: bytes = MAC_B) -> bytes:
+def ethernet(
+    payload: bytes,
+    ethertype: int = 0x0800,
+    *,
+    vlans: Sequence[tuple[int, int]] = (),
+    src: bytes = MAC_A,
+    dst: bytes = MAC_B,
+) -> bytes:
     """Ethernet II frame; ``vlans`` are (TPID, VLAN id) pairs, outermost first."""
     tags = b"".join(struct.pack("!HH", tpid, vid) for tpid, vid in vlans)
     return dst + src + tags + struct.pack("!H", ethertype) + payload
@@ -270,8 +314,22 @@ def ipv4(
     ihl_v = hl // 4 if ihl is None else ihl
     tl = hl + len(payload) if total_length is None else total_length
     fl = (0x4000 if df else 0) | (0x2000 if mf else 0) | (frag_offset // 8)
-    hdr = struct.pack("!BBHHHBBH4s4s", (version << 4) | (ihl_v & 0xF), 0, tl, ident, fl, ttl, proto, 0,
-                      _addr(src), _addr(dst)) + opts
+    hdr = (
+        struct.pack(
+            "!BBHHHBBH4s4s",
+            (version << 4) | (ihl_v & 0xF),
+            0,
+            tl,
+            ident,
+            fl,
+            ttl,
+            proto,
+            0,
+            _addr(src),
+            _addr(dst),
+        )
+        + opts
+    )
     csum = _checksum(hdr)
     hdr = hdr[:10] + struct.pack("!H", csum) + hdr[12:]
     return hdr + payload
@@ -292,7 +350,7 @@ def ipv6(
 
 
 def ipv6_ext(nh: int, body: bytes = b"\0" * 6) -> bytes:
-    """Generic IPv6 extension header (hop-by-hop, routing, destination options): body padded to 8n-2."""
+    """Generic IPv6 extension header (hop-by-hop, routing, dest. options), body padded to 8n-2."""
     body = body + b"\0" * (-(len(body) + 2) % 8)
     return bytes([nh, (len(body) + 2) // 8 - 1]) + body
 
@@ -316,10 +374,15 @@ def tcp(
     src: str | bytes | None = None,
     dst: str | bytes | None = None,
 ) -> bytes:
-    """TCP header (+ options) + payload. With ``src``/``dst`` the checksum is computed (IPv4 or v6)."""
+    """TCP header (+ options) + payload; with src and dst set, the checksum is computed."""
     opts = _pad4(opts)
     off = (20 + len(opts)) // 4 if data_offset is None else data_offset
-    hdr = struct.pack("!HHIIHHHH", sport, dport, seq, ack, (off << 12) | (flags & 0x1FF), window, 0, 0) + opts
+    hdr = (
+        struct.pack(
+            "!HHIIHHHH", sport, dport, seq, ack, (off << 12) | (flags & 0x1FF), window, 0, 0
+        )
+        + opts
+    )
     seg = hdr + payload
     if src is not None and dst is not None:
         s, d = _addr(src), _addr(dst)
@@ -331,12 +394,26 @@ def tcp(
     return seg
 
 
-def udp(sport: int = 5353, dport: int = 53, payload: bytes = b"", *, length: int | None = None) -> bytes:
+def udp(
+    sport: int = 5353, dport: int = 53, payload: bytes = b"", *, length: int | None = None
+) -> bytes:
     """UDP header + payload (checksum 0 = none)."""
-    return struct.pack("!HHHH", sport, dport, 8 + len(payload) if length is None else length, 0) + payload
+    return (
+        struct.pack("!HHHH", sport, dport, 8 + len(payload) if length is None else length, 0)
+        + payload
+    )
 
 
-def eth_tcp4(payload: bytes = b"", *, sport: int = 40000, dport: int = 80, seq: int = 1000, ack: int = 0,
-             flags: int = 0x18, src: str = "10.0.0.1", dst: str = "10.0.0.2") -> bytes:
+def eth_tcp4(
+    payload: bytes = b"",
+    *,
+    sport: int = 40000,
+    dport: int = 80,
+    seq: int = 1000,
+    ack: int = 0,
+    flags: int = 0x18,
+    src: str = "10.0.0.1",
+    dst: str = "10.0.0.2",
+) -> bytes:
     """A complete Ethernet/IPv4/TCP frame (the most common test packet)."""
     return ethernet(ipv4(tcp(sport, dport, seq, ack, flags, payload, src=src, dst=dst), src, dst))

@@ -245,3 +245,19 @@ def test_directory_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert cli.main([str(tmp_path), "-o", str(tmp_path / "r.html")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("pcap-report: error: ") and err.count("\n") == 1
+
+
+def test_progress_bar_is_cleared_before_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def load(path: Any, *, packets: bool = True, progress: Any = None) -> Any:
+        progress(10, 100)
+        raise CaptureFormatError(f"{path}: truncated header")
+
+    monkeypatch.setattr(cli, "load", load)
+    monkeypatch.setattr(cli, "_isatty", lambda stream: True)
+    assert cli.main(["x.pcap", "-o", str(tmp_path / "r.html")]) == 1
+    err = capsys.readouterr().err
+    # the bar was drawn, then erased with "\r<spaces>\r", and the error starts its own line
+    assert "reading" in err
+    assert err.endswith("\rpcap-report: error: x.pcap: truncated header\n")

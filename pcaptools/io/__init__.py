@@ -11,4 +11,11 @@ from .frame import RawFrame
 from .linktypes import InterfaceInfo, linktype_name
 from .open import CaptureReader, describe_content, open_capture
 
-__all__ = ["CaptureReader", "InterfaceInfo", "RawFrame", "describe_content", "linktype_name", "open_capture"]
+__all__ = [
+    "CaptureReader",
+    "InterfaceInfo",
+    "RawFrame",
+    "describe_content",
+    "linktype_name",
+    "open_capture",
+]

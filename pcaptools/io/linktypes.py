@@ -137,7 +137,7 @@ def linktype_name(linktype: int) -> str:
 
 
 def max_packet_len(linktype: int) -> int:
-    """Largest captured length Wireshark accepts for this link type (a longer record is an error)."""
+    """Largest captured length Wireshark accepts for this link type (longer: an error)."""
     return _MAX_PACKET_BY_LINKTYPE.get(linktype, MAX_PACKET_STANDARD)
 
 

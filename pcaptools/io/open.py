@@ -61,7 +61,9 @@ class _Stream:
 
     __slots__ = ("_diag", "_fh", "_limit", "compression", "read", "stopped", "total")
 
-    def __init__(self, fh: Any, compression: str | None, diag: Diagnostics, limit: int | None) -> None:
+    def __init__(
+        self, fh: Any, compression: str | None, diag: Diagnostics, limit: int | None
+    ) -> None:
         self._fh = fh
         self._diag = diag
         self._limit = limit
@@ -78,9 +80,9 @@ class _Stream:
         if self.stopped or n <= 0:
             return b""
         try:
-            data = self._fh.read(n)
+            data: bytes = self._fh.read(n)
             while 0 < len(data) < n:  # some decompressors return short reads before the end
-                more = self._fh.read(n - len(data))
+                more: bytes = self._fh.read(n - len(data))
                 if not more:
                     break
                 data += more
@@ -138,9 +140,19 @@ def describe_content(head: bytes) -> str:
         (b"7z\xbc\xaf", "a 7-Zip archive"),
         (b"SQLite format 3", "an SQLite database"),
         (b"PAR1", "a Parquet file"),
-        (b"GMBU", "a Microsoft Network Monitor capture; convert it with: editcap -F pcapng in.cap out.pcapng"),
-        (b"snoop\0\0\0", "a Solaris snoop capture; convert it with: editcap -F pcapng in.snoop out.pcapng"),
-        (b"XCP\0", "a NetXRay/Sniffer capture; convert it with: editcap -F pcapng in.cap out.pcapng"),
+        (
+            b"GMBU",
+            "a Microsoft Network Monitor capture; convert it with: editcap -F pcapng in.cap "
+            "out.pcapng",
+        ),
+        (
+            b"snoop\0\0\0",
+            "a Solaris snoop capture; convert it with: editcap -F pcapng in.snoop out.pcapng",
+        ),
+        (
+            b"XCP\0",
+            "a NetXRay/Sniffer capture; convert it with: editcap -F pcapng in.cap out.pcapng",
+        ),
     )
     for magic, what in checks:
         if head.startswith(magic):
@@ -165,8 +177,15 @@ def describe_content(head: bytes) -> str:
             decoded = ""
     if decoded and all(c.isprintable() or c in "\r\n\t" for c in decoded):
         first = decoded.lstrip().split(None, 1)[0] if decoded.strip() else ""
-        if first in ("CLIENT_RANDOM", "CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET",
-                     "CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0", "EXPORTER_SECRET", "RSA"):
+        if first in (
+            "CLIENT_RANDOM",
+            "CLIENT_HANDSHAKE_TRAFFIC_SECRET",
+            "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+            "CLIENT_TRAFFIC_SECRET_0",
+            "SERVER_TRAFFIC_SECRET_0",
+            "EXPORTER_SECRET",
+            "RSA",
+        ):
             return "this looks like a TLS key log file, not a capture"
         return "this looks like text"
     return "the content is not recognised"
@@ -247,13 +266,17 @@ class CaptureReader:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()
 
     def __repr__(self) -> str:
         comp = f"+{self.compression}" if self.compression else ""
-        return f"<CaptureReader {self.path.name} {self.format}{comp} {len(self.interfaces)} interface(s)>"
+        n = len(self.interfaces)
+        return f"<CaptureReader {self.path.name} {self.format}{comp} {n} interface(s)>"
 
 
 def open_capture(
@@ -305,7 +328,8 @@ def _open(p: Path, raw: IO[bytes], diag: Diagnostics, limit: int | None) -> Capt
         magic = fh.read(4)
     except _DECOMPRESSION_ERRORS as exc:
         raise CaptureFormatError(
-            f"{p} starts like a {compression} file but cannot be decompressed ({type(exc).__name__}: {exc})"
+            f"{p} starts like a {compression} file but cannot be decompressed "
+            f"({type(exc).__name__}: {exc})"
         ) from None
     after = f" after {compression} decompression" if compression else ""
     if len(magic) < 4:

@@ -18,7 +18,8 @@ from ..errors import CaptureFormatError
 from .frame import RawFrame
 from .linktypes import InterfaceInfo, linktype_name, max_packet_len
 
-#: magic (read little endian) -> (struct byte order, ns per timestamp fraction unit, record header size)
+#: magic (read little endian) -> (struct byte order, ns per timestamp fraction unit,
+#: record header size)
 PCAP_MAGICS: dict[int, tuple[str, int, int]] = {
     0xA1B2C3D4: ("<", 1000, 16),  # microseconds, little endian
     0xD4C3B2A1: (">", 1000, 16),  # microseconds, big endian
@@ -52,17 +53,31 @@ class PcapParser:
     Raises :class:`CaptureFormatError` when the file header itself is cut off.
     """
 
-    __slots__ = ("_diag", "_frac_ns", "_order", "_rechdr", "_src", "interface", "nanosecond", "frame_count")
+    __slots__ = (
+        "_diag",
+        "_frac_ns",
+        "_order",
+        "_rechdr",
+        "_src",
+        "frame_count",
+        "interface",
+        "nanosecond",
+    )
 
-    def __init__(self, src: Source, magic: bytes, diag: Diagnostics, interfaces: list[InterfaceInfo]) -> None:
+    def __init__(
+        self, src: Source, magic: bytes, diag: Diagnostics, interfaces: list[InterfaceInfo]
+    ) -> None:
         (m,) = struct.unpack("<I", magic)
         self._order, self._frac_ns, self._rechdr = PCAP_MAGICS[m]
         rest = src.read(20)
         if len(rest) < 20:
             raise CaptureFormatError(
-                f"the pcap file header is cut off: {4 + len(rest)} of 24 bytes (the file is truncated)"
+                f"the pcap file header is cut off: {4 + len(rest)} of 24 bytes (the file is "
+                "truncated)"
             )
-        _vmaj, _vmin, _zone, _sigfigs, snaplen, network = struct.unpack(self._order + "HHiIII", rest)
+        _vmaj, _vmin, _zone, _sigfigs, snaplen, network = struct.unpack(
+            self._order + "HHiIII", rest
+        )
         fcs_len = (network >> 28) * 2 if network & _LT_FCS_LENGTH_PRESENT else None
         self.interface = InterfaceInfo(
             linktype=network & _LT_LINKTYPE_MASK,
@@ -95,7 +110,8 @@ class PcapParser:
                     if hdr and not self._src.stopped:
                         diag.add(
                             "capture.truncated_record",
-                            f"the file ends inside the header of record {frame + 1} at byte offset {offset} "
+                            f"the file ends inside the header of record {frame + 1} at byte "
+                            f"offset {offset} "
                             f"({len(hdr)} of {rechdr} header bytes)",
                             frame=frame + 1,
                         )
@@ -105,8 +121,10 @@ class PcapParser:
                 if incl > maxlen:
                     diag.add(
                         "capture.bad_record_length",
-                        f"record {frame + 1} at byte offset {offset} announces {incl} captured bytes, more than "
-                        f"the {maxlen} allowed for {linktype_name(linktype)}: the file is corrupt after "
+                        f"record {frame + 1} at byte offset {offset} announces {incl} captured "
+                        "bytes, more than "
+                        f"the {maxlen} allowed for {linktype_name(linktype)}: the file is corrupt "
+                        "after "
                         f"frame {frame}",
                         frame=frame + 1,
                     )
@@ -126,7 +144,8 @@ class PcapParser:
                 if ts < last_ts:
                     diag.add(
                         "capture.timestamp_out_of_order",
-                        f"frame {frame} is {(last_ts - ts) / 1e9:.6f} s earlier than the frame before it",
+                        f"frame {frame} is {(last_ts - ts) / 1e9:.6f} s earlier than the frame "
+                        "before it",
                         frame=frame,
                         ts_ns=ts,
                     )

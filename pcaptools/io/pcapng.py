@@ -120,7 +120,8 @@ class PcapngParser:
         head = src.read(8)
         if len(head) < 8:
             raise CaptureFormatError(
-                f"the pcapng Section Header Block is cut off after {4 + len(head)} bytes (the file is truncated)"
+                f"the pcapng Section Header Block is cut off after {4 + len(head)} bytes (the "
+                "file is truncated)"
             )
         err = self._start_section(magic + head, 0)
         if err is not None:
@@ -146,7 +147,11 @@ class PcapngParser:
             )
         (blen,) = struct.unpack_from(bo + "I", first12, 4)
         if blen < 28 or blen % 4 or blen > MAX_BLOCK_LEN:
-            return False, f"pcapng Section Header Block at byte offset {offset} has an impossible length {blen}"
+            return (
+                False,
+                f"pcapng Section Header Block at byte offset {offset} has an impossible length "
+                f"{blen}",
+            )
         rest = self._src.read(blen - 12)
         if len(rest) < blen - 12:
             return True, (
@@ -157,11 +162,16 @@ class PcapngParser:
         (trailer,) = struct.unpack_from(bo + "I", rest, len(rest) - 4)
         if trailer != blen:
             return False, (
-                f"pcapng Section Header Block at byte offset {offset}: its trailing length {trailer} "
+                f"pcapng Section Header Block at byte offset {offset}: its trailing length "
+                f"{trailer} "
                 f"differs from its length {blen}"
             )
         if major != 1:
-            return False, f"pcapng Section Header Block at byte offset {offset} has version {major}, expected 1"
+            return (
+                False,
+                f"pcapng Section Header Block at byte offset {offset} has version {major}, "
+                "expected 1",
+            )
         self._bo = bo
         self._section += 1
         self._ifaces = []
@@ -172,9 +182,11 @@ class PcapngParser:
         """Parse an IDB body (without type/length/trailer); False if it is too short."""
         bo = self._bo
         if len(body) < 8:
-            self._diag.add("capture.bad_block",
-                           f"Interface Description Block at byte offset {offset} is too short "
-                           f"({len(body) + 12} bytes); reading stopped")
+            self._diag.add(
+                "capture.bad_block",
+                f"Interface Description Block at byte offset {offset} is too short "
+                f"({len(body) + 12} bytes); reading stopped",
+            )
             return False
         linktype, _res, snaplen = struct.unpack_from(bo + "HHI", body, 0)
         info = InterfaceInfo(linktype=linktype, snaplen=snaplen, section=self._section)
@@ -192,9 +204,18 @@ class PcapngParser:
                 info.fcs_len = value[0]
         tps = (1 << (tsresol_raw & 0x7F)) if tsresol_raw & 0x80 else 10**tsresol_raw
         info.tsresol = tps
-        ns_per_tick = 1_000_000_000 // tps if tps <= 1_000_000_000 and 1_000_000_000 % tps == 0 else 0
+        ns_per_tick = (
+            1_000_000_000 // tps if tps <= 1_000_000_000 and 1_000_000_000 % tps == 0 else 0
+        )
         self._ifaces.append(
-            (linktype, ns_per_tick, tps, info.tsoffset * 1_000_000_000, snaplen, len(self.interfaces))
+            (
+                linktype,
+                ns_per_tick,
+                tps,
+                info.tsoffset * 1_000_000_000,
+                snaplen,
+                len(self.interfaces),
+            )
         )
         self.interfaces.append(info)
         return True
@@ -219,8 +240,8 @@ class PcapngParser:
                 return
             diag.add(
                 "capture.truncated_record",
-                f"the file ends inside {what} at byte offset {offset} ({got} of {need} bytes present)"
-                + (f"; it would have been frame {frame + 1}" if is_packet else ""),
+                f"the file ends inside {what} at byte offset {offset} ({got} of {need} bytes "
+                "present)" + (f"; it would have been frame {frame + 1}" if is_packet else ""),
                 frame=frame + 1 if is_packet else None,
             )
 
@@ -229,7 +250,11 @@ class PcapngParser:
                 head = read(8)
                 if len(head) < 8:
                     if head:
-                        known = len(head) >= 4 and struct.unpack_from(bo + "I", head)[0] in (BT_EPB, BT_SPB, BT_PB)
+                        known = len(head) >= 4 and struct.unpack_from(bo + "I", head)[0] in (
+                            BT_EPB,
+                            BT_SPB,
+                            BT_PB,
+                        )
                         truncated("a block header", len(head), 8, known)
                     return
                 btype, blen = hdr_unpack(head)
@@ -256,7 +281,8 @@ class PcapngParser:
                 if blen < 12 or blen % 4 or blen > MAX_BLOCK_LEN:
                     diag.add(
                         "capture.bad_block",
-                        f"block of type 0x{btype:08x} at byte offset {offset} has an impossible length "
+                        f"block of type 0x{btype:08x} at byte offset {offset} has an impossible "
+                        "length "
                         f"{blen}; reading stopped",
                     )
                     return
@@ -275,7 +301,8 @@ class PcapngParser:
                         diag.add(
                             "capture.bad_block",
                             f"block of type 0x{btype:08x} at byte offset {offset}: trailing length "
-                            f"{hdr_unpack(head[:4] + tr)[1]} differs from its length {blen}; reading stopped",
+                            f"{hdr_unpack(head[:4] + tr)[1]} differs from its length {blen}; "
+                            "reading stopped",
                         )
                         return
                     if btype in _COUNTED_NOT_PACKETS:
@@ -284,7 +311,8 @@ class PcapngParser:
                         self._unknown_types.add(btype)
                         diag.add(
                             "capture.unknown_block_type",
-                            f"pcapng block type 0x{btype:08x} (first at byte offset {offset}) is not known; "
+                            f"pcapng block type 0x{btype:08x} (first at byte offset {offset}) is "
+                            "not known; "
                             "blocks of this type were skipped",
                         )
                     offset += blen
@@ -292,34 +320,46 @@ class PcapngParser:
 
                 body = read(blen - 8)
                 if len(body) < blen - 8:
-                    what = {BT_EPB: "an Enhanced Packet Block", BT_SPB: "a Simple Packet Block",
-                            BT_PB: "a Packet Block", BT_IDB: "an Interface Description Block",
-                            BT_DSB: "a Decryption Secrets Block"}[btype]
+                    what = {
+                        BT_EPB: "an Enhanced Packet Block",
+                        BT_SPB: "a Simple Packet Block",
+                        BT_PB: "a Packet Block",
+                        BT_IDB: "an Interface Description Block",
+                        BT_DSB: "a Decryption Secrets Block",
+                    }[btype]
                     truncated(what, 8 + len(body), blen, is_packet)
                     return
                 (trailer,) = struct.unpack_from(bo + "I", body, blen - 12)
                 if trailer != blen:
                     diag.add(
                         "capture.bad_block",
-                        f"block of type 0x{btype:08x} at byte offset {offset}: trailing length {trailer} "
+                        f"block of type 0x{btype:08x} at byte offset {offset}: trailing length "
+                        f"{trailer} "
                         f"differs from its length {blen}; reading stopped",
                     )
                     return
 
-                if btype == BT_EPB or btype == BT_PB:
+                if btype in (BT_EPB, BT_PB):
                     if blen < 32:
-                        diag.add("capture.bad_block",
-                                 f"packet block at byte offset {offset} is too short ({blen} bytes); reading stopped")
+                        diag.add(
+                            "capture.bad_block",
+                            f"packet block at byte offset {offset} is too short ({blen} bytes); "
+                            "reading stopped",
+                        )
                         return
                     if btype == BT_EPB:
                         iface_id, hi, lo, caplen, orig = epb_unpack(body, 0)
                     else:
-                        iface_id, _drops, hi, lo, caplen, orig = struct.unpack_from(bo + "HHIIII", body, 0)
+                        iface_id, _drops, hi, lo, caplen, orig = struct.unpack_from(
+                            bo + "HHIIII", body, 0
+                        )
                     if caplen > blen - 32:
                         diag.add(
                             "capture.bad_record_length",
-                            f"packet block at byte offset {offset} (frame {frame + 1}) announces {caplen} "
-                            f"captured bytes but the block has room for {blen - 32}; reading stopped",
+                            f"packet block at byte offset {offset} (frame {frame + 1}) announces "
+                            f"{caplen} "
+                            f"captured bytes but the block has room for {blen - 32}; reading "
+                            "stopped",
                             frame=frame + 1,
                         )
                         return
@@ -327,8 +367,10 @@ class PcapngParser:
                         frame += 1
                         diag.add(
                             "capture.unknown_interface",
-                            f"frame {frame} (byte offset {offset}) refers to interface {iface_id} but section "
-                            f"{self._section} defines {len(ifaces)}; the packet was skipped (Wireshark stops "
+                            f"frame {frame} (byte offset {offset}) refers to interface {iface_id} "
+                            "but section "
+                            f"{self._section} defines {len(ifaces)}; the packet was skipped "
+                            "(Wireshark stops "
                             "reading here)",
                             frame=frame,
                         )
@@ -338,7 +380,8 @@ class PcapngParser:
                     if caplen > max_packet_len(linktype):
                         diag.add(
                             "capture.bad_record_length",
-                            f"packet block at byte offset {offset} (frame {frame + 1}) announces {caplen} "
+                            f"packet block at byte offset {offset} (frame {frame + 1}) announces "
+                            f"{caplen} "
                             f"captured bytes, more than the {max_packet_len(linktype)} allowed for "
                             f"{linktype_name(linktype)}; reading stopped",
                             frame=frame + 1,
@@ -351,17 +394,21 @@ class PcapngParser:
                     else:
                         q, r = divmod(ticks, tps)
                         ts = q * 1_000_000_000 + r * 1_000_000_000 // tps + off_ns
-                    data = body[20:20 + caplen] if btype == BT_EPB else body[24:24 + caplen]
+                    data = body[20 : 20 + caplen] if btype == BT_EPB else body[24 : 24 + caplen]
                 elif btype == BT_SPB:
                     if blen < 16:
-                        diag.add("capture.bad_block",
-                                 f"Simple Packet Block at byte offset {offset} is too short; reading stopped")
+                        diag.add(
+                            "capture.bad_block",
+                            f"Simple Packet Block at byte offset {offset} is too short; reading "
+                            "stopped",
+                        )
                         return
                     if not ifaces:
                         frame += 1
                         diag.add(
                             "capture.unknown_interface",
-                            f"frame {frame} (Simple Packet Block at byte offset {offset}) comes before any "
+                            f"frame {frame} (Simple Packet Block at byte offset {offset}) comes "
+                            "before any "
                             "Interface Description Block of its section; the packet was skipped "
                             "(Wireshark stops reading here)",
                             frame=frame,
@@ -374,14 +421,16 @@ class PcapngParser:
                     if caplen > blen - 16:
                         diag.add(
                             "capture.bad_record_length",
-                            f"Simple Packet Block at byte offset {offset} (frame {frame + 1}) announces "
-                            f"{caplen} bytes but the block has room for {blen - 16}; reading stopped",
+                            f"Simple Packet Block at byte offset {offset} (frame {frame + 1}) "
+                            "announces "
+                            f"{caplen} bytes but the block has room for {blen - 16}; reading "
+                            "stopped",
                             frame=frame + 1,
                         )
                         return
                     frame += 1
                     ts = last_ts
-                    data = body[4:4 + caplen]
+                    data = body[4 : 4 + caplen]
                 elif btype == BT_IDB:
                     if not self._add_interface(body[:-4], offset):
                         return
@@ -395,7 +444,8 @@ class PcapngParser:
                 if ts < out_of_order_ref:
                     diag.add(
                         "capture.timestamp_out_of_order",
-                        f"frame {frame} is {(out_of_order_ref - ts) / 1e9:.6f} s earlier than the frame before it",
+                        f"frame {frame} is {(out_of_order_ref - ts) / 1e9:.6f} s earlier than the "
+                        "frame before it",
                         frame=frame,
                         ts_ns=ts,
                     )
@@ -418,22 +468,27 @@ class PcapngParser:
 
     def _add_secrets(self, body: bytes, offset: int) -> None:
         if len(body) < 8:
-            self._diag.add("capture.bad_block", f"Decryption Secrets Block at byte offset {offset} is too short; skipped")
+            self._diag.add(
+                "capture.bad_block",
+                f"Decryption Secrets Block at byte offset {offset} is too short; skipped",
+            )
             return
         stype, slen = struct.unpack_from(self._bo + "II", body, 0)
         if slen > len(body) - 8:
             self._diag.add(
                 "capture.bad_block",
-                f"Decryption Secrets Block at byte offset {offset} announces {slen} bytes of secrets but holds "
+                f"Decryption Secrets Block at byte offset {offset} announces {slen} bytes of "
+                "secrets but holds "
                 f"{len(body) - 8}; skipped",
             )
             return
-        self.secrets.append((stype, body[8:8 + slen]))
+        self.secrets.append((stype, body[8 : 8 + slen]))
         if stype != SECRETS_TLS_KEYLOG:
             name = SECRETS_TYPE_NAMES.get(stype, "unknown type")
             self._diag.add(
                 "capture.secrets_unsupported",
-                f"Decryption Secrets Block at byte offset {offset} holds secrets of type 0x{stype:08x} ({name})",
+                f"Decryption Secrets Block at byte offset {offset} holds secrets of type "
+                f"0x{stype:08x} ({name})",
             )
 
 
@@ -447,5 +502,5 @@ def _options(body: bytes, start: int, bo: str) -> Iterator[tuple[int, bytes]]:
         code, olen = struct.unpack_from(fmt, body, off)
         if code == 0 or off + 4 + olen > end:
             return
-        yield code, body[off + 4:off + 4 + olen]
+        yield code, body[off + 4 : off + 4 + olen]
         off += 4 + olen + (-olen % 4)

@@ -6,4 +6,11 @@ from .decode import SUPPORTED_LINKTYPES, PacketDecoder
 from .fragments import FragmentReassembler
 from .packet import IpPacket, TcpSegment, UdpDatagram
 
-__all__ = ["SUPPORTED_LINKTYPES", "FragmentReassembler", "IpPacket", "PacketDecoder", "TcpSegment", "UdpDatagram"]
+__all__ = [
+    "SUPPORTED_LINKTYPES",
+    "FragmentReassembler",
+    "IpPacket",
+    "PacketDecoder",
+    "TcpSegment",
+    "UdpDatagram",
+]

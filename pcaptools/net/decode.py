@@ -35,6 +35,8 @@ Decoded = TcpSegment | UdpDatagram | IpPacket | None
 _IP4 = struct.Struct("!BBHHHBBH4s4s").unpack_from
 _IP6 = struct.Struct("!IHBB16s16s").unpack_from
 _TCP = struct.Struct("!HHIIHH").unpack_from
+_ICMP4_ERRORS = frozenset((3, 4, 5, 11, 12))  # types that quote the offending datagram
+_ICMP6_ERRORS = frozenset((1, 2, 3, 4))
 _UDP = struct.Struct("!HHH").unpack_from
 _U16 = struct.Struct("!H").unpack_from
 _U32LE = struct.Struct("<I").unpack_from
@@ -144,10 +146,16 @@ class PacketDecoder:
                 return None
             rep_end = raw.orig_len if raw.orig_len > len(data) else len(data)
             return self._ip(raw, data, off, rep_end, raw.orig_len, 0)
-        except (struct.error, IndexError, ValueError, OverflowError) as exc:  # pragma: no cover - safety net
+        except (
+            struct.error,
+            IndexError,
+            ValueError,
+            OverflowError,
+        ) as exc:  # pragma: no cover - safety net
             self._diag.add(
                 "net.decode_error",
-                f"frame {raw.frame} could not be decoded ({type(exc).__name__}: {exc}); it was skipped",
+                f"frame {raw.frame} could not be decoded ({type(exc).__name__}: {exc}); it was "
+                "skipped",
                 frame=raw.frame,
                 ts_ns=raw.ts_ns,
             )
@@ -159,15 +167,22 @@ class PacketDecoder:
         self._diag.add(code, detail, frame=raw.frame, ts_ns=raw.ts_ns)
 
     def _short_link(self, raw: RawFrame, what: str, need: int) -> None:
-        self._row(raw, "net.truncated_link_header",
-                  f"{len(raw.data)} captured bytes, shorter than the {need}-byte {what} header")
+        self._row(
+            raw,
+            "net.truncated_link_header",
+            f"{len(raw.data)} captured bytes, shorter than the {need}-byte {what} header",
+        )
 
     def _unsupported(self, raw: RawFrame) -> None:
         lt = raw.linktype
         self.unsupported[lt] += 1
         if self.unsupported[lt] == 1:
-            self._row(raw, "capture.unsupported_linktype",
-                      f"frames with {linktype_name(lt)} are counted but not decoded (first: frame {raw.frame})")
+            self._row(
+                raw,
+                "capture.unsupported_linktype",
+                f"frames with {linktype_name(lt)} are counted but not decoded (first: frame "
+                f"{raw.frame})",
+            )
 
     # ------------------------------------------------------------------ link layers
     # Each returns the offset of the IP header in ``data``, or -1 (not IP, or malformed:
@@ -192,7 +207,12 @@ class PacketDecoder:
                 et = (data[off + 2] << 8) | data[off + 3]
                 off += 4
             elif et <= 1500:  # 802.3 length field: LLC follows
-                if off + 8 <= n and data[off] == 0xAA and data[off + 1] == 0xAA and data[off + 2] == 0x03:
+                if (
+                    off + 8 <= n
+                    and data[off] == 0xAA
+                    and data[off + 1] == 0xAA
+                    and data[off + 2] == 0x03
+                ):
                     et = (data[off + 6] << 8) | data[off + 7]
                     off += 8
                 else:
@@ -402,12 +422,18 @@ class PacketDecoder:
 
     # ------------------------------------------------------------------ IP
 
-    def _ip(self, raw: RawFrame, buf: bytes, off: int, rep_end: int, wire_len: int, depth: int) -> Decoded:
+    def _ip(
+        self, raw: RawFrame, buf: bytes, off: int, rep_end: int, wire_len: int, depth: int
+    ) -> Decoded:
         """IP header at ``buf[off]``; ``rep_end`` = end of the bytes as on the wire (may be
         beyond ``len(buf)`` when the snaplen cut the packet); ``wire_len`` = frame.len summed
         over the frames that carried it (for overhead_len)."""
         if off >= len(buf):
-            self._row(raw, "net.truncated_ip_header", f"no IP header captured (frame ends at byte {len(buf)})")
+            self._row(
+                raw,
+                "net.truncated_ip_header",
+                f"no IP header captured (frame ends at byte {len(buf)})",
+            )
             return None
         version = buf[off] >> 4
         if version == 4:
@@ -417,63 +443,107 @@ class PacketDecoder:
         self._row(raw, "net.bad_ip_version", f"IP version nibble is {version} at byte {off}")
         return None
 
-    def _ip4(self, raw: RawFrame, buf: bytes, off: int, rep_end: int, wire_len: int, depth: int) -> Decoded:
+    def _ip4(
+        self, raw: RawFrame, buf: bytes, off: int, rep_end: int, wire_len: int, depth: int
+    ) -> Decoded:
         cap = len(buf)
         if cap - off < 20:
-            self._row(raw, "net.truncated_ip_header", f"{cap - off} bytes of a 20-byte IPv4 header captured")
+            self._row(
+                raw,
+                "net.truncated_ip_header",
+                f"{cap - off} bytes of a 20-byte IPv4 header captured",
+            )
             return None
         vihl, _tos, tlen, ident, frag, ttl, proto, _csum, src, dst = _IP4(buf, off)
         ihl = (vihl & 0x0F) * 4
         if ihl < 20:
-            self._row(raw, "net.bad_ip_header_length", f"IPv4 header length {ihl} bytes (must be at least 20)")
+            self._row(
+                raw,
+                "net.bad_ip_header_length",
+                f"IPv4 header length {ihl} bytes (must be at least 20)",
+            )
             return None
         avail = rep_end - off
         if tlen == 0:  # TCP segmentation offload: Wireshark uses the frame's length
             tlen = avail
         if tlen < ihl:
-            self._row(raw, "net.bad_ip_total_length",
-                      f"IPv4 total length {tlen} is smaller than its header length {ihl}")
+            self._row(
+                raw,
+                "net.bad_ip_total_length",
+                f"IPv4 total length {tlen} is smaller than its header length {ihl}",
+            )
             return None
         if ihl > cap - off:
             if ihl > avail:
-                self._row(raw, "net.bad_ip_header_length",
-                          f"IPv4 header length {ihl} is larger than the {avail} bytes of the packet")
+                self._row(
+                    raw,
+                    "net.bad_ip_header_length",
+                    f"IPv4 header length {ihl} is larger than the {avail} bytes of the packet",
+                )
             else:
-                self._row(raw, "net.truncated_ip_header",
-                          f"{cap - off} bytes of a {ihl}-byte IPv4 header captured (snaplen)")
+                self._row(
+                    raw,
+                    "net.truncated_ip_header",
+                    f"{cap - off} bytes of a {ihl}-byte IPv4 header captured (snaplen)",
+                )
             return None
         if tlen > avail:
-            self._row(raw, "net.bad_ip_total_length",
-                      f"IPv4 total length {tlen} exceeds the {avail} bytes on the wire")
+            self._row(
+                raw,
+                "net.bad_ip_total_length",
+                f"IPv4 total length {tlen} exceeds the {avail} bytes on the wire",
+            )
             end = rep_end
         else:
             end = off + tlen
         l4 = off + ihl
         if frag & 0x3FFF:  # MF set or offset non-zero: a fragment
-            fragment = self._fragment(raw, (4, src, dst, proto, ident), (frag & 0x1FFF) * 8, bool(frag & 0x2000),
-                                      buf, l4, end, wire_len)
+            fragment = self._fragment(
+                raw,
+                (4, src, dst, proto, ident),
+                (frag & 0x1FFF) * 8,
+                bool(frag & 0x2000),
+                buf,
+                l4,
+                end,
+                wire_len,
+            )
             if fragment is None:
                 return IpPacket(raw.frame, raw.ts_ns, raw.orig_len, 4, src, dst, proto, True)
             whole, wire_sum = fragment
-            return self._l4(raw, proto, whole, 0, len(whole), 4, src, dst, ttl, ident, wire_sum, depth)
+            return self._l4(
+                raw, proto, whole, 0, len(whole), 4, src, dst, ttl, ident, wire_sum, depth
+            )
         return self._l4(raw, proto, buf, l4, end, 4, src, dst, ttl, ident, wire_len, depth)
 
-    def _ip6(self, raw: RawFrame, buf: bytes, off: int, rep_end: int, wire_len: int, depth: int) -> Decoded:
+    def _ip6(
+        self, raw: RawFrame, buf: bytes, off: int, rep_end: int, wire_len: int, depth: int
+    ) -> Decoded:
         cap = len(buf)
         if cap - off < 40:
-            self._row(raw, "net.truncated_ip_header", f"{cap - off} bytes of a 40-byte IPv6 header captured")
+            self._row(
+                raw,
+                "net.truncated_ip_header",
+                f"{cap - off} bytes of a 40-byte IPv6 header captured",
+            )
             return None
         _vtf, plen, nh, hlim, src, dst = _IP6(buf, off)
         avail = rep_end - off - 40
         if plen == 0:
             plen = self._jumbo_length(buf, off + 40) if nh == 0 else 0
             if plen == 0:  # as Wireshark: no jumbo option, so no payload
-                self._row(raw, "net.bad_ip_total_length",
-                          "IPv6 payload length 0 without a Jumbo Payload option")
+                self._row(
+                    raw,
+                    "net.bad_ip_total_length",
+                    "IPv6 payload length 0 without a Jumbo Payload option",
+                )
                 return IpPacket(raw.frame, raw.ts_ns, raw.orig_len, 6, src, dst, nh, False)
         if plen > avail:
-            self._row(raw, "net.bad_ip_total_length",
-                      f"IPv6 payload length {plen} exceeds the {avail} bytes on the wire")
+            self._row(
+                raw,
+                "net.bad_ip_total_length",
+                f"IPv6 payload length {plen} exceeds the {avail} bytes on the wire",
+            )
             end = rep_end
         else:
             end = off + 40 + plen
@@ -499,27 +569,45 @@ class PacketDecoder:
         return 0
 
     def _ip6_payload(
-        self, raw: RawFrame, buf: bytes, p: int, end: int, nh: int, src: bytes, dst: bytes, hlim: int,
-        wire_len: int, depth: int, may_fragment: bool,
+        self,
+        raw: RawFrame,
+        buf: bytes,
+        p: int,
+        end: int,
+        nh: int,
+        src: bytes,
+        dst: bytes,
+        hlim: int,
+        wire_len: int,
+        depth: int,
+        may_fragment: bool,
     ) -> Decoded:
         """Walk the IPv6 extension headers from ``p`` (bounded), then the transport."""
         cap = len(buf) if len(buf) < end else end
         for _ in range(_MAX_IP6_EXT):
             if nh in _IP6_EXT_GENERIC or nh == 51:
                 if p + 2 > cap:
-                    self._row(raw, "net.bad_ipv6_extension",
-                              f"IPv6 extension header {nh} cut off at byte {p}")
+                    self._row(
+                        raw,
+                        "net.bad_ipv6_extension",
+                        f"IPv6 extension header {nh} cut off at byte {p}",
+                    )
                     return IpPacket(raw.frame, raw.ts_ns, raw.orig_len, 6, src, dst, nh, False)
                 hlen = (buf[p + 1] + 2) * 4 if nh == 51 else (buf[p + 1] + 1) * 8
                 if p + hlen > end:
-                    self._row(raw, "net.bad_ipv6_extension",
-                              f"IPv6 extension header {nh} of {hlen} bytes runs past the payload end")
+                    self._row(
+                        raw,
+                        "net.bad_ipv6_extension",
+                        f"IPv6 extension header {nh} of {hlen} bytes runs past the payload end",
+                    )
                     return IpPacket(raw.frame, raw.ts_ns, raw.orig_len, 6, src, dst, nh, False)
                 nh = buf[p]
                 p += hlen
             elif nh == 44:  # Fragment
                 if p + 8 > cap:
-                    self._row(raw, "net.bad_ipv6_extension", f"IPv6 fragment header cut off at byte {p}")
+                    self._row(
+                        raw, "net.bad_ipv6_extension", f"IPv6 fragment header cut off at byte {p}"
+                    )
                     return IpPacket(raw.frame, raw.ts_ns, raw.orig_len, 6, src, dst, nh, False)
                 nxt = buf[p]
                 offflag = (buf[p + 2] << 8) | buf[p + 3]
@@ -527,26 +615,45 @@ class PacketDecoder:
                 p += 8
                 nh = nxt
                 if offflag & 0xFFF9 and may_fragment:  # offset or M set (not an atomic fragment)
-                    fragment = self._fragment(raw, (6, src, dst, ident), offflag & 0xFFF8, bool(offflag & 1),
-                                              buf, p, end, wire_len)
+                    fragment = self._fragment(
+                        raw,
+                        (6, src, dst, ident),
+                        offflag & 0xFFF8,
+                        bool(offflag & 1),
+                        buf,
+                        p,
+                        end,
+                        wire_len,
+                    )
                     if fragment is None:
                         return IpPacket(raw.frame, raw.ts_ns, raw.orig_len, 6, src, dst, nxt, True)
                     whole, wire_sum = fragment
-                    return self._ip6_payload(raw, whole, 0, len(whole), nh, src, dst, hlim, wire_sum, depth, False)
+                    return self._ip6_payload(
+                        raw, whole, 0, len(whole), nh, src, dst, hlim, wire_sum, depth, False
+                    )
             else:
                 return self._l4(raw, nh, buf, p, end, 6, src, dst, hlim, -1, wire_len, depth)
         self._row(raw, "net.bad_ipv6_extension", f"more than {_MAX_IP6_EXT} IPv6 extension headers")
         return IpPacket(raw.frame, raw.ts_ns, raw.orig_len, 6, src, dst, nh, False)
 
     def _fragment(
-        self, raw: RawFrame, key: tuple[object, ...], offset: int, more: bool, buf: bytes, start: int, end: int,
+        self,
+        raw: RawFrame,
+        key: tuple[object, ...],
+        offset: int,
+        more: bool,
+        buf: bytes,
+        start: int,
+        end: int,
         wire_len: int,
     ) -> tuple[bytes, int] | None:
         """Hand a fragment to the reassembler; the whole datagram payload when it completes."""
         if self._frag is None or end > len(buf):
-            return None  # no reassembly, or the snaplen cut the fragment: Wireshark cannot use it either
-        done = self._frag.add(key, offset, more, buf[start:end], frame=raw.frame, ts_ns=raw.ts_ns,
-                              frame_len=wire_len)
+            # no reassembly, or the snaplen cut the fragment (Wireshark cannot use it either)
+            return None
+        done = self._frag.add(
+            key, offset, more, buf[start:end], frame=raw.frame, ts_ns=raw.ts_ns, frame_len=wire_len
+        )
         if done is None:
             return None
         return done[0], done[1]
@@ -554,54 +661,114 @@ class PacketDecoder:
     # ------------------------------------------------------------------ transport
 
     def _l4(
-        self, raw: RawFrame, proto: int, buf: bytes, start: int, end: int, ver: int, src: bytes, dst: bytes,
-        ttl: int, ident: int, wire_len: int, depth: int,
+        self,
+        raw: RawFrame,
+        proto: int,
+        buf: bytes,
+        start: int,
+        end: int,
+        ver: int,
+        src: bytes,
+        dst: bytes,
+        ttl: int,
+        ident: int,
+        wire_len: int,
+        depth: int,
     ) -> Decoded:
         """Transport header at ``buf[start]``; ``end`` = end of the IP payload (as on the wire)."""
         cap_end = len(buf) if len(buf) < end else end
         if proto == 6:
             if cap_end - start < 20:
                 if end - start < 20:
-                    self._row(raw, "net.bad_tcp_header_length",
-                              f"the IP payload holds {end - start} bytes, less than a 20-byte TCP header")
+                    self._row(
+                        raw,
+                        "net.bad_tcp_header_length",
+                        f"the IP payload holds {end - start} bytes, less than a 20-byte TCP header",
+                    )
                 else:
-                    self._row(raw, "net.truncated_tcp_header",
-                              f"{max(cap_end - start, 0)} bytes of the TCP header captured (snaplen)")
-                return IpPacket(raw.frame, raw.ts_ns, raw.orig_len, ver, src, dst, 6, False)
+                    self._row(
+                        raw,
+                        "net.truncated_tcp_header",
+                        f"{max(cap_end - start, 0)} bytes of the TCP header captured (snaplen)",
+                    )
+                pkt = IpPacket(raw.frame, raw.ts_ns, raw.orig_len, ver, src, dst, 6, False)
+                if cap_end - start >= 16:
+                    pkt.quoted_tcp = self._partial_tcp(raw, buf, start, ver, src, dst, ttl, ident)
+                    pkt.quoted_tcp_len = cap_end - start
+                return pkt
             sport, dport, seq, ack, offflags, window = _TCP(buf, start)
             thl = (offflags >> 12) * 4
             seg_end = end - start
             if thl < 20 or thl > seg_end:
-                self._row(raw, "net.bad_tcp_header_length",
-                          f"TCP data offset {thl} bytes (must be 20..{seg_end}); ports {sport} -> {dport}")
+                self._row(
+                    raw,
+                    "net.bad_tcp_header_length",
+                    f"TCP data offset {thl} bytes (must be 20..{seg_end}); ports {sport} -> "
+                    f"{dport}",
+                )
                 return IpPacket(raw.frame, raw.ts_ns, raw.orig_len, ver, src, dst, 6, False)
             seg_len = seg_end - thl
             hdr_end = start + thl
             if hdr_end > cap_end:
-                self._row(raw, "net.truncated_tcp_header",
-                          f"{cap_end - start} of {thl} TCP header bytes captured (snaplen); options cut off")
-                options = buf[start + 20:cap_end]
+                self._row(
+                    raw,
+                    "net.truncated_tcp_header",
+                    f"{cap_end - start} of {thl} TCP header bytes captured (snaplen); options cut "
+                    "off",
+                )
+                options = buf[start + 20 : cap_end]
                 payload = b""
             else:
-                options = buf[start + 20:hdr_end] if thl > 20 else b""
+                options = buf[start + 20 : hdr_end] if thl > 20 else b""
                 payload = buf[hdr_end:cap_end]
             if len(payload) < seg_len and hdr_end <= cap_end:
-                self._row(raw, "net.snaplen_truncated_payload",
-                          f"{len(payload)} of {seg_len} TCP payload bytes captured ({sport} -> {dport})")
+                self._row(
+                    raw,
+                    "net.snaplen_truncated_payload",
+                    f"{len(payload)} of {seg_len} TCP payload bytes captured ({sport} -> {dport})",
+                )
             return TcpSegment(
-                raw.frame, raw.ts_ns, raw.orig_len, ver, src, dst, ttl, ident, sport, dport, seq, ack,
-                offflags & 0x1FF, window, thl, options, seg_len, payload, wire_len - seg_len,
+                raw.frame,
+                raw.ts_ns,
+                raw.orig_len,
+                ver,
+                src,
+                dst,
+                ttl,
+                ident,
+                sport,
+                dport,
+                seq,
+                ack,
+                offflags & 0x1FF,
+                window,
+                thl,
+                options,
+                seg_len,
+                payload,
+                wire_len - seg_len,
             )
         if proto == 17:
             if cap_end - start < 8:
-                self._row(raw, "net.truncated_udp_header",
-                          f"{max(cap_end - start, 0)} bytes of the 8-byte UDP header captured")
+                self._row(
+                    raw,
+                    "net.truncated_udp_header",
+                    f"{max(cap_end - start, 0)} bytes of the 8-byte UDP header captured",
+                )
                 return IpPacket(raw.frame, raw.ts_ns, raw.orig_len, ver, src, dst, 17, False)
             sport, dport, ulen = _UDP(buf, start)
             pend = start + ulen if 8 <= ulen <= end - start else end
             return UdpDatagram(
-                raw.frame, raw.ts_ns, raw.orig_len, ver, src, dst, ttl, sport, dport,
-                buf[start + 8:pend if pend < cap_end else cap_end],
+                raw.frame,
+                raw.ts_ns,
+                raw.orig_len,
+                ver,
+                src,
+                dst,
+                ttl,
+                sport,
+                dport,
+                buf[start + 8 : pend if pend < cap_end else cap_end],
             )
         if (proto == 4 or proto == 41) and depth < _MAX_TUNNEL_DEPTH:  # IP in IP, IPv6 in IP
             if start < cap_end:
@@ -615,7 +782,46 @@ class PacketDecoder:
                 inner = self._ip(raw, buf, inner_off, end, wire_len, depth + 1)
                 if inner is not None:
                     return inner
-        return IpPacket(raw.frame, raw.ts_ns, raw.orig_len, ver, src, dst, proto, False)
+        pkt = IpPacket(raw.frame, raw.ts_ns, raw.orig_len, ver, src, dst, proto, False)
+        if (proto == 1 and cap_end - start >= 8 and buf[start] in _ICMP4_ERRORS) or (
+            proto == 58 and cap_end - start >= 8 and buf[start] in _ICMP6_ERRORS
+        ):
+            self._quoted(raw, buf, start + 8, cap_end, pkt)
+        return pkt
+
+    def _partial_tcp(
+        self, raw: RawFrame, buf: bytes, p: int, ver: int, src: bytes, dst: bytes, ttl: int, ident: int
+    ) -> TcpSegment:
+        """A TcpSegment from the first 16 bytes of a TCP header at ``buf[p]`` (no payload)."""
+        sport, dport, seq, ack, offflags, window = _TCP(buf, p)
+        thl = (offflags >> 12) * 4
+        opts = buf[p + 20 : p + thl] if thl > 20 else b""
+        return TcpSegment(raw.frame, raw.ts_ns, raw.orig_len, ver, src, dst, ttl, ident, sport, dport,
+                          seq, ack, offflags & 0x1FF, window, thl, opts, 0, b"", raw.orig_len)
+
+    def _quoted(self, raw: RawFrame, buf: bytes, p: int, cap_end: int, pkt: IpPacket) -> None:
+        """The IP + TCP header quoted by an ICMP error at ``buf[p]``, if at least 16 TCP header
+        bytes are there. Quoted packets are often cut short on purpose: no anomaly rows."""
+        if p >= cap_end:
+            return
+        version = buf[p] >> 4
+        if version == 4 and cap_end - p >= 20:
+            vihl, _tos, _tlen, ident, frag, ttl, proto, _c, src, dst = _IP4(buf, p)
+            tcp = p + (vihl & 0x0F) * 4
+            if proto != 6 or (vihl & 0x0F) < 5 or frag & 0x1FFF:
+                return
+            ver = 4
+        elif version == 6 and cap_end - p >= 40:
+            _vtf, _plen, nh, hlim, src, dst = _IP6(buf, p)
+            if nh != 6:
+                return
+            tcp, ver, ttl, ident = p + 40, 6, hlim, -1
+        else:
+            return
+        if cap_end - tcp < 16:
+            return
+        pkt.quoted_tcp = self._partial_tcp(raw, buf, tcp, ver, src, dst, ttl, ident)
+        pkt.quoted_tcp_len = min(cap_end - tcp, pkt.quoted_tcp.header_len or 20)
 
     @staticmethod
     def _gre(buf: bytes, p: int, cap_end: int) -> int:
@@ -626,7 +832,13 @@ class PacketDecoder:
         if buf[p + 1] & 0x07:  # version 1 (PPTP) and others
             return -1
         proto = (buf[p + 2] << 8) | buf[p + 3]
-        off = p + 4 + (4 if flags & 0x80 else 0) + (4 if flags & 0x20 else 0) + (4 if flags & 0x10 else 0)
+        off = (
+            p
+            + 4
+            + (4 if flags & 0x80 else 0)
+            + (4 if flags & 0x20 else 0)
+            + (4 if flags & 0x10 else 0)
+        )
         if off >= cap_end or not (proto == 0x0800 or proto == 0x86DD):
             return -1
         return off

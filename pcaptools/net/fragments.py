@@ -8,7 +8,9 @@ reports the TCP segment / UDP datagram with that fragment's frame number.
 
 Limits (all by capture time, never wall-clock time): at most ``max_datagrams`` datagrams
 and ``max_bytes`` fragment bytes in flight, and a datagram whose first fragment is older
-than ``timeout_ns`` is dropped. Every datagram dropped unfinished (by a limit, a timeout or
+than ``timeout_ns`` is dropped (checked whenever a fragment arrives, so the per-packet
+path of unfragmented traffic costs nothing). Every datagram dropped unfinished (by a limit, a
+timeout or
 the end of the capture: :meth:`FragmentReassembler.flush`) becomes one
 ``net.ip_fragment_incomplete`` row; fragments that overlap with different contents
 become one ``net.ip_fragment_overlap`` row per datagram.
@@ -91,18 +93,22 @@ class FragmentReassembler:
         dg = self._inflight.get(key)
         if dg is None:
             if len(self._inflight) >= self.max_datagrams:
-                self._drop(next(iter(self._inflight)), "more than "
-                           f"{self.max_datagrams} datagrams were waiting for fragments")
+                self._drop(
+                    next(iter(self._inflight)),
+                    f"more than {self.max_datagrams} datagrams were waiting for fragments",
+                )
             dg = _Datagram(first_frame=frame, first_ts=ts_ns)
             self._inflight[key] = dg
         end = offset + len(payload)
         if not more:
             if dg.total >= 0 and dg.total != end:
-                self._overlap(dg, key, frame, ts_ns, f"two last fragments end at {dg.total} and {end}")
+                self._overlap(
+                    dg, key, frame, ts_ns, f"two last fragments end at {dg.total} and {end}"
+                )
             dg.total = end if dg.total < 0 else max(dg.total, end)
         for o, b in dg.pieces:
             lo, hi = max(o, offset), min(o + len(b), end)
-            if lo < hi and b[lo - o:hi - o] != payload[lo - offset:hi - offset]:
+            if lo < hi and b[lo - o : hi - o] != payload[lo - offset : hi - offset]:
                 self._overlap(dg, key, frame, ts_ns, f"bytes {lo}-{hi} differ between fragments")
                 break
         dg.pieces.append((offset, payload))
@@ -116,14 +122,15 @@ class FragmentReassembler:
             buf = bytearray(dg.total)
             for o, b in sorted(dg.pieces, key=lambda p: p[0]):
                 if o < dg.total:
-                    buf[o:o + len(b)] = b[:dg.total - o]
+                    buf[o : o + len(b)] = b[: dg.total - o]
             return bytes(buf), dg.frame_len_sum, dg.first_frame
         if dg.frames >= MAX_FRAGMENTS_PER_DATAGRAM:
             self._drop(key, f"more than {MAX_FRAGMENTS_PER_DATAGRAM} fragments")
         else:
             while self._held > self.max_bytes and self._inflight:
-                self._drop(next(iter(self._inflight)),
-                           f"fragments held more than {self.max_bytes} bytes")
+                self._drop(
+                    next(iter(self._inflight)), f"fragments held more than {self.max_bytes} bytes"
+                )
         return None
 
     def flush(self) -> None:
@@ -144,10 +151,17 @@ class FragmentReassembler:
                 return True
         return covered >= dg.total
 
-    def _overlap(self, dg: _Datagram, key: FragmentKey, frame: int, ts_ns: int, detail: str) -> None:
+    def _overlap(
+        self, dg: _Datagram, key: FragmentKey, frame: int, ts_ns: int, detail: str
+    ) -> None:
         if not dg.overlap_reported:
             dg.overlap_reported = True
-            self._diag.add("net.ip_fragment_overlap", f"{_describe_key(key)}: {detail}", frame=frame, ts_ns=ts_ns)
+            self._diag.add(
+                "net.ip_fragment_overlap",
+                f"{_describe_key(key)}: {detail}",
+                frame=frame,
+                ts_ns=ts_ns,
+            )
 
     def _expire(self, now_ns: int) -> None:
         limit = now_ns - self.timeout_ns
@@ -164,7 +178,8 @@ class FragmentReassembler:
         size = f"{dg.total} bytes" if dg.total >= 0 else "unknown size (last fragment missing)"
         self._diag.add(
             "net.ip_fragment_incomplete",
-            f"{_describe_key(key)}: {dg.frames} fragment(s) with {have} bytes of a datagram of {size} "
+            f"{_describe_key(key)}: {dg.frames} fragment(s) with {have} bytes of a datagram of "
+            f"{size} "
             f"were never completed ({why})",
             frame=dg.first_frame,
             ts_ns=dg.first_ts,
@@ -176,10 +191,14 @@ def _describe_key(key: FragmentKey) -> str:
 
     if key and key[0] == 4 and len(key) == 5:
         _, src, dst, proto, ident = key
-        return (f"IPv4 datagram {ipaddress.ip_address(src)} -> {ipaddress.ip_address(dst)} "  # type: ignore[arg-type]
-                f"id 0x{ident:04x} protocol {proto}")
+        return (
+            f"IPv4 datagram {ipaddress.ip_address(src)} -> {ipaddress.ip_address(dst)} "  # type: ignore[arg-type]
+            f"id 0x{ident:04x} protocol {proto}"
+        )
     if key and key[0] == 6 and len(key) == 4:
         _, src, dst, ident = key
-        return (f"IPv6 datagram {ipaddress.ip_address(src)} -> {ipaddress.ip_address(dst)} "  # type: ignore[arg-type]
-                f"id 0x{ident:08x}")
+        return (
+            f"IPv6 datagram {ipaddress.ip_address(src)} -> {ipaddress.ip_address(dst)} "  # type: ignore[arg-type]
+            f"id 0x{ident:08x}"
+        )
     return f"datagram {key!r}"

@@ -91,3 +91,9 @@ class IpPacket:
     """IP protocol number (next header after IPv6 extension headers)"""
     fragment: bool
     """True for a fragment that did not (yet) complete a datagram"""
+    quoted_tcp: TcpSegment | None = None
+    """a TCP header this packet carries but that is not a segment of its own: the header quoted
+    inside an ICMP/ICMPv6 error, or a TCP header cut short (16..19 bytes captured). tshark gives
+    such frames the tcp.stream of that connection without analysing them."""
+    quoted_tcp_len: int = 0
+    """TCP header bytes available for ``quoted_tcp``"""

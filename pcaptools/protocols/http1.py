@@ -34,7 +34,6 @@ import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
 
 from ..diagnostics import Diagnostics
 from ._base import Direction, Observer, StreamChunk
@@ -42,10 +41,10 @@ from .http2 import H2cUpgrade, Http2Observer
 from .sse import DEFAULT_MAX_LINE_BYTES, SseParser
 
 __all__ = [
+    "Http1Observer",
     "HttpExchange",
     "HttpRequest",
     "HttpResponse",
-    "Http1Observer",
     "ProtocolSwitched",
     "UpgradeFactory",
     "parse_retry_after",
@@ -57,23 +56,45 @@ S2C = Direction.SERVER_TO_CLIENT
 Headers = tuple[tuple[str, str], ...]
 
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
-_REQUEST_LINE = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32})[ \t]+(\S+)[ \t]+HTTP/([0-9])\.([0-9])[ \t]*\r?")
+_REQUEST_LINE = re.compile(
+    rb"([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32})[ \t]+(\S+)[ \t]+HTTP/([0-9])\.([0-9])[ \t]*\r?"
+)
 _STATUS_LINE = re.compile(rb"HTTP/([0-9])\.([0-9])[ \t]+([0-9]{3})(?:[ \t]+([^\r\n]*))?[ \t]*\r?")
-_HUNT_REQUEST = re.compile(rb"(?:^|\n)([A-Z][A-Z_-]{1,19} [^\s]+ HTTP/1\.[0-9]\r?\n)")
-_HUNT_RESPONSE = re.compile(rb"(?:^|\n)(HTTP/1\.[0-9] [0-9]{3}[ \r\n])")
+#: a request line at a line start, or one with a common method anywhere (a request right after
+#: a body has no line end before it)
+_HUNT_REQUEST = re.compile(
+    rb"(?:(?:^|(?<=\n))[A-Z][A-Z_-]{1,19}|(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH|CONNECT|TRACE))"
+    rb" [^\s]+ HTTP/1\.[0-9]\r?\n"
+)
+_HUNT_RESPONSE = re.compile(rb"HTTP/1\.[0-9] [1-5][0-9]{2}[ \r\n]")
 _HEX = re.compile(rb"[ \t]*([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r?")
 
 # parser modes of one direction
-(_HEAD, _BODY_LEN, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _BODY_CLOSE, _HUNT,
- _WAIT_UPGRADE, _SWITCHED, _TUNNEL, _DEAD) = range(12)
+(
+    _HEAD,
+    _BODY_LEN,
+    _CHUNK_SIZE,
+    _CHUNK_DATA,
+    _CHUNK_END,
+    _TRAILERS,
+    _BODY_CLOSE,
+    _HUNT,
+    _WAIT_UPGRADE,
+    _SWITCHED,
+    _TUNNEL,
+    _DEAD,
+) = range(12)
 
 _MAX_CHUNK_LINE = 4096
+#: requests waiting for a response beyond this many: the oldest is emitted unanswered
+#: (end_reason ``evicted``), so memory stays bounded whatever the client sends
+_MAX_AWAITING = 10_000
 _MAX_WAIT_BYTES = 1 << 20
 _HUNT_KEEP = 8192
 
 
 UpgradeFactory = Callable[["HttpRequest | None", "HttpResponse"], "Observer | None"]
-"""``factory(request, response)`` -> the observer of the bytes after a 101 (or None: only counted)."""
+"""``factory(request, response)`` -> the observer of the bytes after a 101 (None: only counted)."""
 
 
 def parse_retry_after(value: str | None, date: str | None = None) -> float | None:
@@ -82,11 +103,12 @@ def parse_retry_after(value: str | None, date: str | None = None) -> float | Non
     if value is None:
         return None
     v = value.strip()
-    if v.isdigit():
+    if v.isascii() and v.isdigit():
         return float(v)
     if date is None:
         return None
     from email.utils import parsedate_to_datetime
+
     try:
         return (parsedate_to_datetime(v) - parsedate_to_datetime(date)).total_seconds()
     except (TypeError, ValueError, IndexError, OverflowError):
@@ -183,12 +205,13 @@ class HttpExchange:
     """protocol the connection switched to after this exchange (h2c, websocket, connect...)"""
     sse_events: int
     end_reason: str
-    """complete, connection_closed, open_at_eof, desynced"""
+    """complete, connection_closed, open_at_eof, desynced, evicted (more than 10 000 requests
+    waited for a response: the oldest was given up)"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProtocolSwitched:
-    """The connection left HTTP/1.x after ``request_index`` (101 Switching Protocols or CONNECT 2xx)."""
+    """The connection left HTTP/1.x after ``request_index`` (a 101, or a CONNECT answered 2xx)."""
 
     ts_ns: int
     frame: int
@@ -213,9 +236,25 @@ def _header(headers: Headers, name: str) -> str | None:
 
 class _Msg:
     __slots__ = (
-        "body_bytes", "chunked", "complete", "end_frame", "end_ts", "head_frame", "head_ts",
-        "header_bytes", "headers", "method", "reason", "sse", "start_frame", "start_ts", "status",
-        "target", "until_close", "version", "wire_bytes",
+        "body_bytes",
+        "chunked",
+        "complete",
+        "end_frame",
+        "end_ts",
+        "head_frame",
+        "head_ts",
+        "header_bytes",
+        "headers",
+        "method",
+        "reason",
+        "sse",
+        "start_frame",
+        "start_ts",
+        "status",
+        "target",
+        "until_close",
+        "version",
+        "wire_bytes",
     )
 
     def __init__(self, start: tuple[int, int], head: tuple[int, int], header_bytes: int) -> None:
@@ -239,26 +278,57 @@ class _Msg:
 
     def request(self) -> HttpRequest:
         return HttpRequest(
-            method=self.method, target=self.target, version=self.version, headers=self.headers,
-            header_bytes=self.header_bytes, body_bytes=self.body_bytes, wire_bytes=self.wire_bytes,
-            chunked=self.chunked, start_frame=self.start_frame, start_ts_ns=self.start_ts,
-            head_frame=self.head_frame, head_ts_ns=self.head_ts, end_frame=self.end_frame,
-            end_ts_ns=self.end_ts, complete=self.complete,
+            method=self.method,
+            target=self.target,
+            version=self.version,
+            headers=self.headers,
+            header_bytes=self.header_bytes,
+            body_bytes=self.body_bytes,
+            wire_bytes=self.wire_bytes,
+            chunked=self.chunked,
+            start_frame=self.start_frame,
+            start_ts_ns=self.start_ts,
+            head_frame=self.head_frame,
+            head_ts_ns=self.head_ts,
+            end_frame=self.end_frame,
+            end_ts_ns=self.end_ts,
+            complete=self.complete,
         )
 
     def response(self) -> HttpResponse:
         return HttpResponse(
-            status=self.status, reason=self.reason, version=self.version, headers=self.headers,
-            header_bytes=self.header_bytes, body_bytes=self.body_bytes, wire_bytes=self.wire_bytes,
-            chunked=self.chunked, until_close=self.until_close, start_frame=self.start_frame,
-            start_ts_ns=self.start_ts, head_frame=self.head_frame, head_ts_ns=self.head_ts,
-            end_frame=self.end_frame, end_ts_ns=self.end_ts, complete=self.complete,
+            status=self.status,
+            reason=self.reason,
+            version=self.version,
+            headers=self.headers,
+            header_bytes=self.header_bytes,
+            body_bytes=self.body_bytes,
+            wire_bytes=self.wire_bytes,
+            chunked=self.chunked,
+            until_close=self.until_close,
+            start_frame=self.start_frame,
+            start_ts_ns=self.start_ts,
+            head_frame=self.head_frame,
+            head_ts_ns=self.head_ts,
+            end_frame=self.end_frame,
+            end_ts_ns=self.end_ts,
+            complete=self.complete,
         )
 
 
 class _Exchange:
-    __slots__ = ("desynced", "emitted", "first_resp", "index", "interim", "position", "request",
-                 "response", "switch", "upgrade")
+    __slots__ = (
+        "desynced",
+        "emitted",
+        "first_resp",
+        "index",
+        "interim",
+        "position",
+        "request",
+        "response",
+        "switch",
+        "upgrade",
+    )
 
     def __init__(self, index: int, position: int | None) -> None:
         self.index = index
@@ -277,8 +347,22 @@ class _Exchange:
 
 class _Side:
     __slots__ = (
-        "buf", "closed", "d", "ex", "hunted", "mode", "msg", "msg_start", "next_offset",
-        "remaining", "scan_from", "skipped", "started", "switch_offset", "wait_bytes", "wait_items",
+        "buf",
+        "closed",
+        "d",
+        "ex",
+        "hunt_skipped",
+        "mode",
+        "msg",
+        "msg_start",
+        "next_offset",
+        "remaining",
+        "scan_from",
+        "skipped",
+        "started",
+        "switch_offset",
+        "wait_bytes",
+        "wait_items",
     )
 
     def __init__(self, d: Direction) -> None:
@@ -294,7 +378,7 @@ class _Side:
         self.remaining = 0
         self.scan_from = 0
         self.skipped = 0
-        self.hunted = False
+        self.hunt_skipped = 0
         self.switch_offset = 0
         self.wait_items: list[tuple[bytes | int, int, int, int]] = []
         """(data, or the size of a gap; ts, frame, tcp offset) held while an upgrade is pending"""
@@ -354,6 +438,8 @@ class Http1Observer:
     def feed(self, chunk: StreamChunk) -> list[object]:
         """Parse the next in-order bytes of one direction; return the events they completed."""
         out: list[object] = []
+        if self._finished:
+            return out
         side = self._sides[chunk.direction]
         data = chunk.data
         ts, frame = chunk.ts_ns, chunk.frame
@@ -367,7 +453,9 @@ class Http1Observer:
                     self._positions_known = False
         if chunk.offset != side.next_offset:
             if chunk.offset > side.next_offset:
-                out += self.gap(chunk.direction, side.next_offset, chunk.offset - side.next_offset, ts, frame)
+                out += self.gap(
+                    chunk.direction, side.next_offset, chunk.offset - side.next_offset, ts, frame
+                )
             else:
                 overlap = side.next_offset - chunk.offset
                 if overlap >= len(data):
@@ -379,11 +467,13 @@ class Http1Observer:
             self._consume(side, data, ts, frame, offset, out)
         return out
 
-    def gap(self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int) -> list[object]:
+    def gap(
+        self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
+    ) -> list[object]:
         """``nbytes`` of ``direction`` were never captured. Inside a body of known length the
         parser stays in step; elsewhere it searches for the next message start."""
         out: list[object] = []
-        if nbytes <= 0:
+        if nbytes <= 0 or self._finished:
             return out
         side = self._sides[direction]
         if not side.started:
@@ -394,7 +484,9 @@ class Http1Observer:
         self._gap(side, nbytes, ts_ns, frame, start, out)
         return out
 
-    def close(self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False) -> list[object]:
+    def close(
+        self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False
+    ) -> list[object]:
         """``direction`` ended (FIN/RST, or end of capture with ``at_eof``). A body delimited by
         the connection ends here. With both directions closed, or ``at_eof``, open exchanges are
         emitted and the inner observer (if any) is closed too."""
@@ -414,22 +506,37 @@ class Http1Observer:
         """End of capture: emit what is still open (``open_at_eof``). Idempotent."""
         if self._finished:
             return []
-        return self.close(C2S, self._last_ts if ts_ns is None else ts_ns,
-                          self._last_frame if frame is None else frame, at_eof=True)
+        return self.close(
+            C2S,
+            self._last_ts if ts_ns is None else ts_ns,
+            self._last_frame if frame is None else frame,
+            at_eof=True,
+        )
 
     # ------------------------------------------------------------------ dispatch by mode
 
     def _report(self, side: _Side, code: str, detail: str, ts: int, frame: int) -> None:
-        self.diag.add(code, detail, ts_ns=ts, frame=frame, tcp_stream=self.tcp_stream, direction=side.d.label)
+        self.diag.add(
+            code, detail, ts_ns=ts, frame=frame, tcp_stream=self.tcp_stream, direction=side.d.label
+        )
 
-    def _consume(self, side: _Side, data: bytes, ts: int, frame: int, offset: int, out: list[object]) -> None:
+    def _consume(
+        self, side: _Side, data: bytes, ts: int, frame: int, offset: int, out: list[object]
+    ) -> None:
         mode = side.mode
         if mode == _SWITCHED:
             if self._inner is not None:
-                out += self._inner.feed(StreamChunk(direction=side.d, data=data, ts_ns=ts, frame=frame,
-                                                    offset=offset - side.switch_offset))
+                out += self._inner.feed(
+                    StreamChunk(
+                        direction=side.d,
+                        data=data,
+                        ts_ns=ts,
+                        frame=frame,
+                        offset=offset - side.switch_offset,
+                    )
+                )
             return
-        if mode == _TUNNEL or mode == _DEAD or side.closed:
+        if mode in (_TUNNEL, _DEAD) or side.closed:
             side.skipped += len(data)
             return
         if mode == _WAIT_UPGRADE:
@@ -442,7 +549,9 @@ class Http1Observer:
         side.buf += data
         self._parse(side, ts, frame, out)
 
-    def _gap(self, side: _Side, nbytes: int, ts: int, frame: int, tcp_offset: int, out: list[object]) -> None:
+    def _gap(
+        self, side: _Side, nbytes: int, ts: int, frame: int, tcp_offset: int, out: list[object]
+    ) -> None:
         mode = side.mode
         if mode == _SWITCHED:
             if self._inner is not None:
@@ -455,8 +564,14 @@ class Http1Observer:
             side.wait_items.append((nbytes, ts, frame, tcp_offset))
             return
         msg = side.msg
-        if not side.buf and msg is not None and (
-                (mode in (_BODY_LEN, _CHUNK_DATA) and nbytes <= side.remaining) or mode == _BODY_CLOSE):
+        if (
+            not side.buf
+            and msg is not None
+            and (
+                (mode in (_BODY_LEN, _CHUNK_DATA) and nbytes <= side.remaining)
+                or mode == _BODY_CLOSE
+            )
+        ):
             # inside a body whose extent is known: still in step
             msg.body_bytes += nbytes
             msg.wire_bytes += nbytes
@@ -471,9 +586,9 @@ class Http1Observer:
                         side.mode = _CHUNK_END
             return
         side.skipped += nbytes
+        side.hunt_skipped += nbytes
         self._lose_sync(side, ts, frame, out)
-        if side.d == C2S:
-            self._positions_known = False
+        side.hunt_skipped = nbytes
 
     # ------------------------------------------------------------------ parsing
 
@@ -495,13 +610,26 @@ class Http1Observer:
                     side.scan_from = max(pos, n - 3)
                     nl = buf.find(b"\n", pos, n)
                     if nl >= 0 and not self._valid_start_line(side, bytes(buf[pos:nl])):
-                        self._bad(side, f"not a {'request' if side.d == C2S else 'status'} line: "
-                                        f"{bytes(buf[pos:min(nl, pos + 60)])!r}", ts, frame, out)
+                        self._bad(
+                            side,
+                            f"not a {'request' if side.d == C2S else 'status'} line: "
+                            f"{bytes(buf[pos : min(nl, pos + 60)])!r}",
+                            ts,
+                            frame,
+                            out,
+                        )
+                        pos += 1
                         continue
                     if n - pos > self._max_head:
-                        self._report(side, "http1.header_too_large",
-                                     f"no end of the header section within {self._max_head} bytes", ts, frame)
-                        self._lose_sync(side, ts, frame, out)
+                        self._report(
+                            side,
+                            "http1.header_too_large",
+                            f"no end of the header section within {self._max_head} bytes",
+                            ts,
+                            frame,
+                        )
+                        self._lose_sync(side, ts, frame, out, clear=False)
+                        pos += 1
                         continue
                     break
                 end = m.end()
@@ -514,7 +642,7 @@ class Http1Observer:
                 if side.mode in (_SWITCHED, _WAIT_UPGRADE, _TUNNEL):
                     self._handoff_rest(side, pos, ts, frame, out)
                     return
-            elif mode == _BODY_LEN or mode == _CHUNK_DATA:
+            elif mode in (_BODY_LEN, _CHUNK_DATA):
                 take = min(n - pos, side.remaining)
                 if take:
                     self._body(side, buf, pos, take, ts, frame, out)
@@ -531,12 +659,20 @@ class Http1Observer:
                 if nl < 0:
                     if n - pos > _MAX_CHUNK_LINE:
                         self._bad(side, "chunk-size line too long", ts, frame, out)
+                        pos += 1
                         continue
                     break
                 m = _HEX.fullmatch(buf, pos, nl)
                 msg = side.msg
                 if m is None or msg is None:
-                    self._bad(side, f"bad chunk-size line {bytes(buf[pos:min(nl, pos + 40)])!r}", ts, frame, out)
+                    self._bad(
+                        side,
+                        f"bad chunk-size line {bytes(buf[pos : min(nl, pos + 40)])!r}",
+                        ts,
+                        frame,
+                        out,
+                    )
+                    pos += 1
                     continue
                 size = int(m.group(1), 16)
                 msg.wire_bytes += nl + 1 - pos
@@ -559,12 +695,14 @@ class Http1Observer:
                         break
                     if buf[pos + 1] != 0x0A:
                         self._bad(side, "chunk data not followed by CRLF", ts, frame, out)
+                        pos += 1
                         continue
                     pos += 2
                     if msg is not None:
                         msg.wire_bytes += 2
                 else:
                     self._bad(side, "chunk data not followed by CRLF", ts, frame, out)
+                    pos += 1
                     continue
                 side.mode = _CHUNK_SIZE
             elif mode == _TRAILERS:
@@ -572,6 +710,7 @@ class Http1Observer:
                 if nl < 0:
                     if n - pos > self._max_head:
                         self._bad(side, "trailer section too long", ts, frame, out)
+                        pos += 1
                         continue
                     break
                 line = bytes(buf[pos:nl]).rstrip(b"\r")
@@ -590,23 +729,26 @@ class Http1Observer:
                 pat = _HUNT_REQUEST if side.d == C2S else _HUNT_RESPONSE
                 m = pat.search(buf, pos)
                 if m is None:
+                    # keep only the tail that may still become a start line
                     last_nl = buf.rfind(b"\n", pos, n)
-                    keep_from = max(last_nl + 1 if last_nl >= 0 else pos, n - _HUNT_KEEP, pos)
-                    if pos == 0 and keep_from == 0 and n <= _HUNT_KEEP:
-                        break
+                    keep_from = max(last_nl + 1 if last_nl >= 0 else pos, n - _HUNT_KEEP)
                     side.skipped += keep_from - pos
-                    side.hunted = True
+                    side.hunt_skipped += keep_from - pos
                     pos = keep_from
                     break
-                i = m.start(1)
-                if i > pos or side.hunted:
-                    skipped = i - pos
-                    side.skipped += skipped
-                    if skipped or side.hunted:
-                        self._report(side, "http1.resynchronised",
-                                     f"message start found after skipping {skipped} more bytes", ts, frame)
+                i = m.start()
+                side.skipped += i - pos
+                side.hunt_skipped += i - pos
+                if side.hunt_skipped:
+                    self._report(
+                        side,
+                        "http1.resynchronised",
+                        f"message start found after skipping {side.hunt_skipped} bytes",
+                        ts,
+                        frame,
+                    )
                 pos = i
-                side.hunted = False
+                side.hunt_skipped = 0
                 side.mode = _HEAD
                 side.msg_start = None
             elif mode in (_SWITCHED, _WAIT_UPGRADE, _TUNNEL):
@@ -636,28 +778,41 @@ class Http1Observer:
         if rest:
             self._consume(side, rest, ts, frame, tcp_off, out)
 
-    def _body(self, side: _Side, buf: bytearray, pos: int, take: int, ts: int, frame: int,
-              out: list[object]) -> None:
+    def _body(
+        self,
+        side: _Side,
+        buf: bytearray,
+        pos: int,
+        take: int,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
         msg = side.msg
         if msg is None:
             return
         msg.body_bytes += take
         msg.wire_bytes += take
         if msg.sse is not None:
-            out += msg.sse.feed(bytes(buf[pos:pos + take]), ts, frame)
+            out += msg.sse.feed(bytes(buf[pos : pos + take]), ts, frame)
 
     def _bad(self, side: _Side, detail: str, ts: int, frame: int, out: list[object]) -> None:
+        """Report, abandon the message, and search for the next start line in what follows
+        (callers inside :meth:`_parse` step past the offending byte)."""
         self._report(side, "http1.bad_message", detail, ts, frame)
-        self._lose_sync(side, ts, frame, out)
+        self._lose_sync(side, ts, frame, out, clear=False)
 
     def _start_hunt(self, side: _Side) -> None:
         side.mode = _HUNT
-        side.hunted = False
+        side.hunt_skipped = 0
         side.msg_start = None
         side.scan_from = 0
 
-    def _lose_sync(self, side: _Side, ts: int, frame: int, out: list[object]) -> None:
-        """Abandon the message in progress and search for the next start line."""
+    def _lose_sync(
+        self, side: _Side, ts: int, frame: int, out: list[object], *, clear: bool = True
+    ) -> None:
+        """Abandon the message in progress and search for the next start line (``clear``:
+        drop the buffered bytes too, they come before a hole)."""
         msg, ex = side.msg, side.ex
         if msg is not None and ex is not None:
             ex.desynced = True
@@ -667,21 +822,35 @@ class Http1Observer:
                 self._try_emit(ex, ts, frame, side.d, out, force=True)
         side.msg = None
         side.ex = None
-        side.buf.clear()
+        if clear:
+            side.buf.clear()
         self._start_hunt(side)
-        side.hunted = True
+        if side.d == C2S:
+            self._positions_known = False
 
     # ------------------------------------------------------------------ messages
 
-    def _head(self, side: _Side, head: bytes, start: tuple[int, int] | None, now: tuple[int, int],
-              out: list[object]) -> None:
+    def _head(
+        self,
+        side: _Side,
+        head: bytes,
+        start: tuple[int, int] | None,
+        now: tuple[int, int],
+        out: list[object],
+    ) -> None:
         ts, frame = now
         lines = head.split(b"\n")
         first = lines[0]
         pat = _REQUEST_LINE if side.d == C2S else _STATUS_LINE
         m = pat.fullmatch(first)
         if m is None:
-            self._bad(side, f"not a {'request' if side.d == C2S else 'status'} line: {first[:60]!r}", ts, frame, out)
+            self._bad(
+                side,
+                f"not a {'request' if side.d == C2S else 'status'} line: {first[:60]!r}",
+                ts,
+                frame,
+                out,
+            )
             return
         headers: list[tuple[str, str]] = []
         for raw in lines[1:]:
@@ -695,8 +864,12 @@ class Http1Observer:
             colon = line.find(b":")
             if colon <= 0:
                 continue  # not a header field: ignored, as lenient parsers do
-            headers.append((line[:colon].strip().decode("latin-1").lower(),
-                            line[colon + 1:].strip().decode("latin-1")))
+            headers.append(
+                (
+                    line[:colon].strip().decode("latin-1").lower(),
+                    line[colon + 1 :].strip().decode("latin-1"),
+                )
+            )
         msg = _Msg(start or now, now, len(head))
         msg.headers = tuple(headers)
         if side.d == C2S:
@@ -721,6 +894,9 @@ class Http1Observer:
             ex.upgrade = up.split(",")[0].strip().lower()
         self._awaiting.append(ex)
         self._open.append(ex)
+        if len(self._awaiting) > _MAX_AWAITING:
+            old = self._awaiting.popleft()
+            self._try_emit(old, ts, frame, None, out, force=True, reason="evicted")
         side.msg, side.ex = msg, ex
         framing = self._framing(msg.headers)
         if framing == "chunked":
@@ -741,7 +917,9 @@ class Http1Observer:
         else:
             self._bad(side, f"request {msg.method} {msg.target[:60]}: {framing}", ts, frame, out)
 
-    def _response_head(self, side: _Side, msg: _Msg, ts: int, frame: int, out: list[object]) -> None:
+    def _response_head(
+        self, side: _Side, msg: _Msg, ts: int, frame: int, out: list[object]
+    ) -> None:
         status = msg.status
         ex = self._awaiting[0] if self._awaiting else None
         if ex is not None and ex.first_resp is None:
@@ -762,14 +940,38 @@ class Http1Observer:
         ex.response = msg
         side.msg, side.ex = msg, ex
         req = ex.request
+        client = self._sides[0]
+        if (
+            client.mode == _WAIT_UPGRADE
+            and client.ex is ex
+            and status != 101
+            and not (req is not None and req.method.upper() == "CONNECT" and 200 <= status < 300)
+        ):
+            self._resume(
+                client, out
+            )  # the upgrade was declined: what the client sent since is HTTP/1.x
         method = req.method.upper() if req is not None else ""
         ct = _header(msg.headers, "content-type")
         if ct is not None and ct.split(";", 1)[0].strip().lower() == "text/event-stream":
-            msg.sse = SseParser(tcp_stream=self.tcp_stream, request_index=ex.index, direction=side.d,
-                                diag=self.diag, max_line_bytes=self._sse_max)
+            msg.sse = SseParser(
+                tcp_stream=self.tcp_stream,
+                request_index=ex.index,
+                direction=side.d,
+                diag=self.diag,
+                max_line_bytes=self._sse_max,
+            )
         if status == 101 or (method == "CONNECT" and 200 <= status < 300):
-            proto = "connect" if method == "CONNECT" else (
-                (_header(msg.headers, "upgrade") or ex.upgrade or "").split(",")[0].strip().lower() or "unknown")
+            proto = (
+                "connect"
+                if method == "CONNECT"
+                else (
+                    (_header(msg.headers, "upgrade") or ex.upgrade or "")
+                    .split(",")[0]
+                    .strip()
+                    .lower()
+                    or "unknown"
+                )
+            )
             self._switch(side, ex, proto, ts, frame, out)
             return
         if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
@@ -806,7 +1008,7 @@ class Http1Observer:
             codings = [c.strip().lower() for c in te.split(",") if c.strip()]
             return "chunked" if codings and codings[-1] == "chunked" else "close"
         if cls:
-            if not all(c.isdigit() for c in cls) or len(set(cls)) > 1:
+            if not all(c.isascii() and c.isdigit() for c in cls) or len(set(cls)) > 1:
                 return f"bad Content-Length {', '.join(cls)[:40]!r}"
             return int(cls[0])
         return None
@@ -823,22 +1025,31 @@ class Http1Observer:
         if msg.sse is not None:
             msg.sse.close(ts, frame)
         if side.d == C2S:
-            if ex.upgrade is not None:
-                if ex.switch is not None:
-                    self._switch_client(ex, out)
-                elif ex.response is None:
-                    side.mode = _WAIT_UPGRADE
-                    side.ex = ex
+            if ex.switch is not None:
+                self._switch_client(ex, out, take_buf=False)
+            elif ex.upgrade is not None and ex.response is None:
+                side.mode = _WAIT_UPGRADE
+                side.ex = ex
         self._try_emit(ex, ts, frame, side.d, out)
 
-    def _try_emit(self, ex: _Exchange, ts: int, frame: int, d: Direction | None, out: list[object],
-                  *, force: bool = False, reason: str | None = None) -> None:
+    def _try_emit(
+        self,
+        ex: _Exchange,
+        ts: int,
+        frame: int,
+        d: Direction | None,
+        out: list[object],
+        *,
+        force: bool = False,
+        reason: str | None = None,
+    ) -> None:
         if ex.emitted:
             return
         req, resp = ex.request, ex.response
-        if not force:
-            if resp is None or not resp.complete or (req is not None and not req.complete):
-                return
+        if not force and (
+            resp is None or not resp.complete or (req is not None and not req.complete)
+        ):
+            return
         ex.emitted = True
         if ex in self._open:
             self._open.remove(ex)
@@ -850,18 +1061,30 @@ class Http1Observer:
             else:
                 reason = "connection_closed"
         sse = resp.sse.count if resp is not None and resp.sse is not None else 0
-        out.append(HttpExchange(
-            ts_ns=ts, frame=frame, direction=d, tcp_stream=self.tcp_stream, request_index=ex.index,
-            position=ex.position, request=req.request() if req is not None else None,
-            response=resp.response() if resp is not None else None, interim_statuses=tuple(ex.interim),
-            first_response_ts_ns=ex.first_resp[0] if ex.first_resp else None,
-            first_response_frame=ex.first_resp[1] if ex.first_resp else None,
-            upgrade=ex.switch, sse_events=sse, end_reason=reason,
-        ))
+        out.append(
+            HttpExchange(
+                ts_ns=ts,
+                frame=frame,
+                direction=d,
+                tcp_stream=self.tcp_stream,
+                request_index=ex.index,
+                position=ex.position,
+                request=req.request() if req is not None else None,
+                response=resp.response() if resp is not None else None,
+                interim_statuses=tuple(ex.interim),
+                first_response_ts_ns=ex.first_resp[0] if ex.first_resp else None,
+                first_response_frame=ex.first_resp[1] if ex.first_resp else None,
+                upgrade=ex.switch,
+                sse_events=sse,
+                end_reason=reason,
+            )
+        )
 
     # ------------------------------------------------------------------ protocol switch
 
-    def _switch(self, side: _Side, ex: _Exchange, proto: str, ts: int, frame: int, out: list[object]) -> None:
+    def _switch(
+        self, side: _Side, ex: _Exchange, proto: str, ts: int, frame: int, out: list[object]
+    ) -> None:
         """A 101 / CONNECT 2xx head was parsed on the server side."""
         msg = side.msg
         ex.switch = proto
@@ -873,32 +1096,54 @@ class Http1Observer:
         req = ex.request
         inner: Observer | None = None
         if proto == "h2c":
-            inner = Http2Observer(tcp_stream=self.tcp_stream, diag=self.diag, upgrade=self._h2c(req),
-                                  sse_max_line_bytes=self._sse_max)
+            inner = Http2Observer(
+                tcp_stream=self.tcp_stream,
+                diag=self.diag,
+                upgrade=self._h2c(req),
+                sse_max_line_bytes=self._sse_max,
+            )
         elif proto == "websocket" and self._ws_factory is not None and msg is not None:
             inner = self._ws_factory(req.request() if req is not None else None, msg.response())
         self._inner = inner
         if inner is None:
-            self._report(side, "http1.upgrade_not_followed",
-                         f"switched to {proto!r} after request {ex.index}; its bytes are only counted", ts, frame)
-        out.append(ProtocolSwitched(ts_ns=ts, frame=frame, direction=side.d, tcp_stream=self.tcp_stream,
-                                    request_index=ex.index, protocol=proto, parsed=inner is not None))
+            self._report(
+                side,
+                "http1.upgrade_not_followed",
+                f"switched to {proto!r} after request {ex.index}; its bytes are only counted",
+                ts,
+                frame,
+            )
+        out.append(
+            ProtocolSwitched(
+                ts_ns=ts,
+                frame=frame,
+                direction=side.d,
+                tcp_stream=self.tcp_stream,
+                request_index=ex.index,
+                protocol=proto,
+                parsed=inner is not None,
+            )
+        )
         side.mode = _SWITCHED if inner is not None else _TUNNEL
         self._try_emit(ex, ts, frame, side.d, out)
-        client = self._sides[0]
         if req is None or req.complete:
-            self._switch_client(ex, out)
+            self._switch_client(ex, out, take_buf=True)
         # else: the client side switches when its request ends (_message_done)
-        _ = client
 
-    def _switch_client(self, ex: _Exchange, out: list[object]) -> None:
+    def _switch_client(self, ex: _Exchange, out: list[object], *, take_buf: bool) -> None:
+        """Move the client side to the new protocol. ``take_buf``: its unparsed buffer goes too
+        (False when called from inside the client's own parse loop, which hands it over)."""
         client = self._sides[0]
+        if client.mode in (_SWITCHED, _TUNNEL):
+            return
         items = client.wait_items
         client.wait_items = []
         client.wait_bytes = 0
-        rest = bytes(client.buf) if client.mode not in (_WAIT_UPGRADE,) else b""
-        client.buf.clear()
+        rest = bytes(client.buf) if take_buf else b""
+        if take_buf:
+            client.buf.clear()
         client.mode = _SWITCHED if self._inner is not None else _TUNNEL
+        client.msg = None
         client.ex = None
         if rest:
             items.insert(0, (rest, self._last_ts, self._last_frame, client.next_offset - len(rest)))
@@ -928,22 +1173,39 @@ class Http1Observer:
 
     def _h2c(self, req: _Msg | None) -> H2cUpgrade:
         if req is None:
-            return H2cUpgrade(method="", path="", authority=None, headers=(), settings=(), request_frame=0,
-                              request_ts_ns=0, request_end_frame=0, request_end_ts_ns=0, header_bytes=0,
-                              body_bytes=0)
+            return H2cUpgrade(
+                method="",
+                path="",
+                authority=None,
+                headers=(),
+                settings=(),
+                request_frame=0,
+                request_ts_ns=0,
+                request_end_frame=0,
+                request_end_ts_ns=0,
+                header_bytes=0,
+                body_bytes=0,
+            )
         settings_hdr = _header(req.headers, "http2-settings")
         return H2cUpgrade(
-            method=req.method, path=req.target, authority=_header(req.headers, "host"), headers=req.headers,
+            method=req.method,
+            path=req.target,
+            authority=_header(req.headers, "host"),
+            headers=req.headers,
             settings=H2cUpgrade.decode_settings_header(settings_hdr) if settings_hdr else (),
-            request_frame=req.head_frame, request_ts_ns=req.head_ts,
+            request_frame=req.head_frame,
+            request_ts_ns=req.head_ts,
             request_end_frame=req.end_frame if req.end_frame is not None else req.head_frame,
             request_end_ts_ns=req.end_ts if req.end_ts is not None else req.head_ts,
-            header_bytes=req.header_bytes, body_bytes=req.body_bytes,
+            header_bytes=req.header_bytes,
+            body_bytes=req.body_bytes,
         )
 
     # ------------------------------------------------------------------ end
 
-    def _close_side(self, side: _Side, ts: int, frame: int, at_eof: bool, out: list[object]) -> None:
+    def _close_side(
+        self, side: _Side, ts: int, frame: int, at_eof: bool, out: list[object]
+    ) -> None:
         if side.closed:
             return
         if side.mode == _WAIT_UPGRADE:
@@ -962,28 +1224,44 @@ class Http1Observer:
         msg = side.msg
         if mode == _BODY_CLOSE and msg is not None and not at_eof:
             self._message_done(side, ts, frame, out)
-        elif msg is not None and mode in (_BODY_LEN, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_END, _TRAILERS):
-            what = "request" if side.d == C2S else "response"
-            self._report(side, "http1.truncated_message",
-                         f"{what} {self._sides and side.ex.index if side.ex else '?'} ended "
-                         f"{'with ' + str(side.remaining) + ' body bytes missing' if mode == _BODY_LEN else 'inside its chunked body'}",
-                         ts, frame)
+        elif msg is not None and mode in (
+            _BODY_LEN,
+            _CHUNK_SIZE,
+            _CHUNK_DATA,
+            _CHUNK_END,
+            _TRAILERS,
+        ):
+            if not at_eof:  # at the end of the capture an unfinished message is no anomaly
+                what = "request" if side.d == C2S else "response"
+                where = (
+                    f"with {side.remaining} body bytes missing"
+                    if mode == _BODY_LEN
+                    else "inside its chunked body"
+                )
+                index = side.ex.index if side.ex is not None else "?"
+                self._report(
+                    side, "http1.truncated_message", f"{what} {index} ended {where}", ts, frame
+                )
             if msg.sse is not None:
-                msg.sse.close(ts, frame)
+                msg.sse.close(ts, frame, at_eof=at_eof)
         elif msg is not None and msg.sse is not None:
-            msg.sse.close(ts, frame)
-        elif mode == _HEAD and side.buf.strip(b"\r\n"):
+            msg.sse.close(ts, frame, at_eof=at_eof)
+        elif mode == _HEAD and side.buf.strip(b"\r\n") and not at_eof:
             what = "request" if side.d == C2S else "response"
-            self._report(side, "http1.truncated_message",
-                         f"{len(side.buf)} bytes of an unfinished {what} header section", ts, frame)
+            self._report(
+                side,
+                "http1.truncated_message",
+                f"{len(side.buf)} bytes of an unfinished {what} header section",
+                ts,
+                frame,
+            )
         side.buf.clear()
 
     def _finish(self, ts: int, frame: int, at_eof: bool, out: list[object]) -> None:
         self._finished = True
         for ex in list(self._open):
-            reason = "desynced" if ex.desynced else ("open_at_eof" if at_eof else "connection_closed")
-            resp = ex.response
-            if resp is not None and resp.sse is not None and not resp.complete and at_eof:
-                resp.sse.close(ts, frame)
+            reason = (
+                "desynced" if ex.desynced else ("open_at_eof" if at_eof else "connection_closed")
+            )
             self._try_emit(ex, ts, frame, None, out, force=True, reason=reason)
         self._awaiting.clear()

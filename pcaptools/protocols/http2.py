@@ -46,7 +46,7 @@ from hpack import Decoder
 
 from ..diagnostics import Diagnostics
 from ._base import Direction, StreamChunk
-from .sse import DEFAULT_MAX_LINE_BYTES, SseEvent, SseParser
+from .sse import DEFAULT_MAX_LINE_BYTES, SseParser
 
 __all__ = [
     "ERROR_CODES",
@@ -66,24 +66,58 @@ PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 #: frame type code -> RFC 9113 name
 FRAME_TYPES: Final = (
-    "DATA", "HEADERS", "PRIORITY", "RST_STREAM", "SETTINGS",
-    "PUSH_PROMISE", "PING", "GOAWAY", "WINDOW_UPDATE", "CONTINUATION",
+    "DATA",
+    "HEADERS",
+    "PRIORITY",
+    "RST_STREAM",
+    "SETTINGS",
+    "PUSH_PROMISE",
+    "PING",
+    "GOAWAY",
+    "WINDOW_UPDATE",
+    "CONTINUATION",
 )
-DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
+(
+    DATA,
+    HEADERS,
+    PRIORITY,
+    RST_STREAM,
+    SETTINGS,
+    PUSH_PROMISE,
+    PING,
+    GOAWAY,
+    WINDOW_UPDATE,
+    CONTINUATION,
+) = range(10)
 
 #: SETTINGS identifier -> name (RFC 9113 §6.5.2, RFC 8441, RFC 9218)
 SETTINGS_NAMES: Final = {
-    1: "HEADER_TABLE_SIZE", 2: "ENABLE_PUSH", 3: "MAX_CONCURRENT_STREAMS", 4: "INITIAL_WINDOW_SIZE",
-    5: "MAX_FRAME_SIZE", 6: "MAX_HEADER_LIST_SIZE", 8: "ENABLE_CONNECT_PROTOCOL",
+    1: "HEADER_TABLE_SIZE",
+    2: "ENABLE_PUSH",
+    3: "MAX_CONCURRENT_STREAMS",
+    4: "INITIAL_WINDOW_SIZE",
+    5: "MAX_FRAME_SIZE",
+    6: "MAX_HEADER_LIST_SIZE",
+    8: "ENABLE_CONNECT_PROTOCOL",
     9: "NO_RFC7540_PRIORITIES",
 }
 
 #: error code -> name (RFC 9113 §7)
 ERROR_CODES: Final = {
-    0x0: "NO_ERROR", 0x1: "PROTOCOL_ERROR", 0x2: "INTERNAL_ERROR", 0x3: "FLOW_CONTROL_ERROR",
-    0x4: "SETTINGS_TIMEOUT", 0x5: "STREAM_CLOSED", 0x6: "FRAME_SIZE_ERROR", 0x7: "REFUSED_STREAM",
-    0x8: "CANCEL", 0x9: "COMPRESSION_ERROR", 0xA: "CONNECT_ERROR", 0xB: "ENHANCE_YOUR_CALM",
-    0xC: "INADEQUATE_SECURITY", 0xD: "HTTP_1_1_REQUIRED",
+    0x0: "NO_ERROR",
+    0x1: "PROTOCOL_ERROR",
+    0x2: "INTERNAL_ERROR",
+    0x3: "FLOW_CONTROL_ERROR",
+    0x4: "SETTINGS_TIMEOUT",
+    0x5: "STREAM_CLOSED",
+    0x6: "FRAME_SIZE_ERROR",
+    0x7: "REFUSED_STREAM",
+    0x8: "CANCEL",
+    0x9: "COMPRESSION_ERROR",
+    0xA: "CONNECT_ERROR",
+    0xB: "ENHANCE_YOUR_CALM",
+    0xC: "INADEQUATE_SECURITY",
+    0xD: "HTTP_1_1_REQUIRED",
 }
 
 F_END_STREAM = 0x01
@@ -104,6 +138,11 @@ _HPACK_MAX_TABLE = 1 << 20
 _HPACK_MAX_HEADER_LIST = 1 << 24
 _RECENTLY_CLOSED = 4096
 _MAX_PENDING_PINGS = 64
+#: bounds that keep memory per connection whatever the traffic: a header block (HEADERS +
+#: CONTINUATION) longer than this is dropped; beyond this many open streams the oldest is
+#: summarised early (end_reason ``evicted``)
+_MAX_HEADER_BLOCK = 1 << 20
+_MAX_OPEN_STREAMS = 100_000
 
 # per-direction parser modes
 _M_PREFACE, _M_HEADER, _M_DATA, _M_SKIP, _M_HUNT, _M_DEAD = range(6)
@@ -116,7 +155,7 @@ Headers = tuple[tuple[str, str], ...]
 
 
 def flags_text(frame_type: int, flags: int) -> str:
-    """Names of the flags set, joined with '|' (e.g. ``END_STREAM|END_HEADERS``); unknown bits in hex."""
+    """Names of the flags set, '|'-joined (e.g. ``END_STREAM|END_HEADERS``); unknown bits in hex."""
     names = []
     rest = flags
     if frame_type in (DATA, HEADERS):
@@ -253,7 +292,8 @@ class Http2StreamEnded:
     client_frames: int
     server_frames: int
     end_reason: str
-    """end_stream, rst_stream, goaway, connection_closed, open_at_eof, idle (only PRIORITY seen)"""
+    """end_stream, rst_stream, goaway, connection_closed, open_at_eof, idle (only PRIORITY seen),
+    evicted (summarised early: more than 100 000 streams open at once)"""
     rst_error_code: int | None
     rst_by: Direction | None
     sse_events: int
@@ -337,11 +377,40 @@ class H2cUpgrade:
 
 class _Stream:
     __slots__ = (
-        "authority", "client_ended", "client_data", "client_frames", "client_hdr", "content_type",
-        "end_frame", "end_ts", "first_data_ts", "first_frame", "first_ts", "id", "idle",
-        "informational", "method", "parent", "partial", "path", "pushed", "req_end_ts",
-        "req_frame", "req_headers", "req_ts", "resp_frame", "resp_headers", "resp_ts", "scheme",
-        "server_data", "server_ended", "server_frames", "server_hdr", "sse", "stalled", "status",
+        "authority",
+        "client_data",
+        "client_ended",
+        "client_frames",
+        "client_hdr",
+        "content_type",
+        "end_frame",
+        "end_ts",
+        "first_data_ts",
+        "first_frame",
+        "first_ts",
+        "id",
+        "idle",
+        "informational",
+        "method",
+        "parent",
+        "partial",
+        "path",
+        "pushed",
+        "req_end_ts",
+        "req_frame",
+        "req_headers",
+        "req_ts",
+        "resp_frame",
+        "resp_headers",
+        "resp_ts",
+        "scheme",
+        "server_data",
+        "server_ended",
+        "server_frames",
+        "server_hdr",
+        "sse",
+        "stalled",
+        "status",
         "window",
     )
 
@@ -385,11 +454,40 @@ class _Stream:
 
 class _Dir:
     __slots__ = (
-        "buf", "bytes", "closed", "cur_data_left", "cur_flags", "cur_len", "cur_pad", "cur_pad_pending",
-        "cur_remaining", "cur_sid", "cur_type", "d", "decoder", "first_check", "frames", "hb", "hb_bytes",
-        "hb_end_stream", "hb_promised", "hb_sid", "hb_type", "hpack_reset", "hunt_scanned",
-        "max_frame_size", "mode", "next_offset", "settings", "skipped", "started",
-        "stall_since", "stalled_ns", "stalls", "window",
+        "buf",
+        "bytes",
+        "closed",
+        "cur_data_left",
+        "cur_flags",
+        "cur_len",
+        "cur_pad",
+        "cur_pad_pending",
+        "cur_remaining",
+        "cur_sid",
+        "cur_type",
+        "d",
+        "decoder",
+        "first_check",
+        "frames",
+        "hb",
+        "hb_bytes",
+        "hb_dropped",
+        "hb_end_stream",
+        "hb_promised",
+        "hb_sid",
+        "hb_type",
+        "hpack_reset",
+        "hunt_scanned",
+        "max_frame_size",
+        "mode",
+        "next_offset",
+        "settings",
+        "skipped",
+        "stall_since",
+        "stalled_ns",
+        "stalls",
+        "started",
+        "window",
     )
 
     def __init__(self, d: Direction) -> None:
@@ -408,6 +506,8 @@ class _Dir:
         self.hb_end_stream = False
         self.hb_promised: int | None = None
         self.hb_bytes = 0
+        self.hb_dropped = 0
+        """stream whose over-long header block is being skipped (0: none)"""
         self.cur_type = 0
         self.cur_flags = 0
         self.cur_sid = 0
@@ -497,6 +597,8 @@ class Http2Observer:
         self._hunt_budget = hunt_budget
         self._dirs = (_Dir(Direction.CLIENT_TO_SERVER), _Dir(Direction.SERVER_TO_CLIENT))
         self._streams: dict[int, _Stream] = {}
+        self._spill: list[object] = []
+        """events produced where no output list is at hand (evictions), flushed by feed()"""
         self._recently_closed: dict[int, None] = {}
         self._max_sid = [0, 0]  # highest stream id opened by [client (odd), server (even)]
         self._start: str | None = None
@@ -561,7 +663,9 @@ class Http2Observer:
             st.next_offset = chunk.offset
         if chunk.offset != st.next_offset:
             if chunk.offset > st.next_offset:
-                out += self.gap(chunk.direction, st.next_offset, chunk.offset - st.next_offset, ts, frame)
+                out += self.gap(
+                    chunk.direction, st.next_offset, chunk.offset - st.next_offset, ts, frame
+                )
             else:
                 overlap = st.next_offset - chunk.offset
                 if overlap >= len(data):
@@ -576,9 +680,14 @@ class Http2Observer:
             return out
         st.buf += data
         self._parse(st, ts, frame, out)
+        if self._spill:
+            out += self._spill
+            self._spill.clear()
         return out
 
-    def gap(self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int) -> list[object]:
+    def gap(
+        self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
+    ) -> list[object]:
         """``nbytes`` of ``direction`` were never captured. Stays aligned when the hole lies inside
         a DATA frame (or a skipped frame); otherwise searches for frame alignment again."""
         if self._finished or nbytes <= 0:
@@ -611,7 +720,9 @@ class Http2Observer:
         st.hunt_scanned = 0
         return out
 
-    def close(self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False) -> list[object]:
+    def close(
+        self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False
+    ) -> list[object]:
         """``direction`` ended. With both directions closed, or ``at_eof``, the connection is
         finalised: open streams are summarised and :class:`Http2ConnectionEnded` is emitted."""
         if self._finished:
@@ -620,13 +731,13 @@ class Http2Observer:
         st = self._dirs[direction]
         if not st.closed:
             st.closed = True
-            self._truncated(st, ts_ns, frame)
+            self._truncated(st, ts_ns, frame, at_eof)
         if at_eof or all(x.closed for x in self._dirs):
             if at_eof:
                 for other in self._dirs:
                     if not other.closed:
                         other.closed = True
-                        self._truncated(other, ts_ns, frame)
+                        self._truncated(other, ts_ns, frame, at_eof)
             self._finish(ts_ns, frame, at_eof, out)
         return out
 
@@ -635,8 +746,12 @@ class Http2Observer:
         Without ``ts_ns``/``frame`` the last packet fed is used."""
         if self._finished:
             return []
-        return self.close(Direction.CLIENT_TO_SERVER, self._last_ts if ts_ns is None else ts_ns,
-                          self._last_frame if frame is None else frame, at_eof=True)
+        return self.close(
+            Direction.CLIENT_TO_SERVER,
+            self._last_ts if ts_ns is None else ts_ns,
+            self._last_frame if frame is None else frame,
+            at_eof=True,
+        )
 
     @property
     def finished(self) -> bool:
@@ -659,8 +774,9 @@ class Http2Observer:
             st.first_check = True
 
     def _report(self, st: _Dir, code: str, detail: str, ts: int, frame: int) -> None:
-        self.diag.add(code, detail, ts_ns=ts, frame=frame, tcp_stream=self.tcp_stream,
-                      direction=st.d.label)
+        self.diag.add(
+            code, detail, ts_ns=ts, frame=frame, tcp_stream=self.tcp_stream, direction=st.d.label
+        )
 
     def _parse(self, st: _Dir, ts: int, frame: int, out: list[object]) -> None:
         buf = st.buf
@@ -677,7 +793,9 @@ class Http2Observer:
                     # the first frame of a direction seen from its start: if it is not even
                     # plausible, the capture began inside the stream: search for alignment
                     st.first_check = False
-                    if not _plausible(length, typ, flags, sid_raw, max(st.max_frame_size, _DEFAULT_MAX_FRAME)):
+                    if not _plausible(
+                        length, typ, flags, sid_raw, max(st.max_frame_size, _DEFAULT_MAX_FRAME)
+                    ):
                         st.mode = _M_HUNT
                         st.hunt_scanned = 0
                         if self._start is None:
@@ -685,9 +803,14 @@ class Http2Observer:
                         continue
                 sid = sid_raw & 0x7FFFFFFF
                 if length > st.max_frame_size:
-                    self._report(st, "http2.frame_too_large",
-                                 f"{FRAME_TYPES[typ] if typ < 10 else f'type {typ}'} frame on stream {sid}: "
-                                 f"{length} bytes > SETTINGS_MAX_FRAME_SIZE {st.max_frame_size}", ts, frame)
+                    self._report(
+                        st,
+                        "http2.frame_too_large",
+                        f"{FRAME_TYPES[typ] if typ < 10 else f'type {typ}'} frame on stream {sid}: "
+                        f"{length} bytes > SETTINGS_MAX_FRAME_SIZE {st.max_frame_size}",
+                        ts,
+                        frame,
+                    )
                 if typ == DATA or length > _MAX_BUFFERED_FRAME:
                     st.cur_type, st.cur_flags, st.cur_sid, st.cur_len = typ, flags, sid, length
                     st.cur_remaining = length
@@ -704,10 +827,10 @@ class Http2Observer:
                 end = pos + 9 + length
                 if end > n:
                     break
-                payload = bytes(buf[pos + 9:end])
+                payload = bytes(buf[pos + 9 : end])
                 pos = end
                 self._frame(st, typ, flags, sid, length, payload, ts, frame, out)
-            elif mode == _M_DATA or mode == _M_SKIP:
+            elif mode in (_M_DATA, _M_SKIP):
                 take = min(n - pos, st.cur_remaining)
                 if take and mode == _M_DATA:
                     self._data_bytes(st, buf, pos, take, ts, frame, out)
@@ -722,7 +845,7 @@ class Http2Observer:
                 if have < 24:
                     if PREFACE.startswith(bytes(buf[pos:n])):
                         break
-                elif buf[pos:pos + 24] == PREFACE:
+                elif buf[pos : pos + 24] == PREFACE:
                     pos += 24
                     st.mode = _M_HEADER
                     if self._preface_frame is None:
@@ -731,8 +854,13 @@ class Http2Observer:
                             self._start = "preface"
                             self._flow_known = True
                     continue
-                self._report(st, "http2.bad_preface",
-                             f"first bytes {bytes(buf[pos:pos + 24])!r} are not the connection preface", ts, frame)
+                self._report(
+                    st,
+                    "http2.bad_preface",
+                    f"first bytes {bytes(buf[pos : pos + 24])!r} are not the connection preface",
+                    ts,
+                    frame,
+                )
                 if self._start is None:
                     self._start = "mid_stream"
                 st.mode = _M_HUNT
@@ -747,13 +875,23 @@ class Http2Observer:
                 if status == 2:
                     self._desynced = True
                     st.mode = _M_DEAD
-                    self._report(st, "http2.desynced",
-                                 f"no frame alignment found in {st.hunt_scanned} bytes; "
-                                 "the rest of this direction is only counted", ts, frame)
+                    self._report(
+                        st,
+                        "http2.desynced",
+                        f"no frame alignment found in {st.hunt_scanned} bytes; "
+                        "the rest of this direction is only counted",
+                        ts,
+                        frame,
+                    )
                     continue
                 if st.hunt_scanned:
-                    self._report(st, "http2.resynchronised",
-                                 f"frame alignment found after skipping {st.hunt_scanned} bytes", ts, frame)
+                    self._report(
+                        st,
+                        "http2.resynchronised",
+                        f"frame alignment found after skipping {st.hunt_scanned} bytes",
+                        ts,
+                        frame,
+                    )
                 st.mode = _M_HEADER
                 st.hpack_reset = True
             else:  # _M_DEAD
@@ -763,7 +901,8 @@ class Http2Observer:
             del buf[:pos]
 
     def _hunt(self, st: _Dir, buf: bytearray, pos: int, n: int) -> tuple[int, int]:
-        """Search ``buf[pos:n]`` for a frame boundary: a plausible frame header followed by another.
+        """Search ``buf[pos:n]`` for a frame boundary: a plausible frame header followed by another,
+        or by the end of the bytes received so far.
 
         Returns ``(0, i)``: aligned at ``i``; ``(1, i)``: need more bytes, those before ``i`` can
         be dropped; ``(2, n)``: the search budget is exhausted.
@@ -779,6 +918,11 @@ class Http2Observer:
                 length = (hi << 16) | lo
                 if _plausible(length, typ, flags, sid_raw, max_len):
                     j = i + 9 + length
+                    if j == n:
+                        return (
+                            0,
+                            i,
+                        )  # ends exactly where the bytes so far end: senders align frames so
                     if j + 9 > n:
                         return 1, i  # cannot confirm yet: keep from the candidate
                     hi2, lo2, typ2, flags2, sid2 = unpack(buf, j)
@@ -790,14 +934,26 @@ class Http2Observer:
             return 2, n
         return 1, i
 
-    def _truncated(self, st: _Dir, ts: int, frame: int) -> None:
-        if st.mode in (_M_DATA, _M_SKIP) and st.cur_remaining:
-            self._report(st, "http2.truncated_frame",
-                         f"{FRAME_TYPES[st.cur_type] if st.cur_type < 10 else 'unknown'} frame on stream "
-                         f"{st.cur_sid}: {st.cur_remaining} of {st.cur_len} bytes missing", ts, frame)
+    def _truncated(self, st: _Dir, ts: int, frame: int, at_eof: bool) -> None:
+        if at_eof:
+            pass  # the capture ended, not the connection: an unfinished frame is expected
+        elif st.mode in (_M_DATA, _M_SKIP) and st.cur_remaining:
+            self._report(
+                st,
+                "http2.truncated_frame",
+                f"{FRAME_TYPES[st.cur_type] if st.cur_type < 10 else 'unknown'} frame on stream "
+                f"{st.cur_sid}: {st.cur_remaining} of {st.cur_len} bytes missing",
+                ts,
+                frame,
+            )
         elif st.mode == _M_HEADER and st.buf:
-            self._report(st, "http2.truncated_frame",
-                         f"{len(st.buf)} bytes of an unfinished frame at the end of the stream", ts, frame)
+            self._report(
+                st,
+                "http2.truncated_frame",
+                f"{len(st.buf)} bytes of an unfinished frame at the end of the stream",
+                ts,
+                frame,
+            )
         st.skipped += len(st.buf)
         st.buf.clear()
         st.mode = _M_DEAD
@@ -811,8 +967,9 @@ class Http2Observer:
         if st.hb is not None:
             self._interrupted_block(st, DATA, ts, frame)
 
-    def _data_bytes(self, st: _Dir, buf: bytearray, pos: int, take: int, ts: int, frame: int,
-                    out: list[object]) -> None:
+    def _data_bytes(
+        self, st: _Dir, buf: bytearray, pos: int, take: int, ts: int, frame: int, out: list[object]
+    ) -> None:
         if st.cur_pad_pending:
             st.cur_pad_pending = False
             pad = buf[pos]
@@ -821,9 +978,14 @@ class Http2Observer:
             take -= 1
             left = st.cur_len - 1 - pad
             if left < 0:
-                self._report(st, "http2.bad_frame",
-                             f"DATA on stream {st.cur_sid}: padding {pad} exceeds the payload ({st.cur_len} bytes)",
-                             ts, frame)
+                self._report(
+                    st,
+                    "http2.bad_frame",
+                    f"DATA on stream {st.cur_sid}: padding {pad} exceeds the payload "
+                    f"({st.cur_len} bytes)",
+                    ts,
+                    frame,
+                )
                 left = 0
             st.cur_data_left = left
         use = min(take, st.cur_data_left)
@@ -842,7 +1004,7 @@ class Http2Observer:
             if s.first_data_ts is None:
                 s.first_data_ts = ts
             if s.sse is not None:
-                out += s.sse.feed(bytes(buf[pos:pos + use]), ts, frame)
+                out += s.sse.feed(bytes(buf[pos : pos + use]), ts, frame)
 
     def _data_gap(self, st: _Dir, nbytes: int, ts: int, frame: int) -> None:
         if st.cur_pad_pending:
@@ -866,8 +1028,18 @@ class Http2Observer:
         if typ != DATA:
             # a frame too long to buffer: record its header only
             st.frames += 1
-            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=st.d, tcp_stream=self.tcp_stream,
-                                  stream_id=sid, type=typ, flags=flags, length=length))
+            out.append(
+                Http2Frame(
+                    ts_ns=ts,
+                    frame=frame,
+                    direction=st.d,
+                    tcp_stream=self.tcp_stream,
+                    stream_id=sid,
+                    type=typ,
+                    flags=flags,
+                    length=length,
+                )
+            )
             if typ in (HEADERS, PUSH_PROMISE, CONTINUATION):
                 st.hpack_reset = True
                 st.hb = None
@@ -877,12 +1049,29 @@ class Http2Observer:
         if data_len < 0:
             data_len = 0
         if st.cur_pad_pending:  # zero-length DATA with PADDED: malformed
-            self._report(st, "http2.bad_frame", f"DATA on stream {sid}: PADDED flag but no payload", ts, frame)
+            self._report(
+                st,
+                "http2.bad_frame",
+                f"DATA on stream {sid}: PADDED flag but no payload",
+                ts,
+                frame,
+            )
             st.cur_pad_pending = False
         st.frames += 1
-        out.append(Http2Frame(ts_ns=ts, frame=frame, direction=st.d, tcp_stream=self.tcp_stream,
-                              stream_id=sid, type=DATA, flags=flags, length=length, pad_length=pad,
-                              data_bytes=data_len))
+        out.append(
+            Http2Frame(
+                ts_ns=ts,
+                frame=frame,
+                direction=st.d,
+                tcp_stream=self.tcp_stream,
+                stream_id=sid,
+                type=DATA,
+                flags=flags,
+                length=length,
+                pad_length=pad,
+                data_bytes=data_len,
+            )
+        )
         s = self._streams.get(sid) or self._stream_for(sid, frame, ts)
         if s is None:
             return
@@ -894,31 +1083,97 @@ class Http2Observer:
 
     # ------------------------------------------------------------------ frames
 
-    def _frame(self, st: _Dir, typ: int, flags: int, sid: int, length: int, payload: bytes,
-               ts: int, frame: int, out: list[object]) -> None:
+    def _frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
         st.frames += 1
         if st.hb is not None and not (typ == CONTINUATION and sid == st.hb_sid):
             self._interrupted_block(st, typ, ts, frame)
         tcp = self.tcp_stream
         d = st.d
-        if typ == HEADERS or typ == PUSH_PROMISE:
+        if typ in (HEADERS, PUSH_PROMISE):
             self._header_frame(st, typ, flags, sid, length, payload, ts, frame, out)
         elif typ == CONTINUATION:
             if st.hb is None or sid != st.hb_sid:
-                self._report(st, "http2.bad_frame",
-                             f"CONTINUATION on stream {sid} without an open header block", ts, frame)
+                if st.hb_dropped == sid:  # the rest of a block dropped for its size
+                    if flags & F_END_HEADERS:
+                        st.hb_dropped = 0
+                else:
+                    self._report(
+                        st,
+                        "http2.bad_frame",
+                        f"CONTINUATION on stream {sid} without an open header block",
+                        ts,
+                        frame,
+                    )
                 st.hpack_reset = True
-                out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
-                                      type=typ, flags=flags, length=length, header_block_bytes=length))
+                out.append(
+                    Http2Frame(
+                        ts_ns=ts,
+                        frame=frame,
+                        direction=d,
+                        tcp_stream=tcp,
+                        stream_id=sid,
+                        type=typ,
+                        flags=flags,
+                        length=length,
+                        header_block_bytes=length,
+                    )
+                )
                 return
             st.hb += payload
             st.hb_bytes += length
+            if len(st.hb) > _MAX_HEADER_BLOCK:
+                self._report(
+                    st,
+                    "http2.bad_frame",
+                    f"header block of stream {sid} longer than {_MAX_HEADER_BLOCK} bytes; dropped",
+                    ts,
+                    frame,
+                )
+                st.hb = None
+                st.hb_dropped = sid if not flags & F_END_HEADERS else 0
+                st.hpack_reset = True
+                out.append(
+                    Http2Frame(
+                        ts_ns=ts,
+                        frame=frame,
+                        direction=d,
+                        tcp_stream=tcp,
+                        stream_id=sid,
+                        type=typ,
+                        flags=flags,
+                        length=length,
+                        header_block_bytes=length,
+                    )
+                )
+                return
             headers = None
             if flags & F_END_HEADERS:
                 headers = self._decode_block(st, ts, frame)
-            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
-                                  type=typ, flags=flags, length=length, header_block_bytes=length,
-                                  headers=headers))
+            out.append(
+                Http2Frame(
+                    ts_ns=ts,
+                    frame=frame,
+                    direction=d,
+                    tcp_stream=tcp,
+                    stream_id=sid,
+                    type=typ,
+                    flags=flags,
+                    length=length,
+                    header_block_bytes=length,
+                    headers=headers,
+                )
+            )
             s = self._streams.get(sid)
             if s is not None:
                 self._count_frame(st, s, ts, frame)
@@ -927,13 +1182,31 @@ class Http2Observer:
         elif typ == PRIORITY:
             excl = dep = weight = None
             if length != 5:
-                self._report(st, "http2.bad_frame", f"PRIORITY on stream {sid}: length {length} != 5", ts, frame)
+                self._report(
+                    st,
+                    "http2.bad_frame",
+                    f"PRIORITY on stream {sid}: length {length} != 5",
+                    ts,
+                    frame,
+                )
             else:
                 (dep_raw,) = _U32.unpack_from(payload, 0)
                 excl, dep, weight = bool(dep_raw >> 31), dep_raw & 0x7FFFFFFF, payload[4]
-            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
-                                  type=typ, flags=flags, length=length, priority_exclusive=excl,
-                                  priority_dependency=dep, priority_weight=weight))
+            out.append(
+                Http2Frame(
+                    ts_ns=ts,
+                    frame=frame,
+                    direction=d,
+                    tcp_stream=tcp,
+                    stream_id=sid,
+                    type=typ,
+                    flags=flags,
+                    length=length,
+                    priority_exclusive=excl,
+                    priority_dependency=dep,
+                    priority_weight=weight,
+                )
+            )
             if sid == 0:
                 self._report(st, "http2.bad_frame", "PRIORITY on stream 0", ts, frame)
                 return
@@ -945,11 +1218,28 @@ class Http2Observer:
         elif typ == RST_STREAM:
             code = None
             if length != 4:
-                self._report(st, "http2.bad_frame", f"RST_STREAM on stream {sid}: length {length} != 4", ts, frame)
+                self._report(
+                    st,
+                    "http2.bad_frame",
+                    f"RST_STREAM on stream {sid}: length {length} != 4",
+                    ts,
+                    frame,
+                )
             else:
                 (code,) = _U32.unpack_from(payload, 0)
-            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
-                                  type=typ, flags=flags, length=length, error_code=code))
+            out.append(
+                Http2Frame(
+                    ts_ns=ts,
+                    frame=frame,
+                    direction=d,
+                    tcp_stream=tcp,
+                    stream_id=sid,
+                    type=typ,
+                    flags=flags,
+                    length=length,
+                    error_code=code,
+                )
+            )
             if sid == 0:
                 self._report(st, "http2.bad_frame", "RST_STREAM on stream 0", ts, frame)
                 return
@@ -963,16 +1253,38 @@ class Http2Observer:
                 self._report(st, "http2.bad_frame", f"SETTINGS on stream {sid}", ts, frame)
             if flags & F_ACK:
                 if length:
-                    self._report(st, "http2.bad_frame", f"SETTINGS ACK with {length} bytes of payload", ts, frame)
+                    self._report(
+                        st,
+                        "http2.bad_frame",
+                        f"SETTINGS ACK with {length} bytes of payload",
+                        ts,
+                        frame,
+                    )
             else:
                 if length % 6:
-                    self._report(st, "http2.bad_frame", f"SETTINGS length {length} is not a multiple of 6", ts, frame)
+                    self._report(
+                        st,
+                        "http2.bad_frame",
+                        f"SETTINGS length {length} is not a multiple of 6",
+                        ts,
+                        frame,
+                    )
                 settings = parse_settings_payload(payload)
                 for ident, value in settings:
                     self._apply_setting(st, ident, value)
-            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
-                                  type=typ, flags=flags, length=length,
-                                  settings=None if flags & F_ACK else settings))
+            out.append(
+                Http2Frame(
+                    ts_ns=ts,
+                    frame=frame,
+                    direction=d,
+                    tcp_stream=tcp,
+                    stream_id=sid,
+                    type=typ,
+                    flags=flags,
+                    length=length,
+                    settings=None if flags & F_ACK else settings,
+                )
+            )
         elif typ == PING:
             rtt = None
             if length != 8:
@@ -989,8 +1301,20 @@ class Http2Observer:
                     self._ping_max = rtt if self._ping_max is None else max(self._ping_max, rtt)
             elif len(self._pings) < _MAX_PENDING_PINGS:
                 self._pings[(int(d), payload)] = ts
-            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
-                                  type=typ, flags=flags, length=length, ping_data=payload, ping_rtt_ns=rtt))
+            out.append(
+                Http2Frame(
+                    ts_ns=ts,
+                    frame=frame,
+                    direction=d,
+                    tcp_stream=tcp,
+                    stream_id=sid,
+                    type=typ,
+                    flags=flags,
+                    length=length,
+                    ping_data=payload,
+                    ping_rtt_ns=rtt,
+                )
+            )
         elif typ == GOAWAY:
             last = code = None
             debug = b""
@@ -1002,39 +1326,93 @@ class Http2Observer:
                 debug = payload[8:]
             if sid != 0:
                 self._report(st, "http2.bad_frame", f"GOAWAY on stream {sid}", ts, frame)
-            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
-                                  type=typ, flags=flags, length=length, last_stream_id=last,
-                                  error_code=code, debug_data=debug))
+            out.append(
+                Http2Frame(
+                    ts_ns=ts,
+                    frame=frame,
+                    direction=d,
+                    tcp_stream=tcp,
+                    stream_id=sid,
+                    type=typ,
+                    flags=flags,
+                    length=length,
+                    last_stream_id=last,
+                    error_code=code,
+                    debug_data=debug,
+                )
+            )
             if last is not None and code is not None:
                 if self._goaway is None:
                     self._goaway = (frame, ts, d, last, code)
-                # streams the receiver of the GOAWAY initiated above last_stream_id were not processed
+                # streams the GOAWAY's receiver initiated above last_stream_id were not processed
                 parity = 1 if d == Direction.SERVER_TO_CLIENT else 0
-                for s in [s for s in self._streams.values()
-                          if s.id > last and s.id % 2 == parity and not s.idle]:
+                for s in [
+                    s
+                    for s in self._streams.values()
+                    if s.id > last and s.id % 2 == parity and not s.idle
+                ]:
                     self._end_stream(s, "goaway", ts, frame, d, out)
         elif typ == WINDOW_UPDATE:
             inc = None
             if length != 4:
-                self._report(st, "http2.bad_frame", f"WINDOW_UPDATE length {length} != 4", ts, frame)
+                self._report(
+                    st, "http2.bad_frame", f"WINDOW_UPDATE length {length} != 4", ts, frame
+                )
             else:
                 (inc_raw,) = _U32.unpack_from(payload, 0)
                 inc = inc_raw & 0x7FFFFFFF
                 if inc == 0:
-                    self._report(st, "http2.bad_frame", f"WINDOW_UPDATE on stream {sid} with increment 0", ts, frame)
-            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
-                                  type=typ, flags=flags, length=length, window_increment=inc))
+                    self._report(
+                        st,
+                        "http2.bad_frame",
+                        f"WINDOW_UPDATE on stream {sid} with increment 0",
+                        ts,
+                        frame,
+                    )
+            out.append(
+                Http2Frame(
+                    ts_ns=ts,
+                    frame=frame,
+                    direction=d,
+                    tcp_stream=tcp,
+                    stream_id=sid,
+                    type=typ,
+                    flags=flags,
+                    length=length,
+                    window_increment=inc,
+                )
+            )
             s = self._streams.get(sid) if sid else None
             if s is not None:
                 self._count_frame(st, s, ts, frame)
             if inc and self._flow_known:
                 self._window_update(st, sid, s, inc, ts)
         else:
-            out.append(Http2Frame(ts_ns=ts, frame=frame, direction=d, tcp_stream=tcp, stream_id=sid,
-                                  type=typ, flags=flags, length=length))
+            out.append(
+                Http2Frame(
+                    ts_ns=ts,
+                    frame=frame,
+                    direction=d,
+                    tcp_stream=tcp,
+                    stream_id=sid,
+                    type=typ,
+                    flags=flags,
+                    length=length,
+                )
+            )
 
-    def _header_frame(self, st: _Dir, typ: int, flags: int, sid: int, length: int, payload: bytes,
-                      ts: int, frame: int, out: list[object]) -> None:
+    def _header_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
         name = FRAME_TYPES[typ]
         p = 0
         pad: int | None = None
@@ -1062,9 +1440,14 @@ class Http2Observer:
                 p += 4
         end = length - (pad or 0)
         if bad or end < p:
-            self._report(st, "http2.bad_frame",
-                         f"{name} on stream {sid}: payload of {length} bytes too short for its fields/padding",
-                         ts, frame)
+            self._report(
+                st,
+                "http2.bad_frame",
+                f"{name} on stream {sid}: payload of {length} bytes too short for its "
+                "fields and padding",
+                ts,
+                frame,
+            )
             end = max(end, p)
             frag = b""
         else:
@@ -1078,15 +1461,35 @@ class Http2Observer:
         st.hb_promised = promised
         st.hb_bytes = len(frag)
         headers = self._decode_block(st, ts, frame) if flags & F_END_HEADERS else None
-        out.append(Http2Frame(ts_ns=ts, frame=frame, direction=st.d, tcp_stream=self.tcp_stream,
-                              stream_id=sid, type=typ, flags=flags, length=length, pad_length=pad,
-                              header_block_bytes=len(frag), headers=headers, priority_exclusive=excl,
-                              priority_dependency=dep, priority_weight=weight, promised_stream_id=promised))
+        out.append(
+            Http2Frame(
+                ts_ns=ts,
+                frame=frame,
+                direction=st.d,
+                tcp_stream=self.tcp_stream,
+                stream_id=sid,
+                type=typ,
+                flags=flags,
+                length=length,
+                pad_length=pad,
+                header_block_bytes=len(frag),
+                headers=headers,
+                priority_exclusive=excl,
+                priority_dependency=dep,
+                priority_weight=weight,
+                promised_stream_id=promised,
+            )
+        )
         if sid:
             s = self._streams.get(sid)
             if s is None:
                 s = self._stream_for(sid, frame, ts, opening=True)
-                if s is not None and typ == HEADERS and st.d == Direction.SERVER_TO_CLIENT and sid % 2:
+                if (
+                    s is not None
+                    and typ == HEADERS
+                    and st.d == Direction.SERVER_TO_CLIENT
+                    and sid % 2
+                ):
                     s.partial = True  # a response whose request was not captured
             if s is not None:
                 if typ == HEADERS and s.idle:
@@ -1098,9 +1501,13 @@ class Http2Observer:
 
     def _interrupted_block(self, st: _Dir, typ: int, ts: int, frame: int) -> None:
         name = FRAME_TYPES[typ] if typ < 10 else f"type {typ}"
-        self._report(st, "http2.bad_frame",
-                     f"{name} frame inside the header block of stream {st.hb_sid} (CONTINUATION expected)",
-                     ts, frame)
+        self._report(
+            st,
+            "http2.bad_frame",
+            f"{name} frame inside the header block of stream {st.hb_sid} (CONTINUATION expected)",
+            ts,
+            frame,
+        )
         st.hb = None
         st.hpack_reset = True
 
@@ -1111,18 +1518,33 @@ class Http2Observer:
             st.hpack_reset = False
         try:
             raw = st.decoder.decode(block, raw=True)
-            return tuple((bytes(k).decode("utf-8", "replace"), bytes(v).decode("utf-8", "replace"))
-                         for k, v in raw)
+            return tuple(
+                (bytes(k).decode("utf-8", "replace"), bytes(v).decode("utf-8", "replace"))
+                for k, v in raw
+            )
         except Exception as exc:  # hpack raises its own errors, but never let a codec bug escape
             self._hpack_errors += 1
-            self._report(st, "http2.hpack_decode_failed",
-                         f"header block of stream {st.hb_sid} ({len(block)} bytes): "
-                         f"{type(exc).__name__}: {exc}", ts, frame)
+            self._report(
+                st,
+                "http2.hpack_decode_failed",
+                f"header block of stream {st.hb_sid} ({len(block)} bytes): "
+                f"{type(exc).__name__}: {exc}",
+                ts,
+                frame,
+            )
             st.decoder = _new_decoder()
             return None
 
-    def _block_done(self, st: _Dir, headers: Headers | None, ts: int, frame: int, out: list[object]) -> None:
-        sid, typ, end_stream, promised, nbytes = st.hb_sid, st.hb_type, st.hb_end_stream, st.hb_promised, st.hb_bytes
+    def _block_done(
+        self, st: _Dir, headers: Headers | None, ts: int, frame: int, out: list[object]
+    ) -> None:
+        sid, typ, end_stream, promised, nbytes = (
+            st.hb_sid,
+            st.hb_type,
+            st.hb_end_stream,
+            st.hb_promised,
+            st.hb_bytes,
+        )
         st.hb = None
         if sid == 0:
             return
@@ -1159,7 +1581,7 @@ class Http2Observer:
             status = None
             if headers is not None:
                 sv = _header_value(headers, ":status")
-                if sv is not None and sv.isdigit():
+                if sv is not None and sv.isascii() and sv.isdigit() and len(sv) <= 3:
                     status = int(sv)
             if s.status is None and s.resp_frame is None:
                 if status is not None and 100 <= status < 200:
@@ -1172,9 +1594,17 @@ class Http2Observer:
                     if headers is not None:
                         ct = _header_value(headers, "content-type")
                         s.content_type = ct
-                        if ct is not None and ct.split(";", 1)[0].strip().lower() == "text/event-stream":
-                            s.sse = SseParser(tcp_stream=self.tcp_stream, stream_id=s.id,
-                                              direction=st.d, diag=self.diag, max_line_bytes=self._sse_max)
+                        if (
+                            ct is not None
+                            and ct.split(";", 1)[0].strip().lower() == "text/event-stream"
+                        ):
+                            s.sse = SseParser(
+                                tcp_stream=self.tcp_stream,
+                                stream_id=s.id,
+                                direction=st.d,
+                                diag=self.diag,
+                                max_line_bytes=self._sse_max,
+                            )
         if end_stream:
             self._end_side(st, s, ts, frame, out)
 
@@ -1246,12 +1676,17 @@ class Http2Observer:
         return sid <= self._max_sid[sid % 2 == 0]
 
     def _new_stream(self, sid: int, frame: int, ts: int) -> _Stream:
+        if len(self._streams) >= _MAX_OPEN_STREAMS:
+            oldest = next(iter(self._streams.values()))
+            self._end_stream(oldest, "evicted", ts, frame, None, self._spill)
         s = _Stream(sid, frame, ts, (self._init_window[0], self._init_window[1]))
         self._streams[sid] = s
         self._nstreams += 1
         return s
 
-    def _stream_for(self, sid: int, frame: int, ts: int, *, opening: bool = False) -> _Stream | None:
+    def _stream_for(
+        self, sid: int, frame: int, ts: int, *, opening: bool = False
+    ) -> _Stream | None:
         """The record of ``sid``, created if the stream is new; None for closed streams and 0."""
         if sid == 0:
             return None
@@ -1295,8 +1730,18 @@ class Http2Observer:
         if s.server_ended and (s.client_ended or s.partial):
             self._end_stream(s, "end_stream", ts, frame, st.d, out)
 
-    def _end_stream(self, s: _Stream, reason: str, ts: int, frame: int, d: Direction | None,
-                    out: list[object], *, rst_code: int | None = None, rst_by: Direction | None = None) -> None:
+    def _end_stream(
+        self,
+        s: _Stream,
+        reason: str,
+        ts: int,
+        frame: int,
+        d: Direction | None,
+        out: list[object],
+        *,
+        rst_code: int | None = None,
+        rst_by: Direction | None = None,
+    ) -> None:
         self._streams.pop(s.id, None)
         self._recently_closed[s.id] = None
         if len(self._recently_closed) > _RECENTLY_CLOSED:
@@ -1304,31 +1749,53 @@ class Http2Observer:
         if not s.idle:
             self._open_streams -= 1
         if s.sse is not None and not s.server_ended:
-            s.sse.close(ts, frame)
-        out.append(Http2StreamEnded(
-            ts_ns=ts, frame=frame, direction=d, tcp_stream=self.tcp_stream, stream_id=s.id,
-            pushed=s.pushed, parent_stream_id=s.parent, partial=s.partial,
-            request_headers=s.req_headers, response_headers=s.resp_headers, method=s.method,
-            scheme=s.scheme, authority=s.authority, path=s.path, status=s.status,
-            content_type=s.content_type, informational=s.informational, first_frame=s.first_frame,
-            first_ts_ns=s.first_ts, request_frame=s.req_frame, request_ts_ns=s.req_ts,
-            request_end_ts_ns=s.req_end_ts, response_headers_frame=s.resp_frame,
-            response_headers_ts_ns=s.resp_ts, first_data_ts_ns=s.first_data_ts,
-            end_frame=s.end_frame if reason in ("open_at_eof", "idle") else frame,
-            end_ts_ns=s.end_ts if reason in ("open_at_eof", "idle") else ts,
-            client_data_bytes=s.client_data, server_data_bytes=s.server_data,
-            client_header_bytes=s.client_hdr, server_header_bytes=s.server_hdr,
-            client_frames=s.client_frames, server_frames=s.server_frames, end_reason=reason,
-            rst_error_code=rst_code, rst_by=rst_by, sse_events=s.sse.count if s.sse is not None else 0,
-        ))
+            s.sse.close(ts, frame, at_eof=reason == "open_at_eof")
+        out.append(
+            Http2StreamEnded(
+                ts_ns=ts,
+                frame=frame,
+                direction=d,
+                tcp_stream=self.tcp_stream,
+                stream_id=s.id,
+                pushed=s.pushed,
+                parent_stream_id=s.parent,
+                partial=s.partial,
+                request_headers=s.req_headers,
+                response_headers=s.resp_headers,
+                method=s.method,
+                scheme=s.scheme,
+                authority=s.authority,
+                path=s.path,
+                status=s.status,
+                content_type=s.content_type,
+                informational=s.informational,
+                first_frame=s.first_frame,
+                first_ts_ns=s.first_ts,
+                request_frame=s.req_frame,
+                request_ts_ns=s.req_ts,
+                request_end_ts_ns=s.req_end_ts,
+                response_headers_frame=s.resp_frame,
+                response_headers_ts_ns=s.resp_ts,
+                first_data_ts_ns=s.first_data_ts,
+                end_frame=s.end_frame if reason in ("open_at_eof", "idle") else frame,
+                end_ts_ns=s.end_ts if reason in ("open_at_eof", "idle") else ts,
+                client_data_bytes=s.client_data,
+                server_data_bytes=s.server_data,
+                client_header_bytes=s.client_hdr,
+                server_header_bytes=s.server_hdr,
+                client_frames=s.client_frames,
+                server_frames=s.server_frames,
+                end_reason=reason,
+                rst_error_code=rst_code,
+                rst_by=rst_by,
+                sse_events=s.sse.count if s.sse is not None else 0,
+            )
+        )
 
     def _finish(self, ts: int, frame: int, at_eof: bool, out: list[object]) -> None:
         self._finished = True
         for s in list(self._streams.values()):
-            if s.idle:
-                reason = "idle"
-            else:
-                reason = "open_at_eof" if at_eof else "connection_closed"
+            reason = "idle" if s.idle else "open_at_eof" if at_eof else "connection_closed"
             self._end_stream(s, reason, ts, frame, None, out)
         c, sv = self._dirs
         for st in self._dirs:
@@ -1336,22 +1803,39 @@ class Http2Observer:
                 st.stalled_ns += ts - st.stall_since
                 st.stall_since = None
         g = self._goaway
-        out.append(Http2ConnectionEnded(
-            ts_ns=ts, frame=frame, direction=None, tcp_stream=self.tcp_stream,
-            start=self._start or "mid_stream", preface_frame=self._preface_frame,
-            client_settings=tuple(c.settings.items()), server_settings=tuple(sv.settings.items()),
-            streams=self._nstreams, peak_open_streams=self._peak_open,
-            client_frames=c.frames, server_frames=sv.frames, client_bytes=c.bytes, server_bytes=sv.bytes,
-            client_skipped_bytes=c.skipped, server_skipped_bytes=sv.skipped,
-            ping_count=self._ping_count, ping_rtt_min_ns=self._ping_min, ping_rtt_max_ns=self._ping_max,
-            ping_rtt_sum_ns=self._ping_sum,
-            goaway_frame=g[0] if g else None, goaway_ts_ns=g[1] if g else None,
-            goaway_by=g[2] if g else None, goaway_last_stream_id=g[3] if g else None,
-            goaway_error_code=g[4] if g else None,
-            client_flow_stalls=c.stalls if self._flow_known else 0,
-            server_flow_stalls=sv.stalls if self._flow_known else 0,
-            client_stalled_ns=c.stalled_ns if self._flow_known else 0,
-            server_stalled_ns=sv.stalled_ns if self._flow_known else 0,
-            flow_control_known=self._flow_known, hpack_errors=self._hpack_errors,
-            desynced=self._desynced,
-        ))
+        out.append(
+            Http2ConnectionEnded(
+                ts_ns=ts,
+                frame=frame,
+                direction=None,
+                tcp_stream=self.tcp_stream,
+                start=self._start or "mid_stream",
+                preface_frame=self._preface_frame,
+                client_settings=tuple(c.settings.items()),
+                server_settings=tuple(sv.settings.items()),
+                streams=self._nstreams,
+                peak_open_streams=self._peak_open,
+                client_frames=c.frames,
+                server_frames=sv.frames,
+                client_bytes=c.bytes,
+                server_bytes=sv.bytes,
+                client_skipped_bytes=c.skipped,
+                server_skipped_bytes=sv.skipped,
+                ping_count=self._ping_count,
+                ping_rtt_min_ns=self._ping_min,
+                ping_rtt_max_ns=self._ping_max,
+                ping_rtt_sum_ns=self._ping_sum,
+                goaway_frame=g[0] if g else None,
+                goaway_ts_ns=g[1] if g else None,
+                goaway_by=g[2] if g else None,
+                goaway_last_stream_id=g[3] if g else None,
+                goaway_error_code=g[4] if g else None,
+                client_flow_stalls=c.stalls if self._flow_known else 0,
+                server_flow_stalls=sv.stalls if self._flow_known else 0,
+                client_stalled_ns=c.stalled_ns if self._flow_known else 0,
+                server_stalled_ns=sv.stalled_ns if self._flow_known else 0,
+                flow_control_known=self._flow_known,
+                hpack_errors=self._hpack_errors,
+                desynced=self._desynced,
+            )
+        )

@@ -76,7 +76,7 @@ class SseEvent:
     data_bytes: int
     """length of ``data`` in UTF-8 bytes"""
     json_ok: bool | None
-    """True: data parsed as JSON; False: it looked like JSON but did not parse; None: not JSON-like"""
+    """True: data parsed as JSON; False: looked like JSON but did not parse; None: not JSON-like"""
     delta_text: str | None
     """streamed text of an LLM chunk (see :func:`llm_fields`), None if not an LLM text chunk"""
     done: bool
@@ -145,9 +145,24 @@ class SseParser:
     """
 
     __slots__ = (
-        "_bom_checked", "_buf", "_data", "_data_len", "_diag", "_direction", "_drop_event",
-        "_event_type", "_has_data", "_last_id", "_max", "_request_index", "_retry",
-        "_skip_lf", "_skip_line", "_stream_id", "_tcp_stream", "count",
+        "_bom_checked",
+        "_buf",
+        "_data",
+        "_data_len",
+        "_diag",
+        "_direction",
+        "_drop_event",
+        "_event_type",
+        "_has_data",
+        "_last_id",
+        "_max",
+        "_request_index",
+        "_retry",
+        "_skip_lf",
+        "_skip_line",
+        "_stream_id",
+        "_tcp_stream",
+        "count",
     )
 
     def __init__(
@@ -223,7 +238,8 @@ class SseParser:
             self._report(
                 "sse.unterminated_event",
                 f"line longer than {self._max} bytes without a line end; dropped",
-                ts_ns, frame,
+                ts_ns,
+                frame,
             )
             self._skip_line = True
             self._drop_current()
@@ -239,14 +255,17 @@ class SseParser:
         self._skip_line = True
         self._drop_current()
 
-    def close(self, ts_ns: int, frame: int) -> None:
-        """End of the body. An event without its terminating blank line is discarded (WHATWG)."""
+    def close(self, ts_ns: int, frame: int, *, at_eof: bool = False) -> None:
+        """End of the body. An event without its terminating blank line is discarded (WHATWG)
+        and reported as ``sse.incomplete_event``, unless ``at_eof`` (the capture ended, not the
+        stream)."""
         pending = bool(self._buf) and not self._skip_line
-        if (self._has_data or pending) and not self._drop_event:
+        if (self._has_data or pending) and not self._drop_event and not at_eof:
             self._report(
                 "sse.incomplete_event",
                 f"stream ended inside an event ({self._data_len + len(self._buf)} bytes discarded)",
-                ts_ns, frame,
+                ts_ns,
+                frame,
             )
         self._buf.clear()
         self._reset_event()
@@ -255,10 +274,23 @@ class SseParser:
 
     def _report(self, code: str, detail: str, ts_ns: int, frame: int) -> None:
         if self._diag is not None:
-            where = f"stream {self._stream_id}" if self._stream_id is not None else (
-                f"request {self._request_index}" if self._request_index is not None else "response")
-            self._diag.add(code, f"{where}: {detail}", ts_ns=ts_ns, frame=frame,
-                           tcp_stream=self._tcp_stream, direction=self._direction.label)
+            where = (
+                f"stream {self._stream_id}"
+                if self._stream_id is not None
+                else (
+                    f"request {self._request_index}"
+                    if self._request_index is not None
+                    else "response"
+                )
+            )
+            self._diag.add(
+                code,
+                f"{where}: {detail}",
+                ts_ns=ts_ns,
+                frame=frame,
+                tcp_stream=self._tcp_stream,
+                direction=self._direction.label,
+            )
 
     def _drop_current(self) -> None:
         self._data = []
@@ -287,7 +319,7 @@ class SseParser:
             name, value = raw, b""
         else:
             name = raw[:colon]
-            value = raw[colon + 1:]
+            value = raw[colon + 1 :]
             if value[:1] == b" ":
                 value = value[1:]
         if name == b"data":
@@ -296,7 +328,8 @@ class SseParser:
                 self._report(
                     "sse.unterminated_event",
                     f"event data longer than {self._max} bytes; event dropped",
-                    ts_ns, frame,
+                    ts_ns,
+                    frame,
                 )
                 self._drop_current()
                 return
@@ -307,9 +340,8 @@ class SseParser:
         elif name == b"id":
             if b"\x00" not in value:
                 self._last_id = value.decode("utf-8", "replace")
-        elif name == b"retry":
-            if value and value.isdigit():
-                self._retry = int(value)
+        elif name == b"retry" and value.isdigit():  # bytes.isdigit: ASCII digits only
+            self._retry = int(value)
 
     def _dispatch(self, ts_ns: int, frame: int, out: list[SseEvent]) -> None:
         if self._drop_event or not self._has_data:
@@ -318,14 +350,31 @@ class SseParser:
         data = "\n".join(self._data)
         json_ok, delta_text, done, finish = llm_fields(data)
         if json_ok is False:
-            self._report("sse.bad_json", f"event {self.count}: data is not valid JSON: {data[:80]!r}",
-                         ts_ns, frame)
-        out.append(SseEvent(
-            ts_ns=ts_ns, frame=frame, direction=self._direction, tcp_stream=self._tcp_stream,
-            stream_id=self._stream_id, request_index=self._request_index, index=self.count,
-            event_type=self._event_type or "message", event_id=self._last_id, retry_ms=self._retry,
-            data=data, data_bytes=self._data_len - 1 if self._data_len else 0,
-            json_ok=json_ok, delta_text=delta_text, done=done, finish_reason=finish,
-        ))
+            self._report(
+                "sse.bad_json",
+                f"event {self.count}: data is not valid JSON: {data[:80]!r}",
+                ts_ns,
+                frame,
+            )
+        out.append(
+            SseEvent(
+                ts_ns=ts_ns,
+                frame=frame,
+                direction=self._direction,
+                tcp_stream=self._tcp_stream,
+                stream_id=self._stream_id,
+                request_index=self._request_index,
+                index=self.count,
+                event_type=self._event_type or "message",
+                event_id=self._last_id,
+                retry_ms=self._retry,
+                data=data,
+                data_bytes=self._data_len - 1 if self._data_len else 0,
+                json_ok=json_ok,
+                delta_text=delta_text,
+                done=done,
+                finish_reason=finish,
+            )
+        )
         self.count += 1
         self._reset_event()

@@ -31,7 +31,7 @@ PACKETS = TableSchema(
         Column("dst", "category", None, "destination IP address as text"),
         Column("sport", "Int64", None, "TCP/UDP source port"),
         Column("dport", "Int64", None, "TCP/UDP destination port"),
-        Column("tcp_stream", "Int64", None, "Wireshark tcp.stream; NA for non-TCP frames"),
+        Column("tcp_stream", "Int64", None, "Wireshark tcp.stream; also set, as tshark does, on ICMP errors quoting a TCP header of the connection; NA for other non-TCP frames"),
         Column("direction", "category", None, "client_to_server / server_to_client for TCP frames"),
         Column("tcp_flags", "Int64", None, "9-bit TCP flags (tcp.flags): FIN=0x01 SYN=0x02 RST=0x04 PSH=0x08 ACK=0x10 URG=0x20 ECE=0x40 CWR=0x80 NS=0x100"),
         Column("flags", "category", None, "TCP flags as letters, Wireshark order: N C E U A P R S F (e.g. 'AS' for SYN-ACK)"),

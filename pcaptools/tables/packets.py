@@ -77,6 +77,15 @@ class PacketsBuilder:
                 proto(pkt.proto)
                 sport(NA)
                 dport(NA)
+        if a is not None and not isinstance(pkt, TcpSegment):
+            # an ICMP error (or cut-short header) quoting a TCP header: tshark gives the frame
+            # the connection's tcp.stream; nothing else of the quoted header is shown here
+            stream(a.tcp_stream)
+            for f in (tflags, seq, ack, seq_raw, ack_raw, tlen, win, resent, rtt):
+                f(NA)
+            dir_app(self._dir_codes[0 if a.from_client else 1])
+            flags_app(-1)
+            return
         if a is None or not isinstance(pkt, TcpSegment):
             for f in (stream, tflags, seq, ack, seq_raw, ack_raw, tlen, win, resent, rtt):
                 f(NA)

@@ -37,6 +37,13 @@ three (``RETRANSMISSION_KINDS``); ``out_of_order`` is never part of it.
 (the oldest such segment is reported); a partial ACK trims the segment. ``initial_rtt`` is
 the time from the most recent SYN to the first ACK-without-SYN segment in either direction.
 
+Wireshark quirks reproduced on purpose (each checked against tshark 4.0.17): a sequence
+number state of 0 means "unset" (data ending exactly at 2**32 disables the next comparisons);
+the duplicate-ACK counter is unsigned, so the -1 that "ACKed unseen segment" stores counts as
+">= 2 duplicate ACKs" for fast retransmission; a SYN at time 0 or a zero handshake RTT leave
+the initial RTT unset; time deltas are compared as unsigned 64-bit values (a timestamp going
+backwards is "long ago"); the analysis uses the raw (unscaled) window fields.
+
 TCP headers that tshark numbers but does not analyse (quoted in ICMP errors, shorter than
 their header, in unreassembled IP fragments) go through :meth:`TcpAnalyzer.feed_unanalysed`,
 so that stream numbers stay aligned with tshark's.
@@ -721,10 +728,12 @@ class TcpAnalyzer:
 
         resent = fwd.resent((seq + 1) & _M32 if syn else seq, seglen) if seglen else 0
 
+        kinds = _KINDS_CACHE.get(bits)
+        if kinds is None:
+            kinds = _kinds(bits)
         return SegmentAnalysis(
-            conv.tcp_stream, conv, from_client, rel_seq, rel_ack, window,
-            _kinds(bits), dup_num, dup_frame, ack_rtt, acked_frame,
-            resent, new_stream,
+            conv.tcp_stream, conv, from_client, rel_seq, rel_ack, window, kinds, dup_num,
+            dup_frame, ack_rtt, acked_frame, resent, new_stream,
         )
 
     def feed_unanalysed(self, seg: TcpSegment, captured: int) -> SegmentAnalysis | None:

@@ -69,7 +69,21 @@ from ..net.packet import ACK, FIN, RST, SYN
 __all__ = ["CONN_STATES", "ConnHistory"]
 
 #: every value conn_state() can return, in main.zeek's documentation order
-CONN_STATES = ("S0", "S1", "SF", "REJ", "S2", "S3", "RSTO", "RSTR", "RSTOS0", "RSTRH", "SH", "SHR", "OTH")
+CONN_STATES = (
+    "S0",
+    "S1",
+    "SF",
+    "REJ",
+    "S2",
+    "S3",
+    "RSTO",
+    "RSTR",
+    "RSTOS0",
+    "RSTRH",
+    "SH",
+    "SHR",
+    "OTH",
+)
 
 # Zeek's TCP_ENDPOINT_* states
 INACTIVE, SYN_SENT, SYN_ACK_SENT, PARTIAL, ESTABLISHED, CLOSED, RESET = range(7)
@@ -123,7 +137,9 @@ class _Endpoint:
 
     def clean(self) -> bool:
         """Zeek's is_clean(): established, or closed straight from established."""
-        return self.state == ESTABLISHED or (self.state == CLOSED and self.prev_state == ESTABLISHED)
+        return self.state == ESTABLISHED or (
+            self.state == CLOSED and self.prev_state == ESTABLISHED
+        )
 
 
 class ConnHistory:
@@ -283,10 +299,10 @@ class ConnHistory:
         """Zeek conn_state from the two endpoint states, exactly as main.zeek's conn_state()."""
         o, r = self._orig, self._resp
         os_, rs = o.state, r.state
-        o_inactive = os_ == INACTIVE or os_ == PARTIAL
-        r_inactive = rs == INACTIVE or rs == PARTIAL
+        o_inactive = os_ in (INACTIVE, PARTIAL)
+        r_inactive = rs in (INACTIVE, PARTIAL)
         if rs == RESET:
-            if os_ == SYN_SENT or os_ == SYN_ACK_SENT or (
+            if os_ in (SYN_SENT, SYN_ACK_SENT) or (
                 os_ == RESET and _size(o, r) == 0 and _size(r, o) == 0
             ):
                 return "REJ"
@@ -329,7 +345,14 @@ class ConnHistory:
 
     @staticmethod
     def _update_state(
-        ep: _Endpoint, peer: _Endpoint, is_orig: bool, syn: bool, fin: bool, rst: bool, ack: bool, seg_len: int
+        ep: _Endpoint,
+        peer: _Endpoint,
+        is_orig: bool,
+        syn: bool,
+        fin: bool,
+        rst: bool,
+        ack: bool,
+        seg_len: int,
     ) -> None:
         """Zeek's UpdateStateMachine, endpoint states only (weirds and events left out)."""
         st = ep.state
@@ -356,12 +379,12 @@ class ConnHistory:
                     ep.set_state(ESTABLISHED)  # the SYN was probably missed
                 else:
                     ep.set_state(PARTIAL)
-        elif st == SYN_SENT or st == SYN_ACK_SENT:
+        elif st in (SYN_SENT, SYN_ACK_SENT):
             if fin:
                 ep.set_state(CLOSED)
             if rst:
                 ep.set_state(RESET)
-        elif st == ESTABLISHED or st == PARTIAL:
+        elif st in (ESTABLISHED, PARTIAL):
             if syn and st == PARTIAL and peer.state == INACTIVE and not ack:
                 ep.set_state(SYN_SENT)
             if fin and not rst:
@@ -371,9 +394,8 @@ class ConnHistory:
                     peer.set_state(CLOSED)
             if rst:
                 ep.set_state(RESET)
-        elif st == CLOSED:
-            if rst and peer.state != CLOSED:
-                ep.set_state(RESET)
+        elif st == CLOSED and rst and peer.state != CLOSED:
+            ep.set_state(RESET)
         # RESET: nothing changes any more
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-__all__ = ["TcpOptions", "parse_options"]
+__all__ = ["NO_OPTIONS", "TFO_EXPERIMENT_ID", "TcpOptions", "parse_options"]
 
 _U16 = struct.Struct(">H").unpack_from
 _U32X2 = struct.Struct(">II").unpack_from
@@ -58,7 +58,7 @@ class TcpOptions:
     truncated: bool = False
     """the bytes end inside an option (or a length byte is below 2): the walk stopped there"""
     unknown_kinds: tuple[int, ...] = ()
-    """kinds not decoded here, in order of appearance (experimental kinds other than TFO included)"""
+    """kinds not decoded here, in order of appearance (experimental kinds other than TFO too)"""
     malformed: tuple[int, ...] = ()
     """kinds decoded here but seen with a wrong length; their value was ignored"""
 
@@ -137,10 +137,10 @@ def parse_options(raw: bytes) -> TcpOptions:
                     sack.append((left, right))
         elif kind == 34:
             if tfo is None:
-                tfo = raw[i + 2:i + ln]
+                tfo = raw[i + 2 : i + ln]
         elif (kind == 254 or kind == 253) and ln >= 4 and _U16(raw, i + 2)[0] == TFO_EXPERIMENT_ID:
             if tfo is None:
-                tfo = raw[i + 4:i + ln]
+                tfo = raw[i + 4 : i + ln]
         else:
             unknown = _add(unknown, kind)
         i += ln

@@ -89,7 +89,8 @@ class StreamGap:
     """Wireshark frame.number of that packet"""
     reason: str = "end"
     """``acked`` (the peer acknowledged them), ``snaplen`` (cut by the capture's snaplen),
-    ``limit`` (the out-of-order buffer was full), ``end`` (still missing at :meth:`Reassembler.finish`)"""
+    ``limit`` (the out-of-order buffer was full), ``end`` (still missing at
+    :meth:`Reassembler.finish`)"""
 
 
 class Reassembler:
@@ -215,7 +216,11 @@ class Reassembler:
             self.delivered_bytes += n
             if self.max_history_bytes:
                 self._remember(off, end, data)
-            return [StreamChunk(direction=self.direction, data=data, ts_ns=ts_ns, frame=frame, offset=off)]
+            return [
+                StreamChunk(
+                    direction=self.direction, data=data, ts_ns=ts_ns, frame=frame, offset=off
+                )
+            ]
         return self._segment_slow(off, data, seg_len, ts_ns, frame)
 
     def acked(self, ack_rel: int, ts_ns: int, frame: int) -> list[StreamChunk | StreamGap]:
@@ -301,10 +306,12 @@ class Reassembler:
             lo = 0
         old_end = min(cap_end, nxt)
         if lo < old_end:
-            self._old(lo, data[lo - off:old_end - off] if (lo != off or old_end != cap_end) else data)
+            self._old(
+                lo, data[lo - off : old_end - off] if (lo != off or old_end != cap_end) else data
+            )
         new_lo = max(lo, nxt)
         if cap_end > new_lo:
-            self._insert(new_lo, data[new_lo - off:] if new_lo != off else data)
+            self._insert(new_lo, data[new_lo - off :] if new_lo != off else data)
         miss_lo = max(cap_end, new_lo)
         if end > miss_lo:
             self._add_missing(miss_lo, end)
@@ -341,8 +348,8 @@ class Reassembler:
 
     def _compare(self, first: bytes, f_off: int, later: bytes, l_off: int, n: int) -> None:
         self.duplicate_bytes += n
-        a = memoryview(first)[f_off:f_off + n]
-        b = memoryview(later)[l_off:l_off + n]
+        a = memoryview(first)[f_off : f_off + n]
+        b = memoryview(later)[l_off : l_off + n]
         if a != b:
             self.inconsistent_bytes += sum(1 for x, y in zip(a, b, strict=True) if x != y)
 
@@ -367,7 +374,7 @@ class Reassembler:
             pd = pieces[i]
             pe = ps + len(pd)
             if ps > cur:
-                new.append((cur, data[cur - off:ps - off]))
+                new.append((cur, data[cur - off : ps - off]))
             a = ps if ps > cur else cur
             b = pe if pe < end else end
             if b > a:
@@ -378,7 +385,7 @@ class Reassembler:
             if cur >= end:
                 break
         if cur < end:
-            new.append((cur, data[cur - off:]))
+            new.append((cur, data[cur - off :]))
         for s, d in new:
             j = bisect_left(starts, s)
             starts.insert(j, s)
@@ -408,7 +415,7 @@ class Reassembler:
         self._missing = merged
 
     def _flush(self, out: list[StreamChunk | StreamGap], ts_ns: int, frame: int) -> None:
-        """Deliver the buffered pieces contiguous with next_offset, and the snaplen gaps between them."""
+        """Deliver the buffered pieces contiguous with next_offset, and snaplen gaps among them."""
         starts = self._starts
         missing = self._missing
         if not starts and not missing:
@@ -457,24 +464,46 @@ class Reassembler:
             self._flush(out, ts_ns, frame)
 
     def _emit_run(
-        self, out: list[StreamChunk | StreamGap], run: list[bytes], start: int, ts_ns: int, frame: int
+        self,
+        out: list[StreamChunk | StreamGap],
+        run: list[bytes],
+        start: int,
+        ts_ns: int,
+        frame: int,
     ) -> None:
         data = run[0] if len(run) == 1 else b"".join(run)
         n = len(data)
         self.buffered_bytes -= n
         self.delivered_bytes += n
-        out.append(StreamChunk(direction=self.direction, data=data, ts_ns=ts_ns, frame=frame, offset=start))
+        out.append(
+            StreamChunk(direction=self.direction, data=data, ts_ns=ts_ns, frame=frame, offset=start)
+        )
         if self.max_history_bytes:
             self._remember(start, start + n, data)
 
     def _emit_gap(
-        self, out: list[StreamChunk | StreamGap], off: int, n: int, ts_ns: int, frame: int, reason: str
+        self,
+        out: list[StreamChunk | StreamGap],
+        off: int,
+        n: int,
+        ts_ns: int,
+        frame: int,
+        reason: str,
     ) -> None:
         if n <= 0:
             return
         self.gap_bytes += n
         self.next_offset = off + n
-        out.append(StreamGap(direction=self.direction, offset=off, nbytes=n, ts_ns=ts_ns, frame=frame, reason=reason))
+        out.append(
+            StreamGap(
+                direction=self.direction,
+                offset=off,
+                nbytes=n,
+                ts_ns=ts_ns,
+                frame=frame,
+                reason=reason,
+            )
+        )
         gaps = self._gaps
         if gaps and gaps[-1][1] == off:
             gaps[-1] = (gaps[-1][0], off + n)

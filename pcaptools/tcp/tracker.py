@@ -94,18 +94,15 @@ class TcpTracker:
         a = self.analyzer.feed(seg)
         stream = a.tcp_stream
         if stream >= len(self.connections):
-            conv = a.conv
-            conn = Connection(conv=conv, first_frame=seg.frame, first_ts=seg.ts_ns)
-            conn.history = ConnHistory(client_inferred=conv.client_inferred)
-            self.connections.append(conn)
-            if conv.client_inferred:
-                self.diag.add(
-                    "tcp.capture_started_mid_stream",
-                    "first packet of the connection is not a SYN; client/server roles inferred",
-                    ts_ns=seg.ts_ns, frame=seg.frame, tcp_stream=stream,
-                )
+            conn = self._new_connection(a, seg)
         else:
             conn = self.connections[stream]
+        if conn.packets[0] + conn.packets[1] == 0 and a.conv.client_inferred:
+            self.diag.add(
+                "tcp.capture_started_mid_stream",
+                "first packet of the connection is not a SYN; client/server roles inferred",
+                ts_ns=seg.ts_ns, frame=seg.frame, tcp_stream=stream,
+            )
         d = 0 if a.from_client else 1
         flags = seg.flags
         conn.last_frame = seg.frame
@@ -123,15 +120,12 @@ class TcpTracker:
                 and conn.handshake.synack_frame is not None and flags & ACK and a.rel_ack == 1:
             conn.handshake.ack_frame = seg.frame
             conn.handshake.ack_ts = seg.ts_ns
-        zero_window = False
         if kinds or a.resent_bytes or a.ack_rtt_ns is not None:
             direction = "client_to_server" if d == 0 else "server_to_client"
             rel_ack = a.rel_ack
             for kind in kinds:
                 if kind in RETRANSMISSION_KINDS:
                     retrans = True
-                elif kind == "zero_window":
-                    zero_window = True
                 self.events.append((
                     seg.frame, seg.ts_ns, stream, direction, kind, a.rel_seq, seg.seg_len, rel_ack,
                     a.dup_ack_num if kind == "duplicate_ack" else None,
@@ -149,8 +143,26 @@ class TcpTracker:
                 ))
             if retrans:
                 conn.retransmissions += 1
-        conn.history.packet(a.from_client, flags, seg.seg_len, retransmission=retrans, zero_window=zero_window)
+        conn.history.packet(a.from_client, flags, seg.seg_len, retransmission=retrans,
+                            zero_window=seg.window == 0, seq=seg.seq)
         return a
+
+    def unanalysed(self, seg: TcpSegment, captured: int) -> SegmentAnalysis | None:
+        """A TCP header that is not a segment of its own (quoted in an ICMP error, or cut short):
+        tshark gives its frame the connection's tcp.stream without analysing it. Returns the
+        analysis (for the stream number) or None; the connection's counters are not touched."""
+        a = self.analyzer.feed_unanalysed(seg, captured)
+        if a is not None and a.tcp_stream >= len(self.connections):
+            self._new_connection(a, seg)
+        return a
+
+    def _new_connection(self, a: SegmentAnalysis, seg: TcpSegment) -> Connection:
+        # streams are numbered in order of appearance, so the new one is always the next index
+        conn = Connection(conv=a.conv, first_frame=seg.frame, first_ts=seg.ts_ns,
+                          last_frame=seg.frame, last_ts=seg.ts_ns)
+        conn.history = ConnHistory(client_inferred=a.conv.client_inferred)
+        self.connections.append(conn)
+        return conn
 
     def _control(self, conn: Connection, seg: TcpSegment, a: SegmentAnalysis, d: int) -> None:
         flags = seg.flags

@@ -1,10 +1,11 @@
-"""The reading layer against tshark 4.0: every frame of every corpus capture, and compressed copies."""
+"""The reading layer against tshark 4.0: every frame of every corpus capture; compressed copies."""
 
 from __future__ import annotations
 
 import bz2
 import gzip
 import lzma
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,13 @@ from pcaptools.io import RawFrame, open_capture
 
 pytestmark = [pytest.mark.corpus]
 
-FRAME_FIELDS = ("frame.number", "frame.time_epoch", "frame.len", "frame.cap_len", "frame.interface_id")
+FRAME_FIELDS = (
+    "frame.number",
+    "frame.time_epoch",
+    "frame.len",
+    "frame.cap_len",
+    "frame.interface_id",
+)
 
 #: frames tshark shows per corpus capture (tshark/capinfos 4.0.17, see MANIFEST.md)
 EXPECTED_FRAMES = {
@@ -48,7 +55,13 @@ def our_rows(frames: list[RawFrame], pcapng: bool) -> list[list[str]]:
     """Our frames as tshark prints FRAME_FIELDS (tshark shows no interface id for pcap files;
     all corpus pcapng files have one section, where our global interface index is tshark's)."""
     return [
-        [str(f.frame), epoch(f.ts_ns), str(f.orig_len), str(len(f.data)), str(f.interface) if pcapng else ""]
+        [
+            str(f.frame),
+            epoch(f.ts_ns),
+            str(f.orig_len),
+            str(len(f.data)),
+            str(f.interface) if pcapng else "",
+        ]
         for f in frames
     ]
 
@@ -63,9 +76,14 @@ def test_frames_match_tshark(path: Path, tshark: str) -> None:
     if path.name in EXPECTED_FRAMES:
         assert len(frames) == EXPECTED_FRAMES[path.name]
     # only the damaged file has a reading problem
-    reading_rows = [r.code for r in diag.rows if r.code in ("capture.truncated_record", "capture.bad_record_length",
-                                                              "capture.bad_block")]
-    assert reading_rows == (["capture.bad_record_length"] if path.name == "tls_DER-incomplete-header.pcap" else [])
+    reading_rows = [
+        r.code
+        for r in diag.rows
+        if r.code in ("capture.truncated_record", "capture.bad_record_length", "capture.bad_block")
+    ]
+    assert reading_rows == (
+        ["capture.bad_record_length"] if path.name == "tls_DER-incomplete-header.pcap" else []
+    )
 
 
 def test_corrupt_record_keeps_frames_before_it(corpus: Path) -> None:
@@ -85,7 +103,13 @@ def test_interfaces_and_secrets(corpus: Path) -> None:
         frames = list(r.frames())
         assert r.format == "pcapng" and r.compression is None
         assert [i.linktype for i in r.interfaces] == [1, 1, 1, 1, 0, 1, 1, 1, 12, 1, 0]
-        assert [i.name for i in r.interfaces][:5] == ["en0", "awdl0", "bridge0", "vboxnet0", "utun0"]
+        assert [i.name for i in r.interfaces][:5] == [
+            "en0",
+            "awdl0",
+            "bridge0",
+            "vboxnet0",
+            "utun0",
+        ]
         assert all(i.snaplen == 262144 and i.tsresol == 1_000_000 for i in r.interfaces)
         assert r.bytes_read == r.file_size == 20704
     assert sorted({(f.interface, f.linktype) for f in frames}) == [(0, 1), (10, 0)]
@@ -117,19 +141,26 @@ def test_interfaces_and_secrets(corpus: Path) -> None:
         assert [(t, len(d)) for t, d in r.secrets] == [(0x544C534B, 27880)]
 
 
-COMPRESSORS = {
+COMPRESSORS: dict[str, Callable[[bytes], bytes]] = {
     "gzip": gzip.compress,
     "bzip2": bz2.compress,
     "xz": lzma.compress,
     "zstd": lambda b: zstandard.ZstdCompressor().compress(b),
 }
-COMPRESSED_SAMPLES = ("dump.pcapng", "many_interfaces-1.pcapng", "nanosecs_big_endian.pcap", "raw_ip.pcap",
-                      "dsb-tls3.cryptohack.org.pcapng")
+COMPRESSED_SAMPLES = (
+    "dump.pcapng",
+    "many_interfaces-1.pcapng",
+    "nanosecs_big_endian.pcap",
+    "raw_ip.pcap",
+    "dsb-tls3.cryptohack.org.pcapng",
+)
 
 
 @pytest.mark.parametrize("codec", sorted(COMPRESSORS))
 @pytest.mark.parametrize("name", COMPRESSED_SAMPLES)
-def test_compressed_copies_give_identical_frames(corpus: Path, tmp_path: Path, codec: str, name: str) -> None:
+def test_compressed_copies_give_identical_frames(
+    corpus: Path, tmp_path: Path, codec: str, name: str
+) -> None:
     plain, plain_diag = read_all(corpus / name)
     # a misleading file name on purpose: compression is found by magic bytes
     copy = tmp_path / (name + ".bin")
@@ -148,7 +179,7 @@ def test_compressed_copies_give_identical_frames(corpus: Path, tmp_path: Path, c
 
 
 def test_zstd_multi_frame_stream(corpus: Path, tmp_path: Path) -> None:
-    """A zstd file made of several frames (as `zstd` writes for concatenated input) reads through."""
+    """A zstd file made of several frames (as zstd writes for concatenated input) reads through."""
     data = (corpus / "dump.pcapng").read_bytes()
     c = zstandard.ZstdCompressor()
     copy = tmp_path / "x.zst"

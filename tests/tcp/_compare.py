@@ -212,7 +212,9 @@ def analyse(
 def compare(path: str | Path) -> Comparison:
     """Compare every TCP frame of ``path`` with tshark (single pass, default preferences)."""
     rows = tshark_fields(str(path), FIELDS, (), "tcp")
-    theirs = {int(r[0]): r for r in rows}
+    # rows without tcp.stream: a TCP header too short for tshark to look up its conversation
+    # (e.g. 8 bytes quoted in an ICMP error); we give those no analysis either
+    theirs = {int(r[0]): r for r in rows if r[1]}
     an, ours = analyse(path, with_quoted=True)
     res = Comparison(tshark_frames=len(theirs), our_frames=len(ours), streams=len(an.conversations))
     seen: set[int] = set()

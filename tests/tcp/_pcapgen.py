@@ -37,6 +37,9 @@ class Pkt:
     cport: int = 40000
     sport: int = 80
     v6: bool = False
+    icmp_quote: int | None = None
+    """if set: instead of the segment, an ICMP(v6) port unreachable sent back by the segment's
+    destination, quoting the segment's IP header and this many bytes of its TCP header+data"""
 
 
 def wscale_opt(shift: int, mss: int = 1460) -> bytes:
@@ -71,7 +74,16 @@ def _frame(p: Pkt) -> bytes:
     else:
         ip = struct.pack(">BBHHHBBH", 0x45, 0, 20 + len(tcp), 1, 0, 64, 6, 0) + src + dst
         eth = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00"
-    return eth + ip + tcp
+    if p.icmp_quote is None:
+        return eth + ip + tcp
+    quoted = ip + tcp[: p.icmp_quote]
+    if p.v6:
+        icmp = struct.pack(">BBHI", 1, 4, 0, 0) + quoted
+        oip = struct.pack(">IHBB", 0x60000000, len(icmp), 58, 64) + dst + src
+    else:
+        icmp = struct.pack(">BBHI", 3, 3, 0, 0) + quoted
+        oip = struct.pack(">BBHHHBBH", 0x45, 0, 20 + len(icmp), 1, 0, 64, 1, 0) + dst + src
+    return eth + oip + icmp
 
 
 def write_pcap(path: Path, pkts: list[Pkt]) -> Path:
@@ -149,7 +161,9 @@ def _one_conn(
     M = 0xFFFFFFFF
     rtt = rnd.choice([200_000, 2_000_000, 30_000_000])
     lossy = rnd.random() < 0.7
-    keep = (lambda: rnd.random() > 0.08) if lossy else (lambda: True)
+
+    def keep() -> bool:
+        return not lossy or rnd.random() > 0.08
 
     def emit(p: Pkt, capture: bool = True) -> None:
         p.cport, p.sport, p.v6 = cport, sport, v6

@@ -219,7 +219,66 @@ def zero_window_dance() -> list[Pkt]:
     return p
 
 
+def icmp_quoted() -> list[Pkt]:
+    """ICMP / ICMPv6 errors quoting TCP headers: tshark gives them a tcp.stream (creating one
+    for an unseen connection, or a new one for a SYN with another ISN) but no analysis."""
+    t = T0
+    q = 40  # the whole TCP header with options
+    return [
+        # A: SYN then the error quoting it (same stream)
+        Pkt(t, True, SYN, 100, 0, 1000, 0, wscale_opt(7), cport=43001),
+        Pkt(t + MS, True, SYN, 100, 0, 1000, 0, wscale_opt(7), cport=43001, icmp_quote=q),
+        # B: the error first (creates the stream), then the SYN sent again, answered
+        Pkt(t + 2 * MS, True, SYN, 200, 0, 1000, 0, wscale_opt(2), cport=43002, icmp_quote=q),
+        Pkt(t + 3 * MS, True, SYN, 200, 0, 1000, 0, wscale_opt(2), cport=43002),
+        Pkt(t + 4 * MS, False, SYN | ACK, 900, 201, 1000, 0, wscale_opt(3), cport=43002),
+        Pkt(t + 5 * MS, True, ACK, 201, 901, 1000, cport=43002),
+        # C: only 8 bytes of TCP quoted: no stream
+        Pkt(t + 6 * MS, True, SYN, 300, 0, 1000, 0, b"", cport=43003, icmp_quote=8),
+        # D: established connection, then an error quoting a data segment (an ACK)
+        Pkt(t + 7 * MS, True, SYN, 400, 0, 1000, 0, wscale_opt(1), cport=43004),
+        Pkt(t + 8 * MS, False, SYN | ACK, 800, 401, 1000, 0, wscale_opt(1), cport=43004),
+        Pkt(t + 9 * MS, False, ACK, 801, 401, 1000, 100, cport=43004, icmp_quote=q),
+        Pkt(t + 10 * MS, True, ACK, 401, 801, 1000, cport=43004),
+        Pkt(t + 11 * MS, False, ACK, 801, 401, 1000, 100, cport=43004),
+        # E: an error quoting a SYN with a new ISN on a used port pair: new stream, reused ports
+        Pkt(t + 12 * MS, True, SYN, 4000, 0, 1000, 0, wscale_opt(1), cport=43004, icmp_quote=q),
+        Pkt(t + 13 * MS, True, ACK, 401, 801, 1000, cport=43004),
+        # F: ICMPv6, header quoted with its options cut off, and a SYN-ACK quoted
+        Pkt(t + 14 * MS, True, SYN, 500, 0, 1000, 0, wscale_opt(4), cport=43005, v6=True),
+        Pkt(
+            t + 15 * MS,
+            False,
+            SYN | ACK,
+            700,
+            501,
+            1000,
+            0,
+            wscale_opt(4),
+            cport=43005,
+            v6=True,
+            icmp_quote=24,
+        ),
+        Pkt(
+            t + 16 * MS,
+            False,
+            SYN | ACK,
+            777,
+            501,
+            1000,
+            0,
+            wscale_opt(4),
+            cport=43005,
+            v6=True,
+            icmp_quote=q,
+        ),
+        Pkt(t + 17 * MS, True, ACK, 501, 778, 1000, cport=43005, v6=True),
+        Pkt(t + 18 * MS, True, ACK, 501, 778, 1000, 10, cport=43005, v6=True, icmp_quote=18),
+    ]
+
+
 SCENARIOS: dict[str, Callable[[], list[Pkt]]] = {
+    "icmp_quoted": icmp_quoted,
     "wrap_exact_zero": wrap_exact_zero,
     "wrap_data": wrap_data,
     "port_reuse": port_reuse,

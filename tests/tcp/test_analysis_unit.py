@@ -358,3 +358,52 @@ def test_never_raises(segs: list[tuple[bool, int, int, int, int, int, int, bytes
     for flags in (SYN | FIN, RST | ACK, RST, FIN, 0):
         a = conns[0].c(flags, 5, 7, plen=3)
         assert isinstance(a.kinds, tuple)
+
+
+def _quoted(
+    cn: Conn, c2s: bool, flags: int, seq: int, ack: int = 0, opts: bytes = b""
+) -> TcpSegment:
+    """The header of a segment as an ICMP error would quote it (frame/time of the ICMP packet)."""
+    cn.frame += 1
+    cn.t += MS
+    src, dst = (CLIENT, SERVER) if c2s else (SERVER, CLIENT)
+    sp, dp = (cn.cport, cn.sport) if c2s else (cn.sport, cn.cport)
+    return TcpSegment(
+        cn.frame,
+        cn.t,
+        90,
+        4,
+        src,
+        dst,
+        64,
+        1,
+        sp,
+        dp,
+        seq,
+        ack,
+        flags,
+        1000,
+        20 + len(opts),
+        opts,
+        0,
+        b"",
+        0,
+    )
+
+
+def test_icmp_quoted_headers_get_streams_but_no_analysis() -> None:
+    an = TcpAnalyzer(Diagnostics())
+    cn = Conn(an)
+    # an error quoting a SYN of a connection never seen: tshark creates tcp.stream 0 for it
+    q = an.feed_unanalysed(_quoted(cn, True, SYN, 200, opts=ws(2)), captured=24)
+    assert q is not None and (q.tcp_stream, q.new_stream, q.rel_seq, q.kinds) == (0, True, 200, ())
+    assert an.feed_unanalysed(_quoted(cn, True, SYN, 200), captured=8) is None  # too short
+    syn = cn.c(SYN, 200, 0, opts=ws(2))
+    assert (syn.tcp_stream, syn.new_stream, syn.rel_seq, syn.kinds) == (0, False, 0, ())
+    cn.s(SYN | ACK, 900, 201, opts=ws(3))
+    ack = cn.c(ACK, 201, 901, win=1000)
+    assert ack.window == 4000 and an.conversations[0].irtt_ns == 2 * MS
+    # a quoted SYN with another ISN on the same ports: a new stream, flagged, raw numbers
+    q2 = an.feed_unanalysed(_quoted(cn, True, SYN, 4000), captured=20)
+    assert q2 is not None and (q2.tcp_stream, q2.kinds, q2.rel_seq) == (1, ("reused_ports",), 4000)
+    assert cn.c(ACK, 201, 901).tcp_stream == 1  # later segments follow the newest conversation

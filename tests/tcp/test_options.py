@@ -24,7 +24,9 @@ def test_tfo_cookie_request_experimental_kind() -> None:
 
 def test_tfo_cookie_experimental_kind() -> None:
     # tcp-fast-open.pcap frame 2 (SYN-ACK): cookie 261fb060cecab690
-    o = parse_options(bytes.fromhex("020405b40402080afffff8f600d968a301030306fe0cf989261fb060cecab690"))
+    o = parse_options(
+        bytes.fromhex("020405b40402080afffff8f600d968a301030306fe0cf989261fb060cecab690")
+    )
     assert o.mss == 1460
     assert o.wscale == 6
     assert o.sack_perm is True
@@ -36,7 +38,13 @@ def test_tfo_cookie_experimental_kind() -> None:
 def test_no_tfo_in_plain_syn_ack() -> None:
     # tcp-fast-open.pcap frame 10 (second SYN-ACK, no cookie option)
     o = parse_options(bytes.fromhex("020405b40402080afffff8f800d968a501030306"))
-    assert (o.mss, o.wscale, o.sack_perm, o.timestamps, o.tfo) == (1460, 6, True, (4294965496, 14248101), None)
+    assert (o.mss, o.wscale, o.sack_perm, o.timestamps, o.tfo) == (
+        1460,
+        6,
+        True,
+        (4294965496, 14248101),
+        None,
+    )
 
 
 def test_snaplen_cut_syn_options() -> None:
@@ -139,9 +147,17 @@ def test_garbage_never_raises(raw: bytes) -> None:
 # --------------------------------------------------------------------------- tshark oracle
 
 _FIELDS = (
-    "frame.number", "tcp.options", "tcp.options.mss_val", "tcp.options.wscale.shift",
-    "tcp.options.sack_perm", "tcp.options.timestamp.tsval", "tcp.options.timestamp.tsecr",
-    "tcp.options.tfo.request", "tcp.options.tfo.cookie", "tcp.options.sack_le", "tcp.options.sack_re",
+    "frame.number",
+    "tcp.options",
+    "tcp.options.mss_val",
+    "tcp.options.wscale.shift",
+    "tcp.options.sack_perm",
+    "tcp.options.timestamp.tsval",
+    "tcp.options.timestamp.tsecr",
+    "tcp.options.tfo.request",
+    "tcp.options.tfo.cookie",
+    "tcp.options.sack_le",
+    "tcp.options.sack_re",
 )
 
 
@@ -155,7 +171,9 @@ def _first_int(text: str) -> int | None:
 def test_against_tshark(path, tshark) -> None:  # type: ignore[no-untyped-def]
     """Every SYN, SYN-ACK and SACK-carrying segment of the corpus decodes as tshark decodes it."""
     rows = tshark_fields(
-        str(path), _FIELDS, ("-o", "tcp.relative_sequence_numbers:FALSE"),
+        str(path),
+        _FIELDS,
+        ("-o", "tcp.relative_sequence_numbers:FALSE"),
         "tcp.flags.syn == 1 || tcp.options.sack_le",
     )
     for row in rows:
@@ -185,7 +203,7 @@ def test_against_tshark(path, tshark) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.corpus
 @pytest.mark.tshark
 def test_tfo_capture_against_tshark(corpus, tshark) -> None:  # type: ignore[no-untyped-def]
-    """tcp-fast-open.pcap: 4 SYN/SYN-ACK frames; the cookie is granted in frame 2 and used in frame 8."""
+    """tcp-fast-open.pcap: 4 SYN/SYN-ACK frames; the cookie is granted in frame 2, used in 8."""
     rows = tshark_fields(str(corpus / "tcp-fast-open.pcap"), _FIELDS, (), "tcp.flags.syn == 1")
     got = {int(r[0]): parse_options(bytes.fromhex(r[1])).tfo for r in rows}
     cookie = bytes.fromhex("261fb060cecab690")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 import pytest
 from hypothesis import given
@@ -21,11 +22,15 @@ def _syn(r: Reassembler) -> None:
 
 
 def _chunk(data: bytes, offset: int, frame: int, ts: int | None = None) -> StreamChunk:
-    return StreamChunk(direction=C2S, data=data, ts_ns=frame * 10 if ts is None else ts, frame=frame, offset=offset)
+    return StreamChunk(
+        direction=C2S, data=data, ts_ns=frame * 10 if ts is None else ts, frame=frame, offset=offset
+    )
 
 
 def _gap(offset: int, n: int, frame: int, reason: str) -> StreamGap:
-    return StreamGap(direction=C2S, offset=offset, nbytes=n, ts_ns=frame * 10, frame=frame, reason=reason)
+    return StreamGap(
+        direction=C2S, offset=offset, nbytes=n, ts_ns=frame * 10, frame=frame, reason=reason
+    )
 
 
 def _check_contiguous(items: Sequence[Item], start: int = 0) -> int:
@@ -93,7 +98,9 @@ def segmented(draw: st.DrawFn) -> tuple[bytes, list[tuple[int, int]], list[tuple
 
 
 @given(segmented())
-def test_segmentation_invariance(case: tuple[bytes, list[tuple[int, int]], list[tuple[int, int]]]) -> None:
+def test_segmentation_invariance(
+    case: tuple[bytes, list[tuple[int, int]], list[tuple[int, int]]],
+) -> None:
     data, fed, _withheld = case
     n = len(data)
     r = Reassembler(C2S)
@@ -112,7 +119,7 @@ def test_segmentation_invariance(case: tuple[bytes, list[tuple[int, int]], list[
     assert _check_contiguous(items) == n
     for it in items:
         if isinstance(it, StreamChunk):
-            assert it.data == data[it.offset:it.offset + len(it.data)]
+            assert it.data == data[it.offset : it.offset + len(it.data)]
     gaps = [(g.offset, g.nbytes) for g in items if isinstance(g, StreamGap)]
     assert gaps == _uncovered(n, fed)
     covered = n - sum(g[1] for g in gaps)
@@ -130,7 +137,7 @@ def test_segmentation_invariance(case: tuple[bytes, list[tuple[int, int]], list[
 def test_no_gap_and_one_chunk_per_segment_when_nothing_withheld_in_order(
     case: tuple[bytes, list[tuple[int, int]], list[tuple[int, int]]],
 ) -> None:
-    """Fed in offset order with nothing missing, every segment delivers at most one chunk at once."""
+    """Fed in offset order with nothing missing, each segment delivers at most one chunk."""
     data, fed, withheld = case
     ranges = sorted(fed + withheld)
     r = Reassembler(C2S)
@@ -159,7 +166,7 @@ def with_acks_and_cuts(draw: st.DrawFn) -> tuple[bytes, list[tuple[str, int, int
     cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=min(n - 1, 10)))) if n > 1 else []
     bounds = [0, *cuts, n]
     segs: list[tuple[int, int, int]] = []
-    for a, b in zip(bounds, bounds[1:], strict=False):
+    for a, b in pairwise(bounds):
         if draw(st.booleans()):
             continue  # withheld
         cap = draw(st.integers(0, b - a)) if draw(st.booleans()) else b - a
@@ -173,7 +180,9 @@ def with_acks_and_cuts(draw: st.DrawFn) -> tuple[bytes, list[tuple[str, int, int
         hi = draw(st.integers(lo + 1, b))
         segs.append((lo, hi, hi - lo))
     segs += draw(st.lists(st.sampled_from(segs), max_size=3)) if segs else []
-    ops: list[tuple[str, int, int, int]] = [("seg", a, b, cap) for a, b, cap in draw(st.permutations(segs))]
+    ops: list[tuple[str, int, int, int]] = [
+        ("seg", a, b, cap) for a, b, cap in draw(st.permutations(segs))
+    ]
     for _ in range(draw(st.integers(0, 4))):
         pos = draw(st.integers(0, len(ops)))
         ops.insert(pos, ("ack", draw(st.integers(0, n)), 0, 0))
@@ -181,14 +190,16 @@ def with_acks_and_cuts(draw: st.DrawFn) -> tuple[bytes, list[tuple[str, int, int
 
 
 @given(with_acks_and_cuts())
-def test_gaps_exactly_where_not_captured_before_acked(case: tuple[bytes, list[tuple[str, int, int, int]]]) -> None:
+def test_gaps_exactly_where_not_captured_before_acked(
+    case: tuple[bytes, list[tuple[str, int, int, int]]],
+) -> None:
     """A byte is a gap iff it was not captured before the peer acknowledged it (or ever)."""
     data, ops = case
     n = len(data)
     inf = len(ops) + 1
     t_cap = [inf] * n
     t_ack = [inf] * n
-    for t, (op, a, b, cap) in enumerate(ops):
+    for t, (op, a, _b, cap) in enumerate(ops):
         if op == "seg":
             for p in range(a, a + cap):
                 t_cap[p] = min(t_cap[p], t)
@@ -202,7 +213,7 @@ def test_gaps_exactly_where_not_captured_before_acked(case: tuple[bytes, list[tu
     items: list[Item] = []
     for t, (op, a, b, cap) in enumerate(ops, start=2):
         if op == "seg":
-            items += r.segment(a + 1, data[a:a + cap], t, t, seg_len=b - a)
+            items += r.segment(a + 1, data[a : a + cap], t, t, seg_len=b - a)
         else:
             items += r.acked(a + 1, t, t)
         assert r.delivered_bytes + r.gap_bytes == r.next_offset
@@ -213,9 +224,9 @@ def test_gaps_exactly_where_not_captured_before_acked(case: tuple[bytes, list[tu
     got_gap = [False] * n
     for it in items:
         if isinstance(it, StreamChunk):
-            assert it.data == data[it.offset:it.offset + len(it.data)]
+            assert it.data == data[it.offset : it.offset + len(it.data)]
         else:
-            got_gap[it.offset:it.offset + it.nbytes] = [True] * it.nbytes
+            got_gap[it.offset : it.offset + it.nbytes] = [True] * it.nbytes
     assert got_gap == expected_gap
     fed_bytes = sum(cap for op, _a, _b, cap in ops if op == "seg")
     assert r.delivered_bytes + r.duplicate_bytes + r.dropped_bytes == fed_bytes
@@ -278,7 +289,7 @@ def test_buffer_limit_invariants(
     end = _check_contiguous(items)
     for it in items:
         if isinstance(it, StreamChunk):
-            assert it.data == data[it.offset:it.offset + len(it.data)]
+            assert it.data == data[it.offset : it.offset + len(it.data)]
     assert end == max((b for _a, b in fed), default=0)
     # every captured byte is delivered once, recognised as a duplicate, or dropped (late)
     assert r.delivered_bytes + r.duplicate_bytes + r.dropped_bytes == sum(b - a for a, b in fed)
@@ -322,6 +333,7 @@ def test_in_order_fast_path_does_not_copy() -> None:
     _syn(r)
     payload = b"x" * 1000
     (chunk,) = r.segment(1, payload, 20, 2)
+    assert isinstance(chunk, StreamChunk)
     assert chunk.data is payload
     assert chunk == _chunk(payload, 0, 2)
     assert r.next_offset == 1000
@@ -414,8 +426,14 @@ def test_buffer_limit_keeps_what_fits() -> None:
 def test_snaplen_cut_in_order_is_gap_immediately() -> None:
     r = Reassembler(C2S)
     _syn(r)
-    assert r.segment(1, b"abcd", 20, 2, seg_len=10) == [_chunk(b"abcd", 0, 2), _gap(4, 6, 2, "snaplen")]
-    assert r.segment(11, b"klm", 30, 3, seg_len=10) == [_chunk(b"klm", 10, 3), _gap(13, 7, 3, "snaplen")]
+    assert r.segment(1, b"abcd", 20, 2, seg_len=10) == [
+        _chunk(b"abcd", 0, 2),
+        _gap(4, 6, 2, "snaplen"),
+    ]
+    assert r.segment(11, b"klm", 30, 3, seg_len=10) == [
+        _chunk(b"klm", 10, 3),
+        _gap(13, 7, 3, "snaplen"),
+    ]
     assert r.segment(21, b"", 40, 4, seg_len=5) == [_gap(20, 5, 4, "snaplen")]
     assert (r.delivered_bytes, r.gap_bytes, r.next_offset) == (7, 18, 25)
 
@@ -426,7 +444,9 @@ def test_snaplen_cut_out_of_order_is_gap_when_reached() -> None:
     assert r.segment(11, b"klm", 20, 2, seg_len=10) == []  # [10, 13) captured, [13, 20) cut
     assert r.segment(21, b"uvw", 30, 3) == []
     assert r.segment(1, b"abcdefghij", 40, 4) == [
-        _chunk(b"abcdefghijklm", 0, 4), _gap(13, 7, 4, "snaplen"), _chunk(b"uvw", 20, 4),
+        _chunk(b"abcdefghijklm", 0, 4),
+        _gap(13, 7, 4, "snaplen"),
+        _chunk(b"uvw", 20, 4),
     ]
 
 
@@ -443,7 +463,11 @@ def test_snaplen_cut_beyond_everything_reported_at_finish() -> None:
     r = Reassembler(C2S)
     _syn(r)
     assert r.segment(21, b"uv", 20, 2, seg_len=5) == []
-    assert r.finish(30, 3) == [_gap(0, 20, 3, "end"), _chunk(b"uv", 20, 3), _gap(22, 3, 3, "snaplen")]
+    assert r.finish(30, 3) == [
+        _gap(0, 20, 3, "end"),
+        _chunk(b"uv", 20, 3),
+        _gap(22, 3, 3, "snaplen"),
+    ]
 
 
 def test_padding_beyond_seg_len_is_ignored() -> None:
@@ -516,10 +540,14 @@ def test_ack_before_any_data_sets_the_base() -> None:
     assert r.segment(12313, seg, 40, 4) == []
     assert r.segment(13681, seg, 60, 6) == []
     (chunk,) = r.segment(1, seg, 80, 8)
+    assert isinstance(chunk, StreamChunk)
     assert (chunk.offset, len(chunk.data), chunk.frame) == (0, 1368, 8)
     assert r.acked(1369, 90, 9) == []
     got = r.finish(100, 10)
-    assert [(type(x).__name__, x.offset, x.frame) for x in got] == [("StreamGap", 1368, 10), ("StreamChunk", 10944, 10)]
+    assert [(type(x).__name__, x.offset, x.frame) for x in got] == [
+        ("StreamGap", 1368, 10),
+        ("StreamChunk", 10944, 10),
+    ]
     assert isinstance(got[0], StreamGap) and got[0].nbytes == 10944 - 1368
     assert isinstance(got[1], StreamChunk) and len(got[1].data) == 3 * 1368
 

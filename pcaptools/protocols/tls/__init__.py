@@ -17,6 +17,7 @@ from __future__ import annotations
 from .events import TlsAlert, TlsHandshakeCompleted, TlsHandshakeMessage, TlsRecord, TlsSession
 from .keylog import KeyLog, SessionSecrets
 from .observer import TlsObserver
+from .records import looks_like_tls
 from .suites import suite_name, version_name
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "TlsObserver",
     "TlsRecord",
     "TlsSession",
+    "looks_like_tls",
     "suite_name",
     "version_name",
 ]

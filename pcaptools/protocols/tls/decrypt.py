@@ -122,7 +122,7 @@ class Tls12AeadDecryptor(RecordDecryptor):
             raise DecryptError(f"record of {len(fragment)} bytes is shorter than nonce and tag")
         if self._explicit:
             nonce = self._salt + fragment[: self._explicit]
-            body = fragment[self._explicit:]
+            body = fragment[self._explicit :]
         else:
             nonce = (self._iv ^ self.seq).to_bytes(12, "big")
             body = fragment
@@ -140,29 +140,30 @@ class Tls12AeadDecryptor(RecordDecryptor):
 
 def _ssl3_mac(hash_name: str, key: bytes, seq: int, ctype: int, data: bytes) -> bytes:
     pad_len = 48 if hash_name == "md5" else 40
-    inner = hashlib.new(hash_name, key + b"\x36" * pad_len + _SEQ.pack(seq)
-                        + struct.pack(">BH", ctype, len(data)) + data).digest()
+    inner = hashlib.new(
+        hash_name,
+        key + b"\x36" * pad_len + _SEQ.pack(seq) + struct.pack(">BH", ctype, len(data)) + data,
+    ).digest()
     return hashlib.new(hash_name, key + b"\x5c" * pad_len + inner).digest()
 
 
-class _MacMixin:
-    __slots__ = ()
-
-    def _mac(self, seq: int, ctype: int, version: int, data: bytes) -> bytes:
-        if version == 0x0300:
-            return _ssl3_mac(self._mac_hash, self._mac_key, seq, ctype, data)  # type: ignore[attr-defined]
-        return hmac.new(self._mac_key,  # type: ignore[attr-defined]
-                        _AAD12.pack(seq, ctype, version, len(data)) + data,
-                        self._mac_hash).digest()  # type: ignore[attr-defined]
+def _record_mac(
+    hash_name: str, key: bytes, seq: int, ctype: int, version: int, data: bytes
+) -> bytes:
+    """The MAC of one record: HMAC over seq || type || version || length || data (SSLv3: its own MAC)."""
+    if version == 0x0300:
+        return _ssl3_mac(hash_name, key, seq, ctype, data)
+    return hmac.new(key, _AAD12.pack(seq, ctype, version, len(data)) + data, hash_name).digest()
 
 
-class CbcDecryptor(_MacMixin, RecordDecryptor):
+class CbcDecryptor(RecordDecryptor):
     """Block cipher in CBC mode with HMAC (MAC-then-encrypt, or encrypt-then-MAC)."""
 
     __slots__ = ("_algo", "_bs", "_etm", "_explicit_iv", "_iv", "_mac_hash", "_mac_key", "_mac_len")
 
-    def __init__(self, suite: CipherSuite, key: bytes, iv: bytes, mac_key: bytes, version: int,
-                 etm: bool) -> None:
+    def __init__(
+        self, suite: CipherSuite, key: bytes, iv: bytes, mac_key: bytes, version: int, etm: bool
+    ) -> None:
         super().__init__()
         self._algo = _block_algorithm(suite.cipher or "", key)
         self._bs = suite.block_size
@@ -179,33 +180,39 @@ class CbcDecryptor(_MacMixin, RecordDecryptor):
             if len(fragment) < mlen + bs:
                 raise DecryptError("record shorter than MAC and one block")
             body, tag = fragment[:-mlen], fragment[-mlen:]
-            if not hmac.compare_digest(self._mac(self.seq, ctype, version, body), tag):
+            if not hmac.compare_digest(
+                _record_mac(self._mac_hash, self._mac_key, self.seq, ctype, version, body), tag
+            ):
                 raise DecryptError("MAC mismatch (encrypt-then-MAC)")
         else:
             body = fragment
         if len(body) % bs or len(body) < bs * (2 if self._explicit_iv else 1):
-            raise DecryptError(f"ciphertext of {len(body)} bytes is not a multiple of the {bs}-byte block")
+            raise DecryptError(
+                f"ciphertext of {len(body)} bytes is not a multiple of the {bs}-byte block"
+            )
         if self._explicit_iv:
             iv, ct = body[:bs], body[bs:]
         else:
+            # TLS 1.0 / SSLv3: the IV is the previous record's last block, whatever happens next
             iv, ct = self._iv, body
+            self._iv = body[-bs:]
         dec = Cipher(self._algo, modes.CBC(iv)).decryptor()
         pt = dec.update(ct) + dec.finalize()
         pad = pt[-1]
         need = pad + 1 + (0 if self._etm else mlen)
         if need > len(pt) or (version == 0x0300 and pad >= bs):
             raise DecryptError("bad CBC padding")
-        if version != 0x0300 and pt[-pad - 1:] != bytes([pad]) * (pad + 1):
+        if version != 0x0300 and pt[-pad - 1 :] != bytes([pad]) * (pad + 1):
             raise DecryptError("bad CBC padding")
         content = pt[: len(pt) - pad - 1]
         if not self._etm:
-            data, tag = content[: len(content) - mlen], content[len(content) - mlen:]
-            if not hmac.compare_digest(self._mac(self.seq, ctype, version, data), tag):
+            data, tag = content[: len(content) - mlen], content[len(content) - mlen :]
+            if not hmac.compare_digest(
+                _record_mac(self._mac_hash, self._mac_key, self.seq, ctype, version, data), tag
+            ):
                 raise DecryptError("MAC mismatch")
         else:
             data = content
-        if not self._explicit_iv:
-            self._iv = body[-bs:]
         self.seq += 1
         return ctype, data
 
@@ -213,14 +220,16 @@ class CbcDecryptor(_MacMixin, RecordDecryptor):
         return max(0, length - self._mac_len - 1 - (self._bs if self._explicit_iv else 0))
 
 
-class StreamDecryptor(_MacMixin, RecordDecryptor):
+class StreamDecryptor(RecordDecryptor):
     """RC4 (the keystream runs on across records) or NULL encryption, with HMAC."""
 
     __slots__ = ("_dec", "_mac_hash", "_mac_key", "_mac_len")
 
     def __init__(self, suite: CipherSuite, key: bytes, mac_key: bytes) -> None:
         super().__init__()
-        self._dec = Cipher(legacy.ARC4(key), mode=None).decryptor() if suite.cipher == "RC4" else None
+        self._dec = (
+            Cipher(legacy.ARC4(key), mode=None).decryptor() if suite.cipher == "RC4" else None
+        )
         self._mac_hash = suite.mac or "sha1"
         self._mac_key = mac_key
         self._mac_len = suite.mac_len
@@ -229,10 +238,12 @@ class StreamDecryptor(_MacMixin, RecordDecryptor):
         if len(fragment) < self._mac_len:
             raise DecryptError("record shorter than its MAC")
         pt = self._dec.update(fragment) if self._dec is not None else fragment
-        data, tag = pt[: len(pt) - self._mac_len], pt[len(pt) - self._mac_len:]
-        if not hmac.compare_digest(self._mac(self.seq, ctype, version, data), tag):
-            # the keystream has moved on: a stream cipher cannot retry this record
-            self.seq += 1
+        data, tag = pt[: len(pt) - self._mac_len], pt[len(pt) - self._mac_len :]
+        if not hmac.compare_digest(
+            _record_mac(self._mac_hash, self._mac_key, self.seq, ctype, version, data), tag
+        ):
+            # the keystream has moved on (a stream cipher cannot retry a record); the caller
+            # counts the record with skip()
             raise DecryptError("MAC mismatch")
         self.seq += 1
         return ctype, data
@@ -259,8 +270,15 @@ def _block_algorithm(cipher: str, key: bytes) -> Any:
     raise DecryptError(f"no block cipher {cipher}")
 
 
-def tls12_decryptors(suite: CipherSuite, version: int, master: bytes, client_random: bytes,
-                     server_random: bytes, *, etm: bool = False) -> tuple[RecordDecryptor, RecordDecryptor]:
+def tls12_decryptors(
+    suite: CipherSuite,
+    version: int,
+    master: bytes,
+    client_random: bytes,
+    server_random: bytes,
+    *,
+    etm: bool = False,
+) -> tuple[RecordDecryptor, RecordDecryptor]:
     """(client_to_server, server_to_client) decryptors of a TLS 1.0-1.2 / SSLv3 session.
 
     Export suites expand their 5/7-byte key material with the PRF (TLS) or MD5 (SSLv3)
@@ -274,35 +292,43 @@ def tls12_decryptors(suite: CipherSuite, version: int, master: bytes, client_ran
         iv_len = 0 if suite.export_material_len and version != 0x0300 else suite.block_size
     else:
         iv_len = 0
-    kb = key_block(version, suite.prf_hash, master, client_random, server_random,
-                   2 * (mac_len + klen + iv_len))
+    kb = key_block(
+        version, suite.prf_hash, master, client_random, server_random, 2 * (mac_len + klen + iv_len)
+    )
     o = 0
 
     def take(n: int) -> bytes:
         nonlocal o
-        out = kb[o:o + n]
+        out = kb[o : o + n]
         o += n
         return out
 
     cmac, smac, ckey, skey = take(mac_len), take(mac_len), take(klen), take(klen)
     civ, siv = take(iv_len), take(iv_len)
     if suite.export_material_len:
-        ckey, skey, civ, siv = _export_keys(suite, version, ckey, skey, client_random, server_random)
+        ckey, skey, civ, siv = _export_keys(
+            suite, version, ckey, skey, client_random, server_random
+        )
     make: Callable[[bytes, bytes, bytes], RecordDecryptor]
     if suite.mode == "aead":
+
         def make(key: bytes, iv: bytes, mac_key: bytes) -> RecordDecryptor:
             return Tls12AeadDecryptor(suite, key, iv)
     elif suite.mode == "cbc":
+
         def make(key: bytes, iv: bytes, mac_key: bytes) -> RecordDecryptor:
             return CbcDecryptor(suite, key, iv, mac_key, version, etm)
     else:
+
         def make(key: bytes, iv: bytes, mac_key: bytes) -> RecordDecryptor:
             return StreamDecryptor(suite, key, mac_key)
+
     return make(ckey, civ, cmac), make(skey, siv, smac)
 
 
-def _export_keys(suite: CipherSuite, version: int, ckey: bytes, skey: bytes, cr: bytes,
-                 sr: bytes) -> tuple[bytes, bytes, bytes, bytes]:
+def _export_keys(
+    suite: CipherSuite, version: int, ckey: bytes, skey: bytes, cr: bytes, sr: bytes
+) -> tuple[bytes, bytes, bytes, bytes]:
     n, bs = suite.key_len, suite.block_size
     if version == 0x0300:
         fc = hashlib.md5(ckey + cr + sr).digest()[:n]

@@ -16,8 +16,18 @@ import hashlib
 from .handshake import ClientHello, ServerHello
 from .suites import is_grease
 
-_JA4_VERSIONS = {0x0304: "13", 0x0303: "12", 0x0302: "11", 0x0301: "10", 0x0300: "s3",
-                 0x0002: "s2", 0x0200: "s2", 0xFEFF: "d1", 0xFEFD: "d2", 0xFEFC: "d3"}
+_JA4_VERSIONS = {
+    0x0304: "13",
+    0x0303: "12",
+    0x0302: "11",
+    0x0301: "10",
+    0x0300: "s3",
+    0x0002: "s2",
+    0x0200: "s2",
+    0xFEFF: "d1",
+    0xFEFD: "d2",
+    0xFEFC: "d3",
+}
 
 
 def _dash(values: tuple[int, ...] | list[int]) -> str:
@@ -28,13 +38,15 @@ def ja3_full(ch: ClientHello) -> str | None:
     """The JA3 string of a ClientHello (GREASE removed as tshark 4.0 does); None for SSLv2 hellos."""
     if ch.sslv2:
         return None
-    return ",".join((
-        str(ch.legacy_version),
-        _dash(ch.cipher_suites),
-        _dash(ch.extensions),
-        _dash(ch.supported_groups),
-        "-".join(str(v) for v in ch.ec_point_formats),
-    ))
+    return ",".join(
+        (
+            str(ch.legacy_version),
+            _dash(ch.cipher_suites),
+            _dash(ch.extensions),
+            _dash(ch.supported_groups),
+            "-".join(str(v) for v in ch.ec_point_formats),
+        )
+    )
 
 
 def ja3s_full(sh: ServerHello) -> str:
@@ -85,8 +97,10 @@ def _ja4(ch: ClientHello, transport: str, *, raw: bool) -> str:
     ciphers = [c for c in ch.cipher_suites if not is_grease(c)]
     exts = [e for e in ch.extensions if not is_grease(e)]
     sni = "d" if 0 in exts else "i"
-    a = (f"{transport}{_ja4_version(ch)}{sni}{min(len(ciphers), 99):02d}{min(len(exts), 99):02d}"
-         f"{_alpn_chars(ch.alpn[0] if ch.alpn else None)}")
+    a = (
+        f"{transport}{_ja4_version(ch)}{sni}{min(len(ciphers), 99):02d}{min(len(exts), 99):02d}"
+        f"{_alpn_chars(ch.alpn[0] if ch.alpn else None)}"
+    )
     cipher_list = ",".join(f"{c:04x}" for c in sorted(ciphers))
     ext_list = ",".join(f"{e:04x}" for e in sorted(e for e in exts if e not in (0x0000, 0x0010)))
     sigs = ",".join(f"{s:04x}" for s in ch.signature_algorithms if not is_grease(s))

@@ -32,12 +32,27 @@ COMPRESSED_CERTIFICATE = 25
 MESSAGE_HASH = 254
 
 HANDSHAKE_NAMES = {
-    0: "hello_request", 1: "client_hello", 2: "server_hello", 3: "hello_verify_request",
-    4: "new_session_ticket", 5: "end_of_early_data", 6: "hello_retry_request",
-    8: "encrypted_extensions", 11: "certificate", 12: "server_key_exchange",
-    13: "certificate_request", 14: "server_hello_done", 15: "certificate_verify",
-    16: "client_key_exchange", 20: "finished", 21: "certificate_url", 22: "certificate_status",
-    23: "supplemental_data", 24: "key_update", 25: "compressed_certificate", 254: "message_hash",
+    0: "hello_request",
+    1: "client_hello",
+    2: "server_hello",
+    3: "hello_verify_request",
+    4: "new_session_ticket",
+    5: "end_of_early_data",
+    6: "hello_retry_request",
+    8: "encrypted_extensions",
+    11: "certificate",
+    12: "server_key_exchange",
+    13: "certificate_request",
+    14: "server_hello_done",
+    15: "certificate_verify",
+    16: "client_key_exchange",
+    20: "finished",
+    21: "certificate_url",
+    22: "certificate_status",
+    23: "supplemental_data",
+    24: "key_update",
+    25: "compressed_certificate",
+    254: "message_hash",
 }
 
 #: ServerHello.random of a HelloRetryRequest (RFC 8446 4.1.3)
@@ -78,7 +93,7 @@ class _Reader:
     def take(self, n: int, what: str) -> bytes:
         if n > self.end - self.pos:
             raise HandshakeParseError(f"{what}: needs {n} bytes, {self.end - self.pos} left")
-        out = self.buf[self.pos:self.pos + n]
+        out = self.buf[self.pos : self.pos + n]
         self.pos += n
         return out
 
@@ -94,13 +109,27 @@ class _Reader:
         return (b[0] << 16) | (b[1] << 8) | b[2]
 
     def vec(self, len_bytes: int, what: str) -> bytes:
-        n = self.u8(what) if len_bytes == 1 else self.u16(what) if len_bytes == 2 else self.u24(what)
+        n = (
+            self.u8(what)
+            if len_bytes == 1
+            else self.u16(what)
+            if len_bytes == 2
+            else self.u24(what)
+        )
         return self.take(n, what)
 
     def sub(self, len_bytes: int, what: str) -> _Reader:
-        n = self.u8(what) if len_bytes == 1 else self.u16(what) if len_bytes == 2 else self.u24(what)
+        n = (
+            self.u8(what)
+            if len_bytes == 1
+            else self.u16(what)
+            if len_bytes == 2
+            else self.u24(what)
+        )
         if n > self.end - self.pos:
-            raise HandshakeParseError(f"{what}: length {n} exceeds the {self.end - self.pos} bytes left")
+            raise HandshakeParseError(
+                f"{what}: length {n} exceeds the {self.end - self.pos} bytes left"
+            )
         r = _Reader(self.buf, self.pos, self.pos + n)
         self.pos += n
         return r
@@ -225,14 +254,19 @@ def _client_ext(etype: int, data: bytes, f: dict[str, object]) -> None:
     elif etype == EXT_ALPN:
         f["alpn"] = _alpn_list(data)
     elif etype == EXT_SUPPORTED_VERSIONS:
-        f["supported_versions"] = _u16_list(_Reader(data).vec(1, "supported_versions"), "supported_versions")
+        f["supported_versions"] = _u16_list(
+            _Reader(data).vec(1, "supported_versions"), "supported_versions"
+        )
     elif etype == EXT_SUPPORTED_GROUPS:
-        f["supported_groups"] = _u16_list(_Reader(data).vec(2, "supported_groups"), "supported_groups")
+        f["supported_groups"] = _u16_list(
+            _Reader(data).vec(2, "supported_groups"), "supported_groups"
+        )
     elif etype == EXT_EC_POINT_FORMATS:
         f["ec_point_formats"] = tuple(_Reader(data).vec(1, "ec_point_formats"))
     elif etype == EXT_SIGNATURE_ALGORITHMS:
-        f["signature_algorithms"] = _u16_list(_Reader(data).vec(2, "signature_algorithms"),
-                                              "signature_algorithms")
+        f["signature_algorithms"] = _u16_list(
+            _Reader(data).vec(2, "signature_algorithms"), "signature_algorithms"
+        )
     elif etype in (EXT_KEY_SHARE, EXT_KEY_SHARE_DRAFT):
         lst = _Reader(data).sub(2, "key_share list")
         groups = []
@@ -262,7 +296,9 @@ def parse_sslv2_client_hello(msg: bytes) -> ClientHello:
     session_id = r.take(sid_len, "session_id")
     challenge = r.take(ch_len, "challenge")
     if cs_len % 3 or not 16 <= ch_len <= 32:
-        raise HandshakeParseError(f"SSLv2 CLIENT-HELLO: cipher_specs {cs_len} / challenge {ch_len} bytes")
+        raise HandshakeParseError(
+            f"SSLv2 CLIENT-HELLO: cipher_specs {cs_len} / challenge {ch_len} bytes"
+        )
     suites = tuple((specs[i + 1] << 8) | specs[i + 2] for i in range(0, cs_len, 3) if specs[i] == 0)
     random = b"\0" * (32 - ch_len) + challenge
     return ClientHello(version, random, session_id, suites, b"\0", (), sslv2=True)
@@ -308,8 +344,7 @@ def parse_server_hello(body: bytes) -> ServerHello:
                 f["extended_master_secret"] = True
             elif etype == EXT_SESSION_TICKET:
                 f["session_ticket_ext"] = True
-    return ServerHello(version, random, session_id, suite, comp, tuple(exts), is_hrr,
-                       **f)  # type: ignore[arg-type]
+    return ServerHello(version, random, session_id, suite, comp, tuple(exts), is_hrr, **f)  # type: ignore[arg-type]
 
 
 def parse_hello_retry_request_draft(body: bytes) -> ServerHello:
@@ -380,7 +415,7 @@ def parse_compressed_certificate(body: bytes) -> CertificateChain:
             import zstandard
 
             raw = zstandard.ZstdDecompressor().decompress(data, max_output_size=ulen + 1)
-    except Exception:  # noqa: BLE001 - corrupt compressed data
+    except Exception:
         raw = None
     if raw is None or len(raw) != ulen:
         return CertificateChain(None, ulen)

@@ -28,10 +28,16 @@ _TLS13_LABELS = {
     "CLIENT_HANDSHAKE_TRAFFIC_SECRET": "client_handshake",
     "SERVER_HANDSHAKE_TRAFFIC_SECRET": "server_handshake",
 }
-_IGNORED_LABELS = frozenset({
-    "EXPORTER_SECRET", "EARLY_EXPORTER_SECRET", "RSA", "PMS_CLIENT_RANDOM",
-    "RSA_Session-ID", "Session-ID",
-})
+_IGNORED_LABELS = frozenset(
+    {
+        "EXPORTER_SECRET",
+        "EARLY_EXPORTER_SECRET",
+        "RSA",
+        "PMS_CLIENT_RANDOM",
+        "RSA_Session-ID",
+        "Session-ID",
+    }
+)
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
@@ -49,8 +55,11 @@ class SessionSecrets:
     server_traffic: dict[int, bytes] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
-        have = [n for n in ("master_secret", "client_early", "client_handshake", "server_handshake")
-                if getattr(self, n) is not None]
+        have = [
+            n
+            for n in ("master_secret", "client_early", "client_handshake", "server_handshake")
+            if getattr(self, n) is not None
+        ]
         if self.client_traffic:
             have.append(f"client_traffic{sorted(self.client_traffic)}")
         if self.server_traffic:
@@ -59,8 +68,11 @@ class SessionSecrets:
 
     @property
     def has_tls13(self) -> bool:
-        return self.client_handshake is not None or self.server_handshake is not None or bool(
-            self.client_traffic or self.server_traffic)
+        return (
+            self.client_handshake is not None
+            or self.server_handshake is not None
+            or bool(self.client_traffic or self.server_traffic)
+        )
 
 
 class KeyLog:
@@ -84,8 +96,10 @@ class KeyLog:
         self.sources: list[str] = []
 
     def __repr__(self) -> str:
-        return (f"<KeyLog {len(self._by_random)} sessions, {self.lines} entries, "
-                f"{self.bad_lines} bad lines, {self.ignored_lines} ignored>")
+        return (
+            f"<KeyLog {len(self._by_random)} sessions, {self.lines} entries, "
+            f"{self.bad_lines} bad lines, {self.ignored_lines} ignored>"
+        )
 
     def __len__(self) -> int:
         return len(self._by_random)
@@ -101,7 +115,9 @@ class KeyLog:
             with open(path, "rb") as fh:
                 data = fh.read()
         except OSError as exc:
-            raise KeylogError(f"cannot read key log {os.fspath(path)!r}: {exc.strerror or exc}") from None
+            raise KeylogError(
+                f"cannot read key log {os.fspath(path)!r}: {exc.strerror or exc}"
+            ) from None
         kl = cls()
         kl.add_text(data, diag, source=os.path.basename(os.fspath(path)))
         return kl
@@ -128,10 +144,17 @@ class KeyLog:
         if label in _IGNORED_LABELS:
             self.ignored_lines += 1
             return None
-        known = (label == "CLIENT_RANDOM" or label in _TLS13_LABELS
-                 or label.startswith(("CLIENT_TRAFFIC_SECRET_", "SERVER_TRAFFIC_SECRET_")))
+        known = (
+            label == "CLIENT_RANDOM"
+            or label in _TLS13_LABELS
+            or label.startswith(("CLIENT_TRAFFIC_SECRET_", "SERVER_TRAFFIC_SECRET_"))
+        )
         if not known:
-            return "unknown label" if label.isupper() and label.replace("_", "").isalnum() else "not a key log entry"
+            return (
+                "unknown label"
+                if label.isupper() and label.replace("_", "").isalnum()
+                else "not a key log entry"
+            )
         if len(parts) != 3:
             return f"{label}: expected 3 fields, got {len(parts)}"
         cr_hex, secret_hex = parts[1], parts[2]

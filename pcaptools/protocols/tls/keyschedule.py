@@ -33,7 +33,9 @@ def hkdf_expand(hash_name: str, prk: bytes, info: bytes, length: int) -> bytes:
     return bytes(out[:length])
 
 
-def hkdf_expand_label(hash_name: str, secret: bytes, label: bytes, context: bytes, length: int) -> bytes:
+def hkdf_expand_label(
+    hash_name: str, secret: bytes, label: bytes, context: bytes, length: int
+) -> bytes:
     """HKDF-Expand-Label(Secret, Label, Context, Length) with the ``"tls13 "`` prefix."""
     full = b"tls13 " + label
     info = struct.pack(">HB", length, len(full)) + full + bytes([len(context)]) + context
@@ -42,18 +44,26 @@ def hkdf_expand_label(hash_name: str, secret: bytes, label: bytes, context: byte
 
 def derive_secret(hash_name: str, secret: bytes, label: bytes, transcript_hash: bytes) -> bytes:
     """Derive-Secret(Secret, Label, Messages) given Transcript-Hash(Messages)."""
-    return hkdf_expand_label(hash_name, secret, label, transcript_hash, hashlib.new(hash_name).digest_size)
+    return hkdf_expand_label(
+        hash_name, secret, label, transcript_hash, hashlib.new(hash_name).digest_size
+    )
 
 
-def traffic_keys(hash_name: str, secret: bytes, key_len: int, iv_len: int = 12) -> tuple[bytes, bytes]:
+def traffic_keys(
+    hash_name: str, secret: bytes, key_len: int, iv_len: int = 12
+) -> tuple[bytes, bytes]:
     """(write_key, write_iv) of a TLS 1.3 traffic secret."""
-    return (hkdf_expand_label(hash_name, secret, b"key", b"", key_len),
-            hkdf_expand_label(hash_name, secret, b"iv", b"", iv_len))
+    return (
+        hkdf_expand_label(hash_name, secret, b"key", b"", key_len),
+        hkdf_expand_label(hash_name, secret, b"iv", b"", iv_len),
+    )
 
 
 def next_traffic_secret(hash_name: str, secret: bytes) -> bytes:
     """application_traffic_secret_N+1 after a KeyUpdate (RFC 8446 section 7.2)."""
-    return hkdf_expand_label(hash_name, secret, b"traffic upd", b"", hashlib.new(hash_name).digest_size)
+    return hkdf_expand_label(
+        hash_name, secret, b"traffic upd", b"", hashlib.new(hash_name).digest_size
+    )
 
 
 # --------------------------------------------------------------------------- TLS 1.0-1.2 PRF
@@ -77,7 +87,7 @@ def prf12(hash_name: str, secret: bytes, label: bytes, seed: bytes, length: int)
 def prf10(secret: bytes, label: bytes, seed: bytes, length: int) -> bytes:
     """TLS 1.0/1.1 PRF: P_MD5(S1, label + seed) XOR P_SHA1(S2, label + seed)."""
     half = (len(secret) + 1) // 2
-    s1, s2 = secret[:half], secret[len(secret) - half:]
+    s1, s2 = secret[:half], secret[len(secret) - half :]
     a = p_hash("md5", s1, label + seed, length)
     b = p_hash("sha1", s2, label + seed, length)
     return bytes(x ^ y for x, y in zip(a, b, strict=True))
@@ -95,23 +105,32 @@ def ssl3_key_block(master: bytes, server_random: bytes, client_random: bytes, le
     return bytes(out[:length])
 
 
-def prf(version: int, hash_name: str, secret: bytes, label: bytes, seed: bytes, length: int) -> bytes:
+def prf(
+    version: int, hash_name: str, secret: bytes, label: bytes, seed: bytes, length: int
+) -> bytes:
     """The PRF of protocol ``version`` (0x0301/0x0302: MD5+SHA1; 0x0303: P_hash)."""
     if version >= 0x0303:
         return prf12(hash_name, secret, label, seed, length)
     return prf10(secret, label, seed, length)
 
 
-def key_block(version: int, hash_name: str, master: bytes, client_random: bytes,
-              server_random: bytes, length: int) -> bytes:
+def key_block(
+    version: int,
+    hash_name: str,
+    master: bytes,
+    client_random: bytes,
+    server_random: bytes,
+    length: int,
+) -> bytes:
     """The key block of RFC 5246 section 6.3 (or SSLv3's), ``length`` bytes."""
     if version == 0x0300:
         return ssl3_key_block(master, server_random, client_random, length)
     return prf(version, hash_name, master, b"key expansion", server_random + client_random, length)
 
 
-def master_secret(version: int, hash_name: str, pre_master: bytes, client_random: bytes,
-                  server_random: bytes) -> bytes:
+def master_secret(
+    version: int, hash_name: str, pre_master: bytes, client_random: bytes, server_random: bytes
+) -> bytes:
     """The 48-byte master secret from a pre-master secret (no extended master secret)."""
     if version == 0x0300:
         return ssl3_key_block(pre_master, client_random, server_random, 48)

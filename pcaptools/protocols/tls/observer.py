@@ -17,9 +17,15 @@ Key epochs, per direction:
   next expected one (early -> handshake, handshake -> application), so a missing
   EndOfEarlyData or an undecryptable Finished does not stop decryption.
 
+Also: DEFLATE record compression (TLS <= 1.2), SSLv2-format ClientHellos, renegotiation
+and later ClientHellos (each starts a new *session*, a new ``tls_handshakes`` row). After
+a gap the direction resynchronises on the next record boundary and, for AEAD and
+explicit-IV CBC suites, finds the record sequence number again by trial (up to
+:data:`MAX_SEQ_SEARCH`); the inner observer is told about the lost plaintext with ``gap()``.
+
 Without keys the handshake facts visible in clear are still collected; for TLS 1.3 the
 client Finished is then *inferred* (the client's first protected record after the
-ServerHello) and so is the start of application data.
+ServerHello, the second with accepted 0-RTT) and so is the start of application data.
 """
 
 from __future__ import annotations
@@ -30,12 +36,26 @@ from collections.abc import Callable
 from ...diagnostics import Diagnostics
 from .._base import Direction, Observer, StreamChunk
 from . import handshake as hs
-from .decrypt import DecryptError, RecordDecryptor, StreamDecryptor, Tls13Decryptor, tls12_decryptors
+from .decrypt import (
+    DecryptError,
+    RecordDecryptor,
+    StreamDecryptor,
+    Tls13Decryptor,
+    tls12_decryptors,
+)
 from .events import TlsAlert, TlsHandshakeCompleted, TlsHandshakeMessage, TlsRecord, TlsSession
 from .fingerprint import ja3_full, ja3s_full, ja4, ja4_r, ja4s, md5_hex
 from .keylog import KeyLog, SessionSecrets
 from .keyschedule import next_traffic_secret
-from .records import ALERT, APPLICATION_DATA, CHANGE_CIPHER_SPEC, HANDSHAKE, SSL2_VERSION, SYNCED, RecordReader
+from .records import (
+    ALERT,
+    APPLICATION_DATA,
+    CHANGE_CIPHER_SPEC,
+    HANDSHAKE,
+    SSL2_VERSION,
+    SYNCED,
+    RecordReader,
+)
 from .suites import CipherSuite, effective_version, is_grease, suite_info
 
 C2S = Direction.CLIENT_TO_SERVER
@@ -43,17 +63,41 @@ S2C = Direction.SERVER_TO_CLIENT
 
 ALERT_LEVELS = {1: "warning", 2: "fatal"}
 ALERT_NAMES = {
-    0: "close_notify", 1: "end_of_early_data", 10: "unexpected_message", 20: "bad_record_mac",
-    21: "decryption_failed", 22: "record_overflow", 30: "decompression_failure",
-    40: "handshake_failure", 41: "no_certificate", 42: "bad_certificate",
-    43: "unsupported_certificate", 44: "certificate_revoked", 45: "certificate_expired",
-    46: "certificate_unknown", 47: "illegal_parameter", 48: "unknown_ca", 49: "access_denied",
-    50: "decode_error", 51: "decrypt_error", 60: "export_restriction", 70: "protocol_version",
-    71: "insufficient_security", 80: "internal_error", 86: "inappropriate_fallback",
-    90: "user_canceled", 100: "no_renegotiation", 109: "missing_extension",
-    110: "unsupported_extension", 111: "certificate_unobtainable", 112: "unrecognized_name",
-    113: "bad_certificate_status_response", 114: "bad_certificate_hash_value",
-    115: "unknown_psk_identity", 116: "certificate_required", 120: "no_application_protocol",
+    0: "close_notify",
+    1: "end_of_early_data",
+    10: "unexpected_message",
+    20: "bad_record_mac",
+    21: "decryption_failed",
+    22: "record_overflow",
+    30: "decompression_failure",
+    40: "handshake_failure",
+    41: "no_certificate",
+    42: "bad_certificate",
+    43: "unsupported_certificate",
+    44: "certificate_revoked",
+    45: "certificate_expired",
+    46: "certificate_unknown",
+    47: "illegal_parameter",
+    48: "unknown_ca",
+    49: "access_denied",
+    50: "decode_error",
+    51: "decrypt_error",
+    60: "export_restriction",
+    70: "protocol_version",
+    71: "insufficient_security",
+    80: "internal_error",
+    86: "inappropriate_fallback",
+    90: "user_canceled",
+    100: "no_renegotiation",
+    109: "missing_extension",
+    110: "unsupported_extension",
+    111: "certificate_unobtainable",
+    112: "unrecognized_name",
+    113: "bad_certificate_status_response",
+    114: "bad_certificate_hash_value",
+    115: "unknown_psk_identity",
+    116: "certificate_required",
+    120: "no_application_protocol",
     121: "ech_required",
 }
 
@@ -74,8 +118,23 @@ InnerFactory = Callable[[str | None], Observer | None]
 class _Dir:
     """State of one direction. Holds key material: never printed (no dataclass repr)."""
 
-    __slots__ = ("app_dec", "app_gen", "app_secret", "closed", "dec", "decomp", "early", "hs_buf", "hs_dec",
-                 "next_dec", "protect", "pt_offset", "reader", "seq_search")
+    __slots__ = (
+        "app_dec",
+        "app_gen",
+        "app_secret",
+        "closed",
+        "dec",
+        "decomp",
+        "early",
+        "hs_buf",
+        "hs_dec",
+        "next_dec",
+        "nrec",
+        "protect",
+        "pt_offset",
+        "reader",
+        "seq_search",
+    )
 
     def __init__(self) -> None:
         self.reader = RecordReader()
@@ -93,6 +152,8 @@ class _Dir:
         self.decomp: zlib._Decompress | None = None
         """TLS <= 1.2 DEFLATE compression (RFC 3749) state, after ChangeCipherSpec"""
         self.pt_offset = 0
+        self.nrec = 0
+        """records seen in this direction"""
         self.seq_search = 0
         self.closed = False
 
@@ -129,6 +190,7 @@ class _Session:
         self.abbreviated = False
         self.server_ccs = False
         self.client_ccs = False
+        self.client_opaque_after_sh = 0
         self.fin_frame: int | None = None
         self.fin_ts: int | None = None
         self.fin_inferred = False
@@ -157,11 +219,18 @@ class TlsObserver:
     offsets count plaintext bytes, and its events are returned with the TLS events.
     """
 
-    def __init__(self, *, tcp_stream: int, diag: Diagnostics, keylog: KeyLog | None,
-                 inner_factory: InnerFactory | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        tcp_stream: int,
+        diag: Diagnostics,
+        keylog: KeyLog | None,
+        inner_factory: InnerFactory | None = None,
+    ) -> None:
         self.tcp_stream = tcp_stream
         self._diag = diag
-        self._keylog = keylog if keylog else None
+        self._keylog = keylog
+        """consulted when a session needs keys (so secrets added later, e.g. from a pcapng DSB, count)"""
         self._inner_factory = inner_factory
         self._inner: Observer | None = None
         self._inner_started = False
@@ -191,17 +260,25 @@ class TlsObserver:
             d.reader.bytes_seen += len(chunk.data)
             d.reader.skipped += len(chunk.data)
             return out
-        records, problem = d.reader.feed(chunk.data, chunk.offset)
+        records, notes = d.reader.feed(chunk.data, chunk.offset)
+        for code, detail in notes:
+            if code == "tls.resynchronized":
+                self._add(code, detail, chunk.ts_ns, chunk.frame, chunk.direction)
         try:
             for off, ctype, version, frag in records:
-                self._record(d, chunk.direction, off, ctype, version, frag, chunk.ts_ns, chunk.frame, out)
-        except Exception as exc:  # noqa: BLE001 - a bug must not stop the capture
+                self._record(
+                    d, chunk.direction, off, ctype, version, frag, chunk.ts_ns, chunk.frame, out
+                )
+        except Exception as exc:
             self._internal_error(exc, chunk.direction, chunk.ts_ns, chunk.frame)
-        if problem is not None:
-            self._add(problem[0], problem[1], chunk.ts_ns, chunk.frame, chunk.direction)
+        for code, detail in notes:
+            if code != "tls.resynchronized":
+                self._add(code, detail, chunk.ts_ns, chunk.frame, chunk.direction)
         return out
 
-    def gap(self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int) -> list[object]:
+    def gap(
+        self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
+    ) -> list[object]:
         """``nbytes`` at ``offset`` were never captured: resynchronise this direction."""
         out: list[object] = []
         d = self._dirs[direction]
@@ -221,9 +298,13 @@ class TlsObserver:
             return out
         d.closed = True
         if d.reader.pending and d.reader.mode == SYNCED:
-            self._add("tls.truncated_record",
-                      f"the stream ended {d.reader.pending} bytes into an incomplete record", ts_ns, frame,
-                      direction)
+            self._add(
+                "tls.truncated_record",
+                f"the stream ended {d.reader.pending} bytes into an incomplete record",
+                ts_ns,
+                frame,
+                direction,
+            )
         if self._inner is not None:
             out += self._inner.close(direction, ts_ns, frame)
         if all(x.closed for x in self._dirs):
@@ -236,15 +317,32 @@ class TlsObserver:
 
     # ------------------------------------------------------------------ helpers
 
-    def _add(self, code: str, detail: str, ts_ns: int | None, frame: int | None,
-             direction: Direction | None) -> None:
-        self._diag.add(code, detail, ts_ns=ts_ns, frame=frame, tcp_stream=self.tcp_stream,
-                       direction=direction.label if direction is not None else None)
+    def _add(
+        self,
+        code: str,
+        detail: str,
+        ts_ns: int | None,
+        frame: int | None,
+        direction: Direction | None,
+    ) -> None:
+        self._diag.add(
+            code,
+            detail,
+            ts_ns=ts_ns,
+            frame=frame,
+            tcp_stream=self.tcp_stream,
+            direction=direction.label if direction is not None else None,
+        )
 
     def _internal_error(self, exc: Exception, direction: Direction, ts_ns: int, frame: int) -> None:
         self._broken = True
-        self._add("tls.internal_error", f"{type(exc).__name__} in the TLS observer; connection no longer parsed",
-                  ts_ns, frame, direction)
+        self._add(
+            "tls.internal_error",
+            f"{type(exc).__name__} in the TLS observer; connection no longer parsed",
+            ts_ns,
+            frame,
+            direction,
+        )
 
     def _session(self, ts_ns: int, frame: int) -> _Session:
         if not self._sessions:
@@ -255,14 +353,31 @@ class TlsObserver:
 
     # ------------------------------------------------------------------ records
 
-    def _record(self, d: _Dir, dirn: Direction, off: int, ctype: int, version: int, frag: bytes,
-                ts: int, frame: int, out: list[object]) -> None:
+    def _record(
+        self,
+        d: _Dir,
+        dirn: Direction,
+        off: int,
+        ctype: int,
+        version: int,
+        frag: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
         s = self._session(ts, frame)
         length = len(frag)
+        d.nrec += 1
         if version == SSL2_VERSION:
             self._sslv2_hello(s, d, dirn, off, frag, ts, frame, out)
             return
-        protected = d.protect == _PROTECT_ALL or (d.protect == _PROTECT_APPDATA and ctype == APPLICATION_DATA)
+        if d.nrec == 1 and ctype in (ALERT, APPLICATION_DATA) and s.ch is None and s.sh is None:
+            # the first record of this direction is not a handshake: the capture started after the
+            # handshake, and everything but change_cipher_spec is protected with unknown keys
+            d.protect = _PROTECT_ALL
+        protected = d.protect == _PROTECT_ALL or (
+            d.protect == _PROTECT_APPDATA and ctype == APPLICATION_DATA
+        )
         inner_type: int | None = ctype
         pt: bytes | None = frag
         decrypted = False
@@ -274,31 +389,51 @@ class TlsObserver:
             inner_type = ctype if d.protect == _PROTECT_ALL else None
             if d.dec is not None or d.next_dec:
                 res = self._decrypt(d, ctype, version, frag)
+                lost = False
                 if res is not None and d.decomp is not None:
                     res = self._decompress(d, res, dirn, off, ts, frame)
+                    lost = res is None  # already reported; the direction stays undecoded
                 if res is not None:
                     inner_type, pt = res
                     decrypted = True
                     s.decrypted_records += 1
                     early = d.early
+                elif lost:
+                    s.failed_records += 1
                 elif d.dec is None:
                     early_unknown = True  # early data without an early secret: not a failure
                 else:
                     s.failed_records += 1
-                    self._add("tls.decrypt_failed",
-                              f"{_type_name(ctype)} record of {length} bytes at stream offset {off} "
-                              f"(session {s.index}, record {d.dec.seq})", ts, frame, dirn)
+                    self._add(
+                        "tls.decrypt_failed",
+                        f"{_type_name(ctype)} record of {length} bytes at stream offset {off} "
+                        f"(session {s.index}, record {d.dec.seq})",
+                        ts,
+                        frame,
+                        dirn,
+                    )
                     d.dec.skip()
                     if self._inner is not None and (inner_type in (None, APPLICATION_DATA)):
                         n = d.dec.plaintext_bound(length)
                         out += self._inner.gap(dirn, d.pt_offset, n, ts, frame)
                         d.pt_offset += n
-        out.append(TlsRecord(
-            ts_ns=ts, frame=frame, direction=dirn, tcp_stream=self.tcp_stream, session=s.index,
-            offset=off, content_type=ctype, version=version, length=length, encrypted=protected,
-            decrypted=decrypted, inner_content_type=inner_type,
-            plaintext_length=len(pt) if pt is not None else None,
-        ))
+        out.append(
+            TlsRecord(
+                ts_ns=ts,
+                frame=frame,
+                direction=dirn,
+                tcp_stream=self.tcp_stream,
+                session=s.index,
+                offset=off,
+                content_type=ctype,
+                version=version,
+                length=length,
+                encrypted=protected,
+                decrypted=decrypted,
+                inner_content_type=inner_type,
+                plaintext_length=len(pt) if pt is not None else None,
+            )
+        )
         # handshake byte accounting (before the dispatch: the Finished record itself counts)
         if early_unknown or (protected and d.early and not decrypted and s.sh is None):
             early = True
@@ -335,7 +470,7 @@ class TlsObserver:
                 if i or d.dec is None:
                     j = i - (1 if d.dec is not None else 0)
                     d.dec = dec
-                    d.next_dec = d.next_dec[j + 1:]
+                    d.next_dec = d.next_dec[j + 1 :]
                     if dec is d.hs_dec or dec is d.app_dec:
                         d.early = False
                 d.seq_search = 0
@@ -343,14 +478,27 @@ class TlsObserver:
             dec.seq = base
         return None
 
-    def _tls13_opaque(self, s: _Session, d: _Dir, dirn: Direction, ts: int, frame: int, length: int,
-                      counted: bool, out: list[object]) -> None:
+    def _tls13_opaque(
+        self,
+        s: _Session,
+        d: _Dir,
+        dirn: Direction,
+        ts: int,
+        frame: int,
+        length: int,
+        counted: bool,
+        out: list[object],
+    ) -> None:
         """A TLS 1.3 protected record that was not decrypted: infer what the handshake did."""
         if s.sh is None:
             return  # early data before the ServerHello
         if dirn == C2S:
+            s.client_opaque_after_sh += 1
             if not s.hs_done[C2S]:
-                self._finished(s, C2S, ts, frame, inferred=True, out=out)
+                # with accepted 0-RTT (early data offered, PSK taken) EndOfEarlyData comes first
+                skip = 1 if (s.ch is not None and s.ch.early_data and s.sh.psk_selected) else 0
+                if s.client_opaque_after_sh > skip:
+                    self._finished(s, C2S, ts, frame, inferred=True, out=out)
             elif not counted:
                 self._first_app(s, ts, frame)
         elif s.hs_done[C2S]:
@@ -374,22 +522,61 @@ class TlsObserver:
             if s.sh.compression_method == 1:
                 d.decomp = zlib.decompressobj()
 
-    def _alert(self, s: _Session, dirn: Direction, pt: bytes | None, protected: bool, ts: int, frame: int,
-               out: list[object]) -> None:
+    def _alert(
+        self,
+        s: _Session,
+        dirn: Direction,
+        pt: bytes | None,
+        protected: bool,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
         side = "client" if dirn == C2S else "server"
         if pt is None:
             s.alerts.append(f"{side}:encrypted")
-            out.append(TlsAlert(ts_ns=ts, frame=frame, direction=dirn, tcp_stream=self.tcp_stream,
-                                session=s.index, level=None, description=None, encrypted=True))
+            out.append(
+                TlsAlert(
+                    ts_ns=ts,
+                    frame=frame,
+                    direction=dirn,
+                    tcp_stream=self.tcp_stream,
+                    session=s.index,
+                    level=None,
+                    description=None,
+                    encrypted=True,
+                )
+            )
             return
         for i in range(0, len(pt) - 1, 2):
             level, desc = pt[i], pt[i + 1]
-            s.alerts.append(f"{side}:{ALERT_LEVELS.get(level, str(level))}:{ALERT_NAMES.get(desc, str(desc))}")
-            out.append(TlsAlert(ts_ns=ts, frame=frame, direction=dirn, tcp_stream=self.tcp_stream,
-                                session=s.index, level=level, description=desc, encrypted=protected))
+            s.alerts.append(
+                f"{side}:{ALERT_LEVELS.get(level, str(level))}:{ALERT_NAMES.get(desc, str(desc))}"
+            )
+            out.append(
+                TlsAlert(
+                    ts_ns=ts,
+                    frame=frame,
+                    direction=dirn,
+                    tcp_stream=self.tcp_stream,
+                    session=s.index,
+                    level=level,
+                    description=desc,
+                    encrypted=protected,
+                )
+            )
 
-    def _app_data(self, s: _Session, d: _Dir, dirn: Direction, pt: bytes | None, early: bool, ts: int,
-                  frame: int, out: list[object]) -> None:
+    def _app_data(
+        self,
+        s: _Session,
+        d: _Dir,
+        dirn: Direction,
+        pt: bytes | None,
+        early: bool,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
         if not early:  # early data is not the start of the application data proper
             self._first_app(s, ts, frame)
         if pt is None or d.protect == _PROTECT_NONE:
@@ -400,8 +587,9 @@ class TlsObserver:
             if self._inner_factory is not None:
                 self._inner = self._inner_factory(self._alpn())
         if self._inner is not None and pt:
-            out += self._inner.feed(StreamChunk(direction=dirn, data=pt, ts_ns=ts, frame=frame,
-                                                offset=d.pt_offset))
+            out += self._inner.feed(
+                StreamChunk(direction=dirn, data=pt, ts_ns=ts, frame=frame, offset=d.pt_offset)
+            )
         d.pt_offset += len(pt)
 
     def _alpn(self) -> str | None:
@@ -416,38 +604,68 @@ class TlsObserver:
 
     # ------------------------------------------------------------------ handshake
 
-    def _handshake_data(self, s: _Session, d: _Dir, dirn: Direction, pt: bytes, ts: int, frame: int,
-                        encrypted: bool, out: list[object]) -> None:
+    def _handshake_data(
+        self,
+        s: _Session,
+        d: _Dir,
+        dirn: Direction,
+        pt: bytes,
+        ts: int,
+        frame: int,
+        encrypted: bool,
+        out: list[object],
+    ) -> None:
         buf = d.hs_buf
         buf += pt
         pos = 0
         while len(buf) - pos >= 4:
             mtype = buf[pos]
-            mlen = int.from_bytes(buf[pos + 1:pos + 4], "big")
+            mlen = int.from_bytes(buf[pos + 1 : pos + 4], "big")
             if mlen > MAX_HANDSHAKE_MESSAGE:
-                self._add("tls.handshake_parse_error",
-                          f"handshake message type {mtype} announces {mlen} bytes; handshake data dropped",
-                          ts, frame, dirn)
+                self._add(
+                    "tls.handshake_parse_error",
+                    f"handshake message type {mtype} announces {mlen} bytes; handshake data dropped",
+                    ts,
+                    frame,
+                    dirn,
+                )
                 buf.clear()
                 return
             if len(buf) - pos - 4 < mlen:
                 break
-            body = bytes(buf[pos + 4:pos + 4 + mlen])
+            body = bytes(buf[pos + 4 : pos + 4 + mlen])
             pos += 4 + mlen
             s = self._sessions[-1] if self._sessions else s
             if mtype == hs.CLIENT_HELLO and dirn == C2S:
                 s = self._client_hello_session(s, ts, frame, out)
-            out.append(TlsHandshakeMessage(ts_ns=ts, frame=frame, direction=dirn, tcp_stream=self.tcp_stream,
-                                           session=s.index, msg_type=mtype, length=mlen, encrypted=encrypted))
+            out.append(
+                TlsHandshakeMessage(
+                    ts_ns=ts,
+                    frame=frame,
+                    direction=dirn,
+                    tcp_stream=self.tcp_stream,
+                    session=s.index,
+                    msg_type=mtype,
+                    length=mlen,
+                    encrypted=encrypted,
+                )
+            )
             try:
                 self._message(s, d, dirn, mtype, body, ts, frame, out)
             except hs.HandshakeParseError as exc:
-                self._add("tls.handshake_parse_error",
-                          f"{hs.HANDSHAKE_NAMES.get(mtype, f'type {mtype}')}: {exc}", ts, frame, dirn)
+                self._add(
+                    "tls.handshake_parse_error",
+                    f"{hs.HANDSHAKE_NAMES.get(mtype, f'type {mtype}')}: {exc}",
+                    ts,
+                    frame,
+                    dirn,
+                )
         if pos:
             del buf[:pos]
 
-    def _client_hello_session(self, s: _Session, ts: int, frame: int, out: list[object]) -> _Session:
+    def _client_hello_session(
+        self, s: _Session, ts: int, frame: int, out: list[object]
+    ) -> _Session:
         """The session a ClientHello belongs to (a new one unless it answers a HelloRetryRequest)."""
         if s.ch is None and s.sh is None:
             return s
@@ -460,8 +678,17 @@ class TlsObserver:
         self._sessions.append(ns)
         return ns
 
-    def _message(self, s: _Session, d: _Dir, dirn: Direction, mtype: int, body: bytes, ts: int,
-                 frame: int, out: list[object]) -> None:
+    def _message(
+        self,
+        s: _Session,
+        d: _Dir,
+        dirn: Direction,
+        mtype: int,
+        body: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
         if mtype == hs.CLIENT_HELLO and dirn == C2S:
             self._on_client_hello(s, d, hs.parse_client_hello(body), ts, frame)
         elif mtype == hs.SERVER_HELLO and dirn == S2C:
@@ -500,27 +727,61 @@ class TlsObserver:
             if d.hs_dec is not None:
                 d.dec, d.next_dec = d.hs_dec, [x for x in (d.app_dec,) if x is not None]
 
-    def _sslv2_hello(self, s: _Session, d: _Dir, dirn: Direction, off: int, msg: bytes, ts: int, frame: int,
-                     out: list[object]) -> None:
+    def _sslv2_hello(
+        self,
+        s: _Session,
+        d: _Dir,
+        dirn: Direction,
+        off: int,
+        msg: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
         """The SSLv2-format ClientHello that old clients send first."""
-        out.append(TlsRecord(
-            ts_ns=ts, frame=frame, direction=dirn, tcp_stream=self.tcp_stream, session=s.index, offset=off,
-            content_type=HANDSHAKE, version=SSL2_VERSION, length=len(msg), encrypted=False, decrypted=False,
-            inner_content_type=HANDSHAKE, plaintext_length=len(msg)))
+        out.append(
+            TlsRecord(
+                ts_ns=ts,
+                frame=frame,
+                direction=dirn,
+                tcp_stream=self.tcp_stream,
+                session=s.index,
+                offset=off,
+                content_type=HANDSHAKE,
+                version=SSL2_VERSION,
+                length=len(msg),
+                encrypted=False,
+                decrypted=False,
+                inner_content_type=HANDSHAKE,
+                plaintext_length=len(msg),
+            )
+        )
         s.hs_bytes[dirn] += 2 + len(msg)
         if dirn != C2S:
             return
         s = self._client_hello_session(s, ts, frame, out)
-        out.append(TlsHandshakeMessage(ts_ns=ts, frame=frame, direction=dirn, tcp_stream=self.tcp_stream,
-                                       session=s.index, msg_type=hs.CLIENT_HELLO, length=len(msg) - 1,
-                                       encrypted=False))
+        out.append(
+            TlsHandshakeMessage(
+                ts_ns=ts,
+                frame=frame,
+                direction=dirn,
+                tcp_stream=self.tcp_stream,
+                session=s.index,
+                msg_type=hs.CLIENT_HELLO,
+                length=len(msg) - 1,
+                encrypted=False,
+            )
+        )
         try:
             self._on_client_hello(s, d, hs.parse_sslv2_client_hello(msg), ts, frame)
         except hs.HandshakeParseError as exc:
-            self._add("tls.handshake_parse_error", f"client_hello (SSLv2 format): {exc}", ts, frame, dirn)
+            self._add(
+                "tls.handshake_parse_error", f"client_hello (SSLv2 format): {exc}", ts, frame, dirn
+            )
 
-    def _decompress(self, d: _Dir, res: tuple[int, bytes], dirn: Direction, off: int, ts: int,
-                    frame: int) -> tuple[int, bytes] | None:
+    def _decompress(
+        self, d: _Dir, res: tuple[int, bytes], dirn: Direction, off: int, ts: int, frame: int
+    ) -> tuple[int, bytes] | None:
         assert d.decomp is not None
         try:
             pt = d.decomp.decompress(res[1], MAX_PLAINTEXT + 1)
@@ -530,19 +791,25 @@ class TlsObserver:
         else:
             why = "record expands beyond 2^14 + 1024 bytes"
         if pt is None or d.decomp.unconsumed_tail or len(pt) > MAX_PLAINTEXT:
-            self._add("tls.decompress_failed", f"record at stream offset {off}: {why}; compression state lost",
-                      ts, frame, dirn)
+            self._add(
+                "tls.decompress_failed",
+                f"record at stream offset {off}: {why}; compression state lost",
+                ts,
+                frame,
+                dirn,
+            )
             d.decomp = None
             d.dec = None
             return None
         return res[0], pt
 
-    def _on_client_hello(self, s: _Session, d: _Dir, ch: hs.ClientHello, ts: int, frame: int) -> None:
+    def _on_client_hello(
+        self, s: _Session, d: _Dir, ch: hs.ClientHello, ts: int, frame: int
+    ) -> None:
         s.ch_count += 1
         if s.ch is None:
             s.ch, s.ch_frame, s.ch_ts = ch, frame, ts
-            if self._keylog is not None:
-                s.secrets = self._keylog.lookup(ch.random)
+            self._lookup(s)
         if ch.early_data and s.ch_count == 1:
             d.protect = _PROTECT_APPDATA
             d.early = True
@@ -585,55 +852,87 @@ class TlsObserver:
         else:
             if not self._keys_available(s, ts, frame):
                 return
-            assert s.ch is not None and s.secrets is not None and s.secrets.master_secret is not None
+            assert (
+                s.ch is not None and s.secrets is not None and s.secrets.master_secret is not None
+            )
             s.pending12 = tls12_decryptors(
-                s.suite, effective_version(sh.version), s.secrets.master_secret, s.ch.random, sh.random,
-                etm=sh.encrypt_then_mac and s.suite.mode == "cbc")
+                s.suite,
+                effective_version(sh.version),
+                s.secrets.master_secret,
+                s.ch.random,
+                sh.random,
+                etm=sh.encrypt_then_mac and s.suite.mode == "cbc",
+            )
+
+    def _lookup(self, s: _Session) -> None:
+        if s.secrets is None and s.ch is not None and self._keylog is not None:
+            s.secrets = self._keylog.lookup(s.ch.random)
 
     def _keys_available(self, s: _Session, ts: int, frame: int) -> bool:
         """Whether this session can be decrypted; records why not (status + anomaly)."""
         assert s.suite is not None
-        if self._keylog is None:
+        if self._keylog is None or not self._keylog:
             s.reason = "no_keylog"
             return False
         if s.ch is None:
             s.reason = "incomplete"
             return False
+        self._lookup(s)
         sec = s.secrets
         ok = sec is not None and (sec.has_tls13 if s.tls13 else sec.master_secret is not None)
         if not ok:
             s.reason = "no_keys"
-            self._add("tls.no_key_for_session",
-                      f"no {'TLS 1.3 secrets' if s.tls13 else 'CLIENT_RANDOM'} for client random "
-                      f"{s.ch.random[:8].hex()}... (session {s.index})", ts, frame, S2C)
+            self._add(
+                "tls.no_key_for_session",
+                f"no {'TLS 1.3 secrets' if s.tls13 else 'CLIENT_RANDOM'} for client random "
+                f"{s.ch.random[:8].hex()}... (session {s.index})",
+                ts,
+                frame,
+                S2C,
+            )
             return False
         if not s.suite.decryptable or (s.tls13 and s.version != 0x0304):
             s.reason = "unsupported_cipher"
             what = s.suite.name if s.suite.decryptable else f"{s.suite.name} (0x{s.suite.code:04x})"
-            self._add("tls.unsupported_cipher",
-                      f"cannot decrypt {what}" + (" (TLS 1.3 draft)" if s.tls13 and s.version != 0x0304 else ""),
-                      ts, frame, S2C)
+            self._add(
+                "tls.unsupported_cipher",
+                f"cannot decrypt {what}"
+                + (" (TLS 1.3 draft)" if s.tls13 and s.version != 0x0304 else ""),
+                ts,
+                frame,
+                S2C,
+            )
             return False
         return True
 
     def _setup_tls13(self, s: _Session, client: _Dir, server: _Dir) -> None:
         sec, suite = s.secrets, s.suite
         assert sec is not None and suite is not None
-        for dirn, d, hs_secret, traffic in ((C2S, client, sec.client_handshake, sec.client_traffic),
-                                            (S2C, server, sec.server_handshake, sec.server_traffic)):
+        for dirn, d, hs_secret, traffic in (
+            (C2S, client, sec.client_handshake, sec.client_traffic),
+            (S2C, server, sec.server_handshake, sec.server_traffic),
+        ):
             d.hs_dec = Tls13Decryptor(suite, hs_secret) if hs_secret is not None else None
             d.app_secret = traffic.get(0)
             d.app_gen = 0
             d.app_dec = Tls13Decryptor(suite, d.app_secret) if d.app_secret is not None else None
-            nxt = [x for x in (d.hs_dec, d.app_dec) if x is not None]
+            nxt: list[RecordDecryptor] = [x for x in (d.hs_dec, d.app_dec) if x is not None]
             if dirn == C2S and s.ch is not None and s.ch.early_data:
                 # early data first (decryptable or not), then handshake, then application keys
                 d.next_dec = d.next_dec + nxt if d.dec is None else nxt
             else:
                 d.dec, d.next_dec = (nxt[0], nxt[1:]) if nxt else (None, [])
 
-    def _finished(self, s: _Session, dirn: Direction, ts: int, frame: int, *, inferred: bool,
-                  out: list[object]) -> None:
+    def _finished(
+        self,
+        s: _Session,
+        dirn: Direction,
+        ts: int,
+        frame: int,
+        *,
+        inferred: bool,
+        out: list[object],
+    ) -> None:
         d = self._dirs[dirn]
         if s.tls13 and not inferred:
             if d.app_dec is not None:
@@ -647,11 +946,21 @@ class TlsObserver:
             if s.tls13:
                 s.hs_done[S2C] = True
             s.fin_frame, s.fin_ts, s.fin_inferred = frame, ts, inferred
-            out.append(TlsHandshakeCompleted(
-                ts_ns=ts, frame=frame, direction=dirn, tcp_stream=self.tcp_stream, session=s.index,
-                version=s.version, cipher_suite=s.sh.cipher_suite if s.sh is not None else None,
-                alpn=s.alpn_selected, sni=s.ch.sni if s.ch is not None else None,
-                resumed=self._resumption(s) is not None, inferred=inferred))
+            out.append(
+                TlsHandshakeCompleted(
+                    ts_ns=ts,
+                    frame=frame,
+                    direction=dirn,
+                    tcp_stream=self.tcp_stream,
+                    session=s.index,
+                    version=s.version,
+                    cipher_suite=s.sh.cipher_suite if s.sh is not None else None,
+                    alpn=s.alpn_selected,
+                    sni=s.ch.sni if s.ch is not None else None,
+                    resumed=self._resumption(s) is not None,
+                    inferred=inferred,
+                )
+            )
 
     def _key_update(self, s: _Session, d: _Dir) -> None:
         sec = s.secrets
@@ -660,7 +969,9 @@ class TlsObserver:
             return
         traffic = None
         if sec is not None:
-            traffic = (sec.client_traffic if d is self._dirs[C2S] else sec.server_traffic).get(d.app_gen + 1)
+            traffic = (sec.client_traffic if d is self._dirs[C2S] else sec.server_traffic).get(
+                d.app_gen + 1
+            )
         d.app_secret = traffic or next_traffic_secret(s.suite.prf_hash, d.app_secret)
         d.app_gen += 1
         d.app_dec = Tls13Decryptor(s.suite, d.app_secret)
@@ -682,11 +993,23 @@ class TlsObserver:
             return "session_id"
         return None
 
+    @staticmethod
+    def _early_accepted(s: _Session) -> bool | None:
+        if s.ch is None or not s.ch.early_data:
+            return None
+        if s.early_accepted is not None:
+            return s.early_accepted  # EncryptedExtensions (decrypted) says
+        if s.hrr or (s.sh is not None and s.tls13 and not s.sh.psk_selected):
+            return False  # early data needs the PSK to be accepted, and no HelloRetryRequest
+        return None
+
     def _summary(self, s: _Session) -> TlsSession:
         s.emitted = True
         ch, sh = s.ch, s.sh
         if s.decrypted_records:
             status = "partial" if s.failed_records else "decrypted"
+        elif sh is None:
+            status = "incomplete"
         elif s.reason is not None:
             status = s.reason
         elif s.failed_records:
@@ -701,42 +1024,58 @@ class TlsObserver:
         return TlsSession(
             ts_ns=s.ch_ts if s.ch_ts is not None else s.first_ts,
             frame=s.ch_frame if s.ch_frame is not None else s.first_frame,
-            direction=s.ch_dir, tcp_stream=self.tcp_stream, session=s.index,
-            client_hello_frame=s.ch_frame, client_hello_ts_ns=s.ch_ts,
-            server_hello_frame=s.sh_frame, server_hello_ts_ns=s.sh_ts,
+            direction=s.ch_dir,
+            tcp_stream=self.tcp_stream,
+            session=s.index,
+            client_hello_frame=s.ch_frame,
+            client_hello_ts_ns=s.ch_ts,
+            server_hello_frame=s.sh_frame,
+            server_hello_ts_ns=s.sh_ts,
             sni=ch.sni if ch is not None else None,
-            alpn_offered=tuple(p.decode("ascii", errors="replace") for p in ch.alpn) if ch is not None else (),
+            alpn_offered=tuple(p.decode("ascii", errors="replace") for p in ch.alpn)
+            if ch is not None
+            else (),
             alpn_selected=s.alpn_selected,
             client_version=ch.legacy_version if ch is not None else None,
-            offered_versions=tuple(v for v in ch.supported_versions if not is_grease(v)) if ch is not None else (),
+            offered_versions=tuple(v for v in ch.supported_versions if not is_grease(v))
+            if ch is not None
+            else (),
             version=s.version,
-            cipher_suites_offered=(sum(1 for c in ch.cipher_suites if not is_grease(c))
-                                   if ch is not None else None),
+            cipher_suites_offered=(
+                sum(1 for c in ch.cipher_suites if not is_grease(c)) if ch is not None else None
+            ),
             cipher_suite=sh.cipher_suite if sh is not None else None,
             key_share_group=s.key_share_group,
             hello_retry_request=s.hrr,
             resumption=self._resumption(s),
             early_data_offered=bool(ch is not None and ch.early_data),
-            early_data_accepted=(s.early_accepted if ch is not None and ch.early_data and s.early_accepted
-                                 is not None else (False if s.hrr or (ch is not None and ch.early_data
-                                                                      and s.tls13 and sh is not None
-                                                                      and not sh.psk_selected) else None)),
+            early_data_accepted=self._early_accepted(s),
             new_session_ticket=s.nst,
-            cert_chain_len=s.cert_len, cert_chain_bytes=s.cert_bytes,
-            client_finished_frame=s.fin_frame, client_finished_ts_ns=s.fin_ts,
+            cert_chain_len=s.cert_len,
+            cert_chain_bytes=s.cert_bytes,
+            client_finished_frame=s.fin_frame,
+            client_finished_ts_ns=s.fin_ts,
             client_finished_inferred=s.fin_inferred,
-            first_app_data_frame=s.app_frame, first_app_data_ts_ns=s.app_ts,
-            client_handshake_bytes=s.hs_bytes[0], server_handshake_bytes=s.hs_bytes[1],
+            first_app_data_frame=s.app_frame,
+            first_app_data_ts_ns=s.app_ts,
+            client_handshake_bytes=s.hs_bytes[0],
+            server_handshake_bytes=s.hs_bytes[1],
             client_app_bytes=s.app_bytes[0] if decrypted else None,
             server_app_bytes=s.app_bytes[1] if decrypted else None,
-            alerts=tuple(s.alerts), decrypted=decrypted, decrypt_status=status,
-            ja3=md5_hex(j3) if j3 is not None else None, ja3_full=j3,
-            ja3s=md5_hex(j3s) if j3s is not None else None, ja3s_full=j3s,
-            ja4=ja4(ch) if ch is not None else None, ja4_r=ja4_r(ch) if ch is not None else None,
+            alerts=tuple(s.alerts),
+            decrypted=decrypted,
+            decrypt_status=status,
+            ja3=md5_hex(j3) if j3 is not None else None,
+            ja3_full=j3,
+            ja3s=md5_hex(j3s) if j3s is not None else None,
+            ja3s_full=j3s,
+            ja4=ja4(ch) if ch is not None else None,
+            ja4_r=ja4_r(ch) if ch is not None else None,
             ja4s=ja4s(sh) if sh is not None else None,
         )
 
 
 def _type_name(ctype: int) -> str:
     return {20: "change_cipher_spec", 21: "alert", 22: "handshake", 23: "application_data"}.get(
-        ctype, f"type {ctype}")
+        ctype, f"type {ctype}"
+    )

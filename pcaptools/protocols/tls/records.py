@@ -10,6 +10,7 @@ the data seen so far) and carries on from there.
 
 from __future__ import annotations
 
+import re
 import struct
 
 CHANGE_CIPHER_SPEC = 20
@@ -20,16 +21,26 @@ HEARTBEAT = 24
 SSL2_VERSION = 0x0002
 """record version given to an SSLv2-format ClientHello (its content type is reported as 22)"""
 
-CONTENT_TYPE_NAMES = {20: "change_cipher_spec", 21: "alert", 22: "handshake", 23: "application_data",
-                      24: "heartbeat"}
+CONTENT_TYPE_NAMES = {
+    20: "change_cipher_spec",
+    21: "alert",
+    22: "handshake",
+    23: "application_data",
+    24: "heartbeat",
+}
 
 MAX_RECORD_LENGTH = 2**14 + 2048
 """largest ciphertext a record may announce (RFC 5246 6.2.3); beyond it: tls.record_overflow"""
 _RESYNC_MAX_LENGTH = 2**14 + 256
 _RESYNC_WINDOW = 1 << 17
+RESYNC_BUDGET = 1 << 16
+"""bytes a direction may skip while looking for a record boundary before it is given up"""
+_CANDIDATE = re.compile(rb"[\x14-\x17]\x03[\x00-\x04]")
 
 _HDR = struct.Struct(">BHH")
 
+PROBE = 3
+"""nothing parsed yet: the first bytes decide between SYNCED and RESYNC (capture started mid-record)"""
 SYNCED = 0
 RESYNC = 1
 DESYNCED = 2
@@ -38,78 +49,142 @@ DESYNCED = 2
 def plausible_header(buf: bytes | bytearray, pos: int) -> bool:
     """Could a record header start at ``pos``? (type 20-23, version 3.0-3.4, sane length)"""
     ctype, version, length = _HDR.unpack_from(buf, pos)
-    return 20 <= ctype <= 23 and 0x0300 <= version <= 0x0304 and length <= _RESYNC_MAX_LENGTH
+    return bool(20 <= ctype <= 23 and 0x0300 <= version <= 0x0304 and length <= _RESYNC_MAX_LENGTH)
+
+
+def looks_like_tls(data: bytes) -> bool | None:
+    """Protocol sniffing for the pipeline: do the first bytes of a direction look like TLS?
+
+    True for a record header (types 20-23, version 3.0-3.4, a length up to 2^14 + 2048;
+    application data counts, for captures that start mid-connection) or an SSLv2-format
+    ClientHello; False when they cannot be TLS; None when fewer than 3 bytes are available.
+    """
+    if len(data) < 3:
+        return None
+    if data[0] & 0x80:
+        return data[2] == 1 and ((data[0] & 0x7F) << 8 | data[1]) >= 9
+    if not 20 <= data[0] <= 23 or data[1] != 3 or data[2] > 4:
+        return False
+    return len(data) < 5 or ((data[3] << 8) | data[4]) <= MAX_RECORD_LENGTH
 
 
 Record = tuple[int, int, int, bytes]
 """(stream offset of the header, content type, record version, fragment)"""
+Note = tuple[str, str]
+"""(anomaly code, detail)"""
 
 
 class RecordReader:
     """Splits one direction's in-order bytes into records (see the module docstring)."""
 
-    __slots__ = ("buf", "bytes_seen", "mode", "offset", "records", "skipped")
+    __slots__ = ("budget", "buf", "bytes_seen", "mode", "offset", "records", "skipped")
 
     def __init__(self) -> None:
         self.buf = bytearray()
         self.offset = 0
         """stream offset of buf[0]"""
-        self.mode = SYNCED
+        self.mode = PROBE
         self.bytes_seen = 0
         self.skipped = 0
         """bytes skipped while resynchronising or after desynchronisation"""
         self.records = 0
+        self.budget = RESYNC_BUDGET
+        """bytes that may still be skipped in the current resynchronisation"""
 
-    def feed(self, data: bytes, offset: int) -> tuple[list[Record], tuple[str, str] | None]:
-        """Records completed by ``data`` (at stream ``offset``) and the problem that stopped
-        parsing, if any, as ``(anomaly code, detail)``."""
+    def feed(self, data: bytes, offset: int) -> tuple[list[Record], list[Note]]:
+        """Records completed by ``data`` (at stream ``offset``) and notes about what was
+        skipped or why parsing stopped, as ``(anomaly code, detail)`` pairs."""
         self.bytes_seen += len(data)
+        out: list[Record] = []
+        notes: list[Note] = []
         if self.mode == DESYNCED:
             self.skipped += len(data)
-            return [], None
+            return out, notes
         buf = self.buf
         if not buf:
             self.offset = offset
         buf += data
-        out: list[Record] = []
-        problem = None
-        if self.mode == RESYNC and not self._resync():
-            return out, None
+        if self.mode == PROBE:
+            if len(buf) < 5 and not (len(buf) >= 3 and buf[0] & 0x80):
+                return out, notes
+            if self._first_record_plausible():
+                self.mode = SYNCED
+            else:
+                self.mode = RESYNC
+                self.budget = RESYNC_BUDGET
+        if self.mode == RESYNC:
+            if not self._resync():
+                if self.budget < 0:
+                    self.mode = DESYNCED
+                    self.skipped += len(self.buf)
+                    self.buf.clear()
+                    notes.append(
+                        (
+                            "tls.resync_failed",
+                            f"no TLS record boundary found in {RESYNC_BUDGET} bytes; direction no longer parsed",
+                        )
+                    )
+                return out, notes
+            skipped = RESYNC_BUDGET - self.budget
+            if skipped:
+                notes.append(
+                    (
+                        "tls.resynchronized",
+                        f"skipped {skipped} bytes to the record boundary at stream offset {self.offset}",
+                    )
+                )
+            buf = self.buf
         pos = 0
         n = len(buf)
         if self.records == 0 and n >= 3 and buf[0] & 0x80 and buf[2] == 1:
             # SSLv2-compatible ClientHello (2-byte header, msg_type 1): only as the first record
             length = ((buf[0] & 0x7F) << 8) | buf[1]
             if n < 2 + length:
-                return out, None
-            out.append((self.offset, HANDSHAKE, SSL2_VERSION, bytes(buf[2:2 + length])))
+                return out, notes
+            out.append((self.offset, HANDSHAKE, SSL2_VERSION, bytes(buf[2 : 2 + length])))
             pos = 2 + length
             self.records += 1
+        problem = None
         while n - pos >= 5:
             ctype, version, length = _HDR.unpack_from(buf, pos)
             if not 20 <= ctype <= 24:
-                problem = ("tls.bad_record_type", f"content type {ctype} at stream offset {self.offset + pos}")
+                problem = (
+                    "tls.bad_record_type",
+                    f"content type {ctype} at stream offset {self.offset + pos}",
+                )
             elif version >> 8 != 3:
-                problem = ("tls.bad_record_version",
-                           f"record version 0x{version:04x} at stream offset {self.offset + pos}")
+                problem = (
+                    "tls.bad_record_version",
+                    f"record version 0x{version:04x} at stream offset {self.offset + pos}",
+                )
             elif length > MAX_RECORD_LENGTH:
-                problem = ("tls.record_overflow",
-                           f"record length {length} > {MAX_RECORD_LENGTH} at stream offset {self.offset + pos}")
+                problem = (
+                    "tls.record_overflow",
+                    f"record length {length} > {MAX_RECORD_LENGTH} at stream offset {self.offset + pos}",
+                )
             if problem is not None:
                 self.mode = DESYNCED
                 self.skipped += n - pos
                 buf.clear()
-                return out, problem
+                notes.append(problem)
+                return out, notes
             end = pos + 5 + length
             if end > n:
                 break
-            out.append((self.offset + pos, ctype, version, bytes(buf[pos + 5:end])))
+            out.append((self.offset + pos, ctype, version, bytes(buf[pos + 5 : end])))
             self.records += 1
             pos = end
         if pos:
             del buf[:pos]
             self.offset += pos
-        return out, None
+        return out, notes
+
+    def _first_record_plausible(self) -> bool:
+        buf = self.buf
+        if buf[0] & 0x80:
+            return len(buf) >= 3 and buf[2] == 1
+        ctype, version, length = _HDR.unpack_from(buf, 0)
+        return bool(20 <= ctype <= 24 and version >> 8 == 3 and length <= MAX_RECORD_LENGTH)
 
     def gap(self, offset: int, nbytes: int) -> None:
         """``nbytes`` at ``offset`` were never captured: drop the partial record, resynchronise."""
@@ -120,23 +195,26 @@ class RecordReader:
         self.buf.clear()
         self.offset = offset + nbytes
         self.mode = RESYNC
+        self.budget = RESYNC_BUDGET
 
     def _resync(self) -> bool:
         """Look for a record boundary; True when found (``buf`` then starts with it)."""
-        buf = self.buf
+        buf = bytes(self.buf)  # a snapshot: match objects would pin the bytearray
         n = len(buf)
-        p = 0
-        while p + 5 <= n:
-            if plausible_header(buf, p):
-                end = p + 5 + _HDR.unpack_from(buf, p)[2]
-                if end == n or (end + 5 <= n and plausible_header(buf, end)):
-                    self._drop(p)
-                    self.mode = SYNCED
-                    return True
-                if end + 5 > n and n - p < _RESYNC_WINDOW:
-                    self._drop(p)  # wait for the bytes that confirm or refute it
-                    return False
-            p += 1
+        for m in _CANDIDATE.finditer(buf):
+            p = m.start()
+            if p + 5 > n:
+                break
+            if not plausible_header(buf, p):
+                continue
+            end = p + 5 + _HDR.unpack_from(buf, p)[2]
+            if end == n or (end + 5 <= n and plausible_header(buf, end)):
+                self._drop(p)
+                self.mode = SYNCED
+                return True
+            if end + 5 > n and n - p < _RESYNC_WINDOW:
+                self._drop(p)  # wait for the bytes that confirm or refute it
+                return False
         self._drop(max(0, n - 4))
         return False
 
@@ -145,6 +223,7 @@ class RecordReader:
             del self.buf[:k]
             self.offset += k
             self.skipped += k
+            self.budget -= k
 
     @property
     def pending(self) -> int:

@@ -36,12 +36,15 @@ class Collector:
 
     def feed(self, chunk: StreamChunk) -> list[object]:
         assert chunk.offset == len(self.data[chunk.direction]) + sum(
-            n for d, _, n in self.gaps if d == chunk.direction), "plaintext offsets must be contiguous"
+            n for d, _, n in self.gaps if d == chunk.direction
+        ), "plaintext offsets must be contiguous"
         self.data[chunk.direction] += chunk.data
         self.chunks.append(chunk)
         return []
 
-    def gap(self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int) -> list[object]:
+    def gap(
+        self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
+    ) -> list[object]:
         self.gaps.append((direction, offset, nbytes))
         return []
 
@@ -57,12 +60,16 @@ class Run:
     inners: dict[int, Collector]
     diag: Diagnostics
     keylog: KeyLog | None
+    client_ports: dict[int, int] = field(default_factory=dict)
+    """tcp_stream -> client TCP port"""
 
     def of(self, cls: type) -> list:
         return [e for e in self.events if isinstance(e, cls)]
 
 
-def segments(path: str | Path, diag: Diagnostics) -> tuple[list[TcpSegment], list[tuple[int, bytes]]]:
+def segments(
+    path: str | Path, diag: Diagnostics
+) -> tuple[list[TcpSegment], list[tuple[int, bytes]]]:
     decoder = PacketDecoder(diag)
     out = []
     with open_capture(path, diag) as reader:
@@ -82,10 +89,12 @@ def run(
     inner: bool = True,
     chunker: Callable[[bytes], Iterable[bytes]] | None = None,
     diag: Diagnostics | None = None,
+    inner_for: Callable[[int, Diagnostics], Callable[[str | None], Observer | None]] | None = None,
 ) -> Run:
     """Feed every TCP connection of ``path`` to a TlsObserver; return all events.
 
-    ``chunker`` re-splits each delivered chunk (to test segmentation independence).
+    ``chunker`` re-splits each delivered chunk (to test segmentation independence);
+    ``inner_for(tcp_stream, diag)`` gives the inner factory (default: a :class:`Collector`).
     """
     diag = diag or Diagnostics()
     segs, secrets = segments(path, diag)
@@ -102,6 +111,7 @@ def run(
     observers: dict[int, TlsObserver] = {}
     inners: dict[int, Collector] = {}
     events: list[object] = []
+    ports: dict[int, int] = {}
     last = (0, 0)
 
     def make_inner(stream: int) -> Callable[[str | None], Observer | None]:
@@ -110,6 +120,7 @@ def run(
                 return None
             c = inners[stream] = Collector(alpn)
             return c
+
         return factory
 
     def deliver(stream: int, items: list[StreamChunk | StreamGap]) -> None:
@@ -122,8 +133,17 @@ def run(
             else:
                 off = it.offset
                 for piece in chunker(it.data):
-                    events.extend(obs.feed(StreamChunk(direction=it.direction, data=piece, ts_ns=it.ts_ns,
-                                                       frame=it.frame, offset=off)))
+                    events.extend(
+                        obs.feed(
+                            StreamChunk(
+                                direction=it.direction,
+                                data=piece,
+                                ts_ns=it.ts_ns,
+                                frame=it.frame,
+                                offset=off,
+                            )
+                        )
+                    )
                     off += len(piece)
 
     for seg in segs:
@@ -131,17 +151,30 @@ def run(
         last = (seg.ts_ns, seg.frame)
         st = a.tcp_stream
         if st not in reasm:
-            reasm[st] = (Reassembler(Direction.CLIENT_TO_SERVER), Reassembler(Direction.SERVER_TO_CLIENT))
-            observers[st] = TlsObserver(tcp_stream=st, diag=diag, keylog=keylog, inner_factory=make_inner(st))
+            reasm[st] = (
+                Reassembler(Direction.CLIENT_TO_SERVER),
+                Reassembler(Direction.SERVER_TO_CLIENT),
+            )
+            factory = inner_for(st, diag) if inner_for is not None else make_inner(st)
+            observers[st] = TlsObserver(
+                tcp_stream=st, diag=diag, keylog=keylog, inner_factory=factory
+            )
         d = Direction.CLIENT_TO_SERVER if a.from_client else Direction.SERVER_TO_CLIENT
+        ports[st] = seg.sport if a.from_client else seg.dport
         mine, peer = reasm[st][d], reasm[st][1 - d]
         items: list[StreamChunk | StreamGap] = []
         if not seg.flags & RST:
-            items += mine.segment(a.rel_seq, seg.payload, seg.ts_ns, seg.frame, syn=bool(seg.flags & SYN),
-                                  fin=bool(seg.flags & FIN), seg_len=seg.seg_len)
+            items += mine.segment(
+                a.rel_seq,
+                seg.payload,
+                seg.ts_ns,
+                seg.frame,
+                syn=bool(seg.flags & SYN),
+                fin=bool(seg.flags & FIN),
+                seg_len=seg.seg_len,
+            )
             if seg.flags & ACK and a.rel_ack is not None:
                 items += peer.acked(a.rel_ack, seg.ts_ns, seg.frame)
-        items.sort(key=lambda x: 0)  # keep order
         deliver(st, items)
     for st, (r0, r1) in reasm.items():
         deliver(st, r0.finish(*last) + r1.finish(*last))
@@ -149,4 +182,4 @@ def run(
         events.extend(obs.close(Direction.CLIENT_TO_SERVER, *last))
         events.extend(obs.close(Direction.SERVER_TO_CLIENT, *last))
         events.extend(obs.finish())
-    return Run(events, observers, inners, diag, keylog)
+    return Run(events, observers, inners, diag, keylog, ports)

@@ -1,0 +1,407 @@
+"""TLS tables: ``tls_handshakes`` (one row per TLS session) and ``tls_records`` (one row per record).
+
+:class:`TlsTablesBuilder` takes the events of every :class:`~pcaptools.protocols.tls.TlsObserver`
+(other events are ignored, so the pipeline can hand it everything) and builds both tables.
+Records are kept in typed column arrays (about 60 bytes per record), sessions as events.
+No column ever holds key material.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+
+from ..protocols.tls.events import TlsRecord, TlsSession
+from ..protocols.tls.observer import ALERT_NAMES
+from ..protocols.tls.records import CONTENT_TYPE_NAMES
+from ..protocols.tls.suites import group_name, suite_name, version_name
+from .columns import NA, CodeColumn, IntColumn
+from .schema import TS_DTYPE, Column, TableSchema
+
+_TCP_STREAM = Column("tcp_stream", "int64", None, "Wireshark tcp.stream of the connection")
+_SESSION = Column(
+    "session",
+    "int64",
+    None,
+    "TLS session index within the connection: 0, then 1, 2... for each later ClientHello "
+    "(renegotiation, or a new handshake on the same connection)",
+)
+
+TLS_HANDSHAKES = TableSchema(
+    name="tls_handshakes",
+    grain="one row per TLS session per TCP connection (a ClientHello and what followed it)",
+    key=("tcp_stream", "session"),
+    columns=(
+        _TCP_STREAM,
+        _SESSION,
+        Column(
+            "client_hello_frame",
+            "Int64",
+            None,
+            "frame that completed the ClientHello; NA when the capture started after it",
+        ),
+        Column("client_hello_ts", TS_DTYPE, None, "time of client_hello_frame"),
+        Column(
+            "server_hello_frame",
+            "Int64",
+            None,
+            "frame that completed the ServerHello (not the HelloRetryRequest)",
+        ),
+        Column("server_hello_ts", TS_DTYPE, None, "time of server_hello_frame"),
+        Column("sni", "string", None, "server_name (tls.handshake.extensions_server_name)"),
+        Column(
+            "alpn_offered",
+            "string",
+            None,
+            "ALPN protocols offered by the client, comma-separated, in order",
+        ),
+        Column(
+            "alpn_selected",
+            "string",
+            None,
+            "ALPN protocol chosen by the server (ServerHello, or EncryptedExtensions in TLS 1.3: needs decryption)",
+        ),
+        Column(
+            "client_version",
+            "category",
+            None,
+            "ClientHello legacy_version (tls.handshake.version of the ClientHello)",
+        ),
+        Column(
+            "offered_versions",
+            "string",
+            None,
+            "supported_versions offered by the client, comma-separated (GREASE removed)",
+        ),
+        Column(
+            "version",
+            "category",
+            None,
+            "negotiated version: TLS 1.3 from supported_versions, else the ServerHello version",
+        ),
+        Column(
+            "cipher_suites_offered",
+            "Int64",
+            None,
+            "number of cipher suites offered (GREASE removed)",
+        ),
+        Column(
+            "cipher_suite",
+            "category",
+            None,
+            "negotiated cipher suite, IANA name (e.g. TLS_AES_128_GCM_SHA256); 0xNNNN if unknown",
+        ),
+        Column(
+            "key_share_group",
+            "category",
+            None,
+            "key exchange group: TLS 1.3 key_share of the ServerHello, TLS 1.2 ECDHE ServerKeyExchange curve",
+        ),
+        Column("hello_retry_request", "bool", None, "the server answered with a HelloRetryRequest"),
+        Column(
+            "resumption",
+            "category",
+            None,
+            "session_id, ticket (TLS <= 1.2 abbreviated handshake) or psk (TLS 1.3 pre_shared_key accepted); NA for a full handshake",
+        ),
+        Column(
+            "early_data_offered",
+            "bool",
+            None,
+            "the ClientHello carried the early_data extension (0-RTT)",
+        ),
+        Column(
+            "early_data_accepted",
+            "boolean",
+            None,
+            "EncryptedExtensions carried early_data (needs decryption); False after a HelloRetryRequest or without PSK",
+        ),
+        Column(
+            "new_session_ticket",
+            "bool",
+            None,
+            "the server sent a NewSessionTicket (cleartext in TLS 1.2, decrypted in 1.3)",
+        ),
+        Column(
+            "cert_chain_len",
+            "Int64",
+            None,
+            "certificates in the server's Certificate message (TLS 1.3: needs decryption)",
+        ),
+        Column("cert_chain_bytes", "Int64", "bytes", "DER bytes of those certificates"),
+        Column(
+            "client_finished_frame",
+            "Int64",
+            None,
+            "frame of the client's Finished (end of the handshake)",
+        ),
+        Column("client_finished_ts", TS_DTYPE, None, "time of client_finished_frame"),
+        Column(
+            "client_finished_inferred",
+            "bool",
+            None,
+            "True when the Finished was not decrypted but taken to be the client's first protected record",
+        ),
+        Column("handshake_ms", "float64", "ms", "client_finished_ts - client_hello_ts"),
+        Column(
+            "first_app_data_frame",
+            "Int64",
+            None,
+            "first application data record after the handshake, either direction (early data excluded)",
+        ),
+        Column("first_app_data_ts", TS_DTYPE, None, "time of first_app_data_frame"),
+        Column("time_to_app_data_ms", "float64", "ms", "first_app_data_ts - client_hello_ts"),
+        Column(
+            "client_handshake_bytes",
+            "int64",
+            "bytes",
+            "record bytes (headers included) the client sent up to and including its Finished",
+        ),
+        Column(
+            "server_handshake_bytes",
+            "int64",
+            "bytes",
+            "record bytes the server sent up to and including its Finished (TLS 1.3 without keys: before the client's Finished)",
+        ),
+        Column(
+            "client_app_bytes",
+            "Int64",
+            "bytes",
+            "decrypted application data bytes sent by the client; NA when not decrypted",
+        ),
+        Column(
+            "server_app_bytes",
+            "Int64",
+            "bytes",
+            "decrypted application data bytes sent by the server; NA when not decrypted",
+        ),
+        Column(
+            "alerts",
+            "string",
+            None,
+            "alerts in order, comma-separated: side:level:description, or side:encrypted when not decrypted",
+        ),
+        Column(
+            "decrypted", "bool", None, "at least one protected record of the session was decrypted"
+        ),
+        Column(
+            "decrypt_status",
+            "category",
+            None,
+            "decrypted, partial (some records failed), failed, no_keys (key log has no secrets for it), no_keylog, unsupported_cipher, not_encrypted, incomplete (hellos not seen)",
+        ),
+        Column(
+            "ja3", "string", None, "JA3 of the ClientHello, as tshark 4.0 tls.handshake.ja3 (MD5)"
+        ),
+        Column("ja3_full", "string", None, "JA3 string (tls.handshake.ja3_full)"),
+        Column("ja3s", "string", None, "JA3S of the ServerHello (tls.handshake.ja3s)"),
+        Column("ja3s_full", "string", None, "JA3S string (tls.handshake.ja3s_full)"),
+        Column("ja4", "string", None, "JA4 of the ClientHello (FoxIO spec)"),
+        Column(
+            "ja4_r", "string", None, "JA4_r: sorted raw JA4 (cipher and extension lists unhashed)"
+        ),
+        Column("ja4s", "string", None, "JA4S of the ServerHello (FoxIO spec)"),
+    ),
+)
+
+TLS_RECORDS = TableSchema(
+    name="tls_records",
+    grain="one row per TLS record (frame = the TCP segment that completed it)",
+    key=("tcp_stream", "direction", "offset"),
+    columns=(
+        Column(
+            "frame", "int64", None, "frame of the TCP segment that delivered the record's last byte"
+        ),
+        Column("ts", TS_DTYPE, None, "time of that frame"),
+        _TCP_STREAM,
+        Column("direction", "category", None, "client_to_server or server_to_client"),
+        _SESSION,
+        Column("offset", "int64", "bytes", "stream offset of the record header in its direction"),
+        Column(
+            "content_type",
+            "category",
+            None,
+            "record content type on the wire: handshake, application_data, alert, change_cipher_spec, heartbeat",
+        ),
+        Column(
+            "version",
+            "category",
+            None,
+            "record-layer version (TLS 1.3 records say TLS 1.2; SSL 2.0 for an SSLv2-format ClientHello)",
+        ),
+        Column("length", "int64", "bytes", "record length (5-byte header excluded)"),
+        Column("encrypted", "bool", None, "the record was protected on the wire"),
+        Column("decrypted", "bool", None, "it was protected and pcaptools decrypted it"),
+        Column(
+            "inner_content_type",
+            "category",
+            None,
+            "the real content type: the wire type when cleartext (and in TLS <= 1.2), the decrypted type in TLS 1.3; NA when unknown",
+        ),
+        Column(
+            "plaintext_length",
+            "Int64",
+            "bytes",
+            "content bytes without MAC, padding, tag, inner type (decompressed if TLS compression); NA when not decrypted",
+        ),
+    ),
+)
+
+_REC_INTS = (
+    "frame",
+    "ts",
+    "tcp_stream",
+    "session",
+    "offset",
+    "length",
+    "encrypted",
+    "decrypted",
+    "plaintext_length",
+)
+_REC_CODES = ("direction", "content_type", "version", "inner_content_type")
+
+
+def _ctype_name(t: int) -> str:
+    return CONTENT_TYPE_NAMES.get(t, str(t))
+
+
+def _ms(a: int | None, b: int | None) -> float | None:
+    return None if a is None or b is None else (a - b) / 1e6
+
+
+class TlsTablesBuilder:
+    """Collects TLS events (of any number of connections) and builds the two tables."""
+
+    def __init__(self) -> None:
+        self.sessions: list[TlsSession] = []
+        self._ints = {n: IntColumn() for n in _REC_INTS}
+        self._codes = {n: CodeColumn() for n in _REC_CODES}
+        self._names: dict[tuple[str, int], int] = {}
+
+    def add(self, events: Iterable[object]) -> None:
+        """Keep the TlsRecord and TlsSession events of ``events``; ignore the others."""
+        i, c = self._ints, self._codes
+        for ev in events:
+            if type(ev) is TlsRecord:
+                i["frame"].data.append(ev.frame)
+                i["ts"].data.append(ev.ts_ns)
+                i["tcp_stream"].data.append(ev.tcp_stream)
+                i["session"].data.append(ev.session)
+                i["offset"].data.append(ev.offset)
+                i["length"].data.append(ev.length)
+                i["encrypted"].data.append(1 if ev.encrypted else 0)
+                i["decrypted"].data.append(1 if ev.decrypted else 0)
+                i["plaintext_length"].data.append(
+                    NA if ev.plaintext_length is None else ev.plaintext_length
+                )
+                c["direction"].data.append(c["direction"].code(ev.direction.label))
+                c["content_type"].data.append(self._code("content_type", ev.content_type))
+                c["version"].data.append(self._code("version", ev.version))
+                c["inner_content_type"].data.append(
+                    -1
+                    if ev.inner_content_type is None
+                    else self._code("inner_content_type", ev.inner_content_type)
+                )
+            elif type(ev) is TlsSession:
+                self.sessions.append(ev)
+
+    def _code(self, col: str, value: int) -> int:
+        key = (col, value)
+        code = self._names.get(key)
+        if code is None:
+            name = version_name(value) if col == "version" else _ctype_name(value)
+            code = self._names[key] = self._codes[col].code(name)
+        return code
+
+    def records(self) -> pd.DataFrame:
+        """The ``tls_records`` table."""
+        i, c = self._ints, self._codes
+        cols: dict[str, object] = {
+            "frame": i["frame"].to_numpy(),
+            "ts": i["ts"].to_numpy(),
+            "tcp_stream": i["tcp_stream"].to_numpy(),
+            "session": i["session"].to_numpy(),
+            "offset": i["offset"].to_numpy(),
+            "length": i["length"].to_numpy(),
+            "encrypted": i["encrypted"].to_numpy().astype(bool),
+            "decrypted": i["decrypted"].to_numpy().astype(bool),
+            "plaintext_length": i["plaintext_length"].to_nullable(),
+        }
+        for n in _REC_CODES:
+            cols[n] = c[n].to_categorical()
+        return TLS_RECORDS.frame(columns=cols)
+
+    def handshakes(self) -> pd.DataFrame:
+        """The ``tls_handshakes`` table (sorted by tcp_stream, session)."""
+        return tls_handshakes_table(self.sessions)
+
+
+def tls_handshakes_table(sessions: Iterable[TlsSession]) -> pd.DataFrame:
+    """``tls_handshakes`` rows from :class:`TlsSession` events."""
+    rows = []
+    for s in sorted(sessions, key=lambda s: (s.tcp_stream, s.session)):
+        rows.append(
+            (
+                s.tcp_stream,
+                s.session,
+                s.client_hello_frame,
+                s.client_hello_ts_ns,
+                s.server_hello_frame,
+                s.server_hello_ts_ns,
+                s.sni,
+                ",".join(s.alpn_offered) if s.alpn_offered else None,
+                s.alpn_selected,
+                version_name(s.client_version),
+                ",".join(version_name(v) or "" for v in s.offered_versions)
+                if s.offered_versions
+                else None,
+                version_name(s.version),
+                s.cipher_suites_offered,
+                suite_name(s.cipher_suite) if s.cipher_suite is not None else None,
+                group_name(s.key_share_group) if s.key_share_group is not None else None,
+                s.hello_retry_request,
+                s.resumption,
+                s.early_data_offered,
+                s.early_data_accepted,
+                s.new_session_ticket,
+                s.cert_chain_len,
+                s.cert_chain_bytes,
+                s.client_finished_frame,
+                s.client_finished_ts_ns,
+                s.client_finished_inferred,
+                _ms(s.client_finished_ts_ns, s.client_hello_ts_ns),
+                s.first_app_data_frame,
+                s.first_app_data_ts_ns,
+                _ms(s.first_app_data_ts_ns, s.client_hello_ts_ns),
+                s.client_handshake_bytes,
+                s.server_handshake_bytes,
+                s.client_app_bytes,
+                s.server_app_bytes,
+                ",".join(s.alerts) if s.alerts else None,
+                s.decrypted,
+                s.decrypt_status,
+                s.ja3,
+                s.ja3_full,
+                s.ja3s,
+                s.ja3s_full,
+                s.ja4,
+                s.ja4_r,
+                s.ja4s,
+            )
+        )
+    return TLS_HANDSHAKES.frame(rows)
+
+
+def alert_name(description: int) -> str:
+    """RFC name of an alert description (``handshake_failure``...)."""
+    return ALERT_NAMES.get(description, str(description))
+
+
+__all__ = [
+    "TLS_HANDSHAKES",
+    "TLS_RECORDS",
+    "TlsTablesBuilder",
+    "alert_name",
+    "tls_handshakes_table",
+]
