@@ -50,7 +50,7 @@ CATALOGUE: dict[str, str] = {
     "tls.bad_record_type": "a TLS record header has an unknown content type (not TLS, or garbage); this direction is no longer parsed",
     "tls.bad_record_version": "a TLS record header's version is not 3.x; this direction is no longer parsed",
     "tls.resynchronized": "bytes were skipped to find the next TLS record boundary (capture started mid-record, or after a gap)",
-    "tls.resync_failed": "no TLS record boundary was found within 64 KiB (not TLS, or too damaged); this direction is no longer parsed",
+    "tls.resync_failed": "no TLS record boundary was found within 64 KiB, or in the whole direction (not TLS, or too damaged); this direction is no longer parsed",
     "tls.truncated_record": "a direction ended inside a TLS record (connection closed or capture ended)",
     "tls.handshake_parse_error": "a TLS handshake message is malformed; its facts are missing from tls_handshakes",
     "tls.no_key_for_session": "a key log was given but holds no secrets for this TLS session (its client random); records stay encrypted",

@@ -38,6 +38,7 @@ FLAG_FIELDS = {
 }
 FIELDS = ("frame.number", "tcp.stream", "tcp.flags.syn", "tcp.flags.ack",
           "tcp.analysis.duplicate_ack_num", "tcp.analysis.initial_rtt", "icmp.type", "icmpv6.type",
+          "tcp.analysis.ack_rtt", "tcp.analysis.acks_frame",
           *FLAG_FIELDS.values())
 ICMP = (FIELDS.index("icmp.type"), FIELDS.index("icmpv6.type"))
 
@@ -132,3 +133,16 @@ def test_handshakes_match_tshark(tshark: str, loaded, path: Path) -> None:
             assert ours == pytest.approx(irtt[stream], abs=1e-3), stream
         else:
             assert math.isnan(ours), stream
+
+
+@pytest.mark.tshark
+@pytest.mark.parametrize("path", CAPTURES, ids=_ids)
+def test_ack_rtt_matches_tshark(tshark: str, loaded, path: Path) -> None:
+    cap = _load(loaded, path)
+    rows = _tcp_rows(_tshark(path))
+    i_rtt, i_acks = FIELDS.index("tcp.analysis.ack_rtt"), FIELDS.index("tcp.analysis.acks_frame")
+    theirs = {int(r[0]): (round(float(r[i_rtt]) * 1e3, 6), int(r[i_acks])) for r in rows if r[i_rtt]}
+    p = cap.packets.dropna(subset=["ack_rtt_ms"])
+    ours = {f: (round(rtt, 6), int(a)) for f, rtt, a in
+            zip(p["frame"].tolist(), p["ack_rtt_ms"].tolist(), p["acks_frame"].tolist(), strict=True)}
+    assert ours == theirs

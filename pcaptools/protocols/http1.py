@@ -391,6 +391,11 @@ class _Side:
 class Http1Observer:
     """Watches both directions of one HTTP/1.x connection. Never raises on wire data.
 
+    ``websocket_factory(request, response)`` builds the observer of a connection upgraded to
+    WebSocket (None: its bytes are only counted); ``midstream`` says the capture began inside
+    the connection (search for a start line; positions unknown); ``max_head_bytes`` bounds a
+    header section; ``sse_max_line_bytes`` bounds the SSE parser.
+
     ``feed``/``gap``/``close`` follow :class:`~pcaptools.protocols._base.Observer`; call
     ``close(..., at_eof=True)`` (or :meth:`finish`) at the end of the capture. Once both
     directions are closed, or at end of capture, exchanges still open are emitted.

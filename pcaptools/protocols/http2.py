@@ -18,10 +18,13 @@ sink) and carries on. How each direction starts:
 - a client stream seen from offset 0 must start with the connection preface
   (``http2.bad_preface`` otherwise, then frame alignment is searched for);
 - a server stream seen from offset 0 starts with a frame;
-- a direction first seen at an offset > 0 (capture started mid-connection), or after bytes
-  were lost inside a frame header, searches for frame alignment: a position where two
-  consecutive frame headers are plausible for their types (lengths, flags, stream ids).
-  The search gives up after ``hunt_budget`` bytes (``http2.desynced``; bytes still counted).
+- a direction first seen at an offset > 0, any direction when ``midstream=True`` (the
+  pipeline says the capture started inside the connection: no SYN seen, so offset 0 is not
+  the real start), a server whose first bytes are not a plausible frame header, and a
+  direction after bytes were lost outside a DATA payload, all search for frame alignment:
+  a plausible frame header (length, flags, stream id checked for its type) followed by
+  another, or by the end of the bytes received so far. The search gives up after
+  ``hunt_budget`` bytes (``http2.desynced``; bytes still counted).
 - an h2c upgrade (:class:`H2cUpgrade`, handed over by the HTTP/1.1 observer) starts the
   client at the preface and the server at a frame, with the upgraded request as stream 1.
 
@@ -572,6 +575,11 @@ def _header_value(headers: Headers, name: str) -> str | None:
 
 class Http2Observer:
     """Watches both directions of one HTTP/2 connection. Never raises on wire data.
+
+    ``tcp_stream`` and ``diag`` label the events and anomalies; ``upgrade`` starts an h2c
+    connection handed over by the HTTP/1.1 observer; ``midstream`` says the capture began
+    inside the connection (search for frame alignment instead of expecting the preface);
+    ``sse_max_line_bytes`` bounds the SSE parsers; ``hunt_budget`` bounds the alignment search.
 
     ``feed``/``gap``/``close`` follow :class:`~pcaptools.protocols._base.Observer`. Call
     ``close`` for each direction when it ends (FIN/RST); at the end of the capture call

@@ -313,7 +313,7 @@ def retransmissions_section(ctx: ReportContext) -> Section:
 def tcp_flags_section(ctx: ReportContext) -> Section:
     title = "TCP analysis flags"
     ev = ctx.cap.tcp_events
-    counts = {k: v for k, v in ctx.head["tcp_events"].items() if k != "ack_rtt"}
+    counts = dict(ctx.head["tcp_events"])
     if not counts:
         return Section(
             "tcp-flags", title, None, "tshark's TCP analysis flags nothing in this capture."
@@ -505,7 +505,6 @@ _TSHARK_FLAG = {
         "window_full",
         "window_update",
         "reused_ports",
-        "ack_rtt",
     )
 }
 

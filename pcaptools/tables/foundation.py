@@ -43,6 +43,7 @@ PACKETS = TableSchema(
         Column("window", "Int64", "bytes", "tcp.window_size: window after scaling when the scale is known"),
         Column("resent", "boolean", None, "for segments with payload: were all of its bytes already seen in this direction? (no heuristics)"),
         Column("ack_rtt_ms", "float64", "ms", "tcp.analysis.ack_rtt: time since the segment this ACK acknowledges"),
+        Column("acks_frame", "Int64", None, "tcp.analysis.acks_frame: the frame of the segment this ACK acknowledges"),
     ),
 )
 
@@ -116,12 +117,12 @@ TCP_EVENT_KINDS = (
     "retransmission", "fast_retransmission", "spurious_retransmission", "out_of_order",
     "lost_segment", "ack_lost_segment", "duplicate_ack", "keep_alive", "keep_alive_ack",
     "zero_window", "zero_window_probe", "zero_window_probe_ack", "window_full",
-    "window_update", "reused_ports", "resent", "ack_rtt",
+    "window_update", "reused_ports", "resent",
 )
 
 TCP_EVENTS = TableSchema(
     name="tcp_events",
-    grain="one row per (frame, kind): every TCP analysis flag tshark 4.0 sets, plus 'resent' and 'ack_rtt'",
+    grain="one row per (frame, kind): every TCP analysis flag tshark 4.0 sets, plus 'resent'",
     key=("frame", "kind"),
     columns=(
         Column("frame", "int64", None, "Wireshark frame.number"),
@@ -132,15 +133,14 @@ TCP_EVENTS = TableSchema(
                "retransmission, fast_retransmission, spurious_retransmission, out_of_order (mutually exclusive, as tshark's expert info); "
                "lost_segment (tshark: previous segment not captured), ack_lost_segment (ACKed unseen segment), duplicate_ack, keep_alive, "
                "keep_alive_ack, zero_window, zero_window_probe, zero_window_probe_ack, window_full, window_update, reused_ports; "
-               "resent (every byte of the payload was already seen in this direction: the plain fact, no heuristic); "
-               "ack_rtt (this ACK acknowledged a segment; see ack_rtt_ms)"),
+               "resent (every byte of the payload was already seen in this direction: the plain fact, no heuristic). "
+               "Per-ACK RTTs (tcp.analysis.ack_rtt) are in packets.ack_rtt_ms / packets.acks_frame, "
+               "so that this table grows with problems, not with packets"),
         Column("seq", "Int64", None, "relative sequence number of the frame"),
         Column("len", "Int64", "bytes", "tcp.len of the frame"),
         Column("ack", "Int64", None, "relative acknowledgement number of the frame"),
         Column("dup_ack_num", "Int64", None, "for duplicate_ack: tcp.analysis.duplicate_ack_num"),
         Column("dup_ack_frame", "Int64", None, "for duplicate_ack: tcp.analysis.duplicate_ack_frame (the original ACK)"),
-        Column("ack_rtt_ms", "float64", "ms", "for ack_rtt: tcp.analysis.ack_rtt"),
-        Column("acked_frame", "Int64", None, "for ack_rtt: tcp.analysis.acks_frame"),
     ),
 )
 

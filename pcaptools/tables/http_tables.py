@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._columns import NA, CodeColumn, IntColumn
 from ..protocols._base import Direction
 from ..protocols.http1 import HttpExchange, ProtocolSwitched, parse_retry_after
 from ..protocols.http2 import (
@@ -599,11 +600,117 @@ def _hv(headers: tuple[tuple[str, str], ...] | None, name: str) -> str | None:
     return None
 
 
+_FRAME_INTS = (
+    "frame", "ts", "tcp_stream", "stream_id", "type_code", "flags", "length", "pad_length",
+    "end_stream", "ack", "data_bytes", "header_block_bytes", "status", "window_increment",
+    "error_code", "ping_rtt_ns", "last_stream_id", "promised_stream_id", "priority_exclusive",
+    "priority_dependency", "priority_weight",
+)  # fmt: skip
+_FRAME_SPARSE = ("method", "path", "headers", "settings", "ping_data", "goaway_debug")
+
+
+class _FrameColumns:
+    """http2_frames rows as typed arrays (~190 bytes a row): int columns with an NA sentinel,
+    category codes, and the rare text/object values kept only for the rows that have them."""
+
+    __slots__ = ("_app", "codes", "ints", "n", "sparse")
+
+    def __init__(self) -> None:
+        self.ints = {name: IntColumn() for name in _FRAME_INTS}
+        self.codes = {name: CodeColumn() for name in ("direction", "type", "flag_names", "error")}
+        self.sparse: dict[str, dict[int, object]] = {name: {} for name in _FRAME_SPARSE}
+        self._app = tuple(self.ints[name].data.append for name in _FRAME_INTS)
+        self.n = 0
+
+    def add(self, e: Http2Frame) -> None:
+        t = e.type
+        flags = e.flags
+        h = e.headers
+        (frame, ts, tcp, sid, typ, fl, length, pad, end_stream, ack, data_bytes, hb_bytes, status,
+         winc, err, rtt, last, promised, excl, dep, weight) = self._app  # fmt: skip
+        frame(e.frame)
+        ts(e.ts_ns)
+        tcp(e.tcp_stream)
+        sid(e.stream_id)
+        typ(t)
+        fl(flags)
+        length(e.length)
+        pad(_na(e.pad_length))
+        end_stream(1 if t in (0, 1) and flags & 1 else 0)
+        ack(1 if t in (4, 6) and flags & 1 else 0)
+        data_bytes(_na(e.data_bytes))
+        hb_bytes(_na(e.header_block_bytes))
+        winc(_na(e.window_increment))
+        err(_na(e.error_code))
+        rtt(_na(e.ping_rtt_ns))
+        last(_na(e.last_stream_id))
+        promised(_na(e.promised_stream_id))
+        excl(NA if e.priority_exclusive is None else int(e.priority_exclusive))
+        dep(_na(e.priority_dependency))
+        weight(_na(e.priority_weight))
+        codes = self.codes
+        for name, value in (
+            ("direction", e.direction.label),
+            ("type", FRAME_TYPES[t] if t < 10 else "unknown"),
+            ("flag_names", flags_text(t, flags) or None),
+            ("error", _error_name(e.error_code)),
+        ):
+            col = codes[name]
+            col.data.append(-1 if value is None else col.code(value))  # -1: NA
+        row = self.n
+        self.n += 1
+        sp = self.sparse
+        st = None
+        if h is not None:
+            sp["headers"][row] = h
+            for k, v in h:
+                if k == ":method":
+                    sp["method"][row] = v
+                elif k == ":path":
+                    sp["path"][row] = v
+                elif k == ":status" and st is None:
+                    st = v
+        status(int(st) if st and st.isascii() and st.isdigit() and len(st) <= 3 else NA)
+        if e.settings is not None:
+            sp["settings"][row] = settings_text(e.settings)
+        if e.ping_data is not None:
+            sp["ping_data"][row] = e.ping_data.hex()
+        if e.debug_data is not None:
+            sp["goaway_debug"][row] = e.debug_data.decode("utf-8", "replace")
+
+    def columns(self) -> dict[str, Any]:
+        ints = self.ints
+        out: dict[str, Any] = {}
+        for name in ("frame", "ts", "tcp_stream", "stream_id", "type_code", "flags", "length"):
+            out[name] = ints[name].to_numpy()
+        for name in ("pad_length", "data_bytes", "header_block_bytes", "status", "window_increment",
+                     "error_code", "last_stream_id", "promised_stream_id", "priority_dependency",
+                     "priority_weight"):  # fmt: skip
+            out[name] = ints[name].to_nullable()
+        out["end_stream"] = ints["end_stream"].to_numpy().astype(bool)
+        out["ack"] = ints["ack"].to_numpy().astype(bool)
+        out["priority_exclusive"] = ints["priority_exclusive"].to_boolean()
+        out["ping_rtt_ms"] = ints["ping_rtt_ns"].to_float_ms()
+        for name, col in self.codes.items():
+            out[name] = col.to_categorical()
+        for name, values in self.sparse.items():
+            dense: list[object] = [None] * self.n
+            for row, v in values.items():
+                dense[row] = v
+            out[name] = dense
+        return out
+
+
+def _na(v: int | None) -> int:
+    return NA if v is None else v
+
+
 class HttpTablesBuilder:
     """Collects the rows of the HTTP tables from observer events (others are ignored)."""
 
     def __init__(self) -> None:
-        self.frames: list[tuple[Any, ...]] = []
+        self.frames = _FrameColumns()
+        """http2_frames rows in typed columns (the table that grows with packets)"""
         self.streams: list[tuple[Any, ...]] = []
         self.connections: list[tuple[Any, ...]] = []
         self.requests: list[tuple[Any, ...]] = []
@@ -634,7 +741,7 @@ class HttpTablesBuilder:
     def tables(self) -> dict[str, pd.DataFrame]:
         """The five tables (empty ones keep their columns and dtypes)."""
         return {
-            "http2_frames": HTTP2_FRAMES.frame(self.frames),
+            "http2_frames": HTTP2_FRAMES.frame(columns=self.frames.columns()),
             "http2_streams": HTTP2_STREAMS.frame(self.streams),
             "http2_connections": HTTP2_CONNECTIONS.frame(self.connections),
             "http_requests": HTTP_REQUESTS.frame(self.requests),
@@ -644,47 +751,7 @@ class HttpTablesBuilder:
     # ------------------------------------------------------------------ rows
 
     def _frame(self, e: Http2Frame) -> None:
-        t = e.type
-        h = e.headers
-        status = _hv(h, ":status")
-        ack = t in (4, 6) and bool(e.flags & 1)
-        self.frames.append(
-            (
-                e.frame,
-                e.ts_ns,
-                e.tcp_stream,
-                e.direction.label,
-                e.stream_id,
-                FRAME_TYPES[t] if t < 10 else "unknown",
-                t,
-                e.flags,
-                flags_text(t, e.flags) or None,
-                e.length,
-                e.pad_length,
-                t in (0, 1) and bool(e.flags & 1),
-                ack,
-                e.data_bytes,
-                e.header_block_bytes,
-                _hv(h, ":method"),
-                _hv(h, ":path"),
-                int(status)
-                if status and status.isascii() and status.isdigit() and len(status) <= 3
-                else None,
-                h,
-                settings_text(e.settings) if e.settings is not None else None,
-                e.window_increment,
-                _error_name(e.error_code),
-                e.error_code,
-                e.ping_data.hex() if e.ping_data is not None else None,
-                e.ping_rtt_ns / 1e6 if e.ping_rtt_ns is not None else None,
-                e.last_stream_id,
-                e.debug_data.decode("utf-8", "replace") if e.debug_data is not None else None,
-                e.promised_stream_id,
-                e.priority_exclusive,
-                e.priority_dependency,
-                e.priority_weight,
-            )
-        )
+        self.frames.add(e)
 
     def _stream(self, e: Http2StreamEnded) -> None:
         req_t = e.request_end_ts_ns if e.request_end_ts_ns is not None else e.request_ts_ns

@@ -8,7 +8,7 @@ from ..io.frame import RawFrame
 from ..net.packet import IpPacket, TcpSegment, UdpDatagram
 from ..tcp.analysis import SegmentAnalysis
 from ..tcp.tracker import addr_text
-from .columns import NA, CodeColumn, IntColumn
+from .._columns import NA, CodeColumn, IntColumn
 from .foundation import PACKETS
 
 _FLAG_LETTERS = ((0x100, "N"), (0x80, "C"), (0x40, "E"), (0x20, "U"), (0x10, "A"), (0x08, "P"),
@@ -17,7 +17,7 @@ _FLAG_TEXT = ["".join(ch for bit, ch in _FLAG_LETTERS if f & bit) for f in range
 
 _INT_COLS = ("frame", "ts", "frame_len", "cap_len", "interface", "ip_version", "ip_proto", "sport",
              "dport", "tcp_stream", "tcp_flags", "seq", "ack", "seq_raw", "ack_raw", "tcp_len",
-             "window", "resent", "ack_rtt")
+             "window", "resent", "ack_rtt", "acks_frame")
 _CODE_COLS = ("src", "dst", "direction", "flags")
 
 
@@ -49,7 +49,7 @@ class PacketsBuilder:
     def add(self, raw: RawFrame, pkt: TcpSegment | UdpDatagram | IpPacket | None,
             a: SegmentAnalysis | None) -> None:
         (frame, ts, flen, clen, iface, ipv, proto, sport, dport, stream, tflags, seq, ack, seq_raw,
-         ack_raw, tlen, win, resent, rtt) = self._app
+         ack_raw, tlen, win, resent, rtt, acks) = self._app
         src_app, dst_app, dir_app, flags_app = self._capp
         frame(raw.frame)
         ts(raw.ts_ns)
@@ -81,13 +81,13 @@ class PacketsBuilder:
             # an ICMP error (or cut-short header) quoting a TCP header: tshark gives the frame
             # the connection's tcp.stream; nothing else of the quoted header is shown here
             stream(a.tcp_stream)
-            for f in (tflags, seq, ack, seq_raw, ack_raw, tlen, win, resent, rtt):
+            for f in (tflags, seq, ack, seq_raw, ack_raw, tlen, win, resent, rtt, acks):
                 f(NA)
             dir_app(self._dir_codes[0 if a.from_client else 1])
             flags_app(-1)
             return
         if a is None or not isinstance(pkt, TcpSegment):
-            for f in (stream, tflags, seq, ack, seq_raw, ack_raw, tlen, win, resent, rtt):
+            for f in (stream, tflags, seq, ack, seq_raw, ack_raw, tlen, win, resent, rtt, acks):
                 f(NA)
             dir_app(-1)
             flags_app(-1)
@@ -104,6 +104,7 @@ class PacketsBuilder:
         win(a.window)
         resent(NA if pkt.seg_len == 0 else int(a.resent_bytes == pkt.seg_len))
         rtt(NA if a.ack_rtt_ns is None else a.ack_rtt_ns)
+        acks(NA if a.acked_frame is None else a.acked_frame)
 
     def frame(self) -> pd.DataFrame:
         i, c = self.ints, self.codes
@@ -122,6 +123,6 @@ class PacketsBuilder:
             "ack_rtt_ms": i["ack_rtt"].to_float_ms(),
         }
         for n in ("ip_version", "ip_proto", "sport", "dport", "tcp_stream", "tcp_flags", "seq", "ack",
-                  "seq_raw", "ack_raw", "tcp_len", "window"):
+                  "seq_raw", "ack_raw", "tcp_len", "window", "acks_frame"):
             cols[n] = i[n].to_nullable()
         return PACKETS.frame(columns=cols)

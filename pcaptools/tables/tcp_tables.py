@@ -73,7 +73,14 @@ def handshakes_table(tracker: TcpTracker) -> pd.DataFrame:
 
 
 def events_table(tracker: TcpTracker) -> pd.DataFrame:
-    return TCP_EVENTS.frame(tracker.events)
+    ev = tracker.events
+    i = ev.ints
+    return TCP_EVENTS.frame(columns={
+        "frame": i["frame"].to_numpy(), "ts": i["ts"].to_numpy(), "tcp_stream": i["tcp_stream"].to_numpy(),
+        "direction": ev.direction.to_categorical(), "kind": ev.kind.to_categorical(),
+        "seq": i["seq"].to_nullable(), "len": i["len"].to_nullable(), "ack": i["ack"].to_nullable(),
+        "dup_ack_num": i["dup_ack_num"].to_nullable(), "dup_ack_frame": i["dup_ack_frame"].to_nullable(),
+    })
 
 
 def warnings_table(diag: Diagnostics) -> pd.DataFrame:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass, field
 
+from .._columns import NA, CodeColumn, IntColumn
 from ..diagnostics import Diagnostics
 from ..net.packet import ACK, FIN, RST, SYN, TcpSegment
 from .analysis import SegmentAnalysis, TcpAnalyzer, TcpConversation
@@ -80,6 +81,36 @@ class Connection:
     handshake: Handshake | None = None
 
 
+class EventColumns:
+    """The tcp_events rows as typed columns (see tables.foundation.TCP_EVENTS)."""
+
+    NAMES = ("frame", "ts", "tcp_stream", "seq", "len", "ack", "dup_ack_num", "dup_ack_frame")
+
+    def __init__(self) -> None:
+        self.ints = {n: IntColumn() for n in self.NAMES}
+        self.direction = CodeColumn()
+        self.kind = CodeColumn()
+        self._dir = (self.direction.code("client_to_server"), self.direction.code("server_to_client"))
+        self._app = tuple(self.ints[n].data.append for n in self.NAMES)
+
+    def __len__(self) -> int:
+        return len(self.ints["frame"].data)
+
+    def add(self, seg: TcpSegment, stream: int, d: int, kind: str, rel_seq: int, rel_ack: int,
+            dup_num: int | None, dup_frame: int | None) -> None:
+        frame, ts, st, seq, ln, ack, dn, df = self._app
+        frame(seg.frame)
+        ts(seg.ts_ns)
+        st(stream)
+        seq(rel_seq)
+        ln(seg.seg_len)
+        ack(rel_ack)
+        dn(NA if dup_num is None else dup_num)
+        df(NA if dup_frame is None else dup_frame)
+        self.direction.data.append(self._dir[d])
+        self.kind.data.append(self.kind.code(kind))
+
+
 class TcpTracker:
     """Feeds segments to the analysis and keeps per-connection records and tcp_events rows."""
 
@@ -87,8 +118,8 @@ class TcpTracker:
         self.diag = diag
         self.analyzer = TcpAnalyzer(diag)
         self.connections: list[Connection] = []
-        self.events: list[tuple[object, ...]] = []
-        """rows of tcp_events in schema order (ts as int ns)"""
+        self.events = EventColumns()
+        """rows of tcp_events, in typed column arrays (~60 bytes a row)"""
 
     def segment(self, seg: TcpSegment) -> SegmentAnalysis:
         a = self.analyzer.feed(seg)
@@ -120,27 +151,18 @@ class TcpTracker:
                 and conn.handshake.synack_frame is not None and flags & ACK and a.rel_ack == 1:
             conn.handshake.ack_frame = seg.frame
             conn.handshake.ack_ts = seg.ts_ns
-        if kinds or a.resent_bytes or a.ack_rtt_ns is not None:
-            direction = "client_to_server" if d == 0 else "server_to_client"
-            rel_ack = a.rel_ack
+        if kinds or a.resent_bytes:
+            add = self.events.add
+            rel_ack = NA if a.rel_ack is None else a.rel_ack
             for kind in kinds:
                 if kind in RETRANSMISSION_KINDS:
                     retrans = True
-                self.events.append((
-                    seg.frame, seg.ts_ns, stream, direction, kind, a.rel_seq, seg.seg_len, rel_ack,
-                    a.dup_ack_num if kind == "duplicate_ack" else None,
-                    a.dup_ack_frame if kind == "duplicate_ack" else None, None, None,
-                ))
+                if kind == "duplicate_ack":
+                    add(seg, stream, d, kind, a.rel_seq, rel_ack, a.dup_ack_num, a.dup_ack_frame)
+                else:
+                    add(seg, stream, d, kind, a.rel_seq, rel_ack, NA, NA)
             if a.resent_bytes and a.resent_bytes == seg.seg_len:
-                self.events.append((
-                    seg.frame, seg.ts_ns, stream, direction, "resent", a.rel_seq, seg.seg_len, rel_ack,
-                    None, None, None, None,
-                ))
-            if a.ack_rtt_ns is not None:
-                self.events.append((
-                    seg.frame, seg.ts_ns, stream, direction, "ack_rtt", a.rel_seq, seg.seg_len, rel_ack,
-                    None, None, a.ack_rtt_ns / 1e6, a.acked_frame,
-                ))
+                add(seg, stream, d, "resent", a.rel_seq, rel_ack, NA, NA)
             if retrans:
                 conn.retransmissions += 1
         conn.history.packet(a.from_client, flags, seg.seg_len, retransmission=retrans,

@@ -64,7 +64,6 @@ def test_headline_mixed_capture_values() -> None:
     assert h["tcp_events"] == {
         "retransmission": 4,
         "duplicate_ack": 2,
-        "ack_rtt": 1,
         "fast_retransmission": 1,
         "spurious_retransmission": 1,
         "zero_window": 1,

@@ -104,8 +104,6 @@ def event_row(frame: int, kind: str, **kw: Any) -> tuple[Any, ...]:
         ack=1,
         dup_ack_num=None,
         dup_ack_frame=None,
-        ack_rtt_ms=None,
-        acked_frame=None,
     )
     return _row(TCP_EVENTS, defaults, kw)
 
@@ -135,6 +133,7 @@ def packet_row(frame: int, **kw: Any) -> tuple[Any, ...]:
         window=65535,
         resent=False,
         ack_rtt_ms=None,
+        acks_frame=None,
     )
     return _row(PACKETS, defaults, kw)
 
@@ -300,7 +299,6 @@ def make_capture(*, xss: bool = False) -> Capture:
         event_row(55, "duplicate_ack", len=0),
         event_row(56, "duplicate_ack", len=0),
         event_row(90, "zero_window", tcp_stream=5, len=0, direction="server_to_client"),
-        event_row(91, "ack_rtt", len=0, ack_rtt_ms=1.5, acked_frame=90),
     ]
     packets = [packet_row(f, tcp_len=100 if f <= 200 else 0) for f in range(1, 301)]
     warnings = [

@@ -51,6 +51,7 @@ from .records import (
     ALERT,
     APPLICATION_DATA,
     CHANGE_CIPHER_SPEC,
+    DESYNCED,
     HANDSHAKE,
     SSL2_VERSION,
     SYNCED,
@@ -297,7 +298,19 @@ class TlsObserver:
         if d.closed:
             return out
         d.closed = True
-        if d.reader.pending and d.reader.mode == SYNCED:
+        r = d.reader
+        if r.mode != SYNCED and r.pending:  # bytes held while looking for a record boundary
+            r.skipped += r.pending
+            r.buf.clear()
+        if r.records == 0 and r.bytes_seen and r.mode not in (SYNCED, DESYNCED):
+            self._add(
+                "tls.resync_failed",
+                f"no TLS record found in the {r.bytes_seen} bytes of this direction (not TLS?)",
+                ts_ns,
+                frame,
+                direction,
+            )
+        elif d.reader.pending and d.reader.mode == SYNCED:
             self._add(
                 "tls.truncated_record",
                 f"the stream ended {d.reader.pending} bytes into an incomplete record",

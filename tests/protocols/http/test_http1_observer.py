@@ -563,3 +563,52 @@ def test_pending_requests_are_bounded(monkeypatch: object) -> None:
         (1, "evicted"),
         (2, "evicted"),
     ]
+
+
+def _h2c_conversation() -> list[tuple[Direction, bytes]]:
+    ff = FrameFactory()
+    return [
+        (
+            C2S,
+            b"POST /v1/chat HTTP/1.1\r\nHost: h\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n"
+            b"Content-Length: 4\r\n\r\n{..}",
+        ),
+        (S2C, b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n" + ff.settings({3: 5})),
+        (C2S, PREFACE + ff.settings({}) + ff.settings(ack=True)),
+        (
+            S2C,
+            ff.settings(ack=True)
+            + ff.headers(
+                1, [(":status", "200"), ("content-type", "text/event-stream")], direction=S2C
+            ),
+        ),
+        (
+            S2C,
+            ff.data(1, b"data: a\n\ndata: b\n\n")
+            + ff.data(1, b"data: [DONE]\n\n", end_stream=True),
+        ),
+        (C2S, ff.goaway(0)),
+    ]
+
+
+H2C = _h2c_conversation()
+
+
+@given(st.lists(st.integers(1, sum(len(b) for _, b in H2C) - 1), max_size=30))
+def test_segmentation_invariance_through_an_h2c_upgrade(cuts: list[int]) -> None:
+    whole_obs, whole_diag = observer()
+    whole = feed_conversation(whole_obs, H2C)
+    split_obs, split_diag = observer()
+    split = feed_conversation(split_obs, resegment(H2C, cuts))
+    assert strip_times(split) == strip_times(whole)
+    assert split_diag.rows == whole_diag.rows == []
+    assert [e.data for e in whole if isinstance(e, SseEvent)] == ["a", "b", "[DONE]"]
+    (stream,) = [e for e in whole if isinstance(e, Http2StreamEnded)]
+    assert (stream.stream_id, stream.method, stream.status, stream.sse_events) == (
+        1,
+        "POST",
+        200,
+        3,
+    )
+    assert stream.client_data_bytes == 4  # the request body went over HTTP/1.1
+    assert summary(whole) == [(1, 1, "POST", "/v1/chat", 1, 101, 2, 0, "complete")]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pcaptools.diagnostics import Diagnostics
 from pcaptools.protocols._base import StreamChunk
@@ -115,3 +117,25 @@ def test_detector_budget_and_midstream() -> None:
     assert det.kind == "http1"
     (ex,) = [e for e in ev if isinstance(e, HttpExchange)]
     assert ex.request is None and ex.response is not None and ex.response.status == 204
+
+
+@given(
+    st.lists(st.tuples(st.booleans(), st.binary(max_size=120)), max_size=8),
+    st.booleans(),
+    st.sampled_from([b"", b"GET / HTTP/1.1\r\n", PREFACE, b"HTTP/1.1 200 OK\r\n"]),
+)
+def test_detector_random_bytes_never_raise(
+    parts: list[tuple[bool, bytes]], midstream: bool, lead: bytes
+) -> None:
+    det = HttpDetector(tcp_stream=1, diag=Diagnostics(), midstream=midstream, max_probe_bytes=300)
+    off = [0, 0]
+    parts = [(lead.startswith(b"HTTP"), lead), *parts]
+    for i, (server, data) in enumerate(parts):
+        d = S2C if server else C2S
+        det.feed(StreamChunk(direction=d, data=data, ts_ns=i, frame=i + 1, offset=off[d]))
+        off[d] += len(data)
+        if i == 2:
+            det.gap(d, off[d], 3, i, i + 1)
+            off[d] += 3
+    det.finish()
+    assert det.kind in ("http1", "http2", "none", None)

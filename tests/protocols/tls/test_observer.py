@@ -711,3 +711,13 @@ def test_corrupted_rfc8448_stream_never_raises(junk: bytes, where: int) -> None:
 
 def test_record_header_struct_is_big_endian() -> None:
     assert struct.pack(">BHH", 23, 0x0303, 5) == b"\x17\x03\x03\x00\x05"
+
+
+def test_not_tls_is_reported_once_at_close() -> None:
+    h = Harness(None)
+    h.send(0, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    h.close()
+    assert [(r.code, r.detail) for r in h.diag.rows] == [
+        ("tls.resync_failed", "no TLS record found in the 27 bytes of this direction (not TLS?)")
+    ]
+    assert h.of(TlsSession) == [] and h.obs.bytes_skipped(C2S) == 27
