@@ -27,7 +27,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade "pip>=25.1"
 if [ "${1:-}" = "--test" ]; then
-  .venv/bin/python -m pip install -q -e ".[wireshark,parquet,notebooks]" --group test
+  .venv/bin/python -m pip install -q -e ".[wireshark,parquet]" --group test
 else
   .venv/bin/python -m pip install -q -e .
 fi
