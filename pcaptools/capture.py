@@ -20,20 +20,31 @@ from pathlib import Path
 import pandas as pd
 
 from .diagnostics import Diagnostics
+from .errors import KeylogError
 from .io import open_capture
 from .net.decode import PacketDecoder
 from .net.packet import IpPacket, TcpSegment, UdpDatagram
+from .protocols.dispatch import ConnectionObserver
+from .protocols.tls import KeyLog
 from .tables.foundation import CONNECTIONS, PACKETS, TCP_EVENTS, TCP_HANDSHAKES, WARNINGS
+from .tables.http_tables import HTTP_TABLES, HttpTablesBuilder
 from .tables.packets import PacketsBuilder
 from .tables.schema import TableSchema
 from .tables.tcp_tables import connections_table, events_table, handshakes_table, warnings_table
+from .tables.tls_tables import TLS_HANDSHAKES, TLS_RECORDS, TlsTablesBuilder
 from .tcp.tracker import RETRANSMISSION_KINDS, TcpTracker
+
+SECRETS_TLS_KEYLOG = 0x544C534B
+"""pcapng Decryption Secrets Block type of an NSS key log"""
 
 #: every table a Capture holds, by attribute name
 TABLES: dict[str, TableSchema] = {
     "connections": CONNECTIONS,
     "tcp_handshakes": TCP_HANDSHAKES,
     "tcp_events": TCP_EVENTS,
+    "tls_handshakes": TLS_HANDSHAKES,
+    "tls_records": TLS_RECORDS,
+    **HTTP_TABLES,
     "packets": PACKETS,
     "warnings": WARNINGS,
 }
@@ -82,6 +93,13 @@ class Capture:
     connections: pd.DataFrame
     tcp_handshakes: pd.DataFrame
     tcp_events: pd.DataFrame
+    tls_handshakes: pd.DataFrame
+    tls_records: pd.DataFrame
+    http_requests: pd.DataFrame
+    http2_frames: pd.DataFrame
+    http2_streams: pd.DataFrame
+    http2_connections: pd.DataFrame
+    sse_events: pd.DataFrame
     packets: pd.DataFrame
     warnings: pd.DataFrame
 
@@ -115,7 +133,10 @@ class Capture:
 def load(
     path: str | os.PathLike[str],
     *,
+    keylog: str | os.PathLike[str] | None = None,
     packets: bool = True,
+    tls_records: bool = True,
+    payloads: bool = True,
     progress: ProgressCallback | None = None,
     max_warnings_per_code: int = 1000,
 ) -> Capture:
@@ -124,13 +145,32 @@ def load(
     Raises :class:`~pcaptools.errors.CaptureOpenError` / :class:`~pcaptools.errors.CaptureFormatError`
     only when the file cannot be read as a capture at all. Anything wrong inside it (a record cut
     off, a malformed header, an unsupported link type) becomes a row of ``Capture.warnings`` and the
-    rest of the capture is still analysed. ``packets=False`` skips the one table that grows with
-    the number of frames.
+    rest of the capture is still analysed.
+
+    ``keylog``: an NSS key log file (SSLKEYLOGFILE) for TLS decryption; key logs embedded in a
+    pcapng (Decryption Secrets Blocks) are used as well, both at once. Raises
+    :class:`~pcaptools.errors.KeylogError` if the file cannot be read.
+    ``packets=False`` skips the one table that grows with the number of frames;
+    ``tls_records=False`` skips the per-record TLS table; ``payloads=False`` skips all payload
+    work (TLS, HTTP, SSE tables stay empty; TCP tables are unchanged).
     """
     diag = Diagnostics(max_rows_per_code=max_warnings_per_code)
+    keys = KeyLog.from_file(keylog, diag) if keylog is not None else KeyLog()
     decoder = PacketDecoder(diag)
-    tracker = TcpTracker(diag)
+    tls_builder = TlsTablesBuilder(records=tls_records)
+    http_builder = HttpTablesBuilder()
+
+    def emit(events: list[object]) -> None:
+        if events:
+            tls_builder.add(events)
+            http_builder.add_all(events)
+
+    def observer(tcp_stream: int) -> ConnectionObserver:
+        return ConnectionObserver(tcp_stream=tcp_stream, diag=diag, keylog=keys)
+
+    tracker = TcpTracker(diag, observer_factory=observer if payloads else None, emit=emit)
     pb = PacketsBuilder() if packets else None
+    secrets_seen = 0
     with open_capture(path, diag) as reader:
         summary = CaptureSummary(
             path=str(path), file_size=reader.file_size, format=reader.format,
@@ -141,6 +181,14 @@ def load(
         decode = decoder.decode
         track = tracker.segment
         for raw in reader.frames():
+            if len(reader.secrets) > secrets_seen:  # a Decryption Secrets Block was just read
+                for stype, data in reader.secrets[secrets_seen:]:
+                    secrets_seen += 1
+                    if stype == SECRETS_TLS_KEYLOG:
+                        keys.add_text(data, diag, source=f"pcapng Decryption Secrets Block #{secrets_seen}")
+                    else:
+                        diag.add("capture.secrets_unsupported",
+                                 f"Decryption Secrets Block #{secrets_seen} of type 0x{stype:08x} ignored")
             n += 1
             wire += raw.orig_len
             if first_ts is None:
@@ -166,6 +214,7 @@ def load(
             if progress is not None and n % 4096 == 0:
                 progress(reader.bytes_read, reader.file_size)
         decoder.finish()
+        tracker.finish(last_ts or 0, n)
         if progress is not None:
             progress(reader.bytes_read, reader.file_size)
         summary.linktypes = sorted({i.linktype for i in reader.interfaces})
@@ -179,6 +228,9 @@ def load(
         "connections": connections_table(tracker),
         "tcp_handshakes": handshakes_table(tracker),
         "tcp_events": events_table(tracker),
+        "tls_handshakes": tls_builder.handshakes(),
+        "tls_records": tls_builder.records(),
+        **http_builder.tables(),
         "packets": pb.frame() if pb is not None else PACKETS.frame([]),
         "warnings": warnings_table(diag),
     }

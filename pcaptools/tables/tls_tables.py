@@ -16,7 +16,7 @@ from ..protocols.tls.events import TlsRecord, TlsSession
 from ..protocols.tls.observer import ALERT_NAMES
 from ..protocols.tls.records import CONTENT_TYPE_NAMES
 from ..protocols.tls.suites import group_name, suite_name, version_name
-from .columns import NA, CodeColumn, IntColumn
+from .._columns import NA, CodeColumn, IntColumn
 from .schema import TS_DTYPE, Column, TableSchema
 
 _TCP_STREAM = Column("tcp_stream", "int64", None, "Wireshark tcp.stream of the connection")
@@ -273,7 +273,9 @@ def _ms(a: int | None, b: int | None) -> float | None:
 class TlsTablesBuilder:
     """Collects TLS events (of any number of connections) and builds the two tables."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, records: bool = True) -> None:
+        self.keep_records = records
+        """False: TlsRecord events are ignored (the tls_records table stays empty)"""
         self.sessions: list[TlsSession] = []
         self._ints = {n: IntColumn() for n in _REC_INTS}
         self._codes = {n: CodeColumn() for n in _REC_CODES}
@@ -283,7 +285,7 @@ class TlsTablesBuilder:
         """Keep the TlsRecord and TlsSession events of ``events``; ignore the others."""
         i, c = self._ints, self._codes
         for ev in events:
-            if type(ev) is TlsRecord:
+            if type(ev) is TlsRecord and self.keep_records:
                 i["frame"].data.append(ev.frame)
                 i["ts"].data.append(ev.ts_ns)
                 i["tcp_stream"].data.append(ev.tcp_stream)

@@ -12,7 +12,9 @@ from the :class:`~.analysis.SegmentAnalysis` that :meth:`TcpTracker.segment` ret
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from .._columns import NA, CodeColumn, IntColumn
 from ..diagnostics import Diagnostics
@@ -20,6 +22,51 @@ from ..net.packet import ACK, FIN, RST, SYN, TcpSegment
 from .analysis import SegmentAnalysis, TcpAnalyzer, TcpConversation
 from .connstate import ConnHistory
 from .options import parse_options
+from .reassembly import Reassembler, StreamGap
+from ..protocols._base import Direction, StreamChunk
+
+_M32 = 0xFFFFFFFF
+_GAP_REASONS_IN_HISTORY = frozenset({"acked", "snaplen"})
+
+
+class StreamObserver(Protocol):
+    """What the tracker feeds a connection's in-order bytes to (see protocols.dispatch)."""
+
+    @property
+    def wants_bytes(self) -> bool: ...
+    def feed(self, chunk: StreamChunk) -> list[object]: ...
+    def gap(self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int) -> list[object]: ...
+    def close(self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False) -> list[object]: ...
+    def finish(self, ts_ns: int, frame: int) -> list[object]: ...
+
+
+ObserverFactory = Callable[[int], "StreamObserver | None"]
+"""tcp_stream -> the observer of that connection's bytes (None: no payload work for it)"""
+EventSink = Callable[[list[Any]], None]
+
+
+@dataclass(slots=True)
+class _Streams:
+    """Per-connection byte-stream state, only for connections an observer wants."""
+
+    observer: StreamObserver
+    reasm: tuple[Reassembler, Reassembler]
+    seq_hi: list[int] = field(default_factory=lambda: [-1, -1])
+    """last unwrapped relative sequence number per direction (-1: none yet)"""
+    closed: list[bool] = field(default_factory=lambda: [False, False])
+
+
+def _unwrap(hi: int, rel: int) -> int:
+    """The integer congruent to ``rel`` mod 2**32 nearest to ``hi`` (streams longer than 4 GiB)."""
+    if hi < 0:
+        return rel
+    base = hi - (hi & _M32)
+    v = base + rel
+    if v - hi > 1 << 31:
+        v -= 1 << 32
+    elif hi - v > 1 << 31:
+        v += 1 << 32
+    return v if v >= 0 else rel
 
 #: tcp_events kinds that tshark's ``tcp.analysis.retransmission`` display filter matches
 RETRANSMISSION_KINDS = frozenset({"retransmission", "fast_retransmission", "spurious_retransmission"})
@@ -79,6 +126,7 @@ class Connection:
     rst_by_client: bool | None = None
     history: ConnHistory = field(default_factory=ConnHistory)
     handshake: Handshake | None = None
+    streams: _Streams | None = None
 
 
 class EventColumns:
@@ -114,8 +162,18 @@ class EventColumns:
 class TcpTracker:
     """Feeds segments to the analysis and keeps per-connection records and tcp_events rows."""
 
-    def __init__(self, diag: Diagnostics) -> None:
+    def __init__(
+        self,
+        diag: Diagnostics,
+        *,
+        observer_factory: ObserverFactory | None = None,
+        emit: EventSink | None = None,
+        max_buffer_bytes: int = 4 << 20,
+    ) -> None:
         self.diag = diag
+        self.observer_factory = observer_factory
+        self.emit: EventSink = emit if emit is not None else (lambda events: None)
+        self.max_buffer_bytes = max_buffer_bytes
         self.analyzer = TcpAnalyzer(diag)
         self.connections: list[Connection] = []
         self.events = EventColumns()
@@ -167,7 +225,71 @@ class TcpTracker:
                 conn.retransmissions += 1
         conn.history.packet(a.from_client, flags, seg.seg_len, retransmission=retrans,
                             zero_window=seg.window == 0, seq=seg.seq)
+        if conn.streams is not None:
+            self._bytes(conn, conn.streams, seg, a, d)
         return a
+
+    def _bytes(self, conn: Connection, st: _Streams, seg: TcpSegment, a: SegmentAnalysis, d: int) -> None:
+        """Reassemble this segment's direction and hand the in-order bytes to the observer."""
+        flags = seg.flags
+        mine, peer = st.reasm[d], st.reasm[1 - d]
+        items: list[StreamChunk | StreamGap] = []
+        if not flags & RST:
+            seq = st.seq_hi[d] = _unwrap(st.seq_hi[d], a.rel_seq)
+            if seg.seg_len or flags & (SYN | FIN):
+                items = mine.segment(seq, seg.payload, seg.ts_ns, seg.frame, syn=bool(flags & SYN),
+                                     fin=bool(flags & FIN), seg_len=seg.seg_len)
+            if flags & ACK and a.rel_ack is not None:
+                ack = _unwrap(st.seq_hi[1 - d], a.rel_ack)
+                items += peer.acked(ack, seg.ts_ns, seg.frame)
+        if items:
+            self._deliver(conn, st, items)
+        if flags & FIN and not st.closed[d]:
+            fin = mine.fin_offset
+            if fin is not None and mine.next_offset >= fin:
+                st.closed[d] = True
+                self.emit(st.observer.close(Direction(d), seg.ts_ns, seg.frame))
+        if flags & RST:
+            for x in (0, 1):
+                if not st.closed[x]:
+                    st.closed[x] = True
+                    self.emit(st.observer.close(Direction(x), seg.ts_ns, seg.frame))
+        if not st.observer.wants_bytes:
+            conn.streams = None  # nothing parses this connection: stop reassembling it
+
+    def _deliver(self, conn: Connection, st: _Streams, items: list[StreamChunk | StreamGap]) -> None:
+        obs = st.observer
+        emit = self.emit
+        for it in items:
+            if type(it) is StreamChunk:
+                emit(obs.feed(it))
+            else:
+                assert isinstance(it, StreamGap)
+                self.diag.add(
+                    "tcp.reassembly_gap",
+                    f"{it.nbytes} bytes at stream offset {it.offset} never captured ({it.reason})",
+                    ts_ns=it.ts_ns, frame=it.frame, tcp_stream=conn.conv.tcp_stream,
+                    direction=it.direction.label,
+                )
+                if it.reason in _GAP_REASONS_IN_HISTORY:
+                    conn.history.content_gap(it.direction == Direction.CLIENT_TO_SERVER)
+                emit(obs.gap(it.direction, it.offset, it.nbytes, it.ts_ns, it.frame))
+
+    def finish(self, ts_ns: int, frame: int) -> None:
+        """End of capture: flush every byte stream and let the observers report what is open."""
+        for conn in self.connections:
+            st = conn.streams
+            if st is None:
+                continue
+            items = st.reasm[0].finish(ts_ns, frame) + st.reasm[1].finish(ts_ns, frame)
+            if items:
+                self._deliver(conn, st, items)
+            for x in (0, 1):
+                if not st.closed[x]:
+                    st.closed[x] = True
+                    self.emit(st.observer.close(Direction(x), ts_ns, frame, at_eof=True))
+            self.emit(st.observer.finish(ts_ns, frame))
+            conn.streams = None
 
     def unanalysed(self, seg: TcpSegment, captured: int) -> SegmentAnalysis | None:
         """A TCP header that is not a segment of its own (quoted in an ICMP error, or cut short):
@@ -184,6 +306,12 @@ class TcpTracker:
                           last_frame=seg.frame, last_ts=seg.ts_ns)
         conn.history = ConnHistory(client_inferred=a.conv.client_inferred)
         self.connections.append(conn)
+        if self.observer_factory is not None:
+            obs = self.observer_factory(a.tcp_stream)
+            if obs is not None:
+                mb = self.max_buffer_bytes
+                conn.streams = _Streams(obs, (Reassembler(Direction.CLIENT_TO_SERVER, max_buffer_bytes=mb),
+                                              Reassembler(Direction.SERVER_TO_CLIENT, max_buffer_bytes=mb)))
         return conn
 
     def _control(self, conn: Connection, seg: TcpSegment, a: SegmentAnalysis, d: int) -> None:

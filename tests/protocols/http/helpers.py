@@ -463,3 +463,66 @@ def run_capture(path: str | Path, make: Callable[[Connection], Any]) -> dict[int
         if obs is not None:
             out[stream] = run_items(obs, conn)
     return out
+
+
+# --------------------------------------------------------------------------- synthetic captures
+
+
+def tcp_session_pcap(
+    segments: Segments,
+    *,
+    drop: Iterable[int] = (),
+    handshake: bool = True,
+    t0: int = 1_700_000_000_000_000_000,
+    step: int = 10_000_000,
+    sport: int = 50000,
+    dport: int = 8080,
+) -> tuple[bytes, dict[int, int]]:
+    """An Ethernet/IPv4 pcap of one TCP connection carrying ``segments`` (one packet each,
+    each acknowledged by a bare ACK from the peer), then FINs from both sides.
+
+    ``drop``: indices of segments left out of the capture (the peer's ACK still covers
+    them: the reassembler reports them as gaps). Returns the file bytes and
+    segment index -> frame number. ``handshake=False`` starts mid-connection.
+    """
+    from tests.helpers import eth_tcp4, pcap_file
+
+    cli, srv = "10.0.0.1", "10.0.0.2"
+    seq = {C2S: 1000, S2C: 5000}
+    pkts: list[tuple[int, bytes]] = []
+    frames: dict[int, int] = {}
+    t = t0
+    dropped = set(drop)
+
+    def send(d: Direction, flags: int, payload: bytes = b"", *, capture: bool = True) -> None:
+        nonlocal t
+        src, dst, sp, dp = (cli, srv, sport, dport) if d == C2S else (srv, cli, dport, sport)
+        ack = 0 if flags == 0x02 else seq[S2C if d == C2S else C2S] & 0xFFFFFFFF
+        if capture:
+            pkt = eth_tcp4(
+                payload,
+                sport=sp,
+                dport=dp,
+                seq=seq[d] & 0xFFFFFFFF,
+                ack=ack,
+                flags=flags,
+                src=src,
+                dst=dst,
+            )
+            pkts.append((t, pkt))
+        t += step
+        seq[d] += len(payload) + (1 if flags & 0x03 else 0)
+
+    if handshake:
+        send(C2S, 0x02)
+        send(S2C, 0x12)
+        send(C2S, 0x10)
+    for i, (d, data) in enumerate(segments):
+        send(d, 0x18, data, capture=i not in dropped)
+        if i not in dropped:
+            frames[i] = len(pkts)
+        send(S2C if d == C2S else C2S, 0x10)
+    send(C2S, 0x11)
+    send(S2C, 0x11)
+    send(C2S, 0x10)
+    return pcap_file(pkts), frames

@@ -126,3 +126,102 @@ def test_sseapp_events_end_to_end(wired: None, corpus: Path) -> None:
     rq = cap.http_requests  # type: ignore[attr-defined]
     row = rq[rq["request_index"] == 2].iloc[0]
     assert (row["path"], row["sse_events"], row["end_reason"]) == ("/time", 3, "open_at_eof")
+
+
+# --------------------------------------------------------------------------- synthetic LLM streams
+
+
+def _write(tmp_path: Path, data: bytes) -> Path:
+    p = tmp_path / "llm.pcap"
+    p.write_bytes(data)
+    return p
+
+
+def _chunk(s: bytes) -> bytes:
+    return f"{len(s):x}\r\n".encode() + s + b"\r\n"
+
+
+def _token(text: str) -> bytes:
+    return b'data: {"choices":[{"delta":{"content":"' + text.encode() + b'"}}]}\n\n'
+
+
+def test_llm_stream_over_h2c_end_to_end(wired: None, tmp_path: Path) -> None:
+    from tests.protocols.http.helpers import C2S, PREFACE, S2C, FrameFactory, tcp_session_pcap
+
+    ff = FrameFactory()
+    req = [
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":authority", "llm"),
+        (":path", "/v1/chat/completions"),
+    ]
+    segs = [
+        (
+            C2S,
+            PREFACE
+            + ff.settings({})
+            + ff.headers(1, req)
+            + ff.data(1, b'{"stream":true}', end_stream=True),
+        ),
+        (S2C, ff.settings({3: 100}) + ff.settings(ack=True)),
+        (
+            S2C,
+            ff.headers(
+                1, [(":status", "200"), ("content-type", "text/event-stream")], direction=S2C
+            ),
+        ),
+        *[(S2C, ff.data(1, _token(t))) for t in ("Hel", "lo", " wor", "ld")],
+        (S2C, ff.data(1, b"data: [DONE]\n\n", end_stream=True)),
+    ]
+    data, frames = tcp_session_pcap(segs)
+    cap = pcaptools.load(_write(tmp_path, data), packets=False)
+    ev = cap.sse_events  # type: ignore[attr-defined]
+    assert list(ev["frame"]) == [frames[i] for i in range(3, 8)]
+    assert list(ev["delta_text"].fillna("")) == ["Hel", "lo", " wor", "ld", ""]
+    assert list(ev["done"]) == [False] * 4 + [True]
+    st = cap.http2_streams.iloc[0]  # type: ignore[attr-defined]
+    assert (st["path"], st["status"], st["sse_events"], st["end_reason"]) == (
+        "/v1/chat/completions",
+        200,
+        5,
+        "end_stream",
+    )
+    # request ended with segment 0, response HEADERS in segment 2: two segments and their ACKs
+    # later, one packet every 10 ms
+    assert st["ttfb_ms"] == 40.0
+    assert cap.http2_connections.iloc[0]["start"] == "preface"  # type: ignore[attr-defined]
+
+
+def test_llm_stream_over_http1_with_a_lost_segment(wired: None, tmp_path: Path) -> None:
+    from tests.protocols.http.helpers import C2S, S2C, tcp_session_pcap
+
+    big = b"".join(_token(f"t{i}") for i in range(6))
+    segs = [
+        (C2S, b"POST /v1/chat/completions HTTP/1.1\r\nHost: llm\r\nContent-Length: 2\r\n\r\n{}"),
+        (
+            S2C,
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ),
+        (S2C, _chunk(_token("a"))),
+        (S2C, f"{len(big):x}\r\n".encode() + big[:100]),  # one chunk over three segments...
+        (S2C, big[100:200]),  # ...the middle one never captured
+        (S2C, big[200:] + b"\r\n"),
+        (S2C, _chunk(_token("z")) + b"0\r\n\r\n"),
+    ]
+    data, frames = tcp_session_pcap(segs, drop=[4])
+    cap = pcaptools.load(_write(tmp_path, data), packets=False)
+    ev = cap.sse_events  # type: ignore[attr-defined]
+    texts = list(ev["delta_text"])
+    assert texts[0] == "a" and texts[-1] == "z"
+    assert (
+        "t5" in texts and "t2" not in texts
+    )  # events hit by the hole are dropped, later ones parse
+    rq = cap.http_requests.iloc[0]  # type: ignore[attr-defined]
+    assert (rq["end_reason"], rq["response_frame"], rq["sse_events"]) == (
+        "complete",
+        frames[6],
+        len(ev),
+    )
+    assert rq["response_body_bytes"] == len(_token("a")) + len(big) + len(_token("z"))
+    w = cap.warnings
+    assert list(w["code"].astype(str)) == ["tcp.reassembly_gap"]

@@ -302,3 +302,33 @@ def test_dump_pcapng_cipher_matrix_all_73_connections_decrypt() -> None:
     assert len({s.cipher_suite for s in sessions}) == 73
     assert all(s.client_app_bytes == 18 for s in sessions)  # "GET / HTTP/1.0\r\n\r\n"
     assert [row.code for row in _run("dump.pcapng").diag.rows] == []
+
+
+@pytest.mark.parametrize("name", sorted(CAPTURES))
+def test_certificate_chains_match_tshark(name: str, tshark: str) -> None:
+    """Number of certificates and their DER bytes (tls.handshake.certificate_length)."""
+    theirs = []
+    for (lengths,) in tshark_fields(
+        _path(name),
+        ("tls.handshake.certificate_length",),
+        _opts(name),
+        "tcp && tls.handshake.type == 11 && tls.handshake.certificate_length",
+    ):
+        ls = [int(x) for x in lengths.split(",") if x]
+        theirs.append((len(ls), sum(ls)))
+    ours = [
+        (s.cert_chain_len, s.cert_chain_bytes)
+        for s in _run(name).of(TlsSession)
+        if s.cert_chain_len is not None
+    ]
+    assert sorted(ours) == sorted(theirs)
+
+
+@pytest.mark.parametrize(
+    "name", ["http2-with-cookies.pcapng", "chrome-cloudflare-quic-with-secrets.pcapng"]
+)
+def test_ja4_and_ja4s_match_foxio_reference_output(name: str) -> None:
+    """tshark 4.0 has no JA4: the reference is FoxIO's own tool (rust/ja4/src/snapshots/*.snap
+    of FoxIO-LLC/ja4, the repository these two captures come from)."""
+    (s,) = _run(name).of(TlsSession)
+    assert (s.ja4, s.ja4s) == ("t13d1516h2_8daaf6152771_e5627efa2ab1", "t130200_1301_234ea6891581")

@@ -1,0 +1,107 @@
+"""Which protocol observer watches a TCP connection, chosen from its first bytes.
+
+:class:`ConnectionObserver` is the one observer the TCP layer feeds for every connection.
+It holds the first bytes (of either direction) until they say TLS (a record header or an
+SSLv2 ClientHello) or not; TLS goes to :class:`~.tls.TlsObserver`, whose plaintext goes to
+the HTTP observer its ALPN names; anything else goes to :class:`~.detect.HttpDetector`,
+which recognises HTTP/1.x and HTTP/2 (prior knowledge, or mid-connection) or gives up.
+Once nothing will parse a connection (:attr:`ConnectionObserver.wants_bytes` is False),
+the TCP layer stops reassembling it, so connections no parser wants cost no payload work.
+"""
+
+from __future__ import annotations
+
+from ..diagnostics import Diagnostics
+from ._base import Direction, StreamChunk
+from .detect import HttpDetector, tls_inner_factory
+from .tls import KeyLog, TlsObserver, looks_like_tls
+
+_Held = StreamChunk | tuple[Direction, int, int, int, int]
+
+
+class ConnectionObserver:
+    """Protocol sniffing and hand-off for one TCP connection. Never raises on wire data."""
+
+    __slots__ = ("_diag", "_held", "_keylog", "_probe", "inner", "kind", "tcp_stream")
+
+    def __init__(self, *, tcp_stream: int, diag: Diagnostics, keylog: KeyLog | None) -> None:
+        self.tcp_stream = tcp_stream
+        self._diag = diag
+        self._keylog = keylog
+        self._held: list[_Held] = []
+        self._probe = [b"", b""]
+        self.inner: TlsObserver | HttpDetector | None = None
+        self.kind: str | None = None
+        """None while undecided, then "tls" or "cleartext\""""
+
+    @property
+    def wants_bytes(self) -> bool:
+        """False once no observer will parse this connection's bytes."""
+        inner = self.inner
+        if inner is None:
+            return True
+        return not (isinstance(inner, HttpDetector) and inner.kind == "none")
+
+    def feed(self, chunk: StreamChunk) -> list[object]:
+        inner = self.inner
+        if inner is not None:
+            return inner.feed(chunk)
+        self._held.append(chunk)
+        d = chunk.direction
+        probe = self._probe[d]
+        if len(probe) < 8:
+            probe = self._probe[d] = probe + chunk.data[: 8 - len(probe)]
+        verdict = looks_like_tls(probe)
+        if verdict is None:
+            return []
+        return self._choose(verdict)
+
+    def gap(self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int) -> list[object]:
+        if self.inner is not None:
+            return self.inner.gap(direction, offset, nbytes, ts_ns, frame)
+        if len(self._held) < 64:
+            self._held.append((direction, offset, nbytes, ts_ns, frame))
+        return []
+
+    def close(self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False) -> list[object]:
+        inner = self.inner
+        if inner is None and self._held:
+            # fewer than 3 bytes seen in every direction: let the cleartext detector decide
+            out = self._choose(False)
+            inner = self.inner
+        else:
+            out = []
+        if isinstance(inner, HttpDetector):
+            out += inner.close(direction, ts_ns, frame, at_eof=at_eof)
+        elif inner is not None:
+            out += inner.close(direction, ts_ns, frame)
+        return out
+
+    def finish(self, ts_ns: int, frame: int) -> list[object]:
+        """End of capture: the last events of whatever is still open."""
+        inner = self.inner
+        if isinstance(inner, HttpDetector):
+            return inner.finish(ts_ns, frame)
+        if isinstance(inner, TlsObserver):
+            return inner.finish()
+        return []
+
+    def _choose(self, tls: bool) -> list[object]:
+        if tls:
+            self.kind = "tls"
+            inner: TlsObserver | HttpDetector = TlsObserver(
+                tcp_stream=self.tcp_stream, diag=self._diag, keylog=self._keylog,
+                inner_factory=tls_inner_factory(tcp_stream=self.tcp_stream, diag=self._diag),
+            )
+        else:
+            self.kind = "cleartext"
+            inner = HttpDetector(tcp_stream=self.tcp_stream, diag=self._diag)
+        self.inner = inner
+        held, self._held = self._held, []
+        out: list[object] = []
+        for item in held:
+            if isinstance(item, StreamChunk):
+                out += inner.feed(item)
+            else:
+                out += inner.gap(*item)
+        return out
