@@ -165,8 +165,8 @@ def load(
             tls_builder.add(events)
             http_builder.add_all(events)
 
-    def observer(tcp_stream: int) -> ConnectionObserver:
-        return ConnectionObserver(tcp_stream=tcp_stream, diag=diag, keylog=keys)
+    def observer(tcp_stream: int, midstream: bool) -> ConnectionObserver:
+        return ConnectionObserver(tcp_stream=tcp_stream, diag=diag, keylog=keys, midstream=midstream)
 
     tracker = TcpTracker(diag, observer_factory=observer if payloads else None, emit=emit)
     pb = PacketsBuilder() if packets else None

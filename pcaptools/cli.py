@@ -33,6 +33,8 @@ examples:
         writes capture.report.html in the current directory
   pcap-report capture.pcap.gz -o /tmp/report.html --json /tmp/summary.json
         compressed captures are read directly; --json also writes the headline numbers
+  pcap-report tls.pcapng --keylog sslkeys.txt
+        decrypts TLS with the key log your client wrote (SSLKEYLOGFILE=sslkeys.txt)
   pcap-report big.pcapng --no-packets --quiet
         skips the per-frame table (less memory for multi-GB captures) and the progress bar
 
@@ -75,12 +77,18 @@ def build_parser() -> argparse.ArgumentParser:
         dest="json_path",
         help="also write the headline numbers as JSON",
     )
+    p.add_argument(
+        "--keylog",
+        metavar="KEYS.txt",
+        help="NSS key log file (SSLKEYLOGFILE) to decrypt TLS; key logs embedded in a pcapng "
+        "(Decryption Secrets Blocks) are always used",
+    )
     p.add_argument("--title", help="report title (default: the capture's file name)")
     p.add_argument(
         "--no-packets",
         action="store_true",
-        help="do not build the per-frame table (saves memory on huge captures; "
-        "the retransmitted share of data segments is then unknown)",
+        help="do not build the per-frame table (saves memory on captures of many millions "
+        "of frames; per-ACK RTTs are then not available)",
     )
     p.add_argument(
         "-q", "--quiet", action="store_true", help="no progress bar and no final summary line"
@@ -97,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     bar, progress = _progress(err, args.capture, enabled=not args.quiet and _isatty(err))
     try:
-        cap = load(args.capture, packets=not args.no_packets, progress=progress)
+        cap = load(args.capture, keylog=args.keylog, packets=not args.no_packets, progress=progress)
     except (PcapToolsError, OSError) as exc:
         if bar is not None:
             bar.close()  # clear the bar before the error line

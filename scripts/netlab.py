@@ -205,7 +205,30 @@ def cleanup_stale(prefix: str = NS_PREFIX) -> list[str]:
         _kill_netns_pids(name)
         run(["ip", "netns", "del", name], check=False)
         removed.append(f"netns {name}")
+    if ETC_NETNS.is_dir():
+        live = set(list_netns())
+        for d in ETC_NETNS.glob(f"{prefix}*"):
+            m = re.match(re.escape(prefix) + r"(\d+)-", d.name)
+            if d.name in live or (m and _pid_alive(int(m.group(1)))):
+                continue
+            _remove_etc_netns(d.name)
+            removed.append(f"{d}")
     return removed
+
+
+ETC_NETNS = Path("/etc/netns")
+
+
+def _remove_etc_netns(name: str) -> None:
+    """Delete ``/etc/netns/<name>`` (only names this module makes: ``pcl-...``)."""
+    d = ETC_NETNS / name
+    if not name.startswith(NS_PREFIX) or not d.is_dir():
+        return
+    for f in d.iterdir():
+        with contextlib.suppress(OSError):
+            f.unlink()
+    with contextlib.suppress(OSError):
+        d.rmdir()
 
 
 def _kill_netns_pids(name: str) -> None:
@@ -342,23 +365,34 @@ class Lab:
         for ns in reversed(self.namespaces):
             _kill_netns_pids(ns.name)
             run(["ip", "netns", "del", ns.name], check=False)
+            _remove_etc_netns(ns.name)
         with contextlib.suppress(FileNotFoundError):
             self._state.unlink()
         with contextlib.suppress(Exception):
             atexit.unregister(self.close)
 
     # -- namespaces
-    def netns(self, role: str, *, ipv6: bool = False) -> Netns:
+    def netns(self, role: str, *, ipv6: bool = False,
+              hosts: dict[str, str] | None = None) -> Netns:
         """Create a namespace for ``role`` with loopback up.
 
         With ``ipv6=False`` IPv6 is disabled on every interface (no router solicitations or
         MLD reports in the captures); with ``ipv6=True`` router solicitations, DAD and
         autoconfiguration are turned off so only the traffic we make appears.
+        ``hosts`` ({name: address}) becomes ``/etc/netns/<name>/hosts``, which ``ip netns
+        exec`` bind-mounts over /etc/hosts, so clients started in the namespace resolve those
+        names (e.g. a TLS server name) without DNS; the directory goes away with the Lab.
         """
         name = f"{NS_PREFIX}{os.getpid()}-{role}"
         run(["ip", "netns", "add", name])
         ns = Netns(name, role)
         self.namespaces.append(ns)
+        if hosts:
+            etc = ETC_NETNS / name
+            etc.mkdir(parents=True, exist_ok=True)
+            (etc / "hosts").write_text(
+                "127.0.0.1 localhost\n::1 localhost\n"
+                + "".join(f"{addr} {host}\n" for host, addr in hosts.items()))
         ns.ip("link", "set", "lo", "up")
         if ipv6:
             for scope in ("all", "default"):

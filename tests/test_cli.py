@@ -16,13 +16,18 @@ from tests.conftest import CAPTURES
 from tests.report.factory import make_capture
 
 
+ROOT_CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+
+
 @pytest.fixture
 def fake_load(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """Replace load() by one returning the hand-built capture; records its arguments."""
     calls: list[dict[str, Any]] = []
 
-    def load(path: Any, *, packets: bool = True, progress: Any = None) -> Any:
+    def load(path: Any, *, keylog: Any = None, packets: bool = True, progress: Any = None) -> Any:
         calls.append({"path": path, "packets": packets, "progress": progress})
+        if keylog is not None:
+            calls[-1]["keylog"] = keylog
         if progress is not None:
             progress(512, 1024)
             progress(1024, 1024)
@@ -83,6 +88,22 @@ def test_quiet_prints_nothing(
 def test_no_packets_is_passed_to_load(tmp_path: Path, fake_load: list[dict[str, Any]]) -> None:
     assert cli.main(["x.pcap", "--no-packets", "-q", "-o", str(tmp_path / "r.html")]) == 0
     assert fake_load[0]["packets"] is False
+
+
+def test_keylog_is_passed_to_load(tmp_path: Path, fake_load: list[dict[str, Any]]) -> None:
+    assert cli.main(["x.pcap", "--keylog", "keys.txt", "-q", "-o", str(tmp_path / "r.html")]) == 0
+    assert fake_load[0]["keylog"] == "keys.txt"
+
+
+def test_unreadable_keylog_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = ROOT_CAPTURES / "http1-basic.pcap"
+    if not src.is_file():
+        pytest.skip("captures/http1-basic.pcap is absent")
+    code = cli.main([str(src), "--keylog", str(tmp_path / "missing.keys"), "-q", "-o", str(tmp_path / "r.html")])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pcap-report: error: ") and "missing.keys" in err
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_title(tmp_path: Path, fake_load: list[dict[str, Any]]) -> None:
@@ -250,7 +271,7 @@ def test_directory_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_progress_bar_is_cleared_before_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def load(path: Any, *, packets: bool = True, progress: Any = None) -> Any:
+    def load(path: Any, *, keylog: Any = None, packets: bool = True, progress: Any = None) -> Any:
         progress(10, 100)
         raise CaptureFormatError(f"{path}: truncated header")
 

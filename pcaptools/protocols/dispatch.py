@@ -22,10 +22,15 @@ _Held = StreamChunk | tuple[Direction, int, int, int, int]
 class ConnectionObserver:
     """Protocol sniffing and hand-off for one TCP connection. Never raises on wire data."""
 
-    __slots__ = ("_diag", "_held", "_keylog", "_probe", "inner", "kind", "tcp_stream")
+    __slots__ = ("_diag", "_held", "_keylog", "_midstream", "_probe", "inner", "kind", "tcp_stream")
 
-    def __init__(self, *, tcp_stream: int, diag: Diagnostics, keylog: KeyLog | None) -> None:
+    def __init__(
+        self, *, tcp_stream: int, diag: Diagnostics, keylog: KeyLog | None, midstream: bool = False
+    ) -> None:
+        """``midstream``: the capture started inside this connection (no SYN seen), so its first
+        bytes need not be the start of a message."""
         self.tcp_stream = tcp_stream
+        self._midstream = midstream
         self._diag = diag
         self._keylog = keylog
         self._held: list[_Held] = []
@@ -71,10 +76,8 @@ class ConnectionObserver:
             inner = self.inner
         else:
             out = []
-        if isinstance(inner, HttpDetector):
+        if inner is not None:
             out += inner.close(direction, ts_ns, frame, at_eof=at_eof)
-        elif inner is not None:
-            out += inner.close(direction, ts_ns, frame)
         return out
 
     def finish(self, ts_ns: int, frame: int) -> list[object]:
@@ -83,7 +86,7 @@ class ConnectionObserver:
         if isinstance(inner, HttpDetector):
             return inner.finish(ts_ns, frame)
         if isinstance(inner, TlsObserver):
-            return inner.finish()
+            return inner.finish(ts_ns, frame)
         return []
 
     def _choose(self, tls: bool) -> list[object]:
@@ -95,7 +98,7 @@ class ConnectionObserver:
             )
         else:
             self.kind = "cleartext"
-            inner = HttpDetector(tcp_stream=self.tcp_stream, diag=self._diag)
+            inner = HttpDetector(tcp_stream=self.tcp_stream, diag=self._diag, midstream=self._midstream)
         self.inner = inner
         held, self._held = self._held, []
         out: list[object] = []

@@ -40,8 +40,9 @@ class StreamObserver(Protocol):
     def finish(self, ts_ns: int, frame: int) -> list[object]: ...
 
 
-ObserverFactory = Callable[[int], "StreamObserver | None"]
-"""tcp_stream -> the observer of that connection's bytes (None: no payload work for it)"""
+ObserverFactory = Callable[[int, bool], "StreamObserver | None"]
+"""(tcp_stream, started mid-connection) -> the observer of that connection's bytes
+(None: no payload work for it)"""
 EventSink = Callable[[list[Any]], None]
 
 
@@ -307,7 +308,7 @@ class TcpTracker:
         conn.history = ConnHistory(client_inferred=a.conv.client_inferred)
         self.connections.append(conn)
         if self.observer_factory is not None:
-            obs = self.observer_factory(a.tcp_stream)
+            obs = self.observer_factory(a.tcp_stream, a.conv.client_inferred)
             if obs is not None:
                 mb = self.max_buffer_bytes
                 conn.streams = _Streams(obs, (Reassembler(Direction.CLIENT_TO_SERVER, max_buffer_bytes=mb),

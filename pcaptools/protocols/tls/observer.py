@@ -291,8 +291,11 @@ class TlsObserver:
             d.pt_offset += nbytes
         return out
 
-    def close(self, direction: Direction, ts_ns: int, frame: int) -> list[object]:
-        """``direction`` ended. Once both have, the last session's :class:`TlsSession` is emitted."""
+    def close(
+        self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False
+    ) -> list[object]:
+        """``direction`` ended (``at_eof``: the capture ended, not the connection). Once both
+        have, the last session's :class:`TlsSession` is emitted."""
         out: list[object] = []
         d = self._dirs[direction]
         if d.closed:
@@ -318,15 +321,25 @@ class TlsObserver:
                 frame,
                 direction,
             )
-        if self._inner is not None:
-            out += self._inner.close(direction, ts_ns, frame)
+        inner = self._inner
+        if inner is not None:
+            if at_eof:
+                out += inner.close(direction, ts_ns, frame, at_eof=True)  # type: ignore[call-arg]
+            else:
+                out += inner.close(direction, ts_ns, frame)
         if all(x.closed for x in self._dirs):
             out += self.finish()
         return out
 
-    def finish(self) -> list[object]:
-        """:class:`TlsSession` events of the sessions not yet reported (idempotent)."""
-        return [self._summary(s) for s in self._sessions if not s.emitted]
+    def finish(self, ts_ns: int | None = None, frame: int | None = None) -> list[object]:
+        """End of capture: the inner observer's last events, then :class:`TlsSession` events of
+        the sessions not yet reported (idempotent)."""
+        out: list[object] = []
+        inner_finish = getattr(self._inner, "finish", None)
+        if inner_finish is not None and ts_ns is not None:
+            out += inner_finish(ts_ns, frame)
+        out += [self._summary(s) for s in self._sessions if not s.emitted]
+        return out
 
     # ------------------------------------------------------------------ helpers
 

@@ -200,7 +200,8 @@ def test_llm_stream_over_http1_with_a_lost_segment(wired: None, tmp_path: Path) 
         (C2S, b"POST /v1/chat/completions HTTP/1.1\r\nHost: llm\r\nContent-Length: 2\r\n\r\n{}"),
         (
             S2C,
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n",
         ),
         (S2C, _chunk(_token("a"))),
         (S2C, f"{len(big):x}\r\n".encode() + big[:100]),  # one chunk over three segments...
