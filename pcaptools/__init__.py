@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .capture import TABLES, Capture, CaptureSummary, load
 from .errors import CaptureFormatError, CaptureOpenError, KeylogError, PcapToolsError
+from .many import ManyCaptures, load_many
 
 __version__ = "0.1.0"
 
@@ -19,7 +20,9 @@ __all__ = [
     "CaptureOpenError",
     "CaptureSummary",
     "KeylogError",
+    "ManyCaptures",
     "PcapToolsError",
     "__version__",
     "load",
+    "load_many",
 ]

@@ -9,10 +9,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .analyses.compare import COMPARISON
+from .analyses.disconnects import DISCONNECTS
+from .analyses.latency import STREAM_LATENCY
+from .analyses.overhead import OVERHEAD
 from .capture import TABLES
 from .diagnostics import CATALOGUE
+from .tables.schema import TableSchema
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+#: tables that analyses compute from a Capture's tables (documented after the Capture tables)
+DERIVED: tuple[TableSchema, ...] = (STREAM_LATENCY, COMPARISON, DISCONNECTS, OVERHEAD)
 
 
 def tables_markdown() -> str:
@@ -29,7 +37,17 @@ def tables_markdown() -> str:
         "frame in memory): load with `pcaptools.load(path, packets=False)` for captures of many "
         "millions of frames when you do not need per-packet plots.\n\n"
     )
-    return head + "\n".join(schema.markdown() for schema in TABLES.values())
+    derived = (
+        "\n# Derived tables\n\n"
+        "Computed from the tables above by functions in `pcaptools.analyses` (pure functions: "
+        "no capture is read again).\n\n"
+    )
+    return (
+        head
+        + "\n".join(schema.markdown() for schema in TABLES.values())
+        + derived
+        + "\n".join(schema.markdown() for schema in DERIVED)
+    )
 
 
 def anomalies_markdown() -> str:

@@ -16,22 +16,27 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from .analyses.heartbeats import websocket_heartbeats
 from .diagnostics import Diagnostics
 from .errors import KeylogError
 from .io import open_capture
 from .net.decode import PacketDecoder
 from .net.packet import IpPacket, TcpSegment, UdpDatagram
 from .protocols.dispatch import ConnectionObserver
+from .protocols.dns import DNS_PORT, DnsTracker
 from .protocols.tls import KeyLog
+from .tables.dns_tables import DNS, dns_table
 from .tables.foundation import CONNECTIONS, PACKETS, TCP_EVENTS, TCP_HANDSHAKES, WARNINGS
 from .tables.http_tables import HTTP_TABLES, HttpTablesBuilder
 from .tables.packets import PacketsBuilder
 from .tables.schema import TableSchema
 from .tables.tcp_tables import connections_table, events_table, handshakes_table, warnings_table
 from .tables.tls_tables import TLS_HANDSHAKES, TLS_RECORDS, TlsTablesBuilder
+from .tables.ws_tables import WS_TABLES, WsTablesBuilder
 from .tcp.tracker import RETRANSMISSION_KINDS, TcpTracker
 
 SECRETS_TLS_KEYLOG = 0x544C534B
@@ -45,6 +50,8 @@ TABLES: dict[str, TableSchema] = {
     "tls_handshakes": TLS_HANDSHAKES,
     "tls_records": TLS_RECORDS,
     **HTTP_TABLES,
+    **WS_TABLES,
+    "dns": DNS,
     "packets": PACKETS,
     "warnings": WARNINGS,
 }
@@ -88,7 +95,8 @@ class Capture:
         self.summary = summary
         self.tables = tables
         for name in TABLES:
-            setattr(self, name, tables.get(name, TABLES[name].frame([])))
+            # (not tables.get(name, default): that would build every empty default frame)
+            setattr(self, name, tables[name] if name in tables else TABLES[name].frame([]))
 
     connections: pd.DataFrame
     tcp_handshakes: pd.DataFrame
@@ -100,6 +108,11 @@ class Capture:
     http2_streams: pd.DataFrame
     http2_connections: pd.DataFrame
     sse_events: pd.DataFrame
+    ws_connections: pd.DataFrame
+    ws_frames: pd.DataFrame
+    ws_messages: pd.DataFrame
+    ws_heartbeats: pd.DataFrame
+    dns: pd.DataFrame
     packets: pd.DataFrame
     warnings: pd.DataFrame
 
@@ -109,6 +122,19 @@ class Capture:
         (kind retransmission, fast_retransmission or spurious_retransmission)."""
         ev = self.tcp_events
         return ev[ev["kind"].isin(RETRANSMISSION_KINDS)].reset_index(drop=True)
+
+    def to_parquet(self, directory: str | os.PathLike[str], **kw: Any) -> dict[str, Path]:
+        """One ``<table>.parquet`` per table (+ ``captures.parquet``): see
+        :func:`pcaptools.export.to_parquet`."""
+        from .export import to_parquet  # export imports this module
+
+        return to_parquet(self, directory, **kw)
+
+    def to_csv(self, directory: str | os.PathLike[str], **kw: Any) -> dict[str, Path]:
+        """One ``<table>.csv`` per table (+ ``captures.csv``): see :func:`pcaptools.export.to_csv`."""
+        from .export import to_csv
+
+        return to_csv(self, directory, **kw)
 
     def __repr__(self) -> str:
         s = self.summary
@@ -139,6 +165,8 @@ def load(
     payloads: bool = True,
     progress: ProgressCallback | None = None,
     max_warnings_per_code: int = 1000,
+    max_decompressed_bytes: int | None = None,
+    show_secrets: bool = False,
 ) -> Capture:
     """Read ``path`` once and return a :class:`Capture` with every table filled.
 
@@ -150,20 +178,27 @@ def load(
     ``keylog``: an NSS key log file (SSLKEYLOGFILE) for TLS decryption; key logs embedded in a
     pcapng (Decryption Secrets Blocks) are used as well, both at once. Raises
     :class:`~pcaptools.errors.KeylogError` if the file cannot be read.
+    ``show_secrets=False`` redacts credentials (Authorization, Cookie, Set-Cookie, API key headers:
+    ``tables.http_tables.SECRET_HEADERS``) in every header column; ``True`` keeps them.
+    ``max_decompressed_bytes`` stops reading after that many bytes of the (decompressed) file, with
+    a ``capture.decompression_limit`` row: a guard against decompression bombs (None: no limit).
     ``packets=False`` skips the one table that grows with the number of frames;
     ``tls_records=False`` skips the per-record TLS table; ``payloads=False`` skips all payload
-    work (TLS, HTTP, SSE tables stay empty; TCP tables are unchanged).
+    work (TLS, HTTP, SSE and DNS tables stay empty; TCP tables are unchanged).
     """
     diag = Diagnostics(max_rows_per_code=max_warnings_per_code)
     keys = KeyLog.from_file(keylog, diag) if keylog is not None else KeyLog()
     decoder = PacketDecoder(diag)
     tls_builder = TlsTablesBuilder(records=tls_records)
-    http_builder = HttpTablesBuilder()
+    http_builder = HttpTablesBuilder(show_secrets=show_secrets)
+    ws_builder = WsTablesBuilder()
+    dns_tracker = DnsTracker(diag) if payloads else None
 
     def emit(events: list[object]) -> None:
         if events:
             tls_builder.add(events)
             http_builder.add_all(events)
+            ws_builder.add_all(events)
 
     def observer(tcp_stream: int, midstream: bool) -> ConnectionObserver:
         return ConnectionObserver(tcp_stream=tcp_stream, diag=diag, keylog=keys, midstream=midstream)
@@ -171,7 +206,7 @@ def load(
     tracker = TcpTracker(diag, observer_factory=observer if payloads else None, emit=emit)
     pb = PacketsBuilder() if packets else None
     secrets_seen = 0
-    with open_capture(path, diag) as reader:
+    with open_capture(path, diag, max_decompressed_bytes=max_decompressed_bytes) as reader:
         summary = CaptureSummary(
             path=str(path), file_size=reader.file_size, format=reader.format,
             compression=reader.compression, linktypes=[],
@@ -205,6 +240,8 @@ def load(
                     data_segs += 1
             elif type(pkt) is UdpDatagram:
                 udp_n += 1
+                if dns_tracker is not None and (pkt.sport == DNS_PORT or pkt.dport == DNS_PORT):
+                    dns_tracker.datagram(pkt)
             else:
                 other_n += 1
                 if type(pkt) is IpPacket and pkt.quoted_tcp is not None:
@@ -231,7 +268,13 @@ def load(
         "tls_handshakes": tls_builder.handshakes(),
         "tls_records": tls_builder.records(),
         **http_builder.tables(),
+        **ws_builder.tables(),
+        "ws_heartbeats": WS_TABLES["ws_heartbeats"].frame([]),  # derived from ws_frames below
+        "dns": dns_table(dns_tracker),
         "packets": pb.frame() if pb is not None else PACKETS.frame([]),
         "warnings": warnings_table(diag),
     }
+    tables["ws_heartbeats"] = websocket_heartbeats(
+        tables["ws_frames"], connections=tables["connections"], capture_end=last_ts
+    )
     return Capture(summary, tables)

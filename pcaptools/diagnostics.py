@@ -45,6 +45,7 @@ CATALOGUE: dict[str, str] = {
     "tcp.reassembly_gap": "bytes of a TCP byte stream were never captured; the layers above resynchronise",
     "tcp.reassembly_limit": "out-of-order data exceeded the reassembly buffer limit: the first hole was given up as a gap",
     "tcp.unacked_limit": "too many unacknowledged segments in one direction; older ones are no longer tracked (as tshark)",
+    "tcp.observer_error": "a protocol observer raised an unexpected error on this connection (a pcaptools bug: please report it); the connection's payload is no longer parsed, its TCP rows are unaffected",
     # tls
     "tls.record_overflow": "a TLS record announces more than 2^14 + 2048 bytes; this direction is no longer parsed (bytes still counted)",
     "tls.bad_record_type": "a TLS record header has an unknown content type (not TLS, or garbage); this direction is no longer parsed",
@@ -73,10 +74,32 @@ CATALOGUE: dict[str, str] = {
     "http2.resynchronised": "HTTP/2 frame alignment was found heuristically after skipping bytes (capture started mid-connection or after a gap)",
     "http2.desynced": "HTTP/2 frame alignment could not be found within the search budget; the rest of that direction is only counted",
     "http2.truncated_frame": "the connection closed (or the capture ended) in the middle of an HTTP/2 frame",
+    # dns
+    "dns.malformed": "a UDP port 53 message could not be decoded as DNS (cut short, bad name compression, counts beyond the data); its id and question still take part in matching when readable",
     # server-sent events
     "sse.bad_json": "an SSE event's data starts like JSON but is not valid JSON; the event is kept with json_ok False",
     "sse.unterminated_event": "an SSE line (or one event's data) grew beyond the parser's limit without a terminator; it was dropped and parsing resumed at the next line end",
     "sse.incomplete_event": "an SSE stream ended inside an event (no blank line after its last field); the event was discarded, as the WHATWG rules say",
+    # websocket
+    "ws.accept_mismatch": "the 101 response's Sec-WebSocket-Accept is missing or is not the SHA-1/base64 of the request's Sec-WebSocket-Key and the RFC 6455 GUID",
+    "ws.bad_handshake": "the WebSocket handshake is inconsistent (no or malformed Sec-WebSocket-Key, version not 13, a subprotocol or extension the client did not offer, bad permessage-deflate parameters); the frames are still parsed",
+    "ws.unmasked_client_frame": "a client frame has no mask (RFC 6455 §5.1: clients MUST mask); reported once per connection, counted in ws_connections.client_mask_errors, parsing continues",
+    "ws.masked_server_frame": "a server frame is masked (RFC 6455 §5.1: servers MUST NOT mask); reported once per connection, counted in ws_connections.server_mask_errors, parsing continues",
+    "ws.bad_opcode": "a WebSocket frame uses a reserved opcode (3-7, 11-15); it is recorded and skipped by its length",
+    "ws.reserved_bits": "a WebSocket frame sets RSV bits no negotiated extension defines (RSV1 is permessage-deflate's, on a message's first frame only)",
+    "ws.frame_too_large": "a WebSocket frame announces more payload than the configured limit (64 MiB by default); it is counted and skipped, its payload not inspected",
+    "ws.non_minimal_length": "a WebSocket payload length is not encoded in the fewest bytes (RFC 6455 §5.2); reported once per direction",
+    "ws.control_frame_too_long": "a WebSocket control frame (Close, Ping, Pong) carries more than 125 payload bytes",
+    "ws.fragmented_control_frame": "a WebSocket control frame has FIN clear (control frames must not be fragmented)",
+    "ws.bad_fragmentation": "a continuation frame without a message in progress, or a new text/binary frame before the previous message's final fragment",
+    "ws.frame_after_close": "a data frame was sent after that side's Close frame; reported once per direction",
+    "ws.bad_close_payload": "a Close frame's payload is 1 byte, has a status code that may not be sent (RFC 6455 §7.4), or a reason that is not UTF-8",
+    "ws.invalid_utf8": "a text message is not valid UTF-8",
+    "ws.decompression_limit": "a permessage-deflate message inflates beyond the configured limit (64 MiB by default); decompression stopped (a decompression bomb is reported, not inflated)",
+    "ws.decompress_failed": "a permessage-deflate message did not inflate; with context takeover, later messages of that direction are not decompressed either",
+    "ws.truncated_frame": "a WebSocket connection direction ended (FIN/RST) in the middle of a frame",
+    "ws.resynchronised": "WebSocket parsing resumed at a plausible frame boundary after bytes were lost between frames",
+    "ws.desynced": "no WebSocket frame boundary was found within 1 MiB after lost bytes; the rest of that direction is only counted",
 }
 
 

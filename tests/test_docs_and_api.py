@@ -10,7 +10,7 @@ from pcaptools.diagnostics import CATALOGUE, Diagnostics
 def test_exported_members() -> None:
     assert sorted(pcaptools.__all__) == sorted(
         ["TABLES", "Capture", "CaptureFormatError", "CaptureOpenError", "CaptureSummary",
-         "KeylogError", "PcapToolsError", "__version__", "load"]
+         "KeylogError", "ManyCaptures", "PcapToolsError", "__version__", "load", "load_many"]
     )
     for name in pcaptools.__all__:
         assert hasattr(pcaptools, name)

@@ -18,7 +18,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from ..capture import Capture
 
-__all__ = ["fmt_ms", "headline", "verdicts", "warning_counts"]
+__all__ = ["fmt_ms", "headline", "tls_decrypt_sentences", "verdicts", "warning_counts"]
 
 # tables.tcp_tables.warnings_table writes one such row per code whose rows were capped
 _SUPPRESSED = re.compile(r"^(\d+) more occurrences of (\S+) were counted but not listed$")
@@ -53,6 +53,16 @@ def headline(cap: Capture) -> dict[str, Any]:
     - ``tcp_events``: ``tcp_events`` rows by kind (tshark's analysis flags)
     - ``warnings`` (total occurrences, including those counted but not listed) and
       ``warnings_by_code``
+    - HTTP (:func:`~pcaptools.analyses.latency.stream_latency` rows): ``http_requests``,
+      ``http_by_protocol`` (``{"HTTP/2": 15}``), ``http_connections`` (connections that
+      carried a request), ``http_reused`` (requests on an already open connection),
+      ``http_status`` (final status code -> requests), ``http_incomplete`` (responses that
+      did not end normally), ``ttfb_ms`` / ``ttft_ms`` / ``token_gap_ms`` (per-stream median
+      gaps) as ``{"count", "median", "p95", "max"}``, ``token_events``
+    - TLS: ``tls_sessions`` (rows of ``tls_handshakes``), ``tls_versions``, ``tls_alpn``
+      (selected protocol), ``tls_resumed``, ``tls_decrypt_status``
+    - DNS: ``dns_queries`` (rows of ``dns``), ``dns_unanswered``, ``dns_rcodes``,
+      ``dns_latency_ms`` (``{"count", "median", "p95", "max"}``)
 
     Dict-valued counts list only non-zero entries, largest first.
     """
@@ -122,6 +132,9 @@ def headline(cap: Capture) -> dict[str, Any]:
         "tcp_events": _counts(cap.tcp_events["kind"]),
         "warnings": sum(wcounts.values()),
         "warnings_by_code": wcounts,
+        **_http_headline(cap),
+        **_tls_headline(cap),
+        **_dns_headline(cap),
     }
 
 
@@ -245,6 +258,10 @@ def verdicts(cap: Capture, head: Mapping[str, Any] | None = None) -> list[str]:
             "captured)."
         )
 
+    out += _http_verdicts(h)
+    out += _tls_verdicts(h)
+    out += _dns_verdicts(h)
+
     total = int(h["warnings"])
     if total:
         codes = list(h["warnings_by_code"].items())
@@ -252,6 +269,174 @@ def verdicts(cap: Capture, head: Mapping[str, Any] | None = None) -> list[str]:
         more = f" and {len(codes) - 3} more codes" if len(codes) > 3 else ""
         out.append(f"{_n(total, 'warning')} while reading: {listed}{more}.")
     return out
+
+
+# -- HTTP, TLS and DNS ---------------------------------------------------------------------
+
+#: what each tls_handshakes.decrypt_status means, for the sentence about undecrypted sessions
+DECRYPT_REASONS: dict[str, str] = {
+    "no_keys": "no key in the key log (see tls.no_key_for_session)",
+    "no_keylog": (
+        "no key log was given (pcap-report --keylog KEYS.txt; record with SSLKEYLOGFILE set)"
+    ),
+    "failed": "the logged keys did not decrypt the records (see tls.decrypt_failed)",
+    "partial": "some records did not decrypt with the logged keys (see tls.decrypt_failed)",
+    "unsupported_cipher": "the cipher suite is not supported (see tls.unsupported_cipher)",
+    "incomplete": "the handshake was not captured (the capture started after it)",
+}
+
+
+def _stats(values: pd.Series) -> dict[str, Any]:
+    v = values.dropna().to_numpy(dtype=np.float64)
+    return {
+        "count": int(v.size),
+        "median": _ms(np.median(v)) if v.size else None,
+        "p95": _ms(np.percentile(v, 95)) if v.size else None,
+        "max": _ms(v.max()) if v.size else None,
+    }
+
+
+def _http_headline(cap: Capture) -> dict[str, Any]:
+    from .latency import stream_latency  # same layer; imported here to keep summary light
+
+    lat = stream_latency(cap)
+    status = lat["status"].dropna().astype("int64").astype(str)
+    return {
+        "http_requests": len(lat),
+        "http_by_protocol": _counts(lat["protocol"]),
+        "http_connections": int(lat["tcp_stream"].nunique()),
+        "http_reused": int(lat["reused"].eq(True).fillna(False).sum()),
+        "http_status": _counts(status),
+        "http_incomplete": int((~lat["complete"]).sum()),
+        "ttfb_ms": _stats(lat["ttfb_ms"]),
+        "ttft_ms": _stats(lat["ttft_ms"]),
+        "token_gap_ms": _stats(lat["token_gap_median_ms"]),
+        "token_events": int(lat["token_events"].sum()),
+    }
+
+
+def _tls_headline(cap: Capture) -> dict[str, Any]:
+    t = cap.tls_handshakes
+    return {
+        "tls_sessions": len(t),
+        "tls_versions": _counts(t["version"]),
+        "tls_alpn": _counts(t["alpn_selected"]),
+        "tls_resumed": int(t["resumption"].notna().sum()),
+        "tls_decrypt_status": _counts(t["decrypt_status"]),
+    }
+
+
+def _dns_headline(cap: Capture) -> dict[str, Any]:
+    d = cap.dns
+    asked = d[d["query_frame"].notna()]
+    return {
+        "dns_queries": len(d),
+        "dns_unanswered": int(asked["response_frame"].isna().sum()),
+        "dns_rcodes": _counts(d["rcode"]),
+        "dns_latency_ms": _stats(d["latency_ms"]),
+    }
+
+
+def _http_verdicts(h: Mapping[str, Any]) -> list[str]:
+    n = int(h.get("http_requests", 0))
+    if not n:
+        return []
+    out: list[str] = []
+    by_proto = h["http_by_protocol"]
+    conns = int(h["http_connections"])
+    if len(by_proto) == 1:
+        proto = next(iter(by_proto))
+        if conns == 1 and n > 1:
+            out.append(f"{proto} reused 1 connection for {n:,} requests.")
+        else:
+            k = int(h["http_reused"])
+            reused = f" ({k:,} on an already open connection)" if k else ""
+            out.append(f"{proto}: {_n(n, 'request')} over {_n(conns, 'connection')}{reused}.")
+    else:
+        parts = ", ".join(f"{c:,} {p}" for p, c in by_proto.items())
+        reused = f", {h['http_reused']:,} on an already open connection" if h["http_reused"] else ""
+        out.append(f"{_n(n, 'HTTP request')} ({parts}) over {_n(conns, 'connection')}{reused}.")
+    errors = {k: v for k, v in h["http_status"].items() if k.isdigit() and int(k) >= 400}
+    if errors:
+        listed = ", ".join(f"{k} ({v:,})" for k, v in errors.items())
+        out.append(f"{_n(sum(errors.values()), 'request')} failed with an HTTP error: {listed}.")
+    tt = h["ttfb_ms"]
+    if tt["count"] == 1:
+        out.append(f"Time to first byte {fmt_ms(tt['median'])} (1 request).")
+    elif tt["count"] > 1:
+        out.append(f"Median time to first byte {fmt_ms(tt['median'])} (p95 {fmt_ms(tt['p95'])}, "
+                   f"max {fmt_ms(tt['max'])}, {tt['count']:,} requests).")
+    ft = h["ttft_ms"]
+    if ft["count"]:
+        head = (f"Time to first token {fmt_ms(ft['median'])} (1 streamed response)"
+                if ft["count"] == 1 else
+                f"Median TTFT {fmt_ms(ft['median'])} (p95 {fmt_ms(ft['p95'])}, "
+                f"{ft['count']:,} streamed responses)")
+        gap = h["token_gap_ms"]
+        if gap["count"]:
+            head += f"; median gap between tokens {fmt_ms(gap['median'])}"
+        out.append(head + ".")
+    if h["http_incomplete"]:
+        k = int(h["http_incomplete"])
+        out.append(f"{_n(k, 'response')} did not end normally (still open when the capture "
+                   "ended, reset, or cut by the connection closing).")
+    return out
+
+
+def _tls_verdicts(h: Mapping[str, Any]) -> list[str]:
+    n = int(h.get("tls_sessions", 0))
+    if not n:
+        return []
+    out: list[str] = []
+    versions = ", ".join(f"{v}: {c:,}" if len(h["tls_versions"]) > 1 else v
+                         for v, c in h["tls_versions"].items())
+    text = f"{_n(n, 'TLS session')}" + (f" ({versions})" if versions else "")
+    if h["tls_resumed"]:
+        text += f", {h['tls_resumed']:,} resumed"
+    out.append(text + ".")
+    out += tls_decrypt_sentences(h["tls_decrypt_status"])
+    return out
+
+
+def tls_decrypt_sentences(status_counts: Mapping[str, int]) -> list[str]:
+    """One sentence per reason some TLS sessions were not decrypted, e.g. ``"3 of 5 TLS
+    sessions could not be decrypted: no key in the key log (see tls.no_key_for_session)."``
+    Sessions that are decrypted or were never encrypted need no sentence."""
+    total = sum(int(v) for v in status_counts.values())
+    out = []
+    for status, reason in DECRYPT_REASONS.items():
+        k = int(status_counts.get(status, 0))
+        if not k:
+            continue
+        if status == "partial":
+            who = "The TLS session was" if total == 1 else f"{k:,} of {total:,} TLS sessions were"
+            out.append(f"{who} only partly decrypted: {reason}.")
+        elif k == total == 1:
+            out.append(f"The TLS session could not be decrypted: {reason}.")
+        elif k == total:
+            out.append(f"None of the {total:,} TLS sessions could be decrypted: {reason}.")
+        else:
+            out.append(f"{k:,} of {total:,} TLS sessions could not be decrypted: {reason}.")
+    return out
+
+
+def _dns_verdicts(h: Mapping[str, Any]) -> list[str]:
+    n = int(h.get("dns_queries", 0))
+    if not n:
+        return []
+    lat = h["dns_latency_ms"]
+    text = f"{_n(n, 'DNS query', 'DNS queries')}"
+    if lat["count"] == 1:
+        text += f", answered in {fmt_ms(lat['median'])}"
+    elif lat["count"]:
+        text += f", median answer time {fmt_ms(lat['median'])} (max {fmt_ms(lat['max'])})"
+    fails = {k: v for k, v in h["dns_rcodes"].items() if k != "NOERROR"}
+    extra = []
+    if fails:
+        extra.append(", ".join(f"{v:,} {k}" for k, v in fails.items()))
+    if h["dns_unanswered"]:
+        extra.append(f"{h['dns_unanswered']:,} unanswered")
+    return [text + (": " + "; ".join(extra) if extra else "") + "."]
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from ..diagnostics import Diagnostics
 from ._base import Direction, StreamChunk
 from .detect import HttpDetector, tls_inner_factory
 from .tls import KeyLog, TlsObserver, looks_like_tls
+from .websocket import websocket_factory
 
 _Held = StreamChunk | tuple[Direction, int, int, int, int]
 
@@ -94,11 +95,17 @@ class ConnectionObserver:
             self.kind = "tls"
             inner: TlsObserver | HttpDetector = TlsObserver(
                 tcp_stream=self.tcp_stream, diag=self._diag, keylog=self._keylog,
-                inner_factory=tls_inner_factory(tcp_stream=self.tcp_stream, diag=self._diag),
+                inner_factory=tls_inner_factory(
+                    tcp_stream=self.tcp_stream, diag=self._diag,
+                    websocket_factory=websocket_factory(tcp_stream=self.tcp_stream, diag=self._diag),
+                ),
             )
         else:
             self.kind = "cleartext"
-            inner = HttpDetector(tcp_stream=self.tcp_stream, diag=self._diag, midstream=self._midstream)
+            inner = HttpDetector(
+                tcp_stream=self.tcp_stream, diag=self._diag, midstream=self._midstream,
+                websocket_factory=websocket_factory(tcp_stream=self.tcp_stream, diag=self._diag),
+            )
         self.inner = inner
         held, self._held = self._held, []
         out: list[object] = []

@@ -1221,8 +1221,9 @@ class Http1Observer:
         if mode == _SWITCHED:
             inner = self._inner
             if inner is not None:
-                if isinstance(inner, Http2Observer):
-                    out += inner.close(side.d, ts, frame, at_eof=at_eof)
+                if at_eof:
+                    # every observer we hand off to (HTTP/2, WebSocket) takes at_eof
+                    out += inner.close(side.d, ts, frame, at_eof=True)  # type: ignore[call-arg]
                 else:
                     out += inner.close(side.d, ts, frame)
             return

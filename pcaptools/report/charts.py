@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -304,3 +305,224 @@ def unit_label(width_s: float) -> str:
     if width_s < 86400:
         return f"{width_s / 3600:g} h"
     return f"{width_s / 86400:g} d"
+
+
+# -- HTTP: request waterfall, latency distributions, token cadence -------------------------------
+
+#: waterfall phases in drawing order: (column prefix, legend name, colour)
+WATERFALL_PHASES: tuple[tuple[str, str, str], ...] = (
+    ("dns", "DNS lookup", "#17becf"),
+    ("connect", "TCP connect", "#ff7f0e"),
+    ("tls", "TLS handshake", "#9467bd"),
+    ("send", "request sent", "#7f7f7f"),
+    ("wait", "waiting (TTFB)", "#2ca02c"),
+    ("download", "download / stream", "#1f77b4"),
+    ("open", "still open at capture end", "#c7c7c7"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Waterfall:
+    rows: pd.DataFrame
+    """one row per request drawn: ``label``, ``hover`` and ``<phase>_start`` / ``<phase>_ms``
+    (seconds since the first packet, milliseconds; NaN when the phase does not apply)"""
+    total: int
+    """requests in the capture"""
+
+    @property
+    def truncated(self) -> bool:
+        return len(self.rows) < self.total
+
+
+def _rel_s(col: pd.Series, t0_ns: int) -> np.ndarray:
+    """Seconds since ``t0_ns`` (subtracted in integer ns: no float rounding); NaT -> NaN."""
+    v = ns(col)
+    missing = v == np.iinfo(np.int64).min
+    out = (np.where(missing, t0_ns, v) - t0_ns) / 1e9
+    out[missing] = np.nan
+    return out
+
+
+def waterfall_rows(lat: pd.DataFrame, t0_ns: int, end_ns: int, max_rows: int) -> Waterfall:
+    """The requests a waterfall draws (the first ``max_rows`` by connection start, tcp.stream,
+    then request time) and the start/length of each phase. A response that had not ended when
+    the capture did gets an ``open`` bar up to ``end_ns``."""
+    n = len(lat)
+    df = lat.assign(
+        _c=lat["connection_start_ts"].fillna(lat["request_ts"]),
+    ).sort_values(["_c", "tcp_stream", "request_ts"], kind="stable").head(max_rows)
+    req = _rel_s(df["request_ts"], t0_ns)
+    sent = _rel_s(df["request_sent_ts"], t0_ns)
+    first = _rel_s(df["response_start_ts"], t0_ns)
+    end = _rel_s(df["end_ts"], t0_ns)
+    cap_end = (end_ns - t0_ns) / 1e9
+    out = pd.DataFrame(index=df.index)
+    out["dns_start"] = _rel_s(df["dns_start_ts"], t0_ns)
+    out["dns_ms"] = np.where(np.isnan(out["dns_start"]), np.nan, df["dns_ms"])
+    first_req = df["reused"].eq(False).fillna(False).to_numpy(bool)
+    out["connect_start"] = np.where(first_req, _rel_s(df["connection_start_ts"], t0_ns), np.nan)
+    out["connect_ms"] = np.where(np.isnan(out["connect_start"]), np.nan, df["connect_ms"])
+    out["tls_start"] = _rel_s(df["tls_start_ts"], t0_ns)
+    out["tls_ms"] = np.where(np.isnan(out["tls_start"]), np.nan, df["tls_ms"])
+    out["send_start"] = req
+    out["send_ms"] = (sent - req) * 1e3
+    out["wait_start"] = sent
+    out["wait_ms"] = (first - sent) * 1e3
+    out["download_start"] = first
+    out["download_ms"] = (end - first) * 1e3
+    still_open = np.isnan(end) & ~np.isnan(first)
+    out["open_start"] = np.where(still_open, first, np.nan)
+    out["open_ms"] = np.where(still_open, (cap_end - first) * 1e3, np.nan)
+    labels, hovers = [], []
+    for r in df.to_dict("records"):
+        rid = _request_id(r)
+        path = "" if pd.isna(r["path"]) else str(r["path"])
+        method = "" if pd.isna(r["method"]) else str(r["method"])
+        short = path if len(path) <= 48 else path[:45] + "..."
+        labels.append(html.escape(f"{int(r['tcp_stream'])} {rid} {method} {short}"))
+        status = "" if pd.isna(r["status"]) else f" → {int(r['status'])}"
+        parts = [f"{name} {r[col]:.1f} ms" for col, name in (
+            ("dns_ms", "DNS"), ("connect_ms", "connect"), ("tls_ms", "TLS"),
+            ("ttfb_ms", "TTFB"), ("ttft_ms", "TTFT"), ("total_ms", "total"))
+            if not pd.isna(r[col]) and (r[col] or col in ("ttfb_ms", "total_ms"))]
+        hovers.append(
+            f"tcp.stream {int(r['tcp_stream'])} {html.escape(rid)} "
+            f"({html.escape(str(r['protocol']))})<br>"
+            f"{html.escape(method)} {html.escape(path[:200])}{status}<br>" + ", ".join(parts)
+        )
+    out["label"] = labels
+    out["hover"] = hovers
+    return Waterfall(out.reset_index(drop=True), n)
+
+
+def waterfall_figure(wf: Waterfall) -> go.Figure | None:
+    """A browser-style network panel: one horizontal row per request (grouped by connection),
+    stacked phase bars on a time axis of seconds since the first packet."""
+    rows = wf.rows
+    if len(rows) == 0:
+        return None
+    fig = go.Figure()
+    labels = rows["label"].to_numpy(dtype=object)
+    hover = rows["hover"].to_numpy(dtype=object)
+    for col, name, colour in WATERFALL_PHASES:
+        start = rows[f"{col}_start"].to_numpy(np.float64)
+        width = rows[f"{col}_ms"].to_numpy(np.float64) / 1e3
+        m = ~(np.isnan(start) | np.isnan(width)) & (width >= 0)
+        if not m.any():
+            continue
+        fig.add_trace(go.Bar(
+            name=name, orientation="h", y=labels[m], x=width[m], base=start[m],
+            marker={"color": colour}, hovertext=hover[m], hoverinfo="text", width=0.6,
+        ))
+    n = len(rows)
+    fig.update_layout(
+        **_LAYOUT,
+        height=int(min(1400, max(200, 22 * n + 130))),
+        barmode="overlay",
+        xaxis={"title": "seconds since the first packet"},
+        yaxis={"autorange": "reversed", "type": "category", "categoryorder": "array",
+               "categoryarray": list(labels), "automargin": True},
+    )
+    return fig
+
+
+def ms_histogram_figure(series: dict[str, pd.Series], xtitle: str, ytitle: str) -> go.Figure | None:
+    """Overlaid histograms of millisecond values (one trace per named series, NaN dropped),
+    sharing one set of 1/2/5 x 10^k bins, with each series' median marked."""
+    data = {k: v.dropna().to_numpy(dtype=np.float64) for k, v in series.items()}
+    data = {k: v for k, v in data.items() if v.size}
+    if not data:
+        return None
+    allv = np.concatenate(list(data.values()))
+    start, size = histogram_bins(allv)
+    colours = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd")
+    fig = go.Figure()
+    for (name, v), colour in zip(data.items(), colours, strict=False):
+        fig.add_trace(go.Histogram(
+            x=v, name=html.escape(name), xbins={"start": start, "size": size},
+            marker={"color": colour}, opacity=0.65 if len(data) > 1 else 1.0,
+            hovertemplate=f"%{{x}} ms: %{{y}}<extra>{html.escape(name)}</extra>",
+        ))
+        med = float(np.median(v))
+        fig.add_vline(x=med, line={"color": colour, "dash": "dash"},
+                      annotation_text=f"{html.escape(name)} median {_ms_text(med)}",
+                      annotation_position="top right" if colour == colours[0] else "top left")
+    xaxis: dict[str, object] = {"title": xtitle}
+    if allv.min() == allv.max():
+        xaxis["range"] = [0, 2 * float(allv.max())] if allv.max() > 0 else [-1, 1]
+    fig.update_layout(**_LAYOUT, height=320, barmode="overlay", bargap=0.05,
+                      showlegend=len(data) > 1, xaxis=xaxis, yaxis={"title": ytitle})
+    return fig
+
+
+def token_cadence_rows(
+    lat: pd.DataFrame, sse_events: pd.DataFrame, max_streams: int
+) -> tuple[pd.DataFrame, int]:
+    """Points of the token cadence chart: for each of the first ``max_streams`` responses with
+    token events (by request time), one row per token event: ``key`` (label), ``t_ms`` (since
+    the request was sent) and ``tokens`` (cumulative count). Also returns the number of
+    responses with tokens."""
+    streamed = lat[lat["token_events"] > 0].sort_values("request_ts", kind="stable")
+    total = len(streamed)
+    streamed = streamed.head(max_streams)
+    text = sse_events["delta_text"].fillna("").astype("string")
+    ev = sse_events[text.str.len().gt(0).fillna(False)]
+    parts = []
+    for r in streamed.to_dict("records"):
+        same_conn = ev["tcp_stream"] == r["tcp_stream"]
+        if not pd.isna(r["stream_id"]):
+            sel = ev[same_conn & ev["stream_id"].eq(r["stream_id"]).fillna(False)]
+        else:
+            sel = ev[same_conn & ev["request_index"].eq(r["request_index"]).fillna(False)]
+        rid = _request_id(r)
+        sel = sel.sort_values("index")
+        sent = int(ns(pd.Series([r["request_sent_ts"]]))[0])
+        t = (ns(sel["ts"]) - sent) / 1e6
+        parts.append(pd.DataFrame({
+            "key": html.escape(f"{int(r['tcp_stream'])} {rid} {_text_or_empty(r['path'])}"[:60]),
+            "t_ms": t,
+            "tokens": np.arange(1, len(sel) + 1),
+        }))
+    if not parts:
+        return pd.DataFrame({"key": pd.Series(dtype=object), "t_ms": pd.Series(dtype=float),
+                             "tokens": pd.Series(dtype=np.int64)}), total
+    return pd.concat(parts, ignore_index=True), total
+
+
+def token_cadence_figure(points: pd.DataFrame) -> go.Figure | None:
+    """Cumulative token events against time since the request was sent, one step line per
+    streamed response: a flat stretch is a stall, the slope is the token rate."""
+    if len(points) == 0:
+        return None
+    fig = go.Figure()
+    for key, sub in points.groupby("key", sort=False):
+        fig.add_trace(go.Scatter(
+            x=sub["t_ms"], y=sub["tokens"], mode="lines+markers", line={"shape": "hv"},
+            marker={"size": 4}, name=str(key),
+            hovertemplate="%{x:.1f} ms: %{y} token events<extra>" + str(key) + "</extra>",
+        ))
+    fig.update_layout(**_LAYOUT, height=360,
+                      showlegend=points["key"].nunique() <= 12,
+                      xaxis={"title": "ms since the request was sent", "rangemode": "tozero"},
+                      yaxis={"title": "token events (cumulative)", "rangemode": "tozero"})
+    return fig
+
+
+def _ms_text(v: float) -> str:
+    """12.4 ms, 0.042 ms, 1,204 ms (as the report's text)."""
+    if v >= 1000:
+        return f"{v:,.0f} ms"
+    if v >= 1:
+        return f"{v:.1f} ms"
+    return f"{v:.3g} ms"
+
+
+def _request_id(r: Mapping[Any, Any]) -> str:
+    """``s5`` for HTTP/2 stream 5, ``#2`` for the second HTTP/1.x exchange."""
+    if not pd.isna(r["stream_id"]):
+        return f"s{int(r['stream_id'])}"
+    return f"#{int(r['request_index'])}"
+
+
+def _text_or_empty(v: object) -> str:
+    return "" if v is None or pd.isna(v) else str(v)  # type: ignore[call-overload]

@@ -30,7 +30,8 @@ import plotly.io as pio
 from markupsafe import Markup
 
 from .. import __version__
-from ..analyses.summary import fmt_ms, headline, verdicts
+from ..analyses.latency import stream_latency
+from ..analyses.summary import fmt_ms, headline, tls_decrypt_sentences, verdicts
 from ..diagnostics import CATALOGUE
 from . import charts
 
@@ -44,6 +45,7 @@ __all__ = [
     "ReportContext",
     "Section",
     "SectionBuilder",
+    "build_sections",
     "render_report",
     "write_report",
 ]
@@ -85,6 +87,16 @@ class ReportContext:
     figures: int = 0
     """figures embedded so far (plotly.js is inlined only when there is at least one)"""
     _parts: Any = field(default=None, repr=False)
+    id_prefix: str = ""
+    """prefix of figure ids (a page showing two captures gives each its own)"""
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def latency(self) -> pd.DataFrame:
+        """``stream_latency(cap)``, computed once per report."""
+        if "latency" not in self._cache:
+            self._cache["latency"] = stream_latency(self.cap)
+        lat: pd.DataFrame = self._cache["latency"]
+        return lat
 
     # -- helpers for builders --------------------------------------------------------------
     def table(
@@ -125,7 +137,7 @@ class ReportContext:
                 fig,
                 full_html=False,
                 include_plotlyjs=False,
-                div_id=f"fig-{fig_id}",
+                div_id=f"fig-{self.id_prefix}{fig_id}",
                 config={"displaylogo": False, "responsive": True},
             )
         )
@@ -376,6 +388,249 @@ def warnings_section(ctx: ReportContext) -> Section:
     return Section("warnings", title, Markup(summary + listing), note)
 
 
+# -- DNS, TLS, HTTP and streaming sections ---------------------------------------------------------
+
+#: requests drawn in the waterfall before it says "first N of M"
+MAX_WATERFALL_ROWS = 300
+#: streamed responses drawn in the token cadence chart
+MAX_CADENCE_STREAMS = 30
+
+
+def dns_section(ctx: ReportContext) -> Section:
+    title = "DNS"
+    d = ctx.cap.dns
+    if len(d) == 0:
+        return Section("dns", title, None, "No DNS queries over UDP in this capture.")
+    h = ctx.head
+    shown = d.head(ctx.max_table_rows)
+    rows: list[list[Cell]] = []
+    for r in _records(shown):
+        port = int(r["client_port"])
+        rows.append([
+            int(r["frame"]),
+            _text(r["name"]),
+            _text(r["type"]),
+            _text(r["rcode"]) or "no answer",
+            None if pd.isna(r["latency_ms"]) else float(r["latency_ms"]),
+            _text(r["answers"]),
+            f"{charts.endpoint(r['client_addr'], port)} → {r['server_addr']}",
+            int(r["queries"]),
+            ctx.code(f"dns.id == 0x{int(r['id']):04x} && udp.port == {port}"),
+        ])
+    table = ctx.table(
+        ["frame", "name", "type", "rcode", "answer ms", "answers", "client → resolver",
+         "queries", "Wireshark filter"],
+        rows, numeric=(0, 4, 7), mono=(6,), wrap=(5,),
+    )
+    lat = h["dns_latency_ms"]
+    note = f"{len(d):,} quer{'y' if len(d) == 1 else 'ies'}"
+    if lat["count"]:
+        note += f", median answer time {fmt_ms(lat['median'])} (tshark dns.time)"
+    if h["dns_unanswered"]:
+        note += f", {h['dns_unanswered']:,} unanswered"
+    note += "." + (f" First {len(shown):,} rows of cap.dns." if len(shown) < len(d) else "")
+    note += " The queries column counts the query's packets (more than 1: retransmitted)."
+    return Section("dns", title, table, note)
+
+
+def tls_section(ctx: ReportContext) -> Section:
+    title = "TLS"
+    t = ctx.cap.tls_handshakes
+    if len(t) == 0:
+        return Section("tls", title, None, "No TLS handshake in this capture.")
+    h = ctx.head
+    n = len(t)
+    parts: list[Markup] = []
+    sentences = tls_decrypt_sentences(h["tls_decrypt_status"])
+    if sentences:
+        parts.append(ctx.items(sentences, css="verdicts"))
+    resumed = int(h["tls_resumed"])
+    kinds = _counts_text(t["resumption"])
+    facts: list[tuple[str, Cell]] = [
+        ("Versions", _counts_text(t["version"]) or "unknown (ServerHello not seen)"),
+        ("ALPN selected", _counts_text(t["alpn_selected"]) or "none"),
+        ("Cipher suites", _counts_text(t["cipher_suite"]) or "unknown"),
+        ("SNI", _counts_text(t["sni"], top=10) or "none sent"),
+        (
+            "Resumed",
+            f"{resumed:,} of {n:,} ({100.0 * resumed / n:.0f}%)" + (f": {kinds}" if kinds else ""),
+        ),
+        ("Decryption", _counts_text(t["decrypt_status"])),
+    ]
+    hs = t["handshake_ms"].dropna()
+    if len(hs):
+        facts.append((
+            "Handshake time",
+            f"median {fmt_ms(float(hs.median()))}, max {fmt_ms(float(hs.max()))} "
+            f"({len(hs):,} session{'' if len(hs) == 1 else 's'})",
+        ))
+    parts.append(ctx.pairs(facts))
+    if len(hs) > 1:
+        fig = charts.ms_histogram_figure(
+            {"TLS handshake": hs}, "ClientHello to client Finished (ms)", "sessions"
+        )
+        if fig is not None:
+            parts.append(ctx.figure(fig, "tls-handshake"))
+    shown = t.sort_values(["tcp_stream", "session"]).head(ctx.max_table_rows)
+    rows: list[list[Cell]] = []
+    for r in _records(shown):
+        alpn = _text(r["alpn_selected"])
+        offered = _text(r["alpn_offered"])
+        rows.append([
+            int(r["tcp_stream"]),
+            int(r["session"]),
+            _text(r["sni"]),
+            _text(r["version"]),
+            _text(r["cipher_suite"]),
+            alpn + (f" (offered {offered})" if offered and offered != alpn else ""),
+            _text(r["resumption"]) or "no",
+            None if pd.isna(r["handshake_ms"]) else float(r["handshake_ms"]),
+            _text(r["decrypt_status"]).replace("_", " "),
+            None if pd.isna(r["client_hello_frame"]) else int(r["client_hello_frame"]),
+            ctx.code(f"tcp.stream eq {int(r['tcp_stream'])} && tls.handshake"),
+        ])
+    parts.append(ctx.table(
+        ["tcp.stream", "session", "SNI", "version", "cipher suite", "ALPN", "resumed",
+         "handshake ms", "decryption", "ClientHello frame", "Wireshark filter"],
+        rows, numeric=(0, 1, 7, 9),
+    ))
+    conns = int(t["tcp_stream"].nunique())
+    note = (
+        f"{n:,} TLS session{'' if n == 1 else 's'} on {conns:,} "
+        f"connection{'' if conns == 1 else 's'} (cap.tls_handshakes). "
+        "Handshake time is ClientHello to the client's Finished."
+    )
+    if len(shown) < n:
+        note += f" Table: first {len(shown):,} of {n:,} sessions."
+    return Section("tls", title, Markup("".join(parts)), note)
+
+
+def http_section(ctx: ReportContext) -> Section:
+    title = "HTTP requests"
+    lat = ctx.latency()
+    h = ctx.head
+    if len(lat) == 0:
+        undecrypted = sum(
+            v for k, v in h["tls_decrypt_status"].items() if k not in ("decrypted", "not_encrypted")
+        )
+        if undecrypted:
+            were = "was" if undecrypted == 1 else "s were"
+            return Section(
+                "http", title, None,
+                f"No HTTP request could be read: {undecrypted:,} TLS session"
+                f"{' ' if undecrypted == 1 else ''}{were} not decrypted (see the TLS section).",
+            )
+        return Section("http", title, None, "No HTTP/1.x or HTTP/2 requests in this capture.")
+    s = ctx.cap.summary
+    end_ns = s.last_ts_ns if s.last_ts_ns is not None else ctx.t0_ns
+    parts: list[Markup] = []
+    wf = charts.waterfall_rows(lat, ctx.t0_ns, end_ns, MAX_WATERFALL_ROWS)
+    fig = charts.waterfall_figure(wf)
+    if fig is not None:
+        parts.append(ctx.figure(fig, "waterfall"))
+    dist = charts.ms_histogram_figure({"TTFB": lat["ttfb_ms"], "TTFT": lat["ttft_ms"]},
+                                      "milliseconds after the request was sent", "requests")
+    if dist is not None:
+        parts.append(ctx.figure(dist, "ttfb"))
+    shown = lat.head(ctx.max_table_rows)
+    rows: list[list[Cell]] = []
+    for r in _records(shown):
+        rid = int(r["stream_id"]) if not pd.isna(r["stream_id"]) else f"#{int(r['request_index'])}"
+        rows.append([
+            int(r["tcp_stream"]),
+            rid,
+            _text(r["protocol"]),
+            _text(r["method"]),
+            _text(r["host"]),
+            _text(r["path"]),
+            None if pd.isna(r["status"]) else int(r["status"]),
+            "?" if pd.isna(r["reused"]) else bool(r["reused"]),
+            _f(r["dns_ms"]), _f(r["connect_ms"]), _f(r["tls_ms"]), _f(r["ttfb_ms"]),
+            _f(r["ttft_ms"]),
+            int(r["token_events"]) if r["token_events"] else None,
+            _f(r["total_ms"]),
+            _f(r["from_connection_start_ms"]),
+            ctx.code(str(r["wireshark_filter"])),
+        ])
+    parts.append(ctx.table(
+        ["tcp.stream", "stream / #", "protocol", "method", "host", "path", "status", "reused",
+         "DNS ms", "connect ms", "TLS ms", "TTFB ms", "TTFT ms", "tokens", "total ms",
+         "from SYN ms", "Wireshark filter"],
+        rows, numeric=(0, 1, 6, 8, 9, 10, 11, 12, 13, 14, 15), wrap=(5,),
+    ))
+    n = len(lat)
+    conns = int(lat["tcp_stream"].nunique())
+    note = (
+        f"{n:,} request{'' if n == 1 else 's'} on {conns:,} connection{'' if conns == 1 else 's'}. "
+        "Waterfall: one row per request, grouped by connection (tcp.stream, then HTTP/2 stream "
+        "or #exchange); DNS, TCP connect and TLS bars appear on the first request of a "
+        "connection; then request sent, waiting for the first byte (TTFB) and download. "
+        "Reused requests paid 0 ms for DNS, connect and TLS; blank means unknown. "
+        "Columns are pcaptools.analyses.latency.stream_latency(cap)."
+    )
+    if wf.truncated:
+        note += f" The waterfall shows the first {len(wf.rows):,} of {wf.total:,} requests."
+    if len(shown) < n:
+        note += f" The table lists the first {len(shown):,} of {n:,} requests."
+    return Section("http", title, Markup("".join(parts)), note)
+
+
+def streaming_section(ctx: ReportContext) -> Section:
+    title = "Streamed responses (SSE)"
+    lat = ctx.latency()
+    ev = ctx.cap.sse_events
+    streamed = lat[lat["token_events"] > 0]
+    if len(streamed) == 0:
+        if len(ev):
+            return Section(
+                "streaming", title, None,
+                f"{len(ev):,} server-sent event{'' if len(ev) == 1 else 's'}, none carrying "
+                "LLM text (delta content): no time to first token to show.",
+            )
+        return Section("streaming", title, None, "No server-sent events in this capture.")
+    points, total = charts.token_cadence_rows(lat, ev, MAX_CADENCE_STREAMS)
+    parts: list[Markup] = []
+    fig = charts.token_cadence_figure(points)
+    if fig is not None:
+        parts.append(ctx.figure(fig, "token-cadence"))
+    rows: list[list[Cell]] = []
+    for r in _records(streamed.head(ctx.max_table_rows)):
+        rid = int(r["stream_id"]) if not pd.isna(r["stream_id"]) else f"#{int(r['request_index'])}"
+        rows.append([
+            int(r["tcp_stream"]), rid, _text(r["path"]), _f(r["ttfb_ms"]), _f(r["ttft_ms"]),
+            int(r["token_events"]), _f(r["token_gap_median_ms"]), _f(r["token_gap_p95_ms"]),
+            _f(r["token_gap_max_ms"]), _f(r["total_ms"]), ctx.code(str(r["wireshark_filter"])),
+        ])
+    parts.append(ctx.table(
+        ["tcp.stream", "stream / #", "path", "TTFB ms", "TTFT ms", "token events",
+         "gap median ms", "gap p95 ms", "gap max ms", "total ms", "Wireshark filter"],
+        rows, numeric=(0, 1, 3, 4, 5, 6, 7, 8, 9), wrap=(2,),
+    ))
+    ttft = streamed["ttft_ms"].dropna()
+    note = (
+        f"{total:,} streamed response{'' if total == 1 else 's'} with text"
+        + (f", median time to first token {fmt_ms(float(ttft.median()))}" if len(ttft) else "")
+        + ". Chart: cumulative token events (SSE events with delta text) against time since the "
+        "request was sent; a flat stretch is a stall."
+    )
+    if total > MAX_CADENCE_STREAMS:
+        note += f" The chart shows the first {MAX_CADENCE_STREAMS} of {total:,} responses."
+    return Section("streaming", title, Markup("".join(parts)), note)
+
+
+def _f(v: Any) -> float | None:
+    return None if v is None or pd.isna(v) else float(v)
+
+
+def _counts_text(col: pd.Series, top: int | None = None) -> str:
+    """``"TLS 1.3 (4), TLS 1.2 (1)"`` (largest first; ``top`` limits, saying how many more)."""
+    vc = col.astype("string").dropna().value_counts()
+    items = [f"{k} ({int(v):,})" for k, v in vc.items()]
+    if top is not None and len(items) > top:
+        items = [*items[:top], f"{len(items) - top:,} more"]
+    return ", ".join(items)
+
+
 #: the report's sections, in page order. Append a builder to add a section.
 SECTIONS: list[SectionBuilder] = [
     verdicts_section,
@@ -385,6 +640,10 @@ SECTIONS: list[SectionBuilder] = [
     irtt_section,
     retransmissions_section,
     tcp_flags_section,
+    dns_section,
+    tls_section,
+    http_section,
+    streaming_section,
     warnings_section,
 ]
 
@@ -403,6 +662,34 @@ def render_report(
     """The report of ``cap`` as one HTML document (str). A builder that raises does not
     lose the report: its section says it failed and why."""
     env = _env()
+    built, ctx = build_sections(
+        cap,
+        sections=sections,
+        max_table_rows=max_table_rows,
+        max_timeline_bars=max_timeline_bars,
+    )
+    head = ctx.head
+    return env.get_template("report.html.j2").render(
+        title=title or f"{head['file']}: pcap-report",
+        head=head,
+        sections=built,
+        plotly_js=_plotly_js() if ctx.figures else None,
+        version=__version__,
+    )
+
+
+def build_sections(
+    cap: Capture,
+    *,
+    sections: Sequence[SectionBuilder] | None = None,
+    max_table_rows: int = MAX_TABLE_ROWS,
+    max_timeline_bars: int = MAX_TIMELINE_BARS,
+    id_prefix: str = "",
+) -> tuple[list[Section], ReportContext]:
+    """Run the section builders over ``cap``; returns the sections and the context they used
+    (``ctx.figures`` says whether plotly.js is needed). ``id_prefix`` is put before every
+    section and figure id, so that two captures can share one page."""
+    env = _env()
     s = cap.summary
     head = headline(cap)
     t0 = s.first_ts_ns if s.first_ts_ns is not None else 0
@@ -414,28 +701,24 @@ def render_report(
         max_table_rows,
         max_timeline_bars,
         _parts=env.get_template("_parts.html.j2").module,
+        id_prefix=id_prefix,
     )
     built: list[Section] = []
     for builder in SECTIONS if sections is None else sections:
         try:
-            built.append(builder(ctx))
+            sec = builder(ctx)
         except Exception as exc:  # a bug in one section must not cost the whole report
             name = getattr(builder, "__name__", "section").removesuffix("_section")
-            built.append(
-                Section(
-                    name,
-                    name.replace("_", " ").capitalize(),
-                    None,
-                    f"This section failed: {type(exc).__name__}: {exc}",
-                )
+            sec = Section(
+                name,
+                name.replace("_", " ").capitalize(),
+                None,
+                f"This section failed: {type(exc).__name__}: {exc}",
             )
-    return env.get_template("report.html.j2").render(
-        title=title or f"{head['file']}: pcap-report",
-        head=head,
-        sections=built,
-        plotly_js=_plotly_js() if ctx.figures else None,
-        version=__version__,
-    )
+        if id_prefix:
+            sec = Section(id_prefix + sec.id, sec.title, sec.html, sec.note)
+        built.append(sec)
+    return built, ctx
 
 
 def write_report(

@@ -41,10 +41,33 @@ __all__ = [
     "HTTP2_STREAMS",
     "HTTP_REQUESTS",
     "HTTP_TABLES",
+    "SECRET_HEADERS",
     "SSE_EVENTS",
     "HttpTablesBuilder",
+    "redact_headers",
     "settings_text",
 ]
+
+#: header names whose values are credentials: redacted in every table unless
+#: ``load(show_secrets=True)`` (compared lower-case; HTTP/2 names are lower-case on the wire)
+SECRET_HEADERS = frozenset({
+    "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
+    "x-auth-token", "x-goog-api-key", "openai-organization", "anthropic-api-key",
+})  # fmt: skip
+
+
+def redact_headers(
+    headers: tuple[tuple[str, str], ...] | None,
+) -> tuple[tuple[str, str], ...] | None:
+    """``headers`` with the value of every :data:`SECRET_HEADERS` header replaced by
+    ``<redacted: N bytes>`` (the length stays visible, the credential does not)."""
+    if headers is None or not any(k.lower() in SECRET_HEADERS for k, _ in headers):
+        return headers
+    return tuple(
+        (k, f"<redacted: {len(v)} bytes>") if k.lower() in SECRET_HEADERS else (k, v)
+        for k, v in headers
+    )
+
 
 _TCP_STREAM = Column("tcp_stream", "int64", None, "Wireshark tcp.stream index of the connection")
 _DIRECTION = Column("direction", "category", None, "client_to_server or server_to_client")
@@ -613,9 +636,10 @@ class _FrameColumns:
     """http2_frames rows as typed arrays (~190 bytes a row): int columns with an NA sentinel,
     category codes, and the rare text/object values kept only for the rows that have them."""
 
-    __slots__ = ("_app", "codes", "ints", "n", "sparse")
+    __slots__ = ("_app", "codes", "ints", "n", "redact", "sparse")
 
-    def __init__(self) -> None:
+    def __init__(self, redact: Callable[[Any], Any] = redact_headers) -> None:
+        self.redact = redact
         self.ints = {name: IntColumn() for name in _FRAME_INTS}
         self.codes = {name: CodeColumn() for name in ("direction", "type", "flag_names", "error")}
         self.sparse: dict[str, dict[int, object]] = {name: {} for name in _FRAME_SPARSE}
@@ -662,7 +686,7 @@ class _FrameColumns:
         sp = self.sparse
         st = None
         if h is not None:
-            sp["headers"][row] = h
+            sp["headers"][row] = self.redact(h)
             for k, v in h:
                 if k == ":method":
                     sp["method"][row] = v
@@ -708,8 +732,10 @@ def _na(v: int | None) -> int:
 class HttpTablesBuilder:
     """Collects the rows of the HTTP tables from observer events (others are ignored)."""
 
-    def __init__(self) -> None:
-        self.frames = _FrameColumns()
+    def __init__(self, *, show_secrets: bool = False) -> None:
+        """``show_secrets=False`` (the default): values of :data:`SECRET_HEADERS` are redacted."""
+        self._redact: Callable[[Any], Any] = (lambda h: h) if show_secrets else redact_headers
+        self.frames = _FrameColumns(self._redact)
         """http2_frames rows in typed columns (the table that grows with packets)"""
         self.streams: list[tuple[Any, ...]] = []
         self.connections: list[tuple[Any, ...]] = []
@@ -793,8 +819,8 @@ class HttpTablesBuilder:
                 e.rst_error_code,
                 _party(e.rst_by),
                 e.sse_events,
-                e.request_headers,
-                e.response_headers,
+                self._redact(e.request_headers),
+                self._redact(e.response_headers),
             )
         )
 
@@ -882,8 +908,8 @@ class HttpTablesBuilder:
                 parse_retry_after(retry, r.header("date")) if r is not None else None,
                 e.sse_events,
                 e.end_reason,
-                q.headers if q is not None else None,
-                r.headers if r is not None else None,
+                self._redact(q.headers) if q is not None else None,
+                self._redact(r.headers) if r is not None else None,
             )
         )
 

@@ -40,6 +40,67 @@ class StreamObserver(Protocol):
     def finish(self, ts_ns: int, frame: int) -> list[object]: ...
 
 
+class _Guarded:
+    """The observer boundary: a bug in a protocol observer costs one connection's payload
+    parsing (a ``tcp.observer_error`` row), never the whole load(). Once it raised, the
+    connection wants no more bytes, so the tracker stops reassembling it."""
+
+    __slots__ = ("_diag", "_obs", "_tcp_stream", "failed")
+
+    def __init__(self, obs: StreamObserver, diag: Diagnostics, tcp_stream: int) -> None:
+        self._obs, self._diag, self._tcp_stream = obs, diag, tcp_stream
+        self.failed = False
+
+    def _fail(self, exc: Exception, where: str, ts_ns: int, frame: int) -> list[object]:
+        self.failed = True
+        self._diag.add(
+            "tcp.observer_error",
+            f"{type(exc).__name__} in {type(self._obs).__name__}.{where}: {str(exc)[:200]}",
+            ts_ns=ts_ns, frame=frame, tcp_stream=self._tcp_stream,
+        )
+        return []
+
+    @property
+    def wants_bytes(self) -> bool:
+        return not self.failed and self._obs.wants_bytes
+
+    def feed(self, chunk: StreamChunk) -> list[object]:
+        if self.failed:
+            return []
+        try:
+            return self._obs.feed(chunk)
+        except Exception as exc:  # the boundary: any bug becomes a row
+            return self._fail(exc, "feed", chunk.ts_ns, chunk.frame)
+
+    def gap(
+        self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
+    ) -> list[object]:
+        if self.failed:
+            return []
+        try:
+            return self._obs.gap(direction, offset, nbytes, ts_ns, frame)
+        except Exception as exc:
+            return self._fail(exc, "gap", ts_ns, frame)
+
+    def close(
+        self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False
+    ) -> list[object]:
+        if self.failed:
+            return []
+        try:
+            return self._obs.close(direction, ts_ns, frame, at_eof=at_eof)
+        except Exception as exc:
+            return self._fail(exc, "close", ts_ns, frame)
+
+    def finish(self, ts_ns: int, frame: int) -> list[object]:
+        if self.failed:
+            return []
+        try:
+            return self._obs.finish(ts_ns, frame)
+        except Exception as exc:
+            return self._fail(exc, "finish", ts_ns, frame)
+
+
 ObserverFactory = Callable[[int, bool], "StreamObserver | None"]
 """(tcp_stream, started mid-connection) -> the observer of that connection's bytes
 (None: no payload work for it)"""
@@ -68,6 +129,9 @@ def _unwrap(hi: int, rel: int) -> int:
     elif hi - v > 1 << 31:
         v += 1 << 32
     return v if v >= 0 else rel
+
+IDLE_FLOOR_NS = 1_000_000_000
+"""silences shorter than this are not recorded as Connection.idle_last_* (the longest one is)"""
 
 #: tcp_events kinds that tshark's ``tcp.analysis.retransmission`` display filter matches
 RETRANSMISSION_KINDS = frozenset({"retransmission", "fast_retransmission", "spurious_retransmission"})
@@ -128,6 +192,37 @@ class Connection:
     history: ConnHistory = field(default_factory=ConnHistory)
     handshake: Handshake | None = None
     streams: _Streams | None = None
+    # --- timeline and overhead counters, [client, server] (tables.foundation.CONNECTIONS) ---
+    dir_last_frame: list[int] = field(default_factory=lambda: [0, 0])
+    """last packet per direction, RSTs excluded (0: none)"""
+    dir_last_ts: list[int] = field(default_factory=lambda: [0, 0])
+    ttl: list[int] = field(default_factory=lambda: [-1, -1])
+    """TTL / hop limit of the last non-RST packet per direction (-1: none)"""
+    ttl_min: list[int] = field(default_factory=lambda: [-1, -1])
+    ttl_max: list[int] = field(default_factory=lambda: [-1, -1])
+    ip_id: list[int] = field(default_factory=lambda: [-1, -1])
+    """IPv4 identification of the last non-RST packet per direction (-1: none or IPv6)"""
+    ip_id_first: list[int] = field(default_factory=lambda: [-1, -1])
+    """first non-zero IPv4 identification of non-RST packets per direction (< 1: none yet)"""
+    rst_ttl: int = -1
+    rst_ip_id: int = -1
+    idle_max_ns: int = 0
+    """longest silence (no packet either way) before the first RST, and the packets around it"""
+    idle_max_start_frame: int = 0
+    idle_max_end_frame: int = 0
+    idle_max_end_ts: int = 0
+    idle_last_ns: int = 0
+    """most recent silence of at least IDLE_FLOOR_NS before the first RST (0: none)"""
+    idle_last_start_frame: int = 0
+    idle_last_end_frame: int = 0
+    idle_last_end_ts: int = 0
+    handshake_bytes: list[int] = field(default_factory=lambda: [0, 0])
+    """frame bytes minus payload of SYN / SYN-ACK packets and of the handshake-completing ACK"""
+    teardown_bytes: list[int] = field(default_factory=lambda: [0, 0])
+    """frame bytes minus payload of FIN / RST packets, plus payload-less ACKs after the peer's FIN"""
+    pure_ack_packets: list[int] = field(default_factory=lambda: [0, 0])
+    """packets without payload and without SYN/FIN/RST (teardown ACKs excluded)"""
+    pure_ack_bytes: list[int] = field(default_factory=lambda: [0, 0])
 
 
 class EventColumns:
@@ -195,21 +290,45 @@ class TcpTracker:
             )
         d = 0 if a.from_client else 1
         flags = seg.flags
+        ts = seg.ts_ns
+        gap = ts - conn.last_ts
+        if (gap > conn.idle_max_ns or gap >= IDLE_FLOOR_NS) and conn.rst_frame is None:
+            self._idle(conn, gap, seg)
         conn.last_frame = seg.frame
-        conn.last_ts = seg.ts_ns
+        conn.last_ts = ts
         conn.packets[d] += 1
         conn.payload_bytes[d] += seg.seg_len
         conn.wire_bytes[d] += seg.frame_len
+        if not flags & RST:
+            conn.dir_last_frame[d] = seg.frame
+            conn.dir_last_ts[d] = ts
+            conn.ip_id[d] = seg.ip_id
+            if conn.ip_id_first[d] < 1:
+                conn.ip_id_first[d] = seg.ip_id
+            if seg.ttl != conn.ttl[d]:
+                self._ttl(conn, d, seg.ttl)
         kinds = a.kinds
         retrans = False
         if a.resent_bytes:
             conn.resent_bytes[d] += a.resent_bytes
         if flags & (SYN | FIN | RST):
             self._control(conn, seg, a, d)
+        elif not seg.seg_len:
+            hs = conn.handshake
+            if hs is not None and hs.ack_frame is None and d == 0 \
+                    and hs.synack_frame is not None and flags & ACK and a.rel_ack == 1:
+                hs.ack_frame = seg.frame
+                hs.ack_ts = ts
+                conn.handshake_bytes[0] += seg.frame_len
+            elif conn.fin_frame[1 - d] is not None:
+                conn.teardown_bytes[d] += seg.frame_len
+            else:
+                conn.pure_ack_packets[d] += 1
+                conn.pure_ack_bytes[d] += seg.frame_len
         elif conn.handshake is not None and conn.handshake.ack_frame is None and d == 0 \
                 and conn.handshake.synack_frame is not None and flags & ACK and a.rel_ack == 1:
             conn.handshake.ack_frame = seg.frame
-            conn.handshake.ack_ts = seg.ts_ns
+            conn.handshake.ack_ts = ts
         if kinds or a.resent_bytes:
             add = self.events.add
             rel_ack = NA if a.rel_ack is None else a.rel_ack
@@ -272,6 +391,14 @@ class TcpTracker:
                     ts_ns=it.ts_ns, frame=it.frame, tcp_stream=conn.conv.tcp_stream,
                     direction=it.direction.label,
                 )
+                if it.reason == "limit":  # say why, with the code documented for this limit
+                    self.diag.add(
+                        "tcp.reassembly_limit",
+                        f"more than {self.max_buffer_bytes} bytes (or 65536 segments) waited "
+                        f"behind a hole at stream offset {it.offset}; the hole was given up",
+                        ts_ns=it.ts_ns, frame=it.frame, tcp_stream=conn.conv.tcp_stream,
+                        direction=it.direction.label,
+                    )
                 if it.reason in _GAP_REASONS_IN_HISTORY:
                     conn.history.content_gap(it.direction == Direction.CLIENT_TO_SERVER)
                 emit(obs.gap(it.direction, it.offset, it.nbytes, it.ts_ns, it.frame))
@@ -310,14 +437,38 @@ class TcpTracker:
         if self.observer_factory is not None:
             obs = self.observer_factory(a.tcp_stream, a.conv.client_inferred)
             if obs is not None:
+                obs = _Guarded(obs, self.diag, a.tcp_stream)
                 mb = self.max_buffer_bytes
                 conn.streams = _Streams(obs, (Reassembler(Direction.CLIENT_TO_SERVER, max_buffer_bytes=mb),
                                               Reassembler(Direction.SERVER_TO_CLIENT, max_buffer_bytes=mb)))
         return conn
 
+    @staticmethod
+    def _idle(conn: Connection, gap: int, seg: TcpSegment) -> None:
+        """A silence of ``gap`` ns ends with ``seg`` (called before conn.last_* move on)."""
+        if gap > conn.idle_max_ns:
+            conn.idle_max_ns = gap
+            conn.idle_max_start_frame = conn.last_frame
+            conn.idle_max_end_frame = seg.frame
+            conn.idle_max_end_ts = seg.ts_ns
+        if gap >= IDLE_FLOOR_NS:
+            conn.idle_last_ns = gap
+            conn.idle_last_start_frame = conn.last_frame
+            conn.idle_last_end_frame = seg.frame
+            conn.idle_last_end_ts = seg.ts_ns
+
+    @staticmethod
+    def _ttl(conn: Connection, d: int, ttl: int) -> None:
+        conn.ttl[d] = ttl
+        if conn.ttl_min[d] < 0 or ttl < conn.ttl_min[d]:
+            conn.ttl_min[d] = ttl
+        if ttl > conn.ttl_max[d]:
+            conn.ttl_max[d] = ttl
+
     def _control(self, conn: Connection, seg: TcpSegment, a: SegmentAnalysis, d: int) -> None:
         flags = seg.flags
         if flags & SYN:
+            conn.handshake_bytes[d] += seg.frame_len - seg.seg_len
             hs = conn.handshake
             if hs is None:
                 hs = conn.handshake = Handshake()
@@ -345,11 +496,14 @@ class TcpTracker:
                     hs.server_timestamps = opts.timestamps is not None
                     if opts.tfo and hs.tfo_cookie_len is None:
                         hs.tfo_cookie_len = len(opts.tfo)
+        else:  # FIN or RST
+            conn.teardown_bytes[d] += seg.frame_len - seg.seg_len
         if flags & FIN and conn.fin_frame[d] is None:
             conn.fin_frame[d] = seg.frame
             conn.fin_ts[d] = seg.ts_ns
         if flags & RST and conn.rst_frame is None:
             conn.rst_frame, conn.rst_ts, conn.rst_by_client = seg.frame, seg.ts_ns, d == 0
+            conn.rst_ttl, conn.rst_ip_id = seg.ttl, seg.ip_id
             hs = conn.handshake
             if hs is not None and d == 1 and hs.synack_frame is None and hs.syn_frame is not None:
                 hs.refused = True

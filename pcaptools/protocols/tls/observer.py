@@ -917,7 +917,8 @@ class TlsObserver:
                 S2C,
             )
             return False
-        if not s.suite.decryptable or (s.tls13 and s.version != 0x0304):
+        # (a TLS 1.3 session that names a TLS <= 1.2 suite has no TLS 1.3 key schedule)
+        if not s.suite.decryptable or (s.tls13 and (s.version != 0x0304 or not s.suite.tls13)):
             s.reason = "unsupported_cipher"
             what = s.suite.name if s.suite.decryptable else f"{s.suite.name} (0x{s.suite.code:04x})"
             self._add(

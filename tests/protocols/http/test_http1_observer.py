@@ -201,7 +201,7 @@ class FakeWs:
     ) -> list[object]:
         return [("gap", direction, offset, nbytes)]
 
-    def close(self, direction: Direction, ts_ns: int, frame: int) -> list[object]:
+    def close(self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False) -> list[object]:
         self.closed.append(direction)
         return []
 

@@ -1,0 +1,908 @@
+"""pcaptools benchmarks: one script that records the traffic, measures, plots and writes the README.
+
+    python benchmarks/run.py                        # everything, default sizes (~15-25 min here)
+    python benchmarks/run.py --size-mb 50 --repeats 1 --scaling-base-mb 10   # a quick pass
+    python benchmarks/run.py --sections tools,readme  # re-measure one part, keep the others
+
+Sections (``--sections``, comma separated, default all, run in this order):
+
+``record``   records ``big.pcap`` (``--size-mb``, default 300 MB) and ``base.pcap``
+             (``--scaling-base-mb``) with their TLS key logs: real nginx and curl, HTTP/1.1 and
+             HTTP/2 over TLS 1.2/1.3, in two network namespaces (``benchmarks/record_big.py``).
+             Skipped when the files exist in ``--work`` unless ``--rerecord``.
+``tools``    pcaptools (all tables with keys; ``packets=False``), tshark one pass ``-T fields``
+             with TCP analysis fields, tshark two-pass (``-2``), tshark with the key log and
+             HTTP/2 fields, pyshark (JSON and default mode, extrapolated from ``--pyshark-packets``
+             packets), scapy ``PcapReader`` (extrapolated from ``--scapy-packets``), a bare dpkt
+             loop. Each runs ``--repeats`` times in a fresh child process; medians are reported.
+``scaling``  the base capture repeated 1x, 2x, 4x, 8x (new ports per copy,
+             ``memory_scaling.repeat_capture``): pcaptools full, pcaptools ``packets=False`` and
+             tshark one pass; time and peak RSS plotted to ``benchmarks/scaling.html``.
+``many``     ``pcaptools.load_many`` on a directory of captures: serial vs process pool.
+``dask``     ``pcaptools.distributed.analyse_directory`` on the same directory: serial vs a
+             ``LocalCluster`` with one worker per core.
+``profile``  py-spy on pcaptools over the big capture; the hot-spot tables go into the
+             generated part of ``benchmarks/PROFILE.md``.
+``readme``   ``benchmarks/README.md`` from ``benchmarks/results.json`` (every section stores
+             its numbers there, so sections can be re-run one at a time).
+
+Wall time is measured around each child process (interpreter start and imports included, as
+a user would see it); peak RSS is the child's ``ru_maxrss`` from ``wait4`` (the largest of the
+process and the children it waited for: pyshark's tshark is included). Every child runs under
+coreutils ``timeout``. Big files live in ``--work`` (default ``/tmp/pcaptools-bench``), never
+in the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+RESULTS = HERE / "results.json"
+README = HERE / "README.md"
+PROFILE = HERE / "PROFILE.md"
+SCALING_HTML = HERE / "scaling.html"
+SECTIONS = ("record", "tools", "scaling", "many", "dask", "profile", "readme")
+CHILD_TIMEOUT_S = 1800
+
+# --------------------------------------------------------------------------- child programs
+
+PCAPTOOLS_CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+import pcaptools
+t1 = time.perf_counter()
+cap = pcaptools.load(sys.argv[1], **json.loads(sys.argv[2]))
+t2 = time.perf_counter()
+print(json.dumps({"frames": cap.summary.frames, "import_s": t1 - t0, "load_s": t2 - t1,
+                  "rows": {n: len(df) for n, df in cap.tables.items()},
+                  "table_mb": {n: df.memory_usage(deep=True).sum() / 1e6
+                               for n, df in cap.tables.items()}}))
+"""
+
+PYSHARK_CHILD = """
+import json, sys, time
+import pyshark
+path, n, mode, keylog = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+t = time.perf_counter()
+cap = pyshark.FileCapture(path, use_json=mode == "json", keep_packets=False,
+                          override_prefs={"tls.keylog_file": keylog} if keylog else None)
+k = tcp = 0
+for pkt in cap:
+    if "TCP" in pkt:
+        tcp += int(pkt.tcp.stream) >= 0
+    k += 1
+    if k >= n:
+        break
+el = time.perf_counter() - t
+cap.close()
+print(json.dumps({"packets": k, "tcp": tcp, "seconds": el}))
+"""
+
+SCAPY_CHILD = """
+import json, sys, time
+t = time.perf_counter()
+from scapy.layers.inet import TCP
+from scapy.utils import PcapReader
+n = int(sys.argv[2]); k = tcp = 0
+with PcapReader(sys.argv[1]) as r:
+    for pkt in r:
+        if TCP in pkt:
+            tcp += pkt[TCP].seq >= 0
+        k += 1
+        if k >= n:
+            break
+print(json.dumps({"packets": k, "tcp": tcp, "seconds": time.perf_counter() - t}))
+"""
+
+DPKT_CHILD = """
+import json, sys, time
+import dpkt
+t = time.perf_counter()
+k = tcp = payload = 0
+with open(sys.argv[1], "rb") as f:
+    for ts, buf in dpkt.pcap.Reader(f):
+        k += 1
+        eth = dpkt.ethernet.Ethernet(buf)
+        ip = eth.data
+        if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.tcp.TCP):
+            tcp += 1
+            payload += len(ip.data.data)
+print(json.dumps({"packets": k, "tcp": tcp, "payload": payload,
+                  "seconds": time.perf_counter() - t}))
+"""
+
+TSHARK_TCP_FIELDS = (
+    "frame.number", "frame.time_epoch", "frame.len", "ip.src", "ip.dst", "tcp.stream",
+    "tcp.srcport", "tcp.dstport", "tcp.seq", "tcp.ack", "tcp.len", "tcp.flags",
+    "tcp.window_size", "tcp.analysis.retransmission", "tcp.analysis.fast_retransmission",
+    "tcp.analysis.duplicate_ack", "tcp.analysis.out_of_order", "tcp.analysis.lost_segment",
+    "tcp.analysis.zero_window", "tcp.analysis.ack_rtt", "tcp.analysis.bytes_in_flight",
+)
+TSHARK_HTTP2_FIELDS = (
+    "frame.number", "tcp.stream", "tls.record.content_type", "tls.handshake.type",
+    "http2.streamid", "http2.type", "http2.length", "http2.headers.method",
+    "http2.headers.path", "http2.headers.status", "http.request.method", "http.response.code",
+)
+
+
+def _fields(names: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for n in names:
+        out += ["-e", n]
+    return out
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def run_child(argv: list[str], *, stdout_path: Path | None = None,
+              timeout_s: int = CHILD_TIMEOUT_S) -> dict[str, Any]:
+    """Run argv under ``timeout``; returns wall seconds, peak RSS (MB), exit status and stdout.
+
+    Raises RuntimeError when the child fails (its stderr tail in the message).
+    """
+    full = ["timeout", "-k", "5", str(timeout_s), *argv]
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as cap_out:
+        out_fh = open(stdout_path, "wb") if stdout_path else cap_out  # noqa: SIM115
+        try:
+            t0 = time.perf_counter()
+            p = subprocess.Popen(full, stdout=out_fh, stderr=err, cwd=ROOT)
+            _, status, ru = os.wait4(p.pid, 0)
+            wall = time.perf_counter() - t0
+            p.returncode = os.waitstatus_to_exitcode(status)
+        finally:
+            if stdout_path:
+                out_fh.close()
+        cap_out.seek(0)
+        text = cap_out.read().decode(errors="replace")
+        err.seek(0)
+        etext = err.read().decode(errors="replace")
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:4])}... exited {p.returncode}: {etext[-800:]}")
+    return {"wall_s": wall, "peak_rss_mb": ru.ru_maxrss / 1024, "stdout": text,
+            "user_s": ru.ru_utime, "sys_s": ru.ru_stime}
+
+
+def _count_lines(path: Path) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            n += block.count(b"\n")
+    return n
+
+
+Tool = dict[str, Any]
+
+
+def tool_specs(cap: Path, keys: Path, work: Path, args: argparse.Namespace) -> list[Tool]:
+    """What the ``tools`` section runs: name, argv, how to read the output."""
+    py = sys.executable
+    fields_out = work / "tshark.out"
+    full = {"keylog": str(keys), "packets": True, "tls_records": True, "payloads": True}
+    return [
+        {"name": "pcaptools (all tables, key log)", "key": "pcaptools_full",
+         "argv": [py, "-c", PCAPTOOLS_CHILD, str(cap), json.dumps(full)], "kind": "pcaptools"},
+        {"name": "pcaptools packets=False", "key": "pcaptools_nopackets",
+         "argv": [py, "-c", PCAPTOOLS_CHILD, str(cap), json.dumps({**full, "packets": False})],
+         "kind": "pcaptools"},
+        {"name": "pcaptools payloads=False, packets=False (TCP only)", "key": "pcaptools_tcp",
+         "argv": [py, "-c", PCAPTOOLS_CHILD, str(cap),
+                  json.dumps({"packets": False, "payloads": False})], "kind": "pcaptools"},
+        {"name": "tshark -T fields, TCP analysis, one pass", "key": "tshark_1pass",
+         "argv": ["tshark", "-r", str(cap), "-n", "-T", "fields", *_fields(TSHARK_TCP_FIELDS)],
+         "kind": "tshark", "out": fields_out},
+        {"name": "tshark -2 (two-pass), same fields", "key": "tshark_2pass",
+         "argv": ["tshark", "-2", "-r", str(cap), "-n", "-T", "fields",
+                  *_fields(TSHARK_TCP_FIELDS)], "kind": "tshark", "out": fields_out},
+        {"name": "tshark + key log, TLS/HTTP/HTTP2 fields", "key": "tshark_keys_http2",
+         "argv": ["tshark", "-r", str(cap), "-n", "-o", f"tls.keylog_file:{keys}", "-T",
+                  "fields", *_fields(TSHARK_HTTP2_FIELDS)], "kind": "tshark", "out": fields_out},
+        {"name": f"pyshark JSON mode + key log ({args.pyshark_packets:,} packets, extrapolated)",
+         "key": "pyshark_json",
+         "argv": [py, "-c", PYSHARK_CHILD, str(cap), str(args.pyshark_packets), "json", str(keys)],
+         "kind": "sample"},
+        {"name": f"pyshark default mode ({args.pyshark_packets:,} packets, extrapolated)",
+         "key": "pyshark_default",
+         "argv": [py, "-c", PYSHARK_CHILD, str(cap), str(args.pyshark_packets), "pdml", ""],
+         "kind": "sample"},
+        {"name": f"scapy PcapReader ({args.scapy_packets:,} packets, extrapolated)",
+         "key": "scapy",
+         "argv": [py, "-c", SCAPY_CHILD, str(cap), str(args.scapy_packets)], "kind": "sample"},
+        {"name": "dpkt read + Ethernet/IP/TCP decode loop", "key": "dpkt",
+         "argv": [py, "-c", DPKT_CHILD, str(cap)], "kind": "dpkt"},
+    ]
+
+
+def measure_tool(spec: Tool, frames: int, file_size: int, repeats: int,
+                 log: Callable[[str], None]) -> dict[str, Any]:
+    """Run one tool ``repeats`` times; returns medians and per-run numbers."""
+    runs = []
+    for i in range(repeats):
+        r = run_child(spec["argv"], stdout_path=spec.get("out"))
+        row: dict[str, Any] = {"wall_s": r["wall_s"], "peak_rss_mb": r["peak_rss_mb"],
+                               "cpu_s": r["user_s"] + r["sys_s"]}
+        if spec["kind"] == "pcaptools":
+            info = json.loads(r["stdout"])
+            row.update(frames=info["frames"], load_s=info["load_s"], import_s=info["import_s"],
+                       rows=info["rows"], table_mb=info["table_mb"])
+        elif spec["kind"] == "tshark":
+            row["frames"] = _count_lines(spec["out"])
+        else:
+            info = json.loads(r["stdout"])
+            row["frames"] = info["packets"]
+            if spec["kind"] == "sample":
+                # extrapolate the whole file from the prefix (time inside the child, which
+                # excludes interpreter start-up; that is added back once)
+                startup = r["wall_s"] - info["seconds"]
+                row["sampled_packets"] = info["packets"]
+                row["sampled_s"] = info["seconds"]
+                scale = frames / max(1, info["packets"])
+                row["wall_s"] = startup + info["seconds"] * scale
+                row["cpu_s"] = row["cpu_s"] * scale  # start-up scaled too: a slight over-estimate
+                row["frames"] = frames
+        runs.append(row)
+        log(f"  {spec['key']} run {i + 1}/{repeats}: {row['wall_s']:.2f} s, "
+            f"{row['peak_rss_mb']:.0f} MB")
+    wall = statistics.median(r["wall_s"] for r in runs)
+    res = {"name": spec["name"], "key": spec["key"], "kind": spec["kind"],
+           "wall_s": wall, "wall_min_s": min(r["wall_s"] for r in runs),
+           "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
+           "cpu_s": statistics.median(r["cpu_s"] for r in runs),
+           "frames": runs[0]["frames"], "packets_per_s": frames / wall,
+           "mb_per_s": file_size / wall / 1e6, "runs": runs}
+    res["packets_per_cpu_s"] = frames / res["cpu_s"]
+    res["mb_per_cpu_s"] = file_size / res["cpu_s"] / 1e6
+    if spec["kind"] == "pcaptools":
+        res["load_s"] = statistics.median(r["load_s"] for r in runs)
+        res["rows"] = runs[0]["rows"]
+        res["table_mb"] = runs[0]["table_mb"]
+    if spec["kind"] == "sample":
+        res["sampled_packets"] = runs[0]["sampled_packets"]
+        res["extrapolated"] = True
+    return res
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def capture_info(path: Path) -> dict[str, Any]:
+    """Frames, file size and duration of a capture (capinfos)."""
+    out = subprocess.run(["capinfos", "-M", "-c", "-u", "-T", "-r", str(path)],
+                         capture_output=True, text=True, check=True, timeout=600).stdout
+    parts = out.strip().split("\t")
+    return {"path": str(path), "file_size": path.stat().st_size, "frames": int(parts[1]),
+            "duration_s": float(parts[2])}
+
+
+def sec_record(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str], None]) -> None:
+    from record_big import record
+
+    for name, size in (("big", args.size_mb), ("base", args.scaling_base_mb)):
+        pcap = args.work / f"{name}.pcap"
+        if pcap.exists() and pcap.with_suffix(".keys").exists() and not args.rerecord:
+            log(f"record: {pcap} exists, kept (--rerecord to record again)")
+            facts = json.loads(pcap.with_suffix(".json").read_text())
+        else:
+            log(f"record: {pcap} ({size} MB)")
+            facts = record(pcap, size_mb=size, max_seconds=args.record_max_seconds)
+        facts.update(capture_info(pcap))
+        facts.pop("path", None)
+        res.setdefault("captures", {})[name] = facts
+        log(f"record: {name}: {facts['frames']:,} frames, {facts['file_size'] / 1e6:.1f} MB, "
+            f"{facts['tcp_connections']} connections, dropped {facts['packets_dropped']}")
+
+
+def _cap_paths(args: argparse.Namespace, name: str) -> tuple[Path, Path]:
+    pcap = args.work / f"{name}.pcap"
+    if not pcap.exists():
+        raise SystemExit(f"{pcap} missing: run the record section first")
+    return pcap, pcap.with_suffix(".keys")
+
+
+def sec_tools(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str], None]) -> None:
+    cap, keys = _cap_paths(args, "big")
+    info = capture_info(cap)
+    out: list[dict[str, Any]] = []
+    for spec in tool_specs(cap, keys, args.work, args):
+        if args.only_tools and spec["key"] not in args.only_tools:
+            continue
+        log(f"tools: {spec['name']}")
+        reps = args.repeats if spec["kind"] != "sample" else max(1, min(args.repeats, 3))
+        out.append(measure_tool(spec, info["frames"], info["file_size"], reps, log))
+    (args.work / "tshark.out").unlink(missing_ok=True)
+    old = {t["key"]: t for t in res.get("tools", {}).get("results", [])}
+    old.update({t["key"]: t for t in out})
+    res["tools"] = {"capture": info, "repeats": args.repeats, "results": list(old.values())}
+
+
+def sec_scaling(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str], None]) -> None:
+    from memory_scaling import repeat_capture
+
+    base, keys = _cap_paths(args, "base")
+    py = sys.executable
+    full = {"keylog": str(keys), "packets": True, "tls_records": True, "payloads": True}
+    rows = []
+    baseline = _baseline_rss()  # before the runs: what every child starts from
+    for factor in args.factors:
+        path = args.work / f"scale-x{factor}.pcap"
+        if factor == 1:
+            shutil.copyfile(base, path)
+        else:
+            repeat_capture(base, path, factor)
+        info = capture_info(path)
+        specs = [
+            ("pcaptools_full", [py, "-c", PCAPTOOLS_CHILD, str(path), json.dumps(full)],
+             "pcaptools"),
+            ("pcaptools_nopackets", [py, "-c", PCAPTOOLS_CHILD, str(path),
+                                     json.dumps({**full, "packets": False})], "pcaptools"),
+            ("pcaptools_tcp", [py, "-c", PCAPTOOLS_CHILD, str(path),
+                               json.dumps({"packets": False, "payloads": False})], "pcaptools"),
+            ("tshark_1pass", ["tshark", "-r", str(path), "-n", "-T", "fields",
+                              *_fields(TSHARK_TCP_FIELDS)], "tshark"),
+        ]
+        for key, argv, kind in specs:
+            spec = {"name": key, "key": key, "argv": argv, "kind": kind}
+            if kind == "tshark":
+                spec["out"] = args.work / "tshark.out"
+            m = measure_tool(spec, info["frames"], info["file_size"], args.scaling_repeats, log)
+            row = {"factor": factor, "tool": key, "frames": info["frames"],
+                   "file_mb": info["file_size"] / 1e6, "wall_s": m["wall_s"],
+                   "peak_rss_mb": m["peak_rss_mb"], "packets_per_s": m["packets_per_s"],
+                   "cpu_s": m["cpu_s"], "wall_min_s": m["wall_min_s"]}
+            if kind == "pcaptools":
+                row["load_s"] = m["load_s"]
+                row["connections"] = m["rows"]["connections"]
+                row["tables_mb"] = sum(m["table_mb"].values())
+                row["table_mb"] = m["table_mb"]
+            rows.append(row)
+            log(f"scaling x{factor} {key}: {m['wall_s']:.2f} s, {m['peak_rss_mb']:.0f} MB")
+        path.unlink()
+    (args.work / "tshark.out").unlink(missing_ok=True)
+    res["scaling"] = {"base": capture_info(base), "rows": rows,
+                      "baseline_rss_mb": baseline}
+    plot_scaling(res["scaling"])
+
+
+def _baseline_rss() -> float:
+    """Peak RSS of an interpreter that imported pcaptools (and pandas) and did nothing."""
+    r = run_child([sys.executable, "-c", "import pcaptools"])
+    return float(r["peak_rss_mb"])
+
+
+def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
+    """Least squares ``y = a + b*x``; returns (a, b, R²)."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    a = my - b * mx
+    ss_tot = sum((y - my) ** 2 for y in ys)
+    ss_res = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys, strict=True))
+    return a, b, 1 - ss_res / ss_tot if ss_tot else 1.0
+
+
+def plot_scaling(sc: dict[str, Any]) -> None:
+    """benchmarks/scaling.html: time and peak RSS against the repetition factor."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=3, subplot_titles=(
+        "wall time (s, median; other load on the machine)",
+        "CPU time (s, user+sys): linear, dashed = least-squares fit",
+        "peak RSS (MB)"))
+    tools = list(dict.fromkeys(r["tool"] for r in sc["rows"]))
+    palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+    for i, tool in enumerate(tools):
+        color = palette[i % len(palette)]
+        rows = [r for r in sc["rows"] if r["tool"] == tool]
+        x = [r["factor"] for r in rows]
+        fig.add_trace(go.Scatter(x=x, y=[r["wall_s"] for r in rows], mode="lines+markers",
+                                 name=tool, legendgroup=tool, line={"color": color}),
+                      row=1, col=1)
+        if all("cpu_s" in r for r in rows):
+            cpu = [r["cpu_s"] for r in rows]
+            a, b, r2 = linear_fit([float(f) for f in x], cpu)
+            fig.add_trace(go.Scatter(x=x, y=cpu, mode="markers", name=f"{tool} CPU",
+                                     legendgroup=tool, showlegend=False,
+                                     marker={"color": color, "size": 9}), row=1, col=2)
+            fig.add_trace(go.Scatter(x=x, y=[a + b * f for f in x], mode="lines",
+                                     name=f"fit {a:.2f} + {b:.2f}·x s (R² {r2:.3f})",
+                                     legendgroup=tool,
+                                     line={"dash": "dash", "width": 1, "color": color}),
+                          row=1, col=2)
+        fig.add_trace(go.Scatter(x=x, y=[r["peak_rss_mb"] for r in rows], mode="lines+markers",
+                                 name=f"{tool} RSS", legendgroup=tool, showlegend=False,
+                                 line={"color": color}), row=1, col=3)
+    fig.add_hline(y=sc["baseline_rss_mb"], line_dash="dash", annotation_text="import pcaptools",
+                  row=1, col=3)
+    base_mb = sc["base"]["file_size"] / 1e6
+    fig.update_xaxes(title_text=f"repetitions of the {base_mb:.0f} MB base capture",
+                     tickvals=sorted({r["factor"] for r in sc["rows"]}), rangemode="tozero")
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_layout(title="pcaptools scaling (same traffic repeated, fresh ports per copy)",
+                      height=560, width=1500)
+    fig.write_html(SCALING_HTML, include_plotlyjs="cdn", full_html=True)
+
+
+def _dir_of_captures(args: argparse.Namespace) -> tuple[Path, Path]:
+    """``--many-files`` copies of the base capture in work/many (one shared key log)."""
+    base, keys = _cap_paths(args, "base")
+    d = args.work / "many"
+    d.mkdir(exist_ok=True)
+    for p in d.glob("*.pcap"):
+        p.unlink()
+    for i in range(args.many_files):
+        os.link(base, d / f"capture-{i:02d}.pcap")
+    return d, keys
+
+
+MANY_CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+import pcaptools
+mode, d, keys, workers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+from pathlib import Path
+files = sorted(Path(d).glob("*.pcap"))
+t1 = time.perf_counter()
+if mode == "serial":
+    caps = [pcaptools.load(f, keylog=keys) for f in files]
+    frames = sum(c.summary.frames for c in caps)
+    rows = sum(len(c.http2_frames) for c in caps)
+else:
+    m = pcaptools.load_many(d, workers=workers, keylog=keys)
+    frames = int(m.summaries["frames"].sum())
+    rows = len(m.http2_frames)
+print(json.dumps({"files": len(files), "frames": frames, "http2_frames": rows,
+                  "seconds": time.perf_counter() - t1}))
+"""
+
+DASK_CHILD = """
+import json, sys, time, shutil
+mode, d, keys, out, workers = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+shutil.rmtree(out, ignore_errors=True)
+from pcaptools.distributed import analyse_directory
+t = time.perf_counter()
+if mode == "serial":
+    r = analyse_directory(d, out, scheduler="synchronous", keylog=keys)
+else:
+    from dask.distributed import Client, LocalCluster
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        t = time.perf_counter()  # cluster start-up excluded (reported separately)
+        r = analyse_directory(d, out, scheduler=client, keylog=keys)
+print(json.dumps({"files": len(r.files), "rows": r.rows, "seconds": time.perf_counter() - t}))
+"""
+
+
+def sec_many(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str], None]) -> None:
+    d, keys = _dir_of_captures(args)
+    ncpu = os.cpu_count() or 1
+    rows = []
+    for mode, workers in (("serial", 1), ("load_many", 1), ("load_many", ncpu)):
+        runs = []
+        for _ in range(args.repeats):
+            r = run_child([sys.executable, "-c", MANY_CHILD, mode, str(d), str(keys), str(workers)])
+            info = json.loads(r["stdout"])
+            runs.append({"wall_s": r["wall_s"], "seconds": info["seconds"],
+                         "peak_rss_mb": r["peak_rss_mb"], "cpu_s": r["user_s"] + r["sys_s"],
+                         **info})
+        med = statistics.median(x["wall_s"] for x in runs)
+        rows.append({"mode": mode, "workers": workers, "wall_s": med,
+                     "wall_min_s": min(x["wall_s"] for x in runs),
+                     "cpu_s": statistics.median(x["cpu_s"] for x in runs),
+                     "peak_rss_mb": statistics.median(x["peak_rss_mb"] for x in runs),
+                     "frames": runs[0]["frames"], "files": runs[0]["files"],
+                     "http2_frames": runs[0]["http2_frames"]})
+        log(f"many: {mode} workers={workers}: {med:.2f} s")
+    serial = rows[0]["wall_s"]
+    for r in rows:
+        r["speedup"] = serial / r["wall_s"]
+    res["many"] = {"files": args.many_files,
+                   "file_mb": capture_info(next(d.glob("*.pcap")))["file_size"] / 1e6,
+                   "rows": rows}
+
+
+def sec_dask(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str], None]) -> None:
+    d, keys = _dir_of_captures(args)
+    ncpu = os.cpu_count() or 1
+    out = args.work / "dask-out"
+    rows = []
+    for mode, workers in (("serial", 1), ("cluster", ncpu)):
+        runs = []
+        for _ in range(args.repeats):
+            r = run_child([sys.executable, "-c", DASK_CHILD, mode, str(d), str(keys), str(out),
+                           str(workers)])
+            info = json.loads(r["stdout"])
+            runs.append({"wall_s": r["wall_s"], "cpu_s": r["user_s"] + r["sys_s"], **info})
+        rows.append({"mode": mode, "workers": workers,
+                     "cpu_s": statistics.median(x["cpu_s"] for x in runs),
+                     "seconds": statistics.median(x["seconds"] for x in runs),
+                     "wall_s": statistics.median(x["wall_s"] for x in runs),
+                     "files": runs[0]["files"], "rows": runs[0]["rows"]})
+        log(f"dask: {mode} workers={workers}: {rows[-1]['seconds']:.2f} s")
+    for r in rows:
+        r["speedup"] = rows[0]["seconds"] / r["seconds"]
+    shutil.rmtree(out, ignore_errors=True)
+    res["dask"] = {"files": args.many_files, "rows": rows}
+
+
+def sec_profile(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str], None]) -> None:
+    cap, keys = _cap_paths(args, "big")
+    raw = args.work / "profile.raw.txt"
+    full = {"keylog": str(keys), "packets": True, "tls_records": True, "payloads": True}
+    argv = ["py-spy", "record", "-r", str(args.profile_rate), "--format", "raw", "-o", str(raw),
+            "--", sys.executable, "-c", PCAPTOOLS_CHILD, str(cap), json.dumps(full)]
+    log("profile: py-spy " + " ".join(argv[1:6]))
+    run_child(argv)
+    shutil.copyfile(raw, HERE / "profile.raw.txt") if args.keep_raw_profile else None
+    res["profile"] = summarise_profile(raw)
+    write_profile_md(res["profile"], res)
+
+
+def summarise_profile(raw: Path, top: int = 30) -> dict[str, Any]:
+    """Self and inclusive sample shares per function from py-spy's collapsed stacks.
+
+    Shares are of the samples taken inside ``pcaptools.load`` (interpreter start-up and
+    imports are reported apart as ``outside_load_pct``)."""
+    self_c: Counter[str] = Counter()
+    incl_c: Counter[str] = Counter()
+    file_c: Counter[str] = Counter()
+    total = in_load = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        n = int(count)
+        total += n
+        frames = [_func(f) for f in stack.split(";")]
+        try:
+            start = frames.index("load (pcaptools/capture.py)")
+        except ValueError:
+            continue
+        in_load += n
+        frames = frames[start:]
+        self_c[frames[-1]] += n
+        for f in set(frames):
+            incl_c[f] += n
+        for f in {_file(fr) for fr in frames}:
+            file_c[f] += n
+
+    def pct(c: Counter[str]) -> list[list[Any]]:
+        return [[k, round(100 * v / max(1, in_load), 1)] for k, v in c.most_common(top)]
+
+    return {"samples": total, "samples_in_load": in_load,
+            "outside_load_pct": round(100 * (total - in_load) / max(1, total), 1),
+            "self": pct(self_c), "inclusive": pct(incl_c), "modules": pct(file_c)}
+
+
+def _func(frame: str) -> str:
+    """``name (path/file.py:123)`` -> ``name (path/file.py)``."""
+    name, _, loc = frame.partition(" (")
+    return f"{name} ({loc.rsplit(':', 1)[0]})" if loc else name
+
+
+def _file(frame: str) -> str:
+    """``name (path/file.py)`` or ``name (path/file.py:12)`` -> ``path/file.py``."""
+    _, _, loc = frame.partition(" (")
+    return loc.rstrip(")").rsplit(":", 1)[0] if loc else frame
+
+
+AUTO_START = "<!-- generated by benchmarks/run.py --sections profile: do not edit below -->"
+AUTO_END = "<!-- end of generated part -->"
+
+
+def write_profile_md(prof: dict[str, Any], res: dict[str, Any]) -> None:
+    cap = res.get("captures", {}).get("big", {})
+    lines = [AUTO_START, "",
+             f"py-spy, {prof['samples']:,} samples, `pcaptools.load(big.pcap, keylog=..., "
+             f"packets=True, tls_records=True, payloads=True)` on "
+             f"{cap.get('file_size', 0) / 1e6:.0f} MB / {cap.get('frames', 0):,} frames "
+             f"({_today()}). Shares are of the {prof['samples_in_load']:,} samples inside "
+             f"`load()`; interpreter start-up and imports took the other "
+             f"{prof['outside_load_pct']}% of the run.", "",
+             "### Self time (where the CPU is)", "", "| function | % self |", "|---|---:|"]
+    lines += [f"| `{f}` | {p} |" for f, p in prof["self"][:25]]
+    lines += ["", "### Inclusive time (function and what it calls)", "",
+              "| function | % incl. |", "|---|---:|"]
+    lines += [f"| `{f}` | {p} |" for f, p in prof["inclusive"][:30]]
+    lines += ["", "### By module (inclusive)", "", "| module | % |", "|---|---:|"]
+    lines += [f"| `{f}` | {p} |" for f, p in prof["modules"][:20]]
+    lines += ["", AUTO_END]
+    text = PROFILE.read_text() if PROFILE.exists() else "# pcaptools profile\n\n"
+    if AUTO_START in text and AUTO_END in text:
+        head, _, rest = text.partition(AUTO_START)
+        _, _, tail = rest.partition(AUTO_END)
+        text = head + "\n".join(lines) + tail
+    else:
+        text = text.rstrip() + "\n\n" + "\n".join(lines) + "\n"
+    PROFILE.write_text(text)
+
+
+# --------------------------------------------------------------------------- README
+
+
+def _today() -> str:
+    return dt.date.today().isoformat()
+
+
+def machine() -> dict[str, str]:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f"{kb / 1024 / 1024:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    versions: dict[str, str] = {}
+    for mod in ("pcaptools", "pandas", "numpy", "dpkt", "pyshark", "scapy", "pyarrow", "dask",
+                "cryptography"):
+        try:
+            from importlib.metadata import version
+
+            versions[mod] = version(mod)
+        except Exception:  # not installed
+            versions[mod] = "-"
+    tshark = subprocess.run(["tshark", "--version"], capture_output=True, text=True,
+                            check=False).stdout.splitlines()
+    return {"date": _today(), "nproc": str(os.cpu_count()), "cpu": cpu, "memory": mem,
+            "python": platform.python_version(), "kernel": platform.release(),
+            "tshark": tshark[0] if tshark else "-",
+            "versions": ", ".join(f"{k} {v}" for k, v in versions.items())}
+
+
+def _fmt(x: float, nd: int = 1) -> str:
+    return f"{x:,.{nd}f}"
+
+
+def _load_note(res: dict[str, Any], section: str) -> str:
+    la = res.get("load_average", {}).get(section)
+    if not la:
+        return ""
+    ncpu = os.cpu_count() or 1
+    note = f" 1-minute load average {la[0]} before, {la[1]} after, on {ncpu} cores"
+    if max(la) > ncpu:
+        note += (": the cores were already busy with other work, so a process pool could not "
+                 "get more CPU than one process and the speed-up below is not what the code "
+                 "can do on idle cores")
+    return note + "."
+
+
+def write_readme(res: dict[str, Any]) -> None:
+    m = res.get("machine") or machine()
+    L = ["# pcaptools benchmarks", "",
+         "Generated by `python benchmarks/run.py` (see its docstring for the sections and flags); "
+         "the raw numbers are in `results.json`, the scaling plot in `scaling.html`, the "
+         "profile in `PROFILE.md`. Do not edit by hand: re-run the script.", "",
+         f"- date: {m['date']}",
+         f"- machine: {m['nproc']} cores ({m['cpu']}), {m['memory']} RAM, Linux {m['kernel']}",
+         f"- Python {m['python']}; {m['tshark']}",
+         f"- {m['versions']}"]
+    if res.get("load_average"):
+        L.append("- 1-minute load average before/after each section (other processes on the "
+                 "machine make timings noisy; medians of several runs are reported): "
+                 + ", ".join(f"{k} {a}/{b}" for k, (a, b) in res["load_average"].items()))
+    L.append("")
+    caps = res.get("captures", {})
+    if caps:
+        L += ["## Captures", "",
+              "Real traffic recorded by `benchmarks/record_big.py`: nginx 1.22 (TLS 1.2 and 1.3, "
+              "HTTP/2 via ALPN) and curl (HTTP/2 multiplexed with `-Z`, HTTP/1.1 keep-alive, "
+              "short connections; SSLKEYLOGFILE) in two network namespaces over a veth pair "
+              "(MTU 1500, no GSO), tcpdump on the server side.", "",
+              "| capture | MB | frames | duration s | TCP connections | HTTP/2 requests | "
+              "HTTP/1.1 requests | dropped by tcpdump |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for name, c in caps.items():
+            L.append(f"| {name}.pcap | {_fmt(c['file_size'] / 1e6)} | {c['frames']:,} | "
+                     f"{_fmt(c['duration_s'])} | {c['tcp_connections']} | {c['http2_requests']} | "
+                     f"{c['http1_requests']} | {c['packets_dropped']} |")
+        L.append("")
+    tools = res.get("tools")
+    if tools:
+        info = tools["capture"]
+        by = {t["key"]: t for t in tools["results"]}
+        L += ["## pcaptools vs other tools", "",
+              f"`big.pcap`: {info['file_size'] / 1e6:.0f} MB, {info['frames']:,} frames. "
+              f"Median of {tools['repeats']} runs (pyshark and scapy: a prefix, extrapolated to "
+              "the whole file; their peak RSS is the prefix run's). Times include interpreter "
+              "start-up and imports. **CPU s** (user + sys of the child process tree, from "
+              "`wait4`) is the number to compare: it hardly moves when other work shares the "
+              "machine, while wall time does (see the load averages above); packets/s and MB/s "
+              "are per CPU second. Peak RSS is the process tree's `ru_maxrss`.", "",
+              "| tool | CPU s | packets / CPU s | MB / CPU s | wall s (median) | wall s (min) | "
+              "peak RSS MB | CPU vs pcaptools full |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        ref = by.get("pcaptools_full", {}).get("cpu_s")
+        for t in tools["results"]:
+            rel = f"{t['cpu_s'] / ref:.2f}x" if ref else "-"
+            L.append(f"| {t['name']} | {_fmt(t['cpu_s'])} | "
+                     f"{info['frames'] / t['cpu_s']:,.0f} | "
+                     f"{info['file_size'] / t['cpu_s'] / 1e6:,.1f} | {_fmt(t['wall_s'])} | "
+                     f"{_fmt(t.get('wall_min_s', 0))} | {t['peak_rss_mb']:,.0f} | {rel} |")
+        L.append("")
+        ratios = []
+        for a, b in (("pcaptools_full", "tshark_1pass"), ("pcaptools_full", "tshark_2pass"),
+                     ("pcaptools_full", "tshark_keys_http2"),
+                     ("pcaptools_nopackets", "tshark_1pass"), ("pcaptools_full", "pyshark_json"),
+                     ("pcaptools_full", "pyshark_default"), ("pcaptools_full", "scapy"),
+                     ("pcaptools_full", "dpkt")):
+            if a in by and b in by:
+                ratios.append(f"| {a} / {b} | {by[a]['cpu_s'] / by[b]['cpu_s']:.2f} | "
+                              f"{by[a]['wall_s'] / by[b]['wall_s']:.2f} | "
+                              f"{by[a]['peak_rss_mb'] / by[b]['peak_rss_mb']:.2f} |")
+        if ratios:
+            L += ["Ratios (below 1: pcaptools is faster / smaller):", "",
+                  "| pair | CPU time ratio | wall time ratio (medians) | peak RSS ratio |",
+                  "|---|---:|---:|---:|", *ratios, ""]
+        if "pcaptools_full" in by:
+            full = by["pcaptools_full"]
+            mb = full.get("table_mb", {})
+            L += ["pcaptools tables on `big.pcap` (rows, and MB held by the DataFrame where "
+                  "measured): " + ", ".join(
+                      f"{k} {v:,}" + (f" ({mb[k]:.1f} MB)" if k in mb else "")
+                      for k, v in full["rows"].items()), ""]
+    sc = res.get("scaling")
+    if sc:
+        L += ["## Scaling: the same traffic repeated", "",
+              f"`base.pcap` ({sc['base']['file_size'] / 1e6:.0f} MB, {sc['base']['frames']:,} "
+              "frames) repeated with `memory_scaling.repeat_capture` (each copy shifted in time "
+              "and moved to fresh client ports, so the connections are new). Interpreter with "
+              f"pcaptools imported: {sc['baseline_rss_mb']:.0f} MB. Plot: `scaling.html`.", "",
+              "`tables MB` is what the returned DataFrames hold (`memory_usage(deep=True)`): the "
+              "part of the RSS that grows with the traffic by design (one row per frame, TLS "
+              "record, HTTP/2 frame, SSE event...). `pcaptools_tcp` (`packets=False, "
+              "payloads=False`) keeps only per-connection state and tables.", "",
+              "| factor | MB | frames | tool | wall s | CPU s | CPU s per 1x | packets/s | "
+              "peak RSS MB | tables MB |",
+              "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+        for r in sc["rows"]:
+            tmb = _fmt(r["tables_mb"]) if "tables_mb" in r else "-"
+            cpu = r.get("cpu_s")
+            L.append(f"| {r['factor']} | {_fmt(r['file_mb'])} | {r['frames']:,} | {r['tool']} | "
+                     f"{_fmt(r['wall_s'], 2)} | {_fmt(cpu, 2) if cpu else '-'} | "
+                     f"{_fmt(cpu / r['factor'], 2) if cpu else '-'} | "
+                     f"{r['packets_per_s']:,.0f} | {r['peak_rss_mb']:,.0f} | {tmb} |")
+        L.append("")
+        fits = []
+        for tool in dict.fromkeys(r["tool"] for r in sc["rows"]):
+            rows = [r for r in sc["rows"] if r["tool"] == tool and "cpu_s" in r]
+            if len(rows) >= 2:
+                a, b, r2 = linear_fit([float(r["factor"]) for r in rows],
+                                      [r["cpu_s"] for r in rows])
+                rss = [r["peak_rss_mb"] for r in rows]
+                tab = [r.get("tables_mb") for r in rows]
+                growth = (f"{tab[-1] - tab[0]:+,.0f}" if None not in tab else "-")
+                fits.append(f"| {tool} | {a:.2f} | {b:.2f} | {r2:.4f} | {rss[0]:,.0f} -> "
+                            f"{rss[-1]:,.0f} ({rss[-1] - rss[0]:+,.0f}) | {growth} |")
+        if fits:
+            L += ["Least-squares fit of CPU time against the factor (`a` is start-up: interpreter, "
+                  "imports; `b` the cost of one more copy of the traffic); R² near 1 means "
+                  "linear. Peak RSS from the smallest to the largest factor, against what the "
+                  "returned tables grew by:", "",
+                  "| tool | a (CPU s) | b (CPU s per 1x) | R² | peak RSS MB | tables MB growth |",
+                  "|---|---:|---:|---:|---|---:|", *fits, ""]
+    many = res.get("many")
+    if many:
+        L += ["## `load_many`: a directory of captures", "",
+              f"{many['files']} captures of {many['file_mb']:.0f} MB (copies of `base.pcap`), "
+              "all tables with the key log. `serial` is a loop of `pcaptools.load` in one "
+              "process." + _load_note(res, "many"), "",
+              "| mode | workers | wall s (median) | wall s (min) | speed-up (medians) | "
+              "CPU s, all processes | peak RSS MB (largest process) |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+        for r in many["rows"]:
+            cpu = _fmt(r["cpu_s"], 1) if "cpu_s" in r else "-"
+            L.append(f"| {r['mode']} | {r['workers']} | {_fmt(r['wall_s'], 2)} | "
+                     f"{_fmt(r.get('wall_min_s', r['wall_s']), 2)} | "
+                     f"{r['speedup']:.2f}x | {cpu} | {r['peak_rss_mb']:,.0f} |")
+        L.append("")
+    dk = res.get("dask")
+    if dk:
+        L += ["## Dask: `pcaptools.distributed.analyse_directory`", "",
+              f"The same {dk['files']} captures, written as Parquet partitioned by capture. "
+              "`serial` is dask's synchronous scheduler in one process; `cluster` a "
+              "`LocalCluster` with one single-threaded worker process per core (cluster start-up "
+              "excluded, wall s includes it)." + _load_note(res, "dask"), "",
+              "| mode | workers | analysis s | speed-up | wall s |", "|---|---:|---:|---:|---:|"]
+        for r in dk["rows"]:
+            L.append(f"| {r['mode']} | {r['workers']} | {_fmt(r['seconds'], 2)} | "
+                     f"{r['speedup']:.2f}x | {_fmt(r['wall_s'], 2)} |")
+        L.append("")
+    L += ["## Scale-out APIs measured here", "",
+          "- `pcaptools.load_many(dir_or_files, workers=None, **load_kwargs)`: one process per "
+          "core, tables concatenated with a leading `capture` column (`pcaptools/many.py`).",
+          "- `pcap-report DIR` or several files: one report per capture plus `index.html`; "
+          "`--export DIR` writes the merged tables as Parquet (`--export-format csv`).",
+          "- `cap.to_parquet(dir)`, `pcaptools.export.to_parquet/to_csv/write_partition/"
+          "read_table` (`pcaptools/export.py`).",
+          "- `pcaptools.distributed.analyse_directory(dir, out, scheduler=...)`: one Dask task "
+          "per file writing `out/<table>/capture=<file>/part-0.parquet` "
+          "(`pcaptools/distributed.py`).", ""]
+    if res.get("profile"):
+        L += ["## Profile", "", "Top self-time functions (details and suggestions: `PROFILE.md`):",
+              "", "| function | % self |", "|---|---:|"]
+        L += [f"| `{f}` | {p} |" for f, p in res["profile"]["self"][:10]]
+        L.append("")
+    README.write_text("\n".join(L))
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sections", default=",".join(SECTIONS),
+                    help=f"comma separated, from {', '.join(SECTIONS)}")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/pcaptools-bench"))
+    ap.add_argument("--size-mb", type=float, default=300.0, help="big capture size")
+    ap.add_argument("--scaling-base-mb", type=float, default=40.0)
+    ap.add_argument("--factors", type=int, nargs="+", default=[1, 2, 4, 8])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--scaling-repeats", type=int, default=2)
+    ap.add_argument("--pyshark-packets", type=int, default=10_000)
+    ap.add_argument("--scapy-packets", type=int, default=50_000)
+    ap.add_argument("--many-files", type=int, default=6)
+    ap.add_argument("--profile-rate", type=int, default=100, help="py-spy samples per second")
+    ap.add_argument("--keep-raw-profile", action="store_true")
+    ap.add_argument("--only-tools", nargs="*", help="tool keys for the tools section")
+    ap.add_argument("--record-max-seconds", type=float, default=900.0)
+    ap.add_argument("--rerecord", action="store_true")
+    args = ap.parse_args(argv)
+    sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    bad = [s for s in sections if s not in SECTIONS]
+    if bad:
+        ap.error(f"unknown sections {bad}")
+    args.work.mkdir(parents=True, exist_ok=True)
+    res: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+
+    def log(msg: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+    funcs = {"record": sec_record, "tools": sec_tools, "scaling": sec_scaling, "many": sec_many,
+             "dask": sec_dask, "profile": sec_profile}
+    for s in SECTIONS:
+        if s in sections and s in funcs:
+            before = os.getloadavg()[0]
+            funcs[s](args, res, log)
+            # other work on the machine makes timings noisy: keep the 1-minute load average
+            res.setdefault("load_average", {})[s] = [round(before, 2),
+                                                     round(os.getloadavg()[0], 2)]
+            res["machine"] = machine()
+            RESULTS.write_text(json.dumps(res, indent=1) + "\n")
+    if "readme" in sections:
+        if res.get("scaling"):
+            plot_scaling(res["scaling"])
+        write_readme(res)
+        log(f"wrote {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1149 @@
+"""Why did a connection end badly? Silent-disconnect verdicts from a capture's tables.
+
+:func:`disconnects` is a pure function of ``Capture`` tables (``connections`` with its
+timeline columns, ``tcp_handshakes``, ``tcp_events``, ``ws_connections``, the heartbeats of
+:mod:`pcaptools.analyses.heartbeats` when present, ``http2_frames``, ``http_requests``,
+``tls_handshakes``): one row per TCP connection that did not end cleanly, with a verdict, the
+side it is about, a timeline and the frames to look at. Its columns are documented by
+:data:`DISCONNECTS` (``docs/tables.md``). It works with ``load(packets=False)``: nothing here
+needs the per-frame table.
+
+Verdicts, in the order they are tried (the first that matches is ``verdict``; every one that
+matches is listed in ``signals``); ``peer`` is the side the verdict is about and the other side
+is "the sender":
+
+- ``refused``: the SYN was answered by RST (peer: server).
+- ``syn_unanswered``: SYNs were sent and never answered (peer: server).
+- ``peer_vanished`` (black hole): after the peer's last packet the sender retransmitted at
+  least ``min_retransmissions`` times and nothing ever came back. ``last_peer_ts`` estimates
+  when the path died (the peer's last packet; when the capture holds none, the sender's first
+  segment that was never acknowledged), ``noticed_*`` is when the sender gave up (its RST or
+  FIN after that, else the end of the capture), ``backoff_ratio`` the median growth of the
+  gaps between those retransmissions (about 2 for TCP's exponential RTO backoff).
+- ``idle_then_reset``: a silence of at least ``idle_gap_s`` (no packet either way) ended at
+  most ``reset_window_s`` before a RST (peer: the RST's sender). This is the classic NAT /
+  load-balancer / firewall idle timeout: the first packet after the silence draws a RST.
+- ``unanswered_heartbeats``: the sender's last heartbeats (WebSocket Ping, HTTP/2 PING, TCP
+  keep-alive) got no answer although the connection lasted at least ``heartbeat_grace``
+  seconds after them (a ping answered later, or superseded by a later answered ping, does
+  not count; for TCP keep-alives any packet from the peer after the probe is an answer).
+- ``abortive_close_after_ws_close``: a WebSocket Close frame was sent, and then a RST from a
+  side that had not sent a FIN (peer: the RST's sender) instead of a TCP close.
+- ``ws_no_close_frame``: a WebSocket connection whose TCP connection ended (FIN or RST)
+  without any Close frame: what browsers report as 1006 (peer: the side that closed TCP
+  first).
+- ``zero_window_stall``: the peer's last packet advertised a zero receive window (its
+  application stopped reading) and it stayed closed for at least ``heartbeat_grace`` to the
+  end of the connection or capture.
+- ``half_open_at_eof``: no RST, not closed by both sides, and at the end of the capture the
+  sender had a segment (data or FIN) unacknowledged for at least ``heartbeat_grace``, with
+  fewer retransmissions than ``peer_vanished`` needs (peer: the side not acknowledging).
+- ``reset``: any other RST ending (peer: the RST's sender).
+- ``one_sided_fin`` (Zeek S2/S3): one side sent FIN, the other neither FIN nor RST, and the
+  capture went on for at least ``fin_grace_s`` after that FIN (peer: the side that did not
+  answer the FIN).
+
+Clean endings get no row: both sides sent FIN (a RST after that is ignored, as in
+``connections.end_reason``) and, for a WebSocket, at least one Close frame was sent. Connections
+still open at the end of the capture without any finding (or closing: a lone FIN less than
+``fin_grace_s`` before the end) get no row either. Both are counted in the result's ``attrs``:
+``clean_connections``, ``open_connections``, ``connections`` (all), ``verdicts`` (rows by
+verdict) and ``parameters``.
+
+``middlebox_hint``: for verdicts that involve a RST, set when the RST's IP TTL is outside the
+range of TTLs its supposed sender used on its other packets, or (IPv4) when the RST's IP ID is
+non-zero and is not a plausible continuation (within 1024 after) of that side's last IP ID.
+Kernels send RSTs of dead sockets with IP ID 0, and Linux continues the socket's IP ID
+sequence in the RST of a live socket, so neither is flagged. A hint is a hint: a RST from a
+middlebox that copies the server's TTL and ID looks exactly like the server's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..tables.schema import TS_DTYPE, Column, TableSchema
+from .heartbeats import heartbeats
+from .overhead import protocol_stacks
+from .summary import fmt_ms
+
+if TYPE_CHECKING:
+    from ..capture import Capture
+
+__all__ = ["DISCONNECTS", "VERDICTS", "disconnects"]
+
+#: verdicts in the order they are tried
+VERDICTS: tuple[str, ...] = (
+    "refused",
+    "syn_unanswered",
+    "peer_vanished",
+    "idle_then_reset",
+    "unanswered_heartbeats",
+    "abortive_close_after_ws_close",
+    "ws_no_close_frame",
+    "zero_window_stall",
+    "half_open_at_eof",
+    "reset",
+    "one_sided_fin",
+)
+
+_RETRANSMISSION_KINDS = ("retransmission", "fast_retransmission", "spurious_retransmission")
+
+DISCONNECTS = TableSchema(
+    name="disconnects",
+    grain="one row per TCP connection that did not end cleanly: "
+    "pcaptools.analyses.disconnects(cap), not a Capture attribute (clean and still-open "
+    "connections are counted in .attrs)",
+    key=("tcp_stream",),
+    columns=(
+        Column("tcp_stream", "int64", None, "Wireshark tcp.stream of the connection"),
+        Column("client", "string", None, "client address:port ([v6]:port)"),
+        Column("server", "string", None, "server address:port"),
+        Column(
+            "protocol",
+            "category",
+            None,
+            "layers the tables saw, '/'-joined: tls, http1, http2, websocket (e.g. "
+            "tls/http1/websocket); tcp when none",
+        ),
+        Column(
+            "verdict",
+            "category",
+            None,
+            "refused, syn_unanswered, peer_vanished, idle_then_reset, unanswered_heartbeats, "
+            "abortive_close_after_ws_close, ws_no_close_frame, zero_window_stall, "
+            "half_open_at_eof, reset, one_sided_fin (module docstring: exact rules)",
+        ),
+        Column(
+            "signals",
+            "string",
+            None,
+            "every verdict whose rule matched, comma-separated, in priority order (the first is "
+            "verdict)",
+        ),
+        Column(
+            "peer",
+            "category",
+            None,
+            "client or server: the side the verdict is about (vanished, did not answer, sent "
+            "the RST, closed TCP without a Close frame, stopped reading, did not answer the FIN)",
+        ),
+        Column(
+            "closed_by",
+            "category",
+            None,
+            "client or server: sender of the first RST, else of the first FIN; NA if neither",
+        ),
+        Column("end_reason", "category", None, "connections.end_reason"),
+        Column("conn_state", "category", None, "connections.conn_state (Zeek)"),
+        Column("summary", "string", None, "one plain-English sentence"),
+        Column(
+            "last_peer_frame",
+            "Int64",
+            None,
+            "last packet from the peer (RSTs excluded, except for peer_vanished where a RST "
+            "is life too): for peer_vanished the estimated death of the path; NA if the peer "
+            "sent nothing",
+        ),
+        Column("last_peer_ts", TS_DTYPE, None, "time of last_peer_frame"),
+        Column(
+            "first_unanswered_frame",
+            "Int64",
+            None,
+            "oldest segment of the sender never acknowledged by the end of the capture "
+            "(connections.<sender>_unacked_frame)",
+        ),
+        Column("first_unanswered_ts", TS_DTYPE, None, "time of first_unanswered_frame"),
+        Column(
+            "noticed_frame",
+            "Int64",
+            None,
+            "when the sender learned or acted: its RST or FIN (peer_vanished, "
+            "unanswered_heartbeats, half_open_at_eof), the peer's RST or FIN (resets, "
+            "ws_no_close_frame); NA for the end of the capture",
+        ),
+        Column(
+            "noticed_ts",
+            TS_DTYPE,
+            None,
+            "time of noticed_frame, or of the capture's last packet for eof",
+        ),
+        Column(
+            "noticed_how",
+            "category",
+            None,
+            "rst_sent, fin_sent (by the sender), rst_received, fin_received (from the peer), "
+            "icmp_received (an ICMP error answered the SYN), eof",
+        ),
+        Column(
+            "detection_delay_ms",
+            "float64",
+            "ms",
+            "noticed_ts minus last_peer_ts (first_unanswered_ts when the peer sent nothing): "
+            "how long the sender lived with a dead connection",
+        ),
+        Column(
+            "retransmissions_after_peer",
+            "int64",
+            "segments",
+            "the sender's retransmissions (tcp.analysis.retransmission) after last_peer_ts",
+        ),
+        Column(
+            "backoff_ratio",
+            "float64",
+            None,
+            "median ratio of consecutive gaps between those retransmissions (about 2 for "
+            "exponential RTO backoff); NaN with fewer than 3",
+        ),
+        Column(
+            "idle_gap_ms",
+            "float64",
+            "ms",
+            "idle_then_reset: the silence before the RST; otherwise the connection's longest "
+            "silence up to the first RST (connections.max_idle_ms)",
+        ),
+        Column(
+            "heartbeats_unanswered",
+            "int64",
+            "pings",
+            "heartbeats of the sender that got no answer (not superseded, connection lasted "
+            "at least heartbeat_grace after them)",
+        ),
+        Column(
+            "heartbeat_mechanisms",
+            "string",
+            None,
+            "mechanisms of those heartbeats: websocket, http2, tcp_keepalive",
+        ),
+        Column(
+            "ws_close_by",
+            "category",
+            None,
+            "WebSocket: who sent the first Close frame (ws_connections.close_by)",
+        ),
+        Column("ws_close_frame", "Int64", None, "WebSocket: packet of the first Close frame"),
+        Column("ws_close_code", "Int64", None, "WebSocket: status code of that Close frame"),
+        Column("rst_frame", "Int64", None, "first RST of the connection"),
+        Column(
+            "middlebox_hint",
+            "string",
+            None,
+            "why the RST may not come from the host it claims (TTL or IP ID unlike that "
+            "host's other packets); NA when nothing points that way",
+        ),
+        Column(
+            "evidence_frames", "object", None, "frame numbers to look at (list of int, ascending)"
+        ),
+        Column(
+            "display_filter",
+            "string",
+            None,
+            "Wireshark display filter for the end of the connection, e.g. "
+            "tcp.stream eq 4 && frame.number >= 120",
+        ),
+    ),
+)
+
+_NS = 1_000_000_000
+_NAT = np.iinfo(np.int64).min
+
+
+@dataclass(slots=True)
+class _Conn:
+    """The facts of one connection the rules use (times in ns, None when unknown)."""
+
+    stream: int
+    client: str
+    server: str
+    end_reason: str | None
+    conn_state: str | None
+    first_frame: int
+    last_frame: int
+    last_ts: int
+    dir_last: list[tuple[int, int] | None]
+    fin: list[tuple[int, int] | None]
+    rst: tuple[int, int] | None
+    rst_by: int | None
+    rst_ttl: int | None
+    rst_ip_id: int | None
+    ttl_range: list[tuple[int, int] | None]
+    ip_id: list[int | None]
+    ip_id_sequential: list[bool]
+    packets: list[int]
+    max_idle: tuple[float, int | None, int | None, int | None]
+    last_idle: tuple[float, int | None, int | None, int | None] | None
+    unacked: list[tuple[int, int] | None]
+
+
+@dataclass(slots=True)
+class _Finding:
+    verdict: str
+    peer: int | None
+    summary: str = ""
+    last_peer: tuple[int, int] | None = None
+    first_unanswered: tuple[int, int] | None = None
+    noticed: tuple[int | None, int, str] | None = None
+    retx_after: int = 0
+    backoff: float = float("nan")
+    idle_gap_ms: float | None = None
+    hb_unanswered: int = 0
+    hb_mechanisms: str | None = None
+    evidence: list[int] = field(default_factory=list)
+    filter_from: int | None = None
+    since: tuple[int, int] | None = None
+    """start of the trouble for detection_delay_ms when it is not last_peer / first_unanswered"""
+
+
+def disconnects(
+    cap: Capture,
+    *,
+    idle_gap_s: float = 30.0,
+    min_retransmissions: int = 3,
+    heartbeat_grace: float = 2.0,
+    reset_window_s: float = 5.0,
+    fin_grace_s: float = 1.0,
+) -> pd.DataFrame:
+    """One row per connection of ``cap`` that did not end cleanly (schema :data:`DISCONNECTS`),
+    ordered by tcp_stream; the rules are in the module docstring.
+
+    ``idle_gap_s``: a silence this long before a RST makes it ``idle_then_reset``. The 30 s
+    default sits below common idle timeouts (AWS ALB and nginx ``proxy_read_timeout`` 60 s,
+    many NATs and firewalls minutes) and above common WebSocket heartbeat intervals (20-30 s):
+    a longer silence means no heartbeat was running. Lower it to match a known timeout.
+    ``min_retransmissions``: retransmissions after the peer's last packet that make a
+    ``peer_vanished`` verdict (3: with the minimum 200 ms RTO and backoff, about 1.4 s of
+    silence; fewer can be ordinary loss). ``heartbeat_grace``: seconds an answer may take (a
+    pong, a PING ACK, an ACK of data, a packet after a keep-alive) before its absence counts.
+    ``reset_window_s``: how soon after the silence the RST must come to be ``idle_then_reset``.
+    ``fin_grace_s``: a lone FIN this close to the end of the capture is a close in progress,
+    not ``one_sided_fin``.
+
+    The result's ``attrs`` hold ``clean_connections``, ``open_connections``, ``connections``,
+    ``verdicts`` ({verdict: rows}) and ``parameters``. Missing tables (no WebSocket, no
+    heartbeats) only switch off the rules that need them; nothing raises on odd captures.
+    """
+    params = {
+        "idle_gap_s": idle_gap_s,
+        "min_retransmissions": min_retransmissions,
+        "heartbeat_grace": heartbeat_grace,
+        "reset_window_s": reset_window_s,
+        "fin_grace_s": fin_grace_s,
+    }
+    conns = cap.connections
+    eof_ts = cap.summary.last_ts_ns or 0
+    grace = int(heartbeat_grace * _NS)
+    retx = _by_stream(cap.tcp_events, _RETRANSMISSION_KINDS)
+    zwin = _by_stream(cap.tcp_events, ("zero_window",))
+    wupd = _by_stream(cap.tcp_events, ("window_update",))
+    hs = _handshakes(cap.tcp_handshakes)
+    ws = _ws_connections(cap)
+    pings = _heartbeats(cap, heartbeat_grace)
+    proto = protocol_stacks(cap)
+    icmp = _icmp_errors(cap.packets)
+    rows: list[tuple[Any, ...]] = []
+    clean = opened = 0
+    for c in _facts(conns):
+        found: list[_Finding] = []
+        h = hs.get(c.stream)
+        f = (
+            None
+            if h is None
+            else _handshake_failure(c, h, retx.get(c.stream, ()), icmp.get(c.stream), eof_ts, grace)
+        )
+        if f is not None and f is not _WAITING:
+            found.append(f)
+        elif f is None:
+            found = _rules(
+                c,
+                ws.get(c.stream),
+                retx.get(c.stream, ()),
+                zwin.get(c.stream, ()),
+                wupd.get(c.stream, ()),
+                pings.get(c.stream, ()),
+                eof_ts,
+                idle_gap_s=idle_gap_s,
+                min_retx=min_retransmissions,
+                grace=grace,
+                reset_window=int(reset_window_s * _NS),
+                fin_grace=int(fin_grace_s * _NS),
+            )
+        if not found:
+            if c.end_reason == "fin":
+                clean += 1
+            else:
+                opened += 1
+            continue
+        rows.append(_row(c, found, ws.get(c.stream), proto.get(c.stream, "tcp")))
+    df = DISCONNECTS.frame(rows)
+    df.attrs["clean_connections"] = clean
+    df.attrs["open_connections"] = opened
+    df.attrs["connections"] = len(conns)
+    df.attrs["verdicts"] = {v: int(n) for v, n in df["verdict"].value_counts().items() if n}
+    df.attrs["parameters"] = params
+    return df
+
+
+# ----------------------------------------------------------------------------------- rules
+
+_WAITING = _Finding("", None)
+"""_handshake_failure: a SYN still within its grace at the end of the capture (no verdict)"""
+
+
+def _handshake_failure(
+    c: _Conn,
+    h: tuple[str, int | None, int],
+    retx: Sequence[tuple[int, int, int]],
+    icmp: tuple[int, int] | None,
+    eof_ts: int,
+    grace: int,
+) -> _Finding | None:
+    result, syn_frame, syn_count = h
+    if result == "refused" and c.rst is not None:
+        return _Finding(
+            "refused",
+            1,
+            f"the SYN was answered by RST from the server (frame {c.rst[0]})",
+            noticed=(c.rst[0], c.rst[1], "rst_received"),
+            evidence=_frames(syn_frame, c.rst[0]),
+            filter_from=syn_frame or c.first_frame,
+        )
+    if result == "no_answer" and icmp is not None:
+        return _Finding(
+            "refused",
+            1,
+            f"the SYN was answered by an ICMP error (frame {icmp[0]})",
+            noticed=(icmp[0], icmp[1], "icmp_received"),
+            evidence=_frames(syn_frame, icmp[0]),
+            filter_from=syn_frame or c.first_frame,
+        )
+    if result == "no_answer":
+        first_syn = c.unacked[0]
+        if first_syn is None or eof_ts - first_syn[1] < grace:
+            return _WAITING  # the capture ended before an answer was due
+        syns = [fr for ts, fr, d in retx if d == 0]
+        noticed = _sender_action(c, 0, after=-1) or (None, eof_ts, "eof")
+        return _Finding(
+            "syn_unanswered",
+            1,
+            f"{syn_count} SYN(s) sent and never answered",
+            first_unanswered=c.unacked[0],
+            noticed=noticed,
+            retx_after=len(syns),
+            evidence=_frames(syn_frame, *syns),
+            filter_from=syn_frame or c.first_frame,
+        )
+    return None
+
+
+def _rules(
+    c: _Conn,
+    ws: dict[str, Any] | None,
+    retx: Sequence[tuple[int, int, int]],
+    zwin: Sequence[tuple[int, int, int]],
+    wupd: Sequence[tuple[int, int, int]],
+    pings: Sequence[tuple[int, int, int, str, str]],
+    eof_ts: int,
+    *,
+    idle_gap_s: float,
+    min_retx: int,
+    grace: int,
+    reset_window: int,
+    fin_grace: int,
+) -> list[_Finding]:
+    out: list[_Finding] = []
+    rst_ended = c.rst is not None and c.end_reason == "rst"
+    both_fin = c.fin[0] is not None and c.fin[1] is not None
+
+    # peer_vanished: the sender kept retransmitting after the peer's last sign of life
+    best: _Finding | None = None
+    for s in (0, 1):
+        p = 1 - s
+        life = c.dir_last[p]
+        if c.rst is not None and c.rst_by == p and (life is None or c.rst[1] > life[1]):
+            life = c.rst
+        since = life[1] if life is not None else -1
+        after = [(ts, fr) for ts, fr, d in retx if d == s and ts > since]
+        if len(after) < min_retx or (best is not None and len(after) <= best.retx_after):
+            continue
+        first_un = c.unacked[s]
+        noticed = _sender_action(c, s, after=since, fin_after=after[0][0]) or (None, eof_ts, "eof")
+        ref = life if life is not None else first_un
+        best = _Finding(
+            "peer_vanished",
+            p,
+            "",
+            last_peer=life,
+            first_unanswered=first_un,
+            noticed=noticed,
+            retx_after=len(after),
+            backoff=_backoff([ts for ts, _ in after]),
+            evidence=_frames(
+                life[0] if life else None,
+                first_un[0] if first_un else None,
+                *(fr for _, fr in after),
+                noticed[0],
+            ),
+            filter_from=(life or first_un or (c.first_frame, 0))[0],
+        )
+        delay = (
+            ""
+            if ref is None
+            else f" {(noticed[1] - ref[1]) / 1e9:.1f} s after its last sign of life"
+        )
+        best.summary = (
+            f"{_SIDE[p]} went silent{_at(life)}; the {_SIDE[s]} retransmitted "
+            f"{len(after)} times into the void{_backoff_text(best.backoff)} and "
+            f"{_noticed_text(noticed)}{delay}"
+        )
+    if best is not None:
+        out.append(best)
+
+    # idle_then_reset
+    if rst_ended and c.rst is not None and c.rst_by is not None:
+        for gap_ms, start_fr, end_fr, end_t in [
+            g for g in (c.last_idle, c.max_idle) if g is not None
+        ]:
+            if end_t is None or gap_ms < idle_gap_s * 1000:
+                continue
+            if not 0 <= c.rst[1] - end_t <= reset_window:
+                continue
+            p = c.rst_by
+            out.append(
+                _Finding(
+                    "idle_then_reset",
+                    p,
+                    f"{gap_ms / 1000:.1f} s of silence, then a RST from the {_SIDE[p]} side "
+                    f"{fmt_ms((c.rst[1] - end_t) / 1e6)} after the next packet (frame {end_fr})",
+                    last_peer=c.dir_last[p],
+                    noticed=(c.rst[0], c.rst[1], "rst_received"),
+                    idle_gap_ms=gap_ms,
+                    evidence=_frames(start_fr, end_fr, c.rst[0]),
+                    filter_from=start_fr,
+                )
+            )
+            break
+
+    # unanswered_heartbeats
+    hb = _unanswered(c, pings)
+    if hb is not None:
+        s, frames, mechs = hb
+        p = 1 - s
+        noticed = (
+            _sender_action(c, s, after=frames[0]) or _peer_action(c, p) or (None, eof_ts, "eof")
+        )
+        out.append(
+            _Finding(
+                "unanswered_heartbeats",
+                p,
+                f"{len(frames)} {'/'.join(mechs)} heartbeat(s) from the {_SIDE[s]} got no answer "
+                f"(first: frame {frames[0]}); the {_SIDE[s]} {_noticed_text(noticed)}",
+                last_peer=c.dir_last[p],
+                first_unanswered=c.unacked[s],
+                noticed=noticed,
+                hb_unanswered=len(frames),
+                hb_mechanisms=",".join(mechs),
+                evidence=_frames(*frames, noticed[0]),
+                filter_from=frames[0],
+            )
+        )
+
+    # WebSocket endings
+    if ws is not None:
+        close_fr = ws.get("close_frame")
+        if (
+            close_fr is not None
+            and c.rst is not None
+            and c.rst_by is not None
+            and c.rst[0] > close_fr
+            and c.fin[c.rst_by] is None
+        ):
+            p = c.rst_by
+            out.append(
+                _Finding(
+                    "abortive_close_after_ws_close",
+                    p,
+                    f"WebSocket Close from the {ws.get('close_by') or '?'} (frame {close_fr}), "
+                    f"then the {_SIDE[p]} reset the TCP connection (frame {c.rst[0]}) instead "
+                    "of closing it with FIN",
+                    last_peer=c.dir_last[p],
+                    noticed=(c.rst[0], c.rst[1], "rst_received"),
+                    evidence=_frames(close_fr, c.rst[0]),
+                    filter_from=close_fr,
+                )
+            )
+        if ws.get("end_reason") == "no_close":
+            first = _first_close(c)
+            if first is not None:
+                fr, ts, p, how = first
+                out.append(
+                    _Finding(
+                        "ws_no_close_frame",
+                        p,
+                        f"the {_SIDE[p]} ended the TCP connection with {how.upper()} (frame {fr}) "
+                        "without a WebSocket Close frame (1006 abnormal closure)",
+                        last_peer=c.dir_last[p],
+                        noticed=(fr, ts, f"{how}_received"),
+                        evidence=_frames(fr),
+                        filter_from=fr,
+                    )
+                )
+
+    # zero_window_stall: the peer's last packet closed its window
+    for p in (0, 1):
+        last = c.dir_last[p]
+        if last is None:
+            continue
+        zs = [(ts, fr) for ts, fr, d in zwin if d == p]
+        if not zs or zs[-1][1] != last[0]:
+            continue
+        upd = max((ts for ts, _, d in wupd if d == p), default=-1)
+        start = next((z for z in zs if z[0] > upd), zs[-1])
+        stop = c.rst[1] if c.rst is not None else eof_ts
+        if stop - start[0] < grace:
+            continue
+        s = 1 - p
+        noticed = _sender_action(c, s, after=start[0]) or (None, eof_ts, "eof")
+        out.append(
+            _Finding(
+                "zero_window_stall",
+                p,
+                f"the {_SIDE[p]} advertised a zero window from frame {start[1]} to its last packet "
+                f"({(stop - start[0]) / 1e9:.1f} s): its application stopped reading",
+                last_peer=last,
+                noticed=noticed,
+                evidence=_frames(start[1], last[0]),
+                filter_from=start[1],
+                since=(start[1], start[0]),
+            )
+        )
+        break
+
+    # half_open_at_eof: unacknowledged data at the end, no RST, not closed both ways
+    if c.rst is None and not both_fin:
+        for s in (0, 1):
+            un = c.unacked[s]
+            if un is None or eof_ts - un[1] < grace:
+                continue
+            p = 1 - s
+            life = c.dir_last[p]
+            since = life[1] if life is not None else -1
+            resent = [fr for ts, fr, d in retx if d == s and ts > since]
+            out.append(
+                _Finding(
+                    "half_open_at_eof",
+                    p,
+                    f"at the end of the capture the {_SIDE[s]} had been waiting "
+                    f"{(eof_ts - un[1]) / 1e9:.1f} s for the {_SIDE[p]} to acknowledge frame "
+                    f"{un[0]}",
+                    last_peer=life,
+                    first_unanswered=un,
+                    noticed=(None, eof_ts, "eof"),
+                    retx_after=len(resent),
+                    evidence=_frames(un[0], *resent),
+                    filter_from=un[0],
+                )
+            )
+            break
+
+    if rst_ended and c.rst is not None and c.rst_by is not None:
+        p = c.rst_by
+        fin = c.fin[p]
+        why = (
+            f" after closing its side with FIN (frame {fin[0]}): later data hit a closed socket"
+            if fin is not None and fin[0] < c.rst[0]
+            else ""
+        )
+        out.append(
+            _Finding(
+                "reset",
+                p,
+                f"the {_SIDE[p]} reset the connection (frame {c.rst[0]}){why}",
+                last_peer=c.dir_last[p],
+                noticed=(c.rst[0], c.rst[1], "rst_received"),
+                evidence=_frames(c.rst[0]),
+                filter_from=c.rst[0],
+            )
+        )
+
+    if c.rst is None and not both_fin:
+        for s in (0, 1):
+            fin = c.fin[s]
+            if fin is None or eof_ts - fin[1] < fin_grace:
+                continue
+            p = 1 - s
+            out.append(
+                _Finding(
+                    "one_sided_fin",
+                    p,
+                    f"the {_SIDE[s]} closed (FIN, frame {fin[0]}); the {_SIDE[p]} never closed its "
+                    f"side in the {(eof_ts - fin[1]) / 1e9:.1f} s left in the capture",
+                    last_peer=c.dir_last[p],
+                    noticed=(None, eof_ts, "eof"),
+                    evidence=_frames(fin[0]),
+                    filter_from=fin[0],
+                )
+            )
+            break
+    out.sort(key=lambda f: VERDICTS.index(f.verdict))
+    return out
+
+
+def _unanswered(
+    c: _Conn, pings: Sequence[tuple[int, int, int, str, str]]
+) -> tuple[int, list[int], list[str]] | None:
+    """The sender with the most unanswered heartbeats: (sender, ping frames, mechanisms).
+
+    ``outcome`` unanswered of the heartbeats table; a TCP keep-alive followed by any packet
+    of the peer counts as answered (a zero-window ACK answers a probe too, though tshark does
+    not call it keep_alive_ack)."""
+    best: tuple[int, list[int], list[str]] | None = None
+    for s in (0, 1):
+        life = c.dir_last[1 - s]
+        frames: list[int] = []
+        mechs: list[str] = []
+        for ts, fr, snd, mech, outcome in pings:
+            if snd != s or outcome != "unanswered":
+                continue
+            if mech == "tcp_keepalive" and life is not None and life[1] > ts:
+                continue
+            frames.append(fr)
+            if mech not in mechs:
+                mechs.append(mech)
+        if frames and (best is None or len(frames) > len(best[1])):
+            best = (s, sorted(frames), mechs)
+    return best
+
+
+# ----------------------------------------------------------------------------------- helpers
+
+_SIDE = ("client", "server")
+
+
+def _at(life: tuple[int, int] | None) -> str:
+    return f" after frame {life[0]}" if life is not None else " (nothing from it in the capture)"
+
+
+def _backoff(ts: list[int]) -> float:
+    if len(ts) < 3:
+        return float("nan")
+    gaps = np.diff(np.asarray(ts, dtype=np.float64))
+    prev, nxt = gaps[:-1], gaps[1:]
+    ok = prev > 0
+    if not ok.any():
+        return float("nan")
+    return float(np.median(nxt[ok] / prev[ok]))
+
+
+def _backoff_text(b: float) -> str:
+    return "" if b != b else f" (gaps growing x{b:.1f})"
+
+
+def _noticed_text(n: tuple[int | None, int, str]) -> str:
+    return {
+        "rst_sent": f"gave up with RST (frame {n[0]})",
+        "fin_sent": f"closed with FIN (frame {n[0]})",
+        "rst_received": f"got a RST (frame {n[0]})",
+        "fin_received": f"got a FIN (frame {n[0]})",
+    }.get(n[2], "was still waiting when the capture ended")
+
+
+def _frames(*frames: int | None) -> list[int]:
+    return sorted({int(f) for f in frames if f is not None})
+
+
+def _sender_action(
+    c: _Conn, s: int, *, after: int, fin_after: int | None = None
+) -> tuple[int | None, int, str] | None:
+    """The sender's first RST or FIN later than ``after`` (FIN: later than ``fin_after`` too)."""
+    cands: list[tuple[int, int, str]] = []
+    if c.rst is not None and c.rst_by == s and c.rst[1] > after:
+        cands.append((c.rst[1], c.rst[0], "rst_sent"))
+    fin = c.fin[s]
+    if fin is not None and fin[1] > after and (fin_after is None or fin[1] >= fin_after):
+        cands.append((fin[1], fin[0], "fin_sent"))
+    if not cands:
+        return None
+    ts, fr, how = min(cands)
+    return fr, ts, how
+
+
+def _peer_action(c: _Conn, p: int) -> tuple[int | None, int, str] | None:
+    if c.rst is not None and c.rst_by == p:
+        return c.rst[0], c.rst[1], "rst_received"
+    fin = c.fin[p]
+    return (fin[0], fin[1], "fin_received") if fin is not None else None
+
+
+def _first_close(c: _Conn) -> tuple[int, int, int, str] | None:
+    """(frame, ts, side, 'rst'|'fin') of the first RST or FIN of the connection."""
+    cands: list[tuple[int, int, int, str]] = []
+    if c.rst is not None and c.rst_by is not None:
+        cands.append((c.rst[0], c.rst[1], c.rst_by, "rst"))
+    for s in (0, 1):
+        fin = c.fin[s]
+        if fin is not None:
+            cands.append((fin[0], fin[1], s, "fin"))
+    return min(cands) if cands else None
+
+
+def _middlebox_hint(c: _Conn) -> str | None:
+    if c.rst is None or c.rst_by is None:
+        return None
+    s = c.rst_by
+    who = _SIDE[s]
+    hints = []
+    rng = c.ttl_range[s]
+    if c.rst_ttl is not None and rng is not None and not rng[0] <= c.rst_ttl <= rng[1]:
+        span = f"{rng[0]}" if rng[0] == rng[1] else f"{rng[0]}-{rng[1]}"
+        hints.append(f"RST TTL {c.rst_ttl} but the {who}'s other packets had TTL {span}")
+    last = c.ip_id[s]
+    if (
+        c.rst_ip_id
+        and last is not None
+        and c.ip_id_sequential[s]
+        and (c.rst_ip_id - last) % 65536 > _IP_ID_SLACK
+    ):
+        hints.append(
+            f"RST IP ID {c.rst_ip_id} does not continue the {who}'s sequential IP IDs (last {last})"
+        )
+    return "; ".join(hints) or None
+
+
+_IP_ID_SLACK = 1024
+
+
+def _sequential(first: int | None, last: int | None, packets: int) -> bool:
+    """Did a host number its IPv4 packets with a counter (Linux: per socket), judging by the
+    first non-zero and the last IP ID of its ``packets`` packets? Random IDs (macOS, some
+    BSDs) almost never land within a few steps per packet."""
+    if first is None or last is None or last == 0 or packets < 3:
+        return False
+    return (last - first) % 65536 <= 4 * packets + 16
+
+
+def _row(c: _Conn, found: list[_Finding], ws: dict[str, Any] | None, proto: str) -> tuple[Any, ...]:
+    f = found[0]
+    ref = f.since or f.last_peer or f.first_unanswered
+    delay = None
+    if f.noticed is not None and ref is not None:
+        delay = (f.noticed[1] - ref[1]) / 1e6
+    rst_involved = any(x.verdict in _RST_VERDICTS for x in found)
+    first = _first_close(c)
+    closed_by = None
+    if c.rst is not None and c.rst_by is not None:
+        closed_by = _SIDE[c.rst_by]
+    elif first is not None:
+        closed_by = _SIDE[first[2]]
+    idle_f = next((x for x in found if x.idle_gap_ms is not None), None)
+    idle = idle_f.idle_gap_ms if idle_f is not None else c.max_idle[0]
+    hb = next((x for x in found if x.hb_unanswered), f)
+    evidence = f.evidence or [c.last_frame]
+    start = f.filter_from if f.filter_from is not None else evidence[0]
+    return (
+        c.stream,
+        c.client,
+        c.server,
+        proto,
+        f.verdict,
+        ",".join(x.verdict for x in found),
+        None if f.peer is None else _SIDE[f.peer],
+        closed_by,
+        c.end_reason,
+        c.conn_state,
+        f.summary,
+        f.last_peer[0] if f.last_peer else None,
+        f.last_peer[1] if f.last_peer else None,
+        f.first_unanswered[0] if f.first_unanswered else None,
+        f.first_unanswered[1] if f.first_unanswered else None,
+        f.noticed[0] if f.noticed else None,
+        f.noticed[1] if f.noticed else None,
+        f.noticed[2] if f.noticed else None,
+        delay,
+        f.retx_after,
+        f.backoff,
+        idle,
+        hb.hb_unanswered,
+        hb.hb_mechanisms,
+        ws.get("close_by") if ws else None,
+        ws.get("close_frame") if ws else None,
+        ws.get("close_code") if ws else None,
+        c.rst[0] if c.rst else None,
+        _middlebox_hint(c) if rst_involved else None,
+        evidence,
+        f"tcp.stream eq {c.stream} && frame.number >= {start}",
+    )
+
+
+_RST_VERDICTS = frozenset(
+    {"refused", "idle_then_reset", "abortive_close_after_ws_close", "ws_no_close_frame", "reset"}
+)
+
+
+# ------------------------------------------------------------------------------ table access
+
+
+def _ns(s: pd.Series) -> np.ndarray:
+    """datetime column -> int64 ns (NaT -> _NAT)."""
+    if len(s) == 0:
+        return np.empty(0, np.int64)
+    if isinstance(s.dtype, pd.DatetimeTZDtype):
+        s = s.dt.tz_localize(None)
+    return s.to_numpy(dtype="datetime64[ns]").view(np.int64)
+
+
+def _ints(s: pd.Series) -> list[int | None]:
+    return [
+        None if v is pd.NA or v is None or (isinstance(v, float) and v != v) else int(v)
+        for v in s.astype(object).tolist()
+    ]
+
+
+def _strs(s: pd.Series) -> list[str | None]:
+    return [
+        None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
+        for v in s.astype(object).tolist()
+    ]
+
+
+def _endpoint(addr: str, port: int) -> str:
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+
+def _facts(conns: pd.DataFrame) -> Iterable[_Conn]:
+    if not len(conns):
+        return
+    col = {
+        n: _ints(conns[n])
+        for n in (
+            "client_last_frame",
+            "server_last_frame",
+            "client_fin_frame",
+            "server_fin_frame",
+            "rst_frame",
+            "rst_ttl",
+            "rst_ip_id",
+            "client_ttl_min",
+            "client_ttl_max",
+            "server_ttl_min",
+            "server_ttl_max",
+            "client_ip_id",
+            "server_ip_id",
+            "client_first_ip_id",
+            "server_first_ip_id",
+            "max_idle_start_frame",
+            "max_idle_end_frame",
+            "last_idle_start_frame",
+            "last_idle_end_frame",
+            "client_unacked_frame",
+            "server_unacked_frame",
+        )
+    }
+    ts = {
+        n: _ns(conns[n])
+        for n in (
+            "last_ts",
+            "client_last_ts",
+            "server_last_ts",
+            "client_fin_ts",
+            "server_fin_ts",
+            "rst_ts",
+            "max_idle_end_ts",
+            "last_idle_end_ts",
+            "client_unacked_ts",
+            "server_unacked_ts",
+        )
+    }
+    s = {
+        n: _strs(conns[n])
+        for n in ("client_addr", "server_addr", "end_reason", "conn_state", "rst_by")
+    }
+    stream = conns["tcp_stream"].to_numpy(np.int64)
+    cport = conns["client_port"].to_numpy(np.int64)
+    sport = conns["server_port"].to_numpy(np.int64)
+    first = conns["first_frame"].to_numpy(np.int64)
+    cpk = conns["client_packets"].to_numpy(np.int64)
+    spk = conns["server_packets"].to_numpy(np.int64)
+    last = conns["last_frame"].to_numpy(np.int64)
+    max_idle = conns["max_idle_ms"].to_numpy(np.float64)
+    last_idle = conns["last_idle_ms"].to_numpy(np.float64)
+
+    def pair(fr: int | None, t: int) -> tuple[int, int] | None:
+        return None if fr is None or t == _NAT else (fr, int(t))
+
+    def rng(lo: int | None, hi: int | None) -> tuple[int, int] | None:
+        return None if lo is None or hi is None else (lo, hi)
+
+    def tsv(t: int) -> int | None:
+        return None if t == _NAT else int(t)
+
+    for i in range(len(conns)):
+        rb = s["rst_by"][i]
+        yield _Conn(
+            stream=int(stream[i]),
+            client=_endpoint(s["client_addr"][i] or "?", int(cport[i])),
+            server=_endpoint(s["server_addr"][i] or "?", int(sport[i])),
+            end_reason=s["end_reason"][i],
+            conn_state=s["conn_state"][i],
+            first_frame=int(first[i]),
+            last_frame=int(last[i]),
+            last_ts=int(ts["last_ts"][i]),
+            dir_last=[
+                pair(col["client_last_frame"][i], ts["client_last_ts"][i]),
+                pair(col["server_last_frame"][i], ts["server_last_ts"][i]),
+            ],
+            fin=[
+                pair(col["client_fin_frame"][i], ts["client_fin_ts"][i]),
+                pair(col["server_fin_frame"][i], ts["server_fin_ts"][i]),
+            ],
+            rst=pair(col["rst_frame"][i], ts["rst_ts"][i]),
+            rst_by=None if rb is None else (0 if rb == "client" else 1),
+            rst_ttl=col["rst_ttl"][i],
+            rst_ip_id=col["rst_ip_id"][i],
+            ttl_range=[
+                rng(col["client_ttl_min"][i], col["client_ttl_max"][i]),
+                rng(col["server_ttl_min"][i], col["server_ttl_max"][i]),
+            ],
+            ip_id=[col["client_ip_id"][i], col["server_ip_id"][i]],
+            ip_id_sequential=[
+                _sequential(col["client_first_ip_id"][i], col["client_ip_id"][i], int(cpk[i])),
+                _sequential(col["server_first_ip_id"][i], col["server_ip_id"][i], int(spk[i])),
+            ],
+            packets=[int(cpk[i]), int(spk[i])],
+            max_idle=(
+                float(max_idle[i]),
+                col["max_idle_start_frame"][i],
+                col["max_idle_end_frame"][i],
+                tsv(ts["max_idle_end_ts"][i]),
+            ),
+            last_idle=None
+            if last_idle[i] != last_idle[i]
+            else (
+                float(last_idle[i]),
+                col["last_idle_start_frame"][i],
+                col["last_idle_end_frame"][i],
+                tsv(ts["last_idle_end_ts"][i]),
+            ),
+            unacked=[
+                pair(col["client_unacked_frame"][i], ts["client_unacked_ts"][i]),
+                pair(col["server_unacked_frame"][i], ts["server_unacked_ts"][i]),
+            ],
+        )
+
+
+def _by_stream(ev: pd.DataFrame, kinds: Sequence[str]) -> dict[int, list[tuple[int, int, int]]]:
+    """tcp_events rows of ``kinds`` as {tcp_stream: [(ts, frame, 0 client | 1 server), ...]},
+    in time order."""
+    if not len(ev):
+        return {}
+    sel = ev[ev["kind"].astype("string").isin(list(kinds)).fillna(False).to_numpy(bool)]
+    out: dict[int, list[tuple[int, int, int]]] = {}
+    if not len(sel):
+        return out
+    d = (sel["direction"].astype("string") == "server_to_client").fillna(False).to_numpy(bool)
+    for st, ts, fr, dd in sorted(
+        zip(
+            sel["tcp_stream"].to_numpy(np.int64).tolist(),
+            _ns(sel["ts"]).tolist(),
+            sel["frame"].to_numpy(np.int64).tolist(),
+            d.tolist(),
+            strict=True,
+        )
+    ):
+        out.setdefault(st, []).append((ts, fr, 1 if dd else 0))
+    return out
+
+
+def _icmp_errors(pk: pd.DataFrame) -> dict[int, tuple[int, int]]:
+    """{tcp_stream: (frame, ts)} of the first ICMP/ICMPv6 error quoting a TCP header of the
+    connection (tshark gives those frames its tcp.stream); empty without the packets table."""
+    if not len(pk):
+        return {}
+    sel = pk[
+        pk["ip_proto"].isin([1, 58]).fillna(False).to_numpy(bool)
+        & pk["tcp_stream"].notna().to_numpy(bool)
+    ]
+    out: dict[int, tuple[int, int]] = {}
+    for st, fr, ts in zip(
+        sel["tcp_stream"].to_numpy(np.int64).tolist(),
+        sel["frame"].to_numpy(np.int64).tolist(),
+        _ns(sel["ts"]).tolist(),
+        strict=True,
+    ):
+        out.setdefault(st, (fr, ts))
+    return out
+
+
+def _handshakes(hs: pd.DataFrame) -> dict[int, tuple[str, int | None, int]]:
+    if not len(hs):
+        return {}
+    return {
+        int(st): (str(r), fr, int(n))
+        for st, r, fr, n in zip(
+            hs["tcp_stream"].to_numpy(np.int64),
+            _strs(hs["result"]),
+            _ints(hs["syn_frame"]),
+            hs["syn_count"].to_numpy(np.int64),
+            strict=True,
+        )
+    }
+
+
+def _table(cap: Capture, name: str) -> pd.DataFrame | None:
+    df = getattr(cap, name, None)
+    return df if isinstance(df, pd.DataFrame) else None
+
+
+def _ws_connections(cap: Capture) -> dict[int, dict[str, Any]]:
+    """{tcp_stream: facts} of WebSocket connections (first one per TCP connection)."""
+    wc = _table(cap, "ws_connections")
+    if wc is None or not len(wc) or "close_frame" not in wc.columns:
+        return {}
+    out: dict[int, dict[str, Any]] = {}
+    by = _strs(wc["close_by"])
+    cc, sc = _ints(wc["client_close_code"]), _ints(wc["server_close_code"])
+    for i, (st, fr, er) in enumerate(
+        zip(
+            wc["tcp_stream"].to_numpy(np.int64).tolist(),
+            _ints(wc["close_frame"]),
+            _strs(wc["end_reason"]),
+            strict=True,
+        )
+    ):
+        if st in out:
+            continue
+        code = cc[i] if by[i] == "client" else sc[i] if by[i] == "server" else None
+        out[st] = {"close_frame": fr, "close_by": by[i], "close_code": code, "end_reason": er}
+    return out
+
+
+def _heartbeats(cap: Capture, grace_s: float) -> dict[int, list[tuple[int, int, int, str, str]]]:
+    """{tcp_stream: [(ping_ts, ping_frame, sender 0|1, mechanism, outcome)]} from
+    :func:`pcaptools.analyses.heartbeats.heartbeats` with ``heartbeat_grace`` as the answer
+    timeout (a table the capture lacks leaves its mechanism out)."""
+    hb = heartbeats(
+        _table(cap, "ws_frames"),
+        _table(cap, "http2_frames"),
+        _table(cap, "tcp_events"),
+        connections=cap.connections,
+        capture_end=cap.summary.last_ts_ns,
+        answer_timeout_ms=grace_s * 1000.0,
+    )
+    out: dict[int, list[tuple[int, int, int, str, str]]] = {}
+    if not len(hb):
+        return out
+    for st, ts, fr, snd, mech, oc in zip(
+        hb["tcp_stream"].to_numpy(np.int64).tolist(),
+        _ns(hb["ping_ts"]).tolist(),
+        hb["ping_frame"].to_numpy(np.int64).tolist(),
+        _strs(hb["sender"]),
+        _strs(hb["mechanism"]),
+        _strs(hb["outcome"]),
+        strict=True,
+    ):
+        out.setdefault(st, []).append((ts, fr, 0 if snd == "client" else 1, mech or "?", oc or "?"))
+    return out

@@ -1,0 +1,592 @@
+"""Where did the bytes go? Protocol overhead by layer and purpose, per connection.
+
+:func:`overhead` is a pure function of a capture's tables (``connections`` and its counters,
+``tls_records``, ``tls_handshakes``, ``http2_frames``, ``http2_connections``, ``http2_streams``,
+``http_requests``, ``sse_events``, ``ws_frames``, ``ws_connections``): one row per TCP
+connection (or per connection and direction) and a total row, splitting the connection's
+wire bytes (``frame.len`` summed: link, IP and TCP headers included) into categories that add
+up to them exactly. Columns: :data:`OVERHEAD` (``docs/tables.md``). No per-frame table is
+needed (``load(packets=False)`` works).
+
+How the bytes are split, layer by layer (per direction):
+
+1. **TCP.** ``frame.len - tcp.len`` of every packet is header: of SYN / SYN-ACK packets and
+   the ACK completing the handshake -> ``tcp_handshake_bytes``; of FIN and RST packets and
+   payload-less ACKs sent after the peer's FIN -> ``tcp_teardown_bytes``; of other
+   payload-less packets (ACKs, window updates) -> ``tcp_ack_bytes``; of packets carrying data
+   -> ``tcp_header_bytes``. Payload bytes already seen in that direction ->
+   ``tcp_resent_bytes`` (``connections.*_resent_bytes``, no heuristics). What remains is the
+   in-order stream, each byte once.
+2. **TLS** (connections with ``tls_records``). Handshake, ChangeCipherSpec and alert records,
+   header included -> ``tls_handshake_bytes`` (TLS 1.3 encrypted handshake records: by their
+   decrypted type, or without keys by position: up to each side's handshake bytes of
+   ``tls_handshakes``; post-handshake messages such as NewSessionTicket count as handshake
+   only when decrypted). Application data records: header (5 bytes) plus, when decrypted,
+   ``length - plaintext_length`` (MAC, tag, padding, explicit IV, TLS 1.3 inner type) ->
+   ``tls_record_overhead_bytes``; the plaintext goes on to the next layer; without keys the
+   fragment -> ``tls_encrypted_bytes`` ("encrypted application data").
+3. **HTTP and WebSocket** (cleartext stream, or decrypted plaintext). HTTP/2: 9 bytes per
+   frame header -> ``http2_frame_header_bytes``; the connection preface, control frames
+   (SETTINGS, PING, WINDOW_UPDATE, PRIORITY, RST_STREAM, GOAWAY, unknown types) and padding /
+   priority fields -> ``http2_control_bytes``; HPACK header blocks -> ``hpack_bytes``; DATA
+   payload -> ``app_payload_bytes``. HTTP/1.x: request and final response header sections ->
+   ``http1_header_bytes``; chunked-encoding framing (``response_wire_bytes`` minus headers and
+   body) -> ``http1_framing_bytes``; bodies -> ``app_payload_bytes``. WebSocket: frame headers
+   (2-14 bytes) -> ``ws_frame_header_bytes``; Close/Ping/Pong payloads -> ``ws_control_bytes``;
+   data frame payloads (as sent: compressed, masked) -> ``app_payload_bytes``. Server-sent
+   events: of a text/event-stream body, the event data (``sse_events.data_bytes``) stays
+   ``app_payload_bytes``, the rest (field names, ``data: ``, line ends, comments, ids) ->
+   ``sse_framing_bytes``.
+4. **Residual** ``other_bytes`` = wire bytes minus every category above: TCP payload that no
+   parser accounted for. That is the whole stream of a protocol pcaptools does not parse,
+   and for parsed ones the bytes a parser skipped or could not place: a capture that started
+   mid-connection, lost segments, HTTP/1.x interim (1xx) responses, request chunk framing, a
+   record or frame cut off by the end of the capture. It is never negative on the test
+   captures; a negative value would mean a parser counted bytes the capture does not hold.
+
+``goodput_ratio`` = ``app_payload_bytes / wire_bytes``; ``goodput_max_ratio`` adds the bytes
+whose content is invisible (``tls_encrypted_bytes``, ``other_bytes``): the goodput if all
+of them were payload, an upper bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..tables.schema import Column, TableSchema
+
+if TYPE_CHECKING:
+    from ..capture import Capture
+
+__all__ = ["CATEGORIES", "OVERHEAD", "overhead", "protocol_stacks"]
+
+#: the byte categories, in layer order; they add up to wire_bytes
+CATEGORIES: tuple[str, ...] = (
+    "tcp_handshake_bytes",
+    "tcp_teardown_bytes",
+    "tcp_ack_bytes",
+    "tcp_header_bytes",
+    "tcp_resent_bytes",
+    "tls_handshake_bytes",
+    "tls_record_overhead_bytes",
+    "tls_encrypted_bytes",
+    "http2_frame_header_bytes",
+    "http2_control_bytes",
+    "hpack_bytes",
+    "http1_header_bytes",
+    "http1_framing_bytes",
+    "ws_frame_header_bytes",
+    "ws_control_bytes",
+    "sse_framing_bytes",
+    "app_payload_bytes",
+    "other_bytes",
+)
+
+_DOCS = {
+    "tcp_handshake_bytes": "link+IP+TCP headers of SYN, SYN-ACK and the handshake-completing ACK",
+    "tcp_teardown_bytes": (
+        "headers of FIN and RST packets, and of payload-less ACKs sent after the peer's FIN"
+    ),
+    "tcp_ack_bytes": (
+        "frame bytes of other payload-less packets: ACKs, window updates, empty keep-alives"
+    ),
+    "tcp_header_bytes": "link+IP+TCP headers of the packets carrying payload",
+    "tcp_resent_bytes": "payload bytes already seen in their direction (retransmitted)",
+    "tls_handshake_bytes": (
+        "TLS handshake, ChangeCipherSpec and alert records, 5-byte headers included"
+    ),
+    "tls_record_overhead_bytes": (
+        "TLS application data records: 5-byte header, plus (decrypted) length minus plaintext (MAC,"
+        " AEAD tag, padding, explicit IV, TLS 1.3 inner type)"
+    ),
+    "tls_encrypted_bytes": (
+        "fragments of application data records that were not decrypted (no keys): encrypted "
+        "application data"
+    ),
+    "http2_frame_header_bytes": "HTTP/2 frame headers, 9 bytes per frame",
+    "http2_control_bytes": (
+        "HTTP/2 connection preface, payloads of SETTINGS, PING, WINDOW_UPDATE, PRIORITY, "
+        "RST_STREAM, GOAWAY and unknown frames, padding and priority fields"
+    ),
+    "hpack_bytes": "HPACK header blocks (HEADERS, CONTINUATION, PUSH_PROMISE)",
+    "http1_header_bytes": (
+        "HTTP/1.x request and final response header sections (start line to the blank line)"
+    ),
+    "http1_framing_bytes": (
+        "chunked transfer-encoding framing of responses (chunk sizes, CRLFs, trailers)"
+    ),
+    "ws_frame_header_bytes": "WebSocket frame headers (2-14 bytes: length and masking key)",
+    "ws_control_bytes": "payloads of WebSocket Close, Ping and Pong frames",
+    "sse_framing_bytes": (
+        "text/event-stream bytes other than event data (field names, 'data: ', line ends, comments,"
+        " ids)"
+    ),
+    "app_payload_bytes": (
+        "application payload: HTTP bodies (SSE: the event data), HTTP/2 DATA payloads, WebSocket "
+        "data frame payloads"
+    ),
+    "other_bytes": (
+        "residual: TCP payload no parser accounted for (unparsed protocols, skipped or lost bytes, "
+        "1xx responses, partial records or frames at the end; module docstring)"
+    ),
+}
+
+OVERHEAD = TableSchema(
+    name="overhead",
+    grain="one row per TCP connection (or per connection and direction) plus a total row: "
+    "pcaptools.analyses.overhead(cap), not a Capture attribute",
+    key=("tcp_stream", "direction"),
+    columns=(
+        Column("tcp_stream", "Int64", None, "Wireshark tcp.stream; NA on the total row"),
+        Column(
+            "direction",
+            "category",
+            None,
+            "both, or client_to_server / server_to_client with by_direction=True",
+        ),
+        Column("total", "bool", None, "the row sums every connection (and direction) above it"),
+        Column("client", "string", None, "client address:port; NA on the total row"),
+        Column("server", "string", None, "server address:port; NA on the total row"),
+        Column(
+            "protocol",
+            "category",
+            None,
+            "layers the tables saw, '/'-joined: tls, http1, http2, websocket; tcp when none",
+        ),
+        Column("packets", "int64", "packets", "TCP packets"),
+        Column(
+            "wire_bytes",
+            "int64",
+            "bytes",
+            "frame.len summed (connections.*_wire_bytes): the sum of the categories",
+        ),
+        *(Column(c, "int64", "bytes", _DOCS[c]) for c in CATEGORIES),
+        Column(
+            "goodput_ratio",
+            "float64",
+            None,
+            "app_payload_bytes / wire_bytes (NaN for 0 wire bytes)",
+        ),
+        Column(
+            "goodput_max_ratio",
+            "float64",
+            None,
+            "(app_payload_bytes + tls_encrypted_bytes + other_bytes) / wire_bytes: the goodput if "
+            "every byte whose content is invisible were payload",
+        ),
+    ),
+)
+
+_KEY = ["tcp_stream", "d"]
+_H2_HEADER_TYPES = frozenset({"HEADERS", "CONTINUATION", "PUSH_PROMISE"})
+_WS_CONTROL = frozenset({"close", "ping", "pong"})
+_TLS_CONTROL = frozenset({"handshake", "change_cipher_spec", "alert", "heartbeat"})
+
+
+def overhead(cap: Capture, *, by_direction: bool = False) -> pd.DataFrame:
+    """Bytes by layer and purpose (schema :data:`OVERHEAD`): one row per connection of
+    ``cap`` in tcp_stream order (two with ``by_direction=True``), then the total row. The
+    categories of every row add up to its ``wire_bytes``; the rules are in the module
+    docstring. An empty capture gives just the total row of zeros."""
+    conns = cap.connections
+    n = len(conns)
+    streams = conns["tcp_stream"].to_numpy(np.int64)
+    acc = {c: np.zeros((n, 2), np.int64) for c in CATEGORIES}
+    pos = {int(s): i for i, s in enumerate(streams.tolist())}
+    wire = _pair(conns, "wire_bytes")
+    payload = _pair(conns, "bytes")
+    resent = _pair(conns, "resent_bytes")
+    packets = _pair(conns, "packets")
+    hs = _pair(conns, "tcp_handshake_bytes")
+    td = _pair(conns, "tcp_teardown_bytes")
+    ack = _pair(conns, "pure_ack_bytes")
+    acc["tcp_handshake_bytes"][:] = hs
+    acc["tcp_teardown_bytes"][:] = td
+    acc["tcp_ack_bytes"][:] = ack
+    acc["tcp_header_bytes"][:] = wire - payload - hs - td - ack
+    acc["tcp_resent_bytes"][:] = resent
+
+    compressed = _tls(cap, pos, acc)
+    _http2(cap, pos, acc)
+    _http1(cap, pos, acc)
+    _websocket(cap, pos, acc)
+    _sse(cap, pos, acc)
+    for (i, d), budget in compressed.items():
+        _squeeze(acc, i, d, budget)
+    acc["other_bytes"][:] = wire - sum(acc[c] for c in CATEGORIES if c != "other_bytes")
+
+    stacks = protocol_stacks(cap)
+    proto = [stacks.get(int(st), "tcp") for st in streams.tolist()]
+    client = [
+        _endpoint(a, p)
+        for a, p in zip(
+            conns["client_addr"].astype(object).tolist(), conns["client_port"].tolist(), strict=True
+        )
+    ]
+    server = [
+        _endpoint(a, p)
+        for a, p in zip(
+            conns["server_addr"].astype(object).tolist(), conns["server_port"].tolist(), strict=True
+        )
+    ]
+    rows: list[list[Any]] = []
+    if by_direction:
+        for i in range(n):
+            for d, label in enumerate(("client_to_server", "server_to_client")):
+                rows.append(
+                    _out_row(
+                        int(streams[i]),
+                        label,
+                        False,
+                        client[i],
+                        server[i],
+                        proto[i],
+                        int(packets[i, d]),
+                        int(wire[i, d]),
+                        [int(acc[c][i, d]) for c in CATEGORIES],
+                    )
+                )
+    else:
+        for i in range(n):
+            rows.append(
+                _out_row(
+                    int(streams[i]),
+                    "both",
+                    False,
+                    client[i],
+                    server[i],
+                    proto[i],
+                    int(packets[i].sum()),
+                    int(wire[i].sum()),
+                    [int(acc[c][i].sum()) for c in CATEGORIES],
+                )
+            )
+    rows.append(
+        _out_row(
+            None,
+            "both",
+            True,
+            None,
+            None,
+            "total",
+            int(packets.sum()),
+            int(wire.sum()),
+            [int(acc[c].sum()) for c in CATEGORIES],
+        )
+    )
+    return OVERHEAD.frame(rows)
+
+
+def _out_row(
+    stream: int | None,
+    direction: str,
+    total: bool,
+    client: str | None,
+    server: str | None,
+    proto: str,
+    packets: int,
+    wire: int,
+    cats: list[int],
+) -> list[Any]:
+    app = cats[CATEGORIES.index("app_payload_bytes")]
+    invisible = (
+        cats[CATEGORIES.index("tls_encrypted_bytes")] + cats[CATEGORIES.index("other_bytes")]
+    )
+    good = app / wire if wire else float("nan")
+    upper = (app + invisible) / wire if wire else float("nan")
+    return [stream, direction, total, client, server, proto, packets, wire, *cats, good, upper]
+
+
+# ------------------------------------------------------------------------------------ layers
+
+
+def _pair(conns: pd.DataFrame, suffix: str) -> np.ndarray:
+    """client_<suffix> / server_<suffix> as an (n, 2) int64 array."""
+    if not len(conns):
+        return np.zeros((0, 2), np.int64)
+    return np.stack([_nz(conns[f"client_{suffix}"]), _nz(conns[f"server_{suffix}"])], axis=1)
+
+
+def _add(
+    acc: dict[str, np.ndarray],
+    pos: dict[int, int],
+    cat: str,
+    keys: pd.DataFrame | None,
+    values: Iterable[Any] | None = None,
+) -> None:
+    """Add per-(tcp_stream, d) sums to ``acc[cat]``; ``keys`` has columns tcp_stream, d, v."""
+    if keys is None or not len(keys):
+        return
+    g = keys.groupby(_KEY, sort=False)["v"].sum()
+    target = acc[cat]
+    for (st, d), v in zip(g.index.tolist(), g.to_numpy(np.int64).tolist(), strict=True):
+        i = pos.get(int(st))
+        if i is not None:
+            target[i, int(d)] += v
+
+
+def _frame(stream: Any, d: Any, v: Any) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "tcp_stream": np.asarray(stream, np.int64),
+            "d": np.asarray(d, np.int64),
+            "v": np.asarray(v, np.int64),
+        }
+    )
+
+
+def _dir(s: pd.Series) -> np.ndarray:
+    """direction column -> 0 client_to_server / 1 server_to_client."""
+    return (s.astype("string") == "server_to_client").fillna(False).to_numpy(bool).astype(np.int64)
+
+
+def _nz(s: pd.Series) -> np.ndarray:
+    """nullable int column -> int64 with NA as 0."""
+    return s.astype("Int64").fillna(0).to_numpy(np.int64)
+
+
+_INNER = (
+    "http2_frame_header_bytes",
+    "http2_control_bytes",
+    "hpack_bytes",
+    "http1_header_bytes",
+    "http1_framing_bytes",
+    "ws_frame_header_bytes",
+    "ws_control_bytes",
+    "sse_framing_bytes",
+    "app_payload_bytes",
+)
+
+
+def _squeeze(acc: dict[str, np.ndarray], i: int, d: int, budget: int) -> None:
+    """TLS compression: the inner layers counted decompressed bytes; share the ``budget``
+    of compressed fragment bytes among them in proportion (rounded down; the rest is left
+    to other_bytes)."""
+    total = sum(int(acc[c][i, d]) for c in _INNER)
+    if total <= budget or total <= 0:
+        return
+    for c in _INNER:
+        acc[c][i, d] = int(acc[c][i, d]) * budget // total
+
+
+def _tls(
+    cap: Capture, pos: dict[int, int], acc: dict[str, np.ndarray]
+) -> dict[tuple[int, int], int]:
+    """TLS categories; returns {(row, d): fragment bytes} of directions that used TLS
+    compression (a decrypted record longer than its fragment), for :func:`_squeeze`."""
+    rec = cap.tls_records
+    if not len(rec):
+        return {}
+    st = rec["tcp_stream"].to_numpy(np.int64)
+    d = _dir(rec["direction"])
+    hdr = np.where(rec["version"].astype("string").eq("SSL 2.0").fillna(False).to_numpy(bool), 2, 5)
+    length = rec["length"].to_numpy(np.int64)
+    size = hdr + length
+    wire_type = rec["content_type"].astype("string").fillna("").to_numpy(object)
+    inner = rec["inner_content_type"].astype("string").fillna("").to_numpy(object)
+    decrypted = rec["decrypted"].to_numpy(bool)
+    plain = _nz(rec["plaintext_length"])
+    control = np.array(
+        [w in _TLS_CONTROL or i in _TLS_CONTROL for w, i in zip(wire_type, inner, strict=True)],
+        dtype=bool,
+    )
+    app = ~control
+    # TLS 1.3 without keys: encrypted handshake records before each side's Finished
+    hs_limit = _tls_handshake_limits(cap.tls_handshakes)
+    if hs_limit:
+        session = rec["session"].to_numpy(np.int64)
+        offset = rec["offset"].to_numpy(np.int64)
+        start = (
+            pd.DataFrame(
+                {
+                    "k": list(zip(st.tolist(), session.tolist(), d.tolist(), strict=True)),
+                    "o": offset,
+                }
+            )
+            .groupby("k")["o"]
+            .transform("min")
+            .to_numpy(np.int64)
+        )
+        for i in np.flatnonzero(app & ~decrypted):
+            lim = hs_limit.get((int(st[i]), int(session[i]), int(d[i])))
+            if lim is not None and offset[i] + size[i] - start[i] <= lim:
+                control[i] = True
+        app = ~control
+    inner_app = app & decrypted
+    # TLS compression (TLS <= 1.2 DEFLATE): plaintext is the decompressed size
+    grown = inner_app & (plain > length)
+    squeezed: set[tuple[int, int]] = {
+        (int(a), int(b)) for a, b in zip(st[grown], d[grown], strict=True)
+    }
+    comp = (
+        np.array([(int(a), int(b)) in squeezed for a, b in zip(st, d, strict=True)], dtype=bool)
+        if squeezed
+        else np.zeros(len(rec), bool)
+    )
+    _add(acc, pos, "tls_handshake_bytes", _frame(st[control], d[control], size[control]))
+    overhead_v = np.where(inner_app & ~comp, size - plain, hdr)
+    _add(acc, pos, "tls_record_overhead_bytes", _frame(st[app], d[app], overhead_v[app]))
+    enc = app & ~decrypted
+    _add(acc, pos, "tls_encrypted_bytes", _frame(st[enc], d[enc], length[enc]))
+    budget: dict[tuple[int, int], int] = {}
+    for a, b, v in zip(
+        st[inner_app & comp].tolist(),
+        d[inner_app & comp].tolist(),
+        length[inner_app & comp].tolist(),
+        strict=True,
+    ):
+        row = pos.get(int(a))
+        if row is not None:
+            budget[(row, int(b))] = budget.get((row, int(b)), 0) + int(v)
+    return budget
+
+
+def _tls_handshake_limits(hs: pd.DataFrame) -> dict[tuple[int, int, int], int]:
+    """{(tcp_stream, session, d): handshake record bytes of that side} for sessions whose
+    protected handshake was not decrypted (otherwise the records' inner types tell)."""
+    if not len(hs):
+        return {}
+    out: dict[tuple[int, int, int], int] = {}
+    sel = hs[~hs["decrypted"].to_numpy(bool)]
+    for st, se, c, s in zip(
+        sel["tcp_stream"].tolist(),
+        sel["session"].tolist(),
+        sel["client_handshake_bytes"].tolist(),
+        sel["server_handshake_bytes"].tolist(),
+        strict=True,
+    ):
+        out[(int(st), int(se), 0)] = int(c)
+        out[(int(st), int(se), 1)] = int(s)
+    return out
+
+
+def _http2(cap: Capture, pos: dict[int, int], acc: dict[str, np.ndarray]) -> None:
+    fr = cap.http2_frames
+    if len(fr):
+        st = fr["tcp_stream"].to_numpy(np.int64)
+        d = _dir(fr["direction"])
+        typ = fr["type"].astype("string").fillna("").to_numpy(object)
+        length = fr["length"].to_numpy(np.int64)
+        is_data = typ == "DATA"
+        is_hdr = np.isin(typ, list(_H2_HEADER_TYPES))
+        data = np.where(is_data, _nz(fr["data_bytes"]), 0)
+        block = np.where(is_hdr, _nz(fr["header_block_bytes"]), 0)
+        _add(acc, pos, "http2_frame_header_bytes", _frame(st, d, np.full(len(fr), 9)))
+        _add(acc, pos, "hpack_bytes", _frame(st, d, block))
+        _add(acc, pos, "app_payload_bytes", _frame(st, d, data))
+        _add(acc, pos, "http2_control_bytes", _frame(st, d, length - data - block))
+    h2c = cap.http2_connections
+    if len(h2c):  # the client connection preface: its h2 bytes that are not frames nor skipped
+        framed: dict[int, int] = {}
+        if len(fr):
+            c2s = fr[_dir(fr["direction"]) == 0]
+            framed = (
+                c2s.groupby("tcp_stream")["length"].sum() + 9 * c2s.groupby("tcp_stream").size()
+            ).to_dict()
+        st = h2c["tcp_stream"].to_numpy(np.int64)
+        rest = (
+            h2c["client_bytes"].to_numpy(np.int64)
+            - h2c["client_skipped_bytes"].to_numpy(np.int64)
+            - np.array([framed.get(int(x), 0) for x in st], np.int64)
+        )
+        _add(acc, pos, "http2_control_bytes", _frame(st, np.zeros(len(st)), np.clip(rest, 0, 24)))
+
+
+def _http1(cap: Capture, pos: dict[int, int], acc: dict[str, np.ndarray]) -> None:
+    req = cap.http_requests
+    if not len(req):
+        return
+    st = req["tcp_stream"].to_numpy(np.int64)
+    zeros, ones = np.zeros(len(req), np.int64), np.ones(len(req), np.int64)
+    rh, rb = _nz(req["request_header_bytes"]), _nz(req["request_body_bytes"])
+    sh, sb = _nz(req["response_header_bytes"]), _nz(req["response_body_bytes"])
+    sw = req["response_wire_bytes"].astype("Int64")
+    framing = np.where(sw.notna().to_numpy(bool), _nz(sw) - sh - sb, 0)
+    framing = np.maximum(framing, 0)
+    _add(acc, pos, "http1_header_bytes", _frame(st, zeros, rh))
+    _add(acc, pos, "http1_header_bytes", _frame(st, ones, sh))
+    _add(acc, pos, "app_payload_bytes", _frame(st, zeros, rb))
+    _add(acc, pos, "app_payload_bytes", _frame(st, ones, sb))
+    _add(acc, pos, "http1_framing_bytes", _frame(st, ones, framing))
+
+
+def _websocket(cap: Capture, pos: dict[int, int], acc: dict[str, np.ndarray]) -> None:
+    wf = getattr(cap, "ws_frames", None)
+    if not isinstance(wf, pd.DataFrame) or not len(wf) or "header_bytes" not in wf.columns:
+        return
+    st = wf["tcp_stream"].to_numpy(np.int64)
+    d = _dir(wf["direction"])
+    hdr = wf["header_bytes"].to_numpy(np.int64)
+    body = _nz(wf["payload_len"]) - wf["lost_bytes"].to_numpy(np.int64)
+    body = np.maximum(body, 0)
+    control = (
+        wf["opcode_name"].astype("string").isin(list(_WS_CONTROL)).fillna(False).to_numpy(bool)
+    )
+    over_h2 = wf["stream_id"].notna().to_numpy(bool)
+    _add(acc, pos, "ws_frame_header_bytes", _frame(st, d, hdr))
+    _add(acc, pos, "ws_control_bytes", _frame(st[control], d[control], body[control]))
+    _add(acc, pos, "app_payload_bytes", _frame(st[~control], d[~control], body[~control]))
+    if over_h2.any():  # RFC 8441: the frames travel inside HTTP/2 DATA, counted there already
+        moved = np.where(control, body, 0) + hdr
+        _add(acc, pos, "app_payload_bytes", _frame(st[over_h2], d[over_h2], -moved[over_h2]))
+
+
+def _sse(cap: Capture, pos: dict[int, int], acc: dict[str, np.ndarray]) -> None:
+    """Move the non-data part of text/event-stream bodies from app payload to SSE framing."""
+    ev = cap.sse_events
+    if not len(ev):
+        return
+    data = ev.assign(v=ev["data_bytes"].to_numpy(np.int64))
+    body: list[tuple[int, int]] = []
+    h1 = data[data["request_index"].notna().to_numpy(bool)]
+    if len(h1):
+        ev_sum = h1.groupby(["tcp_stream", "request_index"])["v"].sum()
+        req = cap.http_requests.set_index(["tcp_stream", "request_index"])["response_body_bytes"]
+        for key, v in zip(ev_sum.index.tolist(), ev_sum.to_numpy(np.int64).tolist(), strict=True):
+            b = req.get(key)
+            if b is not None and b is not pd.NA:
+                body.append((int(key[0]), max(int(b) - v, 0)))
+    h2 = data[data["stream_id"].notna().to_numpy(bool)]
+    if len(h2):
+        ev_sum = h2.groupby(["tcp_stream", "stream_id"])["v"].sum()
+        sd = cap.http2_streams.set_index(["tcp_stream", "stream_id"])["server_data_bytes"]
+        for key, v in zip(ev_sum.index.tolist(), ev_sum.to_numpy(np.int64).tolist(), strict=True):
+            b = sd.get(key)
+            if b is not None:
+                body.append((int(key[0]), max(int(b) - v, 0)))
+    if body:
+        st = np.array([b[0] for b in body], np.int64)
+        v = np.array([b[1] for b in body], np.int64)
+        ones = np.ones(len(body), np.int64)
+        _add(acc, pos, "sse_framing_bytes", _frame(st, ones, v))
+        _add(acc, pos, "app_payload_bytes", _frame(st, ones, -v))
+
+
+def protocol_stacks(cap: Capture) -> dict[int, str]:
+    """{tcp_stream: the layers the tables saw on it, '/'-joined in stack order: tls, http1,
+    http2, websocket}; connections not listed carry none of them (plain "tcp")."""
+    layers: dict[int, list[str]] = {}
+    named = (
+        ("tls", cap.tls_records),
+        ("tls", cap.tls_handshakes),
+        ("http1", cap.http_requests),
+        ("http2", cap.http2_connections),
+        ("websocket", getattr(cap, "ws_connections", None)),
+    )
+    for name, df in named:
+        if not isinstance(df, pd.DataFrame) or not len(df):
+            continue
+        for st in set(df["tcp_stream"].to_numpy(np.int64).tolist()):
+            mine = layers.setdefault(st, [])
+            if name not in mine:
+                mine.append(name)
+    return {st: "/".join(x) for st, x in layers.items()}
+
+
+def _endpoint(addr: Any, port: Any) -> str:
+    a = str(addr)
+    return f"[{a}]:{port}" if ":" in a else f"{a}:{port}"

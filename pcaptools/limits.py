@@ -1,0 +1,379 @@
+"""Every resource limit of pcaptools in one place: what it bounds, its default, where it lives
+and the anomaly code (a ``Capture.warnings`` row) it gives when a capture hits it.
+
+The defaults are not copied here: each :class:`Limit` names its home (a module constant or a
+parameter of a function or class) and :attr:`Limit.default` reads it, so this table cannot
+go stale; ``tests/robustness/test_robustness_limits.py`` checks that every home resolves and
+that ``docs/robustness.md`` shows the table :func:`limits_markdown` makes
+(``python -m pcaptools.limits`` prints it, ``--write`` updates the docs).
+
+Why limits: a capture is untrusted input. Every buffer an attacker (or a broken capture) can
+grow is bounded, and hitting a bound is reported, never silent: the rows of the code named
+here, and exact counts in ``Capture.summary.extra["warning_counts"]`` even beyond the
+per-code row cap.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+
+__all__ = ["LIMITS", "Limit", "limits_markdown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """One resource limit."""
+
+    name: str
+    """what it is called in the docs (the parameter name when it is one)"""
+    home: str
+    """``module:CONSTANT`` or ``module:Callable(parameter)``"""
+    unit: str
+    """bytes, count, seconds, ..."""
+    code: str | None
+    """the anomaly code written when it is hit (None: silent by design, see ``meaning``)"""
+    meaning: str
+    """what it bounds and what happens at the bound"""
+    settable: str = ""
+    """how a user changes it (empty: a module constant, not a public knob)"""
+
+    @property
+    def default(self) -> object:
+        """The current default, read from :attr:`home`."""
+        module, _, attr = self.home.partition(":")
+        mod = importlib.import_module(module)
+        if "(" not in attr:
+            return getattr(mod, attr)
+        func_name, _, param = attr.rstrip(")").partition("(")
+        obj = mod
+        for part in func_name.split("."):
+            obj = getattr(obj, part)
+        return inspect.signature(obj).parameters[param].default  # type: ignore[arg-type]
+
+
+def _fmt(value: object, unit: str) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and unit == "bytes":
+        for shift, suffix in ((30, " GiB"), (20, " MiB"), (10, " KiB")):
+            if value >= 1 << shift and value % (1 << shift) == 0:
+                return f"{value >> shift}{suffix}"
+        return f"{value:,} B"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+_IO = "pcaptools.io"
+_TLS = "pcaptools.protocols.tls"
+
+#: every limit, in pipeline order
+LIMITS: tuple[Limit, ...] = (
+    Limit(
+        "max_decompressed_bytes",
+        "pcaptools.capture:load(max_decompressed_bytes)",
+        "bytes",
+        "capture.decompression_limit",
+        "bytes read after decompression (and from an uncompressed file); reading stops there "
+        "and everything before is analysed. None: no limit. A guard against decompression "
+        "bombs (2 GB of zeros gzip to 2 MB)",
+        "load(max_decompressed_bytes=...)",
+    ),
+    Limit(
+        "largest record",
+        f"{_IO}.linktypes:MAX_PACKET_STANDARD",
+        "bytes",
+        "capture.bad_record_length",
+        "largest pcap/pcapng record accepted for ordinary link types, as Wireshark "
+        "(USB and a few others: larger); a longer record stops reading",
+    ),
+    Limit(
+        "largest pcapng block",
+        f"{_IO}.pcapng:MAX_BLOCK_LEN",
+        "bytes",
+        "capture.bad_block",
+        "a block announcing more stops reading (the file is not trusted to resynchronise)",
+    ),
+    Limit(
+        "max_warnings_per_code",
+        "pcaptools.capture:load(max_warnings_per_code)",
+        "rows",
+        None,
+        "rows of Capture.warnings kept per anomaly code; further occurrences are only "
+        "counted (summary.extra['warning_counts'] is exact)",
+        "load(max_warnings_per_code=...)",
+    ),
+    Limit(
+        "IP fragment datagrams in flight",
+        "pcaptools.net.decode:PacketDecoder(max_fragment_datagrams)",
+        "datagrams",
+        "net.ip_fragment_incomplete",
+        "the oldest incomplete datagram is dropped to make room",
+    ),
+    Limit(
+        "IP fragment bytes in flight",
+        "pcaptools.net.decode:PacketDecoder(max_fragment_bytes)",
+        "bytes",
+        "net.ip_fragment_incomplete",
+        "bytes held by incomplete datagrams, all together",
+    ),
+    Limit(
+        "fragments per datagram",
+        "pcaptools.net.fragments:MAX_FRAGMENTS_PER_DATAGRAM",
+        "count",
+        "net.ip_fragment_incomplete",
+        "a datagram cut in more pieces is given up",
+    ),
+    Limit(
+        "fragment reassembly timeout",
+        "pcaptools.net.decode:PacketDecoder(fragment_timeout_ns)",
+        "ns",
+        "net.ip_fragment_incomplete",
+        "an incomplete datagram older than this (capture time) is dropped",
+    ),
+    Limit(
+        "IPv6 extension headers",
+        "pcaptools.net.decode:_MAX_IP6_EXT",
+        "count",
+        "net.bad_ipv6_extension",
+        "a longer chain is reported and the packet not decoded",
+    ),
+    Limit(
+        "VLAN / MPLS stack depth",
+        "pcaptools.net.decode:_MAX_ETHER_DEPTH",
+        "count",
+        None,
+        "deeper stacks are not decoded further (counted as non-IP)",
+    ),
+    Limit(
+        "tunnel depth",
+        "pcaptools.net.decode:_MAX_TUNNEL_DEPTH",
+        "count",
+        None,
+        "IP-in-IP / GRE nesting decoded; the innermost packet beyond is reported as IP",
+    ),
+    Limit(
+        "unacknowledged segments",
+        "pcaptools.tcp.analysis:MAX_UNACKED_SEGMENTS",
+        "count",
+        "tcp.unacked_limit",
+        "per direction, for retransmission analysis (as tshark); older ones are forgotten",
+    ),
+    Limit(
+        "reassembly buffer per direction",
+        "pcaptools.tcp.tracker:TcpTracker(max_buffer_bytes)",
+        "bytes",
+        "tcp.reassembly_limit",
+        "out-of-order bytes waiting for a hole to fill; beyond it the first hole becomes a "
+        "gap for the protocol observers",
+    ),
+    Limit(
+        "reassembly pieces per direction",
+        "pcaptools.tcp.reassembly:_MAX_PIECES",
+        "count",
+        "tcp.reassembly_limit",
+        "out-of-order segments held (many tiny segments)",
+    ),
+    Limit(
+        "retransmission history per direction",
+        "pcaptools.tcp.reassembly:Reassembler(max_history_bytes)",
+        "bytes",
+        None,
+        "delivered bytes remembered to compare retransmitted copies with; older ones are "
+        "not compared",
+    ),
+    Limit(
+        "TLS record length",
+        f"{_TLS}.records:MAX_RECORD_LENGTH",
+        "bytes",
+        "tls.record_overflow",
+        "a record header announcing more: that direction is no longer parsed (bytes counted)",
+    ),
+    Limit(
+        "TLS resynchronisation search",
+        f"{_TLS}.records:RESYNC_BUDGET",
+        "bytes",
+        "tls.resync_failed",
+        "bytes searched for a record boundary after a gap",
+    ),
+    Limit(
+        "TLS handshake message",
+        f"{_TLS}.observer:MAX_HANDSHAKE_MESSAGE",
+        "bytes",
+        "tls.handshake_parse_error",
+        "a handshake message reassembled across records may not be longer",
+    ),
+    Limit(
+        "HTTP/1 header section",
+        "pcaptools.protocols.http1:Http1Observer(max_head_bytes)",
+        "bytes",
+        "http1.header_too_large",
+        "start line + headers without an end",
+    ),
+    Limit(
+        "HTTP/1 chunk-size line",
+        "pcaptools.protocols.http1:_MAX_CHUNK_LINE",
+        "bytes",
+        "http1.bad_message",
+        "a chunk-size line without an end",
+    ),
+    Limit(
+        "HTTP/1 requests awaiting a response",
+        "pcaptools.protocols.http1:_MAX_AWAITING",
+        "count",
+        None,
+        "pipelined requests held; the oldest is emitted as evicted",
+    ),
+    Limit(
+        "protocol detection probe",
+        "pcaptools.protocols.detect:HttpDetector(max_probe_bytes)",
+        "bytes",
+        None,
+        "bytes looked at to recognise HTTP; then the connection is left alone",
+    ),
+    Limit(
+        "HTTP/2 frame body buffered",
+        "pcaptools.protocols.http2:_MAX_BUFFERED_FRAME",
+        "bytes",
+        "http2.frame_too_large",
+        "bodies of larger frames are counted and skipped, not held",
+    ),
+    Limit(
+        "HTTP/2 header block",
+        "pcaptools.protocols.http2:_MAX_HEADER_BLOCK",
+        "bytes",
+        "http2.bad_frame",
+        "HEADERS + CONTINUATION bytes of one block",
+    ),
+    Limit(
+        "HPACK dynamic table",
+        "pcaptools.protocols.http2:_HPACK_MAX_TABLE",
+        "bytes",
+        "http2.hpack_decode_failed",
+        "largest table size update accepted",
+    ),
+    Limit(
+        "HPACK decoded header list",
+        "pcaptools.protocols.http2:_HPACK_MAX_HEADER_LIST",
+        "bytes",
+        "http2.hpack_decode_failed",
+        "RFC 7541 size of the decoded headers of one block (stops reference bombs)",
+    ),
+    Limit(
+        "HTTP/2 open streams",
+        "pcaptools.protocols.http2:_MAX_OPEN_STREAMS",
+        "count",
+        None,
+        "streams tracked per connection; the oldest is emitted as evicted",
+    ),
+    Limit(
+        "HTTP/2 pending PINGs",
+        "pcaptools.protocols.http2:_MAX_PENDING_PINGS",
+        "count",
+        None,
+        "PINGs awaiting their ACK for RTT measurement",
+    ),
+    Limit(
+        "HTTP/2 frame search",
+        "pcaptools.protocols.http2:Http2Observer(hunt_budget)",
+        "bytes",
+        "http2.desynced",
+        "bytes searched for frame alignment after a gap",
+    ),
+    Limit(
+        "SSE line / event data",
+        "pcaptools.protocols.sse:DEFAULT_MAX_LINE_BYTES",
+        "bytes",
+        "sse.unterminated_event",
+        "a longer line (or event) is dropped; parsing resumes at the next line end",
+    ),
+    Limit(
+        "WebSocket frame inspected",
+        "pcaptools.protocols.websocket:DEFAULT_MAX_FRAME_BYTES",
+        "bytes",
+        "ws.frame_too_large",
+        "larger payloads are counted and skipped (no unmasking, preview or inflating)",
+    ),
+    Limit(
+        "WebSocket decompressed message",
+        "pcaptools.protocols.websocket:DEFAULT_MAX_DECOMPRESSED_BYTES",
+        "bytes",
+        "ws.decompression_limit",
+        "inflated bytes of one message (deflate bombs)",
+    ),
+    Limit(
+        "WebSocket control payload kept",
+        "pcaptools.protocols.websocket:CONTROL_KEEP_BYTES",
+        "bytes",
+        None,
+        "of a control frame (the legal maximum is 125)",
+    ),
+    Limit(
+        "WebSocket frame search",
+        "pcaptools.protocols.websocket:HUNT_BUDGET_BYTES",
+        "bytes",
+        "ws.desynced",
+        "bytes searched for a frame boundary after a gap",
+    ),
+    Limit(
+        "WebSocket text preview",
+        "pcaptools.protocols.websocket:DEFAULT_PREVIEW_CHARS",
+        "characters",
+        None,
+        "kept per text message",
+    ),
+    Limit(
+        "report table rows",
+        "pcaptools.report.html:MAX_TABLE_ROWS",
+        "rows",
+        None,
+        "rows shown per report table (the page says how many were left out)",
+        "write_report(max_table_rows=...)",
+    ),
+    Limit(
+        "report timeline bars",
+        "pcaptools.report.html:MAX_TIMELINE_BARS",
+        "bars",
+        None,
+        "connections drawn in the timeline",
+        "write_report(max_timeline_bars=...)",
+    ),
+)
+
+
+def limits_markdown() -> str:
+    """The table of :data:`LIMITS` for docs/robustness.md (limits whose home is missing,
+    e.g. a module not written yet, say so instead of failing)."""
+    lines = [
+        "| limit | default | where | when hit | what it bounds |",
+        "|---|---|---|---|---|",
+    ]
+    for lim in LIMITS:
+        try:
+            default = _fmt(lim.default, lim.unit)
+        except (ImportError, AttributeError, KeyError):
+            default = "(missing)"
+        where = f"`{lim.home}`" + (f"; {lim.settable}" if lim.settable else "")
+        code = f"`{lim.code}`" if lim.code else "no row"
+        lines.append(f"| {lim.name} | {default} | {where} | {code} | {lim.meaning} |")
+    return "\n".join(lines) + "\n"
+
+
+def _write_docs() -> None:
+    """Replace the table between the markers of docs/robustness.md."""
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parent.parent / "docs" / "robustness.md"
+    text = doc.read_text(encoding="utf-8")
+    begin, end = "<!-- limits:begin -->\n", "<!-- limits:end -->"
+    head, rest = text.split(begin, 1)
+    doc.write_text(head + begin + limits_markdown() + end + rest.split(end, 1)[1], encoding="utf-8")
+
+
+if __name__ == "__main__":  # python -m pcaptools.limits [--write]
+    import sys
+
+    if "--write" in sys.argv:
+        _write_docs()
+    else:
+        print(limits_markdown(), end="")

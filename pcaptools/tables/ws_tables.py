@@ -1,0 +1,469 @@
+"""Schemas and builders of the WebSocket tables: ws_connections, ws_frames, ws_messages, and
+the schema of ws_heartbeats (one row per ping, shared by every heartbeat mechanism).
+
+:class:`WsTablesBuilder` turns the events of
+:class:`~pcaptools.protocols.websocket.WebSocketObserver` into rows (other event types are
+ignored, so the pipeline can hand it everything). ``ws_heartbeats`` is derived from
+``ws_frames`` by :func:`pcaptools.analyses.heartbeats.websocket_heartbeats`;
+:func:`pcaptools.analyses.heartbeats.heartbeats` returns the same columns for WebSocket
+ping/pong, HTTP/2 PING and TCP keep-alives together.
+
+Comparing with tshark 4.0 (``websocket.*`` fields): ``ws_frames`` has one row per frame on
+the same ``frame`` as tshark (the packet that delivered the frame's last byte);
+``fin`` = websocket.fin, ``rsv`` bits = websocket.rsv, ``opcode`` = websocket.opcode,
+``masked`` = websocket.mask, ``payload_len`` = websocket.payload_length (or its 16/64-bit
+extension), ``close_code`` / ``close_reason`` = websocket.payload.close.status_code /
+.reason, ``control_payload`` = websocket.payload.ping / .pong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pandas as pd
+
+from .._columns import NA, CodeColumn, IntColumn
+from ..protocols._base import Direction
+from ..protocols.websocket import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_PREVIEW_CHARS,
+    WsConnectionEnded,
+    WsFrame,
+    WsMessage,
+    opcode_name,
+)
+from .schema import TS_DTYPE, Column, TableSchema
+
+__all__ = [
+    "HEARTBEATS",
+    "WS_CONNECTIONS",
+    "WS_FRAMES",
+    "WS_MESSAGES",
+    "WS_TABLES",
+    "WsTablesBuilder",
+]
+
+_TCP_STREAM = Column("tcp_stream", "int64", None, "Wireshark tcp.stream index of the connection")
+_STREAM_ID = Column(
+    "stream_id", "Int64", None,
+    "HTTP/2 stream carrying the WebSocket (RFC 8441 extended CONNECT); NA over HTTP/1.1",
+)
+_DIRECTION = Column("direction", "category", None, "client_to_server or server_to_client")
+
+WS_CONNECTIONS = TableSchema(
+    name="ws_connections",
+    grain="one row per WebSocket connection (an HTTP/1.1 Upgrade answered 101)",
+    key=("tcp_stream", "stream_id"),
+    columns=(
+        _TCP_STREAM,
+        _STREAM_ID,
+        Column("http_version", "category", None, "1.1 (Upgrade + 101) or 2 (extended CONNECT)"),
+        Column("request_frame", "Int64", None, "packet that completed the Upgrade request"),
+        Column("handshake_frame", "Int64", None,
+               "packet that completed the 101 response (http_requests.response_frame)"),
+        Column("handshake_ts", TS_DTYPE, None, "time of handshake_frame"),
+        Column("path", "string", None, "request target of the Upgrade request"),
+        Column("host", "string", None, "Host header"),
+        Column("origin", "string", None, "Origin header"),
+        Column("version", "string", None, "Sec-WebSocket-Version of the request (13)"),
+        Column("accept_ok", "boolean", None,
+               "Sec-WebSocket-Accept is the SHA-1/base64 of the key and the RFC 6455 GUID; "
+               "NA when the request (key) was not captured (see warnings ws.accept_mismatch)"),
+        Column("offered_protocols", "string", None, "Sec-WebSocket-Protocol of the request"),
+        Column("protocol", "string", None, "subprotocol selected by the server"),
+        Column("offered_extensions", "string", None, "Sec-WebSocket-Extensions of the request"),
+        Column("extensions", "string", None,
+               "Sec-WebSocket-Extensions of the response: the extensions in effect"),
+        Column("permessage_deflate", "bool", None, "RFC 7692 compression was negotiated"),
+        Column("client_no_context_takeover", "bool", None,
+               "permessage-deflate: the client resets its compressor for every message"),
+        Column("server_no_context_takeover", "bool", None, "same for the server"),
+        Column("client_max_window_bits", "Int64", None,
+               "permessage-deflate client_max_window_bits accepted by the server"),
+        Column("server_max_window_bits", "Int64", None,
+               "permessage-deflate server_max_window_bits"),
+        Column("client_frames", "int64", "frames", "frames sent by the client"),
+        Column("server_frames", "int64", "frames", "frames sent by the server"),
+        Column("client_messages", "int64", "messages", "data messages sent by the client"),
+        Column("server_messages", "int64", "messages", "data messages sent by the server"),
+        Column("client_payload_bytes", "int64", "bytes",
+               "payload bytes of the client's frames, as on the wire (compressed, masked)"),
+        Column("server_payload_bytes", "int64", "bytes", "payload bytes of the server's frames"),
+        Column("client_wire_bytes", "int64", "bytes", "client frame headers + payloads"),
+        Column("server_wire_bytes", "int64", "bytes", "server frame headers + payloads"),
+        Column("client_pings", "int64", "frames", "Ping frames sent by the client"),
+        Column("server_pings", "int64", "frames", "Ping frames sent by the server"),
+        Column("client_pongs", "int64", "frames", "Pong frames sent by the client"),
+        Column("server_pongs", "int64", "frames", "Pong frames sent by the server"),
+        Column("client_mask_errors", "int64", "frames",
+               "client frames without a mask (RFC 6455 §5.1: a client MUST mask)"),
+        Column("server_mask_errors", "int64", "frames", "server frames with a mask"),
+        Column("client_lost_bytes", "int64", "bytes",
+               "client payload bytes never captured (gaps inside frames)"),
+        Column("server_lost_bytes", "int64", "bytes", "server payload bytes never captured"),
+        Column("client_skipped_bytes", "int64", "bytes",
+               "client bytes not parsed: lost between frames, searched for a frame boundary, "
+               "or after the direction desynced"),
+        Column("server_skipped_bytes", "int64", "bytes", "server bytes not parsed"),
+        Column("close_by", "category", None, "client or server: who sent the first Close frame"),
+        Column("close_frame", "Int64", None, "packet of the first Close frame"),
+        Column("close_ts", TS_DTYPE, None, "time of close_frame"),
+        Column("client_close_code", "Int64", None, "status code of the client's Close frame"),
+        Column("client_close_reason", "string", None, "reason of the client's Close frame"),
+        Column("server_close_code", "Int64", None, "status code of the server's Close frame"),
+        Column("server_close_reason", "string", None, "reason of the server's Close frame"),
+        Column("end_reason", "category", None,
+               "close_handshake (both sides sent Close), close_unanswered (only one side did), "
+               "no_close (the TCP connection ended without Close frames), open_at_eof, "
+               "desynced (a direction could not be parsed to its end)"),
+        Column("end_frame", "int64", None,
+               "packet at which the WebSocket ended (last FIN/RST, or last packet)"),
+        Column("end_ts", TS_DTYPE, None, "time of end_frame"),
+        Column("duration_ms", "float64", "ms", "end_ts minus handshake_ts"),
+    ),
+)
+
+WS_FRAMES = TableSchema(
+    name="ws_frames",
+    grain="one row per WebSocket frame",
+    key=("tcp_stream", "stream_id", "direction", "index"),
+    columns=(
+        Column("frame", "int64", None,
+               "packet that delivered the frame's last byte (where tshark shows it)"),
+        Column("ts", TS_DTYPE, None, "capture time of that packet"),
+        _TCP_STREAM,
+        _STREAM_ID,
+        _DIRECTION,
+        Column("index", "int64", None, "0-based number of the frame in its direction"),
+        Column("start_frame", "int64", None, "packet that delivered the frame's first byte"),
+        Column("start_ts", TS_DTYPE, None, "time of start_frame"),
+        Column("fin", "bool", None, "websocket.fin: final fragment of a message"),
+        Column("rsv1", "bool", None,
+               "RSV1 (with permessage-deflate, on a message's first frame: compressed)"),
+        Column("rsv2", "bool", None, "RSV2 (no registered use)"),
+        Column("rsv3", "bool", None, "RSV3 (no registered use)"),
+        Column("opcode", "int64", None, "websocket.opcode (0-15)"),
+        Column("opcode_name", "category", None,
+               "continuation, text, binary, close, ping, pong or reserved"),
+        Column("masked", "bool", None,
+               "websocket.mask (clients must mask, servers must not: see warnings)"),
+        Column("payload_len", "Int64", "bytes",
+               "payload length from the header (7-bit, 16-bit or 64-bit field); NA when the "
+               "64-bit field has its top bit set (not a valid length). Frames above "
+               f"max_frame_bytes ({DEFAULT_MAX_FRAME_BYTES >> 20} MiB by default) are reported "
+               "(ws.frame_too_large), counted and skipped, their payload not inspected"),
+        Column("header_bytes", "int64", "bytes",
+               "2 + extended length (0, 2 or 8) + masking key (0 or 4)"),
+        Column("lost_bytes", "int64", "bytes",
+               "payload bytes never captured (gaps inside the frame)"),
+        Column("complete", "bool", None,
+               "False when the connection or the capture ended inside the frame"),
+        Column("message_index", "Int64", None,
+               "data frames: the message they belong to (ws_messages.index); NA for control "
+               "frames"),
+        Column("close_code", "Int64", None, "Close: websocket.payload.close.status_code"),
+        Column("close_reason", "string", None,
+               "Close: websocket.payload.close.reason (UTF-8, invalid bytes replaced)"),
+        Column("control_payload", "string", None,
+               "Ping/Pong/Close: payload unmasked, hex (first 125 bytes)"),
+    ),
+)
+
+WS_MESSAGES = TableSchema(
+    name="ws_messages",
+    grain="one row per WebSocket data message (a text/binary frame and its continuations)",
+    key=("tcp_stream", "stream_id", "direction", "index"),
+    columns=(
+        Column("frame", "int64", None, "packet that completed the message (its last frame)"),
+        Column("ts", TS_DTYPE, None, "time of that packet"),
+        _TCP_STREAM,
+        _STREAM_ID,
+        _DIRECTION,
+        Column("index", "int64", None, "0-based number of the message in its direction"),
+        Column("type", "category", None,
+               "text, binary, or unknown (continuation frames whose first frame was not seen)"),
+        Column("fragments", "int64", "frames", "frames of the message"),
+        Column("first_frame", "int64", None, "packet that delivered the message's first byte"),
+        Column("first_ts", TS_DTYPE, None, "time of first_frame"),
+        Column("duration_ms", "float64", "ms", "ts minus first_ts"),
+        Column("wire_bytes", "int64", "bytes", "frame headers + payloads"),
+        Column("payload_bytes", "int64", "bytes",
+               "payload bytes as sent (compressed size when compressed; a frame cut off by the "
+               "end of the connection counts the bytes sent, not its announced length)"),
+        Column("lost_bytes", "int64", "bytes", "payload bytes never captured"),
+        Column("compressed", "bool", None, "permessage-deflate (RSV1 on the first frame)"),
+        Column("decompress", "category", None,
+               "compressed messages: ok, failed (see ws.decompress_failed), limit (output "
+               f"beyond max_decompressed_bytes, {DEFAULT_MAX_DECOMPRESSED_BYTES >> 20} MiB "
+               "by default: ws.decompression_limit), skipped (bytes lost or not inspected, or "
+               "the shared compression context was broken earlier), incomplete"),
+        Column("decompressed_bytes", "Int64", "bytes",
+               "size after inflating; for limit, the cap plus one"),
+        Column("complete", "bool", None, "the final fragment (FIN) was seen"),
+        Column("end_reason", "category", None,
+               "fin, interrupted (a new message started before FIN), connection_closed, "
+               "open_at_eof, lost_sync (bytes lost between frames)"),
+        Column("utf8_ok", "boolean", None,
+               "text messages: valid UTF-8 (False: see ws.invalid_utf8); NA for binary or "
+               "when not all bytes were seen"),
+        Column("preview", "string", None,
+               f"text messages: the first {DEFAULT_PREVIEW_CHARS} characters "
+               "(decompressed; invalid UTF-8 replaced)"),
+        Column("preview_truncated", "bool", None, "the text is longer than the preview"),
+        Column("json_type", "string", None,
+               'value of the first "type": "..." in the preview (the event name of JSON '
+               "realtime APIs)"),
+    ),
+)
+
+HEARTBEATS = TableSchema(
+    name="ws_heartbeats",
+    grain="one row per heartbeat probe (ping); analyses.heartbeats.heartbeats() gives the same "
+          "columns for WebSocket Ping/Pong, HTTP/2 PING and TCP keep-alives",
+    key=("mechanism", "tcp_stream", "ping_frame"),
+    columns=(
+        Column("mechanism", "category", None,
+               "websocket (Ping/Pong frames), http2 (PING / PING+ACK), tcp_keepalive "
+               "(tcp_events keep_alive / keep_alive_ack)"),
+        _TCP_STREAM,
+        Column("sender", "category", None, "client or server: who sent the ping"),
+        Column("ping_frame", "int64", None, "packet of the ping"),
+        Column("ping_ts", TS_DTYPE, None, "time of ping_frame"),
+        Column("payload", "string", None,
+               "ping payload, hex ('' when empty); NA for TCP keep-alives"),
+        Column("pong_frame", "Int64", None,
+               "packet of the matching pong: the other side, later, same payload (WebSocket, "
+               "HTTP/2) or acknowledging the probe (TCP); the most recent unanswered ping with "
+               "that payload gets it, and unsolicited pongs (allowed by RFC 6455) match nothing"),
+        Column("pong_ts", TS_DTYPE, None, "time of pong_frame"),
+        Column("rtt_ms", "float64", "ms", "pong_ts minus ping_ts"),
+        Column("interval_ms", "float64", "ms",
+               "time since the previous ping from the same sender on the connection "
+               "(same mechanism); NaN for the first"),
+        Column("answered", "boolean", None,
+               "a pong matched; NA (outcome cut_off) when the connection or the capture "
+               "ended less than the answer timeout (2 s by default) after the ping; a pong is "
+               "matched whatever its delay"),
+        Column("outcome", "category", None,
+               "answered; unanswered (no pong within the connection's remaining life, which "
+               "lasted at least the answer timeout); superseded (no pong, but a later ping "
+               "of the same sender was answered within the timeout: RFC 6455 §5.5.3 lets an "
+               "endpoint answer only the most recent ping); cut_off (see answered)"),
+    ),
+)
+
+#: the tables this module builds (and ws_heartbeats), by Capture attribute name
+WS_TABLES: dict[str, TableSchema] = {
+    "ws_connections": WS_CONNECTIONS,
+    "ws_frames": WS_FRAMES,
+    "ws_messages": WS_MESSAGES,
+    "ws_heartbeats": HEARTBEATS,
+}
+
+_FRAME_INTS = (
+    "frame", "ts", "tcp_stream", "stream_id", "index", "start_frame", "start_ts", "fin",
+    "rsv", "opcode", "masked", "payload_len", "header_bytes", "lost_bytes", "complete",
+    "message_index", "close_code",
+)  # fmt: skip
+
+
+def _party(d: Direction | None) -> str | None:
+    if d is None:
+        return None
+    return "client" if d == Direction.CLIENT_TO_SERVER else "server"
+
+
+def _na(v: int | None) -> int:
+    return NA if v is None else v
+
+
+class _FrameColumns:
+    """ws_frames rows in typed arrays (the WebSocket table that grows with packets)."""
+
+    __slots__ = ("_app", "codes", "ints", "n", "sparse")
+
+    def __init__(self) -> None:
+        self.ints = {name: IntColumn() for name in _FRAME_INTS}
+        self.codes = {name: CodeColumn() for name in ("direction", "opcode_name")}
+        self.sparse: dict[str, dict[int, object]] = {"close_reason": {}, "control_payload": {}}
+        self._app = tuple(self.ints[name].data.append for name in _FRAME_INTS)
+        self.n = 0
+
+    def add(self, e: WsFrame) -> None:
+        (frame, ts, tcp, sid, index, start_frame, start_ts, fin, rsv, opcode, masked,
+         payload_len, header_bytes, lost, complete, msg, close_code) = self._app  # fmt: skip
+        frame(e.frame)
+        ts(e.ts_ns)
+        tcp(e.tcp_stream)
+        sid(_na(e.stream_id))
+        index(e.index)
+        start_frame(e.start_frame)
+        start_ts(e.start_ts_ns)
+        fin(1 if e.fin else 0)
+        rsv(e.rsv)
+        opcode(e.opcode)
+        masked(1 if e.masked else 0)
+        payload_len(e.payload_len if e.payload_len < (1 << 63) else NA)
+        header_bytes(e.header_bytes)
+        lost(e.lost_bytes)
+        complete(1 if e.complete else 0)
+        msg(_na(e.message_index))
+        close_code(_na(e.close_code))
+        c = self.codes["direction"]
+        c.data.append(c.code(e.direction.label))
+        c = self.codes["opcode_name"]
+        c.data.append(c.code(opcode_name(e.opcode)))
+        row = self.n
+        self.n += 1
+        if e.close_reason is not None:
+            self.sparse["close_reason"][row] = e.close_reason
+        if e.control_payload is not None:
+            self.sparse["control_payload"][row] = e.control_payload.hex()
+
+    def columns(self) -> dict[str, Any]:
+        ints = self.ints
+        out: dict[str, Any] = {}
+        for name in ("frame", "ts", "tcp_stream", "index", "start_frame", "start_ts", "opcode",
+                     "header_bytes", "lost_bytes"):  # fmt: skip
+            out[name] = ints[name].to_numpy()
+        for name in ("stream_id", "payload_len", "message_index", "close_code"):
+            out[name] = ints[name].to_nullable()
+        for name in ("fin", "masked", "complete"):
+            out[name] = ints[name].to_numpy().astype(bool)
+        rsv = ints["rsv"].to_numpy()
+        out["rsv1"] = (rsv & 4).astype(bool)
+        out["rsv2"] = (rsv & 2).astype(bool)
+        out["rsv3"] = (rsv & 1).astype(bool)
+        for name, col in self.codes.items():
+            out[name] = col.to_categorical()
+        for name, values in self.sparse.items():
+            dense: list[object] = [None] * self.n
+            for row, v in values.items():
+                dense[row] = v
+            out[name] = dense
+        return out
+
+
+class WsTablesBuilder:
+    """Collects the rows of ws_connections, ws_frames and ws_messages from observer events
+    (other event types are ignored)."""
+
+    def __init__(self) -> None:
+        self.frames = _FrameColumns()
+        self.messages: list[tuple[Any, ...]] = []
+        self.connections: list[tuple[Any, ...]] = []
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            WsFrame: self.frames.add,
+            WsMessage: self._message,
+            WsConnectionEnded: self._connection,
+        }
+
+    def add(self, event: object) -> None:
+        """Record one event (any type; unknown types are ignored)."""
+        h = self._handlers.get(type(event))
+        if h is not None:
+            h(event)
+
+    def add_all(self, events: Iterable[object]) -> None:
+        handlers = self._handlers
+        for e in events:
+            h = handlers.get(type(e))
+            if h is not None:
+                h(e)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """ws_connections, ws_frames and ws_messages (empty ones keep their columns)."""
+        return {
+            "ws_connections": WS_CONNECTIONS.frame(self.connections),
+            "ws_frames": WS_FRAMES.frame(columns=self.frames.columns()),
+            "ws_messages": WS_MESSAGES.frame(self.messages),
+        }
+
+    def _message(self, e: WsMessage) -> None:
+        self.messages.append(
+            (
+                e.frame,
+                e.ts_ns,
+                e.tcp_stream,
+                e.stream_id,
+                e.direction.label,
+                e.index,
+                e.type,
+                e.fragments,
+                e.first_frame,
+                e.first_ts_ns,
+                (e.ts_ns - e.first_ts_ns) / 1e6,
+                e.wire_bytes,
+                e.payload_bytes,
+                e.lost_bytes,
+                e.compressed,
+                e.decompress,
+                e.decompressed_bytes,
+                e.complete,
+                e.end_reason,
+                e.utf8_ok,
+                e.preview,
+                e.preview_truncated,
+                e.json_type,
+            )
+        )
+
+    def _connection(self, e: WsConnectionEnded) -> None:
+        h = e.handshake
+        start = h.response_ts_ns
+        self.connections.append(
+            (
+                e.tcp_stream,
+                e.stream_id,
+                h.http_version,
+                h.request_frame,
+                h.response_frame,
+                h.response_ts_ns,
+                h.path,
+                h.host,
+                h.origin,
+                h.version,
+                h.accept_ok,
+                h.offered_protocols,
+                h.protocol,
+                h.offered_extensions,
+                h.extensions,
+                h.permessage_deflate,
+                h.client_no_context_takeover,
+                h.server_no_context_takeover,
+                h.client_max_window_bits,
+                h.server_max_window_bits,
+                e.client_frames,
+                e.server_frames,
+                e.client_messages,
+                e.server_messages,
+                e.client_payload_bytes,
+                e.server_payload_bytes,
+                e.client_wire_bytes,
+                e.server_wire_bytes,
+                e.client_pings,
+                e.server_pings,
+                e.client_pongs,
+                e.server_pongs,
+                e.client_mask_errors,
+                e.server_mask_errors,
+                e.client_lost_bytes,
+                e.server_lost_bytes,
+                e.client_skipped_bytes,
+                e.server_skipped_bytes,
+                _party(e.close_by),
+                e.close_frame,
+                e.close_ts_ns,
+                e.client_close_code,
+                e.client_close_reason,
+                e.server_close_code,
+                e.server_close_reason,
+                e.end_reason,
+                e.frame,
+                e.ts_ns,
+                (e.ts_ns - start) / 1e6 if start is not None else None,
+            )
+        )
+
