@@ -8,5 +8,6 @@
 
 Each harness is a plain ``test_one_input(data: bytes) -> None`` in :mod:`fuzz.harnesses`; it
 raises only on a real bug: an exception escaping pcaptools, or an anomaly code that means
-"pcaptools bug" (``tls.internal_error``, ``net.decode_error``, ``tcp.observer_error``). See docs/robustness.md.
+"pcaptools bug" (``tls.internal_error``, ``net.decode_error``, ``tcp.observer_error``).
+See docs/robustness.md.
 """

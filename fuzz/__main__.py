@@ -12,7 +12,7 @@ USAGE = __doc__ + "\n" + (sys.modules["fuzz"].__doc__ or "")
 
 def _run(name: str, args: list[str]) -> None:
     """Coverage-guided fuzzing of one harness with atheris (never returns: libFuzzer exits)."""
-    import atheris
+    import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     with atheris.instrument_imports(include=["pcaptools"]):
         import pcaptools

@@ -78,6 +78,13 @@ def _names(paths: list[Path]) -> list[str]:
     return [f"{i}:{n}" for i, n in enumerate(rel)]  # the same file given twice
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _load_one(path: str, kwargs: dict[str, Any]) -> tuple[CaptureSummary, dict[str, pd.DataFrame]]:
     cap = load(path, **kwargs)
     return cap.summary, cap.tables
@@ -296,8 +303,9 @@ def load_many(paths_or_dir: str | os.PathLike[str] | Iterable[str | os.PathLike[
                 progress(done, n)
     else:
         with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
-            futures = {pool.submit(_load_one, str(p), load_kwargs): name
-                       for name, p in zip(names, paths, strict=True)}
+            # largest files first, so that no worker starts a big file when the others are done
+            order = sorted(zip(names, paths, strict=True), key=lambda np: -_size(np[1]))
+            futures = {pool.submit(_load_one, str(p), load_kwargs): name for name, p in order}
             try:
                 for fut in as_completed(futures):
                     name = futures[fut]

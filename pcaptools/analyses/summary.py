@@ -18,7 +18,14 @@ import pandas as pd
 if TYPE_CHECKING:
     from ..capture import Capture
 
-__all__ = ["fmt_ms", "headline", "tls_decrypt_sentences", "verdicts", "warning_counts"]
+__all__ = [
+    "fmt_ms",
+    "headline",
+    "health_verdicts",
+    "tls_decrypt_sentences",
+    "verdicts",
+    "warning_counts",
+]
 
 # tables.tcp_tables.warnings_table writes one such row per code whose rows were capped
 _SUPPRESSED = re.compile(r"^(\d+) more occurrences of (\S+) were counted but not listed$")
@@ -268,6 +275,87 @@ def verdicts(cap: Capture, head: Mapping[str, Any] | None = None) -> list[str]:
         listed = ", ".join(f"{c} {k}" for k, c in codes[:3])
         more = f" and {len(codes) - 3} more codes" if len(codes) > 3 else ""
         out.append(f"{_n(total, 'warning')} while reading: {listed}{more}.")
+    return out
+
+
+# -- disconnects, heartbeats, overhead ------------------------------------------------------
+
+_HB_LABELS = {
+    "websocket": ("WebSocket pings", "median pong"),
+    "http2": ("HTTP/2 PINGs", "median PING ACK"),
+    "tcp_keepalive": ("TCP keep-alives", "median answer"),
+}
+
+
+def health_verdicts(
+    cap: Capture,
+    *,
+    disc: pd.DataFrame | None = None,
+    hb: pd.DataFrame | None = None,
+    ovh: pd.DataFrame | None = None,
+) -> list[str]:
+    """Sentences on how connections ended, their heartbeats and goodput, e.g.
+    ``"1 of 1 TCP connection did not end cleanly: 1 peer vanished."``,
+    ``"WebSocket pings: 4 of 5 answered, 1 unanswered, median pong 0.448 ms."``,
+    ``"Goodput 48% of bytes on the wire (37,222 of 77,491 bytes are application payload)."``.
+
+    ``disc``, ``hb``, ``ovh``: ``analyses.disconnects(cap)``,
+    ``analyses.heartbeats.heartbeats(...)`` over the three mechanisms, and
+    ``analyses.overhead(cap)`` when the caller has them (computed otherwise). Kept apart
+    from :func:`verdicts` (whose sentences are pinned to the TCP-level headline); the report
+    appends them. No sentence without data: no disconnect sentence when
+    every connection ended cleanly, no goodput sentence when no application payload was parsed.
+    """
+    from .disconnects import VERDICTS, disconnects  # disconnects imports this module
+    from .heartbeats import heartbeats
+    from .overhead import overhead
+
+    out: list[str] = []
+    n = len(cap.connections)
+    if n:
+        d = disconnects(cap) if disc is None else disc
+        if len(d):
+            counts = d["verdict"].astype(object).value_counts()
+            detail = ", ".join(
+                f"{int(counts[v]):,} {v.replace('_', ' ')}" for v in VERDICTS if counts.get(v)
+            )
+            out.append(
+                f"{len(d):,} of {_n(n, 'TCP connection')} did not end cleanly: {detail}."
+            )
+    h = (
+        heartbeats(cap.ws_frames, cap.http2_frames, cap.tcp_events, connections=cap.connections)
+        if hb is None
+        else hb
+    )
+    if len(h):
+        mech = h["mechanism"].astype(object)
+        oc = h["outcome"].astype(object)
+        for m, (label, pong) in _HB_LABELS.items():
+            sel = mech == m
+            k = int(sel.sum())
+            if not k:
+                continue
+            answered = int((oc[sel] == "answered").sum())
+            text = f"{label}: {answered:,} of {k:,} answered"
+            for outcome in ("unanswered", "superseded", "cut_off"):
+                c = int((oc[sel] == outcome).sum())
+                if c:
+                    text += f", {c:,} {outcome.replace('_', ' ')}"
+            rtt = h.loc[sel, "rtt_ms"].dropna()
+            if len(rtt):
+                text += f", {pong} {fmt_ms(float(rtt.median()))}"
+            out.append(text + ".")
+    if n:
+        ov = overhead(cap) if ovh is None else ovh
+        tot = ov[ov["total"].astype(bool)]
+        if len(tot):
+            wire = int(tot["wire_bytes"].iloc[0])
+            app = int(tot["app_payload_bytes"].iloc[0])
+            if wire and app:
+                out.append(
+                    f"Goodput {_pct(app, wire)} of bytes on the wire "
+                    f"({app:,} of {wire:,} bytes are application payload)."
+                )
     return out
 
 

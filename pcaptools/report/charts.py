@@ -526,3 +526,170 @@ def _request_id(r: Mapping[Any, Any]) -> str:
 
 def _text_or_empty(v: object) -> str:
     return "" if v is None or pd.isna(v) else str(v)  # type: ignore[call-overload]
+
+
+# -- heartbeats ---------------------------------------------------------------------------------
+
+#: marker per heartbeat outcome of a ping (pongs are drawn as their own trace)
+HEARTBEAT_OUTCOMES: dict[str, tuple[str, str]] = {
+    "answered": ("#2ca02c", "circle"),
+    "superseded": ("#ff7f0e", "circle-open"),
+    "cut_off": ("#7f7f7f", "circle-open"),
+    "unanswered": ("#d62728", "x"),
+}
+
+_MECHANISM_LABEL = {
+    "websocket": "websocket",
+    "http2": "http2 PING",
+    "tcp_keepalive": "tcp keep-alive",
+}
+
+
+def heartbeat_lane(tcp_stream: int, mechanism: str, sender: str) -> str:
+    """The y label of a heartbeat lane: ``"tcp.stream 0 / websocket / client"``."""
+    return f"tcp.stream {tcp_stream} / {_MECHANISM_LABEL.get(mechanism, mechanism)} / {sender}"
+
+
+def heartbeat_points(hb: pd.DataFrame, t0_ns: int) -> pd.DataFrame:
+    """Points of the heartbeat timeline: one per ping and one per pong, columns ``lane``
+    (:func:`heartbeat_lane` of the ping's sender), ``kind`` (``ping`` or ``pong``), ``t_s``
+    (seconds since ``t0_ns``), ``frame``, ``outcome`` (of the ping), ``rtt_ms``."""
+    cols = ["lane", "kind", "t_s", "frame", "outcome", "rtt_ms"]
+    if len(hb) == 0:
+        return pd.DataFrame({c: [] for c in cols})
+    lanes = [
+        heartbeat_lane(int(t), str(m), str(s))
+        for t, m, s in zip(hb["tcp_stream"].tolist(), hb["mechanism"].astype(object).tolist(),
+                           hb["sender"].astype(object).tolist(), strict=True)
+    ]
+    outcome = hb["outcome"].astype(object).fillna("?").tolist()
+    rtt = hb["rtt_ms"].to_numpy(dtype=np.float64)
+    ping = pd.DataFrame({
+        "lane": lanes, "kind": "ping", "t_s": (ns(hb["ping_ts"]) - t0_ns) / 1e9,
+        "frame": hb["ping_frame"].astype("int64").to_numpy(), "outcome": outcome, "rtt_ms": rtt,
+    })
+    has = hb["pong_frame"].notna().to_numpy()
+    pong = pd.DataFrame({
+        "lane": np.asarray(lanes, dtype=object)[has], "kind": "pong",
+        "t_s": (ns(hb["pong_ts"])[has] - t0_ns) / 1e9,
+        "frame": hb["pong_frame"].to_numpy(dtype=np.float64)[has].astype(np.int64),
+        "outcome": np.asarray(outcome, dtype=object)[has], "rtt_ms": rtt[has],
+    })
+    return pd.concat([ping, pong], ignore_index=True)[cols]
+
+
+def heartbeat_figure(points: pd.DataFrame) -> go.Figure | None:
+    """Scatter of pings (coloured by outcome; unanswered ones as red crosses) and pongs
+    (small diamonds) per lane; None without points."""
+    if len(points) == 0:
+        return None
+    lanes = sorted(set(points["lane"]), key=_lane_key)
+    fig = go.Figure()
+    pings = points[points["kind"] == "ping"]
+    for outcome, (colour, symbol) in HEARTBEAT_OUTCOMES.items():
+        p = pings[pings["outcome"] == outcome]
+        if len(p) == 0:
+            continue
+        size = 12 if outcome == "unanswered" else 9
+        fig.add_trace(go.Scatter(
+            name=f"ping {outcome.replace('_', ' ')}", mode="markers", x=p["t_s"], y=p["lane"],
+            marker={"color": colour, "symbol": symbol, "size": size,
+                    "line": {"width": 2, "color": colour}},
+            hovertext=[
+                f"ping, frame {int(f)}<br>{t:.6f} s<br>{html.escape(str(o))}"
+                + ("" if math.isnan(r) else f", pong after {_ms_text(float(r))}")
+                for f, t, o, r in zip(p["frame"], p["t_s"], p["outcome"], p["rtt_ms"], strict=True)
+            ],
+            hoverinfo="text",
+        ))
+    pongs = points[points["kind"] == "pong"]
+    if len(pongs):
+        fig.add_trace(go.Scatter(
+            name="pong", mode="markers", x=pongs["t_s"], y=pongs["lane"],
+            marker={"color": "#1f77b4", "symbol": "diamond", "size": 7},
+            hovertext=[
+                f"pong, frame {int(f)}<br>{t:.6f} s<br>{_ms_text(float(r))} after the ping"
+                for f, t, r in zip(pongs["frame"], pongs["t_s"], pongs["rtt_ms"], strict=True)
+            ],
+            hoverinfo="text",
+        ))
+    fig.update_layout(
+        **_LAYOUT,
+        height=int(min(900, max(200, 40 * len(lanes) + 140))),
+        xaxis={"title": "seconds since the first packet", "rangemode": "tozero"},
+        yaxis={"categoryorder": "array", "categoryarray": lanes[::-1], "type": "category"},
+    )
+    return fig
+
+
+def _lane_key(lane: str) -> tuple[int, str]:
+    head, _, rest = lane.partition(" / ")
+    try:
+        return int(head.removeprefix("tcp.stream ")), rest
+    except ValueError:
+        return 0, lane
+
+
+# -- overhead -----------------------------------------------------------------------------------
+
+#: colour per overhead category (layer families share a hue)
+OVERHEAD_COLOURS: dict[str, str] = {
+    "tcp_handshake_bytes": "#08306b",
+    "tcp_teardown_bytes": "#2171b5",
+    "tcp_ack_bytes": "#6baed6",
+    "tcp_header_bytes": "#9ecae1",
+    "tcp_resent_bytes": "#d62728",
+    "tls_handshake_bytes": "#54278f",
+    "tls_record_overhead_bytes": "#9e9ac8",
+    "tls_encrypted_bytes": "#bcbddc",
+    "http2_frame_header_bytes": "#a63603",
+    "http2_control_bytes": "#e6550d",
+    "hpack_bytes": "#fd8d3c",
+    "http1_header_bytes": "#fdae6b",
+    "http1_framing_bytes": "#fdd0a2",
+    "ws_frame_header_bytes": "#8c6d31",
+    "ws_control_bytes": "#bd9e39",
+    "sse_framing_bytes": "#e7cb94",
+    "app_payload_bytes": "#2ca02c",
+    "other_bytes": "#c7c7c7",
+}
+
+
+def overhead_figure(rows: pd.DataFrame, categories: tuple[str, ...]) -> go.Figure | None:
+    """Stacked horizontal bars of ``rows`` (rows of ``analyses.overhead``: connections and
+    the total row), one segment per category with bytes, as a share of the row's wire bytes;
+    hover gives bytes. None without rows."""
+    if len(rows) == 0:
+        return None
+    labels = [
+        "total" if bool(t) else f"tcp.stream {int(s)}"
+        for t, s in zip(rows["total"].tolist(), rows["tcp_stream"].tolist(), strict=True)
+    ]
+    wire = rows["wire_bytes"].to_numpy(dtype=np.float64)
+    denom = np.where(wire > 0, wire, 1.0)
+    goodput = rows["goodput_ratio"].to_numpy(dtype=np.float64)
+    fig = go.Figure()
+    for c in categories:
+        v = rows[c].to_numpy(dtype=np.int64)
+        if not v.any():
+            continue
+        name = c.removesuffix("_bytes").replace("_", " ")
+        fig.add_trace(go.Bar(
+            name=name, orientation="h", y=labels, x=100.0 * v / denom,
+            marker={"color": OVERHEAD_COLOURS.get(c, "#333333")},
+            hovertext=[
+                f"{lab}: {name}<br>{int(b):,} of {int(w):,} bytes ({100.0 * b / d:.1f}%)"
+                + ("" if math.isnan(g) else f"<br>goodput {100.0 * g:.1f}%")
+                for lab, b, w, d, g in zip(labels, v, wire, denom, goodput, strict=True)
+            ],
+            hoverinfo="text",
+        ))
+    n = len(rows)
+    fig.update_layout(
+        **_LAYOUT,
+        barmode="stack",
+        height=int(min(1000, max(220, 26 * n + 160))),
+        xaxis={"title": "% of bytes on the wire", "range": [0, 100]},
+        yaxis={"categoryorder": "array", "categoryarray": labels[::-1], "type": "category"},
+    )
+    return fig

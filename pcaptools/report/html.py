@@ -16,6 +16,7 @@ once. Plotly figures are embedded with ``plotly.io.to_html`` (their JSON escapes
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -30,8 +31,11 @@ import plotly.io as pio
 from markupsafe import Markup
 
 from .. import __version__
+from ..analyses.disconnects import disconnects
+from ..analyses.heartbeats import heartbeat_summary, heartbeats
 from ..analyses.latency import stream_latency
-from ..analyses.summary import fmt_ms, headline, tls_decrypt_sentences, verdicts
+from ..analyses.overhead import CATEGORIES, overhead
+from ..analyses.summary import fmt_ms, headline, health_verdicts, tls_decrypt_sentences, verdicts
 from ..diagnostics import CATALOGUE
 from . import charts
 
@@ -54,6 +58,10 @@ __all__ = [
 MAX_TABLE_ROWS = 500
 #: connections drawn in the timeline before it downsamples
 MAX_TIMELINE_BARS = 2000
+#: connections drawn in the heartbeat timeline (those with unanswered pings first)
+MAX_HEARTBEAT_CONNECTIONS = 40
+#: connections drawn in the overhead chart (largest by wire bytes), besides the total bar
+MAX_OVERHEAD_BARS = 30
 
 Cell = str | int | float | Markup | None
 
@@ -90,6 +98,31 @@ class ReportContext:
     id_prefix: str = ""
     """prefix of figure ids (a page showing two captures gives each its own)"""
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def disconnects(self) -> pd.DataFrame:
+        """``analyses.disconnects(cap)``, computed once per report."""
+        if "disconnects" not in self._cache:
+            self._cache["disconnects"] = disconnects(self.cap)
+        df: pd.DataFrame = self._cache["disconnects"]
+        return df
+
+    def heartbeats(self) -> pd.DataFrame:
+        """``analyses.heartbeats.heartbeats(...)`` over WebSocket, HTTP/2 and TCP keep-alive,
+        computed once per report."""
+        if "heartbeats" not in self._cache:
+            c = self.cap
+            self._cache["heartbeats"] = heartbeats(
+                c.ws_frames, c.http2_frames, c.tcp_events, connections=c.connections
+            )
+        df: pd.DataFrame = self._cache["heartbeats"]
+        return df
+
+    def overhead(self) -> pd.DataFrame:
+        """``analyses.overhead(cap)``, computed once per report."""
+        if "overhead" not in self._cache:
+            self._cache["overhead"] = overhead(self.cap)
+        df: pd.DataFrame = self._cache["overhead"]
+        return df
 
     def latency(self) -> pd.DataFrame:
         """``stream_latency(cap)``, computed once per report."""
@@ -156,6 +189,11 @@ SectionBuilder = Callable[[ReportContext], Section]
 
 def verdicts_section(ctx: ReportContext) -> Section:
     v = verdicts(ctx.cap, ctx.head)
+    # a failure here must not cost the TCP verdicts; the sections say what failed
+    with contextlib.suppress(Exception):
+        v += health_verdicts(
+            ctx.cap, disc=ctx.disconnects(), hb=ctx.heartbeats(), ovh=ctx.overhead()
+        )
     return Section(
         "verdicts",
         "Verdicts",
@@ -618,6 +656,194 @@ def streaming_section(ctx: ReportContext) -> Section:
     return Section("streaming", title, Markup("".join(parts)), note)
 
 
+_HB_NAMES = {
+    "websocket": "WebSocket Ping/Pong",
+    "http2": "HTTP/2 PING",
+    "tcp_keepalive": "TCP keep-alive",
+}
+_HB_FILTERS = {
+    "websocket": "tcp.stream eq {} && websocket.opcode in {{9 10}}",
+    "http2": "tcp.stream eq {} && http2.type == 6",
+    "tcp_keepalive": "tcp.stream eq {} && (tcp.analysis.keep_alive || tcp.analysis.keep_alive_ack)",
+}
+
+
+def heartbeats_section(ctx: ReportContext) -> Section:
+    title = "WebSocket and heartbeats"
+    cap = ctx.cap
+    hb = ctx.heartbeats()
+    summ = heartbeat_summary(
+        hb, connections=cap.connections, packets=cap.packets,
+        capture_end=cap.summary.last_ts_ns,
+        ws_connections=cap.ws_connections, http2_connections=cap.http2_connections,
+    )
+    if len(summ) == 0:
+        return Section(
+            "heartbeats", title, None,
+            "No WebSocket or HTTP/2 connection and no TCP keep-alive in this capture.",
+        )
+    parts: list[Markup] = []
+    note = ""
+    if len(hb):
+        streams = sorted({int(t) for t in hb["tcp_stream"].tolist()})
+        bad = {int(t) for t in hb.loc[hb["outcome"].astype(object) == "unanswered", "tcp_stream"]}
+        keep = sorted(bad)[:MAX_HEARTBEAT_CONNECTIONS]
+        keep += [t for t in streams if t not in bad][: MAX_HEARTBEAT_CONNECTIONS - len(keep)]
+        shown_hb = hb[hb["tcp_stream"].isin(keep)] if len(keep) < len(streams) else hb
+        fig = charts.heartbeat_figure(charts.heartbeat_points(shown_hb, ctx.t0_ns))
+        if fig is not None:
+            parts.append(ctx.figure(fig, "heartbeats"))
+        n = len(hb)
+        note = (
+            f"{n:,} ping{'' if n == 1 else 's'} on {len(streams):,} "
+            f"connection{'' if len(streams) == 1 else 's'}. Chart: one lane per connection, "
+            "mechanism and ping sender; pings coloured by outcome (red crosses: unanswered), "
+            "diamonds: their pongs. "
+        )
+        if len(keep) < len(streams):
+            note += (
+                f"The chart shows {len(keep):,} of {len(streams):,} connections, those with "
+                "unanswered pings first. "
+            )
+    else:
+        note = "No ping on any connection: nothing kept them alive. "
+    rows: list[list[Cell]] = []
+    for r in _records(summ.head(ctx.max_table_rows)):
+        tcp, mech = int(r["tcp_stream"]), str(r["mechanism"])
+        senders: list[str | None] = [w for w in ("client", "server") if r[f"{w}_pings"]]
+        sil = [_f(r["client_longest_silence_ms"]), _f(r["server_longest_silence_ms"])]
+        silence = max((x for x in sil if x is not None), default=None)
+        for w in senders or [None]:
+            if w is None:
+                rows.append([tcp, _HB_NAMES.get(mech, mech), "no pings", 0, None, None, None,
+                             None, None, None, silence, ctx.code(_HB_FILTERS[mech].format(tcp))])
+                continue
+            rows.append([
+                tcp, _HB_NAMES.get(mech, mech), w, int(r[f"{w}_pings"]), int(r[f"{w}_answered"]),
+                int(r[f"{w}_missed"]),
+                int(r[f"{w}_superseded"]) + int(r[f"{w}_cut_off"]),
+                _f(r[f"{w}_interval_ms"]), _f(r[f"{w}_rtt_p50_ms"]), _f(r[f"{w}_rtt_p95_ms"]),
+                _f(r[f"{w}_longest_silence_ms"]),
+                ctx.code(_HB_FILTERS.get(mech, "tcp.stream eq {}").format(tcp)),
+            ])
+    parts.append(ctx.table(
+        ["tcp.stream", "mechanism", "ping sender", "pings", "answered", "missed",
+         "superseded / cut off", "interval ms", "pong p50 ms", "pong p95 ms",
+         "longest silence ms", "Wireshark filter"],
+        rows, numeric=(0, 3, 4, 5, 6, 7, 8, 9, 10),
+    ))
+    note += (
+        "Table: pcaptools.analyses.heartbeats.heartbeat_summary; interval is the median time "
+        "between pings, missed counts pings without a pong although the connection lived 2 s "
+        "longer, longest silence is the sender's longest time without payload."
+    )
+    if len(summ) > ctx.max_table_rows:
+        note += f" Table: first {ctx.max_table_rows:,} of {len(summ):,} rows."
+    return Section("heartbeats", title, Markup("".join(parts)), note)
+
+
+def disconnects_section(ctx: ReportContext) -> Section:
+    title = "Disconnects"
+    n = len(ctx.cap.connections)
+    if n == 0:
+        return Section("disconnects", title, None, "No TCP connections in this capture.")
+    d = ctx.disconnects()
+    clean = int(d.attrs.get("clean_connections", 0))
+    still = int(d.attrs.get("open_connections", 0))
+    line = (
+        f"{clean:,} of {n:,} connection{'' if n == 1 else 's'} ended cleanly (FIN both ways"
+        f"{', and a WebSocket Close frame' if len(ctx.cap.ws_connections) else ''})"
+        + (f"; {still:,} still open at the end of the capture without a finding" if still else "")
+        + "."
+    )
+    if len(d) == 0:
+        return Section("disconnects", title, None, "No connection ended badly: " + line)
+    rows: list[list[Cell]] = []
+    for r in _records(d.head(ctx.max_table_rows)):
+        ev = list(r["evidence_frames"] or [])
+        frames = ", ".join(str(int(f)) for f in ev[:20])
+        if len(ev) > 20:
+            frames += f" (+{len(ev) - 20})"
+        rows.append([
+            int(r["tcp_stream"]),
+            _text(r["verdict"]),
+            _text(r["peer"]),
+            _text(r["protocol"]),
+            _text(r["summary"]),
+            _f(r["detection_delay_ms"]),
+            frames,
+            ctx.code(_text(r["display_filter"])),
+        ])
+    table = ctx.table(
+        ["tcp.stream", "verdict", "peer", "protocol", "summary", "detection delay ms",
+         "evidence frames", "Wireshark filter"],
+        rows, numeric=(0, 5), wrap=(4, 6),
+    )
+    k = len(d)
+    note = (
+        f"{k:,} of {n:,} connection{'' if n == 1 else 's'} did not end cleanly "
+        "(pcaptools.analyses.disconnects). Detection delay: from the peer's last packet (or the "
+        "first unanswered segment) to when the sender gave up or learned of it."
+    )
+    if k > ctx.max_table_rows:
+        note += f" Table: first {ctx.max_table_rows:,} of {k:,} rows."
+    return Section("disconnects", title, Markup("<p>{}</p>").format(line) + table, note)
+
+
+def overhead_section(ctx: ReportContext) -> Section:
+    title = "Overhead"
+    n = len(ctx.cap.connections)
+    if n == 0:
+        return Section("overhead", title, None, "No TCP connections in this capture.")
+    o = ctx.overhead()
+    is_total = o["total"].astype(bool)
+    total = o[is_total]
+    per = o[~is_total]
+    if len(total) == 0 or int(total["wire_bytes"].iloc[0]) == 0:
+        return Section("overhead", title, None, "No TCP bytes on the wire in this capture.")
+    tot = total.iloc[0]
+    wire = int(tot["wire_bytes"])
+    parts: list[Markup] = []
+    parsed = (
+        bool(per["protocol"].astype(object).ne("tcp").any()) or int(tot["app_payload_bytes"]) > 0
+    )
+    top = per.sort_values(["wire_bytes", "tcp_stream"], ascending=[False, True])
+    top = top.head(MAX_OVERHEAD_BARS)
+    if parsed:
+        bars = pd.concat([top.sort_values("tcp_stream"), total], ignore_index=True)
+        fig = charts.overhead_figure(bars, CATEGORIES)
+        if fig is not None:
+            parts.append(ctx.figure(fig, "overhead"))
+    pairs: list[tuple[str, Cell]] = [
+        (c.removesuffix("_bytes").replace("_", " "),
+         f"{int(tot[c]):,} ({100.0 * int(tot[c]) / wire:.1f}%)")
+        for c in CATEGORIES if int(tot[c])
+    ]
+    pairs.append(("bytes on the wire", f"{wire:,}"))
+    g, gmax = _f(tot["goodput_ratio"]), _f(tot["goodput_max_ratio"])
+    pairs.append(("goodput", "" if g is None else f"{100.0 * g:.1f}%"))
+    if gmax is not None and g is not None and gmax > g:
+        pairs.append((
+            "goodput upper bound",
+            f"{100.0 * gmax:.1f}% (undecrypted and unparsed bytes as payload)",
+        ))
+    parts.append(ctx.pairs(pairs))
+    note = (
+        f"Wire bytes (frame.len) of {n:,} connection{'' if n == 1 else 's'} by layer and purpose "
+        "(pcaptools.analyses.overhead); goodput is application payload over wire bytes. "
+    )
+    if not parsed:
+        note += "No layer above TCP was parsed: payload is counted as other bytes, no chart."
+    elif len(per) > MAX_OVERHEAD_BARS:
+        note += (
+            f"Chart: the {MAX_OVERHEAD_BARS} largest of {len(per):,} connections by wire bytes, "
+            "and the total of all."
+        )
+    else:
+        note += "Chart: each connection and the total, as shares of its wire bytes."
+    return Section("overhead", title, Markup("".join(parts)), note)
+
+
 def _f(v: Any) -> float | None:
     return None if v is None or pd.isna(v) else float(v)
 
@@ -644,6 +870,9 @@ SECTIONS: list[SectionBuilder] = [
     tls_section,
     http_section,
     streaming_section,
+    heartbeats_section,
+    disconnects_section,
+    overhead_section,
     warnings_section,
 ]
 

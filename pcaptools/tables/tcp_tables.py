@@ -60,31 +60,35 @@ def _oldest_unacked(unacked: list[list[int]]) -> tuple[int | None, int | None]:
 
 def _timeline(conn: Connection) -> tuple[object, ...]:
     """The CONNECTIONS columns after end_ts, in schema order."""
-    lf, lt = conn.dir_last_frame, conn.dir_last_ts
+    c, s = conn.side
     cu = _oldest_unacked(conn.conv.c2s.unacked)
     su = _oldest_unacked(conn.conv.s2c.unacked)
     rst = conn.rst_frame is not None
     return (
-        _pos(lf[0]), lt[0] if lf[0] else None, _pos(lf[1]), lt[1] if lf[1] else None,
+        _pos(c.last_frame), c.last_ts if c.last_frame else None,
+        _pos(s.last_frame), s.last_ts if s.last_frame else None,
         conn.fin_frame[0], conn.fin_ts[0], conn.fin_frame[1], conn.fin_ts[1],
         conn.rst_frame, conn.rst_ts,
         None if not rst else ("client" if conn.rst_by_client else "server"),
         conn.rst_ttl if rst and conn.rst_ttl >= 0 else None,
         conn.rst_ip_id if rst and conn.rst_ip_id >= 0 else None,
-        None if conn.ttl_min[0] < 0 else conn.ttl_min[0], None if conn.ttl_max[0] < 0 else conn.ttl_max[0],
-        None if conn.ttl_min[1] < 0 else conn.ttl_min[1], None if conn.ttl_max[1] < 0 else conn.ttl_max[1],
-        conn.ip_id[0] if lf[0] and conn.ip_id[0] >= 0 else None,
-        conn.ip_id[1] if lf[1] and conn.ip_id[1] >= 0 else None,
-        _pos(conn.ip_id_first[0]), _pos(conn.ip_id_first[1]),
+        _nonneg(c.ttl_min), _nonneg(c.ttl_max), _nonneg(s.ttl_min), _nonneg(s.ttl_max),
+        c.ip_id if c.last_frame and c.ip_id >= 0 else None,
+        s.ip_id if s.last_frame and s.ip_id >= 0 else None,
+        _pos(c.ip_id_first), _pos(s.ip_id_first),
         conn.idle_max_ns / 1e6, _pos(conn.idle_max_start_frame), _pos(conn.idle_max_end_frame),
         conn.idle_max_end_ts if conn.idle_max_end_frame else None,
         conn.idle_last_ns / 1e6 if conn.idle_last_end_frame else None,
         _pos(conn.idle_last_start_frame), _pos(conn.idle_last_end_frame),
         conn.idle_last_end_ts if conn.idle_last_end_frame else None,
         cu[0], cu[1], su[0], su[1],
-        conn.handshake_bytes[0], conn.handshake_bytes[1], conn.teardown_bytes[0], conn.teardown_bytes[1],
-        conn.pure_ack_packets[0], conn.pure_ack_packets[1], conn.pure_ack_bytes[0], conn.pure_ack_bytes[1],
+        c.handshake_bytes, s.handshake_bytes, c.teardown_bytes, s.teardown_bytes,
+        c.pure_ack_packets, s.pure_ack_packets, c.pure_ack_bytes, s.pure_ack_bytes,
     )
+
+
+def _nonneg(v: int) -> int | None:
+    return v if v >= 0 else None
 
 
 def handshakes_table(tracker: TcpTracker) -> pd.DataFrame:

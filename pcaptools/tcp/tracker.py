@@ -170,6 +170,31 @@ class Handshake:
 
 
 @dataclass(slots=True)
+class DirStats:
+    """Timeline and overhead counters of one direction of a connection (the CONNECTIONS
+    columns after end_ts; analyses.disconnects and analyses.overhead read them)."""
+
+    last_frame: int = 0
+    """last packet, RSTs excluded (0: none)"""
+    last_ts: int = 0
+    ttl: int = -1
+    """TTL / hop limit of the last non-RST packet (-1: none)"""
+    ttl_min: int = -1
+    ttl_max: int = -1
+    ip_id: int = -1
+    """IPv4 identification of the last non-RST packet (-1: none or IPv6)"""
+    ip_id_first: int = -1
+    """first non-zero IPv4 identification of non-RST packets (< 1: none yet)"""
+    handshake_bytes: int = 0
+    """frame bytes minus payload of SYN / SYN-ACK packets and of the handshake-completing ACK"""
+    teardown_bytes: int = 0
+    """frame bytes minus payload of FIN / RST packets, plus payload-less ACKs after the peer's FIN"""
+    pure_ack_packets: int = 0
+    """packets without payload and without SYN/FIN/RST (teardown ACKs excluded)"""
+    pure_ack_bytes: int = 0
+
+
+@dataclass(slots=True)
 class Connection:
     """Per-connection summary kept by the tracker (one per tcp_stream)."""
 
@@ -192,18 +217,8 @@ class Connection:
     history: ConnHistory = field(default_factory=ConnHistory)
     handshake: Handshake | None = None
     streams: _Streams | None = None
-    # --- timeline and overhead counters, [client, server] (tables.foundation.CONNECTIONS) ---
-    dir_last_frame: list[int] = field(default_factory=lambda: [0, 0])
-    """last packet per direction, RSTs excluded (0: none)"""
-    dir_last_ts: list[int] = field(default_factory=lambda: [0, 0])
-    ttl: list[int] = field(default_factory=lambda: [-1, -1])
-    """TTL / hop limit of the last non-RST packet per direction (-1: none)"""
-    ttl_min: list[int] = field(default_factory=lambda: [-1, -1])
-    ttl_max: list[int] = field(default_factory=lambda: [-1, -1])
-    ip_id: list[int] = field(default_factory=lambda: [-1, -1])
-    """IPv4 identification of the last non-RST packet per direction (-1: none or IPv6)"""
-    ip_id_first: list[int] = field(default_factory=lambda: [-1, -1])
-    """first non-zero IPv4 identification of non-RST packets per direction (< 1: none yet)"""
+    side: tuple[DirStats, DirStats] = field(default_factory=lambda: (DirStats(), DirStats()))
+    """(client, server): per-direction timeline and overhead counters"""
     rst_ttl: int = -1
     rst_ip_id: int = -1
     idle_max_ns: int = 0
@@ -216,13 +231,6 @@ class Connection:
     idle_last_start_frame: int = 0
     idle_last_end_frame: int = 0
     idle_last_end_ts: int = 0
-    handshake_bytes: list[int] = field(default_factory=lambda: [0, 0])
-    """frame bytes minus payload of SYN / SYN-ACK packets and of the handshake-completing ACK"""
-    teardown_bytes: list[int] = field(default_factory=lambda: [0, 0])
-    """frame bytes minus payload of FIN / RST packets, plus payload-less ACKs after the peer's FIN"""
-    pure_ack_packets: list[int] = field(default_factory=lambda: [0, 0])
-    """packets without payload and without SYN/FIN/RST (teardown ACKs excluded)"""
-    pure_ack_bytes: list[int] = field(default_factory=lambda: [0, 0])
 
 
 class EventColumns:
@@ -299,14 +307,15 @@ class TcpTracker:
         conn.packets[d] += 1
         conn.payload_bytes[d] += seg.seg_len
         conn.wire_bytes[d] += seg.frame_len
+        sd = conn.side[d]
         if not flags & RST:
-            conn.dir_last_frame[d] = seg.frame
-            conn.dir_last_ts[d] = ts
-            conn.ip_id[d] = seg.ip_id
-            if conn.ip_id_first[d] < 1:
-                conn.ip_id_first[d] = seg.ip_id
-            if seg.ttl != conn.ttl[d]:
-                self._ttl(conn, d, seg.ttl)
+            sd.last_frame = seg.frame
+            sd.last_ts = ts
+            sd.ip_id = ip_id = seg.ip_id
+            if sd.ip_id_first < 1:
+                sd.ip_id_first = ip_id
+            if seg.ttl != sd.ttl:
+                self._ttl(sd, seg.ttl)
         kinds = a.kinds
         retrans = False
         if a.resent_bytes:
@@ -319,12 +328,12 @@ class TcpTracker:
                     and hs.synack_frame is not None and flags & ACK and a.rel_ack == 1:
                 hs.ack_frame = seg.frame
                 hs.ack_ts = ts
-                conn.handshake_bytes[0] += seg.frame_len
+                sd.handshake_bytes += seg.frame_len
             elif conn.fin_frame[1 - d] is not None:
-                conn.teardown_bytes[d] += seg.frame_len
+                sd.teardown_bytes += seg.frame_len
             else:
-                conn.pure_ack_packets[d] += 1
-                conn.pure_ack_bytes[d] += seg.frame_len
+                sd.pure_ack_packets += 1
+                sd.pure_ack_bytes += seg.frame_len
         elif conn.handshake is not None and conn.handshake.ack_frame is None and d == 0 \
                 and conn.handshake.synack_frame is not None and flags & ACK and a.rel_ack == 1:
             conn.handshake.ack_frame = seg.frame
@@ -458,17 +467,17 @@ class TcpTracker:
             conn.idle_last_end_ts = seg.ts_ns
 
     @staticmethod
-    def _ttl(conn: Connection, d: int, ttl: int) -> None:
-        conn.ttl[d] = ttl
-        if conn.ttl_min[d] < 0 or ttl < conn.ttl_min[d]:
-            conn.ttl_min[d] = ttl
-        if ttl > conn.ttl_max[d]:
-            conn.ttl_max[d] = ttl
+    def _ttl(sd: DirStats, ttl: int) -> None:
+        sd.ttl = ttl
+        if sd.ttl_min < 0 or ttl < sd.ttl_min:
+            sd.ttl_min = ttl
+        if ttl > sd.ttl_max:
+            sd.ttl_max = ttl
 
     def _control(self, conn: Connection, seg: TcpSegment, a: SegmentAnalysis, d: int) -> None:
         flags = seg.flags
         if flags & SYN:
-            conn.handshake_bytes[d] += seg.frame_len - seg.seg_len
+            conn.side[d].handshake_bytes += seg.frame_len - seg.seg_len
             hs = conn.handshake
             if hs is None:
                 hs = conn.handshake = Handshake()
@@ -497,7 +506,7 @@ class TcpTracker:
                     if opts.tfo and hs.tfo_cookie_len is None:
                         hs.tfo_cookie_len = len(opts.tfo)
         else:  # FIN or RST
-            conn.teardown_bytes[d] += seg.frame_len - seg.seg_len
+            conn.side[d].teardown_bytes += seg.frame_len - seg.seg_len
         if flags & FIN and conn.fin_frame[d] is None:
             conn.fin_frame[d] = seg.frame
             conn.fin_ts[d] = seg.ts_ns

@@ -87,7 +87,9 @@ def test_every_shipped_connection_gets_the_verdict_its_facts_describe(path: Path
     clean = opened = 0
     for c in facts["connections"]:
         stream = c["tshark_stream"]
-        want = _WS_EXPECTED.get((path.name, stream)) or _EXPECTED[(c["end"], c["handshake"])]
+        key = (c["end"], c["handshake"])
+        assert key in _EXPECTED, f"{path.name}: new ending {key}: add it to _EXPECTED"
+        want = _WS_EXPECTED.get((path.name, stream)) or _EXPECTED[key]
         got = df[df["tcp_stream"] == stream]
         if want is None:
             assert got.empty, f"tcp.stream {stream} ({c['end']}) got {got['verdict'].tolist()}"

@@ -99,7 +99,7 @@ CASES: dict[str, tuple[bytes, int | None, list[str], bool]] = {
 def test_damaged_packet_beside_a_good_connection(tmp_path: Path, name: str) -> None:
     frame, orig, expected, makes_conn = CASES[name]
     good = good_conv()
-    recs = [(ts, f, None) for ts, f in good.packets]
+    recs: list[tuple[int, bytes, int | None]] = [(ts, f, None) for ts, f in good.packets]
     recs.insert(5, (good.packets[4][0] + 1, frame, orig))  # between good frames 5 and 6
     data = pcap_header(nsec=True) + b"".join(pcap_record(ts, f, o, nsec=True) for ts, f, o in recs)
     cap = load_bytes(tmp_path, data)
@@ -120,6 +120,7 @@ def test_all_damaged_packets_together_many_times(tmp_path: Path) -> None:
     )
     cap, _ = bounded(lambda: load_bytes(tmp_path, data, max_warnings_per_code=50))
     counts = cap.summary.extra["warning_counts"]
+    assert isinstance(counts, dict)
     assert counts["net.bad_ip_total_length"] == 4 * 500
     assert counts["net.truncated_link_header"] == 500
     assert (cap.warnings["code"].value_counts() <= 51).all()

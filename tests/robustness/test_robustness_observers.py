@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import cast
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -99,14 +100,14 @@ def test_connection_observer_never_raises(
     obs, diag = _observer(midstream)
     off = [0, 0]
     events = _play(obs, OPENINGS[opening])
-    for d, data in OPENINGS[opening]:
-        off[d] += len(data)
+    for direction, data in OPENINGS[opening]:
+        off[direction] += len(data)
     closed = [False, False]
     n = 100
     for kind, arg in actions:
         n += 1
         if kind == "feed":
-            d, data = arg  # type: ignore[misc]
+            d, data = cast("tuple[int, bytes]", arg)
             if closed[d] or not data:
                 continue
             events += obs.feed(
@@ -208,8 +209,8 @@ def test_random_payloads_through_load(
     """A second connection carrying an opening then random bytes, in a pcap, through load():
     never raises, the good connection's rows are unchanged."""
     bad = Conv(sport=41999, dport=port, t0=later(1)).handshake()
-    for d, data in OPENINGS[opening]:
-        bad.send(C2S if d == D[0] else S2C, data)
+    for direction, data in OPENINGS[opening]:
+        bad.send(C2S if direction == D[0] else S2C, data)
     for d, data in chunks:
         if data:
             bad.send(d, data, acks=bool(d))
@@ -221,4 +222,5 @@ def test_random_payloads_through_load(
         cap = pcaptools.load(p)
         assert_good_unchanged(cap, _reference(Path(tmp)))
     assert len(cap.connections) == 2
-    assert "tls.internal_error" not in cap.summary.extra["warning_counts"]
+    counts = cap.summary.extra["warning_counts"]
+    assert isinstance(counts, dict) and "tls.internal_error" not in counts

@@ -76,6 +76,9 @@ def test_report_escapes_every_hostile_string(hostile: tuple[Path, Capture], tmp_
     # plotly draws hover text and legend names as HTML: decoded, the figure JSON must still
     # hold only escaped text
     _assert_no_markup(_unjson(body), "the plotly figure JSON")
+    # the report shows capture strings (SNI, paths...): escaped
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body
     # the hostile file name is the title: shown, escaped
     assert htmlmod.escape(XSS2) in page or "&#34;&gt;&lt;img src=x onerror=alert(1)&gt;" in page
     assert page.count("<script") == page.count("</script>")
@@ -158,7 +161,8 @@ def test_key_log_contents_never_appear_anywhere(
         encoding="ascii",
     )
     cap = pcaptools.load(path, keylog=keylog)
-    assert cap.summary.extra["warning_counts"]["tls.keylog_bad_line"] == 2
+    counts = cap.summary.extra["warning_counts"]
+    assert isinstance(counts, dict) and counts["tls.keylog_bad_line"] == 2
     out, js = tmp_path / "k.html", tmp_path / "k.json"
     assert (
         cli_main([str(path), "--keylog", str(keylog), "-o", str(out), "--json", str(js), "-q"]) == 0
