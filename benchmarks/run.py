@@ -854,12 +854,12 @@ def write_readme(res: dict[str, Any]) -> None:
         for tool in dict.fromkeys(r["tool"] for r in sc["rows"]):
             rows = [r for r in sc["rows"] if r["tool"] == tool and "cpu_s" in r]
             if len(rows) >= 2:
-                a, b, r2 = linear_fit([float(r["factor"]) for r in rows],
-                                      [r["cpu_s"] for r in rows])
+                fa, fb, r2 = linear_fit([float(r["factor"]) for r in rows],
+                                        [r["cpu_s"] for r in rows])
                 rss = [r["peak_rss_mb"] for r in rows]
                 tab = [r.get("tables_mb") for r in rows]
                 growth = (f"{tab[-1] - tab[0]:+,.0f}" if None not in tab else "-")
-                fits.append(f"| {tool} | {a:.2f} | {b:.2f} | {r2:.4f} | {rss[0]:,.0f} -> "
+                fits.append(f"| {tool} | {fa:.2f} | {fb:.2f} | {r2:.4f} | {rss[0]:,.0f} -> "
                             f"{rss[-1]:,.0f} ({rss[-1] - rss[0]:+,.0f}) | {growth} |")
         if fits:
             L += ["Least-squares fit of CPU time against the factor (`a` is start-up: interpreter, "
@@ -873,7 +873,10 @@ def write_readme(res: dict[str, Any]) -> None:
         L += ["## `load_many`: a directory of captures", "",
               f"{many['files']} captures of {many['file_mb']:.0f} MB (copies of `base.pcap`), "
               "all tables with the key log. `serial` is a loop of `pcaptools.load` in one "
-              "process." + _load_note(res, "many"), "",
+              "process. Every measured process and pool worker runs in a session of its own "
+              "(`setsid`): with Linux's autogroup scheduling a whole session gets one CPU share, "
+              "so while other sessions keep the cores busy a pool in one session cannot beat "
+              "one process (see `OWN_SESSION` in `run.py`)." + _load_note(res, "many"), "",
               "| mode | workers | wall s (median) | wall s (min) | speed-up (medians) | "
               "CPU s, all processes | peak RSS MB (largest process) |",
               "|---|---:|---:|---:|---:|---:|---:|"]
@@ -931,7 +934,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pyshark-packets", type=int, default=10_000)
     ap.add_argument("--scapy-packets", type=int, default=50_000)
     ap.add_argument("--many-files", type=int, default=6)
-    ap.add_argument("--profile-rate", type=int, default=100, help="py-spy samples per second")
+    ap.add_argument("--profile-rate", type=int, default=250, help="py-spy samples per second")
     ap.add_argument("--keep-raw-profile", action="store_true")
     ap.add_argument("--only-tools", nargs="*", help="tool keys for the tools section")
     ap.add_argument("--record-max-seconds", type=float, default=900.0)
