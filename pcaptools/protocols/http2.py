@@ -43,7 +43,7 @@ from __future__ import annotations
 import base64
 import struct
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from hpack import Decoder
 
@@ -781,6 +781,16 @@ class Http2Observer:
             st.mode = _M_HEADER
             st.first_check = True
 
+    def _frame_event(
+        self, direction: Direction, sid: int, typ: int, flags: int, length: int, ts: int, frame: int,
+        **fields: Any,
+    ) -> Http2Frame:
+        """An :class:`Http2Frame` event of this connection; ``fields`` are the type's own fields."""
+        return Http2Frame(
+            ts_ns=ts, frame=frame, direction=direction, tcp_stream=self.tcp_stream, stream_id=sid,
+            type=typ, flags=flags, length=length, **fields,
+        )
+
     def _report(self, st: _Dir, code: str, detail: str, ts: int, frame: int) -> None:
         self.diag.add(
             code, detail, ts_ns=ts, frame=frame, tcp_stream=self.tcp_stream, direction=st.d.label
@@ -1037,15 +1047,8 @@ class Http2Observer:
             # a frame too long to buffer: record its header only
             st.frames += 1
             out.append(
-                Http2Frame(
-                    ts_ns=ts,
-                    frame=frame,
-                    direction=st.d,
-                    tcp_stream=self.tcp_stream,
-                    stream_id=sid,
-                    type=typ,
-                    flags=flags,
-                    length=length,
+                self._frame_event(
+                    st.d, sid, typ, flags, length, ts, frame,
                 )
             )
             if typ in (HEADERS, PUSH_PROMISE, CONTINUATION):
@@ -1067,15 +1070,8 @@ class Http2Observer:
             st.cur_pad_pending = False
         st.frames += 1
         out.append(
-            Http2Frame(
-                ts_ns=ts,
-                frame=frame,
-                direction=st.d,
-                tcp_stream=self.tcp_stream,
-                stream_id=sid,
-                type=DATA,
-                flags=flags,
-                length=length,
+            self._frame_event(
+                st.d, sid, DATA, flags, length, ts, frame,
                 pad_length=pad,
                 data_bytes=data_len,
             )
@@ -1125,15 +1121,8 @@ class Http2Observer:
                     )
                 st.hpack_reset = True
                 out.append(
-                    Http2Frame(
-                        ts_ns=ts,
-                        frame=frame,
-                        direction=d,
-                        tcp_stream=tcp,
-                        stream_id=sid,
-                        type=typ,
-                        flags=flags,
-                        length=length,
+                    self._frame_event(
+                        d, sid, typ, flags, length, ts, frame,
                         header_block_bytes=length,
                     )
                 )
@@ -1152,15 +1141,8 @@ class Http2Observer:
                 st.hb_dropped = sid if not flags & F_END_HEADERS else 0
                 st.hpack_reset = True
                 out.append(
-                    Http2Frame(
-                        ts_ns=ts,
-                        frame=frame,
-                        direction=d,
-                        tcp_stream=tcp,
-                        stream_id=sid,
-                        type=typ,
-                        flags=flags,
-                        length=length,
+                    self._frame_event(
+                        d, sid, typ, flags, length, ts, frame,
                         header_block_bytes=length,
                     )
                 )
@@ -1169,15 +1151,8 @@ class Http2Observer:
             if flags & F_END_HEADERS:
                 headers = self._decode_block(st, ts, frame)
             out.append(
-                Http2Frame(
-                    ts_ns=ts,
-                    frame=frame,
-                    direction=d,
-                    tcp_stream=tcp,
-                    stream_id=sid,
-                    type=typ,
-                    flags=flags,
-                    length=length,
+                self._frame_event(
+                    d, sid, typ, flags, length, ts, frame,
                     header_block_bytes=length,
                     headers=headers,
                 )
@@ -1201,15 +1176,8 @@ class Http2Observer:
                 (dep_raw,) = _U32.unpack_from(payload, 0)
                 excl, dep, weight = bool(dep_raw >> 31), dep_raw & 0x7FFFFFFF, payload[4]
             out.append(
-                Http2Frame(
-                    ts_ns=ts,
-                    frame=frame,
-                    direction=d,
-                    tcp_stream=tcp,
-                    stream_id=sid,
-                    type=typ,
-                    flags=flags,
-                    length=length,
+                self._frame_event(
+                    d, sid, typ, flags, length, ts, frame,
                     priority_exclusive=excl,
                     priority_dependency=dep,
                     priority_weight=weight,
@@ -1236,15 +1204,8 @@ class Http2Observer:
             else:
                 (code,) = _U32.unpack_from(payload, 0)
             out.append(
-                Http2Frame(
-                    ts_ns=ts,
-                    frame=frame,
-                    direction=d,
-                    tcp_stream=tcp,
-                    stream_id=sid,
-                    type=typ,
-                    flags=flags,
-                    length=length,
+                self._frame_event(
+                    d, sid, typ, flags, length, ts, frame,
                     error_code=code,
                 )
             )
@@ -1281,15 +1242,8 @@ class Http2Observer:
                 for ident, value in settings:
                     self._apply_setting(st, ident, value)
             out.append(
-                Http2Frame(
-                    ts_ns=ts,
-                    frame=frame,
-                    direction=d,
-                    tcp_stream=tcp,
-                    stream_id=sid,
-                    type=typ,
-                    flags=flags,
-                    length=length,
+                self._frame_event(
+                    d, sid, typ, flags, length, ts, frame,
                     settings=None if flags & F_ACK else settings,
                 )
             )
@@ -1310,15 +1264,8 @@ class Http2Observer:
             elif len(self._pings) < _MAX_PENDING_PINGS:
                 self._pings[(int(d), payload)] = ts
             out.append(
-                Http2Frame(
-                    ts_ns=ts,
-                    frame=frame,
-                    direction=d,
-                    tcp_stream=tcp,
-                    stream_id=sid,
-                    type=typ,
-                    flags=flags,
-                    length=length,
+                self._frame_event(
+                    d, sid, typ, flags, length, ts, frame,
                     ping_data=payload,
                     ping_rtt_ns=rtt,
                 )
@@ -1335,15 +1282,8 @@ class Http2Observer:
             if sid != 0:
                 self._report(st, "http2.bad_frame", f"GOAWAY on stream {sid}", ts, frame)
             out.append(
-                Http2Frame(
-                    ts_ns=ts,
-                    frame=frame,
-                    direction=d,
-                    tcp_stream=tcp,
-                    stream_id=sid,
-                    type=typ,
-                    flags=flags,
-                    length=length,
+                self._frame_event(
+                    d, sid, typ, flags, length, ts, frame,
                     last_stream_id=last,
                     error_code=code,
                     debug_data=debug,
@@ -1378,15 +1318,8 @@ class Http2Observer:
                         frame,
                     )
             out.append(
-                Http2Frame(
-                    ts_ns=ts,
-                    frame=frame,
-                    direction=d,
-                    tcp_stream=tcp,
-                    stream_id=sid,
-                    type=typ,
-                    flags=flags,
-                    length=length,
+                self._frame_event(
+                    d, sid, typ, flags, length, ts, frame,
                     window_increment=inc,
                 )
             )
@@ -1397,15 +1330,8 @@ class Http2Observer:
                 self._window_update(st, sid, s, inc, ts)
         else:
             out.append(
-                Http2Frame(
-                    ts_ns=ts,
-                    frame=frame,
-                    direction=d,
-                    tcp_stream=tcp,
-                    stream_id=sid,
-                    type=typ,
-                    flags=flags,
-                    length=length,
+                self._frame_event(
+                    d, sid, typ, flags, length, ts, frame,
                 )
             )
 
@@ -1470,15 +1396,8 @@ class Http2Observer:
         st.hb_bytes = len(frag)
         headers = self._decode_block(st, ts, frame) if flags & F_END_HEADERS else None
         out.append(
-            Http2Frame(
-                ts_ns=ts,
-                frame=frame,
-                direction=st.d,
-                tcp_stream=self.tcp_stream,
-                stream_id=sid,
-                type=typ,
-                flags=flags,
-                length=length,
+            self._frame_event(
+                st.d, sid, typ, flags, length, ts, frame,
                 pad_length=pad,
                 header_block_bytes=len(frag),
                 headers=headers,
