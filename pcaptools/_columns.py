@@ -58,7 +58,7 @@ class CodeColumn:
         return c
 
     def to_categorical(self) -> pd.Categorical:
-        cats = [None] * len(self.codes)
+        cats: list[object] = [None] * len(self.codes)
         for v, c in self.codes.items():
             cats[c] = v
         codes = np.frombuffer(self.data, dtype=np.int32).copy() if len(self.data) else np.empty(0, np.int32)

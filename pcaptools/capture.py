@@ -22,7 +22,6 @@ import pandas as pd
 
 from .analyses.heartbeats import websocket_heartbeats
 from .diagnostics import Diagnostics
-from .errors import KeylogError
 from .io import open_capture
 from .net.decode import PacketDecoder
 from .net.packet import IpPacket, TcpSegment, UdpDatagram

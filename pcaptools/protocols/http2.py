@@ -782,7 +782,14 @@ class Http2Observer:
             st.first_check = True
 
     def _frame_event(
-        self, direction: Direction, sid: int, typ: int, flags: int, length: int, ts: int, frame: int,
+        self,
+        direction: Direction,
+        sid: int,
+        typ: int,
+        flags: int,
+        length: int,
+        ts: int,
+        frame: int,
         **fields: Any,
     ) -> Http2Frame:
         """An :class:`Http2Frame` event of this connection; ``fields`` are the type's own fields."""
@@ -1102,7 +1109,6 @@ class Http2Observer:
         st.frames += 1
         if st.hb is not None and not (typ == CONTINUATION and sid == st.hb_sid):
             self._interrupted_block(st, typ, ts, frame)
-        tcp = self.tcp_stream
         d = st.d
         if typ in (HEADERS, PUSH_PROMISE):
             self._header_frame(st, typ, flags, sid, length, payload, ts, frame, out)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .._columns import NA, CodeColumn, IntColumn
 from ..io.frame import RawFrame
 from ..net.packet import IpPacket, TcpSegment, UdpDatagram
 from ..tcp.analysis import SegmentAnalysis
 from ..tcp.tracker import addr_text
-from .._columns import NA, CodeColumn, IntColumn
 from .foundation import PACKETS
 
 _FLAG_LETTERS = ((0x100, "N"), (0x80, "C"), (0x40, "E"), (0x20, "U"), (0x10, "A"), (0x08, "P"),

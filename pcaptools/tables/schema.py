@@ -92,10 +92,11 @@ class TableSchema:
         return "\n".join(lines) + "\n"
 
 
-def _cast(values: Any, col: Column) -> pd.Series | pd.Index | np.ndarray:
+def _cast(values: Any, col: Column) -> Any:
+    """``values`` as an array of ``col``'s dtype (numpy array, pandas extension array or Categorical)."""
     dt = col.dtype
     if dt == TS_DTYPE:
-        arr = pd.array(values if not isinstance(values, np.ndarray) else values, dtype="Int64")
+        arr = pd.array(values, dtype="Int64")
         return pd.to_datetime(arr, unit="ns", utc=True)
     if dt == "int64":
         return np.asarray(values, dtype=np.int64) if len(values) else np.empty(0, np.int64)

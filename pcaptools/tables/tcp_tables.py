@@ -14,8 +14,13 @@ def connections_table(tracker: TcpTracker) -> pd.DataFrame:
     for conn in tracker.connections:
         c = conn.conv
         fin_c, fin_s = conn.fin_frame
-        closed = fin_c is not None and fin_s is not None
-        if conn.rst_frame is not None and not (closed and max(fin_c, fin_s) < conn.rst_frame):  # type: ignore[type-var]
+        # an RST after both FINs (a late reset of a closed connection) does not change the ending
+        rst_after_close = (conn.rst_frame is not None and fin_c is not None and fin_s is not None
+                           and max(fin_c, fin_s) < conn.rst_frame)
+        end_by: str | None
+        end_frame: int | None
+        end_ts: int | None
+        if conn.rst_frame is not None and not rst_after_close:
             end_reason, end_by = "rst", "client" if conn.rst_by_client else "server"
             end_frame, end_ts = conn.rst_frame, conn.rst_ts
         elif fin_c is not None and fin_s is not None:

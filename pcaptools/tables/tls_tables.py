@@ -12,11 +12,11 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from .._columns import NA, CodeColumn, IntColumn
 from ..protocols.tls.events import TlsRecord, TlsSession
 from ..protocols.tls.observer import ALERT_NAMES
 from ..protocols.tls.records import CONTENT_TYPE_NAMES
 from ..protocols.tls.suites import group_name, suite_name, version_name
-from .._columns import NA, CodeColumn, IntColumn
 from .schema import TS_DTYPE, Column, TableSchema
 
 _TCP_STREAM = Column("tcp_stream", "int64", None, "Wireshark tcp.stream of the connection")

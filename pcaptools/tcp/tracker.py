@@ -19,11 +19,11 @@ from typing import Any, Protocol
 from .._columns import NA, CodeColumn, IntColumn
 from ..diagnostics import Diagnostics
 from ..net.packet import ACK, FIN, RST, SYN, TcpSegment
+from ..protocols._base import Direction, StreamChunk
 from .analysis import SegmentAnalysis, TcpAnalyzer, TcpConversation
 from .connstate import ConnHistory
 from .options import parse_options
 from .reassembly import Reassembler, StreamGap
-from ..protocols._base import Direction, StreamChunk
 
 _M32 = 0xFFFFFFFF
 _GAP_REASONS_IN_HISTORY = frozenset({"acked", "snaplen"})
