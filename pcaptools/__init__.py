@@ -3,13 +3,21 @@
     import pcaptools
     cap = pcaptools.load("captures/demo.pcapng")
     cap.connections, cap.tcp_handshakes, cap.tcp_events, cap.retransmissions, cap.warnings
+    cap.wireshark(["frame.number", "http2.streamid"], "http2")   # any tshark field, typed
 """
 
 from __future__ import annotations
 
 from .capture import TABLES, Capture, CaptureSummary, load
-from .errors import CaptureFormatError, CaptureOpenError, KeylogError, PcapToolsError
+from .errors import (
+    CaptureFormatError,
+    CaptureOpenError,
+    KeylogError,
+    PcapToolsError,
+    WiresharkError,
+)
 from .many import ManyCaptures, load_many
+from .wireshark import wireshark  # the function; the module is sys.modules["pcaptools.wireshark"]
 
 __version__ = "0.1.0"
 
@@ -22,7 +30,9 @@ __all__ = [
     "KeylogError",
     "ManyCaptures",
     "PcapToolsError",
+    "WiresharkError",
     "__version__",
     "load",
     "load_many",
+    "wireshark",
 ]

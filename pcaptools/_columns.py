@@ -6,7 +6,9 @@ a category column stores a 4-byte code per row and one dict of values. NA is a s
 
 from __future__ import annotations
 
+import struct
 from array import array
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,19 +28,21 @@ class IntColumn:
         return np.frombuffer(self.data, dtype=np.int64).copy() if len(self.data) else np.empty(0, np.int64)
 
     def to_nullable(self) -> Any:
-        a = self.to_numpy()
-        return pd.arrays.IntegerArray(a, a == NA)
+        return nullable(self.to_numpy())
 
     def to_float_ms(self) -> np.ndarray:
         """ns values -> float ms, NA -> NaN."""
-        a = self.to_numpy()
-        out = a.astype(np.float64) / 1e6
-        out[a == NA] = np.nan
-        return out
+        return float_ms(self.to_numpy())
 
     def to_boolean(self) -> Any:
+        return boolean(self.to_numpy())
+
+    def take(self) -> np.ndarray:
+        """:meth:`to_numpy`, and the column is emptied (the same array object stays, so bound
+        ``data.append`` methods keep working)."""
         a = self.to_numpy()
-        return pd.arrays.BooleanArray(a == 1, a == NA)
+        del self.data[:]
+        return a
 
 
 class CodeColumn:
@@ -57,9 +61,91 @@ class CodeColumn:
             c = self.codes[value] = len(self.codes)
         return c
 
+    def take(self) -> pd.Categorical:
+        """:meth:`to_categorical`, and the codes are emptied (the values and their codes stay,
+        so later rows keep the same codes and every chunk has all categories seen so far)."""
+        cat = self.to_categorical()
+        del self.data[:]
+        return cat
+
     def to_categorical(self) -> pd.Categorical:
-        cats: list[object] = [None] * len(self.codes)
-        for v, c in self.codes.items():
-            cats[c] = v
         codes = np.frombuffer(self.data, dtype=np.int32).copy() if len(self.data) else np.empty(0, np.int32)
-        return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+        return categorical(self.codes, codes)
+
+
+def categorical(values: dict[object, int], codes: np.ndarray) -> pd.Categorical:
+    """A Categorical of ``codes`` (int32, -1 = NA) whose categories are the keys of ``values``
+    (value -> code) in code order. Raises ValueError if a code has no value."""
+    cats: list[object] = [None] * len(values)
+    for v, c in values.items():
+        cats[c] = v
+    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+
+
+def nullable(a: np.ndarray) -> Any:
+    """int64 values with the :data:`NA` sentinel -> an ``Int64`` array (shares ``a``)."""
+    return pd.arrays.IntegerArray(a, a == NA)
+
+
+def float_ms(a: np.ndarray) -> np.ndarray:
+    """int64 ns with the :data:`NA` sentinel -> float ms, NA -> NaN."""
+    out = a.astype(np.float64) / 1e6
+    out[a == NA] = np.nan
+    return out
+
+
+def boolean(a: np.ndarray) -> Any:
+    """int64 1/0/:data:`NA` -> a ``boolean`` array."""
+    return pd.arrays.BooleanArray(a == 1, a == NA)
+
+
+class Records:
+    """Fixed-width rows packed into one bytearray, one C call per row, turned into numpy
+    columns every ``chunk_rows`` rows (so no Python object is kept per row).
+
+    ``fields`` are ``(name, code)`` pairs with :mod:`struct` codes ``q`` (int64), ``i``
+    (int32), ``h``, ``b``... A builder appends a row with ``buf += pack(*values)`` (bind
+    :attr:`buf` and :attr:`pack` once: the bytearray is never replaced) and calls
+    :meth:`seal` when ``len(buf) >= limit``. :meth:`column` then hands over one field's
+    values at a time, freeing them in the builder as it goes. ``pack`` raises
+    :class:`struct.error` for a value out of its field's range (nothing is appended then).
+    """
+
+    __slots__ = ("_chunks", "buf", "dtype", "limit", "names", "pack", "row_bytes")
+
+    def __init__(self, fields: Sequence[tuple[str, str]], chunk_rows: int = 65536) -> None:
+        fmt = "<" + "".join(code for _, code in fields)
+        st = struct.Struct(fmt)
+        self.names = tuple(name for name, _ in fields)
+        self.pack = st.pack
+        self.row_bytes = st.size
+        self.dtype = np.dtype([(name, "<" + code) for name, code in fields])
+        assert self.dtype.itemsize == st.size
+        self.limit = st.size * max(1, chunk_rows)
+        """seal() when the buffer holds this many bytes"""
+        self.buf = bytearray()
+        self._chunks: dict[str, list[np.ndarray]] = {name: [] for name in self.names}
+
+    def __len__(self) -> int:
+        """rows held (sealed and buffered)"""
+        sealed = sum(len(c) for c in self._chunks[self.names[0]]) if self.names else 0
+        return sealed + len(self.buf) // self.row_bytes
+
+    def seal(self) -> None:
+        """Turn the buffered rows into one numpy chunk per field and empty the buffer."""
+        if not self.buf:
+            return
+        rec = np.frombuffer(self.buf, dtype=self.dtype)
+        for name in self.names:
+            # always a copy (a one-row view counts as contiguous): no view may outlive rec
+            self._chunks[name].append(rec[name].copy())
+        del rec  # release the buffer export before resizing
+        del self.buf[:]
+
+    def column(self, name: str) -> np.ndarray:
+        """All values of field ``name`` (call :meth:`seal` first), removed from this object."""
+        chunks = self._chunks[name]
+        self._chunks[name] = []
+        if not chunks:
+            return np.empty(0, dtype=self.dtype[name])
+        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)

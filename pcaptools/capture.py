@@ -11,9 +11,11 @@ it off with ``packets=False`` for captures of many millions of frames).
 
 from __future__ import annotations
 
+import gc
 import html
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,13 +23,14 @@ from typing import Any
 import pandas as pd
 
 from .analyses.heartbeats import websocket_heartbeats
-from .diagnostics import Diagnostics
+from .diagnostics import Diagnostics, ShardDiagnostics
 from .io import open_capture
 from .net.decode import PacketDecoder
 from .net.packet import IpPacket, TcpSegment, UdpDatagram
 from .protocols.dispatch import ConnectionObserver
 from .protocols.dns import DNS_PORT, DnsTracker
 from .protocols.tls import KeyLog
+from .redaction import redact_ws_connections
 from .tables.dns_tables import DNS, dns_table
 from .tables.foundation import CONNECTIONS, PACKETS, TCP_EVENTS, TCP_HANDSHAKES, WARNINGS
 from .tables.http_tables import HTTP_TABLES, HttpTablesBuilder
@@ -154,6 +157,42 @@ class Capture:
             f"{rows}</table></div>"
         )
 
+    def subset(self, **kw: Any) -> Capture:
+        """The part of this capture about some connections and/or a time window, every table
+        cut consistently: ``cap.subset(host=..., port=..., sni=..., stream=..., start=...,
+        end=...)``. See :func:`pcaptools.select.subset`."""
+        from .select import subset  # select imports this module
+
+        return subset(self, **kw)
+
+    def wireshark(self, fields: str | list[str] | tuple[str, ...],
+                  display_filter: str | None = None, **kw: Any) -> pd.DataFrame:
+        """Any Wireshark field of this capture's frames, as a typed DataFrame (runs tshark on
+        ``summary.path`` with the key log given to :func:`load`): see
+        :func:`pcaptools.wireshark.wireshark` for the options (``keylog=`` overrides the key log).
+        On a :meth:`subset`, its display filter is ANDed with ``display_filter``."""
+        from .wireshark import wireshark
+
+        kw.setdefault("keylog", self.summary.extra.get("keylog"))
+        sub = self.summary.extra.get("subset_display_filter")
+        if isinstance(sub, str) and sub:
+            display_filter = f"({sub}) and ({display_filter})" if display_filter else sub
+        return wireshark(self.summary.path, fields, display_filter, **kw)
+
+
+@contextmanager
+def _gc_relaxed(gen0: int = 100_000) -> Iterator[None]:
+    """Run the frame loop with a rarer young-generation collection: the loop allocates
+    millions of short-lived objects that reference counting frees at once, and Python's
+    default threshold (700) makes the cycle collector scan them ~9% of the time for
+    nothing. Cycles are still collected (later); the old threshold comes back after."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], gen0), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
 
 def load(
     path: str | os.PathLike[str],
@@ -166,6 +205,11 @@ def load(
     max_warnings_per_code: int = 1000,
     max_decompressed_bytes: int | None = None,
     show_secrets: bool = False,
+    max_packet_rows: int | None = 2_000_000,
+    workers: int = 1,
+    shard: tuple[int, int] | None = None,
+    out: str | os.PathLike[str] | None = None,
+    chunk_rows: int = 65536,
 ) -> Capture:
     """Read ``path`` once and return a :class:`Capture` with every table filled.
 
@@ -178,20 +222,50 @@ def load(
     pcapng (Decryption Secrets Blocks) are used as well, both at once. Raises
     :class:`~pcaptools.errors.KeylogError` if the file cannot be read.
     ``show_secrets=False`` redacts credentials (Authorization, Cookie, Set-Cookie, API key headers:
-    ``tables.http_tables.SECRET_HEADERS``) in every header column; ``True`` keeps them.
+    ``redaction.SECRET_HEADERS``) in every header column, credential query parameters
+    (``?api_key=``, ``X-Amz-Signature``...) in every path and URL, and credential-like WebSocket
+    subprotocols (:mod:`pcaptools.redaction`); ``True`` keeps them.
     ``max_decompressed_bytes`` stops reading after that many bytes of the (decompressed) file, with
     a ``capture.decompression_limit`` row: a guard against decompression bombs (None: no limit).
+    ``max_packet_rows`` caps the ``packets`` table: frames numbered above it get no row, the
+    first of them a ``table.packets_truncated`` warning, and every other table still covers every
+    frame (None: no cap). The default bounds the table to ~0.65 GB of peak memory (~330 bytes a
+    row while it is built): a pcap costs as little as 16 bytes a frame (docs/robustness.md).
+    ``out=directory`` streams every table to ``directory/<table>.parquet`` while reading, in row
+    groups of ``chunk_rows`` rows (the layout of :meth:`Capture.to_parquet`), so the peak
+    memory does not grow with the number of packets, and returns a
+    :class:`~pcaptools.export.StreamedCapture` (per-connection tables in memory, the others
+    read from their file when used); ``max_packet_rows`` does not apply then. Not with
+    ``workers`` > 1 or ``shard``.
     ``packets=False`` skips the one table that grows with the number of frames;
     ``tls_records=False`` skips the per-record TLS table; ``payloads=False`` skips all payload
     work (TLS, HTTP, SSE and DNS tables stay empty; TCP tables are unchanged).
+    ``workers=N`` (N > 1) analyses the capture on N processes (:mod:`pcaptools.parallel`): every
+    process reads and follows all of TCP, each one parses the payloads of 1/N of the connections;
+    the tables are the same, their rows ordered as described there. ``shard=(k, n)`` is that
+    worker's part: only connections with ``tcp_stream % n == k`` (and, for ``k == 0``, what
+    belongs to no connection) get rows.
     """
-    diag = Diagnostics(max_rows_per_code=max_warnings_per_code)
+    if out is not None and (workers > 1 or shard is not None):
+        raise ValueError("load(out=...) reads with one process: no workers or shard")
+    if workers > 1 and shard is None:
+        from .parallel import load_parallel  # parallel imports this module
+
+        return load_parallel(
+            path, workers=workers, keylog=keylog, packets=packets, tls_records=tls_records,
+            payloads=payloads, max_warnings_per_code=max_warnings_per_code,
+            max_decompressed_bytes=max_decompressed_bytes, show_secrets=show_secrets,
+            max_packet_rows=max_packet_rows,
+        )
+    diag = (Diagnostics(max_rows_per_code=max_warnings_per_code) if shard is None
+            else ShardDiagnostics(shard, max_rows_per_code=max_warnings_per_code))
     keys = KeyLog.from_file(keylog, diag) if keylog is not None else KeyLog()
     decoder = PacketDecoder(diag)
     tls_builder = TlsTablesBuilder(records=tls_records)
     http_builder = HttpTablesBuilder(show_secrets=show_secrets)
     ws_builder = WsTablesBuilder()
-    dns_tracker = DnsTracker(diag) if payloads else None
+    dns_tracker = DnsTracker(diag) if payloads and (shard is None or shard[0] == 0) else None
+    own_k, own_n = shard if shard is not None else (0, 1)
 
     def emit(events: list[object]) -> None:
         if events:
@@ -199,17 +273,29 @@ def load(
             http_builder.add_all(events)
             ws_builder.add_all(events)
 
-    def observer(tcp_stream: int, midstream: bool) -> ConnectionObserver:
+    def observer(tcp_stream: int, midstream: bool) -> ConnectionObserver | None:
+        if tcp_stream % own_n != own_k:
+            return None
         return ConnectionObserver(tcp_stream=tcp_stream, diag=diag, keylog=keys, midstream=midstream)
 
     tracker = TcpTracker(diag, observer_factory=observer if payloads else None, emit=emit)
-    pb = PacketsBuilder() if packets else None
+    pb = (PacketsBuilder(max_rows=max_packet_rows if out is None else None, diag=diag)
+          if packets else None)
+    pump = None
+    if out is not None:  # streaming export: builders hand over finished rows while reading
+        from .export import start_stream  # export imports this module
+
+        pump = start_stream(out, [pb, tracker, tls_builder, http_builder, ws_builder],
+                            chunk_rows=chunk_rows)
     secrets_seen = 0
-    with open_capture(path, diag, max_decompressed_bytes=max_decompressed_bytes) as reader:
+    with (open_capture(path, diag, max_decompressed_bytes=max_decompressed_bytes) as reader,
+          _gc_relaxed()):
         summary = CaptureSummary(
             path=str(path), file_size=reader.file_size, format=reader.format,
             compression=reader.compression, linktypes=[],
         )
+        if keylog is not None:  # for Capture.wireshark()
+            summary.extra["keylog"] = os.path.abspath(keylog)
         n = tcp_n = udp_n = other_n = nonip_n = wire = data_segs = 0
         first_ts = last_ts = None
         decode = decoder.decode
@@ -245,10 +331,14 @@ def load(
                 other_n += 1
                 if type(pkt) is IpPacket and pkt.quoted_tcp is not None:
                     a = tracker.unanalysed(pkt.quoted_tcp, pkt.quoted_tcp_len)
-            if pb is not None:
-                pb.add(raw, pkt, a)
-            if progress is not None and n % 4096 == 0:
-                progress(reader.bytes_read, reader.file_size)
+            if pb is not None:  # (every worker sees the cap: the warning is worker 0's)
+                pb.add_capped(raw, pkt, a, own_n == 1 or (a.tcp_stream % own_n == own_k
+                                                          if a is not None else own_k == 0))
+            if not n & 4095:
+                if progress is not None:
+                    progress(reader.bytes_read, reader.file_size)
+                if pump is not None:
+                    pump.poll()
         decoder.finish()
         tracker.finish(last_ts or 0, n)
         if progress is not None:
@@ -273,6 +363,16 @@ def load(
         "packets": pb.frame() if pb is not None else PACKETS.frame([]),
         "warnings": warnings_table(diag),
     }
+    if shard is not None:
+        for name in ("connections", "tcp_handshakes", "tcp_events"):
+            t = tables[name]
+            tables[name] = t[t["tcp_stream"] % own_n == own_k].reset_index(drop=True)
+    if not show_secrets:  # (WsTablesBuilder takes no show_secrets: its URL/subprotocol columns)
+        tables["ws_connections"] = redact_ws_connections(tables["ws_connections"])
+    if pump is not None:
+        from .export import finish_stream
+
+        return finish_stream(pump, summary, tables, capture_end=last_ts)
     tables["ws_heartbeats"] = websocket_heartbeats(
         tables["ws_frames"], connections=tables["connections"], capture_end=last_ts
     )

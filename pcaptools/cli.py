@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,9 +28,10 @@ from typing import Any, TextIO
 
 from . import __version__
 from .analyses.summary import headline
-from .capture import load
+from .capture import Capture, load
 from .errors import PcapToolsError
 from .report import write_report
+from .select import parse_time, subset
 
 PROG = "pcap-report"
 
@@ -55,10 +57,14 @@ examples:
         reports/index.html, and the tables of all of them as Parquet in tables/
   pcap-report big.pcapng --export tables/ --export-format csv
         also writes one CSV per table
+  pcap-report chat.pcapng --keylog keys.txt --sni '*.openai.com' --start 10 --end 25.5
+        a report about part of the capture: the connections to that server name, the
+        packets between 10 s and 25.5 s after the first frame (--host, --port, --stream N
+        (repeatable) too); the header says which filter was applied
 
 exit status: 0 report written (warnings included), 1 capture unreadable (with several
 captures: any of them; the others' reports are still written) or output not writable,
-2 bad usage.
+2 bad usage (also a subset option that does not fit the capture, e.g. --start after --end).
 """
 
 
@@ -136,8 +142,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         metavar="N",
-        help="processes reading captures in parallel when there are several (default: one "
-        "per core)",
+        help="processes to use: with several captures, files read in parallel (default: one "
+        "per core); with one capture, N > 1 splits its connections' payload parsing over N "
+        "processes (default: 1; see pcaptools.parallel)",
+    )
+    p.add_argument(
+        "--max-packet-rows",
+        type=_rows_or_none,
+        metavar="N|none",
+        default=2_000_000,
+        help="per-frame rows kept in the packets table (default: 2,000,000, about 0.65 GB); "
+        "later frames get no row and one table.packets_truncated warning says so, every other "
+        "table still covers them; 'none' keeps all",
+    )
+    p.add_argument(
+        "--max-decompressed-bytes",
+        type=_size,
+        metavar="SIZE",
+        help="stop reading after SIZE bytes of the (decompressed) capture, with a "
+        "capture.decompression_limit warning: a guard against decompression bombs "
+        "(e.g. 8G; default: no limit)",
     )
     p.add_argument(
         "--compare",
@@ -152,6 +176,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --compare: names of the two captures in the table (default: A,B)",
     )
     p.add_argument(
+        "--max-table-rows",
+        type=_positive_int,
+        metavar="N",
+        help="rows of one report table embedded in the page (default: 200,000); a longer "
+        "table says 'showing first N of M rows' (every row is in --export and the DataFrames)",
+    )
+    sub = p.add_argument_group(
+        "subset (the report, --json and --export are about the matching part only; filters "
+        "combine with AND)"
+    )
+    sub.add_argument("--host", metavar="H",
+                     help="connections with this IP address on either side, or whose TLS SNI / "
+                     "HTTP Host / :authority is this name (globs like '*.example.com' allowed)")
+    sub.add_argument("--port", type=_port, metavar="P", help="TCP connections with this port on "
+                     "either side (and UDP packets with it)")
+    sub.add_argument("--sni", metavar="S",
+                     help="TLS connections whose server name (SNI) is S (exact, or a glob like "
+                     "'*.openai.com'; case-insensitive)")
+    sub.add_argument("--stream", type=int, action="append", metavar="N",
+                     help="Wireshark tcp.stream N; repeat for several")
+    sub.add_argument("--start", metavar="T",
+                     help="from T: seconds after the first frame (e.g. 12.5) or an ISO 8601 time "
+                     "(e.g. 2026-11-29T21:31:14Z, naive = UTC); connections overlapping the "
+                     "window are kept whole, packets and TCP events are cut to it")
+    sub.add_argument("--end", metavar="T", help="until T (same forms as --start)")
+    p.add_argument(
         "-q", "--quiet", action="store_true", help="no progress bar and no final summary line"
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -163,6 +213,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits with 2 on bad usage
     err = sys.stderr
+    for opt in ("start", "end"):
+        value = getattr(args, opt)
+        if value is not None:
+            try:
+                parse_time(value, 0, f"--{opt}")
+            except ValueError as exc:
+                parser.error(str(exc))
     if args.compare is not None:
         if len(args.capture) != 1 or os.path.isdir(args.capture[0]):
             parser.error("--compare takes exactly one other capture: pcap-report A --compare B")
@@ -176,18 +233,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     bar, progress = _progress(err, args.capture, enabled=not args.quiet and _isatty(err))
     try:
-        cap = load(args.capture, keylog=args.keylog, packets=not args.no_packets, progress=progress,
-                   show_secrets=args.show_secrets)
+        if args.workers is not None and args.workers > 1:
+            cap = load(args.capture, workers=args.workers, **_load_kwargs(args))
+        else:
+            cap = load(args.capture, progress=progress, **_load_kwargs(args))
     except (PcapToolsError, OSError) as exc:
         if bar is not None:
             bar.close()  # clear the bar before the error line
         return _fail(err, _message(exc, args.capture))
     if bar is not None:
         bar.close()
+    try:
+        cap = _subset(cap, args)
+    except ValueError as exc:
+        return _usage(err, str(exc))
 
     try:
-        head = headline(cap)
-        write_report(cap, out, title=args.title)
+        head = _headline(cap)
+        write_report(cap, out, title=args.title, **_report_kw(args))
         if args.json_path:
             with open(args.json_path, "w", encoding="utf-8") as f:
                 json.dump(head, f, indent=2)
@@ -198,9 +261,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(err, _message(exc, getattr(exc, "filename", None) or out))
 
     if not args.quiet:
+        sub = f" (subset: {head['subset']})" if "subset" in head else ""
         print(
             f"analysed {head['frames']:,} frames, {_n(head['tcp_connections'], 'connection')}, "
-            f"{_n(head['warnings'], 'warning')} -> {out}",
+            f"{_n(head['warnings'], 'warning')}{sub} -> {out}",
             file=err,
         )
     return 0
@@ -224,15 +288,17 @@ def _main_compare(args: argparse.Namespace, err: TextIO) -> int:
     for path in paths:
         bar, progress = _progress(err, path, enabled=not args.quiet and _isatty(err))
         try:
-            caps.append(load(path, keylog=args.keylog, packets=not args.no_packets,
-                             progress=progress, show_secrets=args.show_secrets))
+            caps.append(load(path, progress=progress, **_load_kwargs(args)))
         except (PcapToolsError, OSError) as exc:
             if bar is not None:
                 bar.close()
             return _fail(err, _message(exc, path))
         if bar is not None:
             bar.close()
-    a, b = caps
+    try:
+        a, b = (_subset(c, args) for c in caps)
+    except ValueError as exc:
+        return _usage(err, str(exc))
     labels = ("A", "B")
     if args.labels:
         names = [x.strip() for x in args.labels.split(",")]
@@ -240,11 +306,12 @@ def _main_compare(args: argparse.Namespace, err: TextIO) -> int:
             return _fail(err, f"--labels {args.labels!r}: give two names, e.g. --labels h1,h2")
         labels = (names[0], names[1])
     try:
-        write_comparison(a, b, out, labels=labels, title=args.title)
+        write_comparison(a, b, out, labels=labels, title=args.title, **_report_kw(args))
         if args.json_path:
             table = compare(a, b).astype(object)
             rows = table.where(table.notna(), None).to_dict("records")
-            doc = {"labels": list(labels), "a": headline(a), "b": headline(b), "comparison": rows}
+            doc = {"labels": list(labels), "a": _headline(a), "b": _headline(b),
+                   "comparison": rows}
             with open(args.json_path, "w", encoding="utf-8") as f:
                 json.dump(doc, f, indent=2)
                 f.write("\n")
@@ -284,9 +351,7 @@ def _main_many(args: argparse.Namespace, err: TextIO) -> int:
             bar.update(done - bar.n)
 
     try:
-        many = load_many(files, workers=args.workers, keylog=args.keylog,
-                         packets=not args.no_packets, progress=progress,
-                         show_secrets=args.show_secrets)
+        many = load_many(files, workers=args.workers, progress=progress, **_load_kwargs(args))
     except (PcapToolsError, OSError, ValueError) as exc:
         if bar is not None:
             bar.close()
@@ -295,15 +360,23 @@ def _main_many(args: argparse.Namespace, err: TextIO) -> int:
         bar.close()
     for why in many.errors.values():
         print(f"{PROG}: error: {why}", file=err)
+    if _filters(args):
+        from .many import ManyCaptures
+
+        try:
+            many = ManyCaptures({n: _subset(c, args) for n, c in many.captures.items()},
+                                paths=many.paths, errors=many.errors)
+        except ValueError as exc:
+            return _usage(err, str(exc))
 
     entries: list[dict[str, Any]] = []
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, cap in many.captures.items():
-            head = headline(cap)
+            head = _headline(cap)
             report = out_dir / default_output(name.replace(os.sep, "__"))
             title = f"{args.title}: {name}" if args.title else None
-            write_report(cap, report, title=title)
+            write_report(cap, report, title=title, **_report_kw(args))
             entries.append({"capture": name, "report": report.name, **head})
         index = out_dir / "index.html"
         index.write_text(_index_html(entries, many.errors, args.title), encoding="utf-8")
@@ -360,6 +433,81 @@ def _index_html(entries: list[dict[str, Any]], errors: dict[str, str], title: st
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+_FILTERS = ("host", "port", "sni", "stream", "start", "end")
+
+
+def _filters(args: argparse.Namespace) -> dict[str, Any]:
+    """The subset options given on the command line, as ``Capture.subset`` keywords."""
+    return {k: getattr(args, k) for k in _FILTERS if getattr(args, k, None) is not None}
+
+
+def _subset(cap: Capture, args: argparse.Namespace) -> Capture:
+    """``cap`` cut to the subset options (unchanged without any). Raises ValueError."""
+    kw = _filters(args)
+    return subset(cap, **kw) if kw else cap
+
+
+def _headline(cap: Capture) -> dict[str, Any]:
+    """headline(cap), with the subset filter when one was applied."""
+    head = headline(cap)
+    sub = cap.summary.extra.get("subset")
+    if isinstance(sub, str):
+        head["subset"] = sub
+        head["subset_display_filter"] = cap.summary.extra.get("subset_display_filter")
+    return head
+
+
+def _report_kw(args: argparse.Namespace) -> dict[str, Any]:
+    return {} if args.max_table_rows is None else {"max_table_rows": args.max_table_rows}
+
+
+def _load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The load() options the command line sets (the same for every capture it reads)."""
+    return {"keylog": args.keylog, "packets": not args.no_packets,
+            "show_secrets": args.show_secrets, "max_packet_rows": args.max_packet_rows,
+            "max_decompressed_bytes": args.max_decompressed_bytes}
+
+
+def _rows_or_none(text: str) -> int | None:
+    return None if text.strip().lower() == "none" else _positive_int(text)
+
+
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def _size(text: str) -> int:
+    """``123``, ``64K``, ``500M``, ``8G``, ``1T`` (binary units, optional trailing B)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE)
+    if m is None or int(m.group(1)) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size like 500M or 8G")
+    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} is not at least 1")
+    return n
+
+
+def _port(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"{n} is not in 0..65535")
+    return n
+
+
+def _usage(err: TextIO, message: str) -> int:
+    """A bad option value found after reading the capture: exit status 2, like argparse."""
+    print(f"{PROG}: error: {message}", file=err)
+    return 2
 
 
 def _fail(err: TextIO, message: str) -> int:

@@ -100,6 +100,8 @@ CATALOGUE: dict[str, str] = {
     "ws.truncated_frame": "a WebSocket connection direction ended (FIN/RST) in the middle of a frame",
     "ws.resynchronised": "WebSocket parsing resumed at a plausible frame boundary after bytes were lost between frames",
     "ws.desynced": "no WebSocket frame boundary was found within 1 MiB after lost bytes; the rest of that direction is only counted",
+    # tables
+    "table.packets_truncated": "the packets table reached its row cap (load(max_packet_rows=...)): this frame and every later one have no packets row; every other table covers all frames",
 }
 
 
@@ -162,3 +164,32 @@ class Diagnostics:
     def suppressed(self) -> dict[str, int]:
         """code -> number of occurrences that were counted but not kept as rows."""
         return {c: n - self.max_rows_per_code for c, n in self.counts.items() if n > self.max_rows_per_code}
+
+
+class ShardDiagnostics(Diagnostics):
+    """The Diagnostics of one worker of a parallel ``load()`` (``shard=(k, n)``): keeps and
+    counts only the anomalies of its own connections (``tcp_stream % n == k``) and, for worker
+    0, those that belong to no connection. Every worker sees the same file, so the workers'
+    rows and counts added together are exactly those of a single process."""
+
+    __slots__ = ("k", "n")
+
+    def __init__(self, shard: tuple[int, int], max_rows_per_code: int = 1000) -> None:
+        super().__init__(max_rows_per_code)
+        self.k, self.n = shard
+
+    def add(
+        self,
+        code: str,
+        detail: str,
+        *,
+        ts_ns: int | None = None,
+        frame: int | None = None,
+        tcp_stream: int | None = None,
+        direction: str | None = None,
+    ) -> None:
+        if (self.k != 0) if tcp_stream is None else (tcp_stream % self.n != self.k):
+            if code not in CATALOGUE:
+                raise KeyError(f"anomaly code {code!r} is not in diagnostics.CATALOGUE")
+            return
+        super().add(code, detail, ts_ns=ts_ns, frame=frame, tcp_stream=tcp_stream, direction=direction)

@@ -7,7 +7,12 @@ Only raised when no analysis can happen at all. Anything wrong *inside* a captur
     PcapToolsError
      ├── CaptureFormatError   the file is not a capture we can read (bad magic, empty)
      ├── CaptureOpenError     the path cannot be opened (missing, a directory, no permission)
-     └── KeylogError          a key log file was given but cannot be read
+     ├── KeylogError          a key log file was given but cannot be read
+     └── WiresharkError       tshark could not give the table :func:`pcaptools.wireshark` asked for
+          ├── TsharkNotFoundError     no tshark binary (install Wireshark's command-line tools)
+          ├── WiresharkFieldError     a field name tshark does not know (with close names)
+          ├── WiresharkFilterError    a display filter tshark cannot compile
+          └── WiresharkTimeoutError   tshark ran longer than ``timeout`` (it was killed)
 """
 
 from __future__ import annotations
@@ -27,3 +32,30 @@ class CaptureOpenError(PcapToolsError):
 
 class KeylogError(PcapToolsError):
     """The key log file cannot be read."""
+
+
+class WiresharkError(PcapToolsError):
+    """tshark failed (bad option, crash, unreadable output); the message says what tshark said."""
+
+
+class TsharkNotFoundError(WiresharkError):
+    """No tshark binary on PATH (or at the ``tshark_path`` given)."""
+
+
+class WiresharkFieldError(WiresharkError):
+    """tshark does not know one or more field names.
+
+    ``fields``: the unknown names; ``suggestions``: close known names for each of them."""
+
+    def __init__(self, message: str, fields: list[str], suggestions: dict[str, list[str]]) -> None:
+        super().__init__(message)
+        self.fields = fields
+        self.suggestions = suggestions
+
+
+class WiresharkFilterError(WiresharkError):
+    """tshark cannot compile the display filter; the message is tshark's."""
+
+
+class WiresharkTimeoutError(WiresharkError, TimeoutError):
+    """tshark was still running after ``timeout`` seconds and was killed."""

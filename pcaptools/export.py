@@ -16,40 +16,54 @@ back as arrays of ``[name, value]`` arrays. In CSV they are JSON text.
 Parquet needs pyarrow (``pip install 'pcaptools[parquet]'``); without it these functions
 raise ImportError saying so. Nothing here prints.
 
-Not here yet: streaming export while reading (``load(path, out="dir/")`` writing row groups
-as it goes, so a capture's tables never sit in memory whole). It needs, in code this module
-does not own: (1) builders that hand over *final* rows during the pass: a ``drain()`` on
-``PacketsBuilder``, the TLS/HTTP table builders and the tracker's event columns, returning the
-rows that can no longer change; packets rows change after they are added (``ack_rtt_ms`` and
-``acks_frame`` are filled when the ACK arrives, ``resent``), so a row is final only once its
-connection has closed or it is older than the ACK window; connection rows are final only when
-the connection ends; (2) a hook in ``load()`` calling ``drain()`` every N frames and a sink
-(here: one ``pyarrow.parquet.ParquetWriter`` per table, schema from :func:`arrow_schema`,
-one row group per drain). Until then, :mod:`pcaptools.distributed` bounds memory per file
-and ``packets=False`` removes the one table that grows with the frame count.
+Streaming export while reading: ``pcaptools.load(path, out="dir/")`` writes the same files
+(``dir/<table>.parquet`` for every table, plus ``dir/captures.parquet``) while it reads, so a
+capture whose tables do not fit in memory can still be analysed (with pandas, DuckDB, the
+Dask runner: the layout and the dtypes are the ones :func:`to_parquet` gives). The tables
+that grow with the traffic (packets, tcp_events, tls_records, http2_frames, http2_streams,
+http_requests, sse_events, ws_frames, ws_messages) are written in row groups of
+``chunk_rows`` rows (65,536 by default) as soon as that many rows are final; the builders
+hand them over through the hook of :mod:`pcaptools.tables.schema` (:class:`Drainable`,
+:class:`ChunkPump`) and :class:`ParquetSink` writes them. Every file is written as
+``.<table>.parquet.partial`` and renamed when the capture has been read to its end, so a
+reader never sees a half-written table. ``load`` then returns a :class:`StreamedCapture`:
+the per-connection tables in memory, the others read back from their file when asked for.
+
+Every file also records, in its Parquet key-value metadata (``pcaptools.categories``), the
+categories of its categorical columns as ``load()`` orders and types them; pandas itself
+reads them back as ``str`` categories in first-seen order (equal as a set, so the column
+dtype compares equal for unordered categoricals). :func:`read_parquet_table` and
+:class:`StreamedCapture` restore them exactly, so their tables equal ``load()``'s.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import urllib.parse
-from collections.abc import Iterable, Mapping
+import weakref
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
 import pandas as pd
 
-from .capture import TABLES, CaptureSummary
+from .capture import TABLES, Capture, CaptureSummary
+from .tables.schema import CHUNK_ROWS, ChunkPump, Drainable
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
     "PARTITION_COLUMN",
+    "ParquetSink",
+    "StreamedCapture",
     "arrow_schema",
+    "read_parquet_table",
     "read_table",
     "summary_row",
     "to_csv",
@@ -306,3 +320,334 @@ def read_table(path: str | os.PathLike[str], table: str, *,
     out = concat_tables(frames)
     out[PARTITION_COLUMN] = pd.Categorical(out[PARTITION_COLUMN], categories=names)
     return out
+
+
+# ------------------------------------------------------------------ streaming export
+
+CATEGORIES_KEY = "pcaptools.categories"
+"""Parquet key-value metadata: ``{column: {"dtype": ..., "categories": [...]}}`` as JSON"""
+
+
+class _Categories:
+    """The categories of one categorical column over all the chunks written: the order and
+    dtype ``load()`` gives the whole column (codes appended in first-seen order, or sorted
+    when every chunk was built by ``pd.Categorical(values)``)."""
+
+    __slots__ = ("dtype", "seen", "sorted")
+
+    def __init__(self) -> None:
+        self.seen: dict[Any, None] = {}
+        self.sorted = True
+        self.dtype = "object"
+
+    def add(self, cats: pd.Index) -> None:
+        values = cats.tolist()
+        self.seen.update(dict.fromkeys(values))
+        self.dtype = str(cats.dtype)
+        if self.sorted:
+            try:
+                self.sorted = values == sorted(values)
+            except TypeError:
+                self.sorted = False
+
+    def final(self) -> list[Any]:
+        values = list(self.seen)
+        if self.sorted:
+            try:
+                return sorted(values)
+            except TypeError:
+                pass
+        return values
+
+
+def _json_scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+class ParquetSink:
+    """Writes tables chunk by chunk: one ``<table>.parquet`` per table in ``directory``, one
+    row group per :meth:`write`, with the Arrow schema of :func:`arrow_schema` (the same
+    files :func:`to_parquet` writes). A :class:`~pcaptools.tables.schema.TableSink`.
+
+    Files are written as ``.<table>.parquet.partial`` and renamed by :meth:`close`;
+    :meth:`abort` removes them. Raises OSError when the directory cannot be written,
+    ImportError without pyarrow."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, compression: str = "zstd") -> None:
+        self._pa = _pyarrow()
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.compression = compression
+        self._writers: dict[str, Any] = {}
+        self._cats: dict[str, dict[str, _Categories]] = {}
+        self.rows: dict[str, int] = {}
+        """rows written so far, per table"""
+
+    def _partial(self, table: str) -> Path:
+        return self.directory / f".{table}.parquet.partial"
+
+    def write(self, table: str, chunk: pd.DataFrame) -> None:
+        """Append ``chunk`` (a DataFrame of the table's schema) as one row group; an empty
+        chunk only opens the file (so the table exists, with its schema, when closed)."""
+        arrow = _to_arrow(table, chunk)
+        w = self._writers.get(table)
+        if w is None:
+            w = self._writers[table] = self._pa.parquet.ParquetWriter(
+                self._partial(table), arrow.schema, compression=self.compression)
+            self._cats[table] = {}
+            self.rows[table] = 0
+        cats = self._cats[table]
+        for col in chunk.columns:
+            dtype = chunk[col].dtype
+            if isinstance(dtype, pd.CategoricalDtype):
+                cats.setdefault(col, _Categories()).add(dtype.categories)
+        if len(chunk) or not self.rows[table]:
+            w.write_table(arrow, row_group_size=max(len(chunk), 1))
+        self.rows[table] += len(chunk)
+
+    def close(self) -> dict[str, Path]:
+        """Finish every file (its categories metadata), rename it into place; returns
+        ``{table: path}``."""
+        done: dict[str, Path] = {}
+        for table, w in self._writers.items():
+            meta: dict[str, Any] = {}
+            for col, c in self._cats[table].items():
+                final = c.final()
+                if all(_json_scalar(v) for v in final):
+                    meta[col] = {"dtype": c.dtype, "categories": final}
+            w.add_key_value_metadata({CATEGORIES_KEY: json.dumps(meta)})
+            w.close()
+            path = self.directory / f"{table}.parquet"
+            os.replace(self._partial(table), path)
+            done[table] = path
+        self._writers = {}
+        return done
+
+    def abort(self) -> None:
+        """Close and remove the files not yet renamed into place (nothing raises)."""
+        for table, w in self._writers.items():
+            with contextlib.suppress(Exception):  # best effort clean-up of a failed run
+                w.close()
+            self._partial(table).unlink(missing_ok=True)
+        self._writers = {}
+
+
+def _restore_categories(df: pd.DataFrame, meta: Mapping[str, Any]) -> pd.DataFrame:
+    """``df`` (read by pandas) with the categorical columns named in ``meta`` given the
+    categories, order and category dtype recorded when they were written."""
+    for col, m in meta.items():
+        if col not in df.columns or not isinstance(df[col].dtype, pd.CategoricalDtype):
+            continue
+        want = pd.Index(m["categories"], dtype=m["dtype"])
+        s = df[col]
+        if not all(isinstance(v, str) for v in m["categories"]):
+            # written as text (see _prepare): map the text back to the values
+            s = s.cat.rename_categories({c: v for c in s.cat.categories for v in m["categories"]
+                                         if str(v) == c})
+        df[col] = s.cat.set_categories(want)
+    return df
+
+
+def read_parquet_table(path: str | os.PathLike[str], *, columns: list[str] | None = None,
+                       filters: Any = None) -> pd.DataFrame:
+    """``pd.read_parquet(path, columns=..., filters=...)`` and, for a file written by
+    :class:`ParquetSink`, the categorical columns restored to what ``load()`` returned
+    (categories, their order and dtype) and header lists as tuples of ``(name, value)``.
+    ``filters`` are pyarrow's (e.g.
+    ``[("tcp_stream", "==", 3)]``). Raises FileNotFoundError when the file is missing."""
+    pa = _pyarrow()
+    df = pd.read_parquet(path, columns=columns, filters=filters)
+    kv = pa.parquet.ParquetFile(path).metadata.metadata or {}
+    raw = kv.get(CATEGORIES_KEY.encode())
+    if raw:
+        df = _restore_categories(df, json.loads(raw))
+        for col in df.columns:
+            if df[col].dtype == object and _is_header_list(col):
+                df[col] = pd.Series(
+                    [None if v is None else tuple((str(a), str(b)) for a, b in v) for v in df[col]],
+                    index=df.index, dtype=object)
+    return df
+
+
+class _LazyTables(Mapping[str, pd.DataFrame]):
+    """``StreamedCapture.tables``: every table by name, read from its file when asked for."""
+
+    def __init__(self, cap: StreamedCapture) -> None:
+        self._cap = cap
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._cap.paths or name == "captures":
+            raise KeyError(name)
+        return self._cap.read(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return (n for n in self._cap.paths if n != "captures")
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class StreamedCapture(Capture):
+    """What ``load(path, out=directory)`` returns: a :class:`Capture` whose tables are in
+    ``directory`` (one Parquet file each, ``paths``), not in memory.
+
+    The tables that grow with the connections (connections, tcp_handshakes, tls_handshakes,
+    http2_connections, ws_connections, ws_heartbeats, dns, warnings) are held in memory as
+    well; the others are read from their file each time the attribute (``cap.packets``) or
+    ``cap.tables[name]`` is used, so keep the DataFrame in a variable rather than reading it
+    again (while it is referenced, the same DataFrame is returned). :meth:`read` reads some
+    columns or rows only (pyarrow filters); DuckDB reads ``directory/*.parquet`` directly.
+    The DataFrames equal what ``load(path)`` returns (same dtypes and categories)."""
+
+    def __init__(self, summary: CaptureSummary, directory: str | os.PathLike[str],
+                 paths: Mapping[str, Path], memory: Mapping[str, pd.DataFrame]) -> None:
+        # Capture.__init__ would read every table: set the attributes it sets ourselves
+        self.summary = summary
+        self.out = Path(directory)
+        """the directory the tables were written to"""
+        self.paths: dict[str, Path] = dict(paths)
+        """``{table: file}`` for every table and ``captures`` (the summary row)"""
+        self._memory = dict(memory)
+        self._cache: weakref.WeakValueDictionary[str, pd.DataFrame] = weakref.WeakValueDictionary()
+        self.tables = _LazyTables(self)  # type: ignore[assignment]
+
+    def __getattr__(self, name: str) -> Any:
+        # only called for attributes not found otherwise: the tables
+        if name in TABLES and "paths" in self.__dict__:
+            return self.read(name)
+        raise AttributeError(name)
+
+    def read(self, table: str, *, columns: list[str] | None = None,
+             filters: Any = None) -> pd.DataFrame:
+        """Table ``table`` (all of it, or only ``columns`` / the rows matching pyarrow
+        ``filters``) from memory or from its file. Raises KeyError for an unknown table."""
+        if table not in self.paths or table == "captures":
+            raise KeyError(table)
+        whole = columns is None and filters is None
+        if whole:
+            if table in self._memory:
+                return self._memory[table]
+            hit = self._cache.get(table)
+            if hit is not None:
+                return hit
+        df = read_parquet_table(self.paths[table], columns=columns, filters=filters)
+        if whole:
+            self._cache[table] = df
+        return df
+
+    @property
+    def rows(self) -> dict[str, int]:
+        """Rows of every table, from the files' metadata (nothing is read)."""
+        pa = _pyarrow()
+        return {n: pa.parquet.ParquetFile(p).metadata.num_rows for n, p in self.paths.items()
+                if n != "captures"}
+
+    def to_parquet(self, directory: str | os.PathLike[str], **kw: Any) -> dict[str, Path]:
+        """The files are written already: copy them to ``directory`` (returns the copies;
+        ``directory`` equal to :attr:`out` returns the files as they are)."""
+        d = Path(directory)
+        if d.resolve() == self.out.resolve() and not kw:
+            return dict(self.paths)
+        if kw:
+            return to_parquet(self, directory, **kw)
+        d.mkdir(parents=True, exist_ok=True)
+        return {n: Path(shutil.copyfile(p, d / p.name)) for n, p in self.paths.items()}
+
+    def __repr__(self) -> str:
+        s = self.summary
+        conns = len(self._memory["connections"]) if "connections" in self._memory else "?"
+        return (f"<StreamedCapture {Path(s.path).name!r} in {str(self.out)!r}: {s.frames} frames, "
+                f"{conns} TCP connections>")
+
+    def _repr_html_(self) -> str:
+        import html
+
+        s = self.summary
+        rows = "".join(
+            f"<tr><td><code>cap.{html.escape(n)}</code></td><td>{k}</td>"
+            f"<td>{'memory' if n in self._memory else 'file'}</td></tr>"
+            for n, k in self.rows.items()
+        )
+        return (f"<div><b>StreamedCapture</b> {html.escape(Path(s.path).name)} in "
+                f"<code>{html.escape(str(self.out))}</code>: {s.frames} frames"
+                f"<table><tr><th>table</th><th>rows</th><th>held in</th></tr>{rows}</table></div>")
+
+
+class _Stream:
+    """The sink of ``load(out=...)``: a :class:`ParquetSink` that also keeps the WebSocket
+    Ping/Pong rows of ws_frames (ws_heartbeats is derived from them at the end)."""
+
+    def __init__(self, sink: ParquetSink) -> None:
+        self.sink = sink
+        self.pings: list[pd.DataFrame] = []
+
+    def write(self, table: str, chunk: pd.DataFrame) -> None:
+        if table == "ws_frames" and len(chunk):
+            keep = np.array(chunk["opcode"].isin([9, 10]), dtype=bool)
+            if not self.pings:
+                keep[0] = True
+            if keep.any():
+                self.pings.append(chunk[keep])
+        self.sink.write(table, chunk)
+
+
+def start_stream(out: str | os.PathLike[str], builders: Iterable[Any], *,
+                 chunk_rows: int = CHUNK_ROWS, compression: str = "zstd") -> ChunkPump:
+    """The :class:`ChunkPump` ``load(out=...)`` polls while reading: ``builders`` are its
+    sources, each :class:`Drainable` (``TcpTracker`` through
+    :class:`~pcaptools.tables.tcp_tables.EventsDrain`); anything else is a TypeError."""
+    from .tables.tcp_tables import EventsDrain
+    from .tcp.tracker import TcpTracker
+
+    pump = ChunkPump(_Stream(ParquetSink(out, compression=compression)), chunk_rows)
+    for b in builders:
+        if isinstance(b, TcpTracker):
+            pump.add(EventsDrain(b))
+        elif isinstance(b, Drainable):
+            pump.add(b)
+        elif b is not None:
+            raise TypeError(f"{type(b).__name__} cannot stream its rows (no pending/drain)")
+    return pump
+
+
+def finish_stream(pump: ChunkPump, summary: CaptureSummary, tables: Mapping[str, pd.DataFrame],
+                  *, capture_end: int | None) -> StreamedCapture:
+    """Write what ``load()`` built at the end (``tables``: the per-connection tables and the
+    rows not yet drained of the others), derive ws_heartbeats, close every file and write
+    ``captures.parquet``; returns the :class:`StreamedCapture`."""
+    from .analyses.heartbeats import websocket_heartbeats
+    from .many import concat_tables
+
+    stream = pump.sink
+    assert isinstance(stream, _Stream)
+    sink = stream.sink
+    try:
+        streamed = {t for src in pump.sources for t in src.pending()}
+        memory: dict[str, pd.DataFrame] = {}
+        for name in TABLES:
+            if name == "ws_heartbeats":
+                continue
+            df = tables[name] if name in tables else TABLES[name].frame([])
+            stream.write(name, df)
+            if name not in streamed:
+                memory[name] = df
+        # the rows websocket_heartbeats() looks at (and one other row, if the table has
+        # rows but no ping/pong: it then takes the same path as with the whole table)
+        pings = stream.pings
+        frames = concat_tables(pings) if pings else TABLES["ws_frames"].frame([])
+        hb = websocket_heartbeats(frames, connections=memory.get("connections"),
+                                  capture_end=capture_end)
+        sink.write("ws_heartbeats", hb)
+        memory["ws_heartbeats"] = hb
+        paths = sink.close()
+        pa = _pyarrow()
+        cpath = Path(sink.directory) / "captures.parquet"
+        pa.parquet.write_table(pa.Table.from_pandas(pd.DataFrame([summary_row(summary)]),
+                                                    preserve_index=False), cpath,
+                               compression=sink.compression)
+        paths["captures"] = cpath
+    except BaseException:
+        sink.abort()
+        raise
+    ordered = {n: paths[n] for n in [*TABLES, "captures"]}
+    return StreamedCapture(summary, sink.directory, ordered, memory)

@@ -183,6 +183,15 @@ LIMITS: tuple[Limit, ...] = (
         "not compared",
     ),
     Limit(
+        "key log line",
+        f"{_TLS}.keylog:MAX_LINE_BYTES",
+        "bytes",
+        "tls.keylog_bad_line",
+        "longest key log line parsed (a real entry is under 300 bytes); a longer one is read "
+        "through in pieces, never held, and is one bad line. Key logs are read line by line: "
+        "memory grows with the secrets stored, not the file",
+    ),
+    Limit(
         "TLS record length",
         f"{_TLS}.records:MAX_RECORD_LENGTH",
         "bytes",
@@ -321,6 +330,18 @@ LIMITS: tuple[Limit, ...] = (
         "characters",
         None,
         "kept per text message",
+    ),
+    Limit(
+        "max_packet_rows",
+        "pcaptools.capture:load(max_packet_rows)",
+        "rows",
+        "table.packets_truncated",
+        "rows of the packets table, the one table that grows with the frame count: frames "
+        "numbered above it get no row (one warning at the first), every other table still "
+        "covers every frame. ~330 bytes a row of peak memory while the table is built, so "
+        "the default bounds it to ~0.65 GB; a pcap costs as little as 16 bytes a frame on disk "
+        "(a 66 KB gzip file can hold 4 million frames). None: no cap",
+        "load(max_packet_rows=...)",
     ),
     Limit(
         "report table rows",

@@ -57,6 +57,16 @@ QUICKSTART = [
     new_code_cell("cap.tcp_events.groupby('kind', observed=True).size().sort_values(ascending=False)"),
     new_code_cell("cap.retransmissions[['frame', 'ts', 'tcp_stream', 'direction', 'kind', 'seq', 'len']]"),
     new_markdown_cell(
+        "## Anything else: Wireshark's dissectors\n\n`cap.wireshark(fields, display_filter)` runs tshark "
+        "on the same file (and key log) and returns any of Wireshark's fields as a typed DataFrame, one "
+        "row per frame. Here tshark's own verdict on the retransmissions above, next to pcaptools' kind."
+    ),
+    new_code_cell(
+        "ws = cap.wireshark(['frame.number', 'tcp.stream', 'tcp.seq', 'tcp.len', 'tcp.analysis.rto', '_ws.col.Info'],\n"
+        "                   display_filter='tcp.analysis.retransmission')\n"
+        "ws.assign(pcaptools_kind=ws['frame.number'].map(cap.retransmissions.set_index('frame')['kind']))"
+    ),
+    new_markdown_cell(
         "## A plot: sequence numbers over time\n\nThe `packets` table has one row per frame; here the "
         "server's data segments of the largest download, with retransmissions marked."
     ),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything pcaptools needs on a fresh Debian/Ubuntu machine (idempotent):
-#   system packages: tshark (Wireshark 4.0.x on Debian 12: our reference), tcpdump
+#   system packages: tshark (Wireshark 4.0.x on Debian 12: our reference), tcpdump; with --test
+#   also chromium (headless, for tests/report/test_browser.py)
 #   a virtualenv in .venv with pcaptools installed (editable) and the test dependencies
 # Usage: scripts/setup.sh [--test]     (--test also installs the test dependency group)
 set -euo pipefail
@@ -9,6 +10,14 @@ cd "$(dirname "$0")/.."
 need=()
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
+if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+  # optional: without it (and without root or sudo to install it) the browser test skips
+  if [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1; then
+    need+=(chromium)
+  else
+    echo "setup: chromium is not installed: tests/report/test_browser.py will be skipped" >&2
+  fi
+fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
     echo "setup: please install these system packages: ${need[*]}" >&2

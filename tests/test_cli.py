@@ -15,7 +15,6 @@ from pcaptools.errors import CaptureFormatError
 from tests.conftest import CAPTURES
 from tests.report.factory import make_capture
 
-
 ROOT_CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 
 
@@ -284,3 +283,177 @@ def test_progress_bar_is_cleared_before_an_error(
     # the bar was drawn, then erased with "\r<spaces>\r", and the error starts its own line
     assert "reading" in err
     assert err.endswith("\rpcap-report: error: x.pcap: truncated header\n")
+
+
+# --------------------------------------------------------------------------- subset options
+
+
+def _tshark_count(name: str, display_filter: str) -> int:
+    from tests.oracle import keylog_options, tshark_fields
+
+    path = CAPTURES / name
+    keys = path.with_suffix(".keys")
+    return len(tshark_fields(path, ("frame.number",), keylog_options(keys), display_filter))
+
+
+@pytest.mark.tshark
+def test_subset_report_json_and_header(
+    tshark: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = CAPTURES / "compare-h1.pcapng"
+    out, js = tmp_path / "r.html", tmp_path / "s.json"
+    argv = [str(src), "--keylog", str(src.with_suffix(".keys")), "-o", str(out), "--json", str(js),
+            "--stream", "3", "--stream", "5"]
+    assert cli.main(argv) == 0
+    frames = _tshark_count("compare-h1.pcapng", "tcp.stream in {3,5}")
+    assert frames == 62 + 64  # the facts file: 32 + 30 and 33 + 31 frames
+    assert capsys.readouterr().err == (
+        f"analysed {frames} frames, 2 connections, 0 warnings (subset: tcp.stream 3, 5) -> {out}\n")
+    head = json.loads(js.read_text())
+    assert (head["frames"], head["tcp_connections"], head["http_requests"]) == (frames, 2, 2)
+    assert head["subset"] == "tcp.stream 3, 5"
+    assert head["subset_display_filter"] == "tcp.stream in {3,5}"
+    html = out.read_text(encoding="utf-8")
+    assert "<title>compare-h1.pcapng (subset): pcap-report</title>" in html
+    assert (
+        '<div class="subset">Subset: tcp.stream 3, 5 (Wireshark: <code class="filter">'
+        f"tcp.stream in {{3,5}}</code>); {frames} of 627 frames."
+    ) in html
+    assert "<li>2 TCP connections: 2 closed with FIN.</li>" in html
+    assert '<code class="filter">tcp.stream eq 0</code>' not in html
+
+
+@pytest.mark.tshark
+def test_subset_sni_and_time_window(tshark: str, tmp_path: Path) -> None:
+    src = CAPTURES / "compare-h1.pcapng"
+    js = tmp_path / "s.json"
+    argv = [str(src), "-q", "-o", str(tmp_path / "r.html"), "--json", str(js),
+            "--sni", "*.TEST", "--port", "443", "--start", "0.5", "--end", "1",
+            "--keylog", str(src.with_suffix(".keys"))]
+    assert cli.main(argv) == 0
+    head = json.loads(js.read_text())
+    assert head["frames"] == _tshark_count(
+        "compare-h1.pcapng",
+        "tcp.port == 443 && frame.time_relative >= 0.5 && frame.time_relative <= 1",
+    ) == 85
+    assert head["tcp_connections"] == 5
+    assert head["subset"] == "port 443, SNI *.TEST, time 0.5 s to 1 s"
+    assert head["duration_s"] == 0.5
+
+
+def test_subset_export_and_compare(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    import pandas as pd
+
+    demo = CAPTURES / "demo.pcapng"
+    assert cli.main([str(demo), "-q", "-o", str(tmp_path / "r.html"), "--port", "80",
+                     "--export", str(tmp_path / "t")]) == 0
+    conns = pd.read_parquet(tmp_path / "t" / "connections.parquet")
+    assert conns["client_port"].tolist() == [47001, 47002, 47003, 47006]
+    # --compare: both captures cut the same way
+    out = tmp_path / "c.html"
+    argv = [str(demo), "--compare", str(demo), "-q", "-o", str(out), "--port", "9002"]
+    assert cli.main(argv) == 0
+    html = out.read_text(encoding="utf-8")
+    assert html.count('<div class="subset">') == 2
+    assert "A is a subset: port 9002" in html and "B is a subset: port 9002" in html
+
+
+def test_subset_several_captures(tmp_path: Path) -> None:
+    files = [str(CAPTURES / n) for n in ("demo.pcapng", "tcp-refused.pcap")]
+    js = tmp_path / "all.json"
+    assert cli.main([*files, "-q", "-o", str(tmp_path / "out"), "--json", str(js), "--port", "80",
+                     "--workers", "1"]) == 0
+    doc = json.loads(js.read_text())
+    assert [(e["capture"], e["subset"]) for e in doc["captures"]] == [
+        ("demo.pcapng", "port 80"), ("tcp-refused.pcap", "port 80")]
+    assert doc["captures"][0]["tcp_connections"] == 4
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--start", "soon"], "--start 'soon': give seconds since the first frame"),
+        (["--end", "x"], "--end 'x': give seconds"),
+        (["--port", "70000"], "argument --port: 70000 is not in 0..65535"),
+        (["--stream", "a"], "argument --stream: invalid int value: 'a'"),
+        (["--max-table-rows", "0"], "argument --max-table-rows: 0 is not at least 1"),
+    ],
+)
+def test_subset_bad_values_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main([str(CAPTURES / "demo.pcapng"), *argv])
+    assert exc.value.code == 2
+    assert f"pcap-report: error: {message}" in capsys.readouterr().err
+
+
+def test_subset_start_after_end_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [str(CAPTURES / "demo.pcapng"), "-q", "-o", str(tmp_path / "r.html"),
+            "--start", "2", "--end", "1"]
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err == "pcap-report: error: start '2' is after end '1'\n"
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_max_table_rows(tmp_path: Path) -> None:
+    src = CAPTURES / "compare-h1.pcapng"
+    out = tmp_path / "r.html"
+    assert cli.main([str(src), "-q", "-o", str(out), "--max-table-rows", "3"]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert (
+        '<p class="cut">Showing first 3 of 10 rows; use the DataFrame cap.connections or '
+        "pcap-report --export for all (--max-table-rows sets this limit).</p>"
+    ) in html
+
+
+def test_workers_on_one_capture_gives_the_same_summary(tmp_path: Path) -> None:
+    """--workers 2 on a single capture: payloads parsed by two processes, same headline."""
+    cap = ROOT_CAPTURES / "h2-sse-chat.pcapng"
+    keys = ROOT_CAPTURES / "h2-sse-chat.keys"
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    base = [str(cap), "--keylog", str(keys), "-q"]
+    assert cli.main([*base, "-o", str(tmp_path / "1.html"), "--json", str(one)]) == 0
+    assert cli.main([*base, "--workers", "2", "-o", str(tmp_path / "2.html"),
+                     "--json", str(two)]) == 0
+    a, b = json.loads(one.read_text()), json.loads(two.read_text())
+    assert a == b
+    assert a["frames"] > 0
+
+
+def test_max_packet_rows_and_decompressed_bytes_reach_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[dict[str, Any]] = []
+    real = cli.load
+
+    def spy(path: Any, **kw: Any) -> Any:
+        seen.append(kw)
+        return real(path, **kw)
+
+    monkeypatch.setattr(cli, "load", spy)
+    cap = ROOT_CAPTURES / "http1-basic.pcap"
+    js = tmp_path / "s.json"
+    assert cli.main([str(cap), "-q", "-o", str(tmp_path / "r.html"), "--json", str(js),
+                     "--max-packet-rows", "10", "--max-decompressed-bytes", "2K"]) == 0
+    assert seen[-1]["max_packet_rows"] == 10 and seen[-1]["max_decompressed_bytes"] == 2048
+    assert cli.main([str(cap), "-q", "-o", str(tmp_path / "r2.html"),
+                     "--max-packet-rows", "none"]) == 0
+    assert seen[-1]["max_packet_rows"] is None and seen[-1]["max_decompressed_bytes"] is None
+    # the 2 KiB limit cut the file: fewer frames than the whole capture, and a warning said so
+    whole = real(cap)
+    limited = real(cap, max_decompressed_bytes=2048, max_packet_rows=10)
+    assert 0 < limited.summary.frames < whole.summary.frames
+    assert "capture.decompression_limit" in set(limited.warnings["code"].astype(str))
+    assert len(limited.packets) == min(10, limited.summary.frames)
+
+
+@pytest.mark.parametrize("flag,value", [("--max-decompressed-bytes", "lots"),
+                                        ("--max-decompressed-bytes", "0"),
+                                        ("--max-packet-rows", "-3")])
+def test_bad_limits_exit_2(flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        cli.main(["x.pcap", flag, value])
+    assert e.value.code == 2
+    assert flag in capsys.readouterr().err

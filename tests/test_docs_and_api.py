@@ -10,7 +10,8 @@ from pcaptools.diagnostics import CATALOGUE, Diagnostics
 def test_exported_members() -> None:
     assert sorted(pcaptools.__all__) == sorted(
         ["TABLES", "Capture", "CaptureFormatError", "CaptureOpenError", "CaptureSummary",
-         "KeylogError", "ManyCaptures", "PcapToolsError", "__version__", "load", "load_many"]
+         "KeylogError", "ManyCaptures", "PcapToolsError", "WiresharkError", "__version__", "load",
+         "load_many", "wireshark"]
     )
     for name in pcaptools.__all__:
         assert hasattr(pcaptools, name)

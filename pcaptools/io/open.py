@@ -34,6 +34,11 @@ COMPRESSION_MAGICS: tuple[tuple[bytes, str], ...] = (
 )
 
 _READ_BUFFER = 1 << 20
+_BLOCK = 64 << 10
+"""bytes an uncompressed pcapng is read ahead (the parser slices blocks out of it). Larger
+blocks are slower: every fresh multi-MiB ``bytes`` costs page faults, while 64 KiB ones are
+recycled by malloc. Classic pcap does not read ahead: ``BufferedReader.read`` per record
+header and record is faster there than unpacking and slicing records out of a block."""
 
 
 def _decompression_errors() -> tuple[type[BaseException], ...]:
@@ -54,12 +59,31 @@ class _Stream:
     """The decompressed byte stream the format parsers read (implements ``pcap.Source``).
 
     ``read(n)`` returns exactly n bytes or fewer at the end. For compressed input it turns a
-    decompression error into a ``capture.decompression_error`` row and applies
+    decompression error into a ``capture.decompression_error`` row; for any input it applies
     ``max_decompressed_bytes`` (``capture.decompression_limit`` row); after either, it
     returns ``b""`` and ``stopped`` is True.
+
+    After :meth:`read_ahead` an uncompressed file is read in blocks of :data:`_BLOCK` bytes:
+    ``buf[pos:]`` holds the bytes read ahead (never beyond the limit), and the parser slices
+    whole records out of ``buf`` itself (advancing ``pos``) before it falls back to ``read()``.
+    ``read()`` returns exactly what unbuffered reads of the same sizes would return, and emits
+    the limit row at the same call. A compressed stream is not read ahead (``buf`` stays empty),
+    so a decompression error loses exactly the bytes it lost before.
     """
 
-    __slots__ = ("_diag", "_fh", "_limit", "compression", "read", "stopped", "total")
+    __slots__ = (
+        "_diag",
+        "_eof",
+        "_fh",
+        "_limit",
+        "buf",
+        "buffered",
+        "compression",
+        "pos",
+        "read",
+        "stopped",
+        "total",
+    )
 
     def __init__(
         self, fh: Any, compression: str | None, diag: Diagnostics, limit: int | None
@@ -70,11 +94,88 @@ class _Stream:
         self.compression = compression
         self.stopped = False
         self.total = 0
+        """bytes of the stream before ``buf[0]`` (read ahead) or read so far (otherwise)"""
+        self.buf = b""
+        self.pos = 0
+        self._eof = False
+        self.buffered = False
         self.read: Callable[[int], bytes]
         if compression is None and limit is None:
             self.read = fh.read
         else:
             self.read = self._read_checked
+
+    def read_ahead(self) -> bool:
+        """Switch an uncompressed file to block reads (``buf``/``pos``, see the class doc);
+        False (nothing changes) for a compressed stream."""
+        if self.compression is not None:
+            return False
+        if not self.buffered:
+            self.total = self._fh.tell()
+            self.buffered = True
+            self.read = self._read_buffered
+        return True
+
+    def tell(self) -> int:
+        """Bytes of the stream handed to the parser so far (buffered streams)."""
+        return self.total + self.pos
+
+    def _read_buffered(self, n: int) -> bytes:
+        pos = self.pos
+        end = pos + n
+        if end <= len(self.buf):
+            self.pos = end
+            return self.buf[pos:end]
+        if self.stopped or n <= 0:
+            return b""
+        return self._refill(n)
+
+    def _refill(self, n: int) -> bytes:
+        """The buffer holds fewer than ``n`` bytes: read blocks until it holds ``n`` (or the
+        file, or the limit, ends) and return up to ``n`` bytes."""
+        rest = self.buf[self.pos :]
+        self.total += self.pos
+        self.pos = 0
+        start = self.total
+        parts = [rest]
+        have = len(rest)
+        limit = self._limit
+        while have < n and not self._eof:
+            want = max(n - have, _BLOCK)
+            if limit is not None:
+                room = limit - (start + have)
+                if room <= 0:
+                    break
+                want = min(want, room)
+            more: bytes = self._fh.read(want)
+            if not more:
+                self._eof = True
+                break
+            parts.append(more)
+            have += len(more)
+        buf = parts[0] if len(parts) == 1 else b"".join(parts)
+        if have >= n:
+            self.buf = buf
+            self.pos = n
+            return buf[:n]
+        # fewer than n bytes left before the end of the file or the limit
+        self.buf = b""
+        self.total = start + have
+        if limit is not None and not self._eof and start + n > limit:
+            if self._fh.read(1):  # an unbuffered read would have gone past the limit
+                self.stopped = True
+                self.total = start + n  # where that read would have left the file (bytes_read)
+                self._limit_row()
+            else:
+                self._eof = True
+        return buf
+
+    def _limit_row(self) -> None:
+        what = f"the {self.compression} stream" if self.compression else "the file"
+        self._diag.add(
+            "capture.decompression_limit",
+            f"reading stopped after {self._limit} bytes of {what} (max_decompressed_bytes)",
+        )
 
     def _read_checked(self, n: int) -> bytes:
         if self.stopped or n <= 0:
@@ -99,11 +200,7 @@ class _Stream:
             keep = len(data) - (self.total - self._limit)
             self.total = self._limit
             self.stopped = True
-            what = f"the {self.compression} stream" if self.compression else "the file"
-            self._diag.add(
-                "capture.decompression_limit",
-                f"reading stopped after {self._limit} bytes of {what} (max_decompressed_bytes)",
-            )
+            self._limit_row()
             return data[:keep]
         return data
 
@@ -250,6 +347,8 @@ class CaptureReader:
     @property
     def bytes_read(self) -> int:
         """Bytes of the file (compressed bytes, for a compressed file) consumed so far."""
+        if self._stream.buffered:
+            return min(self._stream.tell(), self.file_size)
         try:
             return min(self._raw.tell(), self.file_size)
         except (OSError, ValueError):

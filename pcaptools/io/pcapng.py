@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from typing import Any
 
 from ..diagnostics import Diagnostics
 from ..errors import CaptureFormatError
@@ -114,8 +115,8 @@ class PcapngParser:
         self._section = -1
         self._unknown_types: set[int] = set()
         #: per interface of the current section: (linktype, ns per tick or 0, ticks per second,
-        #: offset ns, snaplen, global index)
-        self._ifaces: list[tuple[int, int, int, int, int, int]] = []
+        #: offset ns, snaplen, global index, max_packet_len(linktype))
+        self._ifaces: list[tuple[int, int, int, int, int, int, int]] = []
         self._bo = "<"
         head = src.read(8)
         if len(head) < 8:
@@ -215,6 +216,7 @@ class PcapngParser:
                 info.tsoffset * 1_000_000_000,
                 snaplen,
                 len(self.interfaces),
+                max_packet_len(linktype),
             )
         )
         self.interfaces.append(info)
@@ -223,8 +225,17 @@ class PcapngParser:
     # ------------------------------------------------------------------ blocks
 
     def frames(self) -> Iterator[RawFrame]:
-        """Yield every packet block as a RawFrame, in file order."""
-        read = self._src.read
+        """Yield every packet block as a RawFrame, in file order.
+
+        Enhanced Packet Blocks that lie whole inside the source's read-ahead block
+        (``src.buf``, see ``open._Stream``) and need no row other than an out-of-order
+        timestamp are sliced out of it directly; every other block, and any EPB the fast
+        path is unsure of, goes through the general loop (``read()``), which checks and
+        reports exactly as before.
+        """
+        src: Any = self._src  # buf/pos/read_ahead: see open._Stream (absent from other sources)
+        peek = hasattr(src, "read_ahead") and src.read_ahead()
+        read = src.read
         diag = self._diag
         frame = 0
         last_ts = 0
@@ -233,6 +244,8 @@ class PcapngParser:
         bo = self._bo
         hdr_unpack = struct.Struct(bo + "II").unpack
         epb_unpack = struct.Struct(bo + "IIIII").unpack_from
+        epb_head = struct.Struct(bo + "IIIIIII").unpack_from  # type, length and the EPB fields
+        u32 = struct.Struct(bo + "I").unpack_from
         ifaces = self._ifaces
 
         def truncated(what: str, got: int, need: int, is_packet: bool) -> None:
@@ -247,6 +260,49 @@ class PcapngParser:
 
         try:
             while True:
+                if peek:
+                    # fast path: Enhanced Packet Blocks whole inside the read-ahead block
+                    buf: bytes = src.buf
+                    pos: int = src.pos
+                    last_head = len(buf) - 28
+                    while pos <= last_head:
+                        btype, blen, iface_id, hi, lo, caplen, orig = epb_head(buf, pos)
+                        end = pos + blen
+                        if (
+                            btype != BT_EPB
+                            or blen < 32
+                            or blen & 3
+                            or blen > MAX_BLOCK_LEN
+                            or end > last_head + 28
+                            or caplen > blen - 32
+                            or iface_id >= len(ifaces)
+                            or u32(buf, end - 4)[0] != blen
+                        ):
+                            break
+                        linktype, ns_per_tick, tps, off_ns, _snap, gidx, maxlen = ifaces[iface_id]
+                        if caplen > maxlen:
+                            break
+                        frame += 1
+                        ticks = (hi << 32) | lo
+                        if ns_per_tick:
+                            ts = ticks * ns_per_tick + off_ns
+                        else:
+                            q, r = divmod(ticks, tps)
+                            ts = q * 1_000_000_000 + r * 1_000_000_000 // tps + off_ns
+                        if ts < out_of_order_ref:
+                            diag.add(
+                                "capture.timestamp_out_of_order",
+                                f"frame {frame} is {(out_of_order_ref - ts) / 1e9:.6f} s earlier "
+                                "than the frame before it",
+                                frame=frame,
+                                ts_ns=ts,
+                            )
+                        out_of_order_ref = last_ts = ts
+                        src.pos = end
+                        offset += blen
+                        yield RawFrame(frame, ts, linktype, buf[pos + 28 : pos + 28 + caplen], orig,
+                                       gidx)
+                        pos = end
                 head = read(8)
                 if len(head) < 8:
                     if head:
@@ -275,6 +331,8 @@ class PcapngParser:
                     bo = self._bo
                     hdr_unpack = struct.Struct(bo + "II").unpack
                     epb_unpack = struct.Struct(bo + "IIIII").unpack_from
+                    epb_head = struct.Struct(bo + "IIIIIII").unpack_from
+                    u32 = struct.Struct(bo + "I").unpack_from
                     ifaces = self._ifaces
                     continue
 
@@ -376,7 +434,7 @@ class PcapngParser:
                         )
                         offset += blen
                         continue
-                    linktype, ns_per_tick, tps, off_ns, _snap, gidx = ifaces[iface_id]
+                    linktype, ns_per_tick, tps, off_ns, _snap, gidx, _max = ifaces[iface_id]
                     if caplen > max_packet_len(linktype):
                         diag.add(
                             "capture.bad_record_length",
@@ -416,7 +474,7 @@ class PcapngParser:
                         offset += blen
                         continue
                     (orig,) = struct.unpack_from(bo + "I", body, 0)
-                    linktype, _n, _t, _o, snaplen, gidx = ifaces[0]
+                    linktype, _n, _t, _o, snaplen, gidx, _max = ifaces[0]
                     caplen = min(orig, snaplen) if snaplen else orig
                     if caplen > blen - 16:
                         diag.add(

@@ -35,6 +35,10 @@ Decoded = TcpSegment | UdpDatagram | IpPacket | None
 _IP4 = struct.Struct("!BBHHHBBH4s4s").unpack_from
 _IP6 = struct.Struct("!IHBB16s16s").unpack_from
 _TCP = struct.Struct("!HHIIHH").unpack_from
+#: an IPv4 header without options followed by a TCP header (decode's fast path)
+_IP4_TCP = struct.Struct("!BBHHHBBH4s4sHHIIHH").unpack_from
+#: an IPv6 header followed directly by a TCP header
+_IP6_TCP = struct.Struct("!IHBB16s16sHHIIHH").unpack_from
 _ICMP4_ERRORS = frozenset((3, 4, 5, 11, 12))  # types that quote the offending datagram
 _ICMP6_ERRORS = frozenset((1, 2, 3, 4))
 _UDP = struct.Struct("!HHH").unpack_from
@@ -144,7 +148,46 @@ class PacketDecoder:
                 off = link(raw, data)
             if off < 0:
                 return None
-            rep_end = raw.orig_len if raw.orig_len > len(data) else len(data)
+            n = len(data)
+            # fast path: a whole, unfragmented IPv4 (no options) or IPv6 (no extension headers)
+            # TCP segment, captured in full; the conditions are exactly those under which the
+            # general path (_ip4/_ip6 -> _l4) adds no row and returns this same TcpSegment
+            if off + 40 <= n:
+                first = data[off]
+                if first == 0x45:
+                    (_v, _tos, tlen, ident, frag, ttl, proto, _c, src, dst,
+                     sport, dport, seq, ack, offflags, window) = _IP4_TCP(data, off)
+                    if proto == 6 and not frag & 0x3FFF:
+                        orig = raw.orig_len
+                        # (total length 0, TCP segmentation offload: the rest of the frame)
+                        end = off + tlen if tlen else (orig if orig > n else n)
+                        thl = (offflags >> 12) * 4
+                        hdr_end = off + 20 + thl
+                        if thl >= 20 and hdr_end <= end <= n:
+                            seg_len = end - hdr_end
+                            return TcpSegment(
+                                raw.frame, raw.ts_ns, orig, 4, src, dst, ttl, ident, sport,
+                                dport, seq, ack, offflags & 0x1FF, window, thl,
+                                data[off + 40 : hdr_end] if thl > 20 else b"", seg_len,
+                                data[hdr_end:end], orig - seg_len,
+                            )
+                elif first >> 4 == 6 and off + 60 <= n:
+                    (_vtf, plen, nh, hlim, src, dst,
+                     sport, dport, seq, ack, offflags, window) = _IP6_TCP(data, off)
+                    if nh == 6 and plen:
+                        end = off + 40 + plen
+                        thl = (offflags >> 12) * 4
+                        hdr_end = off + 40 + thl
+                        if thl >= 20 and hdr_end <= end <= n:
+                            orig = raw.orig_len
+                            seg_len = end - hdr_end
+                            return TcpSegment(
+                                raw.frame, raw.ts_ns, orig, 6, src, dst, hlim, -1, sport,
+                                dport, seq, ack, offflags & 0x1FF, window, thl,
+                                data[off + 60 : hdr_end] if thl > 20 else b"", seg_len,
+                                data[hdr_end:end], orig - seg_len,
+                            )
+            rep_end = raw.orig_len if raw.orig_len > n else n
             return self._ip(raw, data, off, rep_end, raw.orig_len, 0)
         except (
             struct.error,

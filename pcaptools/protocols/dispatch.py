@@ -11,6 +11,8 @@ the TCP layer stops reassembling it, so connections no parser wants cost no payl
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..diagnostics import Diagnostics
 from ._base import Direction, StreamChunk
 from .detect import HttpDetector, tls_inner_factory
@@ -21,9 +23,21 @@ _Held = StreamChunk | tuple[Direction, int, int, int, int]
 
 
 class ConnectionObserver:
-    """Protocol sniffing and hand-off for one TCP connection. Never raises on wire data."""
+    """Protocol sniffing and hand-off for one TCP connection. Never raises on wire data.
 
-    __slots__ = ("_diag", "_held", "_keylog", "_midstream", "_probe", "inner", "kind", "tcp_stream")
+    ``feed`` and ``wants_bytes`` are attributes, not a method and a property: once the protocol
+    is known, ``feed`` *is* the inner observer's ``feed`` (TLS: no extra call per chunk) and
+    ``wants_bytes`` a plain bool kept up to date."""
+
+    __slots__ = (
+        "_diag", "_held", "_keylog", "_midstream", "_probe", "feed", "inner", "kind", "tcp_stream",
+        "wants_bytes",
+    )
+
+    feed: Callable[[StreamChunk], list[object]]
+    """In-order bytes of one direction -> events (see :class:`~._base.Observer`)."""
+    wants_bytes: bool
+    """False once no observer will parse this connection's bytes."""
 
     def __init__(
         self, *, tcp_stream: int, diag: Diagnostics, keylog: KeyLog | None, midstream: bool = False
@@ -39,18 +53,13 @@ class ConnectionObserver:
         self.inner: TlsObserver | HttpDetector | None = None
         self.kind: str | None = None
         """None while undecided, then "tls" or "cleartext\""""
+        self.wants_bytes = True
+        self.feed = self._sniff
 
-    @property
-    def wants_bytes(self) -> bool:
-        """False once no observer will parse this connection's bytes."""
+    def _sniff(self, chunk: StreamChunk) -> list[object]:
+        """``feed`` while the protocol is unknown."""
         inner = self.inner
-        if inner is None:
-            return True
-        return not (isinstance(inner, HttpDetector) and inner.kind == "none")
-
-    def feed(self, chunk: StreamChunk) -> list[object]:
-        inner = self.inner
-        if inner is not None:
+        if inner is not None:  # pragma: no cover - feed is rebound once inner is set
             return inner.feed(chunk)
         self._held.append(chunk)
         d = chunk.direction
@@ -62,9 +71,23 @@ class ConnectionObserver:
             return []
         return self._choose(verdict)
 
+    def _cleartext_feed(self, chunk: StreamChunk) -> list[object]:
+        """``feed`` of a cleartext connection: the detector's, then ``wants_bytes`` updated."""
+        inner = self.inner
+        assert isinstance(inner, HttpDetector)
+        out = inner.feed(chunk)
+        self._update()
+        return out
+
+    def _update(self) -> None:
+        inner = self.inner
+        self.wants_bytes = not (isinstance(inner, HttpDetector) and inner.kind == "none")
+
     def gap(self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int) -> list[object]:
         if self.inner is not None:
-            return self.inner.gap(direction, offset, nbytes, ts_ns, frame)
+            out = self.inner.gap(direction, offset, nbytes, ts_ns, frame)
+            self._update()
+            return out
         if len(self._held) < 64:
             self._held.append((direction, offset, nbytes, ts_ns, frame))
         return []
@@ -79,13 +102,16 @@ class ConnectionObserver:
             out = []
         if inner is not None:
             out += inner.close(direction, ts_ns, frame, at_eof=at_eof)
+            self._update()
         return out
 
     def finish(self, ts_ns: int, frame: int) -> list[object]:
         """End of capture: the last events of whatever is still open."""
         inner = self.inner
         if isinstance(inner, HttpDetector):
-            return inner.finish(ts_ns, frame)
+            out = inner.finish(ts_ns, frame)
+            self._update()
+            return out
         if isinstance(inner, TlsObserver):
             return inner.finish(ts_ns, frame)
         return []
@@ -107,6 +133,7 @@ class ConnectionObserver:
                 websocket_factory=websocket_factory(tcp_stream=self.tcp_stream, diag=self._diag),
             )
         self.inner = inner
+        self.feed = inner.feed if tls else self._cleartext_feed
         held, self._held = self._held, []
         out: list[object] = []
         for item in held:
@@ -114,4 +141,5 @@ class ConnectionObserver:
                 out += inner.feed(item)
             else:
                 out += inner.gap(*item)
+        self._update()
         return out

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..diagnostics import Diagnostics
+from ..redaction import redact_url
 from ._base import Direction, Observer, StreamChunk
 from .http2 import H2cUpgrade, Http2Observer
 from .sse import DEFAULT_MAX_LINE_BYTES, SseParser
@@ -851,7 +852,7 @@ class Http1Observer:
         if m is None:
             self._bad(
                 side,
-                f"not a {'request' if side.d == C2S else 'status'} line: {first[:60]!r}",
+                f"not a {'request' if side.d == C2S else 'status'} line: {_quote(first)}",
                 ts,
                 frame,
                 out,
@@ -920,7 +921,8 @@ class Http1Observer:
             else:
                 self._message_done(side, ts, frame, out)
         else:
-            self._bad(side, f"request {msg.method} {msg.target[:60]}: {framing}", ts, frame, out)
+            target = redact_url(msg.target) or ""
+            self._bad(side, f"request {msg.method} {target[:60]}: {framing}", ts, frame, out)
 
     def _response_head(
         self, side: _Side, msg: _Msg, ts: int, frame: int, out: list[object]
@@ -1271,3 +1273,10 @@ class Http1Observer:
             )
             self._try_emit(ex, ts, frame, None, out, force=True, reason=reason)
         self._awaiting.clear()
+
+
+def _quote(line: bytes, limit: int = 60) -> str:
+    """A start line for a warning: credentials in its URL redacted (the line is untrusted and
+    warnings reach the report), then cut to ``limit`` characters, as a bytes literal."""
+    text = redact_url(line.decode("latin-1")) or ""
+    return repr(text[:limit].encode("latin-1", "replace"))

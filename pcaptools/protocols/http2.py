@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import base64
 import struct
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from hpack import Decoder
@@ -570,6 +571,68 @@ def _header_value(headers: Headers, name: str) -> str | None:
     return None
 
 
+# the slot descriptors of the frozen Http2Frame: setting them directly builds the same object as
+# Http2Frame(...) (whose __init__ goes through object.__setattr__ for each of its 23 fields),
+# several times faster; None when the class no longer has the layout assumed here
+_FRAME_BASE = ("ts_ns", "frame", "direction", "tcp_stream", "stream_id", "type", "flags", "length")
+_FRAME_SET: dict[str, Any] | None = {
+    f.name: vars(Http2Frame)[f.name].__set__ for f in fields(Http2Frame)
+}
+if (
+    tuple(f.name for f in fields(Http2Frame))[:8] != _FRAME_BASE
+    or hasattr(Http2Frame, "__post_init__")
+    or len(fields(Http2Frame)) != 23
+    or any(f.default is not None for f in fields(Http2Frame)[8:])
+):  # pragma: no cover
+    _FRAME_SET = None
+_new_object = object.__new__
+
+
+def _make_new_frame() -> Callable[[int, int, Direction, int, int, int, int, int], Http2Frame]:
+    assert _FRAME_SET is not None
+    s0, s1, s2, s3, s4, s5, s6, s7 = (_FRAME_SET[name] for name in _FRAME_BASE)
+    rest = [setter for name, setter in _FRAME_SET.items() if name not in _FRAME_BASE]
+    r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14 = rest
+
+    def new_frame(
+        ts: int, frame: int, direction: Direction, tcp_stream: int, sid: int, typ: int,
+        flags: int, length: int,
+    ) -> Http2Frame:
+        """An Http2Frame with these base fields and every type-specific field None."""
+        ev: Http2Frame = _new_object(Http2Frame)
+        s0(ev, ts)
+        s1(ev, frame)
+        s2(ev, direction)
+        s3(ev, tcp_stream)
+        s4(ev, sid)
+        s5(ev, typ)
+        s6(ev, flags)
+        s7(ev, length)
+        r0(ev, None)
+        r1(ev, None)
+        r2(ev, None)
+        r3(ev, None)
+        r4(ev, None)
+        r5(ev, None)
+        r6(ev, None)
+        r7(ev, None)
+        r8(ev, None)
+        r9(ev, None)
+        r10(ev, None)
+        r11(ev, None)
+        r12(ev, None)
+        r13(ev, None)
+        r14(ev, None)
+        return ev
+
+    return new_frame
+
+
+_new_frame = _make_new_frame() if _FRAME_SET is not None else None
+_set_pad_length: Any = _FRAME_SET["pad_length"] if _FRAME_SET is not None else None
+_set_data_bytes: Any = _FRAME_SET["data_bytes"] if _FRAME_SET is not None else None
+
+
 # --------------------------------------------------------------------------- observer
 
 
@@ -686,8 +749,18 @@ class Http2Observer:
         if st.mode == _M_DEAD:
             st.skipped += len(data)
             return out
-        st.buf += data
-        self._parse(st, ts, frame, out)
+        buf = st.buf
+        if buf:
+            buf += data
+            pos = self._parse(st, buf, ts, frame, out)
+            if pos:
+                del buf[:pos]
+        else:  # nothing held: parse the chunk itself, keep only what is left of it
+            if type(data) is not bytes:
+                data = bytes(data)
+            pos = self._parse(st, data, ts, frame, out)
+            if pos < len(data):
+                buf += memoryview(data)[pos:]
         if self._spill:
             out += self._spill
             self._spill.clear()
@@ -793,18 +866,26 @@ class Http2Observer:
         **fields: Any,
     ) -> Http2Frame:
         """An :class:`Http2Frame` event of this connection; ``fields`` are the type's own fields."""
-        return Http2Frame(
-            ts_ns=ts, frame=frame, direction=direction, tcp_stream=self.tcp_stream, stream_id=sid,
-            type=typ, flags=flags, length=length, **fields,
-        )
+        if _new_frame is None or _FRAME_SET is None:  # pragma: no cover - Http2Frame changed
+            return Http2Frame(
+                ts_ns=ts, frame=frame, direction=direction, tcp_stream=self.tcp_stream,
+                stream_id=sid, type=typ, flags=flags, length=length, **fields,
+            )
+        ev = _new_frame(ts, frame, direction, self.tcp_stream, sid, typ, flags, length)
+        for name, value in fields.items():
+            _FRAME_SET[name](ev, value)
+        return ev
 
     def _report(self, st: _Dir, code: str, detail: str, ts: int, frame: int) -> None:
         self.diag.add(
             code, detail, ts_ns=ts, frame=frame, tcp_stream=self.tcp_stream, direction=st.d.label
         )
 
-    def _parse(self, st: _Dir, ts: int, frame: int, out: list[object]) -> None:
-        buf = st.buf
+    def _parse(
+        self, st: _Dir, buf: bytes | bytearray, ts: int, frame: int, out: list[object]
+    ) -> int:
+        """Parse ``buf`` (``st.buf``, or a chunk when nothing was held); returns how many of its
+        bytes were consumed (the caller keeps the rest in ``st.buf``)."""
         n = len(buf)
         pos = 0
         while pos < n or (st.mode in (_M_DATA, _M_SKIP) and st.cur_remaining == 0):
@@ -922,10 +1003,9 @@ class Http2Observer:
             else:  # _M_DEAD
                 st.skipped += n - pos
                 pos = n
-        if pos:
-            del buf[:pos]
+        return pos
 
-    def _hunt(self, st: _Dir, buf: bytearray, pos: int, n: int) -> tuple[int, int]:
+    def _hunt(self, st: _Dir, buf: bytes | bytearray, pos: int, n: int) -> tuple[int, int]:
         """Search ``buf[pos:n]`` for a frame boundary: a plausible frame header followed by another,
         or by the end of the bytes received so far.
 
@@ -993,7 +1073,8 @@ class Http2Observer:
             self._interrupted_block(st, DATA, ts, frame)
 
     def _data_bytes(
-        self, st: _Dir, buf: bytearray, pos: int, take: int, ts: int, frame: int, out: list[object]
+        self, st: _Dir, buf: bytes | bytearray, pos: int, take: int, ts: int, frame: int,
+        out: list[object],
     ) -> None:
         if st.cur_pad_pending:
             st.cur_pad_pending = False
@@ -1076,13 +1157,17 @@ class Http2Observer:
             )
             st.cur_pad_pending = False
         st.frames += 1
-        out.append(
-            self._frame_event(
-                st.d, sid, DATA, flags, length, ts, frame,
-                pad_length=pad,
-                data_bytes=data_len,
+        if _new_frame is not None:  # _frame_event(..., pad_length=, data_bytes=), inlined
+            ev = _new_frame(ts, frame, st.d, self.tcp_stream, sid, DATA, flags, length)
+            _set_pad_length(ev, pad)
+            _set_data_bytes(ev, data_len)
+            out.append(ev)
+        else:  # pragma: no cover
+            out.append(
+                self._frame_event(
+                    st.d, sid, DATA, flags, length, ts, frame, pad_length=pad, data_bytes=data_len
+                )
             )
-        )
         s = self._streams.get(sid) or self._stream_for(sid, frame, ts)
         if s is None:
             return

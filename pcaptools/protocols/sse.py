@@ -32,11 +32,17 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from ..diagnostics import Diagnostics
 from ._base import Direction
+
+_orjson_loads: Callable[[str], Any] | None
+try:  # optional: 5-7x faster on the small JSON objects of LLM streams
+    from orjson import loads as _orjson_loads
+except ImportError:  # pragma: no cover - orjson is an optional dependency
+    _orjson_loads = None
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "SseEvent", "SseParser", "llm_fields"]
 
@@ -45,11 +51,17 @@ DEFAULT_MAX_LINE_BYTES = 1 << 20
 
 _BOM = b"\xef\xbb\xbf"
 _LINE_END = re.compile(rb"\r\n|\r|\n")
+_SURROGATE = re.compile("[\\ud800-\\udfff]")
+"""a lone surrogate (JSON may escape one, ``"\\ud800"``): not text, cannot be stored as UTF-8"""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SseEvent:
-    """One dispatched server-sent event."""
+class SseEvent(NamedTuple):
+    """One dispatched server-sent event.
+
+    A named tuple rather than a dataclass: the parser makes one per event with a single C call
+    and the table builder keeps it as its row as it is (events are the largest stream of
+    objects in an LLM capture). Read it by attribute; build one with keywords.
+    """
 
     ts_ns: int
     """capture time of the packet that delivered the blank line ending the event"""
@@ -63,7 +75,7 @@ class SseEvent:
     """HTTP/2 stream identifier; None for HTTP/1.x"""
     request_index: int | None
     """HTTP/1.x: position of the request on its connection (1 = first); None for HTTP/2"""
-    index: int
+    index: int  # type: ignore[assignment]  # a field, not tuple.index
     """0-based number of this event within its response"""
     event_type: str
     """the ``event`` field, ``message`` when absent"""
@@ -74,7 +86,9 @@ class SseEvent:
     data: str
     """the data lines joined with LF (the trailing LF removed)"""
     data_bytes: int
-    """length of ``data`` in UTF-8 bytes"""
+    """length of the data lines as received, in bytes, joined with LF: the UTF-8 length of
+    ``data`` unless the stream held invalid UTF-8 (each invalid sequence counts its own bytes
+    here, and 3 bytes as the U+FFFD that replaces it in ``data``)"""
     json_ok: bool | None
     """True: data parsed as JSON; False: looked like JSON but did not parse; None: not JSON-like"""
     delta_text: str | None
@@ -85,6 +99,14 @@ class SseEvent:
     """``choices[0].finish_reason`` / ``delta.stop_reason`` when present"""
 
 
+_new_event = tuple.__new__  # SseEvent from a 16-tuple without the keyword-argument __new__
+
+_NOT_JSON: tuple[bool | None, str | None, bool, str | None] = (None, None, False, None)
+_DONE: tuple[bool | None, str | None, bool, str | None] = (None, None, True, None)
+_BAD_JSON: tuple[bool | None, str | None, bool, str | None] = (False, None, False, None)
+_JSON_NO_TEXT: tuple[bool | None, str | None, bool, str | None] = (True, None, False, None)
+
+
 def llm_fields(data: str) -> tuple[bool | None, str | None, bool, str | None]:
     """Interpret event data as an LLM streaming chunk.
 
@@ -93,19 +115,37 @@ def llm_fields(data: str) -> tuple[bool | None, str | None, bool, str | None]:
     when it starts with ``{``/``[`` but is not valid JSON. Formats understood:
     OpenAI chat completions (``choices[0].delta.content``), completions (``choices[0].text``),
     the Responses API (``type == response.output_text.delta`` -> ``delta``) and Anthropic
-    messages (``delta.text`` of ``content_block_delta``). Never raises.
+    messages (``delta.text`` of ``content_block_delta``). Never raises. A lone surrogate escaped
+    in the JSON (``"\\ud800"``) becomes U+FFFD in ``delta_text``/``finish_reason``, as invalid
+    UTF-8 does in the event data (it is not text, and no table can store it).
+
+    The JSON is parsed with orjson when it is installed and the text is short or shallow (the
+    usual case); whatever orjson rejects is parsed again by :func:`json.loads`, whose verdict
+    counts, so the result never depends on orjson being there. (orjson only accepts a subset
+    of what json accepts, and gives the same objects; the depth bound keeps it from accepting
+    the deep nestings on which json runs out of recursion.)
     """
     s = data.strip()
+    if not s:
+        return _NOT_JSON
+    c = s[0]
+    if c != "{" and c != "[":
+        return _NOT_JSON
     if s == "[DONE]":
-        return None, None, True, None
-    if not s or s[0] not in "{[":
-        return None, None, False, None
+        return _DONE
+    obj: Any
     try:
-        obj = json.loads(s)
+        if _orjson_loads is not None and (len(s) < 256 or s.count("[") + s.count("{") < 128):
+            try:
+                obj = _orjson_loads(s)
+            except ValueError:  # orjson.JSONDecodeError: let json decide
+                obj = json.loads(s)
+        else:
+            obj = json.loads(s)
     except (ValueError, RecursionError):
-        return False, None, False, None
-    if not isinstance(obj, dict):
-        return True, None, False, None
+        return _BAD_JSON
+    if type(obj) is not dict:
+        return _JSON_NO_TEXT
     delta_text: str | None = None
     finish: str | None = None
     choices = obj.get("choices")
@@ -133,6 +173,10 @@ def llm_fields(data: str) -> tuple[bool | None, str | None, bool, str | None]:
             sr = delta.get("stop_reason")
             if isinstance(sr, str):
                 finish = sr
+    if delta_text is not None and not delta_text.isascii():
+        delta_text = _SURROGATE.sub("\ufffd", delta_text)
+    if finish is not None and not finish.isascii():
+        finish = _SURROGATE.sub("\ufffd", finish)
     return True, delta_text, False, finish
 
 
@@ -152,8 +196,8 @@ class SseParser:
         "_diag",
         "_direction",
         "_drop_event",
+        "_event_cache",
         "_event_type",
-        "_has_data",
         "_last_id",
         "_max",
         "_request_index",
@@ -182,14 +226,17 @@ class SseParser:
         self._diag = diag
         self._max = max_line_bytes
         self._buf = bytearray()
+        """the start of a line whose end has not arrived (never holds a line end)"""
         self._bom_checked = False
         self._skip_lf = False
         self._skip_line = False
         self._drop_event = False
-        self._data: list[str] = []
+        self._data: list[bytes] = []
+        """the data lines of the event being built, as received (decoded when dispatched)"""
         self._data_len = 0
-        self._has_data = False
         self._event_type = ""
+        self._event_cache: tuple[bytes, str] = (b"", "")
+        """the last event field decoded, so that events of one type share one string"""
         self._last_id: str | None = None
         self._retry: int | None = None
         self.count = 0
@@ -202,38 +249,37 @@ class SseParser:
         if not data:
             return []
         buf = self._buf
-        old = len(buf)  # what is left of earlier chunks holds no line end: scan only new bytes
-        buf += data
         if not self._bom_checked:
-            if len(buf) < 3 and _BOM.startswith(bytes(buf)):
+            buf += data
+            if len(buf) < 3 and _BOM.startswith(buf):
                 return []
             self._bom_checked = True
-            if buf.startswith(_BOM):
-                del buf[:3]
-                old = 0
+            data = bytes(buf[3:]) if buf.startswith(_BOM) else bytes(buf)
+            buf.clear()
         if self._skip_lf:
-            if not buf:
-                return []
+            # the last chunk ended with a CR (a line end, the buffer is empty): an LF at the
+            # start of this one belongs to it
             self._skip_lf = False
-            if buf[0] == 0x0A:
-                del buf[:1]
-                old = 0
-        out: list[SseEvent] = []
-        pos = 0
-        n = len(buf)
-        for m in _LINE_END.finditer(buf, old):
-            start, end = m.span()
-            if end == n and buf[start] == 0x0D and end - start == 1:
-                # a CR at the end of the buffer: the line ends here; an LF that may follow
-                # in the next chunk belongs to this line end
+            if data[:1] == b"\n":
+                data = data[1:]
+        if 13 in data:  # a CR (int needle: memchr)
+            lines = _LINE_END.split(data)
+            if data[-1:] == b"\r":
                 self._skip_lf = True
+        else:  # the usual case: LF line ends only
+            lines = data.split(b"\n")
+        rest = lines.pop()  # after the last line end: the start of an unfinished line
+        out: list[SseEvent] = []
+        if lines:
+            if buf:
+                lines[0] = bytes(buf) + lines[0]
+                buf.clear()
             if self._skip_line:
                 self._skip_line = False
-            else:
-                self._line(bytes(buf[pos:start]), ts_ns, frame, out)
-            pos = end
-        if pos:
-            del buf[:pos]
+                del lines[0]
+            self._lines(lines, ts_ns, frame, out)
+        if rest:
+            buf += rest
         if len(buf) > self._max and not self._skip_line:
             self._report(
                 "sse.unterminated_event",
@@ -260,7 +306,7 @@ class SseParser:
         and reported as ``sse.incomplete_event``, unless ``at_eof`` (the capture ended, not the
         stream)."""
         pending = bool(self._buf) and not self._skip_line
-        if (self._has_data or pending) and not self._drop_event and not at_eof:
+        if (self._data or pending) and not self._drop_event and not at_eof:
             self._report(
                 "sse.incomplete_event",
                 f"stream ended inside an event ({self._data_len + len(self._buf)} bytes discarded)",
@@ -293,38 +339,104 @@ class SseParser:
             )
 
     def _drop_current(self) -> None:
-        self._data = []
+        self._data.clear()
         self._data_len = 0
-        self._has_data = False
         self._drop_event = True
 
     def _reset_event(self) -> None:
-        self._data = []
+        self._data.clear()
         self._data_len = 0
-        self._has_data = False
         self._event_type = ""
         self._retry = None
         self._drop_event = False
 
-    def _line(self, raw: bytes, ts_ns: int, frame: int, out: list[SseEvent]) -> None:
-        if not raw:
-            self._dispatch(ts_ns, frame, out)
-            return
-        if self._drop_event:
-            return
-        if raw[0] == 0x3A:  # ':' comment
-            return
-        colon = raw.find(b":")
-        if colon < 0:
-            name, value = raw, b""
-        else:
-            name = raw[:colon]
-            value = raw[colon + 1 :]
-            if value[:1] == b" ":
-                value = value[1:]
-        if name == b"data":
-            self._data_len += len(value) + 1
-            if self._data_len > self._max:
+    def _lines(self, lines: list[bytes], ts_ns: int, frame: int, out: list[SseEvent]) -> None:
+        """Interpret complete lines (line ends removed); append the events dispatched to ``out``.
+
+        One loop with the usual lines (``data:``, ``id:``, blank) tested first and the dispatch
+        inlined: a stream has three or four lines per event. ``self._data`` stays one list."""
+        data = self._data
+        for raw in lines:
+            if not raw:  # blank line: dispatch the event, unless it has no data
+                if data and not self._drop_event:
+                    if len(data) == 1:
+                        text = data[0].decode("utf-8", "replace")
+                    else:
+                        text = "\n".join([v.decode("utf-8", "replace") for v in data])
+                    json_ok, delta_text, done, finish = llm_fields(text)
+                    if json_ok is False:
+                        self._report(
+                            "sse.bad_json",
+                            f"event {self.count}: data is not valid JSON: {text[:80]!r}",
+                            ts_ns,
+                            frame,
+                        )
+                    out.append(
+                        _new_event(
+                            SseEvent,
+                            (
+                                ts_ns,
+                                frame,
+                                self._direction,
+                                self._tcp_stream,
+                                self._stream_id,
+                                self._request_index,
+                                self.count,
+                                self._event_type or "message",
+                                self._last_id,
+                                self._retry,
+                                text,
+                                self._data_len - 1,
+                                json_ok,
+                                delta_text,
+                                done,
+                                finish,
+                            ),
+                        )
+                    )
+                    self.count += 1
+                data.clear()
+                self._data_len = 0
+                self._event_type = ""
+                self._retry = None
+                self._drop_event = False
+                continue
+            if self._drop_event:
+                continue
+            if raw.startswith(b"data: "):
+                value = raw[6:]
+            elif raw.startswith(b"data:"):
+                value = raw[5:]
+            elif raw.startswith(b"id: "):
+                if 0 not in raw:  # an id with NUL is ignored (int needle: memchr)
+                    self._last_id = raw[4:].decode("utf-8", "replace")
+                continue
+            elif raw[0] == 0x3A:  # ':' comment
+                continue
+            else:
+                colon = raw.find(b":")
+                if colon < 0:
+                    name, value = raw, b""
+                else:
+                    name = raw[:colon]
+                    colon += 2 if raw[colon + 1 : colon + 2] == b" " else 1
+                    value = raw[colon:]
+                if name != b"data":
+                    if name == b"event":
+                        cached = self._event_cache
+                        if value == cached[0]:
+                            self._event_type = cached[1]
+                        else:
+                            self._event_type = value.decode("utf-8", "replace")
+                            self._event_cache = (value, self._event_type)
+                    elif name == b"id":
+                        if 0 not in value:
+                            self._last_id = value.decode("utf-8", "replace")
+                    elif name == b"retry" and value.isdigit():  # bytes.isdigit: ASCII digits only
+                        self._retry = int(value)
+                    continue
+            n = self._data_len + len(value) + 1
+            if n > self._max:
                 self._report(
                     "sse.unterminated_event",
                     f"event data longer than {self._max} bytes; event dropped",
@@ -332,49 +444,6 @@ class SseParser:
                     frame,
                 )
                 self._drop_current()
-                return
-            self._data.append(value.decode("utf-8", "replace"))
-            self._has_data = True
-        elif name == b"event":
-            self._event_type = value.decode("utf-8", "replace")
-        elif name == b"id":
-            if b"\x00" not in value:
-                self._last_id = value.decode("utf-8", "replace")
-        elif name == b"retry" and value.isdigit():  # bytes.isdigit: ASCII digits only
-            self._retry = int(value)
-
-    def _dispatch(self, ts_ns: int, frame: int, out: list[SseEvent]) -> None:
-        if self._drop_event or not self._has_data:
-            self._reset_event()
-            return
-        data = "\n".join(self._data)
-        json_ok, delta_text, done, finish = llm_fields(data)
-        if json_ok is False:
-            self._report(
-                "sse.bad_json",
-                f"event {self.count}: data is not valid JSON: {data[:80]!r}",
-                ts_ns,
-                frame,
-            )
-        out.append(
-            SseEvent(
-                ts_ns=ts_ns,
-                frame=frame,
-                direction=self._direction,
-                tcp_stream=self._tcp_stream,
-                stream_id=self._stream_id,
-                request_index=self._request_index,
-                index=self.count,
-                event_type=self._event_type or "message",
-                event_id=self._last_id,
-                retry_ms=self._retry,
-                data=data,
-                data_bytes=self._data_len - 1 if self._data_len else 0,
-                json_ok=json_ok,
-                delta_text=delta_text,
-                done=done,
-                finish_reason=finish,
-            )
-        )
-        self.count += 1
-        self._reset_event()
+                continue
+            self._data_len = n
+            data.append(value)

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..diagnostics import Diagnostics
+from ..redaction import redact_subprotocols
 from ._base import Direction, StreamChunk
 from .http1 import HttpRequest, HttpResponse
 
@@ -293,7 +294,9 @@ def handshake_from_headers(
     if protocol is not None and req is not None and protocol.strip() not in _tokens(
         offered_protocols
     ):
-        bad(f"the server selected subprotocol {protocol[:40]!r}, not offered")
+        # (a warning never quotes a credential: some APIs send tokens as subprotocols)
+        shown = redact_subprotocols(protocol) or ""
+        bad(f"the server selected subprotocol {shown[:40]!r}, not offered")
     offered_ext = _joined(req, "sec-websocket-extensions")
     ext = _joined(resp, "sec-websocket-extensions")
     offered_names = {name for name, _ in parse_extensions(offered_ext)}

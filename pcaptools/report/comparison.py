@@ -27,6 +27,7 @@ from .html import (
     _env,
     _plotly_js,
     build_sections,
+    subset_info,
 )
 
 if TYPE_CHECKING:
@@ -90,6 +91,9 @@ def render_comparison(
         label_a=la,
         label_b=lb,
         sections=[],
+        subset=None,
+        subset_a=subset_info(a),
+        subset_b=subset_info(b),
         groups=groups,
         comparison=table,
         comparison_note=note,
@@ -105,9 +109,11 @@ def write_comparison(
     *,
     labels: tuple[str, str] = ("A", "B"),
     title: str | None = None,
+    max_table_rows: int = MAX_TABLE_ROWS,
 ) -> None:
     """Write :func:`render_comparison` to ``path`` (UTF-8). Raises OSError if it cannot."""
-    Path(path).write_text(render_comparison(a, b, labels=labels, title=title), encoding="utf-8")
+    text = render_comparison(a, b, labels=labels, title=title, max_table_rows=max_table_rows)
+    Path(path).write_text(text, encoding="utf-8")
 
 
 def comparison_rows(cmp: pd.DataFrame, labels: tuple[str, str] = ("A", "B")) -> list[list[str]]:

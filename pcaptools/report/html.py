@@ -12,14 +12,24 @@ Escaping: the page is rendered by jinja2 with ``autoescape=True``; the helpers
 render through the same environment, so every string from the capture is escaped exactly
 once. Plotly figures are embedded with ``plotly.io.to_html`` (their JSON escapes ``<``,
 ``>`` and ``&``) and plotly.js is inlined once, from :func:`plotly.offline.get_plotlyjs`.
+
+Tables: every row (up to :data:`MAX_TABLE_ROWS`, then the table says how many were left out)
+is in the page. A table of more than one page is paged by a small inlined script
+(``templates/_tables.js.j2``: page navigation, rows per page, a filter box; no library, no
+network): its first page is HTML, all its rows are JSON in a ``<script type="application/json">``
+block with ``<``, ``>`` and ``&`` escaped, and the script writes capture strings with
+``textContent`` only (see :meth:`ReportContext.table`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import html
+import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,8 +64,13 @@ __all__ = [
     "write_report",
 ]
 
-#: rows listed in a table section before it says "first N of M"
-MAX_TABLE_ROWS = 500
+#: rows of one table embedded in the page; beyond, the table says "showing first N of M rows"
+#: (pcap-report --max-table-rows). Every row up to it is in the page, paged by its script.
+MAX_TABLE_ROWS = 200_000
+#: rows per page of a table when the report opens (the reader can change it)
+PAGE_ROWS = 50
+#: tables with more rows than this get a filter box and page navigation
+PAGED_MIN_ROWS = 10
 #: connections drawn in the timeline before it downsamples
 MAX_TIMELINE_BARS = 2000
 #: connections drawn in the heartbeat timeline (those with unanswered pings first)
@@ -92,6 +107,8 @@ class ReportContext:
     """duration of the capture in seconds"""
     max_table_rows: int = MAX_TABLE_ROWS
     max_timeline_bars: int = MAX_TIMELINE_BARS
+    page_rows: int = PAGE_ROWS
+    """rows per page of the paged tables when the page opens"""
     figures: int = 0
     """figures embedded so far (plotly.js is inlined only when there is at least one)"""
     _parts: Any = field(default=None, repr=False)
@@ -140,17 +157,44 @@ class ReportContext:
         numeric: Iterable[int] = (),
         mono: Iterable[int] = (),
         wrap: Iterable[int] = (),
+        total: int | None = None,
+        source: str | None = None,
     ) -> Markup:
         """An HTML table. Column indexes: ``numeric`` right-aligned, ``mono`` monospaced,
         ``wrap`` may wrap (free text; other cells stay on one line). Cells are escaped unless
-        they are :class:`Markup`; ints get thousands separators."""
+        they are :class:`Markup`; ints get thousands separators.
+
+        Tables of more than :data:`PAGED_MIN_ROWS` rows (or of more than one page) are
+        paged: the first page is HTML,
+        every row is also in a ``<script type="application/json">`` block (``<``, ``>`` and
+        ``&`` escaped, so no capture string can end it) that the page's script pages and
+        filters (text cells are set with ``textContent``; only :class:`Markup` cells, escaped
+        when they were made, are parsed as HTML). ``total``: rows the table would have without
+        the :attr:`max_table_rows` ceiling (the rows given are its first rows); when larger than
+        the rows given, the table says so, naming ``source`` (e.g. ``"cap.connections"``)."""
+        cells = [[_cell(c) for c in r] for r in rows]
+        numeric, mono, wrap = set(numeric), set(mono), set(wrap)
+        n = len(cells)
+        cut_note = None
+        if total is not None and total > n:
+            where = f"the DataFrame {source}" if source else "the DataFrame"
+            cut_note = (
+                f"Showing first {n:,} of {total:,} rows; use {where} or "
+                "pcap-report --export for all (--max-table-rows sets this limit)."
+            )
+        data = None
+        first = cells
+        if n > min(PAGED_MIN_ROWS, self.page_rows):
+            first = cells[: max(1, self.page_rows)]
+            css = [
+                "num" if i in numeric else "mono" if i in mono else "wrap" if i in wrap else ""
+                for i in range(len(headers))
+            ]
+            data = _json_block({"cls": css, "rows": [[_json_cell(c) for c in r] for r in cells]})
         return Markup(
             self._parts.table(
-                list(headers),
-                [[_cell(c) for c in r] for r in rows],
-                set(numeric),
-                set(mono),
-                set(wrap),
+                list(headers), first, numeric, mono, wrap,
+                data=data, total=n, page_rows=max(1, self.page_rows), cut_note=cut_note,
             )
         )
 
@@ -218,11 +262,20 @@ def capture_section(ctx: ReportContext) -> Section:
     rows: list[tuple[str, Cell]] = [
         ("File", h["file"]),
         ("Path", s.path),
+    ]
+    sub = subset_info(ctx.cap)
+    if sub is not None:
+        rows.append((
+            "Subset",
+            f"{sub['text']}: {h['frames']:,} of {sub['of_frames']:,} frames, "
+            f"{h['tcp_connections']:,} TCP connections",
+        ))
+    rows += [
         ("Format", fmt),
         ("File size", f"{h['file_size']:,} bytes"),
         ("Link types", lt),
-        ("First packet", _ts_text(h["first_ts"])),
-        ("Last packet", _ts_text(h["last_ts"])),
+        ("First packet" if sub is None else "Observed from", _ts_text(h["first_ts"])),
+        ("Last packet" if sub is None else "Observed to", _ts_text(h["last_ts"])),
         ("Duration", f"{h['duration_s']:.6f} s"),
         ("Frames", frames),
         ("Bytes on the wire", f"{h['wire_bytes']:,}"),
@@ -279,11 +332,7 @@ def connections_section(ctx: ReportContext) -> Section:
                 int(r["retransmissions"]),
             ]
         )
-    note = (
-        f"First {len(shown):,} of {n:,} connections by tcp.stream; all rows are in cap.connections."
-        if len(shown) < n
-        else f"{n:,} connections."
-    )
+    note = f"{n:,} connections."
     note += " Client is the SYN sender; the history letters are Zeek's (client upper case)."
     table = ctx.table(
         [
@@ -302,6 +351,8 @@ def connections_section(ctx: ReportContext) -> Section:
         rows,
         numeric=(0, 7, 8, 9, 10),
         mono=(2, 3, 5),
+        total=n,
+        source="cap.connections",
     )
     return Section("connections", "TCP connections", table, note)
 
@@ -417,12 +468,10 @@ def warnings_section(ctx: ReportContext) -> Section:
         rows,
         numeric=(1, 2),
         wrap=(3,),
+        total=len(w),
+        source="cap.warnings",
     )
-    note = (
-        f"First {len(shown):,} of {len(w):,} rows of cap.warnings."
-        if len(shown) < len(w)
-        else f"{ctx.head['warnings']:,} warnings."
-    )
+    note = f"{ctx.head['warnings']:,} warnings; the rows of cap.warnings follow the summary."
     return Section("warnings", title, Markup(summary + listing), note)
 
 
@@ -458,7 +507,7 @@ def dns_section(ctx: ReportContext) -> Section:
     table = ctx.table(
         ["frame", "name", "type", "rcode", "answer ms", "answers", "client → resolver",
          "queries", "Wireshark filter"],
-        rows, numeric=(0, 4, 7), mono=(6,), wrap=(5,),
+        rows, numeric=(0, 4, 7), mono=(6,), wrap=(5,), total=len(d), source="cap.dns",
     )
     lat = h["dns_latency_ms"]
     note = f"{len(d):,} quer{'y' if len(d) == 1 else 'ies'}"
@@ -466,7 +515,7 @@ def dns_section(ctx: ReportContext) -> Section:
         note += f", median answer time {fmt_ms(lat['median'])} (tshark dns.time)"
     if h["dns_unanswered"]:
         note += f", {h['dns_unanswered']:,} unanswered"
-    note += "." + (f" First {len(shown):,} rows of cap.dns." if len(shown) < len(d) else "")
+    note += "."
     note += " The queries column counts the query's packets (more than 1: retransmitted)."
     return Section("dns", title, table, note)
 
@@ -530,7 +579,7 @@ def tls_section(ctx: ReportContext) -> Section:
     parts.append(ctx.table(
         ["tcp.stream", "session", "SNI", "version", "cipher suite", "ALPN", "resumed",
          "handshake ms", "decryption", "ClientHello frame", "Wireshark filter"],
-        rows, numeric=(0, 1, 7, 9),
+        rows, numeric=(0, 1, 7, 9), total=n, source="cap.tls_handshakes",
     ))
     conns = int(t["tcp_stream"].nunique())
     note = (
@@ -538,8 +587,6 @@ def tls_section(ctx: ReportContext) -> Section:
         f"connection{'' if conns == 1 else 's'} (cap.tls_handshakes). "
         "Handshake time is ClientHello to the client's Finished."
     )
-    if len(shown) < n:
-        note += f" Table: first {len(shown):,} of {n:,} sessions."
     return Section("tls", title, Markup("".join(parts)), note)
 
 
@@ -595,6 +642,7 @@ def http_section(ctx: ReportContext) -> Section:
          "DNS ms", "connect ms", "TLS ms", "TTFB ms", "TTFT ms", "tokens", "total ms",
          "from SYN ms", "Wireshark filter"],
         rows, numeric=(0, 1, 6, 8, 9, 10, 11, 12, 13, 14, 15), wrap=(5,),
+        total=len(lat), source="stream_latency(cap)",
     ))
     n = len(lat)
     conns = int(lat["tcp_stream"].nunique())
@@ -608,8 +656,6 @@ def http_section(ctx: ReportContext) -> Section:
     )
     if wf.truncated:
         note += f" The waterfall shows the first {len(wf.rows):,} of {wf.total:,} requests."
-    if len(shown) < n:
-        note += f" The table lists the first {len(shown):,} of {n:,} requests."
     return Section("http", title, Markup("".join(parts)), note)
 
 
@@ -643,6 +689,7 @@ def streaming_section(ctx: ReportContext) -> Section:
         ["tcp.stream", "stream / #", "path", "TTFB ms", "TTFT ms", "token events",
          "gap median ms", "gap p95 ms", "gap max ms", "total ms", "Wireshark filter"],
         rows, numeric=(0, 1, 3, 4, 5, 6, 7, 8, 9), wrap=(2,),
+        total=len(streamed), source="stream_latency(cap)",
     ))
     ttft = streamed["ttft_ms"].dropna()
     note = (
@@ -708,7 +755,8 @@ def heartbeats_section(ctx: ReportContext) -> Section:
     else:
         note = "No ping on any connection: nothing kept them alive. "
     rows: list[list[Cell]] = []
-    for r in _records(summ.head(ctx.max_table_rows)):
+    shown = summ.head(ctx.max_table_rows)
+    for r in _records(shown):
         tcp, mech = int(r["tcp_stream"]), str(r["mechanism"])
         senders: list[str | None] = [w for w in ("client", "server") if r[f"{w}_pings"]]
         sil = [_f(r["client_longest_silence_ms"]), _f(r["server_longest_silence_ms"])]
@@ -731,14 +779,14 @@ def heartbeats_section(ctx: ReportContext) -> Section:
          "superseded / cut off", "interval ms", "pong p50 ms", "pong p95 ms",
          "longest silence ms", "Wireshark filter"],
         rows, numeric=(0, 3, 4, 5, 6, 7, 8, 9, 10),
+        # rows are per (connection, mechanism, ping sender): the ceiling counts summary rows
+        total=_heartbeat_rows(summ), source="heartbeat_summary(...)",
     ))
     note += (
         "Table: pcaptools.analyses.heartbeats.heartbeat_summary; interval is the median time "
         "between pings, missed counts pings without a pong although the connection lived 2 s "
         "longer, longest silence is the sender's longest time without payload."
     )
-    if len(summ) > ctx.max_table_rows:
-        note += f" Table: first {ctx.max_table_rows:,} of {len(summ):,} rows."
     return Section("heartbeats", title, Markup("".join(parts)), note)
 
 
@@ -777,7 +825,7 @@ def disconnects_section(ctx: ReportContext) -> Section:
     table = ctx.table(
         ["tcp.stream", "verdict", "peer", "protocol", "summary", "detection delay ms",
          "evidence frames", "Wireshark filter"],
-        rows, numeric=(0, 5), wrap=(4, 6),
+        rows, numeric=(0, 5), wrap=(4, 6), total=len(d), source="disconnects(cap)",
     )
     k = len(d)
     note = (
@@ -785,8 +833,6 @@ def disconnects_section(ctx: ReportContext) -> Section:
         "(pcaptools.analyses.disconnects). Detection delay: from the peer's last packet (or the "
         "first unanswered segment) to when the sender gave up or learned of it."
     )
-    if k > ctx.max_table_rows:
-        note += f" Table: first {ctx.max_table_rows:,} of {k:,} rows."
     return Section("disconnects", title, Markup("<p>{}</p>").format(line) + table, note)
 
 
@@ -844,6 +890,13 @@ def overhead_section(ctx: ReportContext) -> Section:
     return Section("overhead", title, Markup("".join(parts)), note)
 
 
+def _heartbeat_rows(summ: pd.DataFrame) -> int:
+    """Rows the heartbeat table has for ``summ``: one per ping sender, at least one each."""
+    pings = summ[["client_pings", "server_pings"]].gt(0).astype("int64")
+    senders = pings["client_pings"] + pings["server_pings"]
+    return int(senders.clip(lower=1).sum())
+
+
 def _f(v: Any) -> float | None:
     return None if v is None or pd.isna(v) else float(v)
 
@@ -887,24 +940,48 @@ def render_report(
     max_table_rows: int = MAX_TABLE_ROWS,
     max_timeline_bars: int = MAX_TIMELINE_BARS,
     sections: Sequence[SectionBuilder] | None = None,
+    page_rows: int = PAGE_ROWS,
 ) -> str:
     """The report of ``cap`` as one HTML document (str). A builder that raises does not
-    lose the report: its section says it failed and why."""
+    lose the report: its section says it failed and why. ``max_table_rows``: rows embedded
+    per table (the rest are left out, and the table says so); ``page_rows``: rows per page
+    of the paged tables when the page opens. A subset (:meth:`Capture.subset`) says so in
+    the header."""
     env = _env()
     built, ctx = build_sections(
         cap,
         sections=sections,
         max_table_rows=max_table_rows,
         max_timeline_bars=max_timeline_bars,
+        page_rows=page_rows,
     )
     head = ctx.head
+    sub = subset_info(cap)
     return env.get_template("report.html.j2").render(
-        title=title or f"{head['file']}: pcap-report",
+        title=title or f"{head['file']}{' (subset)' if sub else ''}: pcap-report",
         head=head,
         sections=built,
+        subset=sub,
         plotly_js=_plotly_js() if ctx.figures else None,
         version=__version__,
     )
+
+
+def subset_info(cap: Capture) -> dict[str, Any] | None:
+    """What the header says about a subset (``summary.extra["subset"]``, set by
+    :func:`pcaptools.select.subset`): ``{"text", "display_filter", "of_frames"}``; None for a
+    whole capture."""
+    extra = cap.summary.extra
+    text = extra.get("subset")
+    if not isinstance(text, str):
+        return None
+    of = extra.get("subset_of_frames")
+    flt = extra.get("subset_display_filter")
+    return {
+        "text": text,
+        "display_filter": flt if isinstance(flt, str) and len(flt) <= 400 else None,
+        "of_frames": int(of) if isinstance(of, int) else int(cap.summary.frames),
+    }
 
 
 def build_sections(
@@ -914,21 +991,29 @@ def build_sections(
     max_table_rows: int = MAX_TABLE_ROWS,
     max_timeline_bars: int = MAX_TIMELINE_BARS,
     id_prefix: str = "",
+    page_rows: int = PAGE_ROWS,
 ) -> tuple[list[Section], ReportContext]:
     """Run the section builders over ``cap``; returns the sections and the context they used
     (``ctx.figures`` says whether plotly.js is needed). ``id_prefix`` is put before every
-    section and figure id, so that two captures can share one page."""
+    section and figure id, so that two captures can share one page. The time origin of the
+    charts is the capture's first packet, also for a subset cut to a time window (so that
+    its seconds are those of ``--start``/``--end`` and of the whole capture's report)."""
     env = _env()
     s = cap.summary
     head = headline(cap)
     t0 = s.first_ts_ns if s.first_ts_ns is not None else 0
+    origin = s.extra.get("subset_origin_ts_ns")
+    if isinstance(origin, int) and origin <= t0:
+        t0 = origin
+    span = (s.last_ts_ns - t0) / 1e9 if s.last_ts_ns is not None else 0.0
     ctx = ReportContext(
         cap,
         head,
         t0,
-        float(s.duration_s),
+        float(max(span, 0.0)),
         max_table_rows,
         max_timeline_bars,
+        page_rows=page_rows,
         _parts=env.get_template("_parts.html.j2").module,
         id_prefix=id_prefix,
     )
@@ -957,10 +1042,12 @@ def write_report(
     title: str | None = None,
     max_table_rows: int = MAX_TABLE_ROWS,
     max_timeline_bars: int = MAX_TIMELINE_BARS,
+    page_rows: int = PAGE_ROWS,
 ) -> None:
     """Write the report of ``cap`` to ``path`` (UTF-8). Raises OSError if it cannot be written."""
     text = render_report(
-        cap, title=title, max_table_rows=max_table_rows, max_timeline_bars=max_timeline_bars
+        cap, title=title, max_table_rows=max_table_rows, max_timeline_bars=max_timeline_bars,
+        page_rows=page_rows,
     )
     Path(path).write_text(text, encoding="utf-8")
 
@@ -1031,6 +1118,31 @@ def _cell(v: Cell) -> Cell:
     if isinstance(v, float):
         return "" if math.isnan(v) else f"{v:,.3f}"
     return str(v)
+
+
+_FILTER_CODE = re.compile(r'<code class="filter">([^<]*)</code>')
+
+
+def _json_cell(c: Cell) -> str | dict[str, str]:
+    """A formatted cell for the page's table script: text as a string (set with textContent),
+    a Wireshark filter as ``{"f": text}``, other Markup as ``{"h": html}`` (already escaped)."""
+    if c is None:
+        return ""
+    if isinstance(c, Markup):
+        m = _FILTER_CODE.fullmatch(str(c))
+        if m is not None:
+            return {"f": html.unescape(m.group(1))}
+        return {"h": str(c)}
+    return str(c)
+
+
+def _json_block(obj: object) -> Markup:
+    """``obj`` as JSON that can sit inside ``<script type="application/json">``: ``<``, ``>``
+    and ``&`` are written as \\u escapes, so no string (``</script>``, ``<!--``) can end or
+    change the element; JSON.parse gives the strings back unchanged. ASCII only (non-ASCII
+    as \\u escapes), so that a lone surrogate from a damaged string cannot fail the write."""
+    text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:

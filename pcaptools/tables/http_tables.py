@@ -15,10 +15,18 @@ byte); ``http_requests.request_frame`` / ``response_frame`` are the frames tshar
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterable
+from operator import attrgetter
 from typing import Any
 
+import numpy as np
 import pandas as pd
+
+try:
+    import pyarrow as pa
+except ImportError:  # pragma: no cover - pandas then stores strings as Python objects
+    pa = None
 
 from .._columns import NA, CodeColumn, IntColumn
 from ..protocols._base import Direction
@@ -33,6 +41,7 @@ from ..protocols.http2 import (
     flags_text,
 )
 from ..protocols.sse import SseEvent
+from ..redaction import SECRET_HEADERS, redact_headers, redact_url
 from .schema import TS_DTYPE, Column, TableSchema
 
 __all__ = [
@@ -48,26 +57,8 @@ __all__ = [
     "settings_text",
 ]
 
-#: header names whose values are credentials: redacted in every table unless
-#: ``load(show_secrets=True)`` (compared lower-case; HTTP/2 names are lower-case on the wire)
-SECRET_HEADERS = frozenset({
-    "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
-    "x-auth-token", "x-goog-api-key", "openai-organization", "anthropic-api-key",
-})  # fmt: skip
-
-
-def redact_headers(
-    headers: tuple[tuple[str, str], ...] | None,
-) -> tuple[tuple[str, str], ...] | None:
-    """``headers`` with the value of every :data:`SECRET_HEADERS` header replaced by
-    ``<redacted: N bytes>`` (the length stays visible, the credential does not)."""
-    if headers is None or not any(k.lower() in SECRET_HEADERS for k, _ in headers):
-        return headers
-    return tuple(
-        (k, f"<redacted: {len(v)} bytes>") if k.lower() in SECRET_HEADERS else (k, v)
-        for k, v in headers
-    )
-
+# Credentials (SECRET_HEADERS, redact_headers, redact_url) live in the layer-0 module
+# pcaptools.redaction, so protocol observers can use them too; re-exported here.
 
 _TCP_STREAM = Column("tcp_stream", "int64", None, "Wireshark tcp.stream index of the connection")
 _DIRECTION = Column("direction", "category", None, "client_to_server or server_to_client")
@@ -558,7 +549,14 @@ SSE_EVENTS = TableSchema(
         ),
         Column("retry_ms", "Int64", "ms", "retry field of this event"),
         Column("data", "string", None, "data lines joined with LF"),
-        Column("data_bytes", "int64", "bytes", "UTF-8 length of data"),
+        Column(
+            "data_bytes",
+            "int64",
+            "bytes",
+            "bytes of the data lines as received, joined with LF: the UTF-8 length of data, "
+            "unless the stream held invalid UTF-8 (counted as received, while data shows "
+            "U+FFFD for it)",
+        ),
         Column(
             "json_ok",
             "boolean",
@@ -633,60 +631,53 @@ _FRAME_SPARSE = ("method", "path", "headers", "settings", "ping_data", "goaway_d
 
 
 class _FrameColumns:
-    """http2_frames rows as typed arrays (~190 bytes a row): int columns with an NA sentinel,
-    category codes, and the rare text/object values kept only for the rows that have them."""
+    """http2_frames rows as typed arrays (~190 bytes a row): the int columns row by row in one
+    ``array('q')`` (one ``extend`` per frame; NA is a sentinel), category codes (cached per
+    frame type, flags and direction), and the rare text/object values kept only for the rows
+    that have them."""
 
-    __slots__ = ("_app", "codes", "ints", "n", "redact", "sparse")
+    __slots__ = ("_code_app", "_codes_of", "codes", "n", "redact", "rows", "sparse")
 
     def __init__(self, redact: Callable[[Any], Any] = redact_headers) -> None:
         self.redact = redact
-        self.ints = {name: IntColumn() for name in _FRAME_INTS}
+        self.rows = array("q")
+        """the :data:`_FRAME_INTS` of each frame, row after row"""
         self.codes = {name: CodeColumn() for name in ("direction", "type", "flag_names", "error")}
         self.sparse: dict[str, dict[int, object]] = {name: {} for name in _FRAME_SPARSE}
-        self._app = tuple(self.ints[name].data.append for name in _FRAME_INTS)
+        self._codes_of: dict[tuple[int, int, Direction], tuple[int, int, int]] = {}
+        """(type, flags, direction) -> codes of direction, type and flag_names"""
+        self._code_app = tuple(self.codes[name].data.append for name in self.codes)
         self.n = 0
+
+    def _new_codes(self, t: int, flags: int, d: Direction) -> tuple[int, int, int]:
+        codes = self.codes
+        fn = flags_text(t, flags) or None
+        return (
+            codes["direction"].code(d.label),
+            codes["type"].code(FRAME_TYPES[t] if t < 10 else "unknown"),
+            -1 if fn is None else codes["flag_names"].code(fn),  # -1: NA
+        )
 
     def add(self, e: Http2Frame) -> None:
         t = e.type
         flags = e.flags
         h = e.headers
-        (frame, ts, tcp, sid, typ, fl, length, pad, end_stream, ack, data_bytes, hb_bytes, status,
-         winc, err, rtt, last, promised, excl, dep, weight) = self._app  # fmt: skip
-        frame(e.frame)
-        ts(e.ts_ns)
-        tcp(e.tcp_stream)
-        sid(e.stream_id)
-        typ(t)
-        fl(flags)
-        length(e.length)
-        pad(_na(e.pad_length))
-        end_stream(1 if t in (0, 1) and flags & 1 else 0)
-        ack(1 if t in (4, 6) and flags & 1 else 0)
-        data_bytes(_na(e.data_bytes))
-        hb_bytes(_na(e.header_block_bytes))
-        winc(_na(e.window_increment))
-        err(_na(e.error_code))
-        rtt(_na(e.ping_rtt_ns))
-        last(_na(e.last_stream_id))
-        promised(_na(e.promised_stream_id))
-        excl(NA if e.priority_exclusive is None else int(e.priority_exclusive))
-        dep(_na(e.priority_dependency))
-        weight(_na(e.priority_weight))
-        codes = self.codes
-        for name, value in (
-            ("direction", e.direction.label),
-            ("type", FRAME_TYPES[t] if t < 10 else "unknown"),
-            ("flag_names", flags_text(t, flags) or None),
-            ("error", _error_name(e.error_code)),
-        ):
-            col = codes[name]
-            col.data.append(-1 if value is None else col.code(value))  # -1: NA
+        key = (t, flags, e.direction)
+        dir_type_flags = self._codes_of.get(key)
+        if dir_type_flags is None:
+            dir_type_flags = self._codes_of[key] = self._new_codes(t, flags, e.direction)
+        app_dir, app_type, app_flags, app_error = self._code_app
+        app_dir(dir_type_flags[0])
+        app_type(dir_type_flags[1])
+        app_flags(dir_type_flags[2])
+        err = e.error_code
+        app_error(-1 if err is None else self.codes["error"].code(_error_name(err)))
         row = self.n
         self.n += 1
         sp = self.sparse
         st = None
         if h is not None:
-            sp["headers"][row] = self.redact(h)
+            h = sp["headers"][row] = self.redact(h)  # :path below comes redacted too
             for k, v in h:
                 if k == ":method":
                     sp["method"][row] = v
@@ -694,27 +685,68 @@ class _FrameColumns:
                     sp["path"][row] = v
                 elif k == ":status" and st is None:
                     st = v
-        status(int(st) if st and st.isascii() and st.isdigit() and len(st) <= 3 else NA)
         if e.settings is not None:
             sp["settings"][row] = settings_text(e.settings)
         if e.ping_data is not None:
             sp["ping_data"][row] = e.ping_data.hex()
         if e.debug_data is not None:
             sp["goaway_debug"][row] = e.debug_data.decode("utf-8", "replace")
+        na = NA
+        v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11 = (
+            e.pad_length, e.data_bytes, e.header_block_bytes, e.window_increment, err,
+            e.ping_rtt_ns, e.last_stream_id, e.promised_stream_id, e.priority_exclusive,
+            e.priority_dependency, e.priority_weight,
+        )  # fmt: skip
+        self.rows.extend(
+            (
+                e.frame,
+                e.ts_ns,
+                e.tcp_stream,
+                e.stream_id,
+                t,
+                flags,
+                e.length,
+                na if v1 is None else v1,
+                1 if t in (0, 1) and flags & 1 else 0,
+                1 if t in (4, 6) and flags & 1 else 0,
+                na if v2 is None else v2,
+                na if v3 is None else v3,
+                int(st) if st and st.isascii() and st.isdigit() and len(st) <= 3 else na,
+                na if v4 is None else v4,
+                na if v5 is None else v5,
+                na if v6 is None else v6,
+                na if v7 is None else v7,
+                na if v8 is None else v8,
+                na if v9 is None else int(v9),
+                na if v10 is None else v10,
+                na if v11 is None else v11,
+            )
+        )
 
     def columns(self) -> dict[str, Any]:
-        ints = self.ints
+        width = len(_FRAME_INTS)
+        mat = (
+            np.frombuffer(self.rows, dtype=np.int64).reshape(-1, width)
+            if self.n
+            else np.empty((0, width), np.int64)
+        )
+        ints = {name: mat[:, i].copy() for i, name in enumerate(_FRAME_INTS)}
         out: dict[str, Any] = {}
         for name in ("frame", "ts", "tcp_stream", "stream_id", "type_code", "flags", "length"):
-            out[name] = ints[name].to_numpy()
+            out[name] = ints[name]
         for name in ("pad_length", "data_bytes", "header_block_bytes", "status", "window_increment",
                      "error_code", "last_stream_id", "promised_stream_id", "priority_dependency",
                      "priority_weight"):  # fmt: skip
-            out[name] = ints[name].to_nullable()
-        out["end_stream"] = ints["end_stream"].to_numpy().astype(bool)
-        out["ack"] = ints["ack"].to_numpy().astype(bool)
-        out["priority_exclusive"] = ints["priority_exclusive"].to_boolean()
-        out["ping_rtt_ms"] = ints["ping_rtt_ns"].to_float_ms()
+            a = ints[name]
+            out[name] = pd.arrays.IntegerArray(a, a == NA)
+        out["end_stream"] = ints["end_stream"].astype(bool)
+        out["ack"] = ints["ack"].astype(bool)
+        a = ints["priority_exclusive"]
+        out["priority_exclusive"] = pd.arrays.BooleanArray(a == 1, a == NA)
+        a = ints["ping_rtt_ns"]
+        ms = a.astype(np.float64) / 1e6
+        ms[a == NA] = np.nan
+        out["ping_rtt_ms"] = ms
         for name, col in self.codes.items():
             out[name] = col.to_categorical()
         for name, values in self.sparse.items():
@@ -722,6 +754,132 @@ class _FrameColumns:
             for row, v in values.items():
                 dense[row] = v
             out[name] = dense
+        # the rows are handed over: start empty (category codes stay, so every chunk of a
+        # streamed table codes a category the same way)
+        self.rows = array("q")  # (the old one may still be exported to numpy views)
+        for c in self.codes.values():
+            del c.data[:]
+        for d in self.sparse.values():
+            d.clear()
+        self.n = 0
+        return out
+
+
+_SSE_BLOCK = 1 << 12
+"""SseEvent rows kept as they came before they are moved into typed columns"""
+_SSE_INT_FIELDS = tuple(
+    (column, attrgetter(field))
+    for column, field in (
+        ("frame", "frame"), ("ts", "ts_ns"), ("tcp_stream", "tcp_stream"), ("index", "index"),
+        ("data_bytes", "data_bytes"), ("done", "done"),
+    )
+)  # fmt: skip
+_SSE_NULLABLE_FIELDS = tuple(
+    (column, attrgetter(field))
+    for column, field in (
+        ("stream_id", "stream_id"), ("request_index", "request_index"), ("retry_ms", "retry_ms"),
+    )
+)  # fmt: skip
+_SSE_TEXT_FIELDS = tuple(
+    (column, attrgetter(field))
+    for column, field in (
+        ("event", "event_type"), ("id", "event_id"), ("data", "data"),
+        ("delta_text", "delta_text"), ("finish_reason", "finish_reason"),
+    )
+)  # fmt: skip
+_JSON_OK = attrgetter("json_ok")
+_SSE_INTS = tuple(c for c, _ in _SSE_INT_FIELDS)
+_SSE_NULLABLE = (*(c for c, _ in _SSE_NULLABLE_FIELDS), "json_ok")
+_SSE_TEXT = tuple(c for c, _ in _SSE_TEXT_FIELDS)
+_TRISTATE = {True: 1, False: 0, None: NA}
+_ARROW_STRINGS = pa is not None and pd.StringDtype().storage == "pyarrow"
+"""pandas stores ``string`` columns in Arrow: text columns are converted block by block"""
+
+
+class _TextColumn:
+    """A string column built in blocks. Where pandas keeps strings in Arrow (its default with
+    pyarrow installed) each block becomes a pyarrow array at once, so the rows' Python ``str``
+    objects are freed: less memory, and no long lists for every full garbage collection to walk.
+    Elsewhere (or if a block will not convert) the block stays a list."""
+
+    __slots__ = ("blocks",)
+
+    def __init__(self) -> None:
+        self.blocks: list[Any] = []
+
+    def extend(self, values: list[str | None]) -> None:
+        if _ARROW_STRINGS:
+            try:
+                self.blocks.append(pa.array(values, type=pa.large_string(), from_pandas=True))
+                return
+            except (pa.ArrowException, TypeError, ValueError):
+                pass
+        self.blocks.append(values)
+
+    def values(self) -> Any:
+        """The whole column: an ArrowStringArray when every block is Arrow, else a list."""
+        blocks = self.blocks
+        if not blocks:
+            return []
+        if all(type(b) is not list for b in blocks):
+            return pd.arrays.ArrowStringArray(pa.chunked_array(blocks))  # no copy
+        out: list[str | None] = []
+        for b in blocks:
+            out.extend(b if type(b) is list else b.to_pylist())
+        return out
+
+
+class _SseColumns:
+    """sse_events rows. An :class:`SseEvent` is a tuple, so the builder keeps the events as they
+    come (one list append each, no row built) and every :data:`_SSE_BLOCK` rows moves them into
+    typed columns: 8 bytes a row per int column, strings in Arrow blocks (:class:`_TextColumn`)."""
+
+    __slots__ = ("ints", "pending", "text")
+
+    def __init__(self) -> None:
+        self.pending: list[SseEvent] = []
+        """events not yet in the columns"""
+        self.ints = {name: IntColumn() for name in (*_SSE_INTS, *_SSE_NULLABLE)}
+        self.text = {name: _TextColumn() for name in _SSE_TEXT}
+
+    def flush(self) -> None:
+        """Move the pending events into the columns (one C-level pass per column: no
+        transposed tuples, which would only make work for the garbage collector)."""
+        rows = self.pending
+        if not rows:
+            return
+        ints, text = self.ints, self.text
+        for name, get in _SSE_INT_FIELDS:
+            ints[name].data.extend(map(get, rows))
+        for name, get in _SSE_NULLABLE_FIELDS:
+            ints[name].data.extend([NA if v is None else v for v in map(get, rows)])
+        ints["json_ok"].data.extend(map(_TRISTATE.__getitem__, map(_JSON_OK, rows)))
+        for name, get in _SSE_TEXT_FIELDS:
+            text[name].extend(list(map(get, rows)))
+        rows.clear()
+
+    def columns(self) -> dict[str, Any]:
+        self.flush()
+        ints = self.ints
+        out: dict[str, Any] = {name: ints[name].to_numpy() for name in _SSE_INTS}
+        out["done"] = out["done"].astype(bool)
+        for name in ("stream_id", "request_index", "retry_ms"):
+            out[name] = ints[name].to_nullable()
+        out["json_ok"] = ints["json_ok"].to_boolean()
+        for name, col in self.text.items():
+            out[name] = col.values()
+        # http_version: "2" where there is a stream id, else "1.1"; categories as pd.Categorical
+        # makes them from the values (sorted, only those present)
+        h2 = ~out["stream_id"].isna()
+        cats = [v for v, present in (("1.1", not h2.all()), ("2", h2.any())) if present]
+        codes = np.zeros(len(h2), dtype=np.int8)
+        if len(cats) == 2:
+            codes[h2] = 1
+        out["http_version"] = pd.Categorical.from_codes(codes, categories=pd.Index(cats))
+        for c in ints.values():  # the rows are handed over: start empty
+            del c.data[:]
+        for t in self.text.values():
+            t.blocks.clear()
         return out
 
 
@@ -733,21 +891,27 @@ class HttpTablesBuilder:
     """Collects the rows of the HTTP tables from observer events (others are ignored)."""
 
     def __init__(self, *, show_secrets: bool = False) -> None:
-        """``show_secrets=False`` (the default): values of :data:`SECRET_HEADERS` are redacted."""
+        """``show_secrets=False`` (the default): credentials are redacted (values of
+        :data:`SECRET_HEADERS`, credential query parameters of paths and URL headers,
+        credential-like WebSocket subprotocols: :mod:`pcaptools.redaction`)."""
         self._redact: Callable[[Any], Any] = (lambda h: h) if show_secrets else redact_headers
+        self._redact_url: Callable[[str | None], str | None] = (
+            (lambda u: u) if show_secrets else redact_url
+        )
         self.frames = _FrameColumns(self._redact)
         """http2_frames rows in typed columns (the table that grows with packets)"""
         self.streams: list[tuple[Any, ...]] = []
         self.connections: list[tuple[Any, ...]] = []
         self.requests: list[tuple[Any, ...]] = []
-        self.sse: list[tuple[Any, ...]] = []
+        self.sse = _SseColumns()
+        """sse_events rows: the events themselves, moved into typed columns in blocks"""
         self.switches: list[ProtocolSwitched] = []
         self._handlers: dict[type, Callable[[Any], None]] = {
-            Http2Frame: self._frame,
+            Http2Frame: self.frames.add,
             Http2StreamEnded: self._stream,
             Http2ConnectionEnded: self._connection,
             HttpExchange: self._exchange,
-            SseEvent: self._sse,
+            SseEvent: self.sse.pending.append,
             ProtocolSwitched: self.switches.append,
         }
 
@@ -756,6 +920,8 @@ class HttpTablesBuilder:
         h = self._handlers.get(type(event))
         if h is not None:
             h(event)
+            if len(self.sse.pending) >= _SSE_BLOCK:
+                self.sse.flush()
 
     def add_all(self, events: Iterable[object]) -> None:
         handlers = self._handlers
@@ -763,6 +929,30 @@ class HttpTablesBuilder:
             h = handlers.get(type(e))
             if h is not None:
                 h(e)
+        if len(self.sse.pending) >= _SSE_BLOCK:
+            self.sse.flush()
+
+    def pending(self) -> dict[str, int]:
+        """Rows held now per table that grows with the traffic (:class:`~.schema.Drainable`:
+        ``load(out=...)`` streams them to Parquet while the capture is read)."""
+        sse = self.sse
+        return {"http2_frames": self.frames.n, "http2_streams": len(self.streams),
+                "http_requests": len(self.requests),
+                "sse_events": len(sse.pending) + len(sse.ints[_SSE_INTS[0]].data)}
+
+    def drain(self, table: str) -> pd.DataFrame:
+        """The rows of ``table`` held now as a DataFrame of its schema; they are forgotten
+        (what :meth:`tables` returns at the end is the rest)."""
+        if table == "http2_frames":
+            return HTTP2_FRAMES.frame(columns=self.frames.columns(), copy=False)
+        if table == "sse_events":
+            return SSE_EVENTS.frame(columns=self.sse.columns(), copy=False)
+        if table not in ("http2_streams", "http_requests"):
+            raise KeyError(f"HttpTablesBuilder does not drain {table!r}")
+        rows = self.streams if table == "http2_streams" else self.requests
+        df = (HTTP2_STREAMS if table == "http2_streams" else HTTP_REQUESTS).frame(rows)
+        rows.clear()
+        return df
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The five tables (empty ones keep their columns and dtypes)."""
@@ -771,13 +961,10 @@ class HttpTablesBuilder:
             "http2_streams": HTTP2_STREAMS.frame(self.streams),
             "http2_connections": HTTP2_CONNECTIONS.frame(self.connections),
             "http_requests": HTTP_REQUESTS.frame(self.requests),
-            "sse_events": SSE_EVENTS.frame(self.sse),
+            "sse_events": SSE_EVENTS.frame(columns=self.sse.columns()),
         }
 
     # ------------------------------------------------------------------ rows
-
-    def _frame(self, e: Http2Frame) -> None:
-        self.frames.add(e)
 
     def _stream(self, e: Http2StreamEnded) -> None:
         req_t = e.request_end_ts_ns if e.request_end_ts_ns is not None else e.request_ts_ns
@@ -791,7 +978,7 @@ class HttpTablesBuilder:
                 e.method,
                 e.scheme,
                 e.authority,
-                e.path,
+                self._redact_url(e.path),
                 e.status,
                 e.content_type,
                 e.informational,
@@ -881,7 +1068,7 @@ class HttpTablesBuilder:
                 e.position,
                 q.method if q is not None else None,
                 q.header("host") if q is not None else None,
-                q.target if q is not None else None,
+                self._redact_url(q.target) if q is not None else None,
                 q.version if q is not None else (r.version if r is not None else None),
                 r.status if r is not None else None,
                 r.reason if r is not None else None,
@@ -910,27 +1097,5 @@ class HttpTablesBuilder:
                 e.end_reason,
                 self._redact(q.headers) if q is not None else None,
                 self._redact(r.headers) if r is not None else None,
-            )
-        )
-
-    def _sse(self, e: SseEvent) -> None:
-        self.sse.append(
-            (
-                e.frame,
-                e.ts_ns,
-                e.tcp_stream,
-                "2" if e.stream_id is not None else "1.1",
-                e.stream_id,
-                e.request_index,
-                e.index,
-                e.event_type,
-                e.event_id,
-                e.retry_ms,
-                e.data,
-                e.data_bytes,
-                e.json_ok,
-                e.delta_text,
-                e.done,
-                e.finish_reason,
             )
         )

@@ -1,10 +1,18 @@
-"""Builder of the ``packets`` table: one row per frame, stored in typed column arrays."""
+"""Builder of the ``packets`` table: one row per frame, stored in typed column arrays.
+
+The one table that grows with the number of frames, so it has a row cap
+(:meth:`PacketsBuilder.add_capped`, ``load(max_packet_rows=...)``): past it, frames get no row
+and one ``table.packets_truncated`` warning says from which frame on. Measured on the
+tiny-record bomb of ``docs/robustness.md``: ~171 bytes a row in the final DataFrame, ~330 bytes
+a row of peak RSS while the table is built and converted.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from .._columns import NA, CodeColumn, IntColumn
+from .._columns import NA, CodeColumn, Records, boolean, categorical, float_ms, nullable
+from ..diagnostics import Diagnostics
 from ..io.frame import RawFrame
 from ..net.packet import IpPacket, TcpSegment, UdpDatagram
 from ..tcp.analysis import SegmentAnalysis
@@ -22,107 +30,148 @@ _CODE_COLS = ("src", "dst", "direction", "flags")
 
 
 class PacketsBuilder:
-    """Appends one row per frame; memory ~170 bytes per frame (typed arrays)."""
+    """Appends one row per frame; memory ~176 bytes per frame (packed records)."""
 
-    def __init__(self) -> None:
-        self.ints = {n: IntColumn() for n in _INT_COLS}
+    def __init__(self, max_rows: int | None = None, diag: Diagnostics | None = None, *,
+                 chunk_rows: int = 65536) -> None:
+        """``max_rows``: :meth:`add_capped` adds rows for frames 1 to ``max_rows`` only (so at
+        most that many rows; None: no cap); its ``table.packets_truncated`` row goes to ``diag``.
+        :meth:`add` itself never checks. ``chunk_rows``: rows are packed in a bytearray and
+        turned into numpy columns every that many rows (:class:`~pcaptools._columns.Records`)."""
+        self.max_rows = max_rows
+        self.last_frame = (1 << 63) - 1 if max_rows is None else max_rows
+        """frame number of the last frame add_capped gives a row"""
+        self.truncated_at: int | None = None
+        """frame number of the first frame that got no row (None: nothing dropped)"""
+        self._diag = diag
+        self.records = Records([(n, "q") for n in _INT_COLS] + [(n, "i") for n in _CODE_COLS],
+                               chunk_rows=chunk_rows)
+        """the rows not yet handed over by :meth:`frame`"""
         self.codes = {n: CodeColumn() for n in _CODE_COLS}
+        """the values of the category columns and their codes (only ``codes`` is used)"""
         self._addr_cache: dict[bytes, int] = {}
         self._dir_codes = (self.codes["direction"].code("client_to_server"),
                            self.codes["direction"].code("server_to_client"))
-        # bind array appends once: this runs per packet
-        i = self.ints
-        self._app = tuple(i[n].data.append for n in _INT_COLS)
-        c = self.codes
-        self._capp = tuple(c[n].data.append for n in _CODE_COLS)
+        self._flag_codes: list[int] = [-1] * 0x200
+        # bound once: add() runs per packet
+        self._buf = self.records.buf
+        self._pack = self.records.pack
+        self._limit = self.records.limit
 
-    def _addr(self, packed: bytes, col: CodeColumn) -> int:
+    def _addr(self, packed: bytes) -> int:
         # src and dst share one code space so an address has the same code in both
-        code = self._addr_cache.get(packed)
-        if code is None:
-            code = self._addr_cache[packed] = len(self._addr_cache)
-            text = addr_text(packed)
-            self.codes["src"].codes[text] = code
-            self.codes["dst"].codes[text] = code
+        code = self._addr_cache[packed] = len(self._addr_cache)
+        text = addr_text(packed)
+        self.codes["src"].codes[text] = code
+        self.codes["dst"].codes[text] = code
         return code
+
+    def _flags(self, flags: int) -> int:
+        code = self._flag_codes[flags] = self.codes["flags"].code(_FLAG_TEXT[flags])
+        return code
+
+    def __len__(self) -> int:
+        """rows held (added and not yet handed over by :meth:`frame`)"""
+        return len(self.records)
 
     def add(self, raw: RawFrame, pkt: TcpSegment | UdpDatagram | IpPacket | None,
             a: SegmentAnalysis | None) -> None:
-        (frame, ts, flen, clen, iface, ipv, proto, sport, dport, stream, tflags, seq, ack, seq_raw,
-         ack_raw, tlen, win, resent, rtt, acks) = self._app
-        src_app, dst_app, dir_app, flags_app = self._capp
-        frame(raw.frame)
-        ts(raw.ts_ns)
-        flen(raw.orig_len)
-        clen(len(raw.data))
-        iface(raw.interface)
+        """Append the row of one frame: one struct.pack per frame (the values of all columns)."""
+        buf = self._buf
         if pkt is None:
-            for f in (ipv, proto, sport, dport):
-                f(NA)
-            src_app(-1)
-            dst_app(-1)
+            buf += self._pack(raw.frame, raw.ts_ns, raw.orig_len, len(raw.data), raw.interface,
+                              NA, NA, NA, NA, NA if a is None else a.tcp_stream,
+                              NA, NA, NA, NA, NA, NA, NA, NA, NA, NA, -1, -1,
+                              -1 if a is None else self._dir_codes[0 if a.from_client else 1], -1)
         else:
-            ipv(pkt.ip_version)
-            src_app(self._addr(pkt.src, self.codes["src"]))
-            dst_app(self._addr(pkt.dst, self.codes["dst"]))
-            if isinstance(pkt, TcpSegment):
-                proto(6)
-                sport(pkt.sport)
-                dport(pkt.dport)
-            elif isinstance(pkt, UdpDatagram):
-                proto(17)
-                sport(pkt.sport)
-                dport(pkt.dport)
+            cache = self._addr_cache
+            src = cache.get(pkt.src)
+            if src is None:
+                src = self._addr(pkt.src)
+            dst = cache.get(pkt.dst)
+            if dst is None:
+                dst = self._addr(pkt.dst)
+            t = type(pkt)
+            if a is not None and (t is TcpSegment or isinstance(pkt, TcpSegment)):
+                flags = pkt.flags  # type: ignore[union-attr]
+                fcode = self._flag_codes[flags & 0x1FF]
+                if fcode < 0:
+                    fcode = self._flags(flags & 0x1FF)
+                seg_len = pkt.seg_len  # type: ignore[union-attr]
+                rel_ack = a.rel_ack
+                rtt = a.ack_rtt_ns
+                acks = a.acked_frame
+                buf += self._pack(
+                    raw.frame, raw.ts_ns, raw.orig_len, len(raw.data), raw.interface,
+                    pkt.ip_version, 6, pkt.sport, pkt.dport, a.tcp_stream,  # type: ignore[union-attr]
+                    flags, a.rel_seq, NA if rel_ack is None else rel_ack,
+                    pkt.seq, pkt.ack if flags & 0x10 else NA, seg_len,  # type: ignore[union-attr]
+                    a.window, NA if seg_len == 0 else int(a.resent_bytes == seg_len),
+                    NA if rtt is None else rtt, NA if acks is None else acks,
+                    src, dst, self._dir_codes[0 if a.from_client else 1], fcode)
             else:
-                proto(pkt.proto)
-                sport(NA)
-                dport(NA)
-        if a is not None and not isinstance(pkt, TcpSegment):
-            # an ICMP error (or cut-short header) quoting a TCP header: tshark gives the frame
-            # the connection's tcp.stream; nothing else of the quoted header is shown here
-            stream(a.tcp_stream)
-            for f in (tflags, seq, ack, seq_raw, ack_raw, tlen, win, resent, rtt, acks):
-                f(NA)
-            dir_app(self._dir_codes[0 if a.from_client else 1])
-            flags_app(-1)
-            return
-        if a is None or not isinstance(pkt, TcpSegment):
-            for f in (stream, tflags, seq, ack, seq_raw, ack_raw, tlen, win, resent, rtt, acks):
-                f(NA)
-            dir_app(-1)
-            flags_app(-1)
-            return
-        stream(a.tcp_stream)
-        tflags(pkt.flags)
-        flags_app(self.codes["flags"].code(_FLAG_TEXT[pkt.flags & 0x1FF]))
-        dir_app(self._dir_codes[0 if a.from_client else 1])
-        seq(a.rel_seq)
-        ack(NA if a.rel_ack is None else a.rel_ack)
-        seq_raw(pkt.seq)
-        ack_raw(pkt.ack if pkt.flags & 0x10 else NA)
-        tlen(pkt.seg_len)
-        win(a.window)
-        resent(NA if pkt.seg_len == 0 else int(a.resent_bytes == pkt.seg_len))
-        rtt(NA if a.ack_rtt_ns is None else a.ack_rtt_ns)
-        acks(NA if a.acked_frame is None else a.acked_frame)
+                if isinstance(pkt, (TcpSegment, UdpDatagram)):
+                    proto = 6 if isinstance(pkt, TcpSegment) else 17
+                    sport, dport = pkt.sport, pkt.dport
+                else:
+                    proto, sport, dport = pkt.proto, NA, NA
+                # a not None here: an ICMP error (or cut-short header) quoting a TCP header:
+                # tshark gives the frame the connection's tcp.stream; nothing else of the
+                # quoted header is shown here
+                buf += self._pack(
+                    raw.frame, raw.ts_ns, raw.orig_len, len(raw.data), raw.interface,
+                    pkt.ip_version, proto, sport, dport, NA if a is None else a.tcp_stream,
+                    NA, NA, NA, NA, NA, NA, NA, NA, NA, NA, src, dst,
+                    -1 if a is None else self._dir_codes[0 if a.from_client else 1], -1)
+        if len(buf) >= self._limit:
+            self.records.seal()
+
+    def add_capped(self, raw: RawFrame, pkt: TcpSegment | UdpDatagram | IpPacket | None,
+                   a: SegmentAnalysis | None, mine: bool = True) -> None:
+        """:meth:`add` for frames numbered up to ``max_rows``; the first frame beyond gets one
+        ``table.packets_truncated`` warning, later ones nothing (``Capture.summary.frames``
+        says how many frames there are). The cap is on the frame number, not on a count of
+        rows, so the workers of a parallel load, each adding its share of the frames
+        (``mine``), agree on which get rows; every worker is offered every frame, so the one
+        that keeps file-level warnings writes the row at the same frame as a single process."""
+        if raw.frame <= self.last_frame:
+            if mine:
+                self.add(raw, pkt, a)
+        elif self.truncated_at is None:
+            self.truncated_at = raw.frame
+            if self._diag is not None:
+                self._diag.add(
+                    "table.packets_truncated",
+                    f"the packets table stops at frame {self.last_frame:,} "
+                    f"(load(max_packet_rows={self.max_rows})): frame {raw.frame:,} and every "
+                    "later frame have no packets row; every other table covers all frames",
+                    frame=raw.frame, ts_ns=raw.ts_ns,
+                )
+
+    def pending(self) -> dict[str, int]:
+        """Rows held, for :class:`~pcaptools.tables.schema.ChunkPump` (streaming export)."""
+        return {"packets": len(self.records)}
+
+    def drain(self, table: str = "packets") -> pd.DataFrame:
+        """:meth:`frame` (the rows held, handed over): the streaming hook."""
+        return self.frame()
 
     def frame(self) -> pd.DataFrame:
-        i, c = self.ints, self.codes
-        ts = i["ts"].to_numpy()
-        cols = {
-            "frame": i["frame"].to_numpy(),
-            "ts": ts,
-            "frame_len": i["frame_len"].to_numpy(),
-            "cap_len": i["cap_len"].to_numpy(),
-            "interface": i["interface"].to_numpy(),
-            "src": c["src"].to_categorical(),
-            "dst": c["dst"].to_categorical(),
-            "direction": c["direction"].to_categorical(),
-            "flags": c["flags"].to_categorical(),
-            "resent": i["resent"].to_boolean(),
-            "ack_rtt_ms": i["ack_rtt"].to_float_ms(),
-        }
+        """The ``packets`` table of the rows added so far. They are handed over: the builder
+        is then empty (category codes are kept), so a streaming caller gets each chunk once.
+        Each column is converted on its own and its raw values freed, so the peak memory is
+        the table plus the raw values (~176 bytes a row), not twice the table."""
+        rec = self.records
+        rec.seal()
+        c = self.codes
+        cols: dict[str, object] = {}
+        for n in ("frame", "ts", "frame_len", "cap_len", "interface"):
+            cols[n] = rec.column(n)
+        cols["resent"] = boolean(rec.column("resent"))
+        cols["ack_rtt_ms"] = float_ms(rec.column("ack_rtt"))
         for n in ("ip_version", "ip_proto", "sport", "dport", "tcp_stream", "tcp_flags", "seq", "ack",
                   "seq_raw", "ack_raw", "tcp_len", "window", "acks_frame"):
-            cols[n] = i[n].to_nullable()
-        return PACKETS.frame(columns=cols)
+            cols[n] = nullable(rec.column(n))
+        for n in _CODE_COLS:
+            cols[n] = categorical(c[n].codes, rec.column(n))
+        return PACKETS.frame(columns=cols, copy=False)

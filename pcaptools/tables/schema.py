@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from operator import itemgetter
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+from pandas.api.types import infer_dtype
 
 TS_DTYPE = "datetime64[ns, UTC]"
+
+CHUNK_ROWS = 65536
+"""rows per chunk (Parquet row group) when tables are streamed out while reading"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,24 +50,40 @@ class TableSchema:
         rows: Iterable[Sequence[Any]] | None = None,
         *,
         columns: Mapping[str, Any] | None = None,
+        copy: bool = True,
     ) -> pd.DataFrame:
-        """Build the table from row tuples (in column order) or from whole columns."""
+        """Build the table from row tuples (in column order) or from whole columns.
+
+        Returns a DataFrame with exactly this schema's columns and dtypes. Raises ValueError
+        when a column is missing or a row has the wrong number of values. Each column is cast
+        on its own and the DataFrame is assembled without consolidating copies, so the peak
+        memory is the result plus one column. ``copy=False`` (for builders handing over fresh
+        arrays): numpy/pandas arrays in ``columns`` that already have the column's dtype
+        become the table's columns as they are, without a copy; the caller must not change
+        them afterwards. With ``copy=True`` an input array is never shared with the result.
+        """
         names = self.names
+        out: dict[str, Any] = {}
         if columns is not None:
             missing = set(names) - set(columns)
             if missing:
                 raise ValueError(f"{self.name}: columns missing: {sorted(missing)}")
-            data = {n: columns[n] for n in names}
+            for col in self.columns:
+                values = columns[col.name]
+                arr = _cast(values, col)
+                if copy and _shares(arr, values):
+                    arr = arr.copy()
+                out[col.name] = arr
         else:
-            rows = list(rows or ())
+            if not isinstance(rows, list):
+                rows = list(rows or ())
             for r in rows[:1]:
                 if len(r) != len(names):
                     raise ValueError(f"{self.name}: row has {len(r)} values, schema has {len(names)}")
-            data = {n: [r[i] for r in rows] for i, n in enumerate(names)}
-        out = {}
-        for col in self.columns:
-            out[col.name] = _cast(data[col.name], col)
-        return pd.DataFrame(out, columns=names)
+            for i, col in enumerate(self.columns):
+                # one column at a time (a C loop): the transposed lists never exist together
+                out[col.name] = _cast(list(map(itemgetter(i), rows)), col)
+        return pd.DataFrame(out, columns=names, copy=False)
 
     def check(self, df: pd.DataFrame) -> None:
         """Raise AssertionError if ``df`` does not have exactly this schema's columns and dtypes."""
@@ -92,8 +114,203 @@ class TableSchema:
         return "\n".join(lines) + "\n"
 
 
+# ------------------------------------------------------------------ streaming hook
+#
+# A builder whose rows are final when they are added (append-only tables: packets,
+# tcp_events, tls_records, http2_frames, sse_events, ws_frames...) can hand them over in
+# chunks while the capture is read, so a table never has to sit in memory whole:
+#
+#   * it implements :class:`Drainable`: ``pending()`` says how many rows each of its tables
+#     holds, ``drain(table)`` returns them as a DataFrame of the table's schema and forgets
+#     them (category codes are kept, so every chunk has all categories seen so far);
+#   * what it returns at the end (``tables()``, ``frame()``...) is then only the rows not yet
+#     drained: the whole table is the drained chunks followed by that remainder;
+#   * :class:`ChunkPump` (driven by ``load(out=...)``) polls the builders every few thousand
+#     frames and passes every chunk of at least ``chunk_rows`` rows to a :class:`TableSink`
+#     (``pcaptools.export.ParquetSink`` writes it as one Parquet row group).
+#
+# A builder keeping row tuples can hold them in a :class:`RowBuffer` (a list) and drain it.
+
+
+class TableSink(Protocol):
+    """Receives the chunks of the tables, in row order (see :class:`ChunkPump`)."""
+
+    def write(self, table: str, chunk: pd.DataFrame) -> None: ...
+
+
+@runtime_checkable
+class Drainable(Protocol):
+    """A builder that can hand over its finished rows while the capture is being read."""
+
+    def pending(self) -> Mapping[str, int]:
+        """rows held now, per table this builder can drain"""
+        ...
+
+    def drain(self, table: str) -> pd.DataFrame:
+        """The rows of ``table`` held now, as a DataFrame of its schema; they are removed."""
+        ...
+
+
+class RowBuffer(list[tuple[Any, ...]]):
+    """The row tuples of one table (a plain list: ``append`` is list.append) that can be
+    drained: ``drain()`` returns them as ``schema.frame(rows)`` and empties the list."""
+
+    __slots__ = ("schema",)
+
+    def __init__(self, schema: TableSchema) -> None:
+        super().__init__()
+        self.schema = schema
+
+    def drain(self) -> pd.DataFrame:
+        df = self.schema.frame(self)
+        self.clear()
+        return df
+
+
+class ChunkPump:
+    """Moves finished rows from :class:`Drainable` builders to a :class:`TableSink`.
+
+    ``poll()`` (cheap: one ``pending()`` call per builder) drains every table holding at
+    least ``chunk_rows`` rows; ``flush()`` drains everything left. A table must be drained
+    by one builder only (the order of its chunks is the order of its rows)."""
+
+    def __init__(self, sink: TableSink, chunk_rows: int = CHUNK_ROWS) -> None:
+        self.sink = sink
+        self.chunk_rows = max(1, chunk_rows)
+        self.sources: list[Drainable] = []
+        self.rows: dict[str, int] = {}
+        """rows handed to the sink so far, per table"""
+
+    def add(self, source: Drainable) -> None:
+        self.sources.append(source)
+
+    def poll(self) -> None:
+        limit = self.chunk_rows
+        for src in self.sources:
+            for table, n in src.pending().items():
+                if n >= limit:
+                    self._move(src, table)
+
+    def flush(self) -> None:
+        for src in self.sources:
+            for table, n in src.pending().items():
+                if n:
+                    self._move(src, table)
+
+    def _move(self, src: Drainable, table: str) -> None:
+        chunk = src.drain(table)
+        if len(chunk):
+            self.rows[table] = self.rows.get(table, 0) + len(chunk)
+            self.sink.write(table, chunk)
+
+
+def _shares(arr: Any, values: Any) -> bool:
+    """Might ``arr`` (a cast result) share memory with the caller's ``values``?"""
+    if arr is values:
+        return True
+    a, v = _buffer(arr), _buffer(values)
+    return a is not None and v is not None and np.may_share_memory(a, v)
+
+
+def _buffer(x: Any) -> np.ndarray | None:
+    """The numpy array holding ``x``'s values (itself, or a pandas array's backing array)."""
+    b = x if isinstance(x, np.ndarray) else getattr(x, "_ndarray", getattr(x, "_data", None))
+    return b if isinstance(b, np.ndarray) else None
+
+
+_INTEGER_KINDS = frozenset({"integer", "empty"})
+"""pandas infer_dtype results for which the fast Int64 path gives what pd.array gives"""
+_INT_TYPE = frozenset({int})
+
+
+def _int_and_mask(values: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """``values`` (ints with None/NA/NaN for missing) as an int64 array and a missing-mask, or
+    None when they are anything else (the caller then falls back to pandas' own conversion)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        if values.dtype.kind == "u" and len(values) and values.max() > np.iinfo(np.int64).max:
+            return None
+        return values.astype(np.int64), np.zeros(len(values), dtype=bool)
+    if isinstance(values, pd.arrays.IntegerArray):
+        return values.to_numpy(dtype=np.int64, na_value=0), values.isna()
+    if isinstance(values, np.ndarray) and values.dtype != object:
+        return None
+    if not isinstance(values, (list, tuple, np.ndarray)):
+        return None
+    if not isinstance(values, np.ndarray) and set(map(type, values)) <= _INT_TYPE:
+        try:  # plain ints, nothing missing: no object array needed
+            ints = np.fromiter(values, dtype=np.int64, count=len(values))
+            return ints, np.zeros(len(values), bool)
+        except OverflowError:
+            return None
+    obj = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
+    if obj.ndim != 1 or infer_dtype(obj, skipna=True) not in _INTEGER_KINDS:
+        return None
+    mask = pd.isna(obj)
+    if mask.any():
+        obj = obj.copy() if obj is values else obj
+        obj[mask] = 0
+    try:
+        return obj.astype(np.int64), mask
+    except (OverflowError, TypeError, ValueError):
+        return None
+
+
+def _string(values: Any) -> Any:
+    """A ``string`` array of ``values`` (str, or None/NA/NaN for missing); pyarrow directly
+    for a list of str, pandas' own conversion for anything else."""
+    dtype = pd.StringDtype()
+    if dtype.storage == "pyarrow" and isinstance(values, (list, tuple)):
+        try:
+            return pd.arrays.ArrowStringArray(
+                pa.array(values, type=pa.large_string(), from_pandas=True))
+        except (pa.ArrowException, TypeError, ValueError):
+            pass
+    return pd.array(values, dtype="string")
+
+
 def _cast(values: Any, col: Column) -> Any:
-    """``values`` as an array of ``col``'s dtype (numpy array, pandas extension array or Categorical)."""
+    """``values`` as an array of ``col``'s dtype (numpy array, pandas extension array or
+    Categorical): the same values and dtype as :func:`_cast_reference`, faster for the usual
+    inputs (lists of Python ints/str/None, int64 arrays); anything unusual goes through it."""
+    dt = col.dtype
+    n = len(values)
+    if dt == "int64":
+        return np.asarray(values, dtype=np.int64) if n else np.empty(0, np.int64)
+    if dt == "Int64":
+        im = _int_and_mask(values)
+        if im is not None:
+            return pd.arrays.IntegerArray(im[0], im[1])
+    elif dt == TS_DTYPE:
+        im = _int_and_mask(values)
+        if im is not None:
+            ns, mask = im
+            if mask.any():
+                ns[mask] = np.iinfo(np.int64).min  # NaT
+            return pd.DatetimeIndex(ns.view("M8[ns]")).tz_localize("UTC")
+    elif dt == "string":
+        return _string(values)
+    elif dt == "float64":
+        if not isinstance(values, np.ndarray):
+            try:
+                return np.array(values, dtype=np.float64) if n else np.empty(0, np.float64)
+            except (TypeError, ValueError):
+                pass
+    elif dt == "boolean":
+        if isinstance(values, (list, tuple)):
+            obj = np.array(values, dtype=object)
+            if obj.ndim == 1 and infer_dtype(obj, skipna=True) in ("boolean", "empty"):
+                mask = pd.isna(obj)
+                if mask.any():
+                    obj[mask] = False
+                return pd.arrays.BooleanArray(obj.astype(bool), mask)
+    elif dt == "object" and isinstance(values, (list, tuple)):
+        return np.fromiter(values, dtype=object, count=n)
+    return _cast_reference(values, col)
+
+
+def _cast_reference(values: Any, col: Column) -> Any:
+    """The plain pandas conversion of ``values`` to ``col``'s dtype (what :func:`_cast` must
+    equal; also its fallback)."""
     dt = col.dtype
     if dt == TS_DTYPE:
         arr = pd.array(values, dtype="Int64")

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pandas as pd
 
+from .._columns import CodeColumn, nullable
 from ..diagnostics import Diagnostics
 from ..tcp.tracker import Connection, TcpTracker, addr_text
 from .foundation import CONNECTIONS, TCP_EVENTS, TCP_HANDSHAKES, WARNINGS
@@ -123,22 +127,53 @@ def handshakes_table(tracker: TcpTracker) -> pd.DataFrame:
     return TCP_HANDSHAKES.frame(rows)
 
 
-def events_table(tracker: TcpTracker) -> pd.DataFrame:
+def events_table(tracker: TcpTracker, *, take: bool = False) -> pd.DataFrame:
+    """The ``tcp_events`` table from the tracker's event columns. ``take=True`` hands the rows
+    over (the columns are emptied, category codes kept): the next call gives only the rows
+    added after, which is how :class:`EventsDrain` streams the table out in chunks."""
     ev = tracker.events
     i = ev.ints
+
+    def ints(name: str) -> np.ndarray:
+        return i[name].take() if take else i[name].to_numpy()
+
+    def codes(col: CodeColumn) -> pd.Categorical:
+        return col.take() if take else col.to_categorical()
+
     return TCP_EVENTS.frame(columns={
-        "frame": i["frame"].to_numpy(), "ts": i["ts"].to_numpy(), "tcp_stream": i["tcp_stream"].to_numpy(),
-        "direction": ev.direction.to_categorical(), "kind": ev.kind.to_categorical(),
-        "seq": i["seq"].to_nullable(), "len": i["len"].to_nullable(), "ack": i["ack"].to_nullable(),
-        "dup_ack_num": i["dup_ack_num"].to_nullable(), "dup_ack_frame": i["dup_ack_frame"].to_nullable(),
-    })
+        "frame": ints("frame"), "ts": ints("ts"), "tcp_stream": ints("tcp_stream"),
+        "direction": codes(ev.direction), "kind": codes(ev.kind),
+        "seq": nullable(ints("seq")), "len": nullable(ints("len")), "ack": nullable(ints("ack")),
+        "dup_ack_num": nullable(ints("dup_ack_num")),
+        "dup_ack_frame": nullable(ints("dup_ack_frame")),
+    }, copy=False)
+
+
+class EventsDrain:
+    """The tracker's tcp_events rows as a :class:`~pcaptools.tables.schema.Drainable`
+    (streaming export): ``drain()`` hands over the rows added since the last call."""
+
+    def __init__(self, tracker: TcpTracker) -> None:
+        self.tracker = tracker
+
+    def pending(self) -> dict[str, int]:
+        return {"tcp_events": len(self.tracker.events)}
+
+    def drain(self, table: str = "tcp_events") -> pd.DataFrame:
+        return events_table(self.tracker, take=True)
 
 
 def warnings_table(diag: Diagnostics) -> pd.DataFrame:
     rows = [
         (a.ts_ns, a.frame, a.tcp_stream, a.direction, a.layer, a.code, a.detail) for a in diag.rows
     ]
-    for code, n in sorted(diag.suppressed().items()):
-        rows.append((None, None, None, None, code.split(".", 1)[0], code,
-                     f"{n} more occurrences of {code} were counted but not listed"))
+    rows.extend(suppressed_rows(diag.suppressed()))
     return WARNINGS.frame(rows)
+
+
+def suppressed_rows(suppressed: dict[str, int]) -> list[tuple[Any, ...]]:
+    """The closing rows of the warnings table: one per code that had more occurrences than
+    were kept, saying how many more (no time, frame or connection)."""
+    return [(None, None, None, None, code.split(".", 1)[0], code,
+             f"{n} more occurrences of {code} were counted but not listed")
+            for code, n in sorted(suppressed.items())]

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from .._columns import NA, CodeColumn, IntColumn
+from .._columns import NA, CodeColumn, Records, categorical, nullable
 from ..protocols.tls.events import TlsRecord, TlsSession
 from ..protocols.tls.observer import ALERT_NAMES
 from ..protocols.tls.records import CONTENT_TYPE_NAMES
@@ -248,16 +248,20 @@ TLS_RECORDS = TableSchema(
     ),
 )
 
-_REC_INTS = (
-    "frame",
-    "ts",
-    "tcp_stream",
-    "session",
-    "offset",
-    "length",
-    "encrypted",
-    "decrypted",
-    "plaintext_length",
+_REC_FIELDS = (
+    ("frame", "q"),
+    ("ts", "q"),
+    ("tcp_stream", "q"),
+    ("session", "q"),
+    ("offset", "q"),
+    ("length", "q"),
+    ("encrypted", "b"),
+    ("decrypted", "b"),
+    ("plaintext_length", "q"),
+    ("direction", "i"),
+    ("content_type", "i"),
+    ("version", "i"),
+    ("inner_content_type", "i"),
 )
 _REC_CODES = ("direction", "content_type", "version", "inner_content_type")
 
@@ -271,42 +275,53 @@ def _ms(a: int | None, b: int | None) -> float | None:
 
 
 class TlsTablesBuilder:
-    """Collects TLS events (of any number of connections) and builds the two tables."""
+    """Collects TLS events (of any number of connections) and builds the two tables.
 
-    def __init__(self, *, records: bool = True) -> None:
+    Records are packed one struct call each (:class:`~pcaptools._columns.Records`, ~60 bytes
+    a record); :meth:`records` hands them over, so it can also be called while reading to
+    stream the table out in chunks (:meth:`pending` / :meth:`drain`)."""
+
+    def __init__(self, *, records: bool = True, chunk_rows: int = 65536) -> None:
         self.keep_records = records
         """False: TlsRecord events are ignored (the tls_records table stays empty)"""
         self.sessions: list[TlsSession] = []
-        self._ints = {n: IntColumn() for n in _REC_INTS}
+        self._rec = Records(_REC_FIELDS, chunk_rows=chunk_rows)
         self._codes = {n: CodeColumn() for n in _REC_CODES}
         self._names: dict[tuple[str, int], int] = {}
+        self._dirs: dict[object, int] = {}
 
     def add(self, events: Iterable[object]) -> None:
         """Keep the TlsRecord and TlsSession events of ``events``; ignore the others."""
-        i, c = self._ints, self._codes
+        buf = self._rec.buf
+        pack = self._rec.pack
+        names = self._names
+        dirs = self._dirs
         for ev in events:
             if type(ev) is TlsRecord and self.keep_records:
-                i["frame"].data.append(ev.frame)
-                i["ts"].data.append(ev.ts_ns)
-                i["tcp_stream"].data.append(ev.tcp_stream)
-                i["session"].data.append(ev.session)
-                i["offset"].data.append(ev.offset)
-                i["length"].data.append(ev.length)
-                i["encrypted"].data.append(1 if ev.encrypted else 0)
-                i["decrypted"].data.append(1 if ev.decrypted else 0)
-                i["plaintext_length"].data.append(
-                    NA if ev.plaintext_length is None else ev.plaintext_length
-                )
-                c["direction"].data.append(c["direction"].code(ev.direction.label))
-                c["content_type"].data.append(self._code("content_type", ev.content_type))
-                c["version"].data.append(self._code("version", ev.version))
-                c["inner_content_type"].data.append(
-                    -1
-                    if ev.inner_content_type is None
-                    else self._code("inner_content_type", ev.inner_content_type)
-                )
+                d = dirs.get(ev.direction)
+                if d is None:
+                    d = dirs[ev.direction] = self._codes["direction"].code(ev.direction.label)
+                ct = names.get(("content_type", ev.content_type))
+                if ct is None:
+                    ct = self._code("content_type", ev.content_type)
+                ver = names.get(("version", ev.version))
+                if ver is None:
+                    ver = self._code("version", ev.version)
+                inner = ev.inner_content_type
+                if inner is None:
+                    ic = -1
+                else:
+                    ic = names.get(("inner_content_type", inner), -1)
+                    if ic < 0:
+                        ic = self._code("inner_content_type", inner)
+                plain = ev.plaintext_length
+                buf += pack(ev.frame, ev.ts_ns, ev.tcp_stream, ev.session, ev.offset, ev.length,
+                            1 if ev.encrypted else 0, 1 if ev.decrypted else 0,
+                            NA if plain is None else plain, d, ct, ver, ic)
             elif type(ev) is TlsSession:
                 self.sessions.append(ev)
+        if len(buf) >= self._rec.limit:
+            self._rec.seal()
 
     def _code(self, col: str, value: int) -> int:
         key = (col, value)
@@ -316,23 +331,33 @@ class TlsTablesBuilder:
             code = self._names[key] = self._codes[col].code(name)
         return code
 
+    def pending(self) -> dict[str, int]:
+        """Records held, for :class:`~pcaptools.tables.schema.ChunkPump` (streaming export)."""
+        return {"tls_records": len(self._rec)}
+
+    def drain(self, table: str = "tls_records") -> pd.DataFrame:
+        """:meth:`records` (the records held, handed over): the streaming hook."""
+        return self.records()
+
     def records(self) -> pd.DataFrame:
-        """The ``tls_records`` table."""
-        i, c = self._ints, self._codes
+        """The ``tls_records`` table of the records added since the last call (all of them
+        when called once, at the end); they are handed over (category codes are kept)."""
+        rec, c = self._rec, self._codes
+        rec.seal()
         cols: dict[str, object] = {
-            "frame": i["frame"].to_numpy(),
-            "ts": i["ts"].to_numpy(),
-            "tcp_stream": i["tcp_stream"].to_numpy(),
-            "session": i["session"].to_numpy(),
-            "offset": i["offset"].to_numpy(),
-            "length": i["length"].to_numpy(),
-            "encrypted": i["encrypted"].to_numpy().astype(bool),
-            "decrypted": i["decrypted"].to_numpy().astype(bool),
-            "plaintext_length": i["plaintext_length"].to_nullable(),
+            "frame": rec.column("frame"),
+            "ts": rec.column("ts"),
+            "tcp_stream": rec.column("tcp_stream"),
+            "session": rec.column("session"),
+            "offset": rec.column("offset"),
+            "length": rec.column("length"),
+            "encrypted": rec.column("encrypted").astype(bool),
+            "decrypted": rec.column("decrypted").astype(bool),
+            "plaintext_length": nullable(rec.column("plaintext_length")),
         }
         for n in _REC_CODES:
-            cols[n] = c[n].to_categorical()
-        return TLS_RECORDS.frame(columns=cols)
+            cols[n] = categorical(c[n].codes, rec.column(n))
+        return TLS_RECORDS.frame(columns=cols, copy=False)
 
     def handshakes(self) -> pd.DataFrame:
         """The ``tls_handshakes`` table (sorted by tcp_stream, session)."""

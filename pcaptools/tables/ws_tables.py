@@ -21,9 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from .._columns import NA, CodeColumn, IntColumn
+from .._columns import NA, CodeColumn, Records, categorical, nullable
 from ..protocols._base import Direction
 from ..protocols.websocket import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -262,10 +263,12 @@ WS_TABLES: dict[str, TableSchema] = {
     "ws_heartbeats": HEARTBEATS,
 }
 
-_FRAME_INTS = (
-    "frame", "ts", "tcp_stream", "stream_id", "index", "start_frame", "start_ts", "fin",
-    "rsv", "opcode", "masked", "payload_len", "header_bytes", "lost_bytes", "complete",
-    "message_index", "close_code",
+_FRAME_FIELDS = (
+    ("frame", "q"), ("ts", "q"), ("tcp_stream", "q"), ("stream_id", "q"), ("index", "q"),
+    ("start_frame", "q"), ("start_ts", "q"), ("fin", "b"), ("rsv", "b"), ("opcode", "q"),
+    ("masked", "b"), ("payload_len", "q"), ("header_bytes", "q"), ("lost_bytes", "q"),
+    ("complete", "b"), ("message_index", "q"), ("close_code", "q"), ("direction", "i"),
+    ("opcode_name", "i"),
 )  # fmt: skip
 
 
@@ -280,69 +283,128 @@ def _na(v: int | None) -> int:
 
 
 class _FrameColumns:
-    """ws_frames rows in typed arrays (the WebSocket table that grows with packets)."""
+    """ws_frames rows packed one struct call each (the WebSocket table that grows with
+    packets); :meth:`columns` hands over the rows held."""
 
-    __slots__ = ("_app", "codes", "ints", "n", "sparse")
+    __slots__ = ("_buf", "_pack", "_rec", "codes", "n", "sparse")
 
-    def __init__(self) -> None:
-        self.ints = {name: IntColumn() for name in _FRAME_INTS}
+    def __init__(self, chunk_rows: int = 65536) -> None:
+        self._rec = Records(_FRAME_FIELDS, chunk_rows=chunk_rows)
+        self._buf = self._rec.buf
+        self._pack = self._rec.pack
         self.codes = {name: CodeColumn() for name in ("direction", "opcode_name")}
         self.sparse: dict[str, dict[int, object]] = {"close_reason": {}, "control_payload": {}}
-        self._app = tuple(self.ints[name].data.append for name in _FRAME_INTS)
         self.n = 0
+        """rows held"""
 
     def add(self, e: WsFrame) -> None:
-        (frame, ts, tcp, sid, index, start_frame, start_ts, fin, rsv, opcode, masked,
-         payload_len, header_bytes, lost, complete, msg, close_code) = self._app  # fmt: skip
-        frame(e.frame)
-        ts(e.ts_ns)
-        tcp(e.tcp_stream)
-        sid(_na(e.stream_id))
-        index(e.index)
-        start_frame(e.start_frame)
-        start_ts(e.start_ts_ns)
-        fin(1 if e.fin else 0)
-        rsv(e.rsv)
-        opcode(e.opcode)
-        masked(1 if e.masked else 0)
-        payload_len(e.payload_len if e.payload_len < (1 << 63) else NA)
-        header_bytes(e.header_bytes)
-        lost(e.lost_bytes)
-        complete(1 if e.complete else 0)
-        msg(_na(e.message_index))
-        close_code(_na(e.close_code))
         c = self.codes["direction"]
-        c.data.append(c.code(e.direction.label))
+        direction = c.code(e.direction.label)
         c = self.codes["opcode_name"]
-        c.data.append(c.code(opcode_name(e.opcode)))
+        op_name = c.code(opcode_name(e.opcode))
+        self._buf += self._pack(
+            e.frame, e.ts_ns, e.tcp_stream, _na(e.stream_id), e.index, e.start_frame,
+            e.start_ts_ns, 1 if e.fin else 0, e.rsv, e.opcode, 1 if e.masked else 0,
+            e.payload_len if e.payload_len < (1 << 63) else NA, e.header_bytes, e.lost_bytes,
+            1 if e.complete else 0, _na(e.message_index), _na(e.close_code), direction, op_name,
+        )
         row = self.n
         self.n += 1
         if e.close_reason is not None:
             self.sparse["close_reason"][row] = e.close_reason
         if e.control_payload is not None:
             self.sparse["control_payload"][row] = e.control_payload.hex()
+        if len(self._buf) >= self._rec.limit:
+            self._rec.seal()
 
     def columns(self) -> dict[str, Any]:
-        ints = self.ints
+        """The rows held as columns for ``WS_FRAMES.frame(columns=...)``; they are handed over."""
+        rec = self._rec
+        rec.seal()
         out: dict[str, Any] = {}
         for name in ("frame", "ts", "tcp_stream", "index", "start_frame", "start_ts", "opcode",
                      "header_bytes", "lost_bytes"):  # fmt: skip
-            out[name] = ints[name].to_numpy()
+            out[name] = rec.column(name)
         for name in ("stream_id", "payload_len", "message_index", "close_code"):
-            out[name] = ints[name].to_nullable()
+            out[name] = nullable(rec.column(name))
         for name in ("fin", "masked", "complete"):
-            out[name] = ints[name].to_numpy().astype(bool)
-        rsv = ints["rsv"].to_numpy()
+            out[name] = rec.column(name).astype(bool)
+        rsv = rec.column("rsv")
         out["rsv1"] = (rsv & 4).astype(bool)
         out["rsv2"] = (rsv & 2).astype(bool)
         out["rsv3"] = (rsv & 1).astype(bool)
         for name, col in self.codes.items():
-            out[name] = col.to_categorical()
+            out[name] = categorical(col.codes, rec.column(name))
         for name, values in self.sparse.items():
             dense: list[object] = [None] * self.n
             for row, v in values.items():
                 dense[row] = v
             out[name] = dense
+            values.clear()
+        self.n = 0
+        return out
+
+
+_MSG_FIELDS = (
+    ("frame", "q"), ("ts", "q"), ("tcp_stream", "q"), ("stream_id", "q"), ("index", "q"),
+    ("fragments", "q"), ("first_frame", "q"), ("first_ts", "q"), ("wire_bytes", "q"),
+    ("payload_bytes", "q"), ("lost_bytes", "q"), ("compressed", "b"),
+    ("decompressed_bytes", "q"), ("complete", "b"), ("utf8_ok", "b"), ("preview_truncated", "b"),
+)  # fmt: skip
+_MSG_TEXT = ("direction", "type", "decompress", "end_reason", "preview", "json_type")
+
+
+class _MessageColumns:
+    """ws_messages rows: numbers packed one struct call each, text values (category values
+    and the preview) in one list per column; :meth:`columns` hands over the rows held."""
+
+    __slots__ = ("_rec", "text")
+
+    def __init__(self, chunk_rows: int = 65536) -> None:
+        self._rec = Records(_MSG_FIELDS, chunk_rows=chunk_rows)
+        self.text: dict[str, list[str | None]] = {name: [] for name in _MSG_TEXT}
+
+    def __len__(self) -> int:
+        return len(self.text["type"])
+
+    def add(self, e: WsMessage) -> None:
+        rec = self._rec
+        utf8 = e.utf8_ok
+        rec.buf += rec.pack(
+            e.frame, e.ts_ns, e.tcp_stream, _na(e.stream_id), e.index, e.fragments,
+            e.first_frame, e.first_ts_ns, e.wire_bytes, e.payload_bytes, e.lost_bytes,
+            1 if e.compressed else 0, _na(e.decompressed_bytes), 1 if e.complete else 0,
+            -1 if utf8 is None else (1 if utf8 else 0), 1 if e.preview_truncated else 0,
+        )
+        t = self.text
+        t["direction"].append(e.direction.label)
+        t["type"].append(e.type)
+        t["decompress"].append(e.decompress)
+        t["end_reason"].append(e.end_reason)
+        t["preview"].append(e.preview)
+        t["json_type"].append(e.json_type)
+        if len(rec.buf) >= rec.limit:
+            rec.seal()
+
+    def columns(self) -> dict[str, Any]:
+        """The rows held as columns for ``WS_MESSAGES.frame(columns=...)`` (handed over)."""
+        rec = self._rec
+        rec.seal()
+        out: dict[str, Any] = {}
+        for name in ("frame", "tcp_stream", "index", "fragments", "first_frame", "wire_bytes",
+                     "payload_bytes", "lost_bytes"):  # fmt: skip
+            out[name] = rec.column(name)
+        ts, first = rec.column("ts"), rec.column("first_ts")
+        out["duration_ms"] = (ts - first).astype(np.float64) / 1e6
+        out["ts"], out["first_ts"] = ts, first
+        for name in ("stream_id", "decompressed_bytes"):
+            out[name] = nullable(rec.column(name))
+        for name in ("compressed", "complete", "preview_truncated"):
+            out[name] = rec.column(name).astype(bool)
+        utf8 = rec.column("utf8_ok")
+        out["utf8_ok"] = pd.arrays.BooleanArray(utf8 == 1, utf8 < 0)
+        out.update(self.text)  # lists: category and string columns cast as from row tuples
+        self.text = {name: [] for name in _MSG_TEXT}
         return out
 
 
@@ -350,13 +412,13 @@ class WsTablesBuilder:
     """Collects the rows of ws_connections, ws_frames and ws_messages from observer events
     (other event types are ignored)."""
 
-    def __init__(self) -> None:
-        self.frames = _FrameColumns()
-        self.messages: list[tuple[Any, ...]] = []
+    def __init__(self, *, chunk_rows: int = 65536) -> None:
+        self.frames = _FrameColumns(chunk_rows)
+        self.messages = _MessageColumns(chunk_rows)
         self.connections: list[tuple[Any, ...]] = []
         self._handlers: dict[type, Callable[[Any], None]] = {
             WsFrame: self.frames.add,
-            WsMessage: self._message,
+            WsMessage: self.messages.add,
             WsConnectionEnded: self._connection,
         }
 
@@ -374,41 +436,27 @@ class WsTablesBuilder:
                 h(e)
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        """ws_connections, ws_frames and ws_messages (empty ones keep their columns)."""
+        """ws_connections, ws_frames and ws_messages (empty ones keep their columns); the
+        ws_frames and ws_messages rows are handed over (see :meth:`drain`)."""
         return {
             "ws_connections": WS_CONNECTIONS.frame(self.connections),
-            "ws_frames": WS_FRAMES.frame(columns=self.frames.columns()),
-            "ws_messages": WS_MESSAGES.frame(self.messages),
+            "ws_frames": self.drain("ws_frames"),
+            "ws_messages": self.drain("ws_messages"),
         }
 
-    def _message(self, e: WsMessage) -> None:
-        self.messages.append(
-            (
-                e.frame,
-                e.ts_ns,
-                e.tcp_stream,
-                e.stream_id,
-                e.direction.label,
-                e.index,
-                e.type,
-                e.fragments,
-                e.first_frame,
-                e.first_ts_ns,
-                (e.ts_ns - e.first_ts_ns) / 1e6,
-                e.wire_bytes,
-                e.payload_bytes,
-                e.lost_bytes,
-                e.compressed,
-                e.decompress,
-                e.decompressed_bytes,
-                e.complete,
-                e.end_reason,
-                e.utf8_ok,
-                e.preview,
-                e.preview_truncated,
-                e.json_type,
-            )
-        )
+    def pending(self) -> dict[str, int]:
+        """Rows held of the tables that grow with traffic, for
+        :class:`~pcaptools.tables.schema.ChunkPump` (streaming export)."""
+        return {"ws_frames": self.frames.n, "ws_messages": len(self.messages)}
+
+    def drain(self, table: str) -> pd.DataFrame:
+        """The ws_frames or ws_messages rows held, handed over (the streaming hook);
+        :meth:`tables` then gives only the rows added after."""
+        if table == "ws_frames":
+            return WS_FRAMES.frame(columns=self.frames.columns(), copy=False)
+        if table == "ws_messages":
+            return WS_MESSAGES.frame(columns=self.messages.columns(), copy=False)
+        raise ValueError(f"WsTablesBuilder cannot drain {table!r}")
 
     def _connection(self, e: WsConnectionEnded) -> None:
         h = e.handshake

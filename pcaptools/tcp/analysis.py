@@ -127,6 +127,9 @@ RETRANSMISSION_KINDS = frozenset(
 )
 
 _KINDS_CACHE: dict[int, tuple[str, ...]] = {0: ()}
+_SFRA = SYN | FIN | RST | ACK
+#: the usual TCP options of a data segment: NOP, NOP, timestamps (kind 8, length 10)
+_NOP_NOP_TS = b"\x01\x01\x08\x0a"
 
 
 def _kinds(bits: int) -> tuple[str, ...]:
@@ -180,13 +183,17 @@ def _ack_segments(rev: TcpDirection, rua: list[list[int]], ack: int) -> list[int
                 while i < n and ((rua[i][1] - ack) & _M32) >= _HALF:  # GT_SEQ(ack, seq)
                     i += 1
                 if i:
+                    # _ack_one for segments that start below ack: acknowledged exactly (the
+                    # hit), partially (trimmed, kept) or by a later ACK (removed)
                     kept: list[list[int]] = []
                     for e in rua[:i]:
-                        r = _ack_one(e, ack)
-                        if r == 1:
+                        ns = e[2]
+                        if ack == ns:
+                            if hit is None:
+                                hit = e
+                        elif ((ack - ns) & _M32) >= _HALF:
+                            e[1] = ack
                             kept.append(e)
-                        elif r == 0 and hit is None:
-                            hit = e
                     rua[:i] = kept
                 return hit
     keep: list[list[int]] = []
@@ -517,10 +524,159 @@ class TcpAnalyzer:
         return conv
 
     def feed(self, seg: TcpSegment) -> SegmentAnalysis:
-        """Analyse the next segment in capture order; return its :class:`SegmentAnalysis`."""
+        """Analyse the next segment in capture order; return its :class:`SegmentAnalysis`.
+
+        The common case of a bulk transfer, an ACK (no SYN/FIN/RST) of a known connection
+        whose sequence number is the next one expected, with a non-zero window, payload or a
+        new acknowledgement number, and no zero window probe possible, takes a shortcut that
+        skips the checks that cannot fire for it (lost segment, keep-alive, duplicate ACK,
+        window update, zero window, every retransmission kind but the spurious one). All
+        other segments take :meth:`_feed`, the statement of Wireshark's logic. Both give the
+        same result for the common case (the tshark comparison tests cover both).
+        """
         src = seg.src
         sport = seg.sport
         conv = self._table.get((src, sport, seg.dst, seg.dport))
+        flags = seg.flags
+        if conv is None or flags & _SFRA != ACK:
+            return self._feed(seg, conv)
+        if sport == conv.client_port and src == conv.client_addr:
+            from_client = True
+            fwd = conv.c2s
+            rev = conv.s2c
+        else:
+            from_client = False
+            fwd = conv.s2c
+            rev = conv.c2s
+        seq = seg.seq & _M32
+        ack = seg.ack & _M32
+        seglen = seg.seg_len
+        win = seg.window
+        fnext = fwd.nextseq
+        # (a non-zero nextseq means this direction has sent before, so its base is set)
+        if (
+            seq != fnext
+            or not fnext
+            or not win
+            or not rev.base_set
+            or (seglen == 1 and rev.window == 0)
+            or (not seglen and ack == fwd.lastack)
+        ):
+            return self._feed(seg, conv)
+        ts = seg.ts_ns
+        frame = seg.frame
+        bits = 0
+        if ack != fwd.lastack:
+            fwd.lastnondupack = frame
+            fwd.dupacknum = 0
+        rmax = rev.maxseqtobeacked
+        if rmax and ((rmax - ack) & _M32) >= _HALF:
+            rnext = rev.nextseq
+            if ((rmax - rnext) & _M32) >= _HALF:
+                rev.maxseqtobeacked = rnext
+                bits = _ACK_LOST
+            else:
+                if rev.dupacknum == 0:
+                    bits = _ACK_LOST
+                rev.dupacknum = -1
+        fmax = fwd.maxseqtobeacked
+        if seglen:
+            nextseq = (seq + seglen) & _M32
+            rlast = rev.lastack
+            rws = rev.win_scale
+            if rws != -1:
+                shift = 0 if (rev.is_first_ack or rws == -2) else rws
+                if nextseq == (rlast + ((rev.window << shift) & _M32)) & _M32:
+                    bits |= _WIN_FULL
+            if rlast:
+                d = (nextseq - rlast) & _M32
+                if d == 0 or d >= _HALF:
+                    bits |= _SPURIOUS
+            ua = fwd.unacked
+            if len(ua) < MAX_UNACKED_SEGMENTS:
+                if not ua:
+                    fwd.ua_mono = True
+                elif fwd.ua_mono:
+                    d = (ua[-1][2] - seq) & _M32
+                    if d and d < _HALF:
+                        fwd.ua_mono = False
+                ua.append([frame, seq, nextseq, ts])
+            elif not fwd.unacked_limit_hit:
+                self._unacked_limit(fwd, conv, from_client, ts, frame)
+            if ((fnext - nextseq) & _M32) >= _HALF:
+                fwd.nextseq = nextseq
+                fwd.nextseq_ts = ts
+                if seq == fmax or not fmax:
+                    fwd.maxseqtobeacked = nextseq
+            elif seq == fmax or not fmax:
+                fwd.maxseqtobeacked = fnext
+        elif seq == fmax or not fmax:  # (no payload: nextseq stays)
+            fwd.maxseqtobeacked = fnext
+        fwd.window = win
+        fwd.lastack = ack
+        fwd.lastack_ts = ts
+        fwd.lastflags = bits
+
+        acked_frame: int | None = None
+        ack_rtt: int | None = None
+        rua = rev.unacked
+        if rua:
+            hit = _ack_segments(rev, rua, ack)
+            if hit is not None:
+                acked_frame = hit[0]
+                rtt = ts - hit[3]
+                if rtt:
+                    ack_rtt = rtt
+
+        ws = fwd.win_scale
+        if conv.ts_mru_syn and not conv.irtt_ns:
+            irtt = ts - conv.ts_mru_syn
+            if irtt:
+                conv.irtt_ns = irtt
+        fwd.is_first_ack = False
+        hl = seg.header_len
+        if hl > 20:
+            # only the window scale option matters here (no SYN): skip the usual
+            # NOP, NOP, timestamps layout without walking it
+            opts = seg.options
+            if 3 in opts and not (hl == 32 and opts[:4] == _NOP_NOP_TS and len(opts) == 12):
+                ws_opt = _parse_wscale(opts, hl - 20)[0]
+                if ws_opt is not None:
+                    fwd.win_scale = ws_opt
+
+        resent = 0
+        if seglen:
+            starts = fwd.seen_starts
+            ends = fwd.seen_ends
+            hi = fwd.seen_hi
+            if starts is not None and ends is not None and ends[-1] == hi and not (seq - hi) & _M32:
+                ends[-1] = fwd.seen_hi = hi + seglen  # in order, right after the highest byte
+            else:
+                resent = fwd.resent(seq, seglen)
+
+        return SegmentAnalysis(
+            conv.tcp_stream, conv, from_client, (seq - fwd.base_seq) & _M32,
+            (ack - rev.base_seq) & _M32, win << ws if ws > 0 else win,
+            (_KINDS_CACHE.get(bits) or _kinds(bits)) if bits else (), None, None,
+            ack_rtt, acked_frame, resent, False,
+        )
+
+    def _unacked_limit(
+        self, fwd: TcpDirection, conv: TcpConversation, from_client: bool, ts: int, frame: int
+    ) -> None:
+        fwd.unacked_limit_hit = True
+        self._diag.add(
+            "tcp.unacked_limit",
+            f"more than {MAX_UNACKED_SEGMENTS} unacknowledged segments in one direction",
+            ts_ns=ts, frame=frame, tcp_stream=conv.tcp_stream,
+            direction="client_to_server" if from_client else "server_to_client",
+        )
+
+    def _feed(self, seg: TcpSegment, conv: TcpConversation | None) -> SegmentAnalysis:
+        """:meth:`feed` for every segment (``conv``: the connection of its address pair, if
+        any): Wireshark's logic statement by statement."""
+        src = seg.src
+        sport = seg.sport
         flags = seg.flags
         seq = seg.seq & _M32
         ack = seg.ack & _M32
@@ -661,13 +817,7 @@ class TcpAnalyzer:
                         fwd.ua_mono = False
                 ua.append([frame, seq, nextseq, ts])
             elif not fwd.unacked_limit_hit:
-                fwd.unacked_limit_hit = True
-                self._diag.add(
-                    "tcp.unacked_limit",
-                    f"more than {MAX_UNACKED_SEGMENTS} unacknowledged segments in one direction",
-                    ts_ns=ts, frame=frame, tcp_stream=conv.tcp_stream,
-                    direction="client_to_server" if from_client else "server_to_client",
-                )
+                self._unacked_limit(fwd, conv, from_client, ts, frame)
         if not bits & _ZWP:
             if not fnext or ((fnext - nextseq) & _M32) >= _HALF:
                 fwd.nextseq = nextseq

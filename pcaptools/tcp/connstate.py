@@ -257,6 +257,25 @@ class ConnHistory:
         if gap:
             self.content_gap(from_client)
 
+    def plain(self, from_client: bool, flags: int, seg_len: int) -> None:
+        """:meth:`packet` for a segment without SYN, FIN or RST that is not a retransmission
+        and advertises a non-zero window (most segments): the same result, cheaper once the
+        sender's D (payload) or A (pure ACK) letter has been logged."""
+        if from_client:
+            ep = self._orig
+            shift = 0
+        else:
+            ep = self._resp
+            shift = 16
+        if ep.state != INACTIVE:  # (so a packet was seen before: _started is set)
+            if seg_len > 0:
+                if self._seen & (_H_DATA << shift):
+                    ep.data_bytes += seg_len
+                    return
+            elif flags & ACK and self._seen & (_H_ACK << shift):
+                return
+        self.packet(from_client, flags, seg_len)
+
     def content_gap(self, client_stream: bool) -> None:
         """A content gap was found in the client's (True) or server's (False) byte stream.
 

@@ -55,7 +55,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
 
 from ..protocols._base import Direction, StreamChunk
 
@@ -72,6 +74,42 @@ _MAX_MISSING = 1 << 12
 _MAX_HISTORY_ENTRIES = 1 << 12
 #: at most this many reported gaps are remembered, to recognise bytes that arrive too late
 _MAX_GAP_MEMORY = 256
+
+
+_new_object = object.__new__
+# the slot descriptors of the frozen StreamChunk: setting them directly builds the same object
+# as StreamChunk(direction=..., data=..., ...) at a third of the cost of the frozen __init__
+_chunk_slots: Mapping[str, Any] = vars(StreamChunk)
+_set_direction = _chunk_slots["direction"].__set__
+_set_data = _chunk_slots["data"].__set__
+_set_ts_ns = _chunk_slots["ts_ns"].__set__
+_set_frame = _chunk_slots["frame"].__set__
+_set_offset = _chunk_slots["offset"].__set__
+
+
+def _chunk(direction: Direction, data: bytes, ts_ns: int, frame: int, offset: int) -> StreamChunk:
+    """``StreamChunk(direction=direction, data=data, ts_ns=ts_ns, frame=frame, offset=offset)``,
+    built without the frozen dataclass ``__init__`` (which sets each field through
+    ``object.__setattr__``): the same class, the same field values, so the same object for
+    every consumer (equality, hash, repr, immutability)."""
+    c: StreamChunk = _new_object(StreamChunk)
+    _set_direction(c, direction)
+    _set_data(c, data)
+    _set_ts_ns(c, ts_ns)
+    _set_frame(c, frame)
+    _set_offset(c, offset)
+    return c
+
+
+_CHUNK_FIELDS = ("direction", "data", "ts_ns", "frame", "offset")
+if tuple(f.name for f in fields(StreamChunk)) != _CHUNK_FIELDS or hasattr(
+    StreamChunk, "__post_init__"
+):  # pragma: no cover - StreamChunk changed: build it the ordinary way
+
+    def _chunk(
+        direction: Direction, data: bytes, ts_ns: int, frame: int, offset: int
+    ) -> StreamChunk:
+        return StreamChunk(direction=direction, data=data, ts_ns=ts_ns, frame=frame, offset=offset)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -216,12 +254,34 @@ class Reassembler:
             self.delivered_bytes += n
             if self.max_history_bytes:
                 self._remember(off, end, data)
-            return [
-                StreamChunk(
-                    direction=self.direction, data=data, ts_ns=ts_ns, frame=frame, offset=off
-                )
-            ]
+            return [_chunk(self.direction, data, ts_ns, frame, off)]
         return self._segment_slow(off, data, seg_len, ts_ns, frame)
+
+    def in_order(
+        self, seq_rel: int, data: bytes, ts_ns: int, frame: int
+    ) -> StreamChunk | None:
+        """:meth:`segment` for the common case, a segment without SYN or FIN whose payload
+        (``data``, captured whole and not empty) is the next in order while nothing is
+        buffered: returns its chunk, with the state updated exactly as :meth:`segment` does.
+        Returns None, changing nothing, for any other segment (call :meth:`segment`)."""
+        base = self._base
+        off = self.next_offset
+        if base is None or seq_rel - base != off or self._starts or self._missing:
+            return None
+        end = off + len(data)
+        if end > self._high:
+            self._high = end
+        self.next_offset = end
+        self.delivered_bytes += len(data)
+        if self.max_history_bytes:  # _remember(off, end, data), inlined
+            hist = self._hist
+            hist.append((off, end, data))
+            n = self._hist_bytes + end - off
+            if n > self.max_history_bytes or len(hist) > _MAX_HISTORY_ENTRIES:
+                while n > self.max_history_bytes or len(hist) > _MAX_HISTORY_ENTRIES:
+                    n -= len(hist.popleft()[2])
+            self._hist_bytes = n
+        return _chunk(self.direction, data, ts_ns, frame, off)
 
     def acked(self, ack_rel: int, ts_ns: int, frame: int) -> list[StreamChunk | StreamGap]:
         """The peer acknowledged everything before relative sequence number ``ack_rel``.
@@ -239,8 +299,12 @@ class Reassembler:
         if fin_off is not None and ack_off > fin_off:
             ack_off = fin_off
         if ack_off <= self.next_offset:
-            if self._hist:
-                self._trim_history(ack_off)
+            hist = self._hist
+            if hist and hist[0][1] <= ack_off:  # _trim_history(ack_off), inlined
+                n = self._hist_bytes
+                while hist and hist[0][1] <= ack_off:
+                    n -= len(hist.popleft()[2])
+                self._hist_bytes = n
             return []
         if ack_off - max(self._high, self.next_offset) > _MAX_ACK_AHEAD:
             return []
@@ -475,9 +539,7 @@ class Reassembler:
         n = len(data)
         self.buffered_bytes -= n
         self.delivered_bytes += n
-        out.append(
-            StreamChunk(direction=self.direction, data=data, ts_ns=ts_ns, frame=frame, offset=start)
-        )
+        out.append(_chunk(self.direction, data, ts_ns, frame, start))
         if self.max_history_bytes:
             self._remember(start, start + n, data)
 

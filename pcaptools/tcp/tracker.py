@@ -118,6 +118,11 @@ class _Streams:
     closed: list[bool] = field(default_factory=lambda: [False, False])
 
 
+_SFR = SYN | FIN | RST
+_WRAP = 1 << 32
+_HALF_WRAP = 1 << 31
+
+
 def _unwrap(hi: int, rel: int) -> int:
     """The integer congruent to ``rel`` mod 2**32 nearest to ``hi`` (streams longer than 4 GiB)."""
     if hi < 0:
@@ -286,30 +291,32 @@ class TcpTracker:
     def segment(self, seg: TcpSegment) -> SegmentAnalysis:
         a = self.analyzer.feed(seg)
         stream = a.tcp_stream
-        if stream >= len(self.connections):
-            conn = self._new_connection(a, seg)
-        else:
-            conn = self.connections[stream]
-        if conn.packets[0] + conn.packets[1] == 0 and a.conv.client_inferred:
+        conns = self.connections
+        conn = conns[stream] if stream < len(conns) else self._new_connection(a, seg)
+        from_client = a.from_client
+        if a.conv.client_inferred and conn.packets[0] + conn.packets[1] == 0:
             self.diag.add(
                 "tcp.capture_started_mid_stream",
                 "first packet of the connection is not a SYN; client/server roles inferred",
                 ts_ns=seg.ts_ns, frame=seg.frame, tcp_stream=stream,
             )
-        d = 0 if a.from_client else 1
+        d = 0 if from_client else 1
         flags = seg.flags
         ts = seg.ts_ns
+        frame = seg.frame
+        seg_len = seg.seg_len
+        frame_len = seg.frame_len
         gap = ts - conn.last_ts
         if (gap > conn.idle_max_ns or gap >= IDLE_FLOOR_NS) and conn.rst_frame is None:
             self._idle(conn, gap, seg)
-        conn.last_frame = seg.frame
+        conn.last_frame = frame
         conn.last_ts = ts
         conn.packets[d] += 1
-        conn.payload_bytes[d] += seg.seg_len
-        conn.wire_bytes[d] += seg.frame_len
+        conn.payload_bytes[d] += seg_len
+        conn.wire_bytes[d] += frame_len
         sd = conn.side[d]
         if not flags & RST:
-            sd.last_frame = seg.frame
+            sd.last_frame = frame
             sd.last_ts = ts
             sd.ip_id = ip_id = seg.ip_id
             if sd.ip_id_first < 1:
@@ -317,28 +324,28 @@ class TcpTracker:
             if seg.ttl != sd.ttl:
                 self._ttl(sd, seg.ttl)
         kinds = a.kinds
-        retrans = False
-        if a.resent_bytes:
-            conn.resent_bytes[d] += a.resent_bytes
-        if flags & (SYN | FIN | RST):
+        resent = a.resent_bytes
+        if resent:
+            conn.resent_bytes[d] += resent
+        if flags & _SFR:
             self._control(conn, seg, a, d)
-        elif not seg.seg_len:
+        else:
             hs = conn.handshake
             if hs is not None and hs.ack_frame is None and d == 0 \
                     and hs.synack_frame is not None and flags & ACK and a.rel_ack == 1:
-                hs.ack_frame = seg.frame
+                hs.ack_frame = frame
                 hs.ack_ts = ts
-                sd.handshake_bytes += seg.frame_len
+                if not seg_len:
+                    sd.handshake_bytes += frame_len
+            elif seg_len:
+                pass
             elif conn.fin_frame[1 - d] is not None:
-                sd.teardown_bytes += seg.frame_len
+                sd.teardown_bytes += frame_len
             else:
                 sd.pure_ack_packets += 1
-                sd.pure_ack_bytes += seg.frame_len
-        elif conn.handshake is not None and conn.handshake.ack_frame is None and d == 0 \
-                and conn.handshake.synack_frame is not None and flags & ACK and a.rel_ack == 1:
-            conn.handshake.ack_frame = seg.frame
-            conn.handshake.ack_ts = ts
-        if kinds or a.resent_bytes:
+                sd.pure_ack_bytes += frame_len
+        retrans = False
+        if kinds or resent:
             add = self.events.add
             rel_ack = NA if a.rel_ack is None else a.rel_ack
             for kind in kinds:
@@ -348,19 +355,64 @@ class TcpTracker:
                     add(seg, stream, d, kind, a.rel_seq, rel_ack, a.dup_ack_num, a.dup_ack_frame)
                 else:
                     add(seg, stream, d, kind, a.rel_seq, rel_ack, NA, NA)
-            if a.resent_bytes and a.resent_bytes == seg.seg_len:
+            if resent and resent == seg_len:
                 add(seg, stream, d, "resent", a.rel_seq, rel_ack, NA, NA)
             if retrans:
                 conn.retransmissions += 1
-        conn.history.packet(a.from_client, flags, seg.seg_len, retransmission=retrans,
-                            zero_window=seg.window == 0, seq=seg.seq)
-        if conn.streams is not None:
-            self._bytes(conn, conn.streams, seg, a, d)
+        if flags & _SFR or retrans or not seg.window:
+            conn.history.packet(from_client, flags, seg_len, retransmission=retrans,
+                                zero_window=seg.window == 0, seq=seg.seq)
+        else:
+            conn.history.plain(from_client, flags, seg_len)
+        st = conn.streams
+        if st is not None:
+            self._bytes(conn, st, seg, a, d)
         return a
 
     def _bytes(self, conn: Connection, st: _Streams, seg: TcpSegment, a: SegmentAnalysis, d: int) -> None:
         """Reassemble this segment's direction and hand the in-order bytes to the observer."""
         flags = seg.flags
+        if not flags & _SFR:
+            # the common case, as below without the SYN/FIN/RST steps, and one chunk handed
+            # over without a list when the payload is next in order
+            seq_hi = st.seq_hi
+            hi = seq_hi[d]
+            rel = a.rel_seq
+            if hi <= _M32:  # _unwrap() for streams shorter than 4 GiB
+                seq = rel + _WRAP if hi - rel > _HALF_WRAP else rel
+            else:
+                seq = _unwrap(hi, rel)
+            seq_hi[d] = seq
+            chunk: StreamChunk | None = None
+            out: list[StreamChunk | StreamGap] | None = None
+            payload = seg.payload
+            if seg.seg_len:
+                mine = st.reasm[d]
+                if len(payload) == seg.seg_len:
+                    chunk = mine.in_order(seq, payload, seg.ts_ns, seg.frame)
+                if chunk is None:
+                    out = mine.segment(seq, payload, seg.ts_ns, seg.frame, seg_len=seg.seg_len)
+            rel_ack = a.rel_ack
+            if flags & ACK and rel_ack is not None:
+                hi = seq_hi[1 - d]
+                if hi <= _M32:
+                    ack = rel_ack + _WRAP if hi - rel_ack > _HALF_WRAP else rel_ack
+                else:
+                    ack = _unwrap(hi, rel_ack)
+                more = st.reasm[1 - d].acked(ack, seg.ts_ns, seg.frame)
+                if more:
+                    if out is None:
+                        out = [] if chunk is None else [chunk]
+                    out += more
+            obs = st.observer
+            if out is not None:
+                if out:
+                    self._deliver(conn, st, out)
+            elif chunk is not None:
+                self.emit(obs.feed(chunk))
+            if not obs.wants_bytes:
+                conn.streams = None  # nothing parses this connection: stop reassembling it
+            return
         mine, peer = st.reasm[d], st.reasm[1 - d]
         items: list[StreamChunk | StreamGap] = []
         if not flags & RST:

@@ -339,3 +339,50 @@ def make_capture(*, xss: bool = False) -> Capture:
 def empty_capture(frames: int = 0, **kw: Any) -> Capture:
     """A capture with no TCP at all (``frames`` non-TCP frames)."""
     return Capture(summary(frames, tcp_frames=0, **kw), {})
+
+
+# --------------------------------------------------------------------------- reading reports
+
+
+def report_tables(fragment: str) -> list[list[list[str]]]:
+    """Every table of an HTML report (or part of one) as rows of cell texts, as a reader
+    sees them: a paged table's rows come from its JSON block (all of them), a small table's
+    from its ``<tbody>``. Wireshark filter cells read as their filter text."""
+    import html as _html
+    import json
+    import re
+
+    out: list[list[list[str]]] = []
+    pos = 0
+    table_re = re.compile(r'<div class="(ptable|table-wrap)"', re.S)
+    while (m := table_re.search(fragment, pos)) is not None:
+        if m.group(1) == "ptable":
+            start = fragment.index('<script type="application/json" class="pt-data">', m.end())
+            body_start = start + len('<script type="application/json" class="pt-data">')
+            end = fragment.index("</script>", body_start)
+            data = json.loads(fragment[body_start:end])
+            rows = []
+            for r in data["rows"]:
+                cells = []
+                for c in r:
+                    if isinstance(c, str):
+                        cells.append(c)
+                    elif "f" in c:
+                        cells.append(c["f"])
+                    else:
+                        cells.append(_html.unescape(re.sub(r"<[^>]*>", "", c["h"])))
+                rows.append(cells)
+            out.append(rows)
+            pos = end
+        else:
+            end = fragment.index("</table></div>", m.end())
+            body = fragment[m.end():end]
+            tb = body[body.index("<tbody>"):] if "<tbody>" in body else ""
+            rows = [
+                [_html.unescape(re.sub(r"<[^>]*>", "", td))
+                 for td in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+                for tr in re.findall(r"<tr>(.*?)</tr>", tb, re.S)
+            ]
+            out.append(rows)
+            pos = end
+    return out

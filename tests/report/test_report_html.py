@@ -13,7 +13,7 @@ from plotly.offline import get_plotlyjs
 from pcaptools.capture import Capture
 from pcaptools.report import SECTIONS, ReportContext, Section, render_report, write_report
 from tests.conftest import CAPTURES, CORPUS
-from tests.report.factory import XSS, empty_capture, make_capture
+from tests.report.factory import XSS, empty_capture, make_capture, report_tables
 
 TITLES = [
     "Verdicts",
@@ -150,9 +150,15 @@ def test_sections_without_data_say_so_in_one_line() -> None:
 
 def test_table_cap_is_stated() -> None:
     html = render_report(make_capture(), max_table_rows=2)
-    assert "First 2 of 6 connections by tcp.stream; all rows are in cap.connections." in html
+    assert (
+        '<p class="cut">Showing first 2 of 6 rows; use the DataFrame cap.connections or '
+        "pcap-report --export for all (--max-table-rows sets this limit).</p>"
+    ) in html
     assert "tcp.stream eq 1</code>" in html and "tcp.stream eq 2</code>" not in html
-    assert "First 2 of 4 rows of cap.warnings." in html
+    assert (
+        '<p class="cut">Showing first 2 of 4 rows; use the DataFrame cap.warnings or '
+        "pcap-report --export for all"
+    ) in html
 
 
 def test_timeline_downsampling_is_stated() -> None:
@@ -232,7 +238,13 @@ def test_real_capture_report(path: Path, real_reports: dict[str, tuple[Capture, 
     n = len(cap.connections)
     conns = re.search(r'<section id="connections">(.*?)</section>', html, re.S)
     assert conns is not None
-    assert conns.group(1).count('<code class="filter">tcp.stream eq ') == min(n, 500)
+    # every connection is in the page (paged beyond 10 rows), in tcp.stream order
+    tables = report_tables(conns.group(1))
+    assert len(tables) == (1 if n else 0)
+    rows = tables[0] if n else []
+    streams = sorted(cap.connections["tcp_stream"])
+    assert [r[1] for r in rows] == [f"tcp.stream eq {t}" for t in streams]
+    assert "Showing first" not in conns.group(1)
     if n:
         assert html.count(get_plotlyjs()) == 1
         assert 'id="fig-timeline"' in html
@@ -259,3 +271,20 @@ def test_quic_only_report_has_no_tcp_sections(
     assert '<p class="nodata">No TCP connections in this capture.</p>' in html
     assert "<li>No TCP traffic.</li>" in html
     assert "Plotly.newPlot(" not in html
+
+
+def test_table_script_cannot_open_or_close_a_script_element() -> None:
+    from pcaptools.report.html import _env
+
+    js = _env().loader.get_source(_env(), "_tables.js.j2")[0].lower()  # type: ignore[union-attr]
+    assert "<script" not in js and "</script" not in js and "<!--" not in js
+    html = render_report(make_capture(xss=True), page_rows=2)
+    assert html.count("<script") == html.count("</script>")
+    opening = '<script type="application/json" class="pt-data">'
+    blocks = re.findall(re.escape(opening) + "(.*?)</script>", html, re.S)
+    assert len(blocks) == 3  # the tables of more than 2 rows (page_rows=2) are paged
+    for b in blocks:
+        assert "<" not in b and ">" not in b and "&" not in b
+    # and the hostile strings come back intact from the JSON, for textContent
+    rows = [r for t in report_tables(html) for r in t]
+    assert any("<script>alert(1)</script>" in c for r in rows for c in r)

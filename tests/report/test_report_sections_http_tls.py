@@ -18,7 +18,7 @@ from tests.analyses import llmcap
 from tests.conftest import CAPTURES
 from tests.protocols.dns.dnsbuild import A, message
 from tests.protocols.tls import _tls_build as tb
-from tests.report.factory import XSS, empty_capture
+from tests.report.factory import XSS, empty_capture, report_tables
 
 MINE = [dns_section, tls_section, http_section, streaming_section]
 
@@ -220,7 +220,11 @@ def test_dump_73_requests_when_decrypted(corpus: Path) -> None:
     html = render_report(cap, sections=MINE)
     http = _section(html, "http")
     assert "73 requests on 73 connections." in http
-    assert http.count('<code class="filter">tcp.stream eq ') == 73
+    # the first page is HTML, every row is in the table's JSON
+    assert http.count('<code class="filter">tcp.stream eq ') == 50
+    (rows,) = report_tables(http)
+    assert len(rows) == 73 and len({r[0] for r in rows}) == 73
+    assert all(r[-1].startswith(f"tcp.stream eq {r[0]} ") for r in rows)
     tls = _section(html, "tls")
     assert 'id="fig-tls-handshake"' in tls
     assert "HTTP/1.0: 73 requests over 73 connections." in verdicts(cap, h)  # tshark: HTTP/1.0

@@ -1,9 +1,14 @@
 """A hostile capture for the security tests and the fuzz seeds: every string a report or
 table may show (SNI, ALPN, HTTP/1.1 and HTTP/2 paths and header values, SSE data, WebSocket
 path, origin, messages and close reason, the file name) is markup, and credentials travel in
-Cookie / Authorization / Set-Cookie headers."""
+Cookie / Authorization / Set-Cookie headers.
+
+Also :func:`tiny_record_bomb`: the amplification case of ``docs/robustness.md`` (a small
+gzip file that is millions of zero-length pcap records)."""
 
 from __future__ import annotations
+
+import gzip
 
 from pcaptools.protocols._base import Direction
 from tests.protocols.http.helpers import PREFACE, FrameFactory
@@ -113,3 +118,24 @@ def hostile_capture_bytes() -> bytes:
     bad.send(C2S, b"GET / HTTP/1.1\r\nHost: h\r\n\r\n")
     bad.send(S2C, b"HTTP/1.1 200 OK\r\nContent-Length: " + x1 + b"\r\n\r\n").close()
     return pcap(good_conv(), tls, h1, h2, ws, bad)
+
+
+#: bytes of zeros in one gzip member of :func:`tiny_record_bomb` (4,194,304 records of 16 bytes)
+BOMB_ZEROS = 64 << 20
+
+
+def tiny_record_bomb(zeros: int = BOMB_ZEROS, after: bytes = b"") -> bytes:
+    """A gzip'd pcap: the good connection (18 frames), then ``zeros`` bytes of zeros, which a
+    pcap reader sees as ``zeros // 16`` zero-length records (16 bytes of record header each),
+    then the pcap records ``after`` (no file header). With the defaults, a 66 KB file of
+    4,194,322 frames: the amplification case of docs/robustness.md. Deterministic (mtime 0)."""
+    prefix = pcap(good_conv())
+    bomb = gzip.compress(prefix, mtime=0) + gzip.compress(b"\0" * zeros, compresslevel=9, mtime=0)
+    return bomb + (gzip.compress(after, mtime=0) if after else b"")
+
+
+if __name__ == "__main__":  # python -m tests.robustness._hostile OUT.pcap.gz: the 66 KB bomb
+    import sys
+
+    with open(sys.argv[1], "wb") as fh:
+        fh.write(tiny_record_bomb())

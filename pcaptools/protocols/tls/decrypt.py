@@ -34,6 +34,7 @@ from .suites import CipherSuite
 
 _SEQ = struct.Struct(">Q")
 _AAD12 = struct.Struct(">QBHH")
+_AAD13 = struct.Struct(">BHH")
 
 
 class DecryptError(Exception):
@@ -87,12 +88,17 @@ class Tls13Decryptor(RecordDecryptor):
     def decrypt(self, ctype: int, version: int, fragment: bytes) -> tuple[int, bytes]:
         if len(fragment) < self._tag_len + 1:
             raise DecryptError(f"record of {len(fragment)} bytes is shorter than the AEAD tag")
-        nonce = (self._iv ^ self.seq).to_bytes(12, "big")
-        aad = struct.pack(">BHH", ctype, version, len(fragment))
         try:
-            pt = self._aead.decrypt(nonce, fragment, aad)
+            pt = self._aead.decrypt(
+                (self._iv ^ self.seq).to_bytes(12, "big"),
+                fragment,
+                _AAD13.pack(ctype, version, len(fragment)),
+            )
         except InvalidTag:
             raise DecryptError("authentication tag mismatch") from None
+        if pt and pt[-1]:  # no padding: the content type is the last byte
+            self.seq += 1
+            return pt[-1], pt[:-1]
         end = len(pt.rstrip(b"\0"))
         if end == 0:
             raise DecryptError("TLSInnerPlaintext has no content type")
@@ -120,9 +126,10 @@ class Tls12AeadDecryptor(RecordDecryptor):
         n = len(fragment) - self._explicit - self._tag_len
         if n < 0:
             raise DecryptError(f"record of {len(fragment)} bytes is shorter than nonce and tag")
+        body: bytes | memoryview
         if self._explicit:
             nonce = self._salt + fragment[: self._explicit]
-            body = fragment[self._explicit :]
+            body = memoryview(fragment)[self._explicit :]  # no copy of the ciphertext
         else:
             nonce = (self._iv ^ self.seq).to_bytes(12, "big")
             body = fragment

@@ -8,17 +8,25 @@ Format (one entry per line, hex, case-insensitive)::
     CLIENT_TRAFFIC_SECRET_0 / SERVER_TRAFFIC_SECRET_0 (and _N after key updates)
     EARLY_EXPORTER_SECRET / EXPORTER_SECRET                         ignored (no record keys)
 
-Comments (``#``) and blank lines are skipped. Anything else that does not parse is
-counted and reported as a ``tls.keylog_bad_line`` anomaly naming the source and the line
-number, never the line itself (it may hold a secret). ``RSA`` and ``PMS_CLIENT_RANDOM``
-lines are recognised but not used (they need the pre-master path) and counted as
-``ignored``. Secrets never appear in a repr, an exception or an anomaly detail.
+Comments (``#``) and blank lines are skipped; lines may end in LF or CRLF. Anything else
+that does not parse is counted and reported as a ``tls.keylog_bad_line`` anomaly naming the
+source and the line number, never the line itself (it may hold a secret). ``RSA`` and
+``PMS_CLIENT_RANDOM`` lines are recognised but not used (they need the pre-master path) and
+counted as ``ignored``. Secrets never appear in a repr, an exception or an anomaly detail.
+
+Files and byte strings are read line by line (:meth:`KeyLog.from_file` streams), so memory
+grows with the number of secrets stored, not with the size of the key log: a line longer than
+:data:`MAX_LINE_BYTES` (a real entry is under 300 bytes) is read through in pieces and is one
+bad line (or one comment, if it starts with ``#``).
 """
 
 from __future__ import annotations
 
+import io
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from ...diagnostics import Diagnostics
 from ...errors import KeylogError
@@ -39,6 +47,30 @@ _IGNORED_LABELS = frozenset(
     }
 )
 _HEX = frozenset("0123456789abcdefABCDEF")
+
+MAX_LINE_BYTES = 64 << 10
+"""longest key log line parsed; a longer one is a ``tls.keylog_bad_line`` (never held whole)"""
+_SKIP_CHUNK = 1 << 20
+
+
+def _byte_lines(fh: BinaryIO) -> Iterator[str | None]:
+    """The lines of a binary stream, decoded as ASCII (other bytes become U+FFFD) and split as
+    ``str.splitlines()`` splits the whole text (LF, CRLF, lone CR...), one line at a time.
+    A line longer than :data:`MAX_LINE_BYTES` is read through in 1 MiB pieces and given as
+    None (``"#"`` if it starts like a comment). Reads never hold more than one line."""
+    readline = fh.readline
+    while True:
+        chunk = readline(MAX_LINE_BYTES + 1)
+        if not chunk:
+            return
+        if len(chunk) > MAX_LINE_BYTES and not chunk.endswith(b"\n"):
+            comment = chunk.lstrip().startswith(b"#")
+            while chunk and not chunk.endswith(b"\n"):
+                chunk = readline(_SKIP_CHUNK)
+            yield "#" if comment else None
+            continue
+        # ends in LF (or is the last line): splitting it alone splits as the whole text would
+        yield from chunk.decode("ascii", errors="replace").splitlines()
 
 
 @dataclass(slots=True, eq=False)
@@ -109,26 +141,39 @@ class KeyLog:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], diag: Diagnostics) -> KeyLog:
-        """Read a key log file. Raises :class:`~pcaptools.errors.KeylogError` if it cannot be read
-        (missing, a directory, unreadable); bad lines inside it only become anomalies."""
+        """Read a key log file, line by line (memory grows with the secrets found, not with
+        the file). Raises :class:`~pcaptools.errors.KeylogError` if it cannot be read
+        (missing, a directory, unreadable, a read error); bad lines inside it, binary content
+        included, only become anomalies."""
+        kl = cls()
+        source = os.path.basename(os.fspath(path))
         try:
             with open(path, "rb") as fh:
-                data = fh.read()
+                kl.sources.append(source)
+                kl._add_lines(_byte_lines(fh), diag, source)
         except OSError as exc:
             raise KeylogError(
                 f"cannot read key log {os.fspath(path)!r}: {exc.strerror or exc}"
             ) from None
-        kl = cls()
-        kl.add_text(data, diag, source=os.path.basename(os.fspath(path)))
         return kl
 
     def add_text(self, text: bytes | str, diag: Diagnostics, *, source: str) -> None:
         """Add every entry of ``text`` (a whole key log). ``source`` names it in anomalies
-        (a file name, or e.g. ``"pcapng DSB #1"``)."""
-        if isinstance(text, bytes):
-            text = text.decode("ascii", errors="replace")
+        (a file name, or e.g. ``"pcapng DSB #1"``). Bytes are read line by line as a file is."""
         self.sources.append(source)
-        for lineno, raw in enumerate(text.splitlines(), 1):
+        lines = text.splitlines() if isinstance(text, str) else _byte_lines(io.BytesIO(text))
+        self._add_lines(lines, diag, source)
+
+    def _add_lines(self, lines: Iterable[str | None], diag: Diagnostics, source: str) -> None:
+        """Store the entries of ``lines`` (None: a line too long to parse)."""
+        for lineno, raw in enumerate(lines, 1):
+            if raw is None:
+                self.bad_lines += 1
+                diag.add(
+                    "tls.keylog_bad_line",
+                    f"{source} line {lineno}: longer than {MAX_LINE_BYTES:,} bytes",
+                )
+                continue
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
 
 from ...diagnostics import Diagnostics
 from .._base import Direction, Observer, StreamChunk
@@ -114,6 +116,76 @@ _PROTECT_ALL = 1  # TLS <= 1.2 after ChangeCipherSpec: every record
 _PROTECT_APPDATA = 2  # TLS 1.3: only records of type 23 are protected
 
 InnerFactory = Callable[[str | None], Observer | None]
+
+_new_object = object.__new__
+
+
+def _slot_setters(
+    cls: type, names: tuple[str, ...]
+) -> tuple[Callable[[Any, Any], None], ...] | None:
+    """The slot ``__set__`` of each field of a frozen slotted dataclass, in ``names`` order, or None
+    when its fields are not exactly ``names`` or it has a ``__post_init__`` (build it normally)."""
+    if tuple(f.name for f in fields(cls)) != names or hasattr(cls, "__post_init__"):
+        return None  # pragma: no cover - the event class changed
+    return tuple(vars(cls)[name].__set__ for name in names)
+
+
+_RECORD_SET = _slot_setters(
+    TlsRecord,
+    (
+        "ts_ns", "frame", "direction", "tcp_stream", "session", "offset", "content_type",
+        "version", "length", "encrypted", "decrypted", "inner_content_type", "plaintext_length",
+    ),
+)
+_CHUNK_SET = _slot_setters(StreamChunk, ("direction", "data", "ts_ns", "frame", "offset"))
+
+
+def _tls_record(
+    ts_ns: int, frame: int, direction: Direction, tcp_stream: int, session: int, offset: int,
+    content_type: int, version: int, length: int, encrypted: bool, decrypted: bool,
+    inner_content_type: int | None, plaintext_length: int | None,
+) -> TlsRecord:
+    """``TlsRecord(ts_ns=..., ...)`` built by setting its slots (the frozen dataclass
+    ``__init__`` goes through ``object.__setattr__`` per field): the same object, faster."""
+    if _RECORD_SET is None:  # pragma: no cover
+        return TlsRecord(
+            ts_ns=ts_ns, frame=frame, direction=direction, tcp_stream=tcp_stream, session=session,
+            offset=offset, content_type=content_type, version=version, length=length,
+            encrypted=encrypted, decrypted=decrypted, inner_content_type=inner_content_type,
+            plaintext_length=plaintext_length,
+        )
+    r: TlsRecord = _new_object(TlsRecord)
+    a, b, c, d, e, f, g, h, i, j, k, m, n = _RECORD_SET
+    a(r, ts_ns)
+    b(r, frame)
+    c(r, direction)
+    d(r, tcp_stream)
+    e(r, session)
+    f(r, offset)
+    g(r, content_type)
+    h(r, version)
+    i(r, length)
+    j(r, encrypted)
+    k(r, decrypted)
+    m(r, inner_content_type)
+    n(r, plaintext_length)
+    return r
+
+
+def _stream_chunk(
+    direction: Direction, data: bytes, ts_ns: int, frame: int, offset: int
+) -> StreamChunk:
+    """``StreamChunk(direction=..., data=..., ...)`` built by setting its slots (as above)."""
+    if _CHUNK_SET is None:  # pragma: no cover
+        return StreamChunk(direction=direction, data=data, ts_ns=ts_ns, frame=frame, offset=offset)
+    c: StreamChunk = _new_object(StreamChunk)
+    a, b, t, f, o = _CHUNK_SET
+    a(c, direction)
+    b(c, data)
+    t(c, ts_ns)
+    f(c, frame)
+    o(c, offset)
+    return c
 
 
 class _Dir:
@@ -255,13 +327,25 @@ class TlsObserver:
 
     def feed(self, chunk: StreamChunk) -> list[object]:
         """Records completed by ``chunk`` and everything they caused."""
-        out: list[object] = []
         d = self._dirs[chunk.direction]
+        reader = d.reader
+        data = chunk.data
+        n = len(data)
+        need = reader.need
+        if need > n and type(data) is bytes and not self._broken:
+            # the middle of a record: nothing completes (RecordReader.take, inlined)
+            reader.need = need - n
+            reader.bytes_seen += n
+            reader.parts.append(data)
+            return []
+        out: list[object] = []
         if self._broken:
-            d.reader.bytes_seen += len(chunk.data)
-            d.reader.skipped += len(chunk.data)
+            reader.bytes_seen += len(data)
+            reader.skipped += len(data)
             return out
-        records, notes = d.reader.feed(chunk.data, chunk.offset)
+        records, notes = reader.feed(data, chunk.offset)
+        if not records and not notes:
+            return out
         for code, detail in notes:
             if code == "tls.resynchronized":
                 self._add(code, detail, chunk.ts_ns, chunk.frame, chunk.direction)
@@ -391,7 +475,7 @@ class TlsObserver:
         frame: int,
         out: list[object],
     ) -> None:
-        s = self._session(ts, frame)
+        s = self._sessions[-1] if self._sessions else self._session(ts, frame)
         length = len(frag)
         d.nrec += 1
         if version == SSL2_VERSION:
@@ -413,8 +497,16 @@ class TlsObserver:
             s.protected_records += 1
             pt = None
             inner_type = ctype if d.protect == _PROTECT_ALL else None
-            if d.dec is not None or d.next_dec:
-                res = self._decrypt(d, ctype, version, frag)
+            dec = d.dec
+            if dec is not None or d.next_dec:
+                if dec is not None and not d.next_dec and not d.seq_search:
+                    # the usual case, what _decrypt does with one candidate and one try
+                    try:
+                        res = dec.decrypt(ctype, version, frag)
+                    except DecryptError:
+                        res = None
+                else:
+                    res = self._decrypt(d, ctype, version, frag)
                 lost = False
                 if res is not None and d.decomp is not None:
                     res = self._decompress(d, res, dirn, off, ts, frame)
@@ -444,20 +536,9 @@ class TlsObserver:
                         out += self._inner.gap(dirn, d.pt_offset, n, ts, frame)
                         d.pt_offset += n
         out.append(
-            TlsRecord(
-                ts_ns=ts,
-                frame=frame,
-                direction=dirn,
-                tcp_stream=self.tcp_stream,
-                session=s.index,
-                offset=off,
-                content_type=ctype,
-                version=version,
-                length=length,
-                encrypted=protected,
-                decrypted=decrypted,
-                inner_content_type=inner_type,
-                plaintext_length=len(pt) if pt is not None else None,
+            _tls_record(
+                ts, frame, dirn, self.tcp_stream, s.index, off, ctype, version, length,
+                protected, decrypted, inner_type, len(pt) if pt is not None else None,
             )
         )
         # handshake byte accounting (before the dispatch: the Finished record itself counts)
@@ -603,8 +684,9 @@ class TlsObserver:
         frame: int,
         out: list[object],
     ) -> None:
-        if not early:  # early data is not the start of the application data proper
-            self._first_app(s, ts, frame)
+        if not early and s.app_frame is None:
+            # (_first_app, inlined) early data is not the start of the application data proper
+            s.app_frame, s.app_ts = frame, ts
         if pt is None or d.protect == _PROTECT_NONE:
             return  # cleartext application data (mid-stream start) or not decrypted
         s.app_bytes[dirn] += len(pt)
@@ -613,9 +695,7 @@ class TlsObserver:
             if self._inner_factory is not None:
                 self._inner = self._inner_factory(self._alpn())
         if self._inner is not None and pt:
-            out += self._inner.feed(
-                StreamChunk(direction=dirn, data=pt, ts_ns=ts, frame=frame, offset=d.pt_offset)
-            )
+            out += self._inner.feed(_stream_chunk(dirn, pt, ts, frame, d.pt_offset))
         d.pt_offset += len(pt)
 
     def _alpn(self) -> str | None:
@@ -1046,8 +1126,8 @@ class TlsObserver:
         else:
             status = "incomplete"
         decrypted = s.decrypted_records > 0
-        j3 = ja3_full(ch) if ch is not None else None
-        j3s = ja3s_full(sh) if sh is not None else None
+        j3, j3_md5, j4, j4r = _client_fingerprints(ch) if ch is not None else (None,) * 4
+        j3s, j3s_md5, j4s = _server_fingerprints(sh) if sh is not None else (None,) * 3
         return TlsSession(
             ts_ns=s.ch_ts if s.ch_ts is not None else s.first_ts,
             frame=s.ch_frame if s.ch_frame is not None else s.first_frame,
@@ -1092,14 +1172,51 @@ class TlsObserver:
             alerts=tuple(s.alerts),
             decrypted=decrypted,
             decrypt_status=status,
-            ja3=md5_hex(j3) if j3 is not None else None,
+            ja3=j3_md5,
             ja3_full=j3,
-            ja3s=md5_hex(j3s) if j3s is not None else None,
+            ja3s=j3s_md5,
             ja3s_full=j3s,
-            ja4=ja4(ch) if ch is not None else None,
-            ja4_r=ja4_r(ch) if ch is not None else None,
-            ja4s=ja4s(sh) if sh is not None else None,
+            ja4=j4,
+            ja4_r=j4r,
+            ja4s=j4s,
         )
+
+
+_FINGERPRINT_CACHE_SIZE = 4096
+_client_fp: dict[tuple[object, ...], tuple[str | None, str | None, str | None, str | None]] = {}
+_server_fp: dict[tuple[object, ...], tuple[str, str, str]] = {}
+
+
+def _client_fingerprints(
+    ch: hs.ClientHello,
+) -> tuple[str | None, str | None, str | None, str | None]:
+    """(ja3_full, ja3, ja4, ja4_r) of a ClientHello, remembered by the fields they depend on
+    (a client sends the same ones in every connection; the random and key shares differ)."""
+    key = (
+        ch.sslv2, ch.legacy_version, ch.cipher_suites, ch.extensions, ch.supported_groups,
+        ch.ec_point_formats, ch.supported_versions, ch.alpn, ch.signature_algorithms,
+    )
+    fp = _client_fp.get(key)
+    if fp is None:
+        j3 = ja3_full(ch)
+        fp = (j3, md5_hex(j3) if j3 is not None else None, ja4(ch), ja4_r(ch))
+        if len(_client_fp) >= _FINGERPRINT_CACHE_SIZE:
+            _client_fp.clear()
+        _client_fp[key] = fp
+    return fp
+
+
+def _server_fingerprints(sh: hs.ServerHello) -> tuple[str, str, str]:
+    """(ja3s_full, ja3s, ja4s) of a ServerHello, remembered as above."""
+    key = (sh.legacy_version, sh.cipher_suite, sh.extensions, sh.supported_version, sh.alpn)
+    fp = _server_fp.get(key)
+    if fp is None:
+        j3s = ja3s_full(sh)
+        fp = (j3s, md5_hex(j3s), ja4s(sh))
+        if len(_server_fp) >= _FINGERPRINT_CACHE_SIZE:
+            _server_fp.clear()
+        _server_fp[key] = fp
+    return fp
 
 
 def _type_name(ctype: int) -> str:

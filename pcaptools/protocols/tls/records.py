@@ -74,13 +74,37 @@ Note = tuple[str, str]
 """(anomaly code, detail)"""
 
 
-class RecordReader:
-    """Splits one direction's in-order bytes into records (see the module docstring)."""
+def _problem(ctype: int, version: int, length: int, offset: int) -> Note:
+    """Why the header ``(ctype, version, length)`` at stream ``offset`` desynchronises."""
+    if not 20 <= ctype <= 24:
+        return ("tls.bad_record_type", f"content type {ctype} at stream offset {offset}")
+    if version >> 8 != 3:
+        return (
+            "tls.bad_record_version",
+            f"record version 0x{version:04x} at stream offset {offset}",
+        )
+    return (
+        "tls.record_overflow",
+        f"record length {length} > {MAX_RECORD_LENGTH} at stream offset {offset}",
+    )
 
-    __slots__ = ("budget", "buf", "bytes_seen", "mode", "offset", "records", "skipped")
+
+class RecordReader:
+    """Splits one direction's in-order bytes into records (see the module docstring).
+
+    In sync, a record that arrives in several chunks is kept as the list of its pieces
+    (:attr:`parts`, no copy) and joined once when its last byte arrives; :attr:`need` says how
+    many bytes are still missing, so a caller may take a chunk shorter than that with
+    :meth:`take` (nothing completes) without going through :meth:`feed`."""
+
+    __slots__ = (
+        "budget", "buf", "bytes_seen", "head", "length", "mode", "need", "offset", "parts",
+        "records", "skipped",
+    )
 
     def __init__(self) -> None:
         self.buf = bytearray()
+        """bytes held while probing or resynchronising; in sync, at most 4 bytes of a header"""
         self.offset = 0
         """stream offset of buf[0]"""
         self.mode = PROBE
@@ -90,21 +114,62 @@ class RecordReader:
         self.records = 0
         self.budget = RESYNC_BUDGET
         """bytes that may still be skipped in the current resynchronisation"""
+        self.need = 0
+        """in sync, with a record header read: bytes of its fragment still missing (else 0)"""
+        self.parts: list[bytes | memoryview] = []
+        """the pieces of that fragment received so far"""
+        self.head = (0, 0, 0)
+        """(stream offset, content type, version) of that record"""
+        self.length = 0
+        """its fragment length"""
+
+    def take(self, data: bytes) -> None:
+        """Add a chunk shorter than :attr:`need` (the caller checked): nothing completes."""
+        self.bytes_seen += len(data)
+        self.need -= len(data)
+        self.parts.append(data)
 
     def feed(self, data: bytes, offset: int) -> tuple[list[Record], list[Note]]:
         """Records completed by ``data`` (at stream ``offset``) and notes about what was
         skipped or why parsing stopped, as ``(anomaly code, detail)`` pairs."""
-        self.bytes_seen += len(data)
+        n = len(data)
+        self.bytes_seen += n
         out: list[Record] = []
         notes: list[Note] = []
-        if self.mode == DESYNCED:
-            self.skipped += len(data)
+        mode = self.mode
+        if mode == SYNCED:
+            if type(data) is not bytes:
+                data = bytes(data)
+            need = self.need
+            if need:
+                parts = self.parts
+                if n < need:
+                    self.need = need - n
+                    parts.append(data)
+                    return out, notes
+                parts.append(data if n == need else memoryview(data)[:need])
+                off, ctype, version = self.head
+                out.append((off, ctype, version, b"".join(parts)))
+                self.records += 1
+                self.need = 0
+                self.parts = []
+                if n > need:
+                    self._synced(data, need, offset, out, notes)
+                return out, notes
+            if self.buf:  # a header cut short by the previous chunk
+                data = bytes(self.buf) + data
+                offset = self.offset
+                self.buf.clear()
+            self._synced(data, 0, offset, out, notes)
+            return out, notes
+        if mode == DESYNCED:
+            self.skipped += n
             return out, notes
         buf = self.buf
         if not buf:
             self.offset = offset
         buf += data
-        if self.mode == PROBE:
+        if mode == PROBE:
             if len(buf) < 5 and not (len(buf) >= 3 and buf[0] & 0x80):
                 return out, notes
             if self._first_record_plausible():
@@ -133,51 +198,48 @@ class RecordReader:
                         f"skipped {skipped} bytes to the record boundary at stream offset {self.offset}",
                     )
                 )
-            buf = self.buf
-        pos = 0
-        n = len(buf)
-        if self.records == 0 and n >= 3 and buf[0] & 0x80 and buf[2] == 1:
+        data = bytes(self.buf)
+        self.buf.clear()
+        self._synced(data, 0, self.offset, out, notes)
+        return out, notes
+
+    def _synced(
+        self, data: bytes, pos: int, offset: int, out: list[Record], notes: list[Note]
+    ) -> None:
+        """Records in ``data[pos:]`` (``data[0]`` at stream ``offset``; nothing held before
+        it); a record left incomplete goes to :attr:`parts`, a partial header to ``buf``."""
+        n = len(data)
+        if self.records == 0 and n - pos >= 3 and data[pos] & 0x80 and data[pos + 2] == 1:
             # SSLv2-compatible ClientHello (2-byte header, msg_type 1): only as the first record
-            length = ((buf[0] & 0x7F) << 8) | buf[1]
-            if n < 2 + length:
-                return out, notes
-            out.append((self.offset, HANDSHAKE, SSL2_VERSION, bytes(buf[2 : 2 + length])))
-            pos = 2 + length
+            length = ((data[pos] & 0x7F) << 8) | data[pos + 1]
+            if n - pos < 2 + length:
+                self.buf += memoryview(data)[pos:]
+                self.offset = offset + pos
+                return
+            out.append((offset + pos, HANDSHAKE, SSL2_VERSION, data[pos + 2 : pos + 2 + length]))
+            pos += 2 + length
             self.records += 1
-        problem = None
+        unpack = _HDR.unpack_from
         while n - pos >= 5:
-            ctype, version, length = _HDR.unpack_from(buf, pos)
-            if not 20 <= ctype <= 24:
-                problem = (
-                    "tls.bad_record_type",
-                    f"content type {ctype} at stream offset {self.offset + pos}",
-                )
-            elif version >> 8 != 3:
-                problem = (
-                    "tls.bad_record_version",
-                    f"record version 0x{version:04x} at stream offset {self.offset + pos}",
-                )
-            elif length > MAX_RECORD_LENGTH:
-                problem = (
-                    "tls.record_overflow",
-                    f"record length {length} > {MAX_RECORD_LENGTH} at stream offset {self.offset + pos}",
-                )
-            if problem is not None:
+            ctype, version, length = unpack(data, pos)
+            if not 20 <= ctype <= 24 or version >> 8 != 3 or length > MAX_RECORD_LENGTH:
                 self.mode = DESYNCED
                 self.skipped += n - pos
-                buf.clear()
-                notes.append(problem)
-                return out, notes
+                notes.append(_problem(ctype, version, length, offset + pos))
+                return
             end = pos + 5 + length
             if end > n:
-                break
-            out.append((self.offset + pos, ctype, version, bytes(buf[pos + 5 : end])))
+                self.need = end - n
+                self.length = length
+                self.head = (offset + pos, ctype, version)
+                self.parts = [memoryview(data)[pos + 5 :]]
+                return
+            out.append((offset + pos, ctype, version, data[pos + 5 : end]))
             self.records += 1
             pos = end
-        if pos:
-            del buf[:pos]
-            self.offset += pos
-        return out, notes
+        if pos < n:
+            self.buf += memoryview(data)[pos:]
+            self.offset = offset + pos
 
     def _first_record_plausible(self) -> bool:
         buf = self.buf
@@ -191,8 +253,10 @@ class RecordReader:
         if self.mode == DESYNCED:
             self.skipped += nbytes
             return
-        self.skipped += len(self.buf) + nbytes
+        self.skipped += self.pending + nbytes
         self.buf.clear()
+        self.need = 0
+        self.parts = []
         self.offset = offset + nbytes
         self.mode = RESYNC
         self.budget = RESYNC_BUDGET
@@ -228,4 +292,6 @@ class RecordReader:
     @property
     def pending(self) -> int:
         """bytes buffered in an incomplete record"""
+        if self.need:
+            return 5 + self.length - self.need
         return len(self.buf)

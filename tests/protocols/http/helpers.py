@@ -249,9 +249,17 @@ _TIME_FIELDS = ("ts_ns", "frame")
 
 def strip_times(obj: Any) -> Any:
     """The event with every time or frame field (``frame``, ``*_ns``, ``*_frame``) set to 0,
-    recursively (nested records too); lists and tuples mapped."""
+    recursively (nested records too; dataclass and NamedTuple events); lists and tuples mapped."""
     if isinstance(obj, list):
         return [strip_times(x) for x in obj]
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a NamedTuple event (SseEvent)
+        return obj._replace(
+            **{
+                name: None if getattr(obj, name) is None else 0
+                for name in obj._fields
+                if name in _TIME_FIELDS or name.endswith("_ns") or name.endswith("_frame")
+            }
+        )
     if isinstance(obj, tuple):
         return tuple(strip_times(x) for x in obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):

@@ -201,7 +201,9 @@ class FakeWs:
     ) -> list[object]:
         return [("gap", direction, offset, nbytes)]
 
-    def close(self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False) -> list[object]:
+    def close(
+        self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False
+    ) -> list[object]:
         self.closed.append(direction)
         return []
 
@@ -509,7 +511,7 @@ def _run(segs: list[tuple[Direction, bytes]]) -> tuple[list[object], Diagnostics
     ev = feed_conversation(obs, segs)
     data = [(c.direction, c.data) for ws in made for c in ws.chunks]
     joined = {d: b"".join(b for dd, b in data if dd == d) for d in (C2S, S2C)}
-    return [e for e in ev if not isinstance(e, tuple)] + [joined], diag
+    return [e for e in ev if type(e) is not tuple] + [joined], diag
 
 
 def test_conversation_reference() -> None:

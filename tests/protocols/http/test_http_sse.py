@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -199,3 +200,85 @@ def test_random_bytes_never_raise(parts: list[bytes], limit: int) -> None:
             p.gap(i, i)
     p.close(99, 99)
     assert len(p._buf) <= limit + 200
+
+
+def test_data_bytes_counts_the_bytes_received_even_when_utf8_is_invalid() -> None:
+    evs, _ = parse(b"data: \xff\xfeok\ndata: \xc3\xa9\n\n")
+    assert evs[0].data == "\ufffd\ufffdok\n\u00e9"
+    assert evs[0].data_bytes == 4 + 1 + 2  # as received; len(data.encode()) would be 11
+
+
+def test_lone_surrogate_escapes_become_replacement_characters() -> None:
+    body = (
+        b'data: {"choices":[{"delta":{"content":"a\\ud800b\\ud83d\\ude00"},'
+        b'"finish_reason":"\\udfff"}]}\n\n'
+    )
+    evs, diag = parse(body)
+    assert [(e.json_ok, e.delta_text, e.finish_reason) for e in evs] == [
+        (True, "a\ufffdb\U0001f600", "\ufffd")
+    ]
+    assert diag.rows == []
+
+
+def _split_lines(stream: bytes, ending: bytes) -> bytes:
+    return stream.replace(b"\n", ending)
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [b"data: x", b"data:y", b"data", b"id: 7", b"id", b"event: e", b": c", b"retry: 9",
+             b"", b"", b"data: {\"choices\":[{\"text\":\"t\"}]}", b"data: \xc3", b"\xa9z"]
+        ),
+        max_size=30,
+    ),
+    st.sampled_from([b"\n", b"\r\n", b"\r"]),
+    st.lists(st.integers(0, 400), max_size=8),
+)
+def test_lf_crlf_and_cr_streams_parse_alike(
+    lines: list[bytes], ending: bytes, cuts: list[int]
+) -> None:
+    # LF-only chunks take the bytes.split fast path, CR/CRLF ones the regex path
+    lf = b"\n".join(lines) + b"\n\n"
+    other = _split_lines(lf, ending)
+    bounds = [0, *sorted(c for c in cuts if c <= len(other)), len(other)]
+    whole, whole_diag = parse(lf)
+    split, split_diag = parse([other[a:b] for a, b in itertools.pairwise(bounds)])
+    assert strip_times(split) == strip_times(whole)
+    assert [r.code for r in split_diag.rows] == [r.code for r in whole_diag.rows]
+
+
+LLM_CASES = [
+    '{"choices":[{"delta":{"content":"hi"},"finish_reason":null}]}',
+    '{"choices":[{"delta":{"content":"a"}}],"x":NaN}',  # json only: orjson rejects NaN
+    '{"choices":[{"text":"b"}],"n":123456789012345678901234567890}',
+    '{"choices":[{"text":"c"}],"f":1e400}',
+    '{"type":"response.output_text.delta","delta":"d","type":"x"}',
+    '{"delta":{"text":"\\ud800"}}',
+    '{"choices":[{"delta":{"content":"e"}}]',
+    "[" * 990 + "]" * 990,  # orjson would accept it, json may run out of recursion: json decides
+    "[" * 200 + "]" * 200,
+    "[" * 100 + "]" * 100,  # short: orjson
+    '{"a":' * 300 + "1" + "}" * 300,
+    "{}",
+    "[]",
+    " [DONE] ",
+    "{bad",
+]
+
+
+def test_llm_fields_is_the_same_with_and_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pcaptools.protocols import sse
+
+    with_fast = [llm_fields(c) for c in LLM_CASES]
+    monkeypatch.setattr(sse, "_orjson_loads", None)
+    assert [llm_fields(c) for c in LLM_CASES] == with_fast
+    assert with_fast[:6] == [
+        (True, "hi", False, None),
+        (True, "a", False, None),
+        (True, "b", False, None),
+        (True, "c", False, None),
+        (True, None, False, None),  # duplicate key: the last one counts ("x")
+        (True, "\ufffd", False, None),
+    ]
+    assert with_fast[6] == (False, None, False, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
 from pcaptools.diagnostics import Diagnostics
 from pcaptools.protocols.http1 import Http1Observer
@@ -215,3 +216,40 @@ def test_http_requests_table() -> None:
     ) == (True, 2, "api", "1.1")
     assert rq.loc[0, "request_headers"] == (("host", "api"), ("content-length", "2"))
     assert rq.loc[0, "request_body_bytes"] == 2 and rq.loc[0, "content_type"] == "text/plain"
+
+
+def _sse_events(n: int) -> list[object]:
+    from pcaptools.protocols.sse import SseParser
+
+    out: list[object] = []
+    for sid, rix in ((5, None), (None, 2)):
+        p = SseParser(tcp_stream=4, stream_id=sid, request_index=rix)
+        body = b"".join(
+            b'id: %d\nevent: %s\nretry: %d\ndata: {"choices":[{"delta":{"content":"w%d"}}]}\n\n'
+            % (i, b"message" if i % 3 else b"ping", i, i)
+            for i in range(n)
+        ) + b"data: [DONE]\n\ndata: {bad\n\ndata: \xff\n\n"
+        for i in range(0, len(body), 97):
+            out += p.feed(body[i : i + 97], T0 + i, 1 + i)
+    return out
+
+
+def test_sse_table_is_the_same_whatever_the_block_size_and_string_storage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pcaptools.tables import http_tables
+
+    events = _sse_events(50)
+    ref = build(events)["sse_events"]
+    assert len(ref) == 106
+    assert list(ref["http_version"].astype(str).unique()) == ["2", "1.1"]
+    assert ref["json_ok"].tolist()[-3:] == [pd.NA, False, pd.NA]
+    assert ref["event"].tolist()[:3] == ["ping", "message", "message"]
+    assert ref["data_bytes"].tolist()[-1] == 1
+    monkeypatch.setattr(http_tables, "_SSE_BLOCK", 7)
+    b = HttpTablesBuilder()
+    for e in events:
+        b.add(e)  # single adds flush too
+    pd.testing.assert_frame_equal(b.tables()["sse_events"], ref, check_exact=True)
+    monkeypatch.setattr(http_tables, "_ARROW_STRINGS", False)
+    pd.testing.assert_frame_equal(build(events)["sse_events"], ref, check_exact=True)

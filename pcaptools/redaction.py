@@ -1,0 +1,229 @@
+"""Credentials that travel in HTTP and WebSocket metadata, and how pcaptools hides them.
+
+Tables and the report show ``<redacted: N bytes>`` in place of a credential unless
+``load(show_secrets=True)``: the length stays visible (an empty or truncated token is a
+finding), the value does not. What counts as a credential:
+
+- the values of the headers in :data:`SECRET_HEADERS` (Authorization, Cookie, API key
+  headers...);
+- URL query parameters named in :data:`SECRET_QUERY_PARAMS` or ending like one of
+  :data:`SECRET_PARAM_SUFFIXES` (``?api_key=``, ``?access_token=``, ``X-Amz-Signature``...),
+  and the password of ``scheme://user:password@host`` URLs: in request targets, HTTP/2
+  ``:path`` and the URL-valued headers of :data:`URL_HEADERS` (Location, Referer...);
+- ``Sec-WebSocket-Protocol`` entries that look like credentials (some APIs carry a bearer
+  token as a subprotocol, e.g. ``openai-insecure-api-key.<key>``): see
+  :func:`is_credential_subprotocol`. Plain protocol names (``realtime``, ``graphql-ws``)
+  are kept; ``Sec-WebSocket-Key`` is a nonce, not a secret, and is kept.
+
+The functions are pure (str in, str out, never raise on any str) and live in this layer-0
+module so that every layer can use them: the table builders (``tables/http_tables.py``),
+``load()`` for ``ws_connections``, and protocol observers for warning details (which never
+carry a credential, whatever ``show_secrets`` says).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "SECRET_HEADERS",
+    "SECRET_PARAM_SUFFIXES",
+    "SECRET_QUERY_PARAMS",
+    "URL_HEADERS",
+    "is_credential_subprotocol",
+    "is_secret_param",
+    "redact_headers",
+    "redact_subprotocols",
+    "redact_url",
+    "redact_ws_connections",
+    "redacted",
+]
+
+#: header names whose values are credentials: redacted in every table unless
+#: ``load(show_secrets=True)`` (compared lower-case; HTTP/2 names are lower-case on the wire)
+SECRET_HEADERS = frozenset({
+    "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
+    "x-auth-token", "x-goog-api-key", "openai-organization", "anthropic-api-key",
+})  # fmt: skip
+
+#: headers whose values are URLs (or paths): their query credentials are redacted
+URL_HEADERS = frozenset({":path", "location", "content-location", "referer"})
+
+#: query parameter names (lower-case, percent-decoded) whose values are credentials
+SECRET_QUERY_PARAMS = frozenset({
+    "key", "api_key", "apikey", "api-key", "token", "access_token", "auth", "signature", "sig",
+    "password", "passwd", "pwd", "secret", "client_secret", "jwt", "session", "sessionid",
+    "session_id", "awsaccesskeyid", "x-amz-signature", "x-amz-credential",
+    "x-amz-security-token", "x-goog-signature", "x-goog-credential",
+})  # fmt: skip
+
+#: a parameter name ending like this is a credential too (refresh_token, aws_secret,
+#: subscription-key, user[password]...)
+SECRET_PARAM_SUFFIXES = (
+    "token", "secret", "password", "signature", "credential", "credentials", "_key", "-key",
+    ".key", "apikey",
+)  # fmt: skip
+
+_SUBPROTOCOL_HEADER = "sec-websocket-protocol"
+_SPECIAL_HEADERS = SECRET_HEADERS | URL_HEADERS | {_SUBPROTOCOL_HEADER}
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://[^/?#@:]*):([^/?#@]*)@")
+_PARAM_SEP = re.compile(r"([&;])")
+#: words that make a subprotocol entry a credential
+_CREDENTIAL_WORDS = (
+    "api-key", "api_key", "apikey", "token", "bearer", "auth", "secret", "password",
+    "credential", "jwt",
+)  # fmt: skip
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9+/=_\-]{20,}")
+_LONG_ALNUM = re.compile(r"[A-Za-z0-9]{20,}")
+
+
+_REDACTED = re.compile(r"<redacted: \d+ bytes>")
+
+
+def redacted(value: str) -> str:
+    """``<redacted: N bytes>`` for ``value`` (N: its length as it appeared); a value that is
+    already of that form is returned as it is, so redacting twice changes nothing."""
+    if _REDACTED.fullmatch(value):
+        return value
+    return f"<redacted: {len(value)} bytes>"
+
+
+def is_secret_param(name: str) -> bool:
+    """Is ``name`` (a query parameter name as on the wire) one that carries a credential?
+    Case-insensitive, percent-decoded, ``a[b]`` read as ``a.b``."""
+    n = unquote(name).strip().lower().replace("[", ".").replace("]", "")
+    return n in SECRET_QUERY_PARAMS or n.endswith(SECRET_PARAM_SUFFIXES)
+
+
+def redact_url(url: str | None) -> str | None:
+    """``url`` (an absolute URL, a request target or a path) with the value of every credential
+    query parameter (:func:`is_secret_param`) and the password of ``scheme://user:pw@host``
+    replaced by :func:`redacted`. Everything else is kept byte for byte, ``None`` stays None;
+    parameters are split at ``&`` and ``;``, the fragment (``#...``) is left alone, and a URL
+    inside a parameter value (``?next=https://h/?token=...``) is redacted too."""
+    if url is None or ("?" not in url and "@" not in url):
+        return url
+    out = url
+    m = _USERINFO.match(out)
+    if m is not None and m.group(2) and not _REDACTED.fullmatch(m.group(2)):
+        out = f"{m.group(1)}:{redacted(m.group(2))}@{out[m.end():]}"
+    q = out.find("?")
+    if q < 0:
+        return out
+    h = out.find("#", q)
+    end = h if h >= 0 else len(out)
+    parts = _PARAM_SEP.split(out[q + 1 : end])
+    changed = False
+    for i in range(0, len(parts), 2):
+        name, eq, value = parts[i].partition("=")
+        if not eq or not value:
+            continue
+        if is_secret_param(name):
+            hidden = redacted(value)
+            if hidden != value:
+                parts[i] = f"{name}={hidden}"
+                changed = True
+        elif "?" in value:
+            inner = redact_url(value)
+            if inner != value:
+                parts[i] = f"{name}={inner}"
+                changed = True
+    if not changed:
+        return out
+    return out[: q + 1] + "".join(parts) + out[end:]
+
+
+def is_credential_subprotocol(token: str) -> bool:
+    """Does this ``Sec-WebSocket-Protocol`` entry look like a credential? Yes when it contains
+    one of ``api-key``, ``token``, ``bearer``, ``auth``, ``secret``, ``password``,
+    ``credential``, ``jwt`` (any case), or a token-like run: 20+ characters of the base64
+    alphabet with digits in it and mixed case or 4+ digits (base64, hex, UUIDs, JWT parts),
+    or 20+ letters and digits with no separator. Plain names (``realtime``, ``graphql-ws``,
+    ``graphql-transport-ws``, ``v10.stomp``, ``wamp.2.json``, ``base64.channel.k8s.io``) are
+    not."""
+    low = token.lower()
+    if any(w in low for w in _CREDENTIAL_WORDS):
+        return True
+    for run in _TOKEN_RUN.findall(token):
+        digits = sum(c.isdigit() for c in run)
+        if digits and (digits >= 4 or (run.lower() != run and run.upper() != run)):
+            return True
+        if _LONG_ALNUM.search(run):
+            return True
+    return False
+
+
+def redact_subprotocols(value: str | None) -> str | None:
+    """A ``Sec-WebSocket-Protocol`` value (comma-separated entries) with every entry that
+    :func:`is_credential_subprotocol` flags replaced by :func:`redacted`; the other entries
+    and the separators are kept as they were."""
+    if value is None:
+        return None
+    entries = value.split(",")
+    changed = False
+    for i, e in enumerate(entries):
+        t = e.strip()
+        if t and is_credential_subprotocol(t):
+            entries[i] = e.replace(t, redacted(t), 1)
+            changed = True
+    return ",".join(entries) if changed else value
+
+
+def redact_headers(
+    headers: tuple[tuple[str, str], ...] | None,
+) -> tuple[tuple[str, str], ...] | None:
+    """``headers`` with every credential hidden: the whole value of a :data:`SECRET_HEADERS`
+    header, credential query parameters in :data:`URL_HEADERS` values (``:path``,
+    Location...), credential entries of ``Sec-WebSocket-Protocol``. Returns ``headers``
+    itself when nothing was hidden (and None for None)."""
+    if headers is None:
+        return None
+    out: list[tuple[str, str]] | None = None
+    for i, (k, v) in enumerate(headers):
+        name = k.lower()
+        if name not in _SPECIAL_HEADERS:
+            continue
+        if name in SECRET_HEADERS:
+            nv = redacted(v)
+        elif name == _SUBPROTOCOL_HEADER:
+            nv = redact_subprotocols(v) or v
+        else:
+            nv = redact_url(v) or v
+        if nv != v:
+            if out is None:
+                out = list(headers)
+            out[i] = (k, nv)
+    return headers if out is None else tuple(out)
+
+
+#: ws_connections columns and how each is redacted
+_WS_COLUMNS = (
+    ("path", redact_url),
+    ("offered_protocols", redact_subprotocols),
+    ("protocol", redact_subprotocols),
+)
+
+
+def redact_ws_connections(df: pd.DataFrame) -> pd.DataFrame:
+    """The ``ws_connections`` table with the credentials of its ``path`` (query) and
+    ``offered_protocols`` / ``protocol`` (subprotocols) columns hidden; ``df`` itself when
+    there is nothing to hide (else a copy; dtypes kept). ``load()`` applies it unless
+    ``show_secrets=True``."""
+    import pandas as pd
+
+    out = df
+    for col, fn in _WS_COLUMNS:
+        if col not in df.columns:
+            continue
+        s = df[col]
+        values = [fn(v) if isinstance(v, str) else v for v in s]
+        if any(isinstance(v, str) and v != o for v, o in zip(values, s, strict=True)):
+            if out is df:
+                out = df.copy()
+            out[col] = pd.Series(values, index=df.index, dtype=s.dtype, name=col)
+    return out

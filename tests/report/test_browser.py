@@ -1,0 +1,506 @@
+"""The report in a real browser: headless Chromium opens reports of shipped captures (offline,
+file://) and, over the Chrome DevTools Protocol, we check that no script fails, every plotly
+chart drew its SVG, the paged tables page and filter, hostile capture strings stay text, and
+nothing is fetched from anywhere. A screenshot of each report is kept in the test's tmp path.
+
+Skipped when /usr/bin/chromium (or ``chromium`` on PATH) is absent. Every wait is bounded
+(30 s per page at most); the browser never touches the network (the pages are files and
+every request they make is checked to be file:, data: or about:).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import itertools
+import json
+import os
+import shutil
+import struct
+import subprocess
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pcaptools
+from pcaptools.report import render_report
+from tests.analyses import llmcap
+from tests.conftest import CAPTURES
+from tests.protocols.tls import _tls_build as tb
+
+websockets_sync = pytest.importorskip("websockets.sync.client")
+
+CHROMIUM = shutil.which("chromium") or (
+    "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None
+)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+
+PAGE_TIMEOUT_S = 30.0
+BOX = "document.querySelectorAll('div.ptable')"
+HOSTILE = "<img src=x onerror=alert(1)>"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+    "--window-size=1280,900",
+    "--remote-debugging-port=0",
+]
+
+
+# --------------------------------------------------------------------------- a tiny CDP client
+
+
+class CdpError(RuntimeError):
+    pass
+
+
+@dataclass
+class Page:
+    """One tab, driven over the browser's DevTools websocket (flattened session)."""
+
+    browser: Browser
+    session: str
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = PAGE_TIMEOUT_S
+    ) -> dict[str, Any]:
+        return self.browser.send(method, params, session=self.session, timeout=timeout)
+
+    def evaluate(self, expr: str, timeout: float = PAGE_TIMEOUT_S) -> Any:
+        res = self.send(
+            "Runtime.evaluate",
+            {"expression": expr, "returnByValue": True, "awaitPromise": True},
+            timeout=timeout,
+        )
+        if "exceptionDetails" in res:
+            raise CdpError(f"{expr!r} threw: {res['exceptionDetails']}")
+        return res["result"].get("value")
+
+    def wait_for(self, expr: str, timeout: float = PAGE_TIMEOUT_S) -> Any:
+        """Poll ``expr`` until it is truthy; returns its value. Fails after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            v = self.evaluate(expr, timeout=timeout)
+            if v:
+                return v
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout} s waiting for {expr}")
+            time.sleep(0.05)
+
+    def open(self, url: str) -> None:
+        self.events.clear()
+        self.send("Page.navigate", {"url": url})
+        self.browser.wait_event(self, "Page.loadEventFired", PAGE_TIMEOUT_S)
+
+    def errors(self) -> list[str]:
+        """Script errors and console errors seen so far."""
+        self.browser.drain(self)
+        out = []
+        for e in self.events:
+            m, p = e["method"], e.get("params", {})
+            if m == "Runtime.exceptionThrown":
+                out.append(json.dumps(p.get("exceptionDetails", {}))[:500])
+            elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                out.append(json.dumps(p.get("args", []))[:500])
+            elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+                out.append(json.dumps(p["entry"])[:500])
+            elif m == "Page.javascriptDialogOpening":
+                out.append("dialog: " + json.dumps(p)[:500])
+        return out
+
+    def requests(self) -> list[str]:
+        self.browser.drain(self)
+        return [
+            e["params"]["request"]["url"]
+            for e in self.events
+            if e["method"] == "Network.requestWillBeSent"
+        ]
+
+
+class Browser:
+    def __init__(self, profile: Path) -> None:
+        assert CHROMIUM is not None
+        self.proc = subprocess.Popen(
+            [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + PAGE_TIMEOUT_S
+        while not (port_file.is_file() and len(port_file.read_text().splitlines()) >= 2):
+            if self.proc.poll() is not None:
+                raise CdpError(f"chromium exited with {self.proc.returncode}")
+            if time.monotonic() > deadline:
+                self.close()
+                raise CdpError("chromium did not open its DevTools port in time")
+            time.sleep(0.05)
+        port, path = port_file.read_text().splitlines()[:2]
+        self._stack = contextlib.ExitStack()  # websockets >= 17.1: connect() is a context manager
+        self.ws = self._stack.enter_context(
+            websockets_sync.connect(
+                f"ws://127.0.0.1:{int(port)}{path}", max_size=None, open_timeout=PAGE_TIMEOUT_S
+            )
+        )
+        self._ids = itertools.count(1)
+        self._pages: dict[str, Page] = {}
+
+    def send(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        session: str | None = None,
+        timeout: float = PAGE_TIMEOUT_S,
+    ) -> dict[str, Any]:
+        msg_id = next(self._ids)
+        msg: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        self.ws.send(json.dumps(msg))
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self._recv(deadline, method)
+            if m.get("id") == msg_id:
+                if "error" in m:
+                    raise CdpError(f"{method}: {m['error']}")
+                result: dict[str, Any] = m.get("result", {})
+                return result
+
+    def _recv(self, deadline: float, what: str) -> dict[str, Any]:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"timed out waiting for {what}")
+        try:
+            m: dict[str, Any] = json.loads(self.ws.recv(timeout=left))
+        except TimeoutError:
+            raise AssertionError(f"timed out waiting for {what}") from None
+        if "method" in m:
+            page = self._pages.get(m.get("sessionId", ""))
+            if page is not None:
+                page.events.append(m)
+                if m["method"] == "Page.javascriptDialogOpening":  # never leave a page blocked
+                    self.ws.send(
+                        json.dumps(
+                            {
+                                "id": next(self._ids),
+                                "sessionId": page.session,
+                                "method": "Page.handleJavaScriptDialog",
+                                "params": {"accept": False},
+                            }
+                        )
+                    )
+        return m
+
+    def wait_event(self, page: Page, method: str, timeout: float) -> dict[str, Any]:
+        seen = len(page.events)
+        for e in page.events:
+            if e["method"] == method:
+                return e
+        deadline = time.monotonic() + timeout
+        while True:
+            self._recv(deadline, method)
+            for e in page.events[seen:]:
+                if e["method"] == method:
+                    return e
+            seen = len(page.events)
+
+    def drain(self, page: Page) -> None:
+        """Collect the events already sent (a round trip flushes them)."""
+        self.send("Runtime.evaluate", {"expression": "1"}, session=page.session)
+
+    def new_page(self) -> Page:
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
+            "sessionId"
+        ]
+        page = Page(self, session)
+        self._pages[session] = page
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            page.send(f"{domain}.enable")
+        return page
+
+    def close(self) -> None:
+        stack = getattr(self, "_stack", None)
+        if stack is not None:
+            stack.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    b = Browser(tmp_path_factory.mktemp("chromium-profile"))
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _load(name: str) -> pcaptools.Capture:
+    path = CAPTURES / name
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    keys = path.with_suffix(".keys")
+    return pcaptools.load(path, keylog=keys if keys.is_file() else None)
+
+
+def _write(tmp_path: Path, name: str, html: str) -> str:
+    out = tmp_path / f"{name}.report.html"
+    out.write_text(html, encoding="utf-8")
+    return out.resolve().as_uri()
+
+
+def _png_pixels_vary(png: bytes) -> bool:
+    """True when the PNG is not a single colour (its decompressed scanlines, filter bytes
+    dropped, hold more than one pixel value)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat = 8, b""
+    width = height = bpp = 0
+    while pos < len(png):
+        (n,) = struct.unpack_from(">I", png, pos)
+        kind = png[pos + 4 : pos + 8]
+        body = png[pos + 8 : pos + 8 + n]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack_from(">IIBB", body)
+            bpp = {2: 3, 6: 4, 0: 1, 4: 2}[colour] * depth // 8
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    stride = width * bpp + 1
+    assert len(raw) == stride * height
+    # unfiltered first row + every row's first pixel is enough to see two colours in any
+    # real page; fall back to the whole byte set
+    return len(set(raw)) > 8 and height > 0
+
+
+def _check_page(page: Page, html: str, shot: Path) -> dict[str, Any]:
+    """The checks every report gets; returns facts for the caller's own asserts."""
+    figures = html.count("Plotly.newPlot(")
+    drawn = page.wait_for(
+        "(() => { const d = [...document.querySelectorAll('div.plotly-graph-div')];"
+        " return d.length && d.every(x => x.querySelector('svg.main-svg')) ? d.length : 0; })()"
+        if figures
+        else "document.readyState === 'complete' ? -1 : 0"
+    )
+    assert drawn == (figures or -1)
+    tables = page.evaluate("document.querySelectorAll('div.ptable').length")
+    ready = page.evaluate(
+        "document.querySelectorAll('div.ptable .pt-controls:not([hidden])').length"
+    )
+    assert ready == tables == html.count('<div class="ptable"')
+    assert page.evaluate("document.querySelectorAll('.pt-nojs').length") == 0
+    assert page.evaluate("document.querySelectorAll('img[src=x]').length") == 0
+    assert page.errors() == []
+    bad = [u for u in page.requests() if not u.startswith(("file:", "data:", "about:", "blob:"))]
+    assert bad == []
+    png = base64.b64decode(page.send("Page.captureScreenshot", {"format": "png"})["data"])
+    shot.write_bytes(png)
+    assert len(png) > 20_000, f"{shot}: {len(png)} bytes, a blank page?"
+    assert _png_pixels_vary(png), f"{shot} is a single colour"
+    return {"figures": figures, "tables": tables}
+
+
+ROWS_JS = (
+    "((i) => [...document.querySelectorAll('div.ptable')[i].querySelectorAll('tbody tr')]"
+    ".map(tr => tr.cells[0].textContent))({})"
+)
+INFO_JS = (
+    "((i) => {{ const b = document.querySelectorAll('div.ptable')[i];"
+    " return [b.querySelector('.pt-info').textContent, b.querySelector('.pt-count').textContent,"
+    " b.querySelector('.pt-prev').disabled, b.querySelector('.pt-next').disabled]; }})({})"
+)
+
+
+def _click(page: Page, i: int, cls: str) -> None:
+    page.evaluate(f"document.querySelectorAll('div.ptable')[{i}].querySelector('.{cls}').click()")
+
+
+def _type(page: Page, i: int, text: str) -> None:
+    page.evaluate(
+        f"(() => {{ const f = {BOX}[{i}].querySelector('.pt-filter');"
+        f" f.value = {json.dumps(text)}; f.dispatchEvent(new Event('input')); }})()"
+    )
+
+
+def _table_index(page: Page, section: str) -> int:
+    i = page.evaluate(
+        f"[...{BOX}].findIndex(b => b.closest('section').id === '{section}')"
+    )
+    assert isinstance(i, int) and i >= 0, f"no paged table in #{section}"
+    return i
+
+
+# --------------------------------------------------------------------------- the tests
+
+
+@pytest.mark.parametrize(
+    ("name", "figures"),
+    [
+        ("demo.pcapng", ["timeline", "irtt", "retransmissions", "waterfall", "ttfb", "overhead"]),
+        (
+            "h2-sse-chat.pcapng",
+            ["timeline", "irtt", "waterfall", "ttfb", "token-cadence", "overhead"],
+        ),
+        ("ws-tls.pcapng", ["timeline", "irtt", "waterfall", "ttfb", "heartbeats", "overhead"]),
+    ],
+)
+def test_shipped_capture_report_in_chromium(
+    browser: Browser, tmp_path: Path, name: str, figures: list[str]
+) -> None:
+    cap = _load(name)
+    html = render_report(cap)
+    page = browser.new_page()
+    page.open(_write(tmp_path, name, html))
+    facts = _check_page(page, html, tmp_path / f"{name}.png")
+    assert facts["figures"] == len(figures)
+    drawn = page.evaluate(
+        "[...document.querySelectorAll('div.plotly-graph-div')]"
+        ".filter(d => d.querySelector('svg.main-svg')).map(d => d.id)"
+    )
+    assert drawn == [f"fig-{f}" for f in figures]
+    # every section made it into the page, the verdicts first
+    ids = page.evaluate("[...document.querySelectorAll('main > section')].map(s => s.id)")
+    assert ids[:3] == ["verdicts", "capture", "connections"] and "overhead" in ids
+
+
+def test_demo_pagination_and_filter(browser: Browser, tmp_path: Path) -> None:
+    cap = _load("demo.pcapng")
+    html = render_report(cap, page_rows=4)
+    page = browser.new_page()
+    page.open(_write(tmp_path, "demo-paged", html))
+    _check_page(page, html, tmp_path / "demo-paged.png")
+    i = _table_index(page, "connections")
+    assert page.evaluate(ROWS_JS.format(i)) == ["0", "1", "2", "3"]
+    assert page.evaluate(INFO_JS.format(i)) == ["page 1 of 2", "rows 1\u20134 of 6", True, False]
+    _click(page, i, "pt-next")
+    assert page.evaluate(ROWS_JS.format(i)) == ["4", "5"]
+    assert page.evaluate(INFO_JS.format(i)) == ["page 2 of 2", "rows 5\u20136 of 6", False, True]
+    _click(page, i, "pt-prev")
+    assert page.evaluate(ROWS_JS.format(i)) == ["0", "1", "2", "3"]
+    # the filter: every word must appear in the row (here the client port of tcp.stream 4)
+    _type(page, i, "47005")
+    page.wait_for(f"{ROWS_JS.format(i)}.join() === '4'", timeout=10)
+    assert page.evaluate(INFO_JS.format(i)) == [
+        "page 1 of 1",
+        "rows 1\u20131 of 1 (filtered from 6)",
+        True,
+        True,
+    ]
+    _type(page, i, "RSTO no-such-thing")
+    page.wait_for(f"{ROWS_JS.format(i)}.length === 0", timeout=10)
+    assert page.evaluate(INFO_JS.format(i))[1] == "no row matches (of 6)"
+    _type(page, i, "")
+    page.wait_for(f"{ROWS_JS.format(i)}.length === 4", timeout=10)
+    # the Wireshark filter cells are code elements again after paging
+    assert (
+        page.evaluate(
+            f"{BOX}[{i}].querySelectorAll('tbody code.filter').length"
+        )
+        == 4
+    )
+    assert page.errors() == []
+
+
+def test_rows_per_page(browser: Browser, tmp_path: Path) -> None:
+    cap = _load("tls-versions-ciphers.pcapng")
+    html = render_report(cap)
+    page = browser.new_page()
+    page.open(_write(tmp_path, "tls-versions", html))
+    _check_page(page, html, tmp_path / "tls-versions.png")
+    i = _table_index(page, "http")  # 16 requests: paged, one page of 50
+    assert page.evaluate(INFO_JS.format(i))[:2] == ["page 1 of 1", "rows 1\u201316 of 16"]
+    page.evaluate(
+        f"(() => {{ const s = {BOX}[{i}].querySelector('.pt-size');"
+        " s.value = '10'; s.dispatchEvent(new Event('change')); })()"
+    )
+    assert page.evaluate(INFO_JS.format(i))[:2] == ["page 1 of 2", "rows 1\u201310 of 16"]
+    first = page.evaluate(ROWS_JS.format(i))
+    _click(page, i, "pt-next")
+    second = page.evaluate(ROWS_JS.format(i))
+    assert (len(first), len(second)) == (10, 6)
+    want = [
+        str(x) for x in cap.http_requests.sort_values(["tcp_stream", "request_index"])["tcp_stream"]
+    ]
+    assert first + second == want
+    assert page.errors() == []
+
+
+def _hostile_capture(tmp_path: Path, n: int = 12) -> Path:
+    """``n`` TLS connections whose SNI and ALPN are markup, and an HTTP/1.1 request whose path
+    and Host are: enough rows for the TLS table to be paged (its cells come from JSON)."""
+    w = llmcap.Wire()
+    for k in range(n):
+        t = llmcap.Conn(w, 55000 + k, sport=443)
+        at = 100 * k
+        t.handshake(at + 1, at + 2, at + 3)
+        ch = tb.client_hello(
+            bytes([k + 1]) * 32, [0x1301], [tb.sni_ext(HOSTILE), tb.alpn_ext("h2", HOSTILE)]
+        )
+        t.send(at + 4, True, tb.record(22, ch, 0x0301))
+        t.send(
+            at + 5,
+            False,
+            tb.record(22, tb.server_hello(b"\x22" * 32, 0x1301, [tb.ext(43, b"\x03\x04")])),
+        )
+        t.close(at + 10)
+    c = llmcap.Conn(w, 56000)
+    c.handshake(5000, 5001, 5002)
+    c.send(5003, True, f"GET /{HOSTILE} HTTP/1.1\r\nHost: {HOSTILE}\r\n\r\n".encode())
+    c.send(5010, False, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+    c.close(5020)
+    return w.write(tmp_path / "hostile.pcap")
+
+
+def test_hostile_strings_stay_text(browser: Browser, tmp_path: Path) -> None:
+    cap = pcaptools.load(_hostile_capture(tmp_path))
+    assert set(cap.tls_handshakes["sni"]) == {HOSTILE} and len(cap.tls_handshakes) == 12
+    html = render_report(cap, page_rows=5)
+    assert HOSTILE not in html
+    page = browser.new_page()
+    page.open(_write(tmp_path, "hostile", html))
+    _check_page(page, html, tmp_path / "hostile.png")
+    i = _table_index(page, "tls")
+    seen = 0
+    for _ in range(5):  # every page of the TLS table, rendered from its JSON
+        cells = page.evaluate(
+            f"[...document.querySelectorAll('div.ptable')[{i}].querySelectorAll('tbody tr')]"
+            ".map(tr => tr.cells[2].textContent)"
+        )
+        assert cells and set(cells) == {HOSTILE}
+        seen += len(cells)
+        if page.evaluate(INFO_JS.format(i))[3]:
+            break
+        _click(page, i, "pt-next")
+    assert seen == 12
+    _type(page, i, "onerror=alert")
+    page.wait_for(f"{ROWS_JS.format(i)}.length === 5", timeout=10)
+    assert page.evaluate("document.querySelectorAll('img[src=x]').length") == 0
+    assert page.evaluate("document.querySelectorAll('img').length") == 0
+    # the strings are on the page as text, where a reader sees them
+    assert page.evaluate(f"document.body.innerText.includes({json.dumps(HOSTILE)})")
+    assert page.errors() == []

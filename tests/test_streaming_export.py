@@ -1,0 +1,388 @@
+"""Streaming export (``load(path, out=dir)``): the files are the ones ``to_parquet`` writes,
+every table read back equals ``load(path)``'s, and the builders hand rows over while reading.
+Also the pieces it rests on: the fast casts of ``TableSchema.frame``, ``Records``, the
+``Drainable`` hook and ``ChunkPump``."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pcaptools
+from pcaptools import export
+from pcaptools._columns import NA, Records
+from pcaptools.diagnostics import Diagnostics
+from pcaptools.export import StreamedCapture, read_parquet_table
+from pcaptools.many import concat_tables
+from pcaptools.tables.foundation import PACKETS
+from pcaptools.tables.http_tables import HttpTablesBuilder
+from pcaptools.tables.packets import PacketsBuilder
+from pcaptools.tables.schema import (
+    TS_DTYPE,
+    ChunkPump,
+    Column,
+    Drainable,
+    RowBuffer,
+    _cast,
+    _cast_reference,
+)
+from pcaptools.tables.tcp_tables import EventsDrain
+from pcaptools.tables.tls_tables import TlsTablesBuilder
+from pcaptools.tables.ws_tables import WS_MESSAGES, WsTablesBuilder
+from pcaptools.tcp.tracker import TcpTracker
+from tests.conftest import CAPTURES, CORPUS
+
+pytest.importorskip("pyarrow")
+import pyarrow.parquet as pq
+
+#: real captures with their key logs (TLS 1.2/1.3, HTTP/1.1 + HTTP/2, SSE, WebSocket)
+REAL = ["compare-h1.pcapng", "compare-h2.pcapng", "h2-sse-chat.pcapng", "ws-tls.pcapng",
+        "demo.pcapng", "http1-lossy.pcap", "tls-resumption.pcapng"]
+
+
+def _keys(path: Path) -> Path | None:
+    k = path.with_suffix(".keys")
+    return k if k.exists() else None
+
+
+def _capture(name: str) -> Path:
+    p = CAPTURES / name
+    if not p.exists():
+        pytest.skip(f"captures/{name} missing")
+    return p
+
+
+def _repeat(src: Path, dst: Path, factor: int) -> int:
+    """``factor`` copies of ``src`` shifted in time and to fresh client ports (new TCP
+    connections with the same packets; TLS keys still apply), as benchmarks/memory_scaling."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "memory_scaling.py"
+    spec = importlib.util.spec_from_file_location("_memory_scaling", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return int(mod.repeat_capture(src, dst, factor))
+
+
+def assert_same_tables(cap: StreamedCapture, ref: pcaptools.Capture) -> None:
+    """Every file read by pandas equals ref's table (the dtypes as strings, the values, the
+    set of categories); the StreamedCapture's own tables equal it exactly."""
+    assert list(cap.paths) == [*pcaptools.TABLES, "captures"]
+    for name, df in ref.tables.items():
+        back = pd.read_parquet(cap.paths[name])
+        pd.testing.assert_frame_equal(back, df, check_categorical=False)
+        assert list(back.dtypes.astype(str)) == list(df.dtypes.astype(str)), name
+        for col in df.columns:
+            if isinstance(df[col].dtype, pd.CategoricalDtype) and len(df):
+                assert set(back[col].cat.categories) == set(df[col].cat.categories), (name, col)
+        pd.testing.assert_frame_equal(getattr(cap, name), df, check_exact=True)
+        pd.testing.assert_frame_equal(cap.tables[name], df, check_exact=True)
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_streamed_tables_equal_load(name: str, tmp_path: Path) -> None:
+    path = _capture(name)
+    ref = pcaptools.load(path, keylog=_keys(path))
+    cap = pcaptools.load(path, keylog=_keys(path), out=tmp_path / "out", chunk_rows=16)
+    assert isinstance(cap, StreamedCapture) and isinstance(cap, pcaptools.Capture)
+    assert cap.summary.frames == ref.summary.frames
+    assert_same_tables(cap, ref)
+    assert cap.rows == {n: len(df) for n, df in ref.tables.items()}
+    # the layout of Capture.to_parquet: the same file names, nothing else left behind
+    written = ref.to_parquet(tmp_path / "ref")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        p.name for p in written.values())
+    summ = pd.read_parquet(cap.paths["captures"])
+    assert summ.loc[0, "frames"] == ref.summary.frames
+    assert export.read_table(tmp_path / "out", "connections").equals(
+        pd.read_parquet(written["connections"]))
+
+
+def test_rows_are_written_while_reading(tmp_path: Path) -> None:
+    """12 copies of compare-h2 (4,752 frames, 12 TLS 1.3 connections with HTTP/2 and SSE):
+    load() polls the builders every 4,096 frames, so with chunk_rows=64 every big table is
+    written in one row group per chunk of at least 64 rows, then its remainder."""
+    src = _capture("compare-h2.pcapng")
+    big = tmp_path / "x12.pcap"
+    frames = _repeat(src, big, 12)
+    assert frames == 12 * 396
+    ref = pcaptools.load(big, keylog=_keys(src))
+    assert len(ref.connections) == 12 and len(ref.sse_events) == 12 * 220
+    cap = pcaptools.load(big, keylog=_keys(src), out=tmp_path / "out", chunk_rows=64)
+    assert_same_tables(cap, ref)
+    for table in ("packets", "tls_records", "http2_frames", "sse_events", "tcp_events"):
+        groups = pq.ParquetFile(cap.paths[table]).metadata.num_row_groups
+        assert groups == 2, (table, groups)  # the chunk drained at frame 4,096, the rest
+        first = pq.ParquetFile(cap.paths[table]).metadata.row_group(0).num_rows
+        assert 64 <= first < len(getattr(ref, table)), table
+    # per-connection tables are held in memory, the others read from their file
+    assert set(cap._memory) == {"connections", "tcp_handshakes", "tls_handshakes",
+                                "http2_connections", "ws_connections", "ws_heartbeats", "dns",
+                                "warnings"}
+    # part of a table: columns and pyarrow filters
+    part = cap.read("packets", columns=["frame", "tcp_stream", "flags"],
+                    filters=[("tcp_stream", "==", 3)])
+    want = ref.packets.loc[ref.packets["tcp_stream"] == 3, ["frame", "tcp_stream", "flags"]]
+    pd.testing.assert_frame_equal(part, want.reset_index(drop=True), check_exact=True)
+    # while a table is referenced, reading it again returns the same DataFrame
+    pk = cap.packets
+    assert cap.packets is pk
+
+
+def test_websocket_heartbeats_from_streamed_frames(tmp_path: Path) -> None:
+    """ws_heartbeats is derived from ws_frames at the end: with ws_frames streamed out in
+    chunks it is built from the Ping/Pong rows kept on the way, and equals load()'s."""
+    src = _capture("ws-tls.pcapng")
+    big = tmp_path / "x42.pcap"
+    _repeat(src, big, 42)  # 4,158 frames: one poll at frame 4,096
+    ref = pcaptools.load(big, keylog=_keys(src))
+    assert len(ref.ws_heartbeats) == 42 * 12
+    cap = pcaptools.load(big, keylog=_keys(src), out=tmp_path / "out", chunk_rows=50)
+    assert pq.ParquetFile(cap.paths["ws_frames"]).metadata.num_row_groups == 2
+    assert_same_tables(cap, ref)
+
+
+@pytest.mark.skipif(not (CORPUS / "suricata-websocket-ping-input.pcap").exists(),
+                    reason="corpus missing")
+def test_websocket_pings_corpus(tmp_path: Path) -> None:
+    path = CORPUS / "suricata-websocket-ping-input.pcap"
+    ref = pcaptools.load(path)
+    assert len(ref.ws_heartbeats) > 0
+    assert_same_tables(pcaptools.load(path, out=tmp_path, chunk_rows=1), ref)
+
+
+def test_streamed_capture_repr_and_copy(tmp_path: Path) -> None:
+    path = _capture("demo.pcapng")
+    cap = pcaptools.load(path, out=tmp_path / "out")
+    assert isinstance(cap, StreamedCapture)
+    assert repr(cap).startswith("<StreamedCapture 'demo.pcapng'")
+    assert "cap.packets" in cap._repr_html_() and ">file<" in cap._repr_html_()
+    copied = cap.to_parquet(tmp_path / "copy")
+    assert sorted(p.name for p in copied.values()) == sorted(p.name for p in cap.paths.values())
+    assert cap.to_parquet(tmp_path / "out") == cap.paths
+    with pytest.raises(AttributeError):
+        _ = cap.no_such_table
+    with pytest.raises(KeyError):
+        cap.read("captures")
+
+
+def test_out_rejects_workers(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="one process"):
+        pcaptools.load(_capture("demo.pcapng"), out=tmp_path, workers=2)
+
+
+def test_packet_row_cap_does_not_apply_when_streaming(tmp_path: Path) -> None:
+    path = _capture("demo.pcapng")
+    capped = pcaptools.load(path, max_packet_rows=100)
+    assert len(capped.packets) == 100
+    cap = pcaptools.load(path, max_packet_rows=100, out=tmp_path)
+    assert cap.rows["packets"] == cap.summary.frames == 321
+    assert "table.packets_truncated" not in set(cap.warnings["code"])
+
+
+def test_sink_abort_removes_partial_files(tmp_path: Path) -> None:
+    sink = export.ParquetSink(tmp_path)
+    sink.write("packets", PACKETS.frame([]))
+    assert [p.name for p in tmp_path.iterdir()] == [".packets.parquet.partial"]
+    sink.abort()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_categories_restored_exactly(tmp_path: Path) -> None:
+    """pandas reads dictionary columns back with str categories in first-seen order; the
+    recorded metadata gives back load()'s (object categories in code order, sorted str)."""
+    OBJ_CATS = pd.Index(["b", "a", "z"], dtype=object)
+    chunks = [
+        pd.DataFrame({
+            "obj": pd.Categorical.from_codes([1, 1], categories=OBJ_CATS),
+            "srt": pd.Categorical(["q", "p"]),
+        }),
+        pd.DataFrame({
+            "obj": pd.Categorical.from_codes([0, -1], categories=OBJ_CATS),
+            "srt": pd.Categorical(["c", None]),
+        }),
+    ]
+    sink = export.ParquetSink(tmp_path)
+    for c in chunks:
+        sink.write("t", c)
+    path = sink.close()["t"]
+    plain = pd.read_parquet(path)
+    assert plain["obj"].tolist()[:3] == ["a", "a", "b"]
+    back = read_parquet_table(path)
+    assert list(back["obj"].cat.categories) == ["b", "a", "z"]
+    assert back["obj"].cat.categories.dtype == object
+    assert list(back["srt"].cat.categories) == ["c", "p", "q"]
+    assert back["srt"].tolist()[:3] == ["q", "p", "c"] and pd.isna(back["srt"].iloc[3])
+
+
+# ------------------------------------------------------------------ the builders' hook
+
+
+def test_every_big_table_has_a_drainable_builder() -> None:
+    """load(out=...) bounds memory only for tables some builder drains: every table that
+    grows with traffic must be covered."""
+    sources: list[Any] = [PacketsBuilder(), TlsTablesBuilder(), WsTablesBuilder(),
+                          EventsDrain(TcpTracker(Diagnostics())), HttpTablesBuilder()]
+    assert all(isinstance(s, Drainable) for s in sources)
+    covered = {t for s in sources for t in s.pending()}
+    assert covered == {"packets", "tls_records", "ws_frames", "ws_messages", "tcp_events",
+                       "http2_frames", "http2_streams", "http_requests", "sse_events"}
+
+
+class _ListSink:
+    def __init__(self) -> None:
+        self.chunks: list[tuple[str, int]] = []
+
+    def write(self, table: str, chunk: pd.DataFrame) -> None:
+        self.chunks.append((table, len(chunk)))
+
+
+def test_chunk_pump_drains_at_the_threshold() -> None:
+    sink = _ListSink()
+    buf = RowBuffer(WS_MESSAGES)
+
+    class Src:
+        def pending(self) -> dict[str, int]:
+            return {"ws_messages": len(buf)}
+
+        def drain(self, table: str) -> pd.DataFrame:
+            return buf.drain()
+
+    pump = ChunkPump(sink, chunk_rows=3)
+    pump.add(Src())
+    row = (1, 10, 0, None, "client_to_server", 0, "text", 1, 1, 10, 0.0, 6, 4, 0, False, None,
+           None, True, "fin", True, "hi", False, None)
+    for _ in range(2):
+        buf.append(row)
+    pump.poll()
+    assert sink.chunks == []
+    buf.append(row)
+    pump.poll()
+    assert sink.chunks == [("ws_messages", 3)] and len(buf) == 0
+    buf.append(row)
+    pump.flush()
+    assert sink.chunks == [("ws_messages", 3), ("ws_messages", 1)]
+    assert pump.rows == {"ws_messages": 4}
+
+
+def test_records_seal_and_columns() -> None:
+    rec = Records([("a", "q"), ("b", "i"), ("c", "b")], chunk_rows=2)
+    assert rec.row_bytes == 13 and rec.limit == 26
+    rec.buf += rec.pack(NA, -1, 1)
+    rec.seal()  # a single row: its field views count as contiguous, must still be copied
+    rec.buf += rec.pack(5, 7, 0)
+    rec.buf += rec.pack(6, 8, 1)
+    assert len(rec) == 3
+    rec.seal()
+    assert rec.column("a").tolist() == [NA, 5, 6]
+    assert rec.column("b").dtype == np.int32 and rec.column("b").tolist() == []  # taken
+    assert rec.column("c").tolist() == [1, 0, 1]
+    assert len(rec.buf) == 0
+
+
+def test_packets_builder_hands_rows_over() -> None:
+    """PacketsBuilder.frame() returns the rows held and forgets them: two calls give the
+    two halves, with the categories seen so far (the streaming contract)."""
+    path = _capture("demo.pcapng")
+    whole = pcaptools.load(path).packets
+    assert len(whole) == 321
+    from pcaptools.io import open_capture
+    from pcaptools.net.decode import PacketDecoder
+    from pcaptools.net.packet import TcpSegment
+
+    diag = Diagnostics()
+    dec, tr, pb = PacketDecoder(diag), TcpTracker(diag), PacketsBuilder(chunk_rows=7)
+    parts = []
+    with open_capture(path, diag) as reader:
+        for raw in reader.frames():
+            pkt = dec.decode(raw)
+            pb.add(raw, pkt, tr.segment(pkt) if type(pkt) is TcpSegment else None)
+            if raw.frame == 200:
+                assert pb.pending() == {"packets": 200}
+                parts.append(pb.drain())
+                assert len(pb) == 0
+    parts.append(pb.frame())
+    assert [len(p) for p in parts] == [200, 121]
+    joined = concat_tables(parts)  # categoricals: union of the categories
+    pd.testing.assert_frame_equal(joined, whole, check_categorical=False)
+    assert list(parts[1]["src"].cat.categories) == list(whole["src"].cat.categories)
+
+
+# ------------------------------------------------------------------ fast casts
+
+
+_INT = st.one_of(st.none(), st.integers(-(2**63) + 1, 2**63 - 1))
+_VALUES = {
+    "Int64": st.lists(_INT, max_size=20),
+    TS_DTYPE: st.lists(st.one_of(st.none(), st.integers(0, 2**62)), max_size=20),
+    "int64": st.lists(st.integers(-(2**63), 2**63 - 1), max_size=20),
+    "float64": st.lists(st.one_of(st.none(), st.floats(allow_nan=True), st.integers(-1000, 1000)),
+                        max_size=20),
+    "string": st.lists(st.one_of(st.none(), st.text(max_size=5)), max_size=20),
+    "boolean": st.lists(st.one_of(st.none(), st.booleans()), max_size=20),
+    "bool": st.lists(st.booleans(), max_size=20),
+    "category": st.lists(st.one_of(st.none(), st.sampled_from(["b", "a", "c"])), max_size=20),
+    "object": st.lists(st.one_of(st.none(), st.tuples(st.text(max_size=2), st.text(max_size=2))),
+                       max_size=5),
+}
+
+
+def _same(dtype: str, values: list[Any]) -> None:
+    col = Column("c", dtype, None, "")
+    try:
+        want = pd.Series(_cast_reference(list(values), col))
+    except (TypeError, ValueError, OverflowError) as exc:
+        with pytest.raises(type(exc)):
+            _cast(list(values), col)
+        return
+    got = pd.Series(_cast(list(values), col))
+    assert got.dtype == want.dtype
+    pd.testing.assert_series_equal(got, want, check_exact=True)
+
+
+@pytest.mark.parametrize("dtype", sorted(_VALUES))
+def test_fast_cast_equals_pandas(dtype: str) -> None:
+    @given(_VALUES[dtype])
+    def check(values: list[Any]) -> None:
+        _same(dtype, values)
+
+    check()
+
+
+@pytest.mark.parametrize(("dtype", "values"), [
+    ("Int64", [1, 2.0]), ("Int64", [True, None]), ("Int64", [1, pd.NA, float("nan")]),
+    ("Int64", [2**63]), ("Int64", np.array([1, None], dtype=object)),
+    ("Int64", np.array([3, 4], dtype=np.uint8)), (TS_DTYPE, [1, None, NA]),
+    (TS_DTYPE, np.array([5, NA])), ("string", [1, "a", None]), ("string", ["x", pd.NA]),
+    ("boolean", [1, 0, None]), ("float64", [1, None, "2.5"]),
+])
+def test_fast_cast_unusual_inputs(dtype: str, values: Any) -> None:
+    col = Column("c", dtype, None, "")
+    try:
+        want = pd.Series(_cast_reference(values, col))
+    except (TypeError, ValueError, OverflowError):
+        with pytest.raises((TypeError, ValueError, OverflowError)):
+            _cast(values, col)
+        return
+    got = pd.Series(_cast(values, col))
+    assert got.dtype == want.dtype
+    pd.testing.assert_series_equal(got, want, check_exact=True)
+
+
+def test_frame_copy_semantics() -> None:
+    """copy=True never shares an input array with the table; copy=False hands it over."""
+    a = np.arange(3, dtype=np.int64)
+    cols = {n: [None] * 3 for n in PACKETS.names}
+    cols.update({"frame": a, "ts": a, "frame_len": a, "cap_len": a, "interface": a})
+    df = PACKETS.frame(columns=cols)
+    assert not np.shares_memory(df["frame"].to_numpy(), a)
+    df2 = PACKETS.frame(columns=cols, copy=False)
+    assert np.shares_memory(df2["frame"].to_numpy(), a)
+    assert math.isnan(df2["ack_rtt_ms"].iloc[0])
