@@ -93,6 +93,21 @@ print(json.dumps({"frames": cap.summary.frames, "import_s": t1 - t0, "load_s": t
                                for n, df in cap.tables.items()}}))
 """
 
+PCAPTOOLS_OUT_CHILD = """
+import json, shutil, sys, tempfile, time
+t0 = time.perf_counter()
+import pcaptools
+t1 = time.perf_counter()
+out = tempfile.mkdtemp(prefix="pcaptools-bench-out-")
+try:
+    cap = pcaptools.load(sys.argv[1], out=out, **json.loads(sys.argv[2]))
+    t2 = time.perf_counter()
+    print(json.dumps({"frames": cap.summary.frames, "import_s": t1 - t0, "load_s": t2 - t1,
+                      "rows": dict(cap.rows), "table_mb": {}}))
+finally:
+    shutil.rmtree(out, ignore_errors=True)
+"""
+
 PYSHARK_CHILD = """
 import json, sys, time
 import pyshark
@@ -255,6 +270,9 @@ def tool_specs(cap: Path, keys: Path, work: Path, args: argparse.Namespace) -> l
          "key": "pcaptools_workers2",
          "argv": [py, "-c", PCAPTOOLS_CHILD, str(cap), json.dumps({**full, "workers": 2})],
          "kind": "pcaptools"},
+        {"name": "pcaptools out=DIR (all tables streamed to Parquet, key log)",
+         "key": "pcaptools_out",
+         "argv": [py, "-c", PCAPTOOLS_OUT_CHILD, str(cap), json.dumps(full)], "kind": "pcaptools"},
         {"name": "pcaptools packets=False", "key": "pcaptools_nopackets",
          "argv": [py, "-c", PCAPTOOLS_CHILD, str(cap), json.dumps({**full, "packets": False})],
          "kind": "pcaptools"},

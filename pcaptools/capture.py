@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from .analyses.heartbeats import websocket_heartbeats
+from ._eventcap import EventCap
 from .diagnostics import Diagnostics, ShardDiagnostics
 from .io import open_capture
 from .net.decode import PacketDecoder
@@ -206,6 +207,7 @@ def load(
     max_decompressed_bytes: int | None = None,
     show_secrets: bool = False,
     max_packet_rows: int | None = 2_000_000,
+    max_events_per_connection: int | None = None,
     workers: int = 1,
     shard: tuple[int, int] | None = None,
     out: str | os.PathLike[str] | None = None,
@@ -231,6 +233,9 @@ def load(
     first of them a ``table.packets_truncated`` warning, and every other table still covers every
     frame (None: no cap). The default bounds the table to ~0.65 GB of peak memory (~330 bytes a
     row while it is built): a pcap costs as little as 16 bytes a frame (docs/robustness.md).
+    ``max_events_per_connection`` caps the per-record rows (TLS records, HTTP/2 frames, SSE
+    events, WebSocket frames and messages) one connection adds; past it, one
+    ``table.events_truncated`` row (see :mod:`pcaptools._eventcap`; None: no cap).
     ``out=directory`` streams every table to ``directory/<table>.parquet`` while reading, in row
     groups of ``chunk_rows`` rows (the layout of :meth:`Capture.to_parquet`), so the peak
     memory does not grow with the number of packets, and returns a
@@ -255,7 +260,7 @@ def load(
             path, workers=workers, keylog=keylog, packets=packets, tls_records=tls_records,
             payloads=payloads, max_warnings_per_code=max_warnings_per_code,
             max_decompressed_bytes=max_decompressed_bytes, show_secrets=show_secrets,
-            max_packet_rows=max_packet_rows,
+            max_packet_rows=max_packet_rows, max_events_per_connection=max_events_per_connection,
         )
     diag = (Diagnostics(max_rows_per_code=max_warnings_per_code) if shard is None
             else ShardDiagnostics(shard, max_rows_per_code=max_warnings_per_code))
@@ -267,8 +272,13 @@ def load(
     dns_tracker = DnsTracker(diag) if payloads and (shard is None or shard[0] == 0) else None
     own_k, own_n = shard if shard is not None else (0, 1)
 
+    cap_events = (EventCap(max_events_per_connection, diag)
+                  if max_events_per_connection is not None else None)
+
     def emit(events: list[object]) -> None:
         if events:
+            if cap_events is not None:
+                events = cap_events(events)
             tls_builder.add(events)
             http_builder.add_all(events)
             ws_builder.add_all(events)

@@ -156,6 +156,15 @@ def build_parser() -> argparse.ArgumentParser:
         "table still covers them; 'none' keeps all",
     )
     p.add_argument(
+        "--max-events-per-connection",
+        type=_rows_or_none,
+        metavar="N|none",
+        default=None,
+        help="per-record rows (TLS records, HTTP/2 frames, SSE events, WebSocket frames and "
+        "messages) kept per connection; past N one table.events_truncated warning "
+        "(default: none, keep all)",
+    )
+    p.add_argument(
         "--max-decompressed-bytes",
         type=_size,
         metavar="SIZE",
@@ -466,6 +475,7 @@ def _load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """The load() options the command line sets (the same for every capture it reads)."""
     return {"keylog": args.keylog, "packets": not args.no_packets,
             "show_secrets": args.show_secrets, "max_packet_rows": args.max_packet_rows,
+            "max_events_per_connection": args.max_events_per_connection,
             "max_decompressed_bytes": args.max_decompressed_bytes}
 
 

@@ -77,7 +77,7 @@ LIMITS: tuple[Limit, ...] = (
         "bytes read after decompression (and from an uncompressed file); reading stops there "
         "and everything before is analysed. None: no limit. A guard against decompression "
         "bombs (2 GB of zeros gzip to 2 MB)",
-        "load(max_decompressed_bytes=...)",
+        "load(max_decompressed_bytes=...), pcap-report --max-decompressed-bytes",
     ),
     Limit(
         "largest record",
@@ -341,7 +341,19 @@ LIMITS: tuple[Limit, ...] = (
         "covers every frame. ~330 bytes a row of peak memory while the table is built, so "
         "the default bounds it to ~0.65 GB; a pcap costs as little as 16 bytes a frame on disk "
         "(a 66 KB gzip file can hold 4 million frames). None: no cap",
-        "load(max_packet_rows=...)",
+        "load(max_packet_rows=...), pcap-report --max-packet-rows",
+    ),
+    Limit(
+        "max_events_per_connection",
+        "pcaptools.capture:load(max_events_per_connection)",
+        "rows",
+        "table.events_truncated",
+        "per-record rows one connection adds to tls_records, http2_frames, sse_events, "
+        "ws_frames and ws_messages (a flood of 9-byte HTTP/2 frames or empty SSE events makes "
+        "millions): past it that connection's later ones are dropped (one warning), its summary "
+        "rows and TCP analysis are kept. None (default): no cap; load(out=...) keeps every row "
+        "with bounded memory instead",
+        "load(max_events_per_connection=...), pcap-report --max-events-per-connection",
     ),
     Limit(
         "report table rows",
@@ -349,7 +361,7 @@ LIMITS: tuple[Limit, ...] = (
         "rows",
         None,
         "rows shown per report table (the page says how many were left out)",
-        "write_report(max_table_rows=...)",
+        "write_report(max_table_rows=...), pcap-report --max-table-rows",
     ),
     Limit(
         "report timeline bars",

@@ -59,9 +59,11 @@ def load_parallel(path: str | os.PathLike[str], *, workers: int | None = None,
     if n <= 1:
         return load(path, **kwargs)
     cap_rows = int(kwargs.get("max_warnings_per_code", 1000))
-    with ProcessPoolExecutor(max_workers=n, mp_context=_context()) as pool:
-        futures = [pool.submit(_load_shard, os.fspath(path), (k, n), kwargs) for k in range(n)]
-        parts = [f.result() for f in futures]
+    # shards 1..n-1 in worker processes, shard 0 here meanwhile (its tables need no pickling)
+    with ProcessPoolExecutor(max_workers=n - 1, mp_context=_context()) as pool:
+        futures = [pool.submit(_load_shard, os.fspath(path), (k, n), kwargs) for k in range(1, n)]
+        parts = [_load_shard(os.fspath(path), (0, n), kwargs)]
+        parts += [f.result() for f in futures]
     return merge_shards(parts, max_warnings_per_code=cap_rows)
 
 
