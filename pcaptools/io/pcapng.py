@@ -289,6 +289,8 @@ class PcapngParser:
                         else:
                             q, r = divmod(ticks, tps)
                             ts = q * 1_000_000_000 + r * 1_000_000_000 // tps + off_ns
+                        if not TS_MIN_NS <= ts <= TS_MAX_NS:
+                            ts = _ts_out_of_range(ts, last_ts, frame, diag)
                         if ts < out_of_order_ref:
                             diag.add(
                                 "capture.timestamp_out_of_order",
@@ -452,6 +454,8 @@ class PcapngParser:
                     else:
                         q, r = divmod(ticks, tps)
                         ts = q * 1_000_000_000 + r * 1_000_000_000 // tps + off_ns
+                    if not TS_MIN_NS <= ts <= TS_MAX_NS:
+                        ts = _ts_out_of_range(ts, last_ts, frame, diag)
                     data = body[20 : 20 + caplen] if btype == BT_EPB else body[24 : 24 + caplen]
                 elif btype == BT_SPB:
                     if blen < 16:
@@ -562,3 +566,21 @@ def _options(body: bytes, start: int, bo: str) -> Iterator[tuple[int, bytes]]:
             return
         yield code, body[off + 4 : off + 4 + olen]
         off += 4 + olen + (-olen % 4)
+
+
+TS_MAX_NS = (1 << 63) - 1
+"""the latest time an int64 of nanoseconds holds (2262-04-11): what every table stores"""
+TS_MIN_NS = -(1 << 63)
+
+
+def _ts_out_of_range(ts: int, last_ts: int, frame: int, diag: Diagnostics) -> int:
+    """A packet time outside int64 nanoseconds (a huge timestamp, if_tsresol or if_tsoffset):
+    the frame gets the previous frame's time (0, the epoch, for the first) and a
+    ``capture.timestamp_out_of_range`` row says what the block said."""
+    diag.add(
+        "capture.timestamp_out_of_range",
+        f"frame {frame}: timestamp {ts / 1e9:.9g} s since the epoch is outside what nanoseconds "
+        f"in 64 bits hold (years 1677-2262); the frame gets the previous frame's time",
+        frame=frame, ts_ns=last_ts,
+    )
+    return last_ts

@@ -288,3 +288,14 @@ def test_table_script_cannot_open_or_close_a_script_element() -> None:
     # and the hostile strings come back intact from the JSON, for textContent
     rows = [r for t in report_tables(html) for r in t]
     assert any("<script>alert(1)</script>" in c for r in rows for c in r)
+
+
+def test_print_stylesheet_unrolls_tables_and_hides_controls() -> None:
+    """Printed (or saved as PDF), the report shows whole tables, no sticky navigation and no
+    paging controls, and keeps each chart on one page."""
+    html = mixed_html()
+    css = html[html.index("@media print {"):]
+    css = css[: css.index("\n}\n")]
+    assert "nav, .pt-controls, p.pt-nojs { display: none; }" in css
+    assert ".table-wrap { max-height: none; overflow: visible;" in css
+    assert ".plotly-graph-div" in css and "break-inside: avoid" in css

@@ -331,3 +331,33 @@ def test_pcapng_bomb_stops_at_the_first_bad_block_without_a_limit(
     assert codes(cap) == ["capture.bad_block"]
     assert cap.summary.frames == 18
     assert_good_unchanged(cap, load_bytes(tmp_path, prefix, "ref.pcapng"))
+
+
+def test_pcapng_timestamp_beyond_int64_nanoseconds(tmp_path: Path) -> None:
+    """An EPB whose time (ticks x if_tsresol + if_tsoffset) is past 2262: the frame keeps the
+    previous frame's time with a capture.timestamp_out_of_range row; later frames are normal.
+    (Found by the reader fuzz harness: the packets table used to raise OverflowError.)"""
+    import struct as _s
+
+    def block(btype: int, body: bytes) -> bytes:
+        n = 12 + len(body)
+        return _s.pack("<II", btype, n) + body + _s.pack("<I", n)
+
+    shb = block(0x0A0D0D0A, _s.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+    # if_tsresol = 0 (ticks are seconds)
+    idb = block(1, _s.pack("<HHI", 1, 0, 65535) + _s.pack("<HHB3x", 9, 1, 0) + _s.pack("<HH", 0, 0))
+    pkt = bytes(14) + bytes([0x45]) + bytes(19)  # Ethernet + a stub IPv4 header
+
+    def epb(seconds: int) -> bytes:
+        data = pkt + bytes(-len(pkt) % 4)
+        return block(6, _s.pack("<IIIII", 0, seconds >> 32, seconds & 0xFFFFFFFF, len(pkt),
+                                len(pkt)) + data)
+
+    path = tmp_path / "future.pcapng"
+    path.write_bytes(shb + idb + epb(1_700_000_000) + epb(10**13) + epb(1_700_000_002))
+    cap = pcaptools.load(path)
+    assert cap.summary.frames == 3
+    ts = cap.packets["ts"].astype("int64").tolist()
+    assert ts == [1_700_000_000 * 10**9, 1_700_000_000 * 10**9, 1_700_000_002 * 10**9]
+    w = cap.warnings[cap.warnings["code"] == "capture.timestamp_out_of_range"]
+    assert w["frame"].tolist() == [2]
