@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import dpkt

@@ -22,8 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from .analyses.heartbeats import websocket_heartbeats
 from ._eventcap import EventCap
+from .analyses.heartbeats import websocket_heartbeats
 from .diagnostics import Diagnostics, ShardDiagnostics
 from .io import open_capture
 from .net.decode import PacketDecoder
