@@ -65,23 +65,48 @@ ProgressCallback = Callable[[int, int], None]
 
 @dataclass(slots=True)
 class CaptureSummary:
-    """Headline facts about the capture file itself."""
+    """Headline facts about the capture file itself (also the one row per capture of
+    ``captures.parquet`` in exports, where ``extra`` is JSON text and ``linktypes`` a
+    comma-separated list)."""
 
     path: str
+    """the path given to load()"""
     file_size: int
+    """bytes on disk (compressed size for a compressed file)"""
     format: str
+    """pcap or pcapng"""
     compression: str | None
+    """gzip, bzip2, xz, zstd, or None"""
     linktypes: list[int]
+    """pcap/pcapng link-layer types (LINKTYPE_*) of the interfaces"""
     frames: int = 0
+    """frames read (Wireshark's last frame.number)"""
     first_ts_ns: int | None = None
+    """time of the first frame, integer ns since the epoch"""
     last_ts_ns: int | None = None
+    """time of the last frame, integer ns since the epoch"""
     wire_bytes: int = 0
+    """frame.len summed over every frame, bytes"""
     tcp_frames: int = 0
+    """frames carrying a TCP segment"""
     udp_frames: int = 0
+    """frames carrying a UDP datagram"""
     other_ip_frames: int = 0
+    """IP frames with another transport (ICMP, ...)"""
     non_ip_frames: int = 0
+    """frames without IP (ARP, LLDP, an unsupported link type...)"""
     tls_secrets: int = 0
+    """pcapng Decryption Secrets Blocks read"""
     extra: dict[str, object] = field(default_factory=dict)
+    """more facts, by key: ``warning_counts`` (code -> occurrences, also those beyond the row
+    cap), ``tcp_data_segments`` (TCP segments with payload), ``keylog`` (absolute path of the
+    key log given to load(), for :meth:`Capture.wireshark`), ``workers`` (processes of a
+    ``workers=N`` load); after :meth:`Capture.subset`: ``subset`` and
+    ``subset_display_filter`` (its filter in words and as a Wireshark display filter),
+    ``subset_connections`` (connections kept), ``subset_of_frames`` (frames of the whole
+    capture), ``subset_origin_ts_ns`` (the whole capture's first frame time, the origin of
+    ``start``/``end``), ``subset_counts`` (set when frame counts were estimated without a
+    packets table)"""
 
     @property
     def duration_s(self) -> float:

@@ -1025,6 +1025,16 @@ class WebSocketObserver:
                 m.utf8 = None
                 m.utf8_ok = False
 
+    def _stop_inflating(self, st: _Dir, m: _Msg, status: str) -> None:
+        """Message ``m`` is not decompressed further (``status``: limit / failed); with context
+        takeover the direction's shared context is lost too, so later compressed messages of
+        that direction are not decompressed either."""
+        m.decompress = status
+        m.z = None
+        if not self._no_takeover[st.d]:
+            st.z = None
+            st.z_broken = True
+
     def _inflate(self, st: _Dir, m: _Msg, data: bytes) -> None:
         z = m.z
         if z is None:
@@ -1039,11 +1049,7 @@ class WebSocketObserver:
                     m.zout += len(got)
                     self._content(m, got)
                 if m.zout > self._max_out:
-                    m.decompress = "limit"
-                    m.z = None
-                    if not self._no_takeover[st.d]:
-                        st.z = None
-                        st.z_broken = True
+                    self._stop_inflating(st, m, "limit")
                     ts, frame = self._last
                     self._report(
                         st, "ws.decompression_limit",
@@ -1062,11 +1068,7 @@ class WebSocketObserver:
                 if not got and buf:
                     return  # no progress possible (should not happen)
         except zlib.error as exc:
-            m.decompress = "failed"
-            m.z = None
-            if not self._no_takeover[st.d]:
-                st.z = None
-                st.z_broken = True
+            self._stop_inflating(st, m, "failed")
             ts, frame = self._last
             self._report(
                 st, "ws.decompress_failed",
@@ -1183,11 +1185,7 @@ class WebSocketObserver:
                     if m.decompress is None:
                         m.decompress = "ok"
                 else:
-                    m.decompress = "incomplete"
-                    m.z = None
-                    if not self._no_takeover[st.d]:
-                        st.z = None
-                        st.z_broken = True
+                    self._stop_inflating(st, m, "incomplete")
             m.z = None
         utf8_ok = m.utf8_ok
         dec = m.utf8
