@@ -88,6 +88,7 @@ t1 = time.perf_counter()
 cap = pcaptools.load(sys.argv[1], **json.loads(sys.argv[2]))
 t2 = time.perf_counter()
 print(json.dumps({"frames": cap.summary.frames, "import_s": t1 - t0, "load_s": t2 - t1,
+                  "accel": pcaptools._accel.summary(),
                   "rows": {n: len(df) for n, df in cap.tables.items()},
                   "table_mb": {n: df.memory_usage(deep=True).sum() / 1e6
                                for n, df in cap.tables.items()}}))
@@ -104,7 +105,7 @@ try:
     t2 = time.perf_counter()
     held = cap._memory  # the per-connection tables it keeps in memory; the others are files
     print(json.dumps({"frames": cap.summary.frames, "import_s": t1 - t0, "load_s": t2 - t1,
-                      "rows": dict(cap.rows),
+                      "accel": pcaptools._accel.summary(), "rows": dict(cap.rows),
                       "table_mb": {n: df.memory_usage(deep=True).sum() / 1e6
                                    for n, df in held.items()}}))
 finally:
@@ -175,6 +176,20 @@ TSHARK_HTTP2_FIELDS = (
     "http2.streamid", "http2.type", "http2.length", "http2.headers.method",
     "http2.headers.path", "http2.headers.status", "http.request.method", "http.response.code",
 )
+#: The fields behind pcaptools' tables, in one tshark pass with the key log: TCP analysis
+#: (connections, handshakes, retransmissions), TLS records and handshakes (version, cipher,
+#: SNI, ALPN), HTTP/2 frames and headers, HTTP/1.x requests and WebSocket frames. Metadata only.
+TSHARK_ALL_FIELDS = tuple(dict.fromkeys((
+    *TSHARK_TCP_FIELDS, "ipv6.src", "ipv6.dst", "tcp.analysis.initial_rtt",
+    *TSHARK_HTTP2_FIELDS, "tls.record.length", "tls.handshake.extensions_server_name",
+    "tls.handshake.ciphersuite", "tls.handshake.extensions.supported_version",
+    "tls.handshake.extensions_alpn_str", "http2.flags", "http2.headers.authority",
+    "http2.headers.content_type", "http.request.uri", "http.content_type", "websocket.opcode",
+    "websocket.fin", "websocket.payload_length",
+)))
+#: ... plus the message bodies that pcaptools' SSE and WebSocket tables parse (event data,
+#: message text): tshark prints them as hex.
+TSHARK_ALL_PAYLOAD_FIELDS = (*TSHARK_ALL_FIELDS, "http2.data.data", "http.file_data")
 
 
 def _fields(names: tuple[str, ...]) -> list[str]:
@@ -269,6 +284,10 @@ def tool_specs(cap: Path, keys: Path, work: Path, args: argparse.Namespace) -> l
     return [
         {"name": "pcaptools (all tables, key log)", "key": "pcaptools_full",
          "argv": [py, "-c", PCAPTOOLS_CHILD, str(cap), json.dumps(full)], "kind": "pcaptools"},
+        {"name": "pcaptools pure Python, no compiled modules (PCAPTOOLS_PURE=1)",
+         "key": "pcaptools_pure",
+         "argv": ["env", "PCAPTOOLS_PURE=1", py, "-c", PCAPTOOLS_CHILD, str(cap),
+                  json.dumps(full)], "kind": "pcaptools"},
         {"name": "pcaptools workers=2 (all tables, key log, 2 processes)",
          "key": "pcaptools_workers2",
          "argv": [py, "-c", PCAPTOOLS_CHILD, str(cap), json.dumps({**full, "workers": 2})],
@@ -291,6 +310,15 @@ def tool_specs(cap: Path, keys: Path, work: Path, args: argparse.Namespace) -> l
         {"name": "tshark + key log, TLS/HTTP/HTTP2 fields", "key": "tshark_keys_http2",
          "argv": ["tshark", "-r", str(cap), "-n", "-o", f"tls.keylog_file:{keys}", "-T",
                   "fields", *_fields(TSHARK_HTTP2_FIELDS)], "kind": "tshark", "out": fields_out},
+        {"name": "tshark + key log, the fields of every pcaptools table (metadata)",
+         "key": "tshark_keys_all",
+         "argv": ["tshark", "-r", str(cap), "-n", "-o", f"tls.keylog_file:{keys}", "-T",
+                  "fields", *_fields(TSHARK_ALL_FIELDS)], "kind": "tshark", "out": fields_out},
+        {"name": "tshark + key log, the same fields and the HTTP bodies (SSE/WebSocket text)",
+         "key": "tshark_keys_all_payload",
+         "argv": ["tshark", "-r", str(cap), "-n", "-o", f"tls.keylog_file:{keys}", "-T",
+                  "fields", *_fields(TSHARK_ALL_PAYLOAD_FIELDS)], "kind": "tshark",
+         "out": fields_out},
         {"name": f"pyshark JSON mode + key log ({args.pyshark_packets:,} packets, extrapolated)",
          "key": "pyshark_json",
          "argv": [py, "-c", PYSHARK_CHILD, str(cap), str(args.pyshark_packets), "json", str(keys)],
@@ -318,7 +346,7 @@ def measure_tool(spec: Tool, frames: int, file_size: int, repeats: int,
         if spec["kind"] == "pcaptools":
             info = json.loads(r["stdout"])
             row.update(frames=info["frames"], load_s=info["load_s"], import_s=info["import_s"],
-                       rows=info["rows"], table_mb=info["table_mb"])
+                       rows=info["rows"], table_mb=info["table_mb"], accel=info.get("accel"))
         elif spec["kind"] == "tshark":
             row["frames"] = _count_lines(spec["out"])
         else:
@@ -350,6 +378,7 @@ def measure_tool(spec: Tool, frames: int, file_size: int, repeats: int,
     if spec["kind"] == "pcaptools":
         res["load_s"] = statistics.median(r["load_s"] for r in runs)
         res["rows"] = runs[0]["rows"]
+        res["accel"] = runs[0].get("accel")
         res["table_mb"] = runs[0]["table_mb"]
     if spec["kind"] == "sample":
         res["sampled_packets"] = runs[0]["sampled_packets"]
@@ -670,7 +699,16 @@ def sec_profile(args: argparse.Namespace, res: dict[str, Any], log: Callable[[st
     argv = ["py-spy", "record", "-r", str(args.profile_rate), "--format", "raw", "-o", str(raw),
             "--", sys.executable, "-c", PCAPTOOLS_CHILD, str(cap), json.dumps(full)]
     log("profile: py-spy " + " ".join(argv[1:6]))
-    run_child(argv)
+    # pure Python: py-spy sees no frames inside the compiled modules
+    before = os.environ.get("PCAPTOOLS_PURE")
+    os.environ["PCAPTOOLS_PURE"] = "1"
+    try:
+        run_child(argv)
+    finally:
+        if before is None:
+            del os.environ["PCAPTOOLS_PURE"]
+        else:
+            os.environ["PCAPTOOLS_PURE"] = before
     shutil.copyfile(raw, HERE / "profile.raw.txt") if args.keep_raw_profile else None
     res["profile"] = summarise_profile(raw)
     write_profile_md(res["profile"], res)
@@ -732,7 +770,8 @@ def write_profile_md(prof: dict[str, Any], res: dict[str, Any]) -> None:
     cap = res.get("captures", {}).get("big", {})
     lines = [AUTO_START, "",
              f"py-spy, {prof['samples']:,} samples, `pcaptools.load(big.pcap, keylog=..., "
-             f"packets=True, tls_records=True, payloads=True)` on "
+             f"packets=True, tls_records=True, payloads=True)` with `PCAPTOOLS_PURE=1` (py-spy "
+             f"sees no Python frames inside compiled modules) on "
              f"{cap.get('file_size', 0) / 1e6:.0f} MB / {cap.get('frames', 0):,} frames "
              f"({_today()}). Shares are of the {prof['samples_in_load']:,} samples inside "
              f"`load()`; interpreter start-up and imports took the other "
@@ -875,12 +914,30 @@ def write_readme(res: dict[str, Any]) -> None:
                      f"{info['frames'] / t['cpu_s']:,.0f} | "
                      f"{info['file_size'] / t['cpu_s'] / 1e6:,.1f} | {_fmt(t['wall_s'])} | "
                      f"{_fmt(t.get('wall_min_s', 0))} | {_rss(t):,.0f} | {rel} |")
-        L.append("")
+        accel = {t["key"]: t["accel"] for t in tools["results"] if t.get("accel")}
+        if accel:
+            L += ["How the pcaptools runs imported their per-frame modules "
+                  "(`pcaptools._accel.summary()`; `scripts/build_accel.py` compiles them with "
+                  "Cython, `PCAPTOOLS_PURE=1` turns the build off): "
+                  + "; ".join(f"{k}: {v}" for k, v in accel.items()) + "."]
+        L += ["", "The tshark runs: `tshark_1pass` and `tshark_2pass` print the TCP analysis "
+              "fields; `tshark_keys_http2` decrypts and prints 12 TLS and HTTP fields; "
+              f"`tshark_keys_all` prints the {len(TSHARK_ALL_FIELDS)} fields behind pcaptools' "
+              "tables (TCP analysis, TLS handshakes and records, HTTP/2 frames and headers, "
+              "HTTP/1.x, WebSocket frames: the equivalent of `pcaptools_full` without the "
+              "bodies); `tshark_keys_all_payload` adds `http2.data.data` and `http.file_data`, "
+              "the bodies that pcaptools parses into SSE events and WebSocket messages (tshark "
+              "prints them as hex, which is much of its cost).", ""]
         ratios = []
         for a, b in (("pcaptools_full", "tshark_1pass"), ("pcaptools_full", "tshark_2pass"),
                      ("pcaptools_full", "tshark_keys_http2"),
+                     ("pcaptools_full", "tshark_keys_all"),
+                     ("pcaptools_full", "tshark_keys_all_payload"),
+                     ("pcaptools_pure", "tshark_keys_all"),
+                     ("pcaptools_full", "pcaptools_pure"),
                      ("pcaptools_workers2", "tshark_1pass"),
                      ("pcaptools_workers2", "tshark_keys_http2"),
+                     ("pcaptools_workers2", "tshark_keys_all"),
                      ("pcaptools_nopackets", "tshark_1pass"), ("pcaptools_full", "pyshark_json"),
                      ("pcaptools_full", "pyshark_default"), ("pcaptools_full", "scapy"),
                      ("pcaptools_full", "dpkt")):

@@ -14,6 +14,8 @@ def _run(name: str, args: list[str]) -> None:
     """Coverage-guided fuzzing of one harness with atheris (never returns: libFuzzer exits)."""
     import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
+    # atheris instruments Python bytecode: the compiled modules would give it no coverage
+    os.environ["PCAPTOOLS_PURE"] = "1"
     with atheris.instrument_imports(include=["pcaptools"]):
         import pcaptools
         import pcaptools.protocols.dispatch

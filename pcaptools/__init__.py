@@ -8,6 +8,10 @@
 
 from __future__ import annotations
 
+from . import _accel
+
+_accel.install()  # compiled per-frame modules, when built and matching their source
+
 from .capture import TABLES, Capture, CaptureSummary, load
 from .errors import (
     CaptureFormatError,

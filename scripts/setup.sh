@@ -3,6 +3,7 @@
 #   system packages: tshark (Wireshark 4.0.x on Debian 12: our reference), tcpdump; with --test
 #   also chromium (headless, for tests/report/test_browser.py)
 #   a virtualenv in .venv with pcaptools installed (editable) and the test dependencies
+#   the optional compiled per-frame modules (scripts/build_accel.py; skipped with PCAPTOOLS_PURE=1)
 # Usage: scripts/setup.sh [--test]     (--test also installs the test dependency group)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,4 +40,13 @@ if [ "${1:-}" = "--test" ]; then
   .venv/bin/python -m pip install -q -e ".[wireshark,parquet]" --group test
 else
   .venv/bin/python -m pip install -q -e .
+fi
+
+# Optional: compile the per-frame modules with Cython (same tables, ~20% less CPU; needs gcc and
+# the Python headers). Without them, or with PCAPTOOLS_PURE=1, pcaptools runs as pure Python.
+if [ -z "${PCAPTOOLS_PURE:-}" ] || [ "${PCAPTOOLS_PURE}" = "0" ]; then
+  if ! { .venv/bin/python -m pip install -q --group accel \
+         && .venv/bin/python scripts/build_accel.py --if-stale; }; then
+    echo "setup: compiled modules not built: pcaptools runs as pure Python (same results, slower)" >&2
+  fi
 fi

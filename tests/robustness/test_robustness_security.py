@@ -216,6 +216,7 @@ _FILE_ACCESS_ALLOWED = {
     "pcaptools/export.py",  # export(cap, directory) from the caller
     "pcaptools/many.py",  # capture files of a directory the caller gave
     "pcaptools/distributed.py",  # the same, across processes
+    "pcaptools/_accel.py",  # its own _compiled/manifest.json and the package's .py sources
     "pcaptools/wireshark.py",  # the capture / key log paths given; its tshark field cache in
     # $PCAPTOOLS_CACHE_DIR (else ~/.cache/pcaptools), named by a hash of tshark's path+version
 }

@@ -1,0 +1,147 @@
+"""Compiled copies of the per-frame modules, used only while they match their Python source.
+
+The Python modules are the source of truth and always work on their own. ``scripts/build_accel.py``
+compiles the modules in ``MODULES`` unchanged with Cython into ``pcaptools/_compiled/`` and
+records the SHA-256 of each source file it compiled in ``_compiled/manifest.json``. On import,
+``install()`` puts a finder in front of the normal ones that loads a compiled module only when
+the source file on disk still has the recorded hash, the interpreter's extension suffix matches
+and ``PCAPTOOLS_PURE`` is not set; anything else (no build, an edited or checked-out source, a
+build for another Python) imports the ``.py`` file as usual. So a stale build can never run code
+that differs from the source, and the test suite proves both ways give identical tables.
+
+``status()`` says, per module, which one was imported and why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+#: Modules compiled by ``scripts/build_accel.py``: the per-frame path of ``load()``.
+MODULES: tuple[str, ...] = (
+    "pcaptools.io.pcap",
+    "pcaptools.io.pcapng",
+    "pcaptools.net.decode",
+    "pcaptools.tcp.analysis",
+    "pcaptools.tcp.connstate",
+    "pcaptools.tcp.reassembly",
+    "pcaptools.tcp.tracker",
+    "pcaptools.tables.packets",
+    "pcaptools.tables.http_tables",
+    "pcaptools.tables.tls_tables",
+    "pcaptools.protocols.tls.observer",
+    "pcaptools.protocols.tls.records",
+    "pcaptools.protocols.http1",
+    "pcaptools.protocols.http2",
+    "pcaptools.protocols.sse",
+    "pcaptools.protocols.websocket",
+    "pcaptools.capture",
+)
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+BUILD_DIR = PACKAGE_DIR / "_compiled"
+MANIFEST = BUILD_DIR / "manifest.json"
+#: Set to any non-empty value other than "0" to import only the Python modules.
+PURE_ENV = "PCAPTOOLS_PURE"
+
+
+def source_path(module: str) -> Path:
+    """The ``.py`` file of a module (``pcaptools.tcp.analysis`` -> ``.../tcp/analysis.py``)."""
+    return PACKAGE_DIR.joinpath(*module.split(".")[1:]).with_suffix(".py")
+
+
+def compiled_path(module: str) -> Path:
+    """Where the build puts the extension of ``module`` for this interpreter."""
+    return BUILD_DIR / (module + importlib.machinery.EXTENSION_SUFFIXES[0])
+
+
+def source_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class _CompiledFinder(importlib.abc.MetaPathFinder):
+    """Finds the compiled extension of a module in ``MODULES`` while it matches its source."""
+
+    def __init__(self, manifest: dict[str, Any]) -> None:
+        self._sources: dict[str, str] = dict(manifest.get("sources", {}))
+        self.status: dict[str, str] = {}
+
+    def find_spec(self, fullname: str, path: Any = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self._sources:
+            return None
+        so = compiled_path(fullname)
+        if not so.is_file():
+            self.status[fullname] = "python: no build for this interpreter"
+            return None
+        try:
+            current = source_hash(source_path(fullname))
+        except OSError as e:
+            self.status[fullname] = f"python: source unreadable ({e.strerror})"
+            return None
+        if current != self._sources[fullname]:
+            self.status[fullname] = "python: source changed since the build"
+            return None
+        self.status[fullname] = "compiled"
+        return importlib.util.spec_from_file_location(fullname, so)
+
+
+_finder: _CompiledFinder | None = None
+_why_not: str = "not installed"
+
+
+def install() -> None:
+    """Put the finder in front of ``sys.meta_path`` (once); a no-op without a usable build."""
+    global _finder, _why_not
+    if _finder is not None or _why_not != "not installed":
+        return
+    if os.environ.get(PURE_ENV, "") not in ("", "0"):
+        _why_not = f"python: {PURE_ENV} is set"
+        return
+    try:
+        manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        _why_not = "python: not built (scripts/build_accel.py)"
+        return
+    except (OSError, ValueError) as e:
+        _why_not = f"python: unreadable {MANIFEST.name} ({e})"
+        return
+    _finder = _CompiledFinder(manifest)
+    sys.meta_path.insert(0, _finder)
+
+
+def status() -> dict[str, str]:
+    """Per module of ``MODULES``: ``"compiled"`` or ``"python: <why>"``, as imported now."""
+    out: dict[str, str] = {}
+    for m in MODULES:
+        mod = sys.modules.get(m)
+        if mod is not None and getattr(mod, "__file__", "").endswith(".py"):
+            if _finder is None:
+                out[m] = _why_not
+            else:
+                out[m] = _finder.status.get(m, "python: not in the build")
+        elif mod is not None:
+            out[m] = "compiled"
+        elif _finder is None:
+            out[m] = _why_not
+        else:
+            out[m] = _finder.status.get(m, "not imported yet")
+    return out
+
+
+def summary() -> str:
+    """One line for ``--version`` and the benchmark: how many of the modules run compiled."""
+    st = status()
+    n = sum(1 for v in st.values() if v == "compiled")
+    if n == len(st):
+        return f"compiled ({n} modules, Cython)"
+    reasons = sorted({v for v in st.values() if v != "compiled"})
+    return f"{n} of {len(st)} modules compiled; others {'; '.join(reasons)}"

@@ -1,0 +1,113 @@
+"""The optional compiled modules (pcaptools/_accel.py, scripts/build_accel.py).
+
+A compiled module is used only while its source has the hash recorded at build time; the tables
+of real captures are identical with and without the build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import pcaptools
+from pcaptools import _accel
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURES = ROOT / "captures"
+BUILT = _accel.MANIFEST.is_file()
+
+
+def _fresh_finder(tmp_path: Path, sources: dict[str, str]) -> _accel._CompiledFinder:
+    return _accel._CompiledFinder({"sources": sources})
+
+
+def test_module_list_names_real_source_files() -> None:
+    for m in _accel.MODULES:
+        assert _accel.source_path(m).is_file(), m
+        assert _accel.compiled_path(m).parent == _accel.BUILD_DIR
+
+
+def test_finder_ignores_modules_not_in_the_build(tmp_path: Path) -> None:
+    f = _fresh_finder(tmp_path, {})
+    assert f.find_spec("pcaptools.tcp.analysis") is None
+    assert f.find_spec("json") is None
+
+
+@pytest.mark.skipif(not BUILT, reason="no compiled build (scripts/build_accel.py)")
+def test_finder_refuses_a_build_whose_source_changed(tmp_path: Path) -> None:
+    m = "pcaptools.tcp.analysis"
+    stale = _fresh_finder(tmp_path, {m: "0" * 64})
+    assert stale.find_spec(m) is None
+    assert stale.status[m] == "python: source changed since the build"
+    good = _fresh_finder(tmp_path, {m: _accel.source_hash(_accel.source_path(m))})
+    spec = good.find_spec(m)
+    assert spec is not None and spec.origin == str(_accel.compiled_path(m))
+    assert good.status[m] == "compiled"
+
+
+def test_finder_without_a_file_for_this_interpreter(tmp_path: Path, monkeypatch) -> None:
+    m = "pcaptools.tcp.analysis"
+    monkeypatch.setattr(_accel, "BUILD_DIR", tmp_path)
+    f = _fresh_finder(tmp_path, {m: _accel.source_hash(_accel.source_path(m))})
+    assert f.find_spec(m) is None
+    assert f.status[m] == "python: no build for this interpreter"
+
+
+def _status_in_child(env: dict[str, str]) -> dict[str, str]:
+    code = ("import json, pcaptools, pcaptools._accel as a; "
+            "print(json.dumps(a.status()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, **env}, cwd=ROOT, timeout=120, check=True)
+    return json.loads(out.stdout)
+
+
+def test_pure_env_imports_python_modules() -> None:
+    st = _status_in_child({_accel.PURE_ENV: "1"})
+    assert set(st) == set(_accel.MODULES)
+    assert all(v == f"python: {_accel.PURE_ENV} is set" for v in st.values()), st
+
+
+@pytest.mark.skipif(not os.environ.get("PCAPTOOLS_REQUIRE_ACCEL"),
+                    reason="PCAPTOOLS_REQUIRE_ACCEL not set (CI sets it)")
+def test_ci_runs_the_compiled_build() -> None:
+    """In CI the suite must exercise the compiled modules, not silently fall back."""
+    assert _accel.summary().startswith("compiled"), _accel.status()
+
+
+_CASES = [("h2-sse-chat.pcapng", "h2-sse-chat.keys"), ("ws-tls.pcapng", "ws-tls.keys"),
+          ("http1-lossy.pcap", None), ("demo.pcapng", None)]
+
+
+@pytest.mark.skipif(not BUILT, reason="no compiled build (scripts/build_accel.py)")
+def test_compiled_and_python_give_identical_tables(tmp_path: Path) -> None:
+    """Every table of four real captures, compiled (this process) vs pure Python (a child)."""
+    assert _accel.summary().startswith("compiled"), _accel.status()
+    cases = [(str(CAPTURES / c), str(CAPTURES / k) if k else None) for c, k in _CASES]
+    for path, keys in cases:
+        assert Path(path).is_file(), path
+        if keys:
+            assert Path(keys).is_file(), keys
+    out = tmp_path / "pure.pkl"
+    code = ("import sys, pickle, pcaptools, pcaptools._accel as a\n"
+            "assert not any(v == 'compiled' for v in a.status().values())\n"
+            f"cases = {cases!r}\n"
+            "res = [pcaptools.load(p, keylog=k).tables for p, k in cases]\n"
+            f"open({str(out)!r}, 'wb').write(pickle.dumps(res))\n")
+    subprocess.run([sys.executable, "-c", code], env={**os.environ, _accel.PURE_ENV: "1"},
+                   cwd=ROOT, timeout=600, check=True)
+    pure = pickle.loads(out.read_bytes())
+    checked = 0
+    for (path, keys), want in zip(cases, pure, strict=True):
+        got = pcaptools.load(path, keylog=keys).tables
+        assert set(got) == set(want)
+        for name, df in want.items():
+            pd.testing.assert_frame_equal(got[name], df, check_exact=True, obj=f"{path}:{name}")
+            checked += len(df)
+    assert checked > 1_000  # rows compared, over all tables
