@@ -914,6 +914,7 @@ def write_readme(res: dict[str, Any]) -> None:
                      f"{info['frames'] / t['cpu_s']:,.0f} | "
                      f"{info['file_size'] / t['cpu_s'] / 1e6:,.1f} | {_fmt(t['wall_s'])} | "
                      f"{_fmt(t.get('wall_min_s', 0))} | {_rss(t):,.0f} | {rel} |")
+        L.append("")
         accel = {t["key"]: t["accel"] for t in tools["results"] if t.get("accel")}
         if accel:
             L += ["How the pcaptools runs imported their per-frame modules "

@@ -119,7 +119,8 @@ def install() -> None:
 
 
 def status() -> dict[str, str]:
-    """Per module of ``MODULES``: ``"compiled"`` or ``"python: <why>"``, as imported now."""
+    """Per module of ``MODULES``: ``"compiled"`` or ``"python: <why>"`` (as imported, or as it
+    would be imported)."""
     out: dict[str, str] = {}
     for m in MODULES:
         mod = sys.modules.get(m)
@@ -132,8 +133,9 @@ def status() -> dict[str, str]:
             out[m] = "compiled"
         elif _finder is None:
             out[m] = _why_not
-        else:
-            out[m] = _finder.status.get(m, "not imported yet")
+        else:  # not imported yet: what importing it would do
+            _finder.find_spec(m)
+            out[m] = _finder.status.get(m, "python: not in the build")
     return out
 
 
@@ -142,6 +144,6 @@ def summary() -> str:
     st = status()
     n = sum(1 for v in st.values() if v == "compiled")
     if n == len(st):
-        return f"compiled ({n} modules, Cython)"
-    reasons = sorted({v for v in st.values() if v != "compiled"})
-    return f"{n} of {len(st)} modules compiled; others {'; '.join(reasons)}"
+        return f"compiled: {n} of {n} per-frame modules (Cython)"
+    reasons = sorted({v.removeprefix("python: ") for v in st.values() if v != "compiled"})
+    return f"python: {n} of {len(st)} per-frame modules compiled ({'; '.join(reasons)})"

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import __version__
+from . import __version__, _accel
 from .analyses.summary import headline
 from .capture import Capture, load
 from .errors import PcapToolsError
@@ -213,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-q", "--quiet", action="store_true", help="no progress bar and no final summary line"
     )
-    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument("--version", action="version",
+                   version=f"%(prog)s {__version__} ({_accel.summary()})")
     return p
 
 
