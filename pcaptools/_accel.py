@@ -1,8 +1,9 @@
 """Compiled copies of the per-frame modules, used only while they match their Python source.
 
 The Python modules are the source of truth and always work on their own. ``scripts/build_accel.py``
-compiles the modules in ``MODULES`` unchanged with Cython into ``pcaptools/_compiled/`` and
-records the SHA-256 of each source file it compiled in ``_compiled/manifest.json``. On import,
+compiles the modules in ``MODULES`` with Cython into ``pcaptools/_compiled/`` and records the
+SHA-256 of each source it compiled (the ``.py`` and its ``.pxd``, if any) in
+``_compiled/manifest.json``. On import,
 ``install()`` puts a finder in front of the normal ones that loads a compiled module only when
 the source file on disk still has the recorded hash, the interpreter's extension suffix matches
 and ``PCAPTOOLS_PURE`` is not set; anything else (no build, an edited or checked-out source, a
@@ -63,8 +64,15 @@ def compiled_path(module: str) -> Path:
     return BUILD_DIR / (module + importlib.machinery.EXTENSION_SUFFIXES[0])
 
 
-def source_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def source_hash(module: str) -> str:
+    """SHA-256 of the module's ``.py`` source and, when there is one, its ``.pxd`` (Cython type
+    declarations beside it): what a compiled build of the module was made from."""
+    py = source_path(module)
+    h = hashlib.sha256(py.read_bytes())
+    pxd = py.with_suffix(".pxd")
+    if pxd.is_file():
+        h.update(b"\0pxd\0" + pxd.read_bytes())
+    return h.hexdigest()
 
 
 class _CompiledFinder(importlib.abc.MetaPathFinder):
@@ -83,7 +91,7 @@ class _CompiledFinder(importlib.abc.MetaPathFinder):
             self.status[fullname] = "python: no build for this interpreter"
             return None
         try:
-            current = source_hash(source_path(fullname))
+            current = source_hash(fullname)
         except OSError as e:
             self.status[fullname] = f"python: source unreadable ({e.strerror})"
             return None

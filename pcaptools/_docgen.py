@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -47,7 +48,51 @@ def tables_markdown() -> str:
         + "\n".join(schema.markdown() for schema in TABLES.values())
         + derived
         + "\n".join(schema.markdown() for schema in DERIVED)
+        + summary_markdown()
     )
+
+
+#: how export writes a CaptureSummary field that is not a plain scalar (export.summary_row)
+_SUMMARY_EXPORT_TYPE = {"linktypes": "text: comma-separated integers",
+                        "extra": "text: JSON object"}
+
+
+def _summary_fields() -> list[tuple[str, str, str]]:
+    """(name, annotation, docstring) of CaptureSummary's fields, read from capture.py's source
+    (the attribute docstrings are not kept at run time)."""
+    tree = ast.parse((Path(__file__).resolve().parent / "capture.py").read_text(encoding="utf-8"))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "CaptureSummary")
+    out = []
+    for stmt, nxt in zip(cls.body, [*cls.body[1:], None], strict=True):
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            doc = ""
+            if (isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
+                    and isinstance(nxt.value.value, str)):
+                doc = " ".join(nxt.value.value.split())
+            out.append((stmt.target.id, ast.unparse(stmt.annotation), doc))
+    return out
+
+
+def summary_markdown() -> str:
+    """``captures.parquet``: the CaptureSummary row written next to the tables by exports."""
+    lines = [
+        "\n# captures.parquet (`Capture.summary`)\n",
+        "`to_parquet`, `load(out=...)` and `pcaptools.distributed` write one row per capture "
+        "next to the tables: the fields of `Capture.summary` (`pcaptools.CaptureSummary`), plus "
+        "`duration_s`. For a `ManyCaptures`, `captures.parquet` is `ManyCaptures.summaries` "
+        "instead: `capture`, `path`, `format`, `compression`, `file_size`, `frames`, "
+        "`first_ts_ns`, `last_ts_ns`, `duration_s`, `wire_bytes`, `tcp_frames`, `udp_frames`, "
+        "`tcp_connections`, `warnings` and `error` (the message of a file that failed to load), "
+        "with the same meanings.\n",
+        "| column | type | meaning |",
+        "|---|---|---|",
+    ]
+    for name, ann, doc in _summary_fields():
+        kind = _SUMMARY_EXPORT_TYPE.get(name, ann.replace(" | None", " or null"))
+        lines.append(f"| `{name}` | {kind} | {doc} |")
+    lines.append("| `duration_s` | float | last_ts_ns - first_ts_ns, seconds "
+                 "(0.0 without frames) |")
+    return "\n".join(lines) + "\n"
 
 
 def anomalies_markdown() -> str:

@@ -52,7 +52,7 @@ def build(jobs: int) -> int:
         return 1
     t0 = time.monotonic()
     os.chdir(ROOT)
-    hashes = {m: accel.source_hash(accel.source_path(m)) for m in accel.MODULES}
+    hashes = {m: accel.source_hash(m) for m in accel.MODULES}
     with tempfile.TemporaryDirectory(prefix="pcaptools-accel-") as tmp:
         exts = [Extension(m, [str(accel.source_path(m).relative_to(ROOT))]) for m in accel.MODULES]
         exts = cythonize(exts, build_dir=str(Path(tmp) / "c"), nthreads=jobs, quiet=True,
@@ -77,7 +77,7 @@ def build(jobs: int) -> int:
             built = Path(cmd.get_ext_fullpath(m))
             shutil.copy2(built, staging / accel.compiled_path(m).name)
         # the sources must not have changed while they were compiling
-        if any(accel.source_hash(accel.source_path(m)) != h for m, h in hashes.items()):
+        if any(accel.source_hash(m) != h for m, h in hashes.items()):
             print("build_accel: a source file changed during the build; run it again",
                   file=sys.stderr)
             return 1
@@ -118,7 +118,7 @@ def _up_to_date() -> bool:
     except (OSError, ValueError, KeyError):
         return False
     return set(sources) == set(accel.MODULES) and all(
-        accel.compiled_path(m).is_file() and accel.source_hash(accel.source_path(m)) == h
+        accel.compiled_path(m).is_file() and accel.source_hash(m) == h
         for m, h in sources.items())
 
 

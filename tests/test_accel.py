@@ -46,7 +46,7 @@ def test_finder_refuses_a_build_whose_source_changed(tmp_path: Path) -> None:
     stale = _fresh_finder(tmp_path, {m: "0" * 64})
     assert stale.find_spec(m) is None
     assert stale.status[m] == "python: source changed since the build"
-    good = _fresh_finder(tmp_path, {m: _accel.source_hash(_accel.source_path(m))})
+    good = _fresh_finder(tmp_path, {m: _accel.source_hash(m)})
     spec = good.find_spec(m)
     assert spec is not None and spec.origin == str(_accel.compiled_path(m))
     assert good.status[m] == "compiled"
@@ -55,7 +55,7 @@ def test_finder_refuses_a_build_whose_source_changed(tmp_path: Path) -> None:
 def test_finder_without_a_file_for_this_interpreter(tmp_path: Path, monkeypatch) -> None:
     m = "pcaptools.tcp.analysis"
     monkeypatch.setattr(_accel, "BUILD_DIR", tmp_path)
-    f = _fresh_finder(tmp_path, {m: _accel.source_hash(_accel.source_path(m))})
+    f = _fresh_finder(tmp_path, {m: _accel.source_hash(m)})
     assert f.find_spec(m) is None
     assert f.status[m] == "python: no build for this interpreter"
 
