@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import pcaptools.cli as cli
-from pcaptools import __version__
+from pcaptools import __version__, _accel
 from pcaptools.analyses.summary import headline
 from pcaptools.errors import CaptureFormatError
 from tests.conftest import CAPTURES
@@ -178,7 +178,9 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as e:
         cli.main(["--version"])
     assert e.value.code == 0
-    assert capsys.readouterr().out == f"pcap-report {__version__}\n"
+    out = capsys.readouterr().out
+    assert out == f"pcap-report {__version__} ({_accel.summary()})\n"
+    assert f"{len(_accel.MODULES)} per-frame modules" in out  # compiled or not, it says which
 
 
 def test_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
