@@ -79,7 +79,11 @@ class _CompiledFinder(importlib.abc.MetaPathFinder):
     """Finds the compiled extension of a module in ``MODULES`` while it matches its source."""
 
     def __init__(self, manifest: dict[str, Any]) -> None:
-        self._sources: dict[str, str] = dict(manifest.get("sources", {}))
+        sources = manifest.get("sources") if isinstance(manifest, dict) else None
+        if not isinstance(sources, dict):
+            raise ValueError("no 'sources' object")
+        self._sources: dict[str, str] = {
+            str(m): str(h) for m, h in sources.items() if isinstance(h, str)}
         self.status: dict[str, str] = {}
 
     def find_spec(self, fullname: str, path: Any = None,
@@ -115,14 +119,14 @@ def install() -> None:
         _why_not = f"python: {PURE_ENV} is set"
         return
     try:
-        manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
+        finder = _CompiledFinder(json.loads(MANIFEST.read_text(encoding="utf-8")))
     except FileNotFoundError:
         _why_not = "python: not built (scripts/build_accel.py)"
         return
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, UnicodeDecodeError) as e:
         _why_not = f"python: unreadable {MANIFEST.name} ({e})"
         return
-    _finder = _CompiledFinder(manifest)
+    _finder = finder
     sys.meta_path.insert(0, _finder)
 
 

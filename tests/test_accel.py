@@ -60,6 +60,25 @@ def test_finder_without_a_file_for_this_interpreter(tmp_path: Path, monkeypatch)
     assert f.status[m] == "python: no build for this interpreter"
 
 
+@pytest.mark.parametrize("manifest", [[], {}, {"sources": ["a"]}, "x"])
+def test_a_garbled_manifest_is_refused(manifest: object) -> None:
+    with pytest.raises(ValueError):
+        _accel._CompiledFinder(manifest)  # type: ignore[arg-type]
+
+
+def test_install_with_a_garbled_manifest_stays_pure(tmp_path: Path, monkeypatch) -> None:
+    bad = tmp_path / "manifest.json"
+    bad.write_bytes(b"\xff{not json")
+    monkeypatch.setattr(_accel, "MANIFEST", bad)
+    monkeypatch.setattr(_accel, "_finder", None)
+    monkeypatch.setattr(_accel, "_why_not", "not installed")
+    monkeypatch.delenv(_accel.PURE_ENV, raising=False)
+    before = list(sys.meta_path)
+    _accel.install()
+    assert sys.meta_path == before
+    assert _accel._why_not.startswith("python: unreadable manifest.json")
+
+
 def _status_in_child(env: dict[str, str]) -> dict[str, str]:
     code = ("import json, pcaptools, pcaptools._accel as a; "
             "print(json.dumps(a.status()))")
