@@ -105,14 +105,14 @@ LIMITS: tuple[Limit, ...] = (
     ),
     Limit(
         "IP fragment datagrams in flight",
-        "pcaptools.net.decode:PacketDecoder(max_fragment_datagrams)",
+        "pcaptools.net.decode:MAX_FRAGMENT_DATAGRAMS",
         "datagrams",
         "net.ip_fragment_incomplete",
         "the oldest incomplete datagram is dropped to make room",
     ),
     Limit(
         "IP fragment bytes in flight",
-        "pcaptools.net.decode:PacketDecoder(max_fragment_bytes)",
+        "pcaptools.net.decode:MAX_FRAGMENT_BYTES",
         "bytes",
         "net.ip_fragment_incomplete",
         "bytes held by incomplete datagrams, all together",
@@ -126,7 +126,7 @@ LIMITS: tuple[Limit, ...] = (
     ),
     Limit(
         "fragment reassembly timeout",
-        "pcaptools.net.decode:PacketDecoder(fragment_timeout_ns)",
+        "pcaptools.net.decode:FRAGMENT_TIMEOUT_NS",
         "ns",
         "net.ip_fragment_incomplete",
         "an incomplete datagram older than this (capture time) is dropped",

@@ -5,11 +5,14 @@
     python scripts/build_accel.py --if-stale # only when a source changed (scripts/setup.sh)
     python scripts/build_accel.py --clean    # remove the build: pcaptools runs pure Python
 
-The modules (``pcaptools._accel.MODULES``) are compiled unchanged from their ``.py`` source; the
-source's SHA-256 goes into ``_compiled/manifest.json`` and pcaptools loads a compiled module only
-while its source still has that hash (see ``pcaptools/_accel.py``). Results are identical either
-way (tests/test_accel.py); the compiled build is about 20% faster on the benchmark capture
-(benchmarks/README.md). Exit status 0 on success, 1 when something needed is missing.
+The modules (``pcaptools._accel.MODULES``) are compiled from their unchanged ``.py`` source. A
+``.pxd`` beside a module (``net/decode.pxd``, ``tcp/analysis.pxd``, ``tcp/tracker.pxd``,
+``tables/packets.pxd``) adds Cython type declarations (extension types, C integer locals) without
+changing the ``.py``. The SHA-256 of each ``.py`` and its ``.pxd`` goes into
+``_compiled/manifest.json``, and pcaptools loads a compiled module only while its sources still
+have that hash (see ``pcaptools/_accel.py``). Results are identical either way
+(tests/test_accel.py); the speed-up is measured in benchmarks/README.md. Exit status 0 on
+success, 1 when something needed is missing.
 """
 
 from __future__ import annotations

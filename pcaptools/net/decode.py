@@ -62,6 +62,15 @@ SUPPORTED_LINKTYPES: frozenset[int] = frozenset(
 """LINKTYPE values :class:`PacketDecoder` decodes down to IP."""
 
 
+MAX_FRAGMENT_DATAGRAMS = 1024
+"""Default of ``PacketDecoder(max_fragment_datagrams=)``: incomplete IP datagrams held at once."""
+MAX_FRAGMENT_BYTES = 64 * 1024 * 1024
+"""Default of ``PacketDecoder(max_fragment_bytes=)``: bytes held by incomplete datagrams."""
+FRAGMENT_TIMEOUT_NS = 60_000_000_000
+"""Default of ``PacketDecoder(fragment_timeout_ns=)``: age (capture time) at which an incomplete
+datagram is dropped."""
+
+
 class PacketDecoder:
     """Decodes RawFrames into TcpSegment / UdpDatagram / IpPacket, or None when not IP.
 
@@ -78,9 +87,9 @@ class PacketDecoder:
         diag: Diagnostics,
         *,
         reassemble_fragments: bool = True,
-        max_fragment_datagrams: int = 1024,
-        max_fragment_bytes: int = 64 * 1024 * 1024,
-        fragment_timeout_ns: int = 60_000_000_000,
+        max_fragment_datagrams: int = MAX_FRAGMENT_DATAGRAMS,
+        max_fragment_bytes: int = MAX_FRAGMENT_BYTES,
+        fragment_timeout_ns: int = FRAGMENT_TIMEOUT_NS,
     ) -> None:
         self._diag = diag
         self._frag: FragmentReassembler | None = (

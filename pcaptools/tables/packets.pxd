@@ -1,0 +1,29 @@
+# Cython declarations for packets.py (an "augmenting .pxd": the .py file is the source and
+# runs unchanged without Cython). Used only by scripts/build_accel.py; pcaptools/_accel.py
+# hashes this file with the .py, so a stale build is never loaded.
+#
+# PacketsBuilder becomes an extension type, so add() (once per frame) reads the builder's
+# state as C struct fields. The only C integers are the TCP flags (9 bits), their category
+# code (an index into a 512-entry list, or -1) and tcp.len (bounded by a frame length); every
+# value packed into the row is converted back to the same Python int.
+
+import cython
+
+
+cdef class PacketsBuilder:
+    cdef public object max_rows
+    cdef public object last_frame
+    cdef public object truncated_at
+    cdef public object _diag
+    cdef public object records
+    cdef public dict codes
+    cdef public dict _addr_cache
+    cdef public tuple _dir_codes
+    cdef public list _flag_codes
+    cdef public bytearray _buf
+    cdef public object _pack
+    cdef public object _limit
+
+    @cython.locals(cache=dict, flags=cython.longlong, fcode=cython.longlong,
+                   seg_len=cython.longlong)
+    cpdef add(self, raw, pkt, a)

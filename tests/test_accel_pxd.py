@@ -1,0 +1,78 @@
+"""The Cython declarations (``.pxd`` beside a compiled module) match their ``.py`` source.
+
+An extension type has exactly the attributes its ``.pxd`` declares: an attribute added to a class
+in the ``.py`` but not to its ``.pxd`` would raise AttributeError in the compiled build only. This
+test needs no build: it reads both files. (Whether the build and the pure modules give identical
+tables is tests/test_accel.py.)
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from pcaptools import _accel
+
+_PXDS = [p for m in _accel.MODULES
+         if (p := _accel.source_path(m).with_suffix(".pxd")).is_file()]
+_CLASS = re.compile(r"cdef class (\w+)\s*:")
+_ATTR = re.compile(r"\s+cdef (?:public |readonly )?\w+(?: \w+)* (\w+)\s*$")
+
+
+def _pxd_classes(pxd: Path) -> dict[str, set[str]]:
+    """class name -> attribute names declared in the pxd"""
+    out: dict[str, set[str]] = {}
+    current: set[str] | None = None
+    for line in pxd.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = _CLASS.match(line)
+        if m:
+            current = out[m.group(1)] = set()
+        elif not line[0].isspace():
+            current = None  # the class body ended
+        elif current is not None and (a := _ATTR.match(line)):
+            current.add(a.group(1))
+    return out
+
+
+def _py_attributes(py: Path, cls: str) -> tuple[set[str], set[str] | None]:
+    """(names assigned as ``self.<name>`` in the class, its ``__slots__`` or None)"""
+    tree = ast.parse(py.read_text(encoding="utf-8"))
+    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    assigned: set[str] = set()
+    slots: set[str] | None = None
+    for n in ast.walk(node):
+        targets: list[ast.expr] = []
+        if isinstance(n, ast.Assign):
+            targets = list(n.targets)
+        elif isinstance(n, (ast.AnnAssign, ast.AugAssign)):
+            targets = [n.target]
+        for t in targets:
+            for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) \
+                        and e.value.id == "self":
+                    assigned.add(e.attr)
+    for n in node.body:
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__slots__"
+                                             for t in n.targets):
+            slots = set(ast.literal_eval(n.value))
+    return assigned, slots
+
+
+def test_there_are_pxd_files() -> None:
+    assert {p.name for p in _PXDS} >= {"analysis.pxd", "packets.pxd", "tracker.pxd"}
+
+
+@pytest.mark.parametrize("pxd", _PXDS, ids=lambda p: p.name)
+def test_pxd_attributes_match_the_python_class(pxd: Path) -> None:
+    classes = _pxd_classes(pxd)
+    assert classes, pxd
+    for cls, declared in classes.items():
+        assigned, slots = _py_attributes(pxd.with_suffix(".py"), cls)
+        assert assigned <= declared, (cls, sorted(assigned - declared))
+        if slots is not None:
+            assert slots == declared, (cls, sorted(slots ^ declared))
