@@ -42,7 +42,7 @@ else
   .venv/bin/python -m pip install -q -e .
 fi
 
-# Optional: compile the per-frame modules with Cython (same tables, ~20% less CPU; needs gcc and
+# Optional: compile the per-frame modules with Cython (same tables, a quarter less CPU; needs gcc and
 # the Python headers). Without them, or with PCAPTOOLS_PURE=1, pcaptools runs as pure Python.
 if [ -z "${PCAPTOOLS_PURE:-}" ] || [ "${PCAPTOOLS_PURE}" = "0" ]; then
   if ! { .venv/bin/python -m pip install -q --group accel \
