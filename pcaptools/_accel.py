@@ -103,7 +103,35 @@ class _CompiledFinder(importlib.abc.MetaPathFinder):
             self.status[fullname] = "python: source changed since the build"
             return None
         self.status[fullname] = "compiled"
-        return importlib.util.spec_from_file_location(fullname, so)
+        return importlib.util.spec_from_file_location(
+            fullname, so, loader=_CompiledLoader(self, fullname, so))
+
+
+class _CompiledLoader(importlib.machinery.ExtensionFileLoader):
+    """Loads a compiled module; when the file does not load (truncated by a full disk, built
+    against another ABI), runs the module's ``.py`` instead and says why in ``status()``."""
+
+    def __init__(self, finder: _CompiledFinder, name: str, so: Path) -> None:
+        super().__init__(name, str(so))
+        self._finder = finder
+        self._source: importlib.machinery.SourceFileLoader | None = None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        try:
+            return super().create_module(spec)
+        except ImportError as e:
+            self._finder.status[self.name] = f"python: the compiled file did not load ({e})"
+            self._source = importlib.machinery.SourceFileLoader(
+                self.name, str(source_path(self.name)))
+            return ModuleType(spec.name)  # filled by exec_module from the source
+
+    def exec_module(self, module: ModuleType) -> None:
+        if self._source is None:
+            super().exec_module(module)
+            return
+        module.__file__ = self._source.path
+        setattr(module, "__cached__", importlib.util.cache_from_source(self._source.path))  # noqa: B010
+        self._source.exec_module(module)
 
 
 _finder: _CompiledFinder | None = None

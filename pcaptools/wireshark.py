@@ -594,32 +594,12 @@ def wireshark(
     glossary = _glossary(os.path.realpath(tshark), version)
     known = glossary.lookup(field_list)
     ftypes = [known.get(f) or FieldType(f, "", "") for f in field_list]
-    cmd = tshark_command(
-        tshark,
-        p,
-        field_list,
-        display_filter,
-        keylog=key,
-        two_pass=two_pass,
-        decode_as=decode_as,
-        occurrence=occurrence,
-        max_frames=max_frames,
-        prefs=prefs,
-    )
+    opts: dict[str, Any] = {"keylog": key, "two_pass": two_pass, "decode_as": decode_as,
+                            "occurrence": occurrence, "prefs": prefs}
+    cmd = tshark_command(tshark, p, field_list, display_filter, max_frames=max_frames, **opts)
     if engine == "pyshark":
         # run tshark once on 1 frame first: bad fields/filters/options fail with our messages
-        probe = tshark_command(
-            tshark,
-            p,
-            field_list,
-            display_filter,
-            keylog=key,
-            two_pass=two_pass,
-            decode_as=decode_as,
-            occurrence=occurrence,
-            max_frames=1,
-            prefs=prefs,
-        )
+        probe = tshark_command(tshark, p, field_list, display_filter, max_frames=1, **opts)
         _run_fields(probe, field_list, timeout, display_filter, glossary)
         columns, warnings = _pyshark_columns(
             tshark, p, ftypes, display_filter, key, two_pass, decode_as, max_frames, prefs, timeout

@@ -84,13 +84,16 @@ def build(jobs: int) -> int:
             print("build_accel: a source file changed during the build; run it again",
                   file=sys.stderr)
             return 1
-        (staging / "manifest.json").write_text(json.dumps({
+        manifest = json.dumps({
             "cython": Cython.__version__, "python": sys.version.split()[0],
             "extension_suffix": accel.compiled_path(accel.MODULES[0]).name[
                 len(accel.MODULES[0]):],
-            "sources": hashes}, indent=1) + "\n", encoding="utf-8")
+            "sources": hashes}, indent=1) + "\n"
+        # the manifest goes in last: an interrupted copy (a full disk) leaves no manifest, so
+        # pcaptools ignores the half-copied build
         shutil.rmtree(accel.BUILD_DIR, ignore_errors=True)
         shutil.copytree(staging, accel.BUILD_DIR)
+        accel.MANIFEST.write_text(manifest, encoding="utf-8")
     print(f"build_accel: {len(accel.MODULES)} modules compiled into "
           f"{accel.BUILD_DIR.relative_to(ROOT)} in {time.monotonic() - t0:.0f} s")
     return 0

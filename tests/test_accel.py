@@ -6,6 +6,7 @@ of real captures are identical with and without the build.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pickle
@@ -77,6 +78,22 @@ def test_install_with_a_garbled_manifest_stays_pure(tmp_path: Path, monkeypatch)
     _accel.install()
     assert sys.meta_path == before
     assert _accel._why_not.startswith("python: unreadable manifest.json")
+
+
+def test_a_compiled_file_that_does_not_load_falls_back_to_the_source(
+        tmp_path: Path, monkeypatch) -> None:
+    """A truncated .so (a full disk during the build) must not make pcaptools unimportable."""
+    m = "pcaptools.tcp.analysis"
+    monkeypatch.setattr(_accel, "BUILD_DIR", tmp_path)
+    _accel.compiled_path(m).write_bytes(b"\x7fELF truncated")
+    f = _fresh_finder(tmp_path, {m: _accel.source_hash(m)})
+    spec = f.find_spec(m)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.__file__ == str(_accel.source_path(m))
+    assert mod.TcpAnalyzer.__name__ == "TcpAnalyzer" and mod.MAX_UNACKED_SEGMENTS > 0
+    assert f.status[m].startswith("python: the compiled file did not load")
 
 
 def _status_in_child(env: dict[str, str]) -> dict[str, str]:

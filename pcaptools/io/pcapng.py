@@ -283,14 +283,7 @@ class PcapngParser:
                         if caplen > maxlen:
                             break
                         frame += 1
-                        ticks = (hi << 32) | lo
-                        if ns_per_tick:
-                            ts = ticks * ns_per_tick + off_ns
-                        else:
-                            q, r = divmod(ticks, tps)
-                            ts = q * 1_000_000_000 + r * 1_000_000_000 // tps + off_ns
-                        if not TS_MIN_NS <= ts <= TS_MAX_NS:
-                            ts = _ts_out_of_range(ts, last_ts, frame, diag)
+                        ts = _block_ts(hi, lo, ns_per_tick, tps, off_ns, last_ts, frame, diag)
                         if ts < out_of_order_ref:
                             diag.add(
                                 "capture.timestamp_out_of_order",
@@ -448,14 +441,7 @@ class PcapngParser:
                         )
                         return
                     frame += 1
-                    ticks = (hi << 32) | lo
-                    if ns_per_tick:
-                        ts = ticks * ns_per_tick + off_ns
-                    else:
-                        q, r = divmod(ticks, tps)
-                        ts = q * 1_000_000_000 + r * 1_000_000_000 // tps + off_ns
-                    if not TS_MIN_NS <= ts <= TS_MAX_NS:
-                        ts = _ts_out_of_range(ts, last_ts, frame, diag)
+                    ts = _block_ts(hi, lo, ns_per_tick, tps, off_ns, last_ts, frame, diag)
                     data = body[20 : 20 + caplen] if btype == BT_EPB else body[24 : 24 + caplen]
                 elif btype == BT_SPB:
                     if blen < 16:
@@ -571,6 +557,23 @@ def _options(body: bytes, start: int, bo: str) -> Iterator[tuple[int, bytes]]:
 TS_MAX_NS = (1 << 63) - 1
 """the latest time an int64 of nanoseconds holds (2262-04-11): what every table stores"""
 TS_MIN_NS = -(1 << 63)
+
+
+def _block_ts(hi: int, lo: int, ns_per_tick: int, tps: int, off_ns: int, last_ts: int,
+              frame: int, diag: Diagnostics) -> int:
+    """The time of a packet block in ns since the epoch: its 64-bit tick count (``hi``,
+    ``lo``) in the interface's resolution (``ns_per_tick``, or ``tps`` ticks per second when a
+    tick is not a whole number of ns) plus its ``if_tsoffset`` (``off_ns``). Outside int64
+    nanoseconds: the previous frame's time, with a row (:func:`_ts_out_of_range`)."""
+    ticks = (hi << 32) | lo
+    if ns_per_tick:
+        ts = ticks * ns_per_tick + off_ns
+    else:
+        q, r = divmod(ticks, tps)
+        ts = q * 1_000_000_000 + r * 1_000_000_000 // tps + off_ns
+    if not TS_MIN_NS <= ts <= TS_MAX_NS:
+        return _ts_out_of_range(ts, last_ts, frame, diag)
+    return ts
 
 
 def _ts_out_of_range(ts: int, last_ts: int, frame: int, diag: Diagnostics) -> int:

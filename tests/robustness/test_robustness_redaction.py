@@ -33,6 +33,7 @@ from pcaptools.report import write_report
 from tests.conftest import CAPTURES
 from tests.protocols.http.helpers import PREFACE, FrameFactory
 from tests.robustness._build import C2S, S2C, Conv, codes, good_conv, later, pcap
+from tests.robustness._hostile import _ws_frame
 
 # --------------------------------------------------------------------------- the functions
 
@@ -150,14 +151,6 @@ SECRETS = (K_QUERY, K_LOCATION_SIG, K_LOCATION_CRED, K_H2_PATH, K_REFERER, K_WS_
            K_WS_PROTO, K_WS_SELECTED)  # fmt: skip
 WS_KEY = "dGhlIHNhbXBsZSBub25jZQ=="
 WS_ACCEPT = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
-
-
-def _ws_frame(payload: bytes, opcode: int = 1, mask: bytes | None = None) -> bytes:
-    head = bytes([0x80 | opcode, (0x80 if mask else 0) | len(payload)])
-    if mask:
-        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-        head += mask
-    return head + payload
 
 
 def credentials_capture_bytes() -> bytes:
