@@ -75,6 +75,11 @@ CATALOGUE: dict[str, str] = {
     "http2.resynchronised": "HTTP/2 frame alignment was found heuristically after skipping bytes (capture started mid-connection or after a gap)",
     "http2.desynced": "HTTP/2 frame alignment could not be found within the search budget; the rest of that direction is only counted",
     "http2.truncated_frame": "the connection closed (or the capture ended) in the middle of an HTTP/2 frame",
+    # http bodies (either version)
+    "http.content_decoding_failed": "a response body's Content-Encoding stream (gzip, deflate, br, zstd) is corrupt, or the body ended before that stream did; what was decoded before is kept (SSE events included), the rest of the body is not decoded",
+    "http.content_decoding_limit": "a response body decoded to more than the per-body limit (64 MiB by default); decoding stopped there (a decompression bomb is reported, not inflated)",
+    "http.content_decoding_gap": "bytes of a content-encoded response body were not captured; a compressed stream cannot resume after a hole, so the rest of the body is not decoded (nor its SSE events)",
+    "http.content_encoding_unsupported": "a response body uses a Content-Encoding pcaptools does not decode (not gzip, deflate, br, zstd or identity); its bytes are counted, not parsed (no SSE events)",
     # dns
     "dns.malformed": "a UDP port 53 message could not be decoded as DNS (cut short, bad name compression, counts beyond the data); its id and question still take part in matching when readable",
     # server-sent events
@@ -120,7 +125,7 @@ class Anomaly:
     direction: str | None
     """'client_to_server' / 'server_to_client', if it belongs to one direction"""
     layer: str
-    """first part of the code: capture, net, tcp, tls, http1, http2, sse, ws"""
+    """first part of the code: capture, net, tcp, tls, http1, http2, http, sse, ws..."""
     code: str
     """stable dotted code from :data:`CATALOGUE`"""
     detail: str

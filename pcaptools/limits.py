@@ -290,6 +290,24 @@ LIMITS: tuple[Limit, ...] = (
         "bytes searched for frame alignment after a gap",
     ),
     Limit(
+        "decoded HTTP body",
+        "pcaptools.protocols.content_coding:DEFAULT_MAX_DECODED_BYTES",
+        "bytes",
+        "http.content_decoding_limit",
+        "bytes one content-encoded (gzip, deflate, br, zstd) response body may decode to, and "
+        "each stage of a stacked coding; decoding of that body stops there (what was decoded, "
+        "SSE events included, is kept) and response_decoded_bytes stops counting",
+        "Http1Observer(max_decoded_body_bytes=...), Http2Observer(max_decoded_body_bytes=...)",
+    ),
+    Limit(
+        "zstd window of an HTTP body",
+        "pcaptools.protocols.content_coding:_ZSTD_MAX_WINDOW",
+        "bytes",
+        "http.content_decoding_failed",
+        "largest zstd window accepted in a Content-Encoding: zstd body (RFC 9659 §3); a frame "
+        "asking for more is not decoded",
+    ),
+    Limit(
         "SSE line / event data",
         "pcaptools.protocols.sse:DEFAULT_MAX_LINE_BYTES",
         "bytes",

@@ -38,8 +38,10 @@ from dataclasses import dataclass
 from ..diagnostics import Diagnostics
 from ..redaction import redact_url
 from ._base import Direction, Observer, StreamChunk
+from .body import Body, open_body
+from .content_coding import DEFAULT_MAX_DECODED_BYTES
 from .http2 import H2cUpgrade, Http2Observer
-from .sse import DEFAULT_MAX_LINE_BYTES, SseParser
+from .sse import DEFAULT_MAX_LINE_BYTES
 
 __all__ = [
     "Http1Observer",
@@ -175,6 +177,14 @@ class HttpResponse:
     """packet that completed the message (tshark's ``http.response`` frame); None if incomplete"""
     end_ts_ns: int | None
     complete: bool
+    content_encoding: str | None = None
+    """the Content-Encoding header as sent (field lines joined with ", "); None if absent"""
+    decoded_body_bytes: int | None = None
+    """body bytes after content decoding (up to where decoding stopped); for an identity body
+    ``body_bytes``; None when the body was not decoded (unsupported coding)"""
+    content_decoding: str | None = None
+    """identity, decoded, corrupt, truncated, gap, limit, unsupported, incomplete (see
+    :attr:`pcaptools.protocols.body.Body.status`); None when no body byte was seen"""
 
     def header(self, name: str) -> str | None:
         """First value of header ``name`` (case-insensitive), or None."""
@@ -237,6 +247,7 @@ def _header(headers: Headers, name: str) -> str | None:
 
 class _Msg:
     __slots__ = (
+        "body",
         "body_bytes",
         "chunked",
         "complete",
@@ -248,7 +259,6 @@ class _Msg:
         "headers",
         "method",
         "reason",
-        "sse",
         "start_frame",
         "start_ts",
         "status",
@@ -275,7 +285,8 @@ class _Msg:
         self.version = ""
         self.status = 0
         self.reason = ""
-        self.sse: SseParser | None = None
+        self.body: Body | None = None
+        """content decoding and the body's parser (SSE); None: the body is only counted"""
 
     def request(self) -> HttpRequest:
         return HttpRequest(
@@ -296,7 +307,17 @@ class _Msg:
             complete=self.complete,
         )
 
+    def decoding(self) -> tuple[str | None, int | None, str | None]:
+        """(content_encoding, decoded_body_bytes, content_decoding) of the body so far"""
+        body = self.body
+        if body is None or body.decoder is None:
+            enc = body.encoding if body is not None else _header(self.headers, "content-encoding")
+            has_body = self.body_bytes > 0
+            return enc, self.body_bytes, "identity" if has_body else None
+        return body.encoding, body.decoded_bytes, body.status
+
     def response(self) -> HttpResponse:
+        enc, decoded, status = self.decoding()
         return HttpResponse(
             status=self.status,
             reason=self.reason,
@@ -314,6 +335,9 @@ class _Msg:
             end_frame=self.end_frame,
             end_ts_ns=self.end_ts,
             complete=self.complete,
+            content_encoding=enc,
+            decoded_body_bytes=decoded,
+            content_decoding=status,
         )
 
 
@@ -395,7 +419,8 @@ class Http1Observer:
     ``websocket_factory(request, response)`` builds the observer of a connection upgraded to
     WebSocket (None: its bytes are only counted); ``midstream`` says the capture began inside
     the connection (search for a start line; positions unknown); ``max_head_bytes`` bounds a
-    header section; ``sse_max_line_bytes`` bounds the SSE parser.
+    header section; ``sse_max_line_bytes`` bounds the SSE parser; ``max_decoded_body_bytes``
+    bounds the decoded bytes of one content-encoded response body.
 
     ``feed``/``gap``/``close`` follow :class:`~pcaptools.protocols._base.Observer`; call
     ``close(..., at_eof=True)`` (or :meth:`finish`) at the end of the capture. Once both
@@ -411,6 +436,7 @@ class Http1Observer:
         midstream: bool = False,
         max_head_bytes: int = 256 << 10,
         sse_max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_decoded_body_bytes: int = DEFAULT_MAX_DECODED_BYTES,
     ) -> None:
         self.tcp_stream = tcp_stream
         self.diag = diag if diag is not None else Diagnostics()
@@ -418,6 +444,7 @@ class Http1Observer:
         self._midstream = midstream
         self._max_head = max_head_bytes
         self._sse_max = sse_max_line_bytes
+        self._max_decoded = max_decoded_body_bytes
         self._sides = (_Side(C2S), _Side(S2C))
         self._awaiting: deque[_Exchange] = deque()
         """exchanges whose final response head has not been seen, in request order"""
@@ -581,8 +608,8 @@ class Http1Observer:
             # inside a body whose extent is known: still in step
             msg.body_bytes += nbytes
             msg.wire_bytes += nbytes
-            if msg.sse is not None:
-                msg.sse.gap(ts, frame)
+            if msg.body is not None:
+                msg.body.gap(nbytes, ts, frame)
             if mode != _BODY_CLOSE:
                 side.remaining -= nbytes
                 if side.remaining == 0:
@@ -799,8 +826,8 @@ class Http1Observer:
             return
         msg.body_bytes += take
         msg.wire_bytes += take
-        if msg.sse is not None:
-            out += msg.sse.feed(bytes(buf[pos : pos + take]), ts, frame)
+        if msg.body is not None:
+            out += msg.body.feed(bytes(buf[pos : pos + take]), ts, frame)
 
     def _bad(self, side: _Side, detail: str, ts: int, frame: int, out: list[object]) -> None:
         """Report, abandon the message, and search for the next start line in what follows
@@ -822,8 +849,8 @@ class Http1Observer:
         msg, ex = side.msg, side.ex
         if msg is not None and ex is not None:
             ex.desynced = True
-            if msg.sse is not None:
-                msg.sse.gap(ts, frame)
+            if msg.body is not None:
+                msg.body.gap(0, ts, frame)
             if side.d == S2C:
                 self._try_emit(ex, ts, frame, side.d, out, force=True)
         side.msg = None
@@ -958,14 +985,15 @@ class Http1Observer:
                 client, out
             )  # the upgrade was declined: what the client sent since is HTTP/1.x
         method = req.method.upper() if req is not None else ""
-        ct = _header(msg.headers, "content-type")
-        if ct is not None and ct.split(";", 1)[0].strip().lower() == "text/event-stream":
-            msg.sse = SseParser(
+        if status != 101 and status not in (204, 304) and method != "HEAD":
+            msg.body = open_body(
+                msg.headers,
                 tcp_stream=self.tcp_stream,
                 request_index=ex.index,
                 direction=side.d,
                 diag=self.diag,
-                max_line_bytes=self._sse_max,
+                sse_max_line_bytes=self._sse_max,
+                max_decoded_bytes=self._max_decoded,
             )
         if status == 101 or (method == "CONNECT" and 200 <= status < 300):
             proto = (
@@ -1029,8 +1057,8 @@ class Http1Observer:
             return
         msg.complete = True
         msg.end_ts, msg.end_frame = ts, frame
-        if msg.sse is not None:
-            msg.sse.close(ts, frame)
+        if msg.body is not None:
+            out += msg.body.close(ts, frame)
         if side.d == C2S:
             if ex.switch is not None:
                 self._switch_client(ex, out, take_buf=False)
@@ -1067,7 +1095,7 @@ class Http1Observer:
                 reason = "complete"
             else:
                 reason = "connection_closed"
-        sse = resp.sse.count if resp is not None and resp.sse is not None else 0
+        sse = resp.body.sse_count if resp is not None and resp.body is not None else 0
         out.append(
             HttpExchange(
                 ts_ns=ts,
@@ -1108,6 +1136,7 @@ class Http1Observer:
                 diag=self.diag,
                 upgrade=self._h2c(req),
                 sse_max_line_bytes=self._sse_max,
+                max_decoded_body_bytes=self._max_decoded,
             )
         elif proto == "websocket" and self._ws_factory is not None and msg is not None:
             inner = self._ws_factory(req.request() if req is not None else None, msg.response())
@@ -1250,10 +1279,10 @@ class Http1Observer:
                 self._report(
                     side, "http1.truncated_message", f"{what} {index} ended {where}", ts, frame
                 )
-            if msg.sse is not None:
-                msg.sse.close(ts, frame, at_eof=at_eof)
-        elif msg is not None and msg.sse is not None:
-            msg.sse.close(ts, frame, at_eof=at_eof)
+            if msg.body is not None:
+                out += msg.body.close(ts, frame, at_eof=at_eof, complete=False)
+        elif msg is not None and msg.body is not None:
+            out += msg.body.close(ts, frame, at_eof=at_eof)
         elif mode == _HEAD and side.buf.strip(b"\r\n") and not at_eof:
             what = "request" if side.d == C2S else "response"
             self._report(

@@ -50,7 +50,9 @@ from hpack import Decoder
 
 from ..diagnostics import Diagnostics
 from ._base import Direction, StreamChunk
-from .sse import DEFAULT_MAX_LINE_BYTES, SseParser
+from .body import Body, open_body
+from .content_coding import DEFAULT_MAX_DECODED_BYTES
+from .sse import DEFAULT_MAX_LINE_BYTES
 
 __all__ = [
     "ERROR_CODES",
@@ -301,6 +303,14 @@ class Http2StreamEnded:
     rst_error_code: int | None
     rst_by: Direction | None
     sse_events: int
+    content_encoding: str | None = None
+    """the response's content-encoding header as sent (field lines joined with ", ")"""
+    decoded_body_bytes: int | None = None
+    """response DATA bytes after content decoding (up to where decoding stopped); for an
+    identity body ``server_data_bytes``; None when not decoded (unsupported coding)"""
+    content_decoding: str | None = None
+    """identity, decoded, corrupt, truncated, gap, limit, unsupported, incomplete (see
+    :attr:`pcaptools.protocols.body.Body.status`); None when no response DATA byte was seen"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -382,6 +392,7 @@ class H2cUpgrade:
 class _Stream:
     __slots__ = (
         "authority",
+        "body",
         "client_data",
         "client_ended",
         "client_frames",
@@ -412,7 +423,6 @@ class _Stream:
         "server_ended",
         "server_frames",
         "server_hdr",
-        "sse",
         "stalled",
         "status",
         "window",
@@ -451,7 +461,8 @@ class _Stream:
         self.server_frames = 0
         self.client_ended = False
         self.server_ended = False
-        self.sse: SseParser | None = None
+        self.body: Body | None = None
+        """content decoding and the parser (SSE) of the response body; None: only counted"""
         self.window = [window[0], window[1]]
         self.stalled = [False, False]
 
@@ -642,7 +653,8 @@ class Http2Observer:
     ``tcp_stream`` and ``diag`` label the events and anomalies; ``upgrade`` starts an h2c
     connection handed over by the HTTP/1.1 observer; ``midstream`` says the capture began
     inside the connection (search for frame alignment instead of expecting the preface);
-    ``sse_max_line_bytes`` bounds the SSE parsers; ``hunt_budget`` bounds the alignment search.
+    ``sse_max_line_bytes`` bounds the SSE parsers; ``max_decoded_body_bytes`` the decoded
+    bytes of one content-encoded response body; ``hunt_budget`` bounds the alignment search.
 
     ``feed``/``gap``/``close`` follow :class:`~pcaptools.protocols._base.Observer`. Call
     ``close`` for each direction when it ends (FIN/RST); at the end of the capture call
@@ -659,12 +671,14 @@ class Http2Observer:
         upgrade: H2cUpgrade | None = None,
         midstream: bool = False,
         sse_max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_decoded_body_bytes: int = DEFAULT_MAX_DECODED_BYTES,
         hunt_budget: int = 1 << 20,
     ) -> None:
         self.tcp_stream = tcp_stream
         self._midstream = midstream
         self.diag = diag if diag is not None else Diagnostics()
         self._sse_max = sse_max_line_bytes
+        self._max_decoded = max_decoded_body_bytes
         self._hunt_budget = hunt_budget
         self._dirs = (_Dir(Direction.CLIENT_TO_SERVER), _Dir(Direction.SERVER_TO_CLIENT))
         self._streams: dict[int, _Stream] = {}
@@ -792,8 +806,8 @@ class Http2Observer:
         # alignment lost: partial frames and header blocks are gone, and so is HPACK state
         if st.mode == _M_DATA:
             s = self._streams.get(st.cur_sid)
-            if s is not None and s.sse is not None:
-                s.sse.gap(ts_ns, frame)
+            if s is not None and s.body is not None:
+                s.body.gap(0, ts_ns, frame)
         st.buf.clear()
         st.hb = None
         st.hpack_reset = True
@@ -1109,8 +1123,8 @@ class Http2Observer:
             s.server_data += use
             if s.first_data_ts is None:
                 s.first_data_ts = ts
-            if s.sse is not None:
-                out += s.sse.feed(bytes(buf[pos : pos + use]), ts, frame)
+            if s.body is not None:
+                out += s.body.feed(bytes(buf[pos : pos + use]), ts, frame)
 
     def _data_gap(self, st: _Dir, nbytes: int, ts: int, frame: int) -> None:
         if st.cur_pad_pending:
@@ -1125,8 +1139,8 @@ class Http2Observer:
                 s.client_data += use
             else:
                 s.server_data += use
-                if s.sse is not None:
-                    s.sse.gap(ts, frame)
+                if s.body is not None:
+                    s.body.gap(use, ts, frame)
 
     def _end_body(self, st: _Dir, ts: int, frame: int, out: list[object]) -> None:
         st.mode = _M_HEADER
@@ -1610,19 +1624,16 @@ class Http2Observer:
                     s.resp_frame = frame
                     s.resp_ts = ts
                     if headers is not None:
-                        ct = _header_value(headers, "content-type")
-                        s.content_type = ct
-                        if (
-                            ct is not None
-                            and ct.split(";", 1)[0].strip().lower() == "text/event-stream"
-                        ):
-                            s.sse = SseParser(
-                                tcp_stream=self.tcp_stream,
-                                stream_id=s.id,
-                                direction=st.d,
-                                diag=self.diag,
-                                max_line_bytes=self._sse_max,
-                            )
+                        s.content_type = _header_value(headers, "content-type")
+                        s.body = open_body(
+                            headers,
+                            tcp_stream=self.tcp_stream,
+                            stream_id=s.id,
+                            direction=st.d,
+                            diag=self.diag,
+                            sse_max_line_bytes=self._sse_max,
+                            max_decoded_bytes=self._max_decoded,
+                        )
         if end_stream:
             self._end_side(st, s, ts, frame, out)
 
@@ -1743,8 +1754,8 @@ class Http2Observer:
                 s.req_end_ts = ts
         else:
             s.server_ended = True
-            if s.sse is not None:
-                s.sse.close(ts, frame)
+            if s.body is not None:
+                out += s.body.close(ts, frame)
         if s.server_ended and (s.client_ended or s.partial):
             self._end_stream(s, "end_stream", ts, frame, st.d, out)
 
@@ -1766,8 +1777,17 @@ class Http2Observer:
             del self._recently_closed[next(iter(self._recently_closed))]
         if not s.idle:
             self._open_streams -= 1
-        if s.sse is not None and not s.server_ended:
-            s.sse.close(ts, frame, at_eof=reason == "open_at_eof")
+        body = s.body
+        if body is not None and not s.server_ended:
+            out += body.close(ts, frame, at_eof=reason == "open_at_eof", complete=False)
+        if body is None or body.decoder is None:
+            enc = body.encoding if body is not None else _header_value(
+                s.resp_headers or (), "content-encoding"
+            )
+            decoded: int | None = s.server_data
+            decoding = "identity" if s.server_data else None
+        else:
+            enc, decoded, decoding = body.encoding, body.decoded_bytes, body.status
         out.append(
             Http2StreamEnded(
                 ts_ns=ts,
@@ -1806,7 +1826,10 @@ class Http2Observer:
                 end_reason=reason,
                 rst_error_code=rst_code,
                 rst_by=rst_by,
-                sse_events=s.sse.count if s.sse is not None else 0,
+                sse_events=body.sse_count if body is not None else 0,
+                content_encoding=enc,
+                decoded_body_bytes=decoded,
+                content_decoding=decoding,
             )
         )
 

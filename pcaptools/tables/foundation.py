@@ -195,7 +195,7 @@ WARNINGS = TableSchema(
         Column("frame", "Int64", None, "Wireshark frame.number; NA for file-level problems"),
         Column("tcp_stream", "Int64", None, "Wireshark tcp.stream, if it belongs to a connection"),
         Column("direction", "category", None, "direction, if it belongs to one"),
-        Column("layer", "category", None, "capture, net, tcp, tls, http1, http2, sse, ws"),
+        Column("layer", "category", None, "capture, net, tcp, tls, http1, http2, http, sse, ws"),
         Column("code", "category", None, "stable dotted code (see docs/anomalies.md)"),
         Column("detail", "string", None, "what exactly was seen"),
     ),

@@ -242,7 +242,8 @@ HTTP2_STREAMS = TableSchema(
             "server_data_bytes",
             "int64",
             "bytes",
-            "DATA payload bytes sent by the server, padding excluded",
+            "DATA payload bytes sent by the server, padding excluded: the wire body bytes, "
+            "still content-encoded (decoded: response_decoded_bytes)",
         ),
         Column(
             "client_header_bytes",
@@ -273,7 +274,29 @@ HTTP2_STREAMS = TableSchema(
             "sse_events",
             "int64",
             "events",
-            "server-sent events parsed from the response (text/event-stream)",
+            "server-sent events parsed from the response (text/event-stream), after content "
+            "decoding",
+        ),
+        Column(
+            "content_encoding",
+            "string",
+            None,
+            "response Content-Encoding as sent (gzip, deflate, br, zstd, stacked: 'gzip, br'); "
+            "NA when absent",
+        ),
+        Column(
+            "response_decoded_bytes",
+            "Int64",
+            "bytes",
+            "response body bytes after content decoding (gzip, deflate, br, zstd), decoded as "
+            "they arrived and up to where decoding stopped (see content_decoding); equals "
+            "server_data_bytes (the wire body bytes) for an identity body; NA when not decoded (unsupported coding)",
+        ),
+        Column(
+            "content_decoding",
+            "category",
+            None,
+            "how the body was content-decoded: identity (no Content-Encoding), decoded (every coding's stream ended properly), corrupt / truncated (damaged, or the body ended first: http.content_decoding_failed), gap (bytes lost: http.content_decoding_gap), limit (http.content_decoding_limit), unsupported (http.content_encoding_unsupported), incomplete (the body did not end: cut or open at the end of the capture); NA: no body byte seen",
         ),
         Column(
             "request_headers",
@@ -460,7 +483,8 @@ HTTP_REQUESTS = TableSchema(
             "response_body_bytes",
             "Int64",
             "bytes",
-            "response body after de-chunking (bytes lost in gaps included)",
+            "response body after de-chunking, still content-encoded: the wire body bytes "
+            "(bytes lost in gaps included; decoded: response_decoded_bytes)",
         ),
         Column(
             "response_wire_bytes",
@@ -505,7 +529,33 @@ HTTP_REQUESTS = TableSchema(
             "s",
             "Retry-After in seconds (an HTTP-date is taken relative to the Date header)",
         ),
-        Column("sse_events", "int64", "events", "server-sent events parsed from the response"),
+        Column(
+            "sse_events",
+            "int64",
+            "events",
+            "server-sent events parsed from the response, after content decoding",
+        ),
+        Column(
+            "content_encoding",
+            "string",
+            None,
+            "response Content-Encoding as sent (gzip, deflate, br, zstd, stacked: 'gzip, br'); "
+            "NA when absent",
+        ),
+        Column(
+            "response_decoded_bytes",
+            "Int64",
+            "bytes",
+            "response body bytes after content decoding (gzip, deflate, br, zstd), decoded as "
+            "they arrived and up to where decoding stopped (see content_decoding); equals "
+            "response_body_bytes (the wire body bytes, after de-chunking) for an identity body; NA when not decoded (unsupported coding)",
+        ),
+        Column(
+            "content_decoding",
+            "category",
+            None,
+            "how the body was content-decoded: identity (no Content-Encoding), decoded (every coding's stream ended properly), corrupt / truncated (damaged, or the body ended first: http.content_decoding_failed), gap (bytes lost: http.content_decoding_gap), limit (http.content_decoding_limit), unsupported (http.content_encoding_unsupported), incomplete (the body did not end: cut or open at the end of the capture); NA: no body byte seen",
+        ),
         Column(
             "end_reason",
             "category",
@@ -1006,6 +1056,9 @@ class HttpTablesBuilder:
                 e.rst_error_code,
                 _party(e.rst_by),
                 e.sse_events,
+                e.content_encoding,
+                e.decoded_body_bytes,
+                e.content_decoding,
                 self._redact(e.request_headers),
                 self._redact(e.response_headers),
             )
@@ -1094,6 +1147,9 @@ class HttpTablesBuilder:
                 retry,
                 parse_retry_after(retry, r.header("date")) if r is not None else None,
                 e.sse_events,
+                r.content_encoding if r is not None else None,
+                r.decoded_body_bytes if r is not None else None,
+                r.content_decoding if r is not None else None,
                 e.end_reason,
                 self._redact(q.headers) if q is not None else None,
                 self._redact(r.headers) if r is not None else None,
