@@ -14,6 +14,11 @@ Routes:
     request arrived and then one every ``every_ms`` (an absolute schedule, no drift), then a
     chunk with ``"finish_reason": "stop"`` and finally ``data: [DONE]``.  So a request makes
     ``tokens + 2`` SSE events.  ``"stream": false`` gets one JSON answer instead.
+    ``lab.coding`` (``gzip``, ``deflate`` (zlib), ``deflate-raw`` (sent as ``deflate``),
+    ``br``, ``zstd``, or a stack such as ``gzip, br``) compresses the stream with
+    ``Content-Encoding``, each event flushed (sync flush) so it is decodable when it
+    arrives; ``lab.corrupt_after: k`` sends 16 bytes of garbage instead of the compressed
+    event ``k`` (0-based) and stops there.  Each logged event then also has ``wire_bytes``.
 ``GET /v1/events?n=5&every_ms=100``
     A generic event stream that exercises the SSE syntax: a ``retry:`` line, comment lines,
     ``event:`` names, ``id:`` fields and multi-line ``data:`` (n events).
@@ -38,12 +43,75 @@ import sys
 import time
 from typing import Any
 
+import zlib
+
 from aiohttp import web
 
 WORDS = ("The", " packet", " capture", " shows", " a", " stream", " of", " tokens", ",",
          " each", " one", " in", " its", " own", " SSE", " event", " over", " HTTP", "/2",
          ".", " Latency", " matters", " for", " chat", " clients", " and", " servers", " alike")
 MAX_EVENTS = 1000
+CODINGS = ("gzip", "deflate", "deflate-raw", "br", "zstd")
+
+
+class _Coder:
+    """One content coding, compressing a stream with a flush after every write."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        if name in ("gzip", "deflate", "deflate-raw"):
+            wbits = {"gzip": 31, "deflate": 15, "deflate-raw": -15}[name]
+            self.z = zlib.compressobj(6, zlib.DEFLATED, wbits)
+        elif name == "br":
+            import brotli
+            self.b = brotli.Compressor()
+        elif name == "zstd":
+            import zstandard
+            self.c = zstandard.ZstdCompressor(level=3).compressobj()
+            self.flush_block = zstandard.COMPRESSOBJ_FLUSH_BLOCK
+        else:
+            raise ValueError(f"unknown coding {name!r}")
+
+    def write(self, data: bytes) -> bytes:
+        if self.name == "br":
+            return bytes(self.b.process(data) + self.b.flush())
+        if self.name == "zstd":
+            return bytes(self.c.compress(data) + self.c.flush(self.flush_block))
+        return self.z.compress(data) + self.z.flush(zlib.Z_SYNC_FLUSH)
+
+    def finish(self) -> bytes:
+        if self.name == "br":
+            return bytes(self.b.finish())
+        if self.name == "zstd":
+            return bytes(self.c.flush())
+        return self.z.flush()
+
+
+class Stack:
+    """Codings in the order they are applied (``gzip, br``: gzip first, then br)."""
+
+    def __init__(self, spec: str) -> None:
+        self.names = [c.strip() for c in spec.split(",") if c.strip()]
+        self.coders = [_Coder(n) for n in self.names]
+
+    @property
+    def header(self) -> str:
+        return ", ".join("deflate" if n == "deflate-raw" else n for n in self.names)
+
+    def write(self, data: bytes) -> bytes:
+        for c in self.coders:
+            data = c.write(data)
+        return data
+
+    def finish(self) -> bytes:
+        out = b""
+        for i, c in enumerate(self.coders):
+            # what the inner codings still hold goes through the outer ones
+            tail = c.finish()
+            for outer in self.coders[i + 1:]:
+                tail = outer.write(tail)
+            out += tail
+        return out
 
 
 def tokens_for(n: int, seed: int) -> list[str]:
@@ -66,10 +134,19 @@ class App:
         return request.headers.get("x-lab-request-id", f"req{self.counter}")
 
     async def _send(self, resp: web.StreamResponse, text: str, sent: list[dict[str, Any]],
-                    kind: str) -> None:
-        await resp.write(text.encode())
-        sent.append({"t_ns": time.time_ns(), "kind": kind, "bytes": len(text.encode()),
-                     "text": text})
+                    kind: str, coder: Stack | None = None, corrupt: bool = False) -> None:
+        raw = text.encode()
+        wire = raw if coder is None else coder.write(raw)
+        if corrupt:
+            wire = b"\xde\xad\xbe\xef" * 4
+        await resp.write(wire)
+        rec: dict[str, Any] = {"t_ns": time.time_ns(), "kind": kind, "bytes": len(raw),
+                               "text": text}
+        if coder is not None:
+            rec["wire_bytes"] = len(wire)
+            if corrupt:
+                rec["corrupt"] = True
+        sent.append(rec)
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         t_arrival = time.time_ns()
@@ -87,7 +164,15 @@ class App:
         toks = tokens_for(n, seed)
         cid = f"chatcmpl-lab-{rid}"
         created = 1700000000
-        plan = {"tokens": n, "first_ms": first_ms, "every_ms": every_ms, "seed": seed}
+        plan: dict[str, Any] = {"tokens": n, "first_ms": first_ms, "every_ms": every_ms,
+                                "seed": seed}
+        coding = str(lab.get("coding") or "")
+        corrupt_after = lab.get("corrupt_after")
+        coder = Stack(coding) if coding else None
+        if coder is not None:
+            plan["coding"] = coding
+            if corrupt_after is not None:
+                plan["corrupt_after"] = int(corrupt_after)
         if not body.get("stream", True):
             await asyncio.sleep(first_ms / 1000)
             self.log(what="request", id=rid, method=request.method, path=request.path,
@@ -98,14 +183,21 @@ class App:
                                       "choices": [{"index": 0, "finish_reason": "stop",
                                                    "message": {"role": "assistant",
                                                                "content": "".join(toks)}}]})
-        resp = web.StreamResponse(status=200, headers={
-            "Content-Type": "text/event-stream", "Cache-Control": "no-cache",
-            "X-Accel-Buffering": "no", "x-lab-request-id": rid})
+        headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                   "X-Accel-Buffering": "no", "x-lab-request-id": rid}
+        if coder is not None:
+            headers["Content-Encoding"] = coder.header
+        resp = web.StreamResponse(status=200, headers=headers)
         await resp.prepare(request)
         sent: list[dict[str, Any]] = []
         end = "complete"
         try:
             for i, tok in enumerate(toks):
+                if corrupt_after is not None and i == int(corrupt_after):
+                    await self._send(resp, "", sent, "garbage", coder, corrupt=True)
+                    end = "corrupted"
+                    await resp.write_eof()
+                    return resp
                 due = t0 + (first_ms + i * every_ms) / 1000
                 await asyncio.sleep(max(0.0, due - time.monotonic()))
                 delta: dict[str, Any] = {"content": tok}
@@ -115,15 +207,20 @@ class App:
                          "model": "lab", "choices": [{"index": 0, "delta": delta,
                                                       "finish_reason": None}]}
                 data = json.dumps(chunk, separators=(",", ":"))
-                await self._send(resp, f"data: {data}\n\n", sent, "token")
+                await self._send(resp, f"data: {data}\n\n", sent, "token", coder)
             due = t0 + (first_ms + n * every_ms) / 1000
             await asyncio.sleep(max(0.0, due - time.monotonic()))
             fin = {"id": cid, "object": "chat.completion.chunk", "created": created,
                    "model": "lab", "choices": [{"index": 0, "delta": {},
                                                 "finish_reason": "stop"}]}
             data = json.dumps(fin, separators=(",", ":"))
-            await self._send(resp, f"data: {data}\n\n", sent, "finish")
-            await self._send(resp, "data: [DONE]\n\n", sent, "done")
+            await self._send(resp, f"data: {data}\n\n", sent, "finish", coder)
+            await self._send(resp, "data: [DONE]\n\n", sent, "done", coder)
+            if coder is not None:
+                tail = coder.finish()
+                await resp.write(tail)
+                sent.append({"t_ns": time.time_ns(), "kind": "end-of-coding", "bytes": 0,
+                             "text": "", "wire_bytes": len(tail)})
             await resp.write_eof()
         except (ConnectionResetError, asyncio.CancelledError):
             end = "client-gone"
