@@ -1606,6 +1606,126 @@ def sc_sse_h1(ctx: Ctx) -> None:
                         "200 ms; both chunked (Transfer-Encoding: chunked)")
 
 
+NGINX_GZIP = """    gzip on;
+    gzip_types text/event-stream;
+    gzip_min_length 0;
+    gzip_proxied any;
+"""
+#: (client port, via, coding asked of chatsse.py or None when nginx compresses, corrupt_after)
+SSE_CODED_PLAN: tuple[tuple[int, str, str | None, int | None], ...] = (
+    (50501, "nginx-h1", None, None),
+    (50502, "nginx-h2c", None, None),
+    (50503, "python", "br", None),
+    (50504, "python", "zstd", None),
+    (50505, "python", "deflate-raw", None),
+    (50506, "python", "gzip, br", None),
+    (50507, "python", "gzip", 3),
+)
+
+
+@scenario("sse-compressed", outputs=("sse-compressed.pcap",),
+          summary="compressed text/event-stream: nginx (gzip on, proxy_buffering off) in front "
+                  "of the aiohttp chat server over HTTP/1.1 and over h2c (prior knowledge), and "
+                  "the chat server compressing each flushed event itself with br, zstd, raw "
+                  "deflate, stacked gzip+br and a gzip stream corrupted after 3 events; curl -N "
+                  "--compressed")
+def sc_sse_compressed(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair()
+    ev_up = start_chatsse(ctx, s, "127.0.0.1:8081")
+    ev_py = start_chatsse(ctx, s, f"{SERVER4}:8080")
+    access = start_nginx(ctx, s, [f"{SERVER4}:80", f"{SERVER4}:8082 http2"], port=80,
+                         server_extra=NGINX_GZIP + NGINX_CHAT_PROXY,
+                         what="gzip on for text/event-stream; /v1/ proxied (proxy_buffering "
+                              "off) to the aiohttp chat server on 127.0.0.1:8081; port 8082 "
+                              "is h2c (HTTP/2 with prior knowledge)")
+    name = "sse-compressed.pcap"
+    ctx.tshark_options(name, "-d", "tcp.port==8082,http2")
+    ctx.capture(c, "eth0", name, vantage="client")
+    runs = []
+    for i, (port, via, coding, corrupt) in enumerate(SSE_CODED_PLAN):
+        rid = f"coded-{i + 1}"
+        lab: dict[str, Any] = {"tokens": 8, "first_ms": 100, "every_ms": 30, "seed": 40 + i}
+        if coding:
+            lab["coding"] = coding
+        if corrupt is not None:
+            lab["corrupt_after"] = corrupt
+        body = json.dumps({"model": "lab", "stream": True, "lab": lab,
+                           "messages": [{"role": "user", "content": "hello"}]})
+        if via == "python":
+            url, proto = f"http://{SERVER4}:8080/v1/chat/completions", "--http1.1"
+        elif via == "nginx-h2c":
+            url, proto = f"http://{SERVER4}:8082/v1/chat/completions", "--http2-prior-knowledge"
+        else:
+            url, proto = f"http://{SERVER4}/v1/chat/completions", "--http1.1"
+        out = ctx.work / f"{rid}.txt"
+        r = curl_run(ctx, c, [url], local_port=port, tag=rid, outputs=[out],
+                     args=[proto, "-N", "--compressed", "-H", "Content-Type: application/json",
+                           "-H", f"x-lab-request-id: {rid}", "-d", body])
+        runs.append((port, via, coding, corrupt, rid, out, r))
+        time.sleep(0.15)
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    log = {r["id"]: r for r in jsonl(ev_up) + jsonl(ev_py) if r.get("what") == "request"}
+    rows = nginx_log(access)
+    for port, via, coding, corrupt, rid, f, r in runs:
+        text = f.read_text(errors="replace") if f.exists() else ""
+        got = [e for e in text.split("\n\n") if e.strip()]
+        srv = log.get(rid, {})
+        sent = [e for e in srv.get("events") or [] if e["kind"] not in ("end-of-coding",)]
+        ctx.conn(client=ep(CLIENT4, port),
+                 server=ep(SERVER4, 8080 if via == "python" else 8082 if via == "nginx-h2c"
+                           else 80),
+                 end="fin-client-first" if corrupt is None else "fin-both",
+                 via=f"curl -N --compressed ({'h2c' if via == 'nginx-h2c' else 'HTTP/1.1'})",
+                 purpose=(f"gzip by nginx ({via})" if coding is None else
+                          f"Content-Encoding {coding} by chatsse.py"
+                          + (f", garbage instead of event {corrupt}" if corrupt is not None
+                             else "")),
+                 t_start_ns=r.run.t_start_ns, t_end_ns=r.run.t_end_ns,
+                 client_exit=r.run.exit,
+                 requests=[{"id": rid, "path": srv.get("path"), "plan": srv.get("plan"),
+                            "content_encoding": (coding or "gzip").replace("deflate-raw",
+                                                                           "deflate"),
+                            "compressed_by": "nginx" if coding is None else "chatsse.py",
+                            "status": (r.run.transfers or [{}])[0].get("http_code"),
+                            "sse_events_sent": len([e for e in sent if e["kind"] != "garbage"]),
+                            "sse_blocks_received_by_curl": len(got),
+                            "decoded_bytes_sent": sum(e["bytes"] for e in sent),
+                            "wire_bytes_sent": (sum(e.get("wire_bytes", 0) for e in
+                                                    srv.get("events") or [])
+                                                if coding else None),
+                            "server_event_times_ns": [e["t_ns"] for e in sent],
+                            "server_event_kinds": [e["kind"] for e in sent],
+                            "tokens": srv.get("tokens"),
+                            "server_end": srv.get("end"),
+                            "nginx_log": [x for x in rows if str(x.get("rport")) == str(port)]}])
+
+    def events_ok(f: dict[str, Any]) -> list[dict[str, Any]]:
+        out = []
+        for conn in f["connections"]:
+            r = conn["requests"][0]
+            corrupt = (r["plan"] or {}).get("corrupt_after")
+            want = 10 if corrupt is None else corrupt
+            out.append({"check": f"{r['id']} ({r['content_encoding']}): the server sent {want} "
+                                 "events and curl decoded them",
+                        "ok": r["sse_events_sent"] == want and r["status"] == 200
+                        and (r["sse_blocks_received_by_curl"] == want if corrupt is None
+                             else r["sse_blocks_received_by_curl"] <= want),
+                        "detail": f"sent {r['sse_events_sent']}, curl decoded "
+                                  f"{r['sse_blocks_received_by_curl']}"})
+        return out
+    ctx.check(name, events_ok)
+    ctx.expect(name, "tcp.streams", "==", len(SSE_CODED_PLAN))
+    ctx.truth(name, plan=[{"client_port": p, "via": v, "coding": cd, "corrupt_after": k}
+                          for p, v, cd, k in SSE_CODED_PLAN],
+              sse_format="data: {chat.completion.chunk JSON}\\n\\n per token (8), a "
+                         "finish_reason=stop chunk, data: [DONE]; each compressed and flushed "
+                         "on its own")
+    ctx.highlight(name, "7 chat streams of 10 SSE events: gzip by nginx over HTTP/1.1 and h2c, "
+                        "then br, zstd, raw deflate, gzip+br by the app, and a gzip stream "
+                        "whose 4th event is 16 garbage bytes (3 events decodable)")
+
+
 # --------------------------------------------------------------------------- WebSocket scenarios
 
 WS_PORT = 80

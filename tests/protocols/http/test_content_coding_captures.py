@@ -1,0 +1,166 @@
+"""Compressed SSE streams recorded from real servers (captures/sse-compressed.pcap): nginx's
+gzip filter over HTTP/1.1 and h2c, and chatsse.py compressing each flushed event with br,
+zstd, raw deflate, gzip+br, and a gzip stream corrupted after 3 events.
+
+Truth: the chat server's log in the facts file (every event's text, decoded and compressed
+byte counts and send time, time.time_ns() on the capture's clock) and tshark 4.0, which
+decodes gzip, deflate and br bodies (not zstd or stacked codings)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from functools import cache
+from typing import Any
+
+import pytest
+
+import pcaptools
+from pcaptools.capture import Capture
+from tests.conftest import CAPTURES
+
+CAP = CAPTURES / "sse-compressed.pcap"
+pytestmark = pytest.mark.skipif(not CAP.exists(), reason="captures/sse-compressed.pcap absent")
+
+
+@cache
+def _cap() -> Capture:
+    return pcaptools.load(CAP)
+
+
+@cache
+def _facts() -> dict[str, Any]:
+    return json.loads(CAP.with_name(CAP.name + ".facts.json").read_text())
+
+
+def _by_port() -> dict[int, dict[str, Any]]:
+    """client port -> the request the server logged"""
+    return {int(c["client"].rsplit(":", 1)[1]): c["requests"][0] for c in _facts()["connections"]}
+
+
+def _stream_of_port() -> dict[int, int]:
+    conns = _cap().connections
+    return dict(zip(conns["client_port"].astype(int), conns["tcp_stream"].astype(int), strict=True))
+
+
+def _rows() -> dict[int, dict[str, Any]]:
+    """tcp_stream -> (status, encoding, wire bytes, decoded bytes, decoding, sse_events)"""
+    cap = _cap()
+    out: dict[int, dict[str, Any]] = {}
+    for r in cap.http_requests.itertuples():
+        out[int(r.tcp_stream)] = {"encoding": r.content_encoding, "wire": int(r.response_body_bytes),
+                                  "decoded": r.response_decoded_bytes,
+                                  "decoding": r.content_decoding, "sse": int(r.sse_events)}
+    for r in cap.http2_streams.itertuples():
+        out[int(r.tcp_stream)] = {"encoding": r.content_encoding, "wire": int(r.server_data_bytes),
+                                  "decoded": r.response_decoded_bytes,
+                                  "decoding": r.content_decoding, "sse": int(r.sse_events)}
+    return out
+
+
+def test_every_coded_stream_decodes_to_what_the_server_wrote() -> None:
+    rows = _rows()
+    ports = _stream_of_port()
+    seen = {}
+    for port, req in _by_port().items():
+        row = rows[ports[port]]
+        corrupt = (req["plan"] or {}).get("corrupt_after")
+        seen[port] = (row["encoding"], row["decoding"], row["sse"])
+        assert row["encoding"] == req["content_encoding"]
+        # decoded bytes: exactly what the app wrote before compression (up to the damage)
+        assert row["decoded"] == req["decoded_bytes_sent"]
+        if req["wire_bytes_sent"] is not None:  # compressed by chatsse.py: its count is exact
+            assert row["wire"] == req["wire_bytes_sent"]
+        assert row["sse"] == req["sse_events_sent"] == (10 if corrupt is None else 3)
+    assert seen == {
+        50501: ("gzip", "decoded", 10),  # nginx, HTTP/1.1
+        50502: ("gzip", "decoded", 10),  # nginx, h2c
+        50503: ("br", "decoded", 10),
+        50504: ("zstd", "decoded", 10),
+        50505: ("deflate", "decoded", 10),  # raw deflate sent as "deflate"
+        50506: ("gzip, br", "decoded", 10),
+        50507: ("gzip", "corrupt", 3),
+    }
+
+
+def test_event_texts_and_arrival_times_against_the_server_log() -> None:
+    ev = _cap().sse_events
+    ports = _stream_of_port()
+    checked = 0
+    for port, req in _by_port().items():
+        got = ev[ev["tcp_stream"] == ports[port]].sort_values("index")
+        sent = req["server_event_times_ns"]
+        kinds = [k for k in req["server_event_kinds"] if k != "garbage"]
+        n = len(kinds)
+        assert len(got) == n
+        tokens = [t for t in got["delta_text"].tolist()[: len(req["tokens"])]]
+        assert tokens == req["tokens"][: len(tokens)]
+        ts = got["ts"].astype("int64").tolist()
+        for i in range(n):
+            # parsed from the packet that carried its compressed bytes: in its own 30 ms slot,
+            # after the server wrote the previous token and before it wrote the next one, never
+            # at the body's end (the server logs a time just after each write returned; the
+            # finish chunk and [DONE] go out back to back: no order between those two)
+            if i > 0 and sent[i] - sent[i - 1] > 10_000_000:
+                assert ts[i] > sent[i - 1]
+            if i + 1 < len(sent) and sent[i + 1] - sent[i] > 10_000_000:
+                assert ts[i] < sent[i + 1]
+                checked += 1
+        if "done" in kinds:
+            assert got["done"].tolist()[-1] is True
+    assert checked >= 6 * 8 + 2  # every token gap of the 6 whole streams, 2 of the corrupt one
+
+
+def test_the_corrupt_stream_has_one_warning_and_no_misleading_sse_warning() -> None:
+    cap = _cap()
+    w = cap.warnings
+    stream = _stream_of_port()[50507]
+    assert w["code"].tolist() == ["http.content_decoding_failed"]
+    row = w.iloc[0]
+    assert int(row["tcp_stream"]) == stream
+    # the frame that carried the garbage: the first server data packet after the 3rd event's
+    ev = cap.sse_events
+    third = int(ev[ev["tcp_stream"] == stream]["frame"].max())
+    assert int(row["frame"]) > third
+    assert "557 decoded bytes kept" in row["detail"]
+
+
+def _tshark_entity_bodies(exe: str) -> dict[int, list[tuple[str, int, int | None]]]:
+    """tcp.stream -> [(coding, wire bytes, decoded bytes or None)] from tshark -V."""
+    out = subprocess.run(
+        [exe, "-r", str(CAP), "-d", "tcp.port==8082,http2", "-Y", "http or http2", "-V"],
+        capture_output=True, text=True, check=True, timeout=120,
+    ).stdout
+    found: dict[int, list[tuple[str, int, int | None]]] = {}
+    stream = -1
+    pat = re.compile(r"Content-encoded entity body \(([^)]*)\): (\d+) bytes(?: -> (\d+) bytes)?")
+    for line in out.splitlines():
+        m = re.search(r"\[Stream index: (\d+)\]", line)
+        if m:
+            stream = int(m.group(1))
+            continue
+        m = pat.search(line)
+        if m:
+            found.setdefault(stream, []).append(
+                (m.group(1), int(m.group(2)), int(m.group(3)) if m.group(3) else None))
+    return found
+
+
+@pytest.mark.tshark
+def test_decoded_bytes_agree_with_tshark(tshark: str) -> None:
+    ts = _tshark_entity_bodies(tshark)
+    rows = _rows()
+    compared = 0
+    for stream, bodies in ts.items():
+        coding, wire, decoded = bodies[0]
+        row = rows[stream]
+        assert row["encoding"] == coding
+        assert row["wire"] == wire
+        if decoded is not None:  # tshark decoded it: gzip (HTTP/1.1 and h2c), br, deflate
+            assert row["decoded"] == decoded
+            compared += 1
+        else:  # tshark 4.0 does not decode zstd nor stacked codings, nor the corrupt stream
+            assert coding in ("zstd", "gzip, br") or row["decoding"] == "corrupt"
+    assert compared == 4
+    assert len(ts) == 7
