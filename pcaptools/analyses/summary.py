@@ -66,6 +66,11 @@ def headline(cap: Capture) -> dict[str, Any]:
       ``http_status`` (final status code -> requests), ``http_incomplete`` (responses that
       did not end normally), ``ttfb_ms`` / ``ttft_ms`` / ``token_gap_ms`` (per-stream median
       gaps) as ``{"count", "median", "p95", "max"}``, ``token_events``
+    - HTTP bodies (rows of ``http_requests`` and ``http2_streams`` with a response
+      Content-Encoding): ``http_content_encodings`` (coding -> responses),
+      ``http_encoded_wire_bytes`` / ``http_encoded_decoded_bytes`` (their body bytes on the
+      wire and after decoding), ``http_content_decoding`` (status -> responses: decoded,
+      corrupt, truncated, gap, limit, unsupported, incomplete)
     - TLS: ``tls_sessions`` (rows of ``tls_handshakes``), ``tls_versions``, ``tls_alpn``
       (selected protocol), ``tls_resumed``, ``tls_decrypt_status``
     - DNS: ``dns_queries`` (rows of ``dns``), ``dns_unanswered``, ``dns_rcodes``,
@@ -400,6 +405,25 @@ def _http_headline(cap: Capture) -> dict[str, Any]:
         "ttft_ms": _stats(lat["ttft_ms"]),
         "token_gap_ms": _stats(lat["token_gap_median_ms"]),
         "token_events": int(lat["token_events"].sum()),
+        **_coding_headline(cap),
+    }
+
+
+def _coding_headline(cap: Capture) -> dict[str, Any]:
+    """Content-encoded response bodies of both HTTP versions."""
+    h1, h2 = cap.http_requests, cap.http2_streams
+    enc = pd.concat([h1["content_encoding"], h2["content_encoding"]], ignore_index=True)
+    wire = pd.concat([h1["response_body_bytes"], h2["server_data_bytes"]], ignore_index=True)
+    dec = pd.concat([h1["response_decoded_bytes"], h2["response_decoded_bytes"]],
+                    ignore_index=True)
+    status = pd.concat([h1["content_decoding"].astype("string"),
+                        h2["content_decoding"].astype("string")], ignore_index=True)
+    coded = enc.notna() & ~status.isin(["identity"]).fillna(False) & status.notna()
+    return {
+        "http_content_encodings": _counts(enc[coded]),
+        "http_encoded_wire_bytes": int(wire[coded].fillna(0).sum()),
+        "http_encoded_decoded_bytes": int(dec[coded].fillna(0).sum()),
+        "http_content_decoding": _counts(status[coded]),
     }
 
 
@@ -464,10 +488,31 @@ def _http_verdicts(h: Mapping[str, Any]) -> list[str]:
         if gap["count"]:
             head += f"; median gap between tokens {fmt_ms(gap['median'])}"
         out.append(head + ".")
+    out += _coding_verdicts(h)
     if h["http_incomplete"]:
         k = int(h["http_incomplete"])
         out.append(f"{_n(k, 'response')} did not end normally (still open when the capture "
                    "ended, reset, or cut by the connection closing).")
+    return out
+
+
+def _coding_verdicts(h: Mapping[str, Any]) -> list[str]:
+    encs = h.get("http_content_encodings") or {}
+    n = sum(encs.values())
+    if not n:
+        return []
+    listed = "; ".join(f"{k}: {v:,}" for k, v in encs.items())
+    out = [f"{_n(n, 'response body', 'response bodies')} content-encoded ({listed}): "
+           f"{h['http_encoded_wire_bytes']:,} bytes on the wire decoded to "
+           f"{h['http_encoded_decoded_bytes']:,} bytes before SSE parsing."]
+    status = h.get("http_content_decoding") or {}
+    bad = {k: v for k, v in status.items() if k not in ("decoded", "incomplete")}
+    if bad:
+        parts = "; ".join(f"{k}: {v:,}" for k, v in bad.items())
+        k = sum(bad.values())
+        out.append(f"{_n(k, 'encoded body', 'encoded bodies')} could not be decoded to the end "
+                   f"({parts}): what came after the problem is not analysed (see the "
+                   "http.content_* warnings).")
     return out
 
 

@@ -644,6 +644,14 @@ def http_section(ctx: ReportContext) -> Section:
         rows, numeric=(0, 1, 6, 8, 9, 10, 11, 12, 13, 14, 15), wrap=(5,),
         total=len(lat), source="stream_latency(cap)",
     ))
+    coded = _encoded_bodies(ctx)
+    if coded:
+        parts.append(ctx.table(
+            ["tcp.stream", "stream / #", "Content-Encoding", "wire body bytes", "decoded bytes",
+             "decoding", "SSE events"],
+            coded[: ctx.max_table_rows], numeric=(0, 1, 3, 4, 6), total=len(coded),
+            source="cap.http_requests / cap.http2_streams (content_encoding)",
+        ))
     n = len(lat)
     conns = int(lat["tcp_stream"].nunique())
     note = (
@@ -656,7 +664,34 @@ def http_section(ctx: ReportContext) -> Section:
     )
     if wf.truncated:
         note += f" The waterfall shows the first {len(wf.rows):,} of {wf.total:,} requests."
+    if coded:
+        note += (
+            f" {len(coded):,} response bod{'y was' if len(coded) == 1 else 'ies were'} "
+            "content-encoded: decoded as they arrived before SSE parsing (second table; "
+            "decoding other than 'decoded' means the rest of that body was not analysed, "
+            "see the http.content_* warnings)."
+        )
     return Section("http", title, Markup("".join(parts)), note)
+
+
+def _encoded_bodies(ctx: ReportContext) -> list[list[Cell]]:
+    """One row per content-encoded response body (HTTP/1.x exchanges, then HTTP/2 streams)."""
+    out: list[list[Cell]] = []
+    for df, rid, wire in ((ctx.cap.http_requests, "request_index", "response_body_bytes"),
+                          (ctx.cap.http2_streams, "stream_id", "server_data_bytes")):
+        status = df["content_decoding"].astype("string")
+        sel = df[df["content_encoding"].notna() & status.notna() & status.ne("identity")]
+        for r in _records(sel):
+            out.append([
+                int(r["tcp_stream"]),
+                int(r["stream_id"]) if rid == "stream_id" else f"#{int(r['request_index'])}",
+                _text(r["content_encoding"]),
+                int(r[wire]) if not pd.isna(r[wire]) else None,
+                None if pd.isna(r["response_decoded_bytes"]) else int(r["response_decoded_bytes"]),
+                _text(r["content_decoding"]),
+                int(r["sse_events"]),
+            ])
+    return out
 
 
 def streaming_section(ctx: ReportContext) -> Section:

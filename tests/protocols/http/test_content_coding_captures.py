@@ -164,3 +164,27 @@ def test_decoded_bytes_agree_with_tshark(tshark: str) -> None:
             assert coding in ("zstd", "gzip, br") or row["decoding"] == "corrupt"
     assert compared == 4
     assert len(ts) == 7
+
+
+def test_headline_json_and_report_show_the_encoded_bodies(tmp_path: Any) -> None:
+    from pcaptools.analyses.summary import headline, verdicts
+    from pcaptools.cli import main
+
+    h = headline(_cap())
+    assert h["http_content_encodings"] == {"gzip": 3, "br": 1, "deflate": 1, "gzip, br": 1,
+                                           "zstd": 1}
+    assert h["http_content_decoding"] == {"decoded": 6, "corrupt": 1}
+    reqs = list(_by_port().values())
+    assert h["http_encoded_decoded_bytes"] == sum(r["decoded_bytes_sent"] for r in reqs)
+    rows = _rows()
+    assert h["http_encoded_wire_bytes"] == sum(r["wire"] for r in rows.values())
+    v = verdicts(_cap())
+    assert any(s.startswith("7 response bodies content-encoded (gzip: 3; ") for s in v)
+    assert any(s.startswith("1 encoded body could not be decoded to the end (corrupt: 1)")
+               for s in v)
+    out, js = tmp_path / "r.html", tmp_path / "s.json"
+    assert main([str(CAP), "-o", str(out), "--json", str(js), "--quiet"]) == 0
+    doc = json.loads(js.read_text())
+    assert doc["http_content_decoding"] == {"decoded": 6, "corrupt": 1}
+    html = out.read_text()
+    assert "Content-Encoding</th>" in html and "wire body bytes" in html
