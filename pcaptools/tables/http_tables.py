@@ -164,6 +164,39 @@ HTTP2_FRAMES = TableSchema(
     ),
 )
 
+
+def _coding_columns(wire: str) -> tuple[Column, ...]:
+    """content_encoding, response_decoded_bytes, content_decoding (``wire``: the wire column)"""
+    return (
+        Column(
+            "content_encoding",
+            "string",
+            None,
+            "response Content-Encoding as sent (gzip, deflate, br, zstd, stacked: 'gzip, br'); "
+            "NA when absent",
+        ),
+        Column(
+            "response_decoded_bytes",
+            "Int64",
+            "bytes",
+            "response body bytes after content decoding (gzip, deflate, br, zstd), decoded as "
+            "they arrived and up to where decoding stopped (see content_decoding); equals "
+            f"{wire} for an identity body; NA when not decoded (unsupported coding)",
+        ),
+        Column(
+            "content_decoding",
+            "category",
+            None,
+            "how the body was content-decoded: identity (no Content-Encoding), decoded (every "
+            "coding's stream ended properly), corrupt / truncated (damaged, or the body ended "
+            "first: http.content_decoding_failed), gap (bytes lost: http.content_decoding_gap), "
+            "limit (http.content_decoding_limit), unsupported "
+            "(http.content_encoding_unsupported), incomplete (the body did not end: cut, or "
+            "open at the end of the capture); NA: no body byte seen",
+        ),
+    )
+
+
 HTTP2_STREAMS = TableSchema(
     name="http2_streams",
     grain="one row per HTTP/2 stream per TCP connection (every stream id > 0 seen in a frame)",
@@ -277,27 +310,7 @@ HTTP2_STREAMS = TableSchema(
             "server-sent events parsed from the response (text/event-stream), after content "
             "decoding",
         ),
-        Column(
-            "content_encoding",
-            "string",
-            None,
-            "response Content-Encoding as sent (gzip, deflate, br, zstd, stacked: 'gzip, br'); "
-            "NA when absent",
-        ),
-        Column(
-            "response_decoded_bytes",
-            "Int64",
-            "bytes",
-            "response body bytes after content decoding (gzip, deflate, br, zstd), decoded as "
-            "they arrived and up to where decoding stopped (see content_decoding); equals "
-            "server_data_bytes (the wire body bytes) for an identity body; NA when not decoded (unsupported coding)",
-        ),
-        Column(
-            "content_decoding",
-            "category",
-            None,
-            "how the body was content-decoded: identity (no Content-Encoding), decoded (every coding's stream ended properly), corrupt / truncated (damaged, or the body ended first: http.content_decoding_failed), gap (bytes lost: http.content_decoding_gap), limit (http.content_decoding_limit), unsupported (http.content_encoding_unsupported), incomplete (the body did not end: cut or open at the end of the capture); NA: no body byte seen",
-        ),
+        *_coding_columns("server_data_bytes (the wire body bytes)"),
         Column(
             "request_headers",
             "object",
@@ -535,27 +548,7 @@ HTTP_REQUESTS = TableSchema(
             "events",
             "server-sent events parsed from the response, after content decoding",
         ),
-        Column(
-            "content_encoding",
-            "string",
-            None,
-            "response Content-Encoding as sent (gzip, deflate, br, zstd, stacked: 'gzip, br'); "
-            "NA when absent",
-        ),
-        Column(
-            "response_decoded_bytes",
-            "Int64",
-            "bytes",
-            "response body bytes after content decoding (gzip, deflate, br, zstd), decoded as "
-            "they arrived and up to where decoding stopped (see content_decoding); equals "
-            "response_body_bytes (the wire body bytes, after de-chunking) for an identity body; NA when not decoded (unsupported coding)",
-        ),
-        Column(
-            "content_decoding",
-            "category",
-            None,
-            "how the body was content-decoded: identity (no Content-Encoding), decoded (every coding's stream ended properly), corrupt / truncated (damaged, or the body ended first: http.content_decoding_failed), gap (bytes lost: http.content_decoding_gap), limit (http.content_decoding_limit), unsupported (http.content_encoding_unsupported), incomplete (the body did not end: cut or open at the end of the capture); NA: no body byte seen",
-        ),
+        *_coding_columns("response_body_bytes (the wire body bytes, after de-chunking)"),
         Column(
             "end_reason",
             "category",

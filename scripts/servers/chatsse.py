@@ -41,9 +41,8 @@ import json
 import random
 import sys
 import time
-from typing import Any
-
 import zlib
+from typing import Any
 
 from aiohttp import web
 

@@ -18,10 +18,11 @@ from pcaptools.protocols.content_coding import ContentDecoder, parse_content_enc
 from pcaptools.protocols.http1 import Http1Observer, HttpExchange
 from pcaptools.protocols.http2 import Http2Observer, Http2StreamEnded
 from pcaptools.protocols.sse import SseEvent
-
 from tests.protocols.http.helpers import C2S, PREFACE, S2C, FrameFactory, feed_conversation
 
-EVENTS = [f'data: {{"choices":[{{"delta":{{"content":"tok{i}"}}}}]}}\n\n'.encode() for i in range(6)]
+EVENTS = [
+    f'data: {{"choices":[{{"delta":{{"content":"tok{i}"}}}}]}}\n\n'.encode() for i in range(6)
+]
 
 
 class _Coder:
@@ -152,7 +153,11 @@ def test_unknown_coding_and_gap() -> None:
     pieces = _pieces("gzip")
     assert d.feed(pieces[0]) == EVENTS[0]
     d.lose(100)
-    assert d.status == "gap" and d.feed(pieces[2]) == b"" and d.wire_bytes == len(pieces[0]) + 100 + len(pieces[2])
+    assert (
+        d.status == "gap"
+        and d.feed(pieces[2]) == b""
+        and d.wire_bytes == len(pieces[0]) + 100 + len(pieces[2])
+    )
 
 
 def test_deflate_told_apart_zlib_raw_and_gzip() -> None:
@@ -168,7 +173,10 @@ def _raw(data: bytes) -> bytes:
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=st.binary(max_size=300), name=st.sampled_from(["gzip", "deflate", "br", "zstd", "gzip, br"]))
+@given(
+    data=st.binary(max_size=300),
+    name=st.sampled_from(["gzip", "deflate", "br", "zstd", "gzip, br"]),
+)
 def test_random_bytes_never_raise(data: bytes, name: str) -> None:
     d = ContentDecoder(parse_content_encoding([name]), max_decoded_bytes=1 << 16)
     out = d.feed(data[:150]) + d.feed(data[150:])
@@ -180,7 +188,9 @@ def test_random_bytes_never_raise(data: bytes, name: str) -> None:
 def test_open_body_only_when_there_is_something_to_do() -> None:
     diag = Diagnostics()
     assert open_body((("content-type", "text/html"),), tcp_stream=0, diag=diag) is None
-    b = open_body((("content-encoding", "identity"), ("content-type", "text/plain")), tcp_stream=0, diag=diag)
+    b = open_body(
+        (("content-encoding", "identity"), ("content-type", "text/plain")), tcp_stream=0, diag=diag
+    )
     assert b is None
     b = open_body((("content-encoding", "gzip"),), tcp_stream=0, diag=diag)
     assert b is not None and b.consumer is None and b.encoding == "gzip"
@@ -254,12 +264,17 @@ def test_http1_unsupported_coding_parses_no_events_and_says_so() -> None:
 
 def test_http1_identity_body_columns() -> None:
     obs = Http1Observer(tcp_stream=1)
-    segs = [(C2S, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
-            (S2C, b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")]
+    segs = [
+        (C2S, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+        (S2C, b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"),
+    ]
     ex = next(e for e in feed_conversation(obs, segs) if isinstance(e, HttpExchange))  # type: ignore[arg-type]
     assert ex.response is not None
-    assert (ex.response.content_encoding, ex.response.decoded_body_bytes,
-            ex.response.content_decoding) == (None, 5, "identity")
+    assert (
+        ex.response.content_encoding,
+        ex.response.decoded_body_bytes,
+        ex.response.content_decoding,
+    ) == (None, 5, "identity")
 
 
 def test_http1_coded_body_cut_by_the_capture_end_is_not_a_warning() -> None:
@@ -278,8 +293,10 @@ def test_http1_gap_in_a_coded_body() -> None:
     obs = Http1Observer(tcp_stream=1, diag=diag)
     pieces = _pieces("gzip")
     req = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
-    head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"
-            b"Content-Length: %d\r\n\r\n" % sum(map(len, pieces)))
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"
+        b"Content-Length: %d\r\n\r\n" % sum(map(len, pieces))
+    )
     from pcaptools.protocols._base import StreamChunk
 
     out: list[object] = []
@@ -307,8 +324,10 @@ def test_http2_sse_over_coded_data_frames(name: str) -> None:
     req = [(":method", "GET"), (":path", "/v1/stream"), (":scheme", "http"), (":authority", "lab")]
     resp = [(":status", "200"), ("content-type", "text/event-stream"), ("content-encoding", name)]
     pieces = _pieces(name)
-    segs = [(C2S, PREFACE + ff.settings() + ff.headers(1, req, flags=("END_HEADERS", "END_STREAM"))),
-            (S2C, ff.settings() + ff.headers(1, resp, direction=S2C))]
+    segs = [
+        (C2S, PREFACE + ff.settings() + ff.headers(1, req, flags=("END_HEADERS", "END_STREAM"))),
+        (S2C, ff.settings() + ff.headers(1, resp, direction=S2C)),
+    ]
     segs += [(S2C, ff.data(1, p, end_stream=i == len(pieces) - 1)) for i, p in enumerate(pieces)]
     diag = Diagnostics()
     events = feed_conversation(Http2Observer(tcp_stream=3, diag=diag), segs)  # type: ignore[arg-type]
@@ -332,9 +351,11 @@ def test_http2_rst_stream_mid_body_is_incomplete_not_a_warning() -> None:
     pieces = _pieces("gzip")
     rst = RstStreamFrame(1)
     rst.error_code = 8
-    segs = [(C2S, PREFACE + ff.settings() + ff.headers(1, req, flags=("END_HEADERS", "END_STREAM"))),
-            (S2C, ff.settings() + ff.headers(1, resp, direction=S2C) + ff.data(1, pieces[0])),
-            (C2S, rst.serialize())]
+    segs = [
+        (C2S, PREFACE + ff.settings() + ff.headers(1, req, flags=("END_HEADERS", "END_STREAM"))),
+        (S2C, ff.settings() + ff.headers(1, resp, direction=S2C) + ff.data(1, pieces[0])),
+        (C2S, rst.serialize()),
+    ]
     diag = Diagnostics()
     events = feed_conversation(Http2Observer(tcp_stream=3, diag=diag), segs)  # type: ignore[arg-type]
     end = next(e for e in events if isinstance(e, Http2StreamEnded))

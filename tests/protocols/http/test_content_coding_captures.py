@@ -49,13 +49,21 @@ def _rows() -> dict[int, dict[str, Any]]:
     cap = _cap()
     out: dict[int, dict[str, Any]] = {}
     for r in cap.http_requests.itertuples():
-        out[int(r.tcp_stream)] = {"encoding": r.content_encoding, "wire": int(r.response_body_bytes),
-                                  "decoded": r.response_decoded_bytes,
-                                  "decoding": r.content_decoding, "sse": int(r.sse_events)}
+        out[int(r.tcp_stream)] = {
+            "encoding": r.content_encoding,
+            "wire": int(r.response_body_bytes),
+            "decoded": r.response_decoded_bytes,
+            "decoding": r.content_decoding,
+            "sse": int(r.sse_events),
+        }
     for r in cap.http2_streams.itertuples():
-        out[int(r.tcp_stream)] = {"encoding": r.content_encoding, "wire": int(r.server_data_bytes),
-                                  "decoded": r.response_decoded_bytes,
-                                  "decoding": r.content_decoding, "sse": int(r.sse_events)}
+        out[int(r.tcp_stream)] = {
+            "encoding": r.content_encoding,
+            "wire": int(r.server_data_bytes),
+            "decoded": r.response_decoded_bytes,
+            "decoding": r.content_decoding,
+            "sse": int(r.sse_events),
+        }
     return out
 
 
@@ -130,7 +138,10 @@ def _tshark_entity_bodies(exe: str) -> dict[int, list[tuple[str, int, int | None
     """tcp.stream -> [(coding, wire bytes, decoded bytes or None)] from tshark -V."""
     out = subprocess.run(
         [exe, "-r", str(CAP), "-d", "tcp.port==8082,http2", "-Y", "http or http2", "-V"],
-        capture_output=True, text=True, check=True, timeout=120,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     ).stdout
     found: dict[int, list[tuple[str, int, int | None]]] = {}
     stream = -1
@@ -143,7 +154,8 @@ def _tshark_entity_bodies(exe: str) -> dict[int, list[tuple[str, int, int | None
         m = pat.search(line)
         if m:
             found.setdefault(stream, []).append(
-                (m.group(1), int(m.group(2)), int(m.group(3)) if m.group(3) else None))
+                (m.group(1), int(m.group(2)), int(m.group(3)) if m.group(3) else None)
+            )
     return found
 
 
@@ -171,8 +183,13 @@ def test_headline_json_and_report_show_the_encoded_bodies(tmp_path: Any) -> None
     from pcaptools.cli import main
 
     h = headline(_cap())
-    assert h["http_content_encodings"] == {"gzip": 3, "br": 1, "deflate": 1, "gzip, br": 1,
-                                           "zstd": 1}
+    assert h["http_content_encodings"] == {
+        "gzip": 3,
+        "br": 1,
+        "deflate": 1,
+        "gzip, br": 1,
+        "zstd": 1,
+    }
     assert h["http_content_decoding"] == {"decoded": 6, "corrupt": 1}
     reqs = list(_by_port().values())
     assert h["http_encoded_decoded_bytes"] == sum(r["decoded_bytes_sent"] for r in reqs)
@@ -180,8 +197,9 @@ def test_headline_json_and_report_show_the_encoded_bodies(tmp_path: Any) -> None
     assert h["http_encoded_wire_bytes"] == sum(r["wire"] for r in rows.values())
     v = verdicts(_cap())
     assert any(s.startswith("7 response bodies content-encoded (gzip: 3; ") for s in v)
-    assert any(s.startswith("1 encoded body could not be decoded to the end (corrupt: 1)")
-               for s in v)
+    assert any(
+        s.startswith("1 encoded body could not be decoded to the end (corrupt: 1)") for s in v
+    )
     out, js = tmp_path / "r.html", tmp_path / "s.json"
     assert main([str(CAP), "-o", str(out), "--json", str(js), "--quiet"]) == 0
     doc = json.loads(js.read_text())
