@@ -18,7 +18,15 @@ from pcaptools.protocols.content_coding import ContentDecoder, parse_content_enc
 from pcaptools.protocols.http1 import Http1Observer, HttpExchange
 from pcaptools.protocols.http2 import Http2Observer, Http2StreamEnded
 from pcaptools.protocols.sse import SseEvent
-from tests.protocols.http.helpers import C2S, PREFACE, S2C, FrameFactory, feed_conversation
+from tests.protocols.http.helpers import (
+    C2S,
+    PREFACE,
+    S2C,
+    FrameFactory,
+    feed_conversation,
+    resegment,
+    strip_times,
+)
 
 EVENTS = [
     f'data: {{"choices":[{{"delta":{{"content":"tok{i}"}}}}]}}\n\n'.encode() for i in range(6)
@@ -361,3 +369,15 @@ def test_http2_rst_stream_mid_body_is_incomplete_not_a_warning() -> None:
     end = next(e for e in events if isinstance(e, Http2StreamEnded))
     assert end.content_decoding == "incomplete" and end.sse_events == 1
     assert [a.code for a in diag.rows] == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    cuts=st.lists(st.integers(0, 4000), max_size=25),
+    name=st.sampled_from(["gzip", "deflate-raw", "br", "zstd"]),
+)
+def test_http1_coded_sse_does_not_depend_on_segmentation(cuts: list[int], name: str) -> None:
+    segs = _h1_segments(name)
+    whole = feed_conversation(Http1Observer(tcp_stream=7), segs)  # type: ignore[arg-type]
+    split = feed_conversation(Http1Observer(tcp_stream=7), resegment(segs, cuts))  # type: ignore[arg-type]
+    assert strip_times(split) == strip_times(whole)
