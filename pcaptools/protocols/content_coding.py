@@ -53,8 +53,8 @@ SUPPORTED_CODINGS = ("gzip", "x-gzip", "deflate", "br", "zstd", "identity")
 
 _ZSTD_MAX_WINDOW = 8 << 20
 """RFC 9659 §3: a zstd content coding uses a window of at most 8 MiB"""
-_ZSTD_SLICE = 512
-"""zstd input is fed in slices this long, so one call cannot expand past ~16 MiB (a 128 KiB
+_ZSTD_SLICE = 1024
+"""zstd input is fed in slices this long, so one call cannot expand past ~32 MiB (a 128 KiB
 RLE block costs 4 bytes) before the output bound is checked"""
 
 _brotli: Any = None
@@ -133,26 +133,29 @@ class _Zlib(_Stage):
             else:
                 self._wbits = -15  # raw deflate, what many servers send
             self._d = zlib.decompressobj(self._wbits)
-        out = b""
+        parts: list[bytes] = []
+        total = 0
         while data:
             if self.ended:
                 if self._wbits == 31 and data[:1] == b"\x1f":  # another gzip member
                     self._d = zlib.decompressobj(31)
                     self.ended = False
                 else:
-                    return out  # bytes after the end of the stream: ignored, as browsers do
+                    break  # bytes after the end of the stream: ignored, as browsers do
             try:
-                out += bytes(self._d.decompress(data, budget + 1 - len(out)))
+                piece = self._d.decompress(data, budget + 1 - total)
             except zlib.error as exc:
                 raise _Damaged(f"{self.name}: {exc}") from None
-            if len(out) > budget:
-                return out
+            parts.append(piece)
+            total += len(piece)
+            if total > budget:
+                break
             if self._d.eof:
                 self.ended = True
                 data = self._d.unused_data
             else:
-                data = b""
-        return out
+                data = b""  # max_length not reached: every input byte was consumed
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 class _Brotli(_Stage):
@@ -183,28 +186,31 @@ class _Zstd(_Stage):
         self._d: Any = self._dctx.decompressobj()
 
     def run(self, data: bytes, budget: int) -> bytes:
-        out = b""
+        parts: list[bytes] = []
+        total = 0
         pos = 0
         n = len(data)
         while pos < n:
             if self.ended:  # another frame follows (frames are decoded one after the other)
                 self._d = self._dctx.decompressobj()
                 self.ended = False
-            piece = data[pos : pos + _ZSTD_SLICE]
+            piece = data[pos : pos + _ZSTD_SLICE] if n > _ZSTD_SLICE else data
             pos += len(piece)
             try:
-                out += bytes(self._d.decompress(piece))
+                out = bytes(self._d.decompress(piece))
             except _zstd.ZstdError as exc:
                 raise _Damaged(f"zstd: {exc}") from None
-            if len(out) > budget:
-                return out
+            parts.append(out)
+            total += len(out)
+            if total > budget:
+                break
             if self._d.eof:
                 self.ended = True
                 rest = self._d.unused_data
                 if rest:
                     data = rest + data[pos:]
                     pos, n = 0, len(data)
-        return out
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _stage(name: str) -> _Stage | None:
