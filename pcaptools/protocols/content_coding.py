@@ -296,10 +296,14 @@ class ContentDecoder:
         self.wire_bytes += nbytes
         if self.status == "decoding":
             self.status = "gap"
-            lost = f"{nbytes} body bytes were" if nbytes else "body bytes were"
+            lost = (
+                f"{nbytes} body bytes were not captured"
+                if nbytes
+                else "bytes of the connection were not captured while the body was open"
+            )
             self.problem = (
-                f"{lost} not captured after {self.wire_bytes - nbytes} wire bytes; the rest "
-                f"of the body is not decoded ({self.decoded_bytes} decoded bytes kept)"
+                f"{lost} (after {self.wire_bytes - nbytes} wire bytes); the rest of the body "
+                f"is not decoded ({self.decoded_bytes} decoded bytes kept)"
             )
 
     def end(self) -> str:

@@ -808,6 +808,14 @@ class Http2Observer:
             s = self._streams.get(st.cur_sid)
             if s is not None and s.body is not None:
                 s.body.gap(0, ts_ns, frame)
+        if direction == Direction.SERVER_TO_CLIENT:
+            # whole frames may be gone, of any open stream: a compressed body cannot resume
+            # after a hole, so every response still being decoded stops (identity bodies,
+            # whose parsers resume at the next line, are left as they were)
+            for s in self._streams.values():
+                b = s.body
+                if b is not None and b.decoder is not None and not s.server_ended:
+                    b.gap(0, ts_ns, frame)
         st.buf.clear()
         st.hb = None
         st.hpack_reset = True

@@ -206,3 +206,39 @@ def test_headline_json_and_report_show_the_encoded_bodies(tmp_path: Any) -> None
     assert doc["http_content_decoding"] == {"decoded": 6, "corrupt": 1}
     html = out.read_text()
     assert "Content-Encoding</th>" in html and "wire body bytes" in html
+
+
+def test_capture_drops_inside_coded_streams(tmp_path: Any) -> None:
+    """The recorded capture with the packet of the 5th event of the nginx gzip streams removed
+    (HTTP/1.1 and h2c; editcap), as a capture drop would: the 4 events before are kept, the
+    rest of each body is not decoded (never decoded from the middle: no bad JSON)."""
+    import shutil
+
+    editcap = shutil.which("editcap")
+    if editcap is None:
+        pytest.skip("editcap (wireshark-common) is not installed")
+    ev = _cap().sse_events
+    ports = _stream_of_port()
+    h1, h2 = ports[50501], ports[50502]
+    drop = [int(ev[ev["tcp_stream"] == s].sort_values("index")["frame"].iloc[4]) for s in (h1, h2)]
+    out = tmp_path / "dropped.pcap"
+    subprocess.run([editcap, str(CAP), str(out), *map(str, drop)], check=True, timeout=60)
+    cap = pcaptools.load(out)
+    w = cap.warnings
+    gaps = w[w["code"] == "http.content_decoding_gap"]
+    assert sorted(gaps["tcp_stream"].astype(int)) == sorted([h1, h2])
+    assert not (w["code"] == "sse.bad_json").any()
+    assert not (w["code"] == "sse.incomplete_event").any()
+    failed = w[w["code"] == "http.content_decoding_failed"]
+    assert failed["tcp_stream"].astype(int).tolist() == [ports[50507]]  # only the corrupt one
+    e2 = cap.sse_events
+    assert (e2["tcp_stream"] == h1).sum() == 4 and (e2["tcp_stream"] == h2).sum() == 4
+    r1 = cap.http_requests[cap.http_requests["tcp_stream"] == h1].iloc[0]
+    r2 = cap.http2_streams[cap.http2_streams["tcp_stream"] == h2].iloc[0]
+    assert r1["content_decoding"] == r2["content_decoding"] == "gap"
+    # what the server wrote before the dropped event: `data: {json}\n\n` per event
+    want = [
+        int((ev[ev["tcp_stream"] == s].sort_values("index")["data_bytes"].iloc[:4] + 8).sum())
+        for s in (h1, h2)
+    ]
+    assert [int(r1["response_decoded_bytes"]), int(r2["response_decoded_bytes"])] == want
