@@ -60,6 +60,8 @@ _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _REQUEST_LINE = re.compile(
     rb"([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32})[ \t]+(\S+)[ \t]+HTTP/([0-9])\.([0-9])[ \t]*\r?"
 )
+#: an HTTP/0.9 simple request (RFC 1945 §4.1): ``GET <target>``, no version, no header section
+_SIMPLE_REQUEST = re.compile(rb"GET[ \t]+([^\s]+)[ \t]*\r?")
 _STATUS_LINE = re.compile(rb"HTTP/([0-9])\.([0-9])[ \t]+([0-9]{3})(?:[ \t]+([^\r\n]*))?[ \t]*\r?")
 #: a request line at a line start, or one with a common method anywhere (a request right after
 #: a body has no line end before it)
@@ -208,6 +210,15 @@ class HttpExchange:
     end_reason: str
     """complete, connection_closed, open_at_eof, desynced, evicted (more than 10 000 requests
     waited for a response: the oldest was given up)"""
+    paired: bool = True
+    """both a request and the final response that answers it were seen"""
+    unpaired_reason: str | None = None
+    """why not (None when paired): ``response_not_captured`` (the server direction lost bytes
+    where this request's response was), ``no_response`` (nothing was lost, but no response came
+    before the connection or the capture ended), ``request_not_captured`` (the request was sent
+    before the capture began or lost in a capture gap), ``no_request`` (a response although no
+    request was outstanding and nothing was lost), ``ambiguous`` (after a gap on a pipelining
+    connection it cannot be told which request a response answers), ``evicted``"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -328,6 +339,7 @@ class _Exchange:
         "request",
         "response",
         "switch",
+        "unpaired",
         "upgrade",
     )
 
@@ -344,6 +356,8 @@ class _Exchange:
         """protocol actually switched to"""
         self.desynced = False
         self.emitted = False
+        self.unpaired: str | None = None
+        """why this exchange will not be paired, when that was decided before it was emitted"""
 
 
 class _Side:
@@ -425,6 +439,17 @@ class Http1Observer:
         """exchanges not yet emitted"""
         self._count = 0
         self._positions_known = not midstream
+        self._lost = [midstream, midstream]
+        """per direction: sync was lost (gap, unparsable bytes, mid-stream start) since the
+        last response that was paired: counting responses no longer pairs them"""
+        self._s2c_loss_frame: int | None = None
+        """frame at which the server direction last lost sync"""
+        self._c2s_loss_frame: int | None = None
+        """frame at which the client direction last lost sync"""
+        self._pipelined = False
+        """a response was seen to start after two or more requests while nothing was lost"""
+        self._ambiguous = False
+        """requests were given up as ``ambiguous`` since the last response paired"""
         self._inner: Observer | None = None
         self._finished = False
         self._last_ts = 0
@@ -454,7 +479,7 @@ class Http1Observer:
             side.started = True
             side.next_offset = chunk.offset
             if chunk.offset > 0 or self._midstream:
-                self._start_hunt(side)
+                self._start_hunt(side, frame)
                 if side.d == C2S:
                     self._positions_known = False
         if chunk.offset != side.next_offset:
@@ -605,12 +630,25 @@ class Http1Observer:
             n = len(buf)
             mode = side.mode
             if mode == _HEAD:
+                if side.d == S2C and self._awaiting:
+                    simple = self._simple_response(side, buf, pos, n, ts, frame)
+                    if simple is None:
+                        break  # too few bytes to tell
+                    if simple:
+                        continue
                 while pos < n and buf[pos] in (0x0D, 0x0A):
                     pos += 1
                 if pos >= n:
                     break
                 if side.msg_start is None:
                     side.msg_start = (ts, frame)
+                if side.d == C2S and buf.startswith(b"GET", pos):
+                    nl = buf.find(b"\n", pos, n)
+                    sm = _SIMPLE_REQUEST.fullmatch(buf, pos, nl) if nl >= 0 else None
+                    if sm is not None:
+                        self._simple_request(side, sm.group(1), nl + 1 - pos, ts, frame, out)
+                        pos = nl + 1
+                        continue
                 m = _HEAD_END.search(buf, max(pos, side.scan_from))
                 if m is None:
                     side.scan_from = max(pos, n - 3)
@@ -634,7 +672,7 @@ class Http1Observer:
                             ts,
                             frame,
                         )
-                        self._lose_sync(side, ts, frame, out, clear=False)
+                        self._lose_sync(side, ts, frame, out, clear=False, lost=False)
                         pos += 1
                         continue
                     break
@@ -768,6 +806,44 @@ class Http1Observer:
             del buf[:pos]
             side.scan_from = max(0, side.scan_from - pos)
 
+    def _simple_request(
+        self, side: _Side, target: bytes, nbytes: int, ts: int, frame: int, out: list[object]
+    ) -> None:
+        """An HTTP/0.9 simple request line (``GET /path``): a whole request, counted as tshark
+        counts it; its response is the rest of the server direction (no status line)."""
+        start = side.msg_start or (ts, frame)
+        side.msg_start = None
+        side.scan_from = 0
+        msg = _Msg(start, (ts, frame), nbytes)
+        msg.method = "GET"
+        msg.target = target.decode("latin-1")
+        msg.version = "0.9"
+        self._request_head(side, msg, ts, frame, out)
+
+    def _simple_response(
+        self, side: _Side, buf: bytearray, pos: int, n: int, ts: int, frame: int
+    ) -> bool | None:
+        """The server's next bytes answer an HTTP/0.9 request without a status line: start a
+        response body that lasts until the connection closes. True when so, False when these
+        bytes are a status line (or no 0.9 request awaits), None when too few bytes to tell."""
+        ex = self._awaiting[0]
+        req = ex.request
+        if req is None or req.version != "0.9" or pos >= n:
+            return False
+        head = bytes(buf[pos : pos + 5])
+        if b"HTTP/".startswith(head):
+            return False if len(head) == 5 else None
+        self._awaiting.popleft()
+        msg = _Msg((ts, frame), (ts, frame), 0)
+        msg.version = "0.9"
+        msg.until_close = True
+        ex.response = msg
+        if ex.first_resp is None:
+            ex.first_resp = (ts, frame)
+        side.msg, side.ex = msg, ex
+        side.mode = _BODY_CLOSE
+        return True
+
     def _valid_start_line(self, side: _Side, line: bytes) -> bool:
         pat = _REQUEST_LINE if side.d == C2S else _STATUS_LINE
         return pat.fullmatch(line) is not None
@@ -806,19 +882,35 @@ class Http1Observer:
         """Report, abandon the message, and search for the next start line in what follows
         (callers inside :meth:`_parse` step past the offending byte)."""
         self._report(side, "http1.bad_message", detail, ts, frame)
-        self._lose_sync(side, ts, frame, out, clear=False)
+        self._lose_sync(side, ts, frame, out, clear=False, lost=False)
 
-    def _start_hunt(self, side: _Side) -> None:
+    def _start_hunt(self, side: _Side, frame: int = 0, *, lost: bool = True) -> None:
+        """Search for the next start line. ``lost``: bytes were never captured (a gap, or the
+        capture began mid-connection), so messages may be missing, not just unparsable."""
+        if lost:
+            self._lost[side.d] = True
+            if side.d == S2C:
+                self._s2c_loss_frame = frame
+            else:
+                self._c2s_loss_frame = frame
         side.mode = _HUNT
         side.hunt_skipped = 0
         side.msg_start = None
         side.scan_from = 0
 
     def _lose_sync(
-        self, side: _Side, ts: int, frame: int, out: list[object], *, clear: bool = True
+        self,
+        side: _Side,
+        ts: int,
+        frame: int,
+        out: list[object],
+        *,
+        clear: bool = True,
+        lost: bool = True,
     ) -> None:
         """Abandon the message in progress and search for the next start line (``clear``:
-        drop the buffered bytes too, they come before a hole)."""
+        drop the buffered bytes too, they come before a hole; ``lost``: bytes were never
+        captured, so whole messages may be missing and responses are paired by position)."""
         msg, ex = side.msg, side.ex
         if msg is not None and ex is not None:
             ex.desynced = True
@@ -830,7 +922,7 @@ class Http1Observer:
         side.ex = None
         if clear:
             side.buf.clear()
-        self._start_hunt(side)
+        self._start_hunt(side, frame, lost=lost)
         if side.d == C2S:
             self._positions_known = False
 
@@ -902,6 +994,7 @@ class Http1Observer:
         self._open.append(ex)
         if len(self._awaiting) > _MAX_AWAITING:
             old = self._awaiting.popleft()
+            old.unpaired = "evicted"
             self._try_emit(old, ts, frame, None, out, force=True, reason="evicted")
         side.msg, side.ex = msg, ex
         framing = self._framing(msg.headers)
@@ -928,22 +1021,20 @@ class Http1Observer:
         self, side: _Side, msg: _Msg, ts: int, frame: int, out: list[object]
     ) -> None:
         status = msg.status
-        ex = self._awaiting[0] if self._awaiting else None
+        final = not (100 <= status < 200 and status != 101)
+        ex, why = self._match(msg.start_frame, final, ts, frame, out)
         if ex is not None and ex.first_resp is None:
             ex.first_resp = (msg.start_ts, msg.start_frame)
-        if 100 <= status < 200 and status != 101:
+        if not final:
             if ex is not None:
                 ex.interim.append(status)
             side.mode = _HEAD
             return
         if ex is None:
-            # a response whose request was not seen
-            self._count += 1
-            ex = _Exchange(self._count, None)
-            ex.first_resp = (msg.start_ts, msg.start_frame)
-            self._open.append(ex)
+            # a response whose request was not seen (or cannot be told)
+            ex = self._orphan(msg, why)
         else:
-            self._awaiting.popleft()
+            self._awaiting.popleft()  # _match gave up the requests before it
         ex.response = msg
         side.msg, side.ex = msg, ex
         req = ex.request
@@ -999,6 +1090,87 @@ class Http1Observer:
                 self._message_done(side, ts, frame, out)
         else:
             self._bad(side, f"response {status}: {framing}", ts, frame, out)
+
+    def _orphan(self, msg: _Msg, why: str | None) -> _Exchange:
+        """A new exchange for a response that answers no request seen."""
+        self._count += 1
+        ex = _Exchange(self._count, None)
+        ex.unpaired = why
+        ex.first_resp = (msg.start_ts, msg.start_frame)
+        self._open.append(ex)
+        return ex
+
+    def _match(
+        self, start_frame: int, final: bool, ts: int, frame: int, out: list[object]
+    ) -> tuple[_Exchange | None, str | None]:
+        """The exchange a response whose first byte came in ``start_frame`` answers (None, and
+        why, when there is none or it cannot be told). Pairing is by stream position: only
+        requests that started before the response are candidates. While nothing was lost the
+        oldest candidate is the one (requests are answered in order, RFC 9112 §9.3.2). After
+        the server direction lost sync, the number of responses lost is unknown: the newest
+        candidate is the one (a keep-alive client sends a request once the previous response
+        arrived, so the older candidates' responses were lost; they are given up as
+        ``response_not_captured``), unless the client was seen pipelining, where the answer
+        is ``ambiguous``. For a ``final`` response the requests before the one chosen are
+        emitted unpaired; for an interim one (1xx) nothing changes."""
+        aw = self._awaiting
+        n = 0
+        for cand in aw:
+            req = cand.request
+            if req is not None and req.start_frame > start_frame:
+                break
+            n += 1
+        lost_c2s, lost_s2c = self._lost
+        if n == 0:
+            if self._ambiguous:
+                why = "ambiguous"
+            elif lost_c2s:
+                why = "request_not_captured"
+            else:
+                why = "no_request"
+            if final:
+                # no request outstanding: what comes next is in step again
+                self._lost = [False, False]
+            return None, why
+        if lost_s2c:
+            if n > 1 and self._pipelined:
+                if final:
+                    for _ in range(n):
+                        self._give_up(aw[0], "ambiguous", ts, frame, out)
+                    self._ambiguous = True
+                    self._lost = [False, False]
+                return None, "ambiguous"
+            if final:
+                for _ in range(n - 1):
+                    self._give_up(aw[0], "response_not_captured", ts, frame, out)
+                self._lost = [False, False]
+                self._ambiguous = False
+                return aw[0], None
+            return aw[n - 1], None
+        first = aw[0].request
+        if (
+            lost_c2s
+            and first is not None
+            and self._c2s_loss_frame is not None
+            and first.start_frame >= self._c2s_loss_frame
+        ):
+            # requests were lost before this one: this response may answer one of them
+            if final:
+                self._give_up(aw[0], "ambiguous", ts, frame, out)
+                self._ambiguous = True
+            return None, "ambiguous"
+        if final:
+            if n > 1 and not lost_c2s:
+                self._pipelined = True
+            self._ambiguous = False
+        return aw[0], None
+
+    def _give_up(self, ex: _Exchange, why: str, ts: int, frame: int, out: list[object]) -> None:
+        """``ex`` (the oldest awaiting exchange) will get no response: emit it unpaired."""
+        self._awaiting.popleft()
+        ex.unpaired = why
+        ex.desynced = True
+        self._try_emit(ex, ts, frame, None, out, force=True, reason="desynced")
 
     @staticmethod
     def _framing(headers: Headers) -> int | str | None:
@@ -1068,6 +1240,17 @@ class Http1Observer:
             else:
                 reason = "connection_closed"
         sse = resp.sse.count if resp is not None and resp.sse is not None else 0
+        paired = req is not None and resp is not None
+        why: str | None = None
+        if not paired:
+            why = ex.unpaired
+            if why is None:
+                if req is None:
+                    why = "request_not_captured"
+                elif self._s2c_loss_frame is not None and self._s2c_loss_frame >= req.start_frame:
+                    why = "response_not_captured"
+                else:
+                    why = "no_response"
         out.append(
             HttpExchange(
                 ts_ns=ts,
@@ -1084,6 +1267,8 @@ class Http1Observer:
                 upgrade=ex.switch,
                 sse_events=sse,
                 end_reason=reason,
+                paired=paired,
+                unpaired_reason=why,
             )
         )
 
