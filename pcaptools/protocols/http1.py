@@ -215,10 +215,10 @@ class HttpExchange:
     unpaired_reason: str | None = None
     """why not (None when paired): ``response_not_captured`` (the server direction lost bytes
     where this request's response was), ``no_response`` (nothing was lost, but no response came
-    before the connection or the capture ended), ``request_not_captured`` (the request was sent
-    before the capture began or lost in a capture gap), ``no_request`` (a response although no
-    request was outstanding and nothing was lost), ``ambiguous`` (after a gap on a pipelining
-    connection it cannot be told which request a response answers), ``evicted``"""
+    before the connection or the capture ended), ``request_not_captured`` (a response while no
+    request was outstanding: its request was sent before the capture began or lost in a capture
+    gap, or, rarely, never sent, as for an unsolicited 408), ``ambiguous`` (after a gap on a
+    pipelining connection it cannot be told which request a response answers), ``evicted``"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -1122,12 +1122,9 @@ class Http1Observer:
             n += 1
         lost_c2s, lost_s2c = self._lost
         if n == 0:
-            if self._ambiguous:
-                why = "ambiguous"
-            elif lost_c2s:
-                why = "request_not_captured"
-            else:
-                why = "no_request"
+            # (a client gap is often reported only after the response that acknowledged the
+            # lost bytes has been parsed, so "nothing was lost" cannot be told apart here)
+            why = "ambiguous" if self._ambiguous else "request_not_captured"
             if final:
                 # no request outstanding: what comes next is in step again
                 self._lost = [False, False]
@@ -1148,13 +1145,14 @@ class Http1Observer:
                 return aw[0], None
             return aw[n - 1], None
         first = aw[0].request
-        if (
+        after_loss = (
             lost_c2s
             and first is not None
             and self._c2s_loss_frame is not None
             and first.start_frame >= self._c2s_loss_frame
-        ):
-            # requests were lost before this one: this response may answer one of them
+        )
+        if after_loss and self._pipelined:
+            # pipelined requests were lost before this one: the response may answer one
             if final:
                 self._give_up(aw[0], "ambiguous", ts, frame, out)
                 self._ambiguous = True
@@ -1162,6 +1160,10 @@ class Http1Observer:
         if final:
             if n > 1 and not lost_c2s:
                 self._pipelined = True
+            if after_loss or not self._pipelined:
+                # a keep-alive client sent this request after the previous response: the
+                # requests lost before it were answered before it
+                self._lost[0] = False
             self._ambiguous = False
         return aw[0], None
 

@@ -528,9 +528,10 @@ HTTP_REQUESTS = TableSchema(
             None,
             "why not paired (NA when paired): response_not_captured (the server direction "
             "lost bytes where this request's response was), no_response (nothing lost, no "
-            "response before the connection or capture ended), request_not_captured (sent "
-            "before the capture began, or lost in a capture gap), no_request (a response "
-            "though no request was outstanding and nothing was lost), ambiguous (after a gap "
+            "response before the connection or capture ended), request_not_captured (a "
+            "response while no request was outstanding: its request was sent before the "
+            "capture began or lost in a capture gap, or rarely never sent, as for an "
+            "unsolicited 408), ambiguous (after a gap "
             "on a pipelining connection the request a response answers cannot be told), "
             "evicted",
         ),
