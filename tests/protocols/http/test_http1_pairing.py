@@ -377,3 +377,25 @@ def test_http09_response_is_the_rest_of_the_connection() -> None:
     assert e.response is not None and e.response.status == 400 and e.paired
     assert detect(b"GET /\r\n") == "http1"
     assert detect(b"GET /") == "need_more"
+
+
+# --------------------------------------------------------------------------- report, --json
+
+
+def test_report_and_json_say_what_was_not_paired(tmp_path: Path) -> None:
+    from pcaptools.analyses.summary import headline, verdicts
+    from pcaptools.cli import main
+
+    cap = _load(DROPS)
+    h = headline(cap)
+    assert h["http_unpaired"] == {"response_not_captured": 5, "request_not_captured": 1}
+    assert (
+        "6 HTTP/1.x requests and responses could not be paired (response not captured 5, "
+        "request not captured 1): no time to first byte is given for them."
+    ) in verdicts(cap, h)
+    assert headline(_load(FULL))["http_unpaired"] == {}
+    out, js = tmp_path / "r.html", tmp_path / "s.json"
+    assert main([str(DROPS), "-o", str(out), "--json", str(js)]) == 0
+    assert json.loads(js.read_text())["http_unpaired"] == h["http_unpaired"]
+    html = out.read_text()
+    assert "6 HTTP/1.x rows could not be paired (response_not_captured 5" in html
