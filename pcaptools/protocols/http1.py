@@ -333,12 +333,14 @@ class _Exchange:
         "desynced",
         "emitted",
         "first_resp",
+        "held",
         "index",
         "interim",
         "position",
         "request",
         "response",
         "switch",
+        "tentative",
         "unpaired",
         "upgrade",
     )
@@ -358,6 +360,11 @@ class _Exchange:
         self.emitted = False
         self.unpaired: str | None = None
         """why this exchange will not be paired, when that was decided before it was emitted"""
+        self.tentative = False
+        """paired after the server direction lost bytes: a loss in the client direction
+        reported for the same packet (its ACK covers client bytes never captured) undoes it"""
+        self.held: tuple[int, int, Direction | None] | None = None
+        """(ts, frame, direction) of a tentative exchange that was ready to be emitted"""
 
 
 class _Side:
@@ -450,6 +457,11 @@ class Http1Observer:
         """a response was seen to start after two or more requests while nothing was lost"""
         self._ambiguous = False
         """requests were given up as ``ambiguous`` since the last response paired"""
+        self._cut_request = False
+        """a client gap cut a request whose start was seen (it is outstanding, unseen)"""
+        self._tentative: list[_Exchange] = []
+        self._tentative_frame = -1
+        """frame of the packet whose response(s) made the tentative pairs"""
         self._inner: Observer | None = None
         self._finished = False
         self._last_ts = 0
@@ -474,6 +486,8 @@ class Http1Observer:
         side = self._sides[chunk.direction]
         data = chunk.data
         ts, frame = chunk.ts_ns, chunk.frame
+        if self._tentative and frame != self._tentative_frame:
+            self._settle(out)
         self._last_ts, self._last_frame = ts, frame
         if not side.started:
             side.started = True
@@ -507,12 +521,16 @@ class Http1Observer:
         if nbytes <= 0 or self._finished:
             return out
         side = self._sides[direction]
+        if self._tentative and frame != self._tentative_frame:
+            self._settle(out)
         if not side.started:
             side.started = True
             side.next_offset = offset
         start = max(side.next_offset, offset)
         side.next_offset = start + nbytes
         self._gap(side, nbytes, ts_ns, frame, start, out)
+        if self._tentative and direction == C2S and self._lost[0] and self._c2s_loss_frame == frame:
+            self._unpair_tentative(ts_ns, frame, out)
         return out
 
     def close(
@@ -524,6 +542,8 @@ class Http1Observer:
         out: list[object] = []
         if self._finished:
             return out
+        if self._tentative and frame != self._tentative_frame:
+            self._settle(out)
         self._close_side(self._sides[direction], ts_ns, frame, at_eof, out)
         if at_eof:
             for side in self._sides:
@@ -616,6 +636,9 @@ class Http1Observer:
                     else:
                         side.mode = _CHUNK_END
             return
+        if side.d == C2S and mode == _HEAD and side.buf.strip(b"\r\n"):
+            # the hole cut a request whose start was seen: a request is outstanding unseen
+            self._cut_request = True
         side.skipped += nbytes
         side.hunt_skipped += nbytes
         self._lose_sync(side, ts, frame, out)
@@ -1117,7 +1140,9 @@ class Http1Observer:
         n = 0
         for cand in aw:
             req = cand.request
-            if req is not None and req.start_frame > start_frame:
+            # one packet carries one direction: a request "in the same packet" as the
+            # response was released by it from behind a hole, so it came later
+            if req is not None and req.start_frame >= start_frame:
                 break
             n += 1
         lost_c2s, lost_s2c = self._lost
@@ -1128,8 +1153,25 @@ class Http1Observer:
             if final:
                 # no request outstanding: what comes next is in step again
                 self._lost = [False, False]
+                self._cut_request = False
             return None, why
         if lost_s2c:
+            newest = aw[n - 1].request
+            if (
+                lost_c2s
+                and newest is not None
+                and self._c2s_loss_frame is not None
+                and newest.start_frame < self._c2s_loss_frame
+            ):
+                # a request was lost after the newest candidate was sent: this response may
+                # answer it (keep-alive: it does, the candidates' responses were lost)
+                why = "ambiguous" if self._pipelined else "response_not_captured"
+                if final:
+                    for _ in range(n):
+                        self._give_up(aw[0], why, ts, frame, out)
+                    self._lost = [False, False]
+                    self._ambiguous = self._pipelined
+                return None, "ambiguous" if self._pipelined else "request_not_captured"
             if n > 1 and self._pipelined:
                 if final:
                     for _ in range(n):
@@ -1142,7 +1184,11 @@ class Http1Observer:
                     self._give_up(aw[0], "response_not_captured", ts, frame, out)
                 self._lost = [False, False]
                 self._ambiguous = False
-                return aw[0], None
+                chosen = aw[0]
+                chosen.tentative = True
+                self._tentative.append(chosen)
+                self._tentative_frame = frame
+                return chosen, None
             return aw[n - 1], None
         first = aw[0].request
         after_loss = (
@@ -1151,7 +1197,7 @@ class Http1Observer:
             and self._c2s_loss_frame is not None
             and first.start_frame >= self._c2s_loss_frame
         )
-        if after_loss and self._pipelined:
+        if after_loss and (self._pipelined or self._cut_request):
             # pipelined requests were lost before this one: the response may answer one
             if final:
                 self._give_up(aw[0], "ambiguous", ts, frame, out)
@@ -1164,8 +1210,45 @@ class Http1Observer:
                 # a keep-alive client sent this request after the previous response: the
                 # requests lost before it were answered before it
                 self._lost[0] = False
+                self._cut_request = False
             self._ambiguous = False
         return aw[0], None
+
+    def _settle(self, out: list[object]) -> None:
+        """Tentative pairs stand (no client loss was reported for their packet): emit those
+        that were ready."""
+        items, self._tentative = self._tentative, []
+        for ex in items:
+            ex.tentative = False
+            if ex.held is not None and not ex.emitted:
+                ts, frame, d = ex.held
+                self._try_emit(ex, ts, frame, d, out)
+
+    def _unpair_tentative(self, ts: int, frame: int, out: list[object]) -> None:
+        """The packet that carried a response paired after a server-side loss also
+        acknowledged client bytes never captured: a request lost there was sent before the
+        response, so the response may answer it. A keep-alive client sends a request once the
+        previous response has arrived: the response answers the lost request, and the
+        candidate's own response was lost. Pipelining: which one cannot be told."""
+        items, self._tentative = self._tentative, []
+        server = self._sides[1]
+        for ex in items:
+            ex.tentative = False
+            if ex.emitted or ex.response is None:
+                continue
+            msg = ex.response
+            o = self._orphan(msg, "ambiguous" if self._pipelined else "request_not_captured")
+            o.first_resp, ex.first_resp = ex.first_resp, None
+            o.interim, ex.interim = ex.interim, []
+            ex.response = None
+            if server.ex is ex:
+                server.ex = o
+            ex.unpaired = "ambiguous" if self._pipelined else "response_not_captured"
+            ex.desynced = True
+            self._try_emit(ex, ts, frame, None, out, force=True, reason="desynced")
+            held, ex.held = ex.held, None
+            if held is not None:
+                self._try_emit(o, held[0], held[1], held[2], out)
 
     def _give_up(self, ex: _Exchange, why: str, ts: int, frame: int, out: list[object]) -> None:
         """``ex`` (the oldest awaiting exchange) will get no response: emit it unpaired."""
@@ -1231,6 +1314,12 @@ class Http1Observer:
             resp is None or not resp.complete or (req is not None and not req.complete)
         ):
             return
+        if ex.tentative:
+            if not force:
+                ex.held = (ts, frame, d)
+                return
+            ex.tentative = False
+            self._tentative.remove(ex)
         ex.emitted = True
         if ex in self._open:
             self._open.remove(ex)
@@ -1454,6 +1543,7 @@ class Http1Observer:
 
     def _finish(self, ts: int, frame: int, at_eof: bool, out: list[object]) -> None:
         self._finished = True
+        self._settle(out)
         for ex in list(self._open):
             reason = (
                 "desynced" if ex.desynced else ("open_at_eof" if at_eof else "connection_closed")

@@ -17,6 +17,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import pcaptools
 from pcaptools.analyses.latency import stream_latency
@@ -240,29 +242,36 @@ def _obs() -> tuple[Http1Observer, Diagnostics]:
 
 
 class _Feeder:
-    """Feed both directions with running offsets and frame numbers; ``lose`` leaves bytes out."""
+    """Feed both directions with running offsets and frame numbers; ``lose`` leaves bytes out.
+    As the TCP tracker does, a hole is reported when the next bytes of its direction arrive
+    (by the observer itself) or, first, when a packet of the other direction acknowledges it
+    (after that packet's own bytes)."""
 
     def __init__(self, obs: Http1Observer) -> None:
         self.obs = obs
         self.off = [0, 0]
         self.frame = 0
         self.events: list[object] = []
+        self.pending: list[tuple[int, int] | None] = [None, None]
 
     def send(self, d: Any, data: bytes, *, lose: bool = False) -> int:
         self.frame += 1
         if lose:
+            p = self.pending[d]
+            self.pending[d] = (p[0], p[1] + len(data)) if p else (self.off[d], len(data))
             self.off[d] += len(data)
             return self.frame
+        self.pending[d] = None  # the observer sees the jump in offsets
+        ts = self.frame * 1000
         self.events += self.obs.feed(
-            StreamChunk(
-                direction=d,
-                data=data,
-                ts_ns=self.frame * 1000,
-                frame=self.frame,
-                offset=self.off[d],
-            )
+            StreamChunk(direction=d, data=data, ts_ns=ts, frame=self.frame, offset=self.off[d])
         )
         self.off[d] += len(data)
+        peer = 1 - d
+        hole = self.pending[peer]
+        if hole is not None:
+            self.pending[peer] = None
+            self.events += self.obs.gap(C2S if peer == 0 else S2C, hole[0], hole[1], ts, self.frame)
         return self.frame
 
     def end(self) -> list[HttpExchange]:
@@ -399,3 +408,80 @@ def test_report_and_json_say_what_was_not_paired(tmp_path: Path) -> None:
     assert json.loads(js.read_text())["http_unpaired"] == h["http_unpaired"]
     html = out.read_text()
     assert "6 HTTP/1.x rows could not be paired (response_not_captured 5" in html
+
+
+# --------------------------------------------------------------------------- property
+
+_LOSS = st.sampled_from(["none", "none", "none", "request", "response", "status_line", "both"])
+
+
+@given(losses=st.lists(_LOSS, min_size=1, max_size=25))
+def test_keepalive_with_any_losses_never_pairs_wrongly(losses: list[str]) -> None:
+    """One request at a time (keep-alive, no pipelining); whole messages, or a response's
+    status line, left out at random: a pair is always a request and its own response, and
+    every exchange whose messages were both captured is paired."""
+    obs, _ = _obs()
+    f = _Feeder(obs)
+    for i, loss in enumerate(losses):
+        f.send(C2S, _req(f"/{i}"), lose=loss in ("request", "both"))
+        body = b"b" * (i + 1)
+        resp = f"HTTP/1.1 200 R/{i}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+        if loss == "status_line":
+            f.send(S2C, resp[:12], lose=True)
+            f.send(S2C, resp[12:])
+        else:
+            f.send(S2C, resp, lose=loss in ("response", "both"))
+    # the server's FIN comes after everything it sent (a hole at the end is reported)
+    f.events += obs.gap(S2C, f.off[1], 1, (f.frame + 1) * 1000, f.frame + 1)
+    ex = f.end()
+    for e in ex:
+        if e.paired:
+            assert e.request is not None and e.response is not None
+            assert e.response.reason == f"R{e.request.target}"
+        else:
+            assert e.unpaired_reason in ("response_not_captured", "request_not_captured")
+    paired = sorted(int(e.request.target[1:]) for e in ex if e.paired and e.request)
+    assert paired == [i for i, loss in enumerate(losses) if loss == "none"]
+
+
+def _pcap_without(path: Path, frames: set[int]) -> bytes:
+    """A classic pcap file minus the records numbered ``frames`` (1-based)."""
+    raw = path.read_bytes()
+    bo = "<" if raw[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    out, pos, n = [raw[:24]], 24, 0
+    while pos + 16 <= len(raw):
+        incl = int.from_bytes(raw[pos + 8 : pos + 12], "little" if bo == "<" else "big")
+        n += 1
+        if n not in frames:
+            out.append(raw[pos : pos + 16 + incl])
+        pos += 16 + incl
+    return b"".join(out)
+
+
+def test_lost_response_then_lost_request_is_not_paired_across(tmp_path: Path) -> None:
+    """Response 5 and request 6 removed: response 6 arrives while request 5 is the only
+    request seen outstanding. Its packet acknowledges the missing request 6, so it answers
+    request 6 (tshark pairs it with request 5: wrong, as the full capture shows)."""
+    full = _load(FULL).http_requests
+    ka = full[full["tcp_stream"] == 0].sort_values("request_index")
+    q5, r5, q6, r6 = (
+        int(ka.iloc[i][c]) for i in (4, 5) for c in ("request_frame", "response_frame")
+    )
+    p = tmp_path / "lost-5-6.pcap"
+    p.write_bytes(_pcap_without(FULL, {r5, q6}))
+    df = pcaptools.load(p).http_requests
+    d = df[df["tcp_stream"] == 0]
+    d = d.assign(_at=d["request_frame"].fillna(d["response_frame"])).sort_values("_at")
+    rows = [
+        (None if pd.isna(q) else int(q), None if pd.isna(r) else int(r), bool(pd_), str(w))
+        for q, r, pd_, w in zip(
+            d["request_frame"], d["response_frame"], d["paired"], d["unpaired_reason"], strict=True
+        )
+    ]
+    # frames after the removed ones move up by two. The 404 (frame r6 - 2 now) waits behind
+    # the hole until the client's next packet acknowledges it: the reassembler delivers it
+    # then, so its response_frame is that packet's (r6 - 1; tshark says r6 - 2)
+    assert rows[4] == (q5, None, False, "response_not_captured")
+    assert rows[5] == (None, r6 - 1, False, "request_not_captured")
+    assert all(r[2] for i, r in enumerate(rows) if i not in (4, 5))
+    assert len(rows) == 40
