@@ -3,7 +3,9 @@
 One :class:`Http1Observer` per connection watches both directions and returns events:
 
 - :class:`HttpExchange`: one per request/response pair (pipelined requests are paired in
-  order), emitted when both messages are complete, or when the connection ends;
+  order), emitted when both messages are complete, or when the connection ends; a request
+  or a response that cannot be paired is an exchange of its own (``paired`` False, with an
+  ``unpaired_reason``);
 - :class:`ProtocolSwitched`: a ``101 Switching Protocols`` (or a successful ``CONNECT``)
   moved the connection to another protocol;
 - :class:`~pcaptools.protocols.sse.SseEvent` for ``text/event-stream`` response bodies;
@@ -17,6 +19,17 @@ no body for HEAD responses, 1xx, 204 and 304, a response body until the connecti
 otherwise. ``100 Continue`` and other 1xx responses are counted on the exchange they
 precede. Bodies are streamed, never buffered; header sections are buffered up to
 ``max_head_bytes``.
+
+Pairing is by stream position, not by count: a response answers a request that was
+outstanding when its first byte (or, after a gap, its resynchronised start) arrived. While
+neither direction lost bytes that is the oldest one (RFC 9112 §9.3.2). Once the server
+direction lost bytes, the number of responses lost is unknown: a keep-alive client sends a
+request after the previous response arrived, so the newest outstanding request is the one
+and the older ones lost their responses (``response_not_captured``), as tshark pairs them;
+on a connection seen pipelining, or when a request was lost after that newest one, the
+response and the candidates are left unpaired rather than guessed. No TTFB is computed for
+an unpaired row. HTTP/0.9 simple requests (``GET /path`` without a version) are requests
+(version ``0.9``), answered by the rest of the server's bytes.
 
 A watcher, not a participant: it never raises on wire data. A message it cannot parse
 (``http1.bad_message``) or bytes lost inside a header section or chunk framing make that
