@@ -982,8 +982,8 @@ def sc_http1_keepalive(ctx: Ctx) -> None:
     ctx.highlight(drops, "frames removed (numbered as in http1-keepalive.pcap): " + ", ".join(
         f"{d['frame']} ({d['what']} {d['transfer']})" for d in dropped))
     ctx.highlight(drops, "compare http_requests with tshark -2 http.request_in: every pair "
-                         "equal; the 5 requests whose responses were dropped and the response whose "
-                         "request was dropped are unpaired")
+                         "equal; the 5 requests whose responses were dropped and the response "
+                         "whose request was dropped are unpaired")
     ctx.note("the -drops capture is derived, not recorded: the frames named under "
              "derived.dropped_frames (frame numbers of http1-keepalive.pcap) were removed")
 
