@@ -28,7 +28,9 @@ How the phases are attributed:
   ACK that completes the handshake). **tls_ms**: ``tls_handshakes.handshake_ms`` of the
   connection's first TLS session (ClientHello to the client's Finished); 0.0 on cleartext.
 - **ttfb_ms**: first response byte minus the time the request was completely sent
-  (the ``ttfb_ms`` of ``http_requests`` / ``http2_streams``). **ttft_ms**: the first SSE
+  (the ``ttfb_ms`` of ``http_requests`` / ``http2_streams``); NaN for an HTTP/1.x row that is
+  not ``paired`` (``http_requests.unpaired_reason`` says why), whose ``response_start_ts``
+  is NA. **ttft_ms**: the first SSE
   event carrying non-empty delta text (``sse_events.delta_text``: OpenAI, Anthropic...)
   minus the same request time.
 - **total_ms**: end of the response minus the first byte of the request, NaN when the
@@ -365,6 +367,11 @@ def _h1_rows(req: pd.DataFrame) -> pd.DataFrame:
         for p, i in zip(pos, req["request_index"], strict=True)
     ]
     version = req["http_version"].astype("string").fillna("1.1")
+    # a row whose request and response were not paired (capture gaps, responses to requests
+    # never captured) yields no waiting time: its response start is not that request's
+    resp_ts = req["response_ts"]
+    if "paired" in req.columns:
+        resp_ts = resp_ts.where(req["paired"].fillna(False).to_numpy(bool))
     filt = [
         _h1_filter(int(s), rf, pf)
         for s, rf, pf in zip(
@@ -388,7 +395,7 @@ def _h1_rows(req: pd.DataFrame) -> pd.DataFrame:
             "request_ts": req["request_ts"],
             "request_sent_ts": req["request_end_ts"].fillna(req["request_ts"]),
             "response_frame": req["response_frame"].to_numpy(dtype=object),
-            "response_start_ts": req["response_ts"],
+            "response_start_ts": resp_ts,
             "end_ts": req["response_end_ts"],
             "complete": req["end_reason"]
             .astype("string")

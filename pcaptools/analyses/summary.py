@@ -64,8 +64,10 @@ def headline(cap: Capture) -> dict[str, Any]:
       ``http_by_protocol`` (``{"HTTP/2": 15}``), ``http_connections`` (connections that
       carried a request), ``http_reused`` (requests on an already open connection),
       ``http_status`` (final status code -> requests), ``http_incomplete`` (responses that
-      did not end normally), ``ttfb_ms`` / ``ttft_ms`` / ``token_gap_ms`` (per-stream median
-      gaps) as ``{"count", "median", "p95", "max"}``, ``token_events``
+      did not end normally), ``http_unpaired`` (HTTP/1.x rows whose request and response
+      could not be paired, by ``http_requests.unpaired_reason``: they have no TTFB),
+      ``ttfb_ms`` / ``ttft_ms`` / ``token_gap_ms`` (per-stream median gaps) as
+      ``{"count", "median", "p95", "max"}``, ``token_events``
     - HTTP bodies (rows of ``http_requests`` and ``http2_streams`` with a response
       Content-Encoding): ``http_content_encodings`` (coding -> responses),
       ``http_encoded_wire_bytes`` / ``http_encoded_decoded_bytes`` (their body bytes on the
@@ -401,6 +403,7 @@ def _http_headline(cap: Capture) -> dict[str, Any]:
         "http_reused": int(lat["reused"].eq(True).fillna(False).sum()),
         "http_status": _counts(status),
         "http_incomplete": int((~lat["complete"]).sum()),
+        "http_unpaired": _counts(cap.http_requests["unpaired_reason"]),
         "ttfb_ms": _stats(lat["ttfb_ms"]),
         "ttft_ms": _stats(lat["ttft_ms"]),
         "token_gap_ms": _stats(lat["token_gap_median_ms"]),
@@ -489,6 +492,12 @@ def _http_verdicts(h: Mapping[str, Any]) -> list[str]:
             head += f"; median gap between tokens {fmt_ms(gap['median'])}"
         out.append(head + ".")
     out += _coding_verdicts(h)
+    unpaired = h.get("http_unpaired") or {}
+    if unpaired:
+        k = sum(unpaired.values())
+        why = ", ".join(f"{_UNPAIRED.get(r, r)} {c:,}" for r, c in unpaired.items())
+        out.append(f"{_n(k, 'HTTP/1.x request or response', 'HTTP/1.x requests and responses')} "
+                   f"could not be paired ({why}): no time to first byte is given for them.")
     if h["http_incomplete"]:
         k = int(h["http_incomplete"])
         out.append(f"{_n(k, 'response')} did not end normally (still open when the capture "
@@ -514,6 +523,16 @@ def _coding_verdicts(h: Mapping[str, Any]) -> list[str]:
                    f"({parts}): what came after the problem is not analysed (see the "
                    "http.content_* warnings).")
     return out
+
+
+#: http_requests.unpaired_reason in words, for the verdicts
+_UNPAIRED = {
+    "response_not_captured": "response not captured",
+    "request_not_captured": "request not captured",
+    "no_response": "no response",
+    "ambiguous": "ambiguous after a capture gap",
+    "evicted": "too many outstanding",
+}
 
 
 def _tls_verdicts(h: Mapping[str, Any]) -> list[str]:

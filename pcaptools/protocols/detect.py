@@ -40,6 +40,8 @@ ALPN_KINDS: Final = {
 }
 
 _REQ = re.compile(rb"[A-Z][A-Z_-]{0,31} [^\s]{1,8192} HTTP/1\.[0-9]\r?\n")
+#: an HTTP/0.9 simple request (``GET /path``, no version), which tshark counts as a request
+_REQ09 = re.compile(rb"GET [^\s]{1,8192}[ \t]*\r?\n")
 _REQ_PREFIX = re.compile(
     rb"[A-Z][A-Z_-]{0,31}(?: (?:[^\s]{1,8192}"
     rb"(?: (?:H(?:T(?:T(?:P(?:/(?:1(?:\.(?:[0-9]\r?)?)?)?)?)?)?)?)?)?)?)?"
@@ -83,7 +85,7 @@ def detect(
     if direction == Direction.CLIENT_TO_SERVER:
         if PREFACE.startswith(data[:24]):
             return "http2" if len(data) >= 24 else "need_more"
-        if _REQ.match(data):
+        if _REQ.match(data) or _REQ09.match(data):
             return "http1"
         if midstream:
             if _REQ_LINE_ANYWHERE.search(data):

@@ -3,7 +3,9 @@
 One :class:`Http1Observer` per connection watches both directions and returns events:
 
 - :class:`HttpExchange`: one per request/response pair (pipelined requests are paired in
-  order), emitted when both messages are complete, or when the connection ends;
+  order), emitted when both messages are complete, or when the connection ends; a request
+  or a response that cannot be paired is an exchange of its own (``paired`` False, with an
+  ``unpaired_reason``);
 - :class:`ProtocolSwitched`: a ``101 Switching Protocols`` (or a successful ``CONNECT``)
   moved the connection to another protocol;
 - :class:`~pcaptools.protocols.sse.SseEvent` for ``text/event-stream`` response bodies;
@@ -17,6 +19,17 @@ no body for HEAD responses, 1xx, 204 and 304, a response body until the connecti
 otherwise. ``100 Continue`` and other 1xx responses are counted on the exchange they
 precede. Bodies are streamed, never buffered; header sections are buffered up to
 ``max_head_bytes``.
+
+Pairing is by stream position, not by count: a response answers a request that was
+outstanding when its first byte (or, after a gap, its resynchronised start) arrived. While
+neither direction lost bytes that is the oldest one (RFC 9112 §9.3.2). Once the server
+direction lost bytes, the number of responses lost is unknown: a keep-alive client sends a
+request after the previous response arrived, so the newest outstanding request is the one
+and the older ones lost their responses (``response_not_captured``), as tshark pairs them;
+on a connection seen pipelining, or when a request was lost after that newest one, the
+response and the candidates are left unpaired rather than guessed. No TTFB is computed for
+an unpaired row. HTTP/0.9 simple requests (``GET /path`` without a version) are requests
+(version ``0.9``), answered by the rest of the server's bytes.
 
 A watcher, not a participant: it never raises on wire data. A message it cannot parse
 (``http1.bad_message``) or bytes lost inside a header section or chunk framing make that
@@ -62,6 +75,8 @@ _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _REQUEST_LINE = re.compile(
     rb"([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32})[ \t]+(\S+)[ \t]+HTTP/([0-9])\.([0-9])[ \t]*\r?"
 )
+#: an HTTP/0.9 simple request (RFC 1945 §4.1): ``GET <target>``, no version, no header section
+_SIMPLE_REQUEST = re.compile(rb"GET[ \t]+([^\s]+)[ \t]*\r?")
 _STATUS_LINE = re.compile(rb"HTTP/([0-9])\.([0-9])[ \t]+([0-9]{3})(?:[ \t]+([^\r\n]*))?[ \t]*\r?")
 #: a request line at a line start, or one with a common method anywhere (a request right after
 #: a body has no line end before it)
@@ -218,6 +233,15 @@ class HttpExchange:
     end_reason: str
     """complete, connection_closed, open_at_eof, desynced, evicted (more than 10 000 requests
     waited for a response: the oldest was given up)"""
+    paired: bool = True
+    """both a request and the final response that answers it were seen"""
+    unpaired_reason: str | None = None
+    """why not (None when paired): ``response_not_captured`` (the server direction lost bytes
+    where this request's response was), ``no_response`` (nothing was lost, but no response came
+    before the connection or the capture ended), ``request_not_captured`` (a response while no
+    request was outstanding: its request was sent before the capture began or lost in a capture
+    gap, or, rarely, never sent, as for an unsolicited 408), ``ambiguous`` (after a gap on a
+    pipelining connection it cannot be told which request a response answers), ``evicted``"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -346,12 +370,15 @@ class _Exchange:
         "desynced",
         "emitted",
         "first_resp",
+        "held",
         "index",
         "interim",
         "position",
         "request",
         "response",
         "switch",
+        "tentative",
+        "unpaired",
         "upgrade",
     )
 
@@ -368,6 +395,13 @@ class _Exchange:
         """protocol actually switched to"""
         self.desynced = False
         self.emitted = False
+        self.unpaired: str | None = None
+        """why this exchange will not be paired, when that was decided before it was emitted"""
+        self.tentative = False
+        """paired after the server direction lost bytes: a loss in the client direction
+        reported for the same packet (its ACK covers client bytes never captured) undoes it"""
+        self.held: tuple[int, int, Direction | None] | None = None
+        """(ts, frame, direction) of a tentative exchange that was ready to be emitted"""
 
 
 class _Side:
@@ -452,6 +486,22 @@ class Http1Observer:
         """exchanges not yet emitted"""
         self._count = 0
         self._positions_known = not midstream
+        self._lost = [midstream, midstream]
+        """per direction: sync was lost (gap, unparsable bytes, mid-stream start) since the
+        last response that was paired: counting responses no longer pairs them"""
+        self._s2c_loss_frame: int | None = None
+        """frame at which the server direction last lost sync"""
+        self._c2s_loss_frame: int | None = None
+        """frame at which the client direction last lost sync"""
+        self._pipelined = False
+        """a response was seen to start after two or more requests while nothing was lost"""
+        self._ambiguous = False
+        """requests were given up as ``ambiguous`` since the last response paired"""
+        self._cut_request = False
+        """a client gap cut a request whose start was seen (it is outstanding, unseen)"""
+        self._tentative: list[_Exchange] = []
+        self._tentative_frame = -1
+        """frame of the packet whose response(s) made the tentative pairs"""
         self._inner: Observer | None = None
         self._finished = False
         self._last_ts = 0
@@ -476,12 +526,14 @@ class Http1Observer:
         side = self._sides[chunk.direction]
         data = chunk.data
         ts, frame = chunk.ts_ns, chunk.frame
+        if self._tentative and frame != self._tentative_frame:
+            self._settle(out)
         self._last_ts, self._last_frame = ts, frame
         if not side.started:
             side.started = True
             side.next_offset = chunk.offset
             if chunk.offset > 0 or self._midstream:
-                self._start_hunt(side)
+                self._start_hunt(side, frame)
                 if side.d == C2S:
                     self._positions_known = False
         if chunk.offset != side.next_offset:
@@ -509,12 +561,16 @@ class Http1Observer:
         if nbytes <= 0 or self._finished:
             return out
         side = self._sides[direction]
+        if self._tentative and frame != self._tentative_frame:
+            self._settle(out)
         if not side.started:
             side.started = True
             side.next_offset = offset
         start = max(side.next_offset, offset)
         side.next_offset = start + nbytes
         self._gap(side, nbytes, ts_ns, frame, start, out)
+        if self._tentative and direction == C2S and self._lost[0] and self._c2s_loss_frame == frame:
+            self._unpair_tentative(ts_ns, frame, out)
         return out
 
     def close(
@@ -526,6 +582,8 @@ class Http1Observer:
         out: list[object] = []
         if self._finished:
             return out
+        if self._tentative and frame != self._tentative_frame:
+            self._settle(out)
         self._close_side(self._sides[direction], ts_ns, frame, at_eof, out)
         if at_eof:
             for side in self._sides:
@@ -618,6 +676,9 @@ class Http1Observer:
                     else:
                         side.mode = _CHUNK_END
             return
+        if side.d == C2S and mode == _HEAD and side.buf.strip(b"\r\n"):
+            # the hole cut a request whose start was seen: a request is outstanding unseen
+            self._cut_request = True
         side.skipped += nbytes
         side.hunt_skipped += nbytes
         self._lose_sync(side, ts, frame, out)
@@ -632,12 +693,25 @@ class Http1Observer:
             n = len(buf)
             mode = side.mode
             if mode == _HEAD:
+                if side.d == S2C and self._awaiting:
+                    simple = self._simple_response(side, buf, pos, n, ts, frame)
+                    if simple is None:
+                        break  # too few bytes to tell
+                    if simple:
+                        continue
                 while pos < n and buf[pos] in (0x0D, 0x0A):
                     pos += 1
                 if pos >= n:
                     break
                 if side.msg_start is None:
                     side.msg_start = (ts, frame)
+                if side.d == C2S and buf.startswith(b"GET", pos):
+                    nl = buf.find(b"\n", pos, n)
+                    sm = _SIMPLE_REQUEST.fullmatch(buf, pos, nl) if nl >= 0 else None
+                    if sm is not None:
+                        self._simple_request(side, sm.group(1), nl + 1 - pos, ts, frame, out)
+                        pos = nl + 1
+                        continue
                 m = _HEAD_END.search(buf, max(pos, side.scan_from))
                 if m is None:
                     side.scan_from = max(pos, n - 3)
@@ -661,7 +735,7 @@ class Http1Observer:
                             ts,
                             frame,
                         )
-                        self._lose_sync(side, ts, frame, out, clear=False)
+                        self._lose_sync(side, ts, frame, out, clear=False, lost=False)
                         pos += 1
                         continue
                     break
@@ -795,6 +869,44 @@ class Http1Observer:
             del buf[:pos]
             side.scan_from = max(0, side.scan_from - pos)
 
+    def _simple_request(
+        self, side: _Side, target: bytes, nbytes: int, ts: int, frame: int, out: list[object]
+    ) -> None:
+        """An HTTP/0.9 simple request line (``GET /path``): a whole request, counted as tshark
+        counts it; its response is the rest of the server direction (no status line)."""
+        start = side.msg_start or (ts, frame)
+        side.msg_start = None
+        side.scan_from = 0
+        msg = _Msg(start, (ts, frame), nbytes)
+        msg.method = "GET"
+        msg.target = target.decode("latin-1")
+        msg.version = "0.9"
+        self._request_head(side, msg, ts, frame, out)
+
+    def _simple_response(
+        self, side: _Side, buf: bytearray, pos: int, n: int, ts: int, frame: int
+    ) -> bool | None:
+        """The server's next bytes answer an HTTP/0.9 request without a status line: start a
+        response body that lasts until the connection closes. True when so, False when these
+        bytes are a status line (or no 0.9 request awaits), None when too few bytes to tell."""
+        ex = self._awaiting[0]
+        req = ex.request
+        if req is None or req.version != "0.9" or pos >= n:
+            return False
+        head = bytes(buf[pos : pos + 5])
+        if b"HTTP/".startswith(head):
+            return False if len(head) == 5 else None
+        self._awaiting.popleft()
+        msg = _Msg((ts, frame), (ts, frame), 0)
+        msg.version = "0.9"
+        msg.until_close = True
+        ex.response = msg
+        if ex.first_resp is None:
+            ex.first_resp = (ts, frame)
+        side.msg, side.ex = msg, ex
+        side.mode = _BODY_CLOSE
+        return True
+
     def _valid_start_line(self, side: _Side, line: bytes) -> bool:
         pat = _REQUEST_LINE if side.d == C2S else _STATUS_LINE
         return pat.fullmatch(line) is not None
@@ -833,19 +945,35 @@ class Http1Observer:
         """Report, abandon the message, and search for the next start line in what follows
         (callers inside :meth:`_parse` step past the offending byte)."""
         self._report(side, "http1.bad_message", detail, ts, frame)
-        self._lose_sync(side, ts, frame, out, clear=False)
+        self._lose_sync(side, ts, frame, out, clear=False, lost=False)
 
-    def _start_hunt(self, side: _Side) -> None:
+    def _start_hunt(self, side: _Side, frame: int = 0, *, lost: bool = True) -> None:
+        """Search for the next start line. ``lost``: bytes were never captured (a gap, or the
+        capture began mid-connection), so messages may be missing, not just unparsable."""
+        if lost:
+            self._lost[side.d] = True
+            if side.d == S2C:
+                self._s2c_loss_frame = frame
+            else:
+                self._c2s_loss_frame = frame
         side.mode = _HUNT
         side.hunt_skipped = 0
         side.msg_start = None
         side.scan_from = 0
 
     def _lose_sync(
-        self, side: _Side, ts: int, frame: int, out: list[object], *, clear: bool = True
+        self,
+        side: _Side,
+        ts: int,
+        frame: int,
+        out: list[object],
+        *,
+        clear: bool = True,
+        lost: bool = True,
     ) -> None:
         """Abandon the message in progress and search for the next start line (``clear``:
-        drop the buffered bytes too, they come before a hole)."""
+        drop the buffered bytes too, they come before a hole; ``lost``: bytes were never
+        captured, so whole messages may be missing and responses are paired by position)."""
         msg, ex = side.msg, side.ex
         if msg is not None and ex is not None:
             ex.desynced = True
@@ -857,7 +985,7 @@ class Http1Observer:
         side.ex = None
         if clear:
             side.buf.clear()
-        self._start_hunt(side)
+        self._start_hunt(side, frame, lost=lost)
         if side.d == C2S:
             self._positions_known = False
 
@@ -929,6 +1057,7 @@ class Http1Observer:
         self._open.append(ex)
         if len(self._awaiting) > _MAX_AWAITING:
             old = self._awaiting.popleft()
+            old.unpaired = "evicted"
             self._try_emit(old, ts, frame, None, out, force=True, reason="evicted")
         side.msg, side.ex = msg, ex
         framing = self._framing(msg.headers)
@@ -955,22 +1084,20 @@ class Http1Observer:
         self, side: _Side, msg: _Msg, ts: int, frame: int, out: list[object]
     ) -> None:
         status = msg.status
-        ex = self._awaiting[0] if self._awaiting else None
+        final = not (100 <= status < 200 and status != 101)
+        ex, why = self._match(msg.start_frame, final, ts, frame, out)
         if ex is not None and ex.first_resp is None:
             ex.first_resp = (msg.start_ts, msg.start_frame)
-        if 100 <= status < 200 and status != 101:
+        if not final:
             if ex is not None:
                 ex.interim.append(status)
             side.mode = _HEAD
             return
         if ex is None:
-            # a response whose request was not seen
-            self._count += 1
-            ex = _Exchange(self._count, None)
-            ex.first_resp = (msg.start_ts, msg.start_frame)
-            self._open.append(ex)
+            # a response whose request was not seen (or cannot be told)
+            ex = self._orphan(msg, why)
         else:
-            self._awaiting.popleft()
+            self._awaiting.popleft()  # _match gave up the requests before it
         ex.response = msg
         side.msg, side.ex = msg, ex
         req = ex.request
@@ -1027,6 +1154,149 @@ class Http1Observer:
                 self._message_done(side, ts, frame, out)
         else:
             self._bad(side, f"response {status}: {framing}", ts, frame, out)
+
+    def _orphan(self, msg: _Msg, why: str | None) -> _Exchange:
+        """A new exchange for a response that answers no request seen."""
+        self._count += 1
+        ex = _Exchange(self._count, None)
+        ex.unpaired = why
+        ex.first_resp = (msg.start_ts, msg.start_frame)
+        self._open.append(ex)
+        return ex
+
+    def _match(
+        self, start_frame: int, final: bool, ts: int, frame: int, out: list[object]
+    ) -> tuple[_Exchange | None, str | None]:
+        """The exchange a response whose first byte came in ``start_frame`` answers (None, and
+        why, when there is none or it cannot be told). Pairing is by stream position: only
+        requests that started before the response are candidates. While nothing was lost the
+        oldest candidate is the one (requests are answered in order, RFC 9112 §9.3.2). After
+        the server direction lost sync, the number of responses lost is unknown: the newest
+        candidate is the one (a keep-alive client sends a request once the previous response
+        arrived, so the older candidates' responses were lost; they are given up as
+        ``response_not_captured``), unless the client was seen pipelining, where the answer
+        is ``ambiguous``. For a ``final`` response the requests before the one chosen are
+        emitted unpaired; for an interim one (1xx) nothing changes."""
+        aw = self._awaiting
+        n = 0
+        for cand in aw:
+            req = cand.request
+            # one packet carries one direction: a request "in the same packet" as the
+            # response was released by it from behind a hole, so it came later
+            if req is not None and req.start_frame >= start_frame:
+                break
+            n += 1
+        lost_c2s, lost_s2c = self._lost
+        if n == 0:
+            # (a client gap is often reported only after the response that acknowledged the
+            # lost bytes has been parsed, so "nothing was lost" cannot be told apart here)
+            why = "ambiguous" if self._ambiguous else "request_not_captured"
+            if final:
+                # no request outstanding: what comes next is in step again
+                self._lost = [False, False]
+                self._cut_request = False
+            return None, why
+        if lost_s2c:
+            newest = aw[n - 1].request
+            if (
+                lost_c2s
+                and newest is not None
+                and self._c2s_loss_frame is not None
+                and newest.start_frame < self._c2s_loss_frame
+            ):
+                # a request was lost after the newest candidate was sent: this response may
+                # answer it (keep-alive: it does, the candidates' responses were lost)
+                why = "ambiguous" if self._pipelined else "response_not_captured"
+                if final:
+                    for _ in range(n):
+                        self._give_up(aw[0], why, ts, frame, out)
+                    self._lost = [False, False]
+                    self._ambiguous = self._pipelined
+                return None, "ambiguous" if self._pipelined else "request_not_captured"
+            if n > 1 and self._pipelined:
+                if final:
+                    for _ in range(n):
+                        self._give_up(aw[0], "ambiguous", ts, frame, out)
+                    self._ambiguous = True
+                    self._lost = [False, False]
+                return None, "ambiguous"
+            if final:
+                for _ in range(n - 1):
+                    self._give_up(aw[0], "response_not_captured", ts, frame, out)
+                self._lost = [False, False]
+                self._ambiguous = False
+                chosen = aw[0]
+                chosen.tentative = True
+                self._tentative.append(chosen)
+                self._tentative_frame = frame
+                return chosen, None
+            return aw[n - 1], None
+        first = aw[0].request
+        after_loss = (
+            lost_c2s
+            and first is not None
+            and self._c2s_loss_frame is not None
+            and first.start_frame >= self._c2s_loss_frame
+        )
+        if after_loss and (self._pipelined or self._cut_request):
+            # pipelined requests were lost before this one: the response may answer one
+            if final:
+                self._give_up(aw[0], "ambiguous", ts, frame, out)
+                self._ambiguous = True
+            return None, "ambiguous"
+        if final:
+            if n > 1 and not lost_c2s:
+                self._pipelined = True
+            if after_loss or not self._pipelined:
+                # a keep-alive client sent this request after the previous response: the
+                # requests lost before it were answered before it
+                self._lost[0] = False
+                self._cut_request = False
+            self._ambiguous = False
+        return aw[0], None
+
+    def _settle(self, out: list[object]) -> None:
+        """Tentative pairs stand (no client loss was reported for their packet): emit those
+        that were ready."""
+        items, self._tentative = self._tentative, []
+        for ex in items:
+            ex.tentative = False
+            if ex.held is not None and not ex.emitted:
+                ts, frame, d = ex.held
+                self._try_emit(ex, ts, frame, d, out)
+
+    def _unpair_tentative(self, ts: int, frame: int, out: list[object]) -> None:
+        """The packet that carried a response paired after a server-side loss also
+        acknowledged client bytes never captured: a request lost there was sent before the
+        response, so the response may answer it. A keep-alive client sends a request once the
+        previous response has arrived: the response answers the lost request, and the
+        candidate's own response was lost. Pipelining: which one cannot be told."""
+        items, self._tentative = self._tentative, []
+        server = self._sides[1]
+        for ex in items:
+            ex.tentative = False
+            if ex.emitted or ex.response is None:
+                continue
+            msg = ex.response
+            o = self._orphan(msg, "ambiguous" if self._pipelined else "request_not_captured")
+            o.first_resp, ex.first_resp = ex.first_resp, None
+            o.interim, ex.interim = ex.interim, []
+            ex.response = None
+            if server.ex is ex:
+                server.ex = o
+            ex.unpaired = "ambiguous" if self._pipelined else "response_not_captured"
+            ex.desynced = True
+            self._try_emit(ex, ts, frame, None, out, force=True, reason="desynced")
+            held, ex.held = ex.held, None
+            if held is not None:
+                self._try_emit(o, held[0], held[1], held[2], out)
+
+    def _give_up(self, ex: _Exchange, why: str, ts: int, frame: int, out: list[object]) -> None:
+        """``ex`` (the oldest awaiting exchange) will get no response: emit it unpaired."""
+        self._awaiting.popleft()
+        ex.unpaired = why
+        ex.desynced = True
+        self._try_emit(ex, ts, frame, None, out, force=True, reason="desynced")
 
     @staticmethod
     def _framing(headers: Headers) -> int | str | None:
@@ -1085,6 +1355,12 @@ class Http1Observer:
             resp is None or not resp.complete or (req is not None and not req.complete)
         ):
             return
+        if ex.tentative:
+            if not force:
+                ex.held = (ts, frame, d)
+                return
+            ex.tentative = False
+            self._tentative.remove(ex)
         ex.emitted = True
         if ex in self._open:
             self._open.remove(ex)
@@ -1096,6 +1372,17 @@ class Http1Observer:
             else:
                 reason = "connection_closed"
         sse = resp.body.sse_count if resp is not None and resp.body is not None else 0
+        paired = req is not None and resp is not None
+        why: str | None = None
+        if not paired:
+            why = ex.unpaired
+            if why is None:
+                if req is None:
+                    why = "request_not_captured"
+                elif self._s2c_loss_frame is not None and self._s2c_loss_frame >= req.start_frame:
+                    why = "response_not_captured"
+                else:
+                    why = "no_response"
         out.append(
             HttpExchange(
                 ts_ns=ts,
@@ -1112,6 +1399,8 @@ class Http1Observer:
                 upgrade=ex.switch,
                 sse_events=sse,
                 end_reason=reason,
+                paired=paired,
+                unpaired_reason=why,
             )
         )
 
@@ -1296,6 +1585,7 @@ class Http1Observer:
 
     def _finish(self, ts: int, frame: int, at_eof: bool, out: list[object]) -> None:
         self._finished = True
+        self._settle(out)
         for ex in list(self._open):
             reason = (
                 "desynced" if ex.desynced else ("open_at_eof" if at_eof else "connection_closed")

@@ -662,6 +662,15 @@ def http_section(ctx: ReportContext) -> Section:
         "Reused requests paid 0 ms for DNS, connect and TLS; blank means unknown. "
         "Columns are pcaptools.analyses.latency.stream_latency(cap)."
     )
+    unpaired = h.get("http_unpaired") or {}
+    if unpaired:
+        k = sum(unpaired.values())
+        why = ", ".join(f"{r} {c:,}" for r, c in unpaired.items())
+        note += (
+            f" {k:,} HTTP/1.x row{'' if k == 1 else 's'} could not be paired ({why}; "
+            "http_requests.unpaired_reason): each shows a request or a response alone, "
+            "without a TTFB, rather than a guessed pair."
+        )
     if wf.truncated:
         note += f" The waterfall shows the first {len(wf.rows):,} of {wf.total:,} requests."
     if coded:

@@ -557,6 +557,28 @@ HTTP_REQUESTS = TableSchema(
             "evicted (over 10 000 requests awaited a response: the oldest was given up)",
         ),
         Column(
+            "paired",
+            "boolean",
+            None,
+            "the row holds a request and the final response that answers it. Pairing is by "
+            "stream position (a response answers the request outstanding when its first byte "
+            "arrived), so after a capture gap a response is never put on another request; "
+            "ttfb_ms and duration_ms are NaN when False",
+        ),
+        Column(
+            "unpaired_reason",
+            "category",
+            None,
+            "why not paired (NA when paired): response_not_captured (the server direction "
+            "lost bytes where this request's response was), no_response (nothing lost, no "
+            "response before the connection or capture ended), request_not_captured (a "
+            "response while no request was outstanding: its request was sent before the "
+            "capture began or lost in a capture gap, or rarely never sent, as for an "
+            "unsolicited 408), ambiguous (after a gap "
+            "on a pipelining connection the request a response answers cannot be told), "
+            "evicted",
+        ),
+        Column(
             "request_headers",
             "object",
             None,
@@ -1116,8 +1138,8 @@ class HttpTablesBuilder:
                 q.header("host") if q is not None else None,
                 self._redact_url(q.target) if q is not None else None,
                 q.version if q is not None else (r.version if r is not None else None),
-                r.status if r is not None else None,
-                r.reason if r is not None else None,
+                r.status if r is not None and r.status else None,  # 0: HTTP/0.9, no status
+                r.reason if r is not None and r.status else None,
                 r.header("content-type") if r is not None else None,
                 q.end_frame if q is not None else None,
                 r.end_frame if r is not None else None,
@@ -1133,8 +1155,10 @@ class HttpTablesBuilder:
                 first_resp,
                 r.head_ts_ns if r is not None else None,
                 r.end_ts_ns if r is not None else None,
-                _ms(first_resp, req_end if req_end is not None else req_start),
-                _ms(r.end_ts_ns if r is not None else None, req_start),
+                _ms(first_resp, req_end if req_end is not None else req_start)
+                if e.paired
+                else None,
+                _ms(r.end_ts_ns if r is not None else None, req_start) if e.paired else None,
                 ",".join(str(s) for s in e.interim_statuses) or None,
                 e.upgrade,
                 retry,
@@ -1144,6 +1168,8 @@ class HttpTablesBuilder:
                 r.decoded_body_bytes if r is not None else None,
                 r.content_decoding if r is not None else None,
                 e.end_reason,
+                e.paired,
+                e.unpaired_reason,
                 self._redact(q.headers) if q is not None else None,
                 self._redact(r.headers) if r is not None else None,
             )
