@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..capture import Capture
 
 __all__ = [
+    "share_text",
     "COVERAGE_SUMMARY",
     "DONE",
     "coverage_headline",
@@ -111,7 +112,9 @@ def coverage_summary(cap: Capture) -> pd.DataFrame:
     return COVERAGE_SUMMARY.frame(g.itertuples(index=False, name=None))
 
 
-def _pct(part: int, whole: int) -> str:
+def share_text(part: int, whole: int) -> str:
+    """``part / whole`` as a percentage for a sentence (12%, 1.8%, 0.042%); a part smaller
+    than the whole never shows as 100%."""
     p = 100.0 * part / whole if whole else 0.0
     if 99 < p < 100 and part < whole:  # never round a part up to the whole
         return f"{int(p * 10) / 10:.1f}%"
@@ -142,14 +145,14 @@ def coverage_sentences(cap: Capture, summ: pd.DataFrame | None = None) -> list[s
     done = s[s["status"].isin(DONE)]
     df_, db = int(done["frames"].sum()), int(done["wire_bytes"].sum())
     out = [
-        f"pcaptools analysed {df_:,} of {_n(total_f, 'frame')} ({_pct(db, total_b)} of bytes); "
+        f"pcaptools analysed {df_:,} of {_n(total_f, 'frame')} ({share_text(db, total_b)} of bytes); "
         "the rest is listed below and in the Coverage section."
     ]
     for r in rest.to_dict("records"):
         t, p, st = str(r["transport"]), str(r["protocol"]), str(r["status"])
         frames, wire, flows = int(r["frames"]), int(r["wire_bytes"]), int(r["flows"])
         plural = "" if frames == 1 else "s"
-        head = f"{frames:,} {_name(_TRANSPORT, t)} frame{plural} ({_pct(wire, total_b)} of bytes)"
+        head = f"{frames:,} {_name(_TRANSPORT, t)} frame{plural} ({share_text(wire, total_b)} of bytes)"
         conns = f" in {_n(flows, 'connection')}" if t == "tcp" else ""
         pname = _name(_PROTO, p)
         if st == "not_parsed":

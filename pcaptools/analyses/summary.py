@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .coverage import coverage_headline
+from .coverage import coverage_headline, share_text
 
 if TYPE_CHECKING:
     from ..capture import Capture
@@ -372,7 +372,7 @@ def health_verdicts(
                     out.append(
                         f"Goodput {_pct(app, wire)} of the TCP bytes on the wire "
                         f"({app:,} of {wire:,} bytes are application payload); the TCP "
-                        f"connections hold {_pct(wire, whole)} of the capture's {whole:,} bytes."
+                        f"connections hold {share_text(wire, whole)} of the capture's {whole:,} bytes."
                     )
     return out
 

@@ -958,7 +958,6 @@ def _counts_text(col: pd.Series, top: int | None = None) -> str:
 SECTIONS: list[SectionBuilder] = [
     verdicts_section,
     capture_section,
-    coverage_section,
     connections_section,
     timeline_section,
     irtt_section,
@@ -971,6 +970,7 @@ SECTIONS: list[SectionBuilder] = [
     heartbeats_section,
     disconnects_section,
     overhead_section,
+    coverage_section,
     warnings_section,
 ]
 
