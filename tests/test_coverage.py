@@ -320,3 +320,20 @@ def test_empty_coverage_headline() -> None:
                                            linktypes=[])
 
     assert coverage_headline(Bare())["groups"] == []  # type: ignore[arg-type]
+
+
+def test_subset_keeps_matching_rows_whole() -> None:
+    cap = pcaptools.load(MIXED)
+    everything = cap.subset()
+    pd.testing.assert_frame_equal(everything.coverage, cap.coverage)
+    by_port = cap.subset(port=9999).coverage
+    assert [(str(r.transport), str(r.protocol), int(r.frames)) for r in by_port.itertuples()] == [
+        ("udp", "unknown", 3)
+    ]
+    tls = cap.subset(port=443).coverage
+    assert tls["protocol"].astype(str).tolist() == ["tls"]
+    # a window around the ICMP echo at the end: the ICMP row (whole), no TCP connection
+    last = cap.packets["ts"].iloc[-1]
+    late = cap.subset(start=last - pd.Timedelta(microseconds=1), end=last).coverage
+    assert late["transport"].astype(str).tolist() == ["icmp"]
+    assert int(late["frames"].iloc[0]) == 8
