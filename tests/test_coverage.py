@@ -337,3 +337,22 @@ def test_subset_keeps_matching_rows_whole() -> None:
     late = cap.subset(start=last - pd.Timedelta(microseconds=1), end=last).coverage
     assert late["transport"].astype(str).tolist() == ["icmp"]
     assert int(late["frames"].iloc[0]) == 8
+
+
+@pytest.mark.corpus
+def test_cli_json_carries_the_coverage(corpus: Path, tmp_path: Path) -> None:
+    from pcaptools import cli
+
+    out, js = tmp_path / "r.html", tmp_path / "s.json"
+    assert cli.main([str(QUIC), "-q", "-o", str(out), "--json", str(js)]) == 0
+    got = json.loads(js.read_text())["coverage"]
+    assert got["frames_analysed"] == 49
+    assert got["analysed_wire_share"] == round(18572 / 38638, 6)
+    assert got["groups"][0] == {
+        "transport": "udp", "protocol": "quic", "status": "not_parsed", "flows": 1,
+        "frames": 34, "wire_bytes": 20066, "frames_share": round(34 / 83, 6),
+        "wire_share": round(20066 / 38638, 6),
+    }
+    assert "34 UDP frames (52% of bytes) were QUIC and are not analysed." in got["sentences"]
+    html = out.read_text(encoding="utf-8")
+    assert "<li>34 UDP frames (52% of bytes) were QUIC and are not analysed.</li>" in html
