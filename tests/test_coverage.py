@@ -20,7 +20,6 @@ from pcaptools.analyses.coverage import coverage_headline, coverage_sentences, c
 from pcaptools.analyses.overhead import overhead
 from pcaptools.analyses.summary import headline, verdicts
 from pcaptools.diagnostics import Diagnostics
-from pcaptools.io.frame import RawFrame
 from pcaptools.net.packet import IpPacket, UdpDatagram
 from pcaptools.report.html import render_report
 from pcaptools.tables.coverage import (
@@ -31,7 +30,6 @@ from pcaptools.tables.coverage import (
     connection_verdict,
     udp_protocol,
 )
-
 from tests.conftest import CAPTURES, CORPUS, shipped_captures
 from tests.helpers import pcap_file
 
@@ -44,7 +42,9 @@ def _tshark_protocols(tshark: str, path: Path, *opts: str) -> list[str]:
 
     out = subprocess.run(
         [tshark, "-r", str(path), "-n", *opts, "-T", "fields", "-e", "frame.protocols"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return out.splitlines()
 
@@ -87,7 +87,10 @@ def test_mixed_capture_rows_match_what_was_sent_and_tshark(tshark: str) -> None:
     truth = facts["truth"]
     unknown_tcp = cov[cov["protocol"].astype(str).eq("unknown") & cov["transport"].eq("tcp")]
     # the client sent 400 bytes of its binary protocol; tcpkit's sink answered 13 bytes
-    assert int(unknown_tcp["payload_bytes"].iloc[0]) == truth["tcp"]["unknown_payload_bytes_client"] + 13
+    assert (
+        int(unknown_tcp["payload_bytes"].iloc[0])
+        == truth["tcp"]["unknown_payload_bytes_client"] + 13
+    )
     udp_unknown = cov[cov["protocol"].astype(str).eq("unknown") & cov["transport"].eq("udp")]
     assert int(udp_unknown["payload_bytes"].iloc[0]) == (
         truth["udp"]["unknown_datagrams"] * truth["udp"]["unknown_datagram_bytes"]
@@ -127,7 +130,9 @@ def test_mixed_capture_sentences_headline_and_report() -> None:
     html = render_report(cap)
     assert 'id="coverage"' in html
     assert "encrypted no key" in html
-    assert "No warnings: every frame was read, but 41 of 52 were not analysed (see Coverage)." in html
+    assert (
+        "No warnings: every frame was read, but 41 of 52 were not analysed (see Coverage)." in html
+    )
 
 
 # -- public corpus ---------------------------------------------------------------------------
@@ -149,7 +154,10 @@ def test_quic_capture_says_half_the_bytes_were_not_analysed(corpus: Path, tshark
     assert tcp[["protocol", "status", "frames"]].values.tolist() == [["http2", "decrypted", 49]]
     v = verdicts(cap)
     assert "34 UDP frames (52% of bytes) were QUIC and are not analysed." in v
-    assert "pcaptools analysed 49 of 83 frames (48% of bytes); the rest is listed below and in the Coverage section." in v
+    assert (
+        "pcaptools analysed 49 of 83 frames (48% of bytes); the rest is listed below and in "
+        "the Coverage section." in v
+    )
     # the overhead ratios say which bytes they are taken over
     o = overhead(cap)
     tot = o[o["total"]].iloc[0]
@@ -185,8 +193,13 @@ def test_gquic_dns_ntp_and_unknown_udp_vs_tshark(corpus: Path, tshark: str) -> N
     by_frame = {i + 1: p.split(":") for i, p in enumerate(protos)}
     udp = cov[cov["transport"].eq("udp")]
     # our flow protocol (from its first datagram) -> what tshark calls that datagram
-    mapping = {"dns": {"dns"}, "ntp": {"ntp"}, "gquic": {"gquic"}, "unknown": {"data"},
-               "db-lsp-disc": {"db-lsp-disc"}}
+    mapping = {
+        "dns": {"dns"},
+        "ntp": {"ntp"},
+        "gquic": {"gquic"},
+        "unknown": {"data"},
+        "db-lsp-disc": {"db-lsp-disc"},
+    }
     for r in udp.itertuples(index=False):
         assert mapping[str(r.protocol)] & set(by_frame[int(r.frame)]), (r.frame, r.protocol)
     assert sum("dns" in x for x in by_frame.values()) == int(
@@ -257,18 +270,29 @@ def test_udp_protocol(sport: int, dport: int, payload: bytes, want: str) -> None
         (ConnectionFacts(payload_bytes=10), ("unknown", "unknown_payload")),
         (ConnectionFacts(payload_bytes=10, parsed=False), ("unknown", "not_parsed")),
         (ConnectionFacts(payload_bytes=10, layers=("http1",)), ("http1", "analysed")),
-        (ConnectionFacts(payload_bytes=10, layers=("websocket", "http1")), ("websocket", "analysed")),
-        (ConnectionFacts(payload_bytes=10, tls_status="decrypted", layers=("http2",)),
-         ("http2", "decrypted")),
-        (ConnectionFacts(payload_bytes=10, tls_status="partial", layers=("http2",)),
-         ("http2", "decrypted")),
-        (ConnectionFacts(payload_bytes=10, tls_status="decrypted", tls_app_bytes=5),
-         ("tls", "unknown_payload")),
+        (
+            ConnectionFacts(payload_bytes=10, layers=("websocket", "http1")),
+            ("websocket", "analysed"),
+        ),
+        (
+            ConnectionFacts(payload_bytes=10, tls_status="decrypted", layers=("http2",)),
+            ("http2", "decrypted"),
+        ),
+        (
+            ConnectionFacts(payload_bytes=10, tls_status="partial", layers=("http2",)),
+            ("http2", "decrypted"),
+        ),
+        (
+            ConnectionFacts(payload_bytes=10, tls_status="decrypted", tls_app_bytes=5),
+            ("tls", "unknown_payload"),
+        ),
         (ConnectionFacts(payload_bytes=10, tls_status="no_keys"), ("tls", "encrypted_no_key")),
         (ConnectionFacts(payload_bytes=10, tls_status="failed"), ("tls", "encrypted_no_key")),
         (ConnectionFacts(payload_bytes=10, tls_status="incomplete"), ("tls", "encrypted_no_key")),
-        (ConnectionFacts(payload_bytes=10, layers=("http2",), malformed="http2.desynced"),
-         ("http2", "malformed")),
+        (
+            ConnectionFacts(payload_bytes=10, layers=("http2",), malformed="http2.desynced"),
+            ("http2", "malformed"),
+        ),
     ],
 )
 def test_connection_verdict(facts: ConnectionFacts, want: tuple[str, str]) -> None:
@@ -280,44 +304,83 @@ def test_connection_verdict(facts: ConnectionFacts, want: tuple[str, str]) -> No
 def test_flow_counter_folds_beyond_its_bound() -> None:
     fc = FlowCounter(Diagnostics(), max_flows=3)
     for i in range(10):
-        fc.udp(UdpDatagram(frame=i + 1, ts_ns=0, frame_len=100, ip_version=4,
-                           src=b"\x0a\x00\x00\x01", dst=b"\x0a\x00\x00\x02", ttl=64,
-                           sport=20000 + i, dport=9999, payload=b"x" * 10))
+        fc.udp(
+            UdpDatagram(
+                frame=i + 1,
+                ts_ns=0,
+                frame_len=100,
+                ip_version=4,
+                src=b"\x0a\x00\x00\x01",
+                dst=b"\x0a\x00\x00\x02",
+                ttl=64,
+                sport=20000 + i,
+                dport=9999,
+                payload=b"x" * 10,
+            )
+        )
     rows = COVERAGE.frame(fc.rows())
     assert len(rows) == 4
     assert rows["frames"].tolist() == [1, 1, 1, 7]
     assert int(rows["wire_bytes"].sum()) == 1000
     assert rows["src"].isna().tolist() == [False, False, False, True]
     assert "folded" in str(rows["detail"].iloc[3])
-    fc.other(IpPacket(frame=11, ts_ns=0, frame_len=60, ip_version=4, src=b"\x01" * 4,
-                      dst=b"\x02" * 4, proto=6, fragment=False))
+    fc.other(
+        IpPacket(
+            frame=11,
+            ts_ns=0,
+            frame_len=60,
+            ip_version=4,
+            src=b"\x01" * 4,
+            dst=b"\x02" * 4,
+            proto=6,
+            fragment=False,
+        )
+    )
     assert COVERAGE.frame(fc.rows())["status"].astype(str).tolist()[-1] == "malformed"
 
 
 def test_malformed_and_non_ip_frames(tmp_path: Path) -> None:
     eth = b"\x02" * 6 + b"\x04" * 6
-    ip_ok = (bytes([0x45, 0, 0, 28, 0, 1, 0, 0, 64, 17, 0, 0]) + b"\x0a\x00\x00\x01"
-             + b"\x0a\x00\x00\x02" + struct.pack("!HHHH", 5000, 6000, 8, 0))
+    ip_ok = (
+        bytes([0x45, 0, 0, 28, 0, 1, 0, 0, 64, 17, 0, 0])
+        + b"\x0a\x00\x00\x01"
+        + b"\x0a\x00\x00\x02"
+        + struct.pack("!HHHH", 5000, 6000, 8, 0)
+    )
     bad_ip = bytes([0x43]) + b"\x00" * 30  # header length 12 bytes: malformed
     arp = b"\x00\x01\x08\x00\x06\x04\x00\x01" + b"\x00" * 20
     lldp = b"\x02\x07\x04" + b"\x00" * 20
-    frames = [eth + b"\x08\x00" + ip_ok, eth + b"\x08\x00" + bad_ip, eth + b"\x08\x06" + arp,
-              eth + b"\x88\xcc" + lldp, eth + b"\x08\x06" + arp]
+    frames = [
+        eth + b"\x08\x00" + ip_ok,
+        eth + b"\x08\x00" + bad_ip,
+        eth + b"\x08\x06" + arp,
+        eth + b"\x88\xcc" + lldp,
+        eth + b"\x08\x06" + arp,
+    ]
     p = tmp_path / "edge.pcap"
-    p.write_bytes(pcap_file([(1_700_000_000_000_000_000 + i * 1000, f) for i, f in enumerate(frames)]))
+    p.write_bytes(
+        pcap_file([(1_700_000_000_000_000_000 + i * 1000, f) for i, f in enumerate(frames)])
+    )
     cap = pcaptools.load(p)
     _check_sums(cap)
-    got = [(int(r.frame), str(r.protocol), str(r.status), int(r.frames))
-           for r in cap.coverage.itertuples(index=False)]
-    assert got == [(1, "unknown", "unknown_payload", 1), (2, "ip", "malformed", 1),
-                   (3, "arp", "not_parsed", 2), (4, "lldp", "not_parsed", 1)]
+    got = [
+        (int(r.frame), str(r.protocol), str(r.status), int(r.frames))
+        for r in cap.coverage.itertuples(index=False)
+    ]
+    assert got == [
+        (1, "unknown", "unknown_payload", 1),
+        (2, "ip", "malformed", 1),
+        (3, "arp", "not_parsed", 2),
+        (4, "lldp", "not_parsed", 1),
+    ]
     assert "1 non-IP frame (" in " ".join(coverage_sentences(cap))
 
 
 def test_empty_coverage_headline() -> None:
     class Bare:
-        summary = pcaptools.CaptureSummary(path="x", file_size=0, format="pcap", compression=None,
-                                           linktypes=[])
+        summary = pcaptools.CaptureSummary(
+            path="x", file_size=0, format="pcap", compression=None, linktypes=[]
+        )
 
     assert coverage_headline(Bare())["groups"] == []  # type: ignore[arg-type]
 
@@ -349,8 +412,13 @@ def test_cli_json_carries_the_coverage(corpus: Path, tmp_path: Path) -> None:
     assert got["frames_analysed"] == 49
     assert got["analysed_wire_share"] == round(18572 / 38638, 6)
     assert got["groups"][0] == {
-        "transport": "udp", "protocol": "quic", "status": "not_parsed", "flows": 1,
-        "frames": 34, "wire_bytes": 20066, "frames_share": round(34 / 83, 6),
+        "transport": "udp",
+        "protocol": "quic",
+        "status": "not_parsed",
+        "flows": 1,
+        "frames": 34,
+        "wire_bytes": 20066,
+        "frames_share": round(34 / 83, 6),
         "wire_share": round(20066 / 38638, 6),
     }
     assert "34 UDP frames (52% of bytes) were QUIC and are not analysed." in got["sentences"]

@@ -375,14 +375,17 @@ class FlowCounter:
     """Counts the frames that are not TCP segments, per UDP flow / other traffic class.
     One dict lookup per frame; rows grow with flows (bounded by :data:`MAX_FLOWS`)."""
 
-    __slots__ = ("_diag", "flows", "max_flows")
+    __slots__ = ("_diag", "_rows", "flows", "max_flows")
 
     def __init__(self, diag: Diagnostics, max_flows: int = MAX_FLOWS) -> None:
         self._diag = diag
         self.max_flows = max_flows
         self.flows: dict[tuple[object, ...], list[object]] = {}
         """key -> [frames, wire_bytes, payload_bytes, first, last, transport, protocol,
-        status, detail, ip_version, src, sport, dst, dport]"""
+        status, detail, ip_version, src, sport, dst, dport]; a UDP flow is there under both
+        (src, sport, dst, dport) orders, so that a datagram needs one lookup"""
+        self._rows: list[list[object]] = []
+        """every row once, in order of creation"""
 
     def _new(
         self,
@@ -399,7 +402,7 @@ class FlowCounter:
         dport: int | None,
     ) -> list[object]:
         flows = self.flows
-        if len(flows) >= self.max_flows:  # fold: one row per class, no addresses
+        if len(self._rows) >= self.max_flows:  # fold: one row per class, no addresses
             key = ("folded", transport, protocol, status)
             row = flows.get(key)
             if row is not None:
@@ -423,11 +426,11 @@ class FlowCounter:
             dport,
         ]
         flows[key] = row
+        self._rows.append(row)
         return row
 
     def udp(self, pkt: UdpDatagram) -> None:
-        a, b = (pkt.src, pkt.sport), (pkt.dst, pkt.dport)
-        key = (_UDP, a, b) if a <= b else (_UDP, b, a)
+        key = (pkt.src, pkt.sport, pkt.dst, pkt.dport)
         row = self.flows.get(key)
         if row is None:
             proto = udp_protocol(pkt.sport, pkt.dport, pkt.payload)
@@ -445,6 +448,8 @@ class FlowCounter:
                 pkt.dst,
                 pkt.dport,
             )
+            if row[10] is not None:  # (a folded row is found through its class, not its flow)
+                self.flows[(pkt.dst, pkt.dport, pkt.src, pkt.sport)] = row
         row[0] += 1  # type: ignore[operator]
         row[1] += pkt.frame_len  # type: ignore[operator]
         row[2] += len(pkt.payload)  # type: ignore[operator]
@@ -529,7 +534,7 @@ class FlowCounter:
 
     def rows(self) -> list[tuple[object, ...]]:
         out: list[tuple[object, ...]] = []
-        for r in self.flows.values():
+        for r in self._rows:
             (
                 frames,
                 wire,
