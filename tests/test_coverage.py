@@ -424,3 +424,25 @@ def test_cli_json_carries_the_coverage(corpus: Path, tmp_path: Path) -> None:
     assert "34 UDP frames (52% of bytes) were QUIC and are not analysed." in got["sentences"]
     html = out.read_text(encoding="utf-8")
     assert "<li>34 UDP frames (52% of bytes) were QUIC and are not analysed.</li>" in html
+
+
+def test_ip_fragments_count_where_the_summary_counts_them(tmp_path: Path) -> None:
+    """A UDP datagram in two fragments: the first fragment is an IP row (not yet a datagram),
+    the completing one is the UDP flow's frame, as in summary.other_ip_frames / udp_frames."""
+    from tests.helpers import ethernet, ipv4, udp
+
+    dgram = udp(40000, 9999, b"z" * 40)
+    frags = [
+        ethernet(ipv4(dgram[:24], proto=17, df=False, mf=True, ident=7)),
+        ethernet(ipv4(dgram[24:], proto=17, df=False, frag_offset=24, ident=7)),
+    ]
+    p = tmp_path / "frag.pcap"
+    p.write_bytes(pcap_file([(1_700_000_000_000_000_000 + i, f) for i, f in enumerate(frags)]))
+    cap = pcaptools.load(p)
+    _check_sums(cap)
+    got = [
+        (str(r.transport), str(r.protocol), str(r.status), int(r.frames))
+        for r in cap.coverage.itertuples(index=False)
+    ]
+    assert got == [("ip", "ip_fragment", "analysed", 1), ("udp", "unknown", "unknown_payload", 1)]
+    assert cap.summary.udp_frames == 1 and cap.summary.other_ip_frames == 1

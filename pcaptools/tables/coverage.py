@@ -168,7 +168,8 @@ COVERAGE = TableSchema(
             "transport",
             "category",
             None,
-            "tcp, udp, the IP protocol (icmp, icmpv6, gre, ip_proto_N...) or non_ip",
+            "tcp, udp, the IP protocol (icmp, icmpv6, gre, ip_proto_N...), ip (IP fragments "
+            "not yet reassembled) or non_ip",
         ),
         Column(
             "protocol",
@@ -457,9 +458,13 @@ class FlowCounter:
 
     def other(self, pkt: IpPacket) -> None:
         """An IP packet with another transport, or a fragment."""
-        transport = ip_protocol_name(pkt.proto) if pkt.proto != 17 else _UDP
-        if pkt.proto == 6:
-            transport = _TCP
+        # (fragments: transport "ip", so that the tcp/udp rows add up to summary.tcp_frames /
+        # udp_frames, which count decoded segments and datagrams only)
+        transport = (
+            "ip"
+            if pkt.fragment
+            else {6: _TCP, 17: _UDP}.get(pkt.proto, ip_protocol_name(pkt.proto))
+        )
         a, b = pkt.src, pkt.dst
         key = (transport, pkt.fragment, a, b) if a <= b else (transport, pkt.fragment, b, a)
         row = self.flows.get(key)
@@ -475,8 +480,8 @@ class FlowCounter:
             else:
                 proto, detail = transport, "not analysed"
             status = OTHER_STATUS.get(proto, "not_parsed")
-            if transport == _TCP and not pkt.fragment:
-                status, detail = "malformed", "TCP header cut short: not analysed"
+            if transport in (_TCP, _UDP):
+                status, detail = "malformed", f"{transport.upper()} header cut short: not analysed"
             elif pkt.quoted_tcp is not None:
                 detail = (
                     "not analysed (errors quoting a TCP header carry its tcp_stream in packets)"
