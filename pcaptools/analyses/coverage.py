@@ -20,12 +20,12 @@ if TYPE_CHECKING:
     from ..capture import Capture
 
 __all__ = [
-    "share_text",
     "COVERAGE_SUMMARY",
     "DONE",
     "coverage_headline",
     "coverage_sentences",
     "coverage_summary",
+    "share_text",
 ]
 
 #: statuses that count as analysed (the rest is what the report says was not)
