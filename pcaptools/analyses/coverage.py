@@ -144,15 +144,17 @@ def coverage_sentences(cap: Capture, summ: pd.DataFrame | None = None) -> list[s
         return []
     done = s[s["status"].isin(DONE)]
     df_, db = int(done["frames"].sum()), int(done["wire_bytes"].sum())
+    share = share_text(db, total_b)
     out = [
-        f"pcaptools analysed {df_:,} of {_n(total_f, 'frame')} ({share_text(db, total_b)} of bytes); "
+        f"pcaptools analysed {df_:,} of {_n(total_f, 'frame')} ({share} of bytes); "
         "the rest is listed below and in the Coverage section."
     ]
     for r in rest.to_dict("records"):
         t, p, st = str(r["transport"]), str(r["protocol"]), str(r["status"])
         frames, wire, flows = int(r["frames"]), int(r["wire_bytes"]), int(r["flows"])
         plural = "" if frames == 1 else "s"
-        head = f"{frames:,} {_name(_TRANSPORT, t)} frame{plural} ({share_text(wire, total_b)} of bytes)"
+        pct = share_text(wire, total_b)
+        head = f"{frames:,} {_name(_TRANSPORT, t)} frame{plural} ({pct} of bytes)"
         conns = f" in {_n(flows, 'connection')}" if t == "tcp" else ""
         pname = _name(_PROTO, p)
         if st == "not_parsed":
