@@ -446,3 +446,29 @@ def test_ip_fragments_count_where_the_summary_counts_them(tmp_path: Path) -> Non
     ]
     assert got == [("ip", "ip_fragment", "analysed", 1), ("udp", "unknown", "unknown_payload", 1)]
     assert cap.summary.udp_frames == 1 and cap.summary.other_ip_frames == 1
+
+
+def test_unknown_tcp_payload_vs_tshark_data(corpus: Path, tshark: str) -> None:
+    """tcp_retransmissions.pcapng: one connection (ports 1048 -> 1043) whose payload tshark
+    shows as "data" (no dissector): unknown_payload, with tshark's tcp.len summed."""
+    import subprocess
+
+    path = corpus / "tcp_retransmissions.pcapng"
+    cap = pcaptools.load(path)
+    _check_sums(cap)
+    out = subprocess.run(
+        [tshark, "-r", str(path), "-n", "-T", "fields", "-e", "frame.protocols", "-e", "tcp.len"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+    protos = [ln.split("\t")[0] for ln in out]
+    tcp_len = sum(int(ln.split("\t")[1] or 0) for ln in out)
+    assert all(p.split(":")[-1] in ("tcp", "data") for p in protos)
+    cov = cap.coverage
+    assert cov[["transport", "protocol", "status", "frames", "payload_bytes"]].astype(
+        object
+    ).values.tolist() == [["tcp", "unknown", "unknown_payload", len(protos), tcp_len]]
+    assert coverage_sentences(cap)[1] == (
+        "6 TCP frames (100% of bytes) in 1 connection carried a payload no parser recognised."
+    )
