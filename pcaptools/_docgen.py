@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from .analyses.compare import COMPARISON
+from .analyses.coverage import COVERAGE_SUMMARY
 from .analyses.disconnects import DISCONNECTS
 from .analyses.latency import STREAM_LATENCY
 from .analyses.overhead import OVERHEAD
@@ -21,7 +22,8 @@ from .tables.schema import TableSchema
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 #: tables that analyses compute from a Capture's tables (documented after the Capture tables)
-DERIVED: tuple[TableSchema, ...] = (STREAM_LATENCY, COMPARISON, DISCONNECTS, OVERHEAD)
+DERIVED: tuple[TableSchema, ...] = (STREAM_LATENCY, COMPARISON, DISCONNECTS, OVERHEAD,
+                                    COVERAGE_SUMMARY)
 
 
 def tables_markdown() -> str:

@@ -32,6 +32,7 @@ from .protocols.dispatch import ConnectionObserver
 from .protocols.dns import DNS_PORT, DnsTracker
 from .protocols.tls import KeyLog
 from .redaction import redact_ws_connections
+from .tables.coverage import COVERAGE, FlowCounter, coverage_table
 from .tables.dns_tables import DNS, dns_table
 from .tables.foundation import CONNECTIONS, PACKETS, TCP_EVENTS, TCP_HANDSHAKES, WARNINGS
 from .tables.http_tables import HTTP_TABLES, HttpTablesBuilder
@@ -57,6 +58,7 @@ TABLES: dict[str, TableSchema] = {
     "dns": DNS,
     "packets": PACKETS,
     "warnings": WARNINGS,
+    "coverage": COVERAGE,
 }
 
 ProgressCallback = Callable[[int, int], None]
@@ -143,6 +145,7 @@ class Capture:
     dns: pd.DataFrame
     packets: pd.DataFrame
     warnings: pd.DataFrame
+    coverage: pd.DataFrame
 
     @property
     def retransmissions(self) -> pd.DataFrame:
@@ -314,6 +317,7 @@ def load(
         return ConnectionObserver(tcp_stream=tcp_stream, diag=diag, keylog=keys, midstream=midstream)
 
     tracker = TcpTracker(diag, observer_factory=observer if payloads else None, emit=emit)
+    flows = FlowCounter(diag)
     pb = (PacketsBuilder(max_rows=max_packet_rows if out is None else None, diag=diag)
           if packets else None)
     pump = None
@@ -335,6 +339,7 @@ def load(
         first_ts = last_ts = None
         decode = decoder.decode
         track = tracker.segment
+        count_udp, count_other = flows.udp, flows.other
         for raw in reader.frames():
             if len(reader.secrets) > secrets_seen:  # a Decryption Secrets Block was just read
                 for stype, data in reader.secrets[secrets_seen:]:
@@ -353,6 +358,9 @@ def load(
             a = None
             if pkt is None:
                 nonip_n += 1
+                supported = decoder.supports(raw.linktype)
+                flows.non_ip(raw, malformed=supported and diag.last_frame == raw.frame,
+                             supported=supported)
             elif type(pkt) is TcpSegment:
                 tcp_n += 1
                 a = track(pkt)
@@ -360,12 +368,15 @@ def load(
                     data_segs += 1
             elif type(pkt) is UdpDatagram:
                 udp_n += 1
+                count_udp(pkt)
                 if dns_tracker is not None and (pkt.sport == DNS_PORT or pkt.dport == DNS_PORT):
                     dns_tracker.datagram(pkt)
             else:
                 other_n += 1
-                if type(pkt) is IpPacket and pkt.quoted_tcp is not None:
-                    a = tracker.unanalysed(pkt.quoted_tcp, pkt.quoted_tcp_len)
+                if type(pkt) is IpPacket:
+                    count_other(pkt)
+                    if pkt.quoted_tcp is not None:
+                        a = tracker.unanalysed(pkt.quoted_tcp, pkt.quoted_tcp_len)
             if pb is not None:  # (every worker sees the cap: the warning is worker 0's)
                 pb.add_capped(raw, pkt, a, own_n == 1 or (a.tcp_stream % own_n == own_k
                                                           if a is not None else own_k == 0))
@@ -402,6 +413,10 @@ def load(
         for name in ("connections", "tcp_handshakes", "tcp_events"):
             t = tables[name]
             tables[name] = t[t["tcp_stream"] % own_n == own_k].reset_index(drop=True)
+    tables["coverage"] = coverage_table(
+        tables, flows if own_k == 0 else None, payloads=payloads,
+        extra_streams=pump.sink.streams if pump is not None else None,  # type: ignore[attr-defined]
+    )
     if not show_secrets:  # (WsTablesBuilder takes no show_secrets: its URL/subprotocol columns)
         tables["ws_connections"] = redact_ws_connections(tables["ws_connections"])
     if pump is not None:

@@ -135,12 +135,14 @@ class Anomaly:
 class Diagnostics:
     """Collects anomalies. Keeps at most ``max_rows_per_code`` rows per code, counts all."""
 
-    __slots__ = ("counts", "max_rows_per_code", "rows")
+    __slots__ = ("counts", "last_frame", "max_rows_per_code", "rows")
 
     def __init__(self, max_rows_per_code: int = 1000) -> None:
         self.rows: list[Anomaly] = []
         self.counts: Counter[str] = Counter()
         self.max_rows_per_code = max_rows_per_code
+        self.last_frame: int | None = None
+        """frame of the latest anomaly that had one, rows capped or not (coverage uses it)"""
 
     def add(
         self,
@@ -155,6 +157,8 @@ class Diagnostics:
         if code not in CATALOGUE:
             raise KeyError(f"anomaly code {code!r} is not in diagnostics.CATALOGUE")
         self.counts[code] += 1
+        if frame is not None:
+            self.last_frame = frame
         if self.counts[code] <= self.max_rows_per_code:
             self.rows.append(
                 Anomaly(

@@ -575,13 +575,21 @@ class StreamedCapture(Capture):
 
 class _Stream:
     """The sink of ``load(out=...)``: a :class:`ParquetSink` that also keeps the WebSocket
-    Ping/Pong rows of ws_frames (ws_heartbeats is derived from them at the end)."""
+    Ping/Pong rows of ws_frames (ws_heartbeats is derived from them at the end) and the
+    tcp_streams of the rows of the tables the coverage table reads."""
 
     def __init__(self, sink: ParquetSink) -> None:
+        from .tables.coverage import STREAM_PROTOCOLS
+
         self.sink = sink
         self.pings: list[pd.DataFrame] = []
+        self.streams: dict[str, set[int]] = {name: set() for name, _ in STREAM_PROTOCOLS}
+        """tcp_streams of the rows handed over, for the tables the coverage table reads"""
 
     def write(self, table: str, chunk: pd.DataFrame) -> None:
+        seen = self.streams.get(table)
+        if seen is not None and len(chunk) and "tcp_stream" in chunk.columns:
+            seen.update(int(x) for x in chunk["tcp_stream"].dropna().unique().tolist())
         if table == "ws_frames" and len(chunk):
             keep = np.array(chunk["opcode"].isin([9, 10]), dtype=bool)
             if not self.pings:

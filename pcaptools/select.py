@@ -27,6 +27,11 @@ How rows are chosen:
    that match the filters directly (``host``: the name, an answer or either address;
    ``sni``: the name; ``port``: 53 or the client port). Only ``start``/``end`` given: every
    row in the window.
+5. **coverage**: the rows of the kept connections, and the UDP / other rows whose addresses or
+   ports match an IP ``host`` / ``port`` filter (all of them without a connection filter) and,
+   with a time window and a packets table, that have a kept frame. Rows stay whole (a flow
+   that overlaps the window keeps all its frames), so with a time window their ``frames`` may
+   add up to more than the subset's ``summary.frames``.
 
 Times: ``start``/``end`` are seconds since the first frame of the capture (int, float, or a
 string like ``"1.5"``), or absolute (``datetime``, ``pandas.Timestamp``, ISO 8601 string;
@@ -75,7 +80,8 @@ class Rule:
     time: str | None
     """column whose time must fall inside the window (None: the table is not cut by time)"""
     kind: str = "per_connection"
-    """per_connection, connections, per_packet (NA stream: by addresses), warnings, dns"""
+    """per_connection, connections, per_packet (NA stream: by addresses), warnings, dns,
+    coverage (NA stream: by addresses, and by the kept frames when cut by time)"""
 
 
 #: tables cut by time as well as by connection (one row per packet or per event of a packet)
@@ -92,6 +98,8 @@ def rule_for(schema: TableSchema) -> Rule | None:
         return Rule("tcp_stream", None, "connections")
     if schema.name == "dns":
         return Rule(None, None, "dns")
+    if schema.name == "coverage":
+        return Rule("tcp_stream", None, "coverage")
     if schema.name in _PER_PACKET:
         if "tcp_stream" not in names or _PER_PACKET[schema.name] not in names:
             return None
@@ -476,6 +484,13 @@ def _table_mask(
     if col is None:
         return pd.Series(True, index=df.index)
     on_kept = col.isin(streams).fillna(False).astype(bool)
+    if rule.kind == "coverage":  # whole rows: a UDP flow or class overlapping the subset
+        other = pd.Series(True, index=df.index) if not f.by_connection else _packet_direct(df, f)
+        if packet_frames is not None and (f.start_ns is not None or f.end_ns is not None):
+            lo = np.searchsorted(packet_frames, df["frame"].to_numpy(np.int64), "left")
+            hi = np.searchsorted(packet_frames, df["last_frame"].to_numpy(np.int64), "right")
+            other &= pd.Series(hi > lo, index=df.index)
+        return on_kept | (other.astype(bool) & col.isna())
     if rule.kind in ("per_packet", "warnings"):
         no_stream = col.isna().to_numpy()
         if rule.kind == "per_packet":

@@ -1191,6 +1191,93 @@ def sc_ipv6(ctx: Ctx) -> None:
     ctx.expect(name, "tcp.rst", "==", 1)
 
 
+def icmp_echo(ns: Netns, host: str, *, count: int, timeout_s: float = 1.0) -> int:
+    """Send ``count`` ICMP echo requests to ``host`` from ``ns`` (a raw socket: no ping
+    binary needed); returns the replies received (each waited for at most ``timeout_s``)."""
+    with ns.entered():
+        sk = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    replies = 0
+    try:
+        for seq in range(1, count + 1):
+            body = struct.pack("!HH", 0x4C41, seq) + b"pcaptools-lab-" * 3  # even length
+            csum_in = struct.pack("!BBH", 8, 0, 0) + body
+            total = sum(struct.unpack(f"!{len(csum_in) // 2}H", csum_in))
+            while total >> 16:
+                total = (total & 0xFFFF) + (total >> 16)
+            sk.sendto(struct.pack("!BBH", 8, 0, ~total & 0xFFFF) + body, (host, 0))
+            sk.settimeout(timeout_s)
+            with contextlib.suppress(TimeoutError):
+                data = sk.recv(2048)
+                if len(data) > 20 and data[20] == 0:
+                    replies += 1
+            time.sleep(0.1)
+    finally:
+        sk.close()
+    return replies
+
+
+@scenario("coverage-mixed", outputs=("coverage-mixed.pcap",),
+          summary="what pcaptools does and does not analyse, side by side: one HTTP/1.1 GET, "
+                  "one HTTPS GET whose keys are not logged, one TCP connection carrying a "
+                  "binary protocol nobody parses, a DNS query over UDP and unknown UDP "
+                  "datagrams (both answered by ICMP port unreachable), and an ICMP ping")
+def sc_coverage_mixed(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair(hosts={TLS_HOST: SERVER4})
+    cert, key = make_cert(ctx)
+    access = start_nginx(ctx, s, [f"{SERVER4}:443 ssl", f"{SERVER4}:80"], port=443,
+                         tls=(cert, key))
+    netlab.wait_for_port(s, "", 80)
+    sink = start_tcpkit(ctx, s, [f"sink@{SERVER4}:9100"], lifetime_s=30)
+    name = "coverage-mixed.pcap"
+    ctx.capture(c, "eth0", name, vantage="client")
+    t = curl(ctx, c, SERVER4, [Req("/index.html")], local_port=46001)
+    time.sleep(0.2)
+    tls_out = curl_run(ctx, c, [f"https://{TLS_HOST}/index.html"], local_port=46002,
+                       tag="46002", args=["--http1.1"])
+    time.sleep(0.2)
+    # a length-prefixed binary protocol (neither TLS nor HTTP): 4 messages of 100 bytes
+    at = sock_connect(c, (CLIENT4, 46003), (SERVER4, 9100))
+    sk = at.connected()
+    payload = b"".join(struct.pack("!HH", 0xB10B, 96) + bytes(range(i, i + 96))
+                       for i in range(4))
+    sk.sendall(payload)
+    sk.shutdown(socket.SHUT_WR)
+    got, how = drain(sk, 3.0, until_eof=True)
+    sk.close()
+    time.sleep(0.2)
+    # DNS query to a server without a resolver, and unknown datagrams to a closed port:
+    # the server's kernel answers each with ICMP port unreachable
+    dig = c.run(["dig", f"@{SERVER4}", "+tries=1", "+time=1", "+noedns", "lab.test", "A"],
+                check=False, timeout=10)
+    u = c.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind((CLIENT4, 46004))
+    for i in range(3):
+        u.sendto(b"\x00\x07LABDGRAM" + bytes([i]) * 40, (SERVER4, 9999))
+        time.sleep(0.05)
+    u.close()
+    echoes = icmp_echo(c, SERVER4, count=2)
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    rows = nginx_log(access)
+    curl_conns(ctx, t, client_ip=CLIENT4, server_ip=SERVER4, port=80, local_port=46001,
+               end="fin-client-first", access=rows, purpose="cleartext HTTP/1.1 GET: analysed")
+    _tls_conn(ctx, tls_out, local_port=46002, rows=rows, end="fin-both", keys=False,
+              purpose="HTTPS GET without a key log: encrypted without a key")
+    ctx.conn(client=ep(CLIENT4, 46003), server=ep(SERVER4, 9100), end="fin-client-first",
+             via="python socket", purpose="binary protocol nobody parses: unknown payload",
+             sent_bytes=len(payload), received_bytes=got, client_outcome=how,
+             server_log=tcpkit_events(sink))
+    ctx.truth(name, udp={"dns_queries": 1, "dig_exit": dig.returncode,
+                         "unknown_datagrams": 3, "unknown_datagram_bytes": 50},
+              icmp={"echo_requests": 2, "echo_replies_seen_by_client": echoes},
+              tcp={"unknown_payload_bytes_client": len(payload)})
+    ctx.highlight(name, "cap.coverage: http1 analysed, tls encrypted_no_key, unknown TCP "
+                        "payload, DNS analysed, unknown UDP, ICMP not parsed, ARP")
+    ctx.expect(name, "tcp.streams", "==", 3)
+    ctx.expect(name, "http.requests", "==", 1)
+    ctx.expect(name, "icmp", ">=", 8)  # 2 echo requests + 2 replies + 4 port unreachable
+
+
 @scenario("loopback-any", outputs=("loopback-any.pcap", "loopback-any-sll1.pcap"),
           summary="loopback traffic captured with tcpdump -i any: Linux cooked v2 (default) "
                   "and v1 (-y LINUX_SLL), the same packets in both")

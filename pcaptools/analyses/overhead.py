@@ -47,6 +47,11 @@ How the bytes are split, layer by layer (per direction):
 ``goodput_ratio`` = ``app_payload_bytes / wire_bytes``; ``goodput_max_ratio`` adds the bytes
 whose content is invisible (``tls_encrypted_bytes``, ``other_bytes``): the goodput if all
 of them were payload, an upper bound.
+
+Which bytes: every row, the total row included, covers **TCP frames only** (the
+``connections`` counters). UDP (QUIC, DNS...), ICMP and non-IP frames are in no row, so
+every ratio and share here is over the TCP bytes, not the capture's; ``capture_wire_share``
+says how much of the capture that is (``Capture.coverage`` accounts for the rest).
 """
 
 from __future__ import annotations
@@ -178,6 +183,14 @@ OVERHEAD = TableSchema(
             "(app_payload_bytes + tls_encrypted_bytes + other_bytes) / wire_bytes: the goodput if "
             "every byte whose content is invisible were payload",
         ),
+        Column(
+            "capture_wire_share",
+            "float64",
+            None,
+            "wire_bytes / summary.wire_bytes: the share of all the capture's frame bytes this row "
+            "(and its ratios) is taken over; below 1 on the total row when the capture has UDP, "
+            "ICMP or non-IP frames (NaN for an empty capture)",
+        ),
     ),
 )
 
@@ -219,6 +232,7 @@ def overhead(cap: Capture, *, by_direction: bool = False) -> pd.DataFrame:
         _squeeze(acc, i, d, budget)
     acc["other_bytes"][:] = wire - sum(acc[c] for c in CATEGORIES if c != "other_bytes")
 
+    whole = int(cap.summary.wire_bytes)
     stacks = protocol_stacks(cap)
     proto = [stacks.get(int(st), "tcp") for st in streams.tolist()]
     client = [
@@ -248,6 +262,7 @@ def overhead(cap: Capture, *, by_direction: bool = False) -> pd.DataFrame:
                         int(packets[i, d]),
                         int(wire[i, d]),
                         [int(acc[c][i, d]) for c in CATEGORIES],
+                        whole,
                     )
                 )
     else:
@@ -263,6 +278,7 @@ def overhead(cap: Capture, *, by_direction: bool = False) -> pd.DataFrame:
                     int(packets[i].sum()),
                     int(wire[i].sum()),
                     [int(acc[c][i].sum()) for c in CATEGORIES],
+                    whole,
                 )
             )
     rows.append(
@@ -276,6 +292,7 @@ def overhead(cap: Capture, *, by_direction: bool = False) -> pd.DataFrame:
             int(packets.sum()),
             int(wire.sum()),
             [int(acc[c].sum()) for c in CATEGORIES],
+            whole,
         )
     )
     return OVERHEAD.frame(rows)
@@ -291,6 +308,7 @@ def _out_row(
     packets: int,
     wire: int,
     cats: list[int],
+    whole: int,
 ) -> list[Any]:
     app = cats[CATEGORIES.index("app_payload_bytes")]
     invisible = (
@@ -298,7 +316,9 @@ def _out_row(
     )
     good = app / wire if wire else float("nan")
     upper = (app + invisible) / wire if wire else float("nan")
-    return [stream, direction, total, client, server, proto, packets, wire, *cats, good, upper]
+    share = wire / whole if whole else float("nan")
+    return [stream, direction, total, client, server, proto, packets, wire, *cats, good, upper,
+            share]
 
 
 # ------------------------------------------------------------------------------------ layers

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .coverage import coverage_headline, share_text
+
 if TYPE_CHECKING:
     from ..capture import Capture
 
@@ -77,6 +79,9 @@ def headline(cap: Capture) -> dict[str, Any]:
       (selected protocol), ``tls_resumed``, ``tls_decrypt_status``
     - DNS: ``dns_queries`` (rows of ``dns``), ``dns_unanswered``, ``dns_rcodes``,
       ``dns_latency_ms`` (``{"count", "median", "p95", "max"}``)
+    - ``coverage``: what was analysed and what was not, by transport, protocol and status
+      (:func:`~pcaptools.analyses.coverage.coverage_headline`); ``tcp_wire_bytes``: the
+      frame bytes of the TCP connections, which the goodput and overhead ratios are taken over
 
     Dict-valued counts list only non-zero entries, largest first.
     """
@@ -149,6 +154,8 @@ def headline(cap: Capture) -> dict[str, Any]:
         **_http_headline(cap),
         **_tls_headline(cap),
         **_dns_headline(cap),
+        "tcp_wire_bytes": int(conns["client_wire_bytes"].sum() + conns["server_wire_bytes"].sum()),
+        "coverage": coverage_headline(cap),
     }
 
 
@@ -187,6 +194,9 @@ def verdicts(cap: Capture, head: Mapping[str, Any] | None = None) -> list[str]:
         if h["frames"]
         else "The capture holds no frames."
     )
+    cov = h.get("coverage")
+    if isinstance(cov, Mapping):
+        out += list(cov.get("sentences", ()))
 
     n = int(h["tcp_connections"])
     if n == 0:
@@ -359,10 +369,18 @@ def health_verdicts(
             wire = int(tot["wire_bytes"].iloc[0])
             app = int(tot["app_payload_bytes"].iloc[0])
             if wire and app:
-                out.append(
-                    f"Goodput {_pct(app, wire)} of bytes on the wire "
-                    f"({app:,} of {wire:,} bytes are application payload)."
-                )
+                whole = int(cap.summary.wire_bytes)
+                if wire >= whole:
+                    out.append(
+                        f"Goodput {_pct(app, wire)} of bytes on the wire "
+                        f"({app:,} of {wire:,} bytes are application payload)."
+                    )
+                else:  # say which bytes the ratio is taken over
+                    out.append(
+                        f"Goodput {_pct(app, wire)} of the TCP bytes on the wire "
+                        f"({app:,} of {wire:,} bytes are application payload); the TCP "
+                        f"connections hold {share_text(wire, whole)} of the capture's {whole:,} bytes."
+                    )
     return out
 
 

@@ -41,6 +41,8 @@ import plotly.io as pio
 from markupsafe import Markup
 
 from .. import __version__
+from ..analyses.coverage import DONE as COVERED
+from ..analyses.coverage import coverage_summary
 from ..analyses.disconnects import disconnects
 from ..analyses.heartbeats import heartbeat_summary, heartbeats
 from ..analyses.latency import stream_latency
@@ -437,11 +439,45 @@ def tcp_flags_section(ctx: ReportContext) -> Section:
     return Section("tcp-flags", title, table, note)
 
 
+def coverage_section(ctx: ReportContext) -> Section:
+    """What was analysed and what was not (cap.coverage by transport, protocol and status)."""
+    title = "Coverage"
+    summ = coverage_summary(ctx.cap)
+    if not len(summ):
+        return Section("coverage", title, None, "No frames, or no coverage table (cap.coverage).")
+    rows: list[list[Cell]] = [
+        [str(r["transport"]), str(r["protocol"]), str(r["status"]).replace("_", " "),
+         int(r["flows"]), int(r["frames"]), f"{100.0 * float(r['frames_share']):.1f}%",
+         int(r["wire_bytes"]), f"{100.0 * float(r['wire_share']):.1f}%"]
+        for r in summ.to_dict("records")
+    ]
+    table = ctx.table(
+        ["transport", "protocol", "status", "flows", "frames", "frames %", "wire bytes", "bytes %"],
+        rows, numeric=(3, 4, 5, 6, 7),
+    )
+    note = (
+        "Every frame of the capture in one row of cap.coverage (one per TCP connection, UDP flow "
+        "or other traffic class), summed by transport, protocol and status; analysed and "
+        "decrypted rows are what the other sections are about. Flows: connections, UDP flows "
+        "or classes."
+    )
+    return Section("coverage", title, table, note)
+
+
 def warnings_section(ctx: ReportContext) -> Section:
     title = "Warnings"
     w = ctx.cap.warnings
     by_code = ctx.head["warnings_by_code"]
     if not by_code:
+        cov = ctx.head.get("coverage") or {}
+        missing = {k: v for k, v in (cov.get("by_status") or {}).items() if k not in COVERED}
+        if missing:
+            frames = sum(int(v["frames"]) for v in missing.values())
+            return Section(
+                "warnings", title, None,
+                f"No warnings: every frame was read, but {frames:,} of "
+                f"{int(ctx.head['frames']):,} were not analysed (see Coverage).",
+            )
         return Section("warnings", title, None, "No warnings: every frame was read and decoded.")
     summary = ctx.table(
         ["code", "occurrences", "meaning"],
@@ -910,6 +946,13 @@ def overhead_section(ctx: ReportContext) -> Section:
         for c in CATEGORIES if int(tot[c])
     ]
     pairs.append(("bytes on the wire", f"{wire:,}"))
+    whole = int(ctx.cap.summary.wire_bytes)
+    if whole > wire:  # the ratios are over TCP only: say so
+        pairs.append((
+            "ratios taken over",
+            f"TCP frames only: {wire:,} of the capture's {whole:,} bytes "
+            f"({100.0 * wire / whole:.1f}%; the rest is in Coverage)",
+        ))
     g, gmax = _f(tot["goodput_ratio"]), _f(tot["goodput_max_ratio"])
     pairs.append(("goodput", "" if g is None else f"{100.0 * g:.1f}%"))
     if gmax is not None and g is not None and gmax > g:
@@ -919,8 +962,9 @@ def overhead_section(ctx: ReportContext) -> Section:
         ))
     parts.append(ctx.pairs(pairs))
     note = (
-        f"Wire bytes (frame.len) of {n:,} connection{'' if n == 1 else 's'} by layer and purpose "
-        "(pcaptools.analyses.overhead); goodput is application payload over wire bytes. "
+        f"Wire bytes (frame.len) of {n:,} TCP connection{'' if n == 1 else 's'} by layer and "
+        "purpose (pcaptools.analyses.overhead); goodput and every share here are over these TCP "
+        "bytes, not over UDP, ICMP or non-IP frames. "
     )
     if not parsed:
         note += "No layer above TCP was parsed: payload is counted as other bytes, no chart."
@@ -970,6 +1014,7 @@ SECTIONS: list[SectionBuilder] = [
     heartbeats_section,
     disconnects_section,
     overhead_section,
+    coverage_section,
     warnings_section,
 ]
 

@@ -84,8 +84,9 @@ def test_ws_blackhole(blackhole: tuple[pcaptools.Capture, str]) -> None:
     v = _section(html, "verdicts")
     assert "<li>1 of 1 TCP connection did not end cleanly: 1 peer vanished.</li>" in v
     assert "<li>WebSocket pings: 4 of 5 answered, 1 unanswered, median pong 0.448 ms.</li>" in v
-    assert (
-        "<li>Goodput 2.0% of bytes on the wire (63 of 3,122 bytes are application payload).</li>"
+    assert (  # the goodput is over the TCP bytes, and says so (2 ARP frames are not TCP)
+        "<li>Goodput 2.0% of the TCP bytes on the wire (63 of 3,122 bytes are application "
+        "payload); the TCP connections hold 97% of the capture&#39;s 3,206 bytes.</li>"
         in v
     )
 
@@ -124,7 +125,8 @@ def test_ws_healthy() -> None:
     assert "2,001.323" in hb  # client ping interval (median ms)
     assert health_verdicts(cap) == [
         "WebSocket pings: 7 of 7 answered, median pong 0.359 ms.",
-        "Goodput 69% of bytes on the wire (12,170 of 17,731 bytes are application payload).",
+        "Goodput 69% of the TCP bytes on the wire (12,170 of 17,731 bytes are application "
+        "payload); the TCP connections hold 99.5% of the capture's 17,815 bytes.",
     ]
 
 
