@@ -311,6 +311,15 @@ LIMITS: tuple[Limit, ...] = (
         "inflated bytes of one message (deflate bombs)",
     ),
     Limit(
+        "WebSocket inflate past the limit",
+        "pcaptools.protocols.websocket:INFLATE_DRAIN_BYTES",
+        "bytes",
+        "ws.decompression_limit",
+        "with context takeover, output of a message past its decompression limit still "
+        "inflated (and discarded) so the direction's later messages inflate; beyond it the "
+        "shared context is given up (later messages: skipped) and a second row says so",
+    ),
+    Limit(
         "WebSocket control payload kept",
         "pcaptools.protocols.websocket:CONTROL_KEEP_BYTES",
         "bytes",
