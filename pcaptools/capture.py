@@ -293,7 +293,7 @@ def load(
     decoder = PacketDecoder(diag)
     tls_builder = TlsTablesBuilder(records=tls_records)
     http_builder = HttpTablesBuilder(show_secrets=show_secrets)
-    ws_builder = WsTablesBuilder()
+    ws_builder = WsTablesBuilder(show_secrets=show_secrets)
     dns_tracker = DnsTracker(diag) if payloads and (shard is None or shard[0] == 0) else None
     own_k, own_n = shard if shard is not None else (0, 1)
 
@@ -402,7 +402,7 @@ def load(
         for name in ("connections", "tcp_handshakes", "tcp_events"):
             t = tables[name]
             tables[name] = t[t["tcp_stream"] % own_n == own_k].reset_index(drop=True)
-    if not show_secrets:  # (WsTablesBuilder takes no show_secrets: its URL/subprotocol columns)
+    if not show_secrets:  # (ws_connections URL, host and subprotocol columns)
         tables["ws_connections"] = redact_ws_connections(tables["ws_connections"])
     if pump is not None:
         from .export import finish_stream
