@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__, _accel
-from .analyses.summary import headline
 from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS
+from .analyses.summary import headline
 from .capture import Capture, load
 from .errors import PcapToolsError
 from .report import write_report

@@ -78,6 +78,11 @@ def load_parallel(path: str | os.PathLike[str], *, workers: int | None = None,
 _RECORDS_TRUNCATED = "table.records_truncated"
 
 
+def _where(frame: Any, ts: Any, tcp_stream: Any) -> tuple[int, int, int]:
+    """(frame, ts_ns, tcp_stream) of a table row's values"""
+    return int(frame), int(pd.Timestamp(ts).value), int(tcp_stream)
+
+
 def merge_shards(parts: list[tuple[CaptureSummary, dict[str, pd.DataFrame]]], *,
                  max_warnings_per_code: int = 1000,
                  max_record_rows: int | None = None) -> Capture:
@@ -95,8 +100,17 @@ def merge_shards(parts: list[tuple[CaptureSummary, dict[str, pd.DataFrame]]], *,
             v = s.extra.get(key, {})
             into.update(v if isinstance(v, dict) else {})
     record_rows: list[tuple[Any, ...]] = []
+    # where each worker's share of a table first did not fit: (frame, ts_ns, tcp_stream)
+    first_cut: dict[str, list[tuple[int, int, int]]] = {}
     if max_record_rows is not None:
         counts.pop(_RECORDS_TRUNCATED, None)
+        for _, t in parts:
+            w = t.get("warnings")
+            if w is None or not len(w):
+                continue
+            for r in w[w["code"].astype(object) == _RECORDS_TRUNCATED].itertuples():
+                first_cut.setdefault(str(r.detail).split(" ", 1)[0], []).append(
+                    _where(r.frame, r.ts, r.tcp_stream))
     summary.extra["workers"] = len(parts)
     tables: dict[str, pd.DataFrame] = {}
     for name, schema in TABLES.items():
@@ -114,21 +128,24 @@ def merge_shards(parts: list[tuple[CaptureSummary, dict[str, pd.DataFrame]]], *,
             df = df.sort_values("frame", kind="stable", na_position="first")
         elif "tcp_stream" in df.columns:
             df = df.sort_values("tcp_stream", kind="stable")
-        if (max_record_rows is not None and name in PER_RECORD_TABLES
-                and len(df) > max_record_rows):
-            cut = df.iloc[max_record_rows:]
-            first = cut.iloc[0]
-            dropped[name] += len(cut)
-            by_conn.update({int(k): int(v) for k, v in cut["tcp_stream"].value_counts().items()})
-            record_rows.append((
-                first["ts"].value, int(first["frame"]), int(first["tcp_stream"]), None, "table",
-                _RECORDS_TRUNCATED,
-                f"{name} reached {max_record_rows:,} rows (max_record_rows): this row and "
-                f"every later one of that table are not kept "
-                f"(summary.extra['rows_dropped'] counts them)",
-            ))
-            counts[_RECORDS_TRUNCATED] += 1
-            df = df.iloc[:max_record_rows]
+        if max_record_rows is not None and name in PER_RECORD_TABLES:
+            cuts = first_cut.get(name, [])
+            if len(df) > max_record_rows:
+                cut = df.iloc[max_record_rows:]
+                first = cut.iloc[0]
+                dropped[name] += len(cut)
+                by_conn.update(cut["tcp_stream"].astype("int64").tolist())
+                cuts.append(_where(first["frame"], first["ts"], first["tcp_stream"]))
+                df = df.iloc[:max_record_rows]
+            if cuts:  # the earliest row that one process would not have kept
+                frame, ts_ns, stream = min(cuts)
+                record_rows.append((
+                    ts_ns, frame, stream, None, "table", _RECORDS_TRUNCATED,
+                    f"{name} reached {max_record_rows:,} rows (max_record_rows): this row and "
+                    f"every later one of that table are not kept "
+                    f"(summary.extra['rows_dropped'] counts them)",
+                ))
+                counts[_RECORDS_TRUNCATED] += 1
         if name == "warnings":
             df = _merge_warnings(df, counts, max_warnings_per_code)
         tables[name] = _sorted_categories(df.reset_index(drop=True), frames)
