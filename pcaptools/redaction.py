@@ -158,7 +158,9 @@ def redact_url(url: str | None) -> str | None:
         return url
     out = url
     m = _USERINFO.match(out)
-    if m is not None and m.group(2) and not _REDACTED.fullmatch(m.group(2)):
+    if m is not None and _REDACTED.search(out, 0, m.end()):
+        pass  # (already redacted: the form has a colon in it)
+    elif m is not None and m.group(2) and not _REDACTED.fullmatch(m.group(2)):
         out = f"{m.group(1)}:{redacted(m.group(2))}@{out[m.end():]}"
     elif m is None:
         m = _USERINFO_NO_PW.match(out)
@@ -203,6 +205,8 @@ def redact_authority(value: str | None) -> str | None:
     if value is None or "@" not in value:
         return value
     userinfo, _, host = value.rpartition("@")
+    if _REDACTED.search(userinfo):
+        return value
     user, colon, pw = userinfo.partition(":")
     if colon:
         if not pw or _REDACTED.fullmatch(pw):
