@@ -45,7 +45,7 @@ from ..redaction import (
     SECRET_HEADERS,
     redact_authority,
     redact_headers,
-    redact_json_text,
+    redact_json_texts,
     redact_url,
 )
 from .schema import TS_DTYPE, Column, TableSchema
@@ -848,9 +848,11 @@ class _SseColumns:
 
     __slots__ = ("ints", "pending", "redact", "text")
 
-    def __init__(self, redact: Callable[[str | None], str | None] | None = None) -> None:
+    def __init__(
+        self, redact: Callable[[list[str | None]], list[str | None]] | None = None
+    ) -> None:
         self.redact = redact
-        """applied to each event's data (credential JSON fields), None: kept as they are"""
+        """applied to each block of event data (credential JSON fields), None: kept"""
         self.pending: list[SseEvent] = []
         """events not yet in the columns"""
         self.ints = {name: IntColumn() for name in (*_SSE_INTS, *_SSE_NULLABLE)}
@@ -872,7 +874,7 @@ class _SseColumns:
         for name, get in _SSE_TEXT_FIELDS:
             values = list(map(get, rows))
             if name == "data" and redact is not None:
-                values = list(map(redact, values))
+                values = redact(values)
             text[name].extend(values)
         rows.clear()
 
@@ -925,7 +927,7 @@ class HttpTablesBuilder:
         self.streams: list[tuple[Any, ...]] = []
         self.connections: list[tuple[Any, ...]] = []
         self.requests: list[tuple[Any, ...]] = []
-        self.sse = _SseColumns(None if show_secrets else redact_json_text)
+        self.sse = _SseColumns(None if show_secrets else redact_json_texts)
         """sse_events rows: the events themselves, moved into typed columns in blocks"""
         self.switches: list[ProtocolSwitched] = []
         self._handlers: dict[type, Callable[[Any], None]] = {
