@@ -2173,8 +2173,9 @@ def sc_secrets(ctx: Ctx) -> None:
         ws_got = [r for r in cl if r.get("what") == "ws received"]
         return [
             {"check": "client finished every step", "ok": f["truth"]["client_exit"] == 0
-             and steps == {"h1-headers", "h1-userinfo-sse"} and any(
-                 r.get("what") == "ws done" for r in cl), "detail": f"exit {f['truth']['client_exit']}"},
+             and steps == {"h1-headers", "h1-userinfo-sse"}
+             and any(r.get("what") == "ws done" for r in cl),
+             "detail": f"exit {f['truth']['client_exit']}"},
             {"check": "SSE over HTTP/1.1: 6 events sent", "ok": sse.get("events") == 6,
              "detail": str(sse)},
             {"check": "HTTP/2 stream ended with 2 SSE events", "ok": bool(h2d.get("ended"))

@@ -39,6 +39,7 @@ import json
 import socket
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 H1_PORT, H2_PORT = 8080, 8081
@@ -85,7 +86,7 @@ def sse_body(events: list[dict[str, Any] | str]) -> bytes:
 async def serve(args: argparse.Namespace) -> None:
     from aiohttp import WSMsgType, web
 
-    s = json.loads(open(args.secrets, encoding="utf-8").read())
+    s = json.loads(Path(args.secrets).read_text(encoding="utf-8"))
     log = Log(args.events)
 
     async def callback(req: web.Request) -> web.Response:
@@ -294,7 +295,7 @@ async def client_ws(args: argparse.Namespace, s: dict[str, str], log: Log) -> No
 
 
 def client(args: argparse.Namespace) -> None:
-    s = json.loads(open(args.secrets, encoding="utf-8").read())
+    s = json.loads(Path(args.secrets).read_text(encoding="utf-8"))
     log = Log(args.events)
     client_h1(args, s, log)
     time.sleep(0.2)

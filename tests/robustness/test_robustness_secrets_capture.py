@@ -20,6 +20,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import pcaptools
 from pcaptools.capture import Capture
@@ -354,3 +356,42 @@ def test_recorded_capture_with_workers(rec: dict[str, Any]) -> None:
     _absent(_everything(two), rec["secrets"], "a parallel load")
     assert two.sse_events["data"].tolist() == rec["cap"].sse_events["data"].tolist()
     assert two.ws_messages["preview"].tolist() == rec["cap"].ws_messages["preview"].tolist()
+
+
+# --------------------------------------------------------------------------- properties
+
+_KEYS = ["a", "type", "token", "api_key", "apiKey", "max_tokens", "password", "client_secret",
+         "user", "authorization"]
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=8),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(_KEYS), c, max_size=4),
+    max_leaves=12,
+)
+
+
+def _expected(v: Any, secret: bool = False) -> Any:
+    """``v`` with what redact_json_text hides replaced (a string by the length of its JSON
+    escaped form, a number by the length of its digits)."""
+    if isinstance(v, dict):
+        return {k: _expected(x, secret or is_secret_json_key(k)) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_expected(x, secret) for x in v]
+    if secret and isinstance(v, str):
+        return f"<redacted: {len(json.dumps(v)) - 2} bytes>"
+    if secret and isinstance(v, int) and not isinstance(v, bool):
+        return f"<redacted: {len(json.dumps(v))} bytes>"
+    return v
+
+
+@given(_JSON, st.booleans())
+def test_redact_json_text_hides_exactly_the_credential_values(v: Any, compact: bool) -> None:
+    text = json.dumps(v, separators=(",", ":") if compact else None)
+    got = redact_json_text(text)
+    assert json.loads(got) == _expected(v)
+    assert redact_json_text(got) == got
+
+
+@given(st.text(max_size=200))
+def test_redact_json_text_never_raises(text: str) -> None:
+    assert isinstance(redact_json_text(text), str)
+    assert isinstance(redact_json_text('{"password":' + text), str)
