@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._eventcap import EventCap
+from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS, EventCap
 from .analyses.heartbeats import websocket_heartbeats
 from .diagnostics import Diagnostics, ShardDiagnostics
 from .io import open_capture
@@ -235,7 +235,8 @@ def load(
     max_decompressed_bytes: int | None = None,
     show_secrets: bool = False,
     max_packet_rows: int | None = 2_000_000,
-    max_events_per_connection: int | None = None,
+    max_events_per_connection: int | None = DEFAULT_MAX_EVENTS_PER_CONNECTION,
+    max_record_rows: int | None = DEFAULT_MAX_RECORD_ROWS,
     workers: int = 1,
     shard: tuple[int, int] | None = None,
     out: str | os.PathLike[str] | None = None,
@@ -263,7 +264,10 @@ def load(
     row while it is built): a pcap costs as little as 16 bytes a frame (docs/robustness.md).
     ``max_events_per_connection`` caps the per-record rows (TLS records, HTTP/2 frames, SSE
     events, WebSocket frames and messages) one connection adds; past it, one
-    ``table.events_truncated`` row (see :mod:`pcaptools._eventcap`; None: no cap).
+    ``table.events_truncated`` row. ``max_record_rows`` caps each of those five tables; past
+    it, one ``table.records_truncated`` row (not with ``out``). Both are on by default
+    (1,000,000 and 2,000,000; None: no cap), and ``summary.extra["rows_dropped"]`` counts
+    what they dropped exactly (see :mod:`pcaptools._eventcap`).
     ``out=directory`` streams every table to ``directory/<table>.parquet`` while reading, in row
     groups of ``chunk_rows`` rows (the layout of :meth:`Capture.to_parquet`), so the peak
     memory does not grow with the number of packets, and returns a
@@ -289,6 +293,7 @@ def load(
             payloads=payloads, max_warnings_per_code=max_warnings_per_code,
             max_decompressed_bytes=max_decompressed_bytes, show_secrets=show_secrets,
             max_packet_rows=max_packet_rows, max_events_per_connection=max_events_per_connection,
+            max_record_rows=max_record_rows,
         )
     diag = (Diagnostics(max_rows_per_code=max_warnings_per_code) if shard is None
             else ShardDiagnostics(shard, max_rows_per_code=max_warnings_per_code))
@@ -296,12 +301,14 @@ def load(
     decoder = PacketDecoder(diag)
     tls_builder = TlsTablesBuilder(records=tls_records)
     http_builder = HttpTablesBuilder(show_secrets=show_secrets)
-    ws_builder = WsTablesBuilder()
+    ws_builder = WsTablesBuilder(show_secrets=show_secrets)
     dns_tracker = DnsTracker(diag) if payloads and (shard is None or shard[0] == 0) else None
     own_k, own_n = shard if shard is not None else (0, 1)
 
-    cap_events = (EventCap(max_events_per_connection, diag)
-                  if max_events_per_connection is not None else None)
+    event_cap = EventCap(max_events_per_connection, diag,
+                         max_rows=max_record_rows if out is None else None,
+                         skip=frozenset() if tls_records else frozenset({"tls_records"}))
+    cap_events = event_cap if event_cap.active else None
 
     def emit(events: list[object]) -> None:
         if events:
@@ -396,6 +403,7 @@ def load(
     summary.first_ts_ns, summary.last_ts_ns = first_ts, last_ts
     summary.extra["tcp_data_segments"] = data_segs
     summary.extra["warning_counts"] = dict(diag.counts)
+    summary.extra.update(event_cap.summary())
     tables = {
         "connections": connections_table(tracker),
         "tcp_handshakes": handshakes_table(tracker),
@@ -417,7 +425,7 @@ def load(
         tables, flows if own_k == 0 else None, payloads=payloads,
         extra_streams=pump.sink.streams if pump is not None else None,  # type: ignore[attr-defined]
     )
-    if not show_secrets:  # (WsTablesBuilder takes no show_secrets: its URL/subprotocol columns)
+    if not show_secrets:  # (ws_connections URL, host and subprotocol columns)
         tables["ws_connections"] = redact_ws_connections(tables["ws_connections"])
     if pump is not None:
         from .export import finish_stream

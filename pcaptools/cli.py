@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__, _accel
+from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS
 from .analyses.summary import headline
 from .capture import Capture, load
 from .errors import PcapToolsError
@@ -159,10 +160,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-events-per-connection",
         type=_rows_or_none,
         metavar="N|none",
-        default=None,
+        default=DEFAULT_MAX_EVENTS_PER_CONNECTION,
         help="per-record rows (TLS records, HTTP/2 frames, SSE events, WebSocket frames and "
         "messages) kept per connection; past N one table.events_truncated warning "
-        "(default: none, keep all)",
+        "(default: 1,000,000; 'none' keeps all)",
+    )
+    p.add_argument(
+        "--max-record-rows",
+        type=_rows_or_none,
+        metavar="N|none",
+        default=DEFAULT_MAX_RECORD_ROWS,
+        help="rows kept in each per-record table (tls_records, http2_frames, sse_events, "
+        "ws_frames, ws_messages); past N one table.records_truncated warning per table "
+        "(default: 2,000,000; 'none' keeps all)",
     )
     p.add_argument(
         "--max-decompressed-bytes",
@@ -477,6 +487,7 @@ def _load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return {"keylog": args.keylog, "packets": not args.no_packets,
             "show_secrets": args.show_secrets, "max_packet_rows": args.max_packet_rows,
             "max_events_per_connection": args.max_events_per_connection,
+            "max_record_rows": args.max_record_rows,
             "max_decompressed_bytes": args.max_decompressed_bytes}
 
 

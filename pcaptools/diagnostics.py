@@ -101,13 +101,14 @@ CATALOGUE: dict[str, str] = {
     "ws.frame_after_close": "a data frame was sent after that side's Close frame; reported once per direction",
     "ws.bad_close_payload": "a Close frame's payload is 1 byte, has a status code that may not be sent (RFC 6455 §7.4), or a reason that is not UTF-8",
     "ws.invalid_utf8": "a text message is not valid UTF-8",
-    "ws.decompression_limit": "a permessage-deflate message inflates beyond the configured limit (64 MiB by default); decompression stopped (a decompression bomb is reported, not inflated)",
+    "ws.decompression_limit": "a permessage-deflate message inflates beyond the configured limit (64 MiB by default); its decompression stopped (a decompression bomb is reported, not inflated); with context takeover the rest of it still runs through the shared inflater, output discarded, so later messages inflate (a second row if even that exceeds 256 MiB: the context is given up)",
     "ws.decompress_failed": "a permessage-deflate message did not inflate; with context takeover, later messages of that direction are not decompressed either",
     "ws.truncated_frame": "a WebSocket connection direction ended (FIN/RST) in the middle of a frame",
     "ws.resynchronised": "WebSocket parsing resumed at a plausible frame boundary after bytes were lost between frames",
     "ws.desynced": "no WebSocket frame boundary was found within 1 MiB after lost bytes; the rest of that direction is only counted",
     # tables
-    "table.events_truncated": "a connection reached load(max_events_per_connection=...): its later TLS records, HTTP/2 frames, SSE events and WebSocket frames/messages are not in those tables; its summary rows (handshakes, requests, streams) and TCP analysis are unaffected",
+    "table.events_truncated": "a connection reached load(max_events_per_connection=...): its later TLS records, HTTP/2 frames, SSE events and WebSocket frames/messages are not in those tables (summary.extra['rows_dropped_by_connection'] counts them); its summary rows (handshakes, requests, streams) and TCP analysis are unaffected",
+    "table.records_truncated": "a per-record table (tls_records, http2_frames, sse_events, ws_frames, ws_messages) reached load(max_record_rows=...): this row and every later one of that table are not kept; summary.extra['rows_dropped'] counts them, the summary tables and TCP analysis are unaffected",
     "table.packets_truncated": "the packets table reached its row cap (load(max_packet_rows=...)): this frame and every later one have no packets row; every other table covers all frames",
 }
 

@@ -329,6 +329,15 @@ LIMITS: tuple[Limit, ...] = (
         "inflated bytes of one message (deflate bombs)",
     ),
     Limit(
+        "WebSocket inflate past the limit",
+        "pcaptools.protocols.websocket:INFLATE_DRAIN_BYTES",
+        "bytes",
+        "ws.decompression_limit",
+        "with context takeover, output of a message past its decompression limit still "
+        "inflated (and discarded) so the direction's later messages inflate; beyond it the "
+        "shared context is given up (later messages: skipped) and a second row says so",
+    ),
+    Limit(
         "WebSocket control payload kept",
         "pcaptools.protocols.websocket:CONTROL_KEEP_BYTES",
         "bytes",
@@ -369,9 +378,23 @@ LIMITS: tuple[Limit, ...] = (
         "per-record rows one connection adds to tls_records, http2_frames, sse_events, "
         "ws_frames and ws_messages (a flood of 9-byte HTTP/2 frames or empty SSE events makes "
         "millions): past it that connection's later ones are dropped (one warning), its summary "
-        "rows and TCP analysis are kept. None (default): no cap; load(out=...) keeps every row "
-        "with bounded memory instead",
+        "rows and TCP analysis are kept; summary.extra['rows_dropped_by_connection'] counts the "
+        "dropped rows exactly. The largest real connection seen (shipped captures, corpus) has "
+        "under 2,000. None: no cap",
         "load(max_events_per_connection=...), pcap-report --max-events-per-connection",
+    ),
+    Limit(
+        "max_record_rows",
+        "pcaptools.capture:load(max_record_rows)",
+        "rows",
+        "table.records_truncated",
+        "rows each per-record table (tls_records, http2_frames, sse_events, ws_frames, "
+        "ws_messages) keeps in all: past it that table's later rows are dropped (one warning "
+        "per table; summary.extra['rows_dropped'] counts them exactly), every other table is "
+        "complete. ~200 bytes a row of sse_events / http2_frames (~65 for tls_records), so "
+        "~0.4 GB a table at the cap; the 300 MB benchmark capture has 185,108 sse_events. "
+        "Not applied with load(out=...) (rows streamed to Parquet). None: no cap",
+        "load(max_record_rows=...), pcap-report --max-record-rows",
     ),
     Limit(
         "report table rows",

@@ -18,6 +18,12 @@ tls_handshakes) in ``tcp_stream`` order, also as ``load()`` does; the tables who
 http2_streams, http2_connections, ws_connections, ws_heartbeats) in the order of their
 key. Warnings kept as rows are capped per code after merging, as in one process.
 
+``max_record_rows`` (a cap on each per-record table in all) is applied again to the merged
+tables, which are in frame order as one process emits them: every worker keeps the first
+rows of its own share, so the first ``max_record_rows`` rows of the merged table are those
+one process keeps, and the ``table.records_truncated`` row is written here at the first row
+that does not fit (the workers' own are dropped); ``summary.extra["rows_dropped"]`` adds up.
+
 What it gains depends on the share of payload work and on the number of cores: on the
 benchmark capture (``benchmarks/README.md``) see the ``parallel`` rows. Progress
 callbacks are not supported here (the workers run in other processes).
@@ -33,6 +39,7 @@ from typing import Any
 
 import pandas as pd
 
+from ._eventcap import DEFAULT_MAX_RECORD_ROWS, PER_RECORD_TABLES
 from .capture import TABLES, Capture, CaptureSummary, load
 from .many import _context, concat_tables
 from .tables.foundation import WARNINGS
@@ -64,24 +71,56 @@ def load_parallel(path: str | os.PathLike[str], *, workers: int | None = None,
         futures = [pool.submit(_load_shard, os.fspath(path), (k, n), kwargs) for k in range(1, n)]
         parts = [_load_shard(os.fspath(path), (0, n), kwargs)]
         parts += [f.result() for f in futures]
-    return merge_shards(parts, max_warnings_per_code=cap_rows)
+    return merge_shards(parts, max_warnings_per_code=cap_rows,
+                        max_record_rows=kwargs.get("max_record_rows", DEFAULT_MAX_RECORD_ROWS))
+
+
+_RECORDS_TRUNCATED = "table.records_truncated"
+
+
+def _where(frame: Any, ts: Any, tcp_stream: Any) -> tuple[int, int, int]:
+    """(frame, ts_ns, tcp_stream) of a table row's values"""
+    return int(frame), int(pd.Timestamp(ts).value), int(tcp_stream)
 
 
 def merge_shards(parts: list[tuple[CaptureSummary, dict[str, pd.DataFrame]]], *,
-                 max_warnings_per_code: int = 1000) -> Capture:
-    """The Capture of a whole file from its workers' parts (``parts[k]`` from ``shard=(k, n)``)."""
+                 max_warnings_per_code: int = 1000,
+                 max_record_rows: int | None = None) -> Capture:
+    """The Capture of a whole file from its workers' parts (``parts[k]`` from ``shard=(k, n)``);
+    ``max_record_rows``: the workers' cap on each per-record table, applied to the merged
+    tables (module docstring)."""
     summary = parts[0][0]
     counts: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
+    by_conn: Counter[int] = Counter()
     for s, _ in parts:
         wc = s.extra.get("warning_counts", {})
         counts.update(wc if isinstance(wc, dict) else {})
-    summary.extra["warning_counts"] = dict(counts)
+        for key, into in (("rows_dropped", dropped), ("rows_dropped_by_connection", by_conn)):
+            v = s.extra.get(key, {})
+            into.update(v if isinstance(v, dict) else {})
+    record_rows: list[tuple[Any, ...]] = []
+    # where each worker's share of a table first did not fit: (frame, ts_ns, tcp_stream)
+    first_cut: dict[str, list[tuple[int, int, int]]] = {}
+    if max_record_rows is not None:
+        counts.pop(_RECORDS_TRUNCATED, None)
+        for _, t in parts:
+            w = t.get("warnings")
+            if w is None or not len(w):
+                continue
+            for r in w[w["code"].astype(object) == _RECORDS_TRUNCATED].itertuples():
+                first_cut.setdefault(str(r.detail).split(" ", 1)[0], []).append(
+                    _where(r.frame, r.ts, r.tcp_stream))
     summary.extra["workers"] = len(parts)
     tables: dict[str, pd.DataFrame] = {}
     for name, schema in TABLES.items():
         frames = [t[name] for _, t in parts if name in t]
         if not frames:
             continue
+        if name == "warnings" and max_record_rows is not None:
+            frames = [f[f["code"].astype(object) != _RECORDS_TRUNCATED] for f in frames]
+            if record_rows:
+                frames.append(WARNINGS.frame(record_rows))
         df = concat_tables(frames)
         if name in _BY_KEY:
             df = df.sort_values(list(schema.key), kind="stable")
@@ -89,9 +128,30 @@ def merge_shards(parts: list[tuple[CaptureSummary, dict[str, pd.DataFrame]]], *,
             df = df.sort_values("frame", kind="stable", na_position="first")
         elif "tcp_stream" in df.columns:
             df = df.sort_values("tcp_stream", kind="stable")
+        if max_record_rows is not None and name in PER_RECORD_TABLES:
+            cuts = first_cut.get(name, [])
+            if len(df) > max_record_rows:
+                cut = df.iloc[max_record_rows:]
+                first = cut.iloc[0]
+                dropped[name] += len(cut)
+                by_conn.update(cut["tcp_stream"].astype("int64").tolist())
+                cuts.append(_where(first["frame"], first["ts"], first["tcp_stream"]))
+                df = df.iloc[:max_record_rows]
+            if cuts:  # the earliest row that one process would not have kept
+                frame, ts_ns, stream = min(cuts)
+                record_rows.append((
+                    ts_ns, frame, stream, None, "table", _RECORDS_TRUNCATED,
+                    f"{name} reached {max_record_rows:,} rows (max_record_rows): this row and "
+                    f"every later one of that table are not kept "
+                    f"(summary.extra['rows_dropped'] counts them)",
+                ))
+                counts[_RECORDS_TRUNCATED] += 1
         if name == "warnings":
             df = _merge_warnings(df, counts, max_warnings_per_code)
         tables[name] = _sorted_categories(df.reset_index(drop=True), frames)
+    summary.extra["warning_counts"] = dict(counts)
+    summary.extra["rows_dropped"] = {t: dropped[t] for t in PER_RECORD_TABLES if dropped[t]}
+    summary.extra["rows_dropped_by_connection"] = dict(sorted(by_conn.items()))
     return Capture(summary, tables)
 
 

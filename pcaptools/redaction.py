@@ -5,11 +5,21 @@ Tables and the report show ``<redacted: N bytes>`` in place of a credential unle
 finding), the value does not. What counts as a credential:
 
 - the values of the headers in :data:`SECRET_HEADERS` (Authorization, Cookie, API key
-  headers...);
+  headers...) or whose name ends like one of :data:`SECRET_HEADER_SUFFIXES` (any
+  ``*-token`` header: ``Private-Token``, ``X-Amz-Security-Token``, ``X-Vault-Token``...,
+  ``*-api-key``, ``*-secret``...): :func:`is_secret_header`;
 - URL query parameters named in :data:`SECRET_QUERY_PARAMS` or ending like one of
-  :data:`SECRET_PARAM_SUFFIXES` (``?api_key=``, ``?access_token=``, ``X-Amz-Signature``...),
-  and the password of ``scheme://user:password@host`` URLs: in request targets, HTTP/2
-  ``:path`` and the URL-valued headers of :data:`URL_HEADERS` (Location, Referer...);
+  :data:`SECRET_PARAM_SUFFIXES` (``?api_key=``, ``?access_token=``, OAuth ``?code=``,
+  ``X-Amz-Signature``...), and the password of ``scheme://user:password@host`` URLs: in
+  request targets, HTTP/2 ``:path`` and the URL-valued headers of :data:`URL_HEADERS`
+  (Location, Referer...);
+- the password of ``user:password@host`` in HTTP/2 ``:authority``, ``Host`` and the
+  ``authority`` / ``host`` columns (:func:`redact_authority`); a user name alone that looks
+  like a token (``ghp_...@github.com``) is hidden too;
+- credential-looking JSON fields (``"api_key"``, ``"token"``, ``"password"``,
+  ``"authorization"``, ``"secret"``, ``"client_secret": {...}``...) inside SSE ``data`` and
+  WebSocket text previews (:func:`redact_json_text`, :func:`is_secret_json_key`): the string
+  or number values are replaced, the JSON around them kept byte for byte;
 - ``Sec-WebSocket-Protocol`` entries that look like credentials (some APIs carry a bearer
   token as a subprotocol, e.g. ``openai-insecure-api-key.<key>``): see
   :func:`is_credential_subprotocol`. Plain protocol names (``realtime``, ``graphql-ws``)
@@ -32,12 +42,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SECRET_HEADERS",
+    "SECRET_HEADER_SUFFIXES",
+    "SECRET_JSON_KEYS",
+    "SECRET_JSON_SUFFIXES",
     "SECRET_PARAM_SUFFIXES",
     "SECRET_QUERY_PARAMS",
     "URL_HEADERS",
     "is_credential_subprotocol",
+    "is_secret_header",
+    "is_secret_json_key",
     "is_secret_param",
+    "redact_authority",
     "redact_headers",
+    "redact_json_text",
+    "redact_json_texts",
     "redact_subprotocols",
     "redact_url",
     "redact_ws_connections",
@@ -49,7 +67,19 @@ __all__ = [
 SECRET_HEADERS = frozenset({
     "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
     "x-auth-token", "x-goog-api-key", "openai-organization", "anthropic-api-key",
+    "cookie2", "set-cookie2", "ocp-apim-subscription-key", "x-functions-key", "x-api-token",
 })  # fmt: skip
+
+#: a header whose (lower-case) name ends like this is a credential too: every ``*-token``
+#: header (Private-Token, X-Amz-Security-Token, X-Vault-Token, X-CSRF-Token...), ``*-api-key``,
+#: ``*-secret``, ``*-password``... (``Sec-WebSocket-Key`` does not end like one: a nonce)
+SECRET_HEADER_SUFFIXES = (
+    "token", "api-key", "api_key", "apikey", "-secret", "_secret", "-password", "-passwd",
+    "-credential", "-credentials", "-authorization", "-signature", "-session-key",
+)  # fmt: skip
+
+#: headers whose values are authorities (``[user[:password]@]host[:port]``)
+AUTHORITY_HEADERS = frozenset({":authority", "host"})
 
 #: headers whose values are URLs (or paths): their query credentials are redacted
 URL_HEADERS = frozenset({":path", "location", "content-location", "referer"})
@@ -60,6 +90,7 @@ SECRET_QUERY_PARAMS = frozenset({
     "password", "passwd", "pwd", "secret", "client_secret", "jwt", "session", "sessionid",
     "session_id", "awsaccesskeyid", "x-amz-signature", "x-amz-credential",
     "x-amz-security-token", "x-goog-signature", "x-goog-credential",
+    "code", "code_verifier", "assertion", "client_assertion", "otp", "passcode",
 })  # fmt: skip
 
 #: a parameter name ending like this is a credential too (refresh_token, aws_secret,
@@ -69,9 +100,27 @@ SECRET_PARAM_SUFFIXES = (
     ".key", "apikey",
 )  # fmt: skip
 
+#: JSON keys (lower-case, without ``-``, ``_``, ``.`` and spaces: ``apiKey``, ``api_key`` and
+#: ``api-key`` are all ``apikey``) whose values are credentials
+SECRET_JSON_KEYS = frozenset({
+    "auth", "pwd", "pass", "passphrase", "bearer", "jwt", "cookie", "setcookie", "xapikey",
+    "sessionid", "otp", "passcode",
+})  # fmt: skip
+
+#: a JSON key (normalised as for :data:`SECRET_JSON_KEYS`) ending like this is a credential:
+#: ``token``, ``access_token``, ``refreshToken``, ``client_secret``, ``password``,
+#: ``authorization``, ``private_key``, ``aws_secret_access_key``... (``max_tokens``,
+#: ``prompt_tokens`` end in ``tokens``: not credentials)
+SECRET_JSON_SUFFIXES = (
+    "token", "secret", "password", "passwd", "apikey", "authorization", "credential",
+    "credentials", "privatekey", "secretkey", "accesskey", "secretaccesskey", "signingkey",
+    "sessionkey", "clientkey", "subscriptionkey", "signature",
+)  # fmt: skip
+
 _SUBPROTOCOL_HEADER = "sec-websocket-protocol"
-_SPECIAL_HEADERS = SECRET_HEADERS | URL_HEADERS | {_SUBPROTOCOL_HEADER}
+_SPECIAL_HEADERS = SECRET_HEADERS | URL_HEADERS | AUTHORITY_HEADERS | {_SUBPROTOCOL_HEADER}
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://[^/?#@:]*):([^/?#@]*)@")
+_USERINFO_NO_PW = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)([^/?#@:]+)@")
 _PARAM_SEP = re.compile(r"([&;])")
 #: words that make a subprotocol entry a credential
 _CREDENTIAL_WORDS = (
@@ -110,8 +159,14 @@ def redact_url(url: str | None) -> str | None:
         return url
     out = url
     m = _USERINFO.match(out)
-    if m is not None and m.group(2) and not _REDACTED.fullmatch(m.group(2)):
+    if m is not None and _REDACTED.search(out, 0, m.end()):
+        pass  # (already redacted: the form has a colon in it)
+    elif m is not None and m.group(2) and not _REDACTED.fullmatch(m.group(2)):
         out = f"{m.group(1)}:{redacted(m.group(2))}@{out[m.end():]}"
+    elif m is None:
+        m = _USERINFO_NO_PW.match(out)
+        if m is not None and _token_like_user(m.group(2)):
+            out = f"{m.group(1)}{redacted(m.group(2))}@{out[m.end():]}"
     q = out.find("?")
     if q < 0:
         return out
@@ -136,6 +191,171 @@ def redact_url(url: str | None) -> str | None:
     if not changed:
         return out
     return out[: q + 1] + "".join(parts) + out[end:]
+
+
+def _token_like_user(user: str) -> bool:
+    """A user name given without a password that is really a token (``ghp_...``, a key)."""
+    return not _REDACTED.fullmatch(user) and is_credential_subprotocol(unquote(user))
+
+
+def redact_authority(value: str | None) -> str | None:
+    """An authority (``:authority``, ``Host``: ``[user[:password]@]host[:port]``) with the
+    password of its userinfo replaced by :func:`redacted` (``user:<redacted: 7 bytes>@host``),
+    or the whole userinfo when it is only a user name that looks like a token
+    (:func:`is_credential_subprotocol`). Anything else is returned as it is."""
+    if value is None or "@" not in value:
+        return value
+    userinfo, _, host = value.rpartition("@")
+    if _REDACTED.search(userinfo):
+        return value
+    user, colon, pw = userinfo.partition(":")
+    if colon:
+        if not pw or _REDACTED.fullmatch(pw):
+            return value
+        return f"{user}:{redacted(pw)}@{host}"
+    if user and _token_like_user(user):
+        return f"{redacted(user)}@{host}"
+    return value
+
+
+def is_secret_header(name: str) -> bool:
+    """Is the header ``name`` (any case) one whose value is a credential: in
+    :data:`SECRET_HEADERS` or ending like one of :data:`SECRET_HEADER_SUFFIXES`?"""
+    n = name.lower()
+    return n in SECRET_HEADERS or n.endswith(SECRET_HEADER_SUFFIXES)
+
+
+def is_secret_json_key(key: str) -> bool:
+    """Is the JSON member name ``key`` one whose value is a credential (:data:`SECRET_JSON_KEYS`,
+    :data:`SECRET_JSON_SUFFIXES`; compared lower-case without ``-``, ``_``, ``.``, spaces)?"""
+    n = key.lower()
+    for c in "-_. ":
+        if c in n:
+            n = n.replace(c, "")
+    return n in SECRET_JSON_KEYS or n.endswith(SECRET_JSON_SUFFIXES)
+
+
+#: cheap tests before :func:`redact_json_text` scans: some word of a credential name in the
+#: text (lower-cased), then a member name that is one (``"name":``)
+_JSON_WORDS = ("tok", "secret", "pass", "pwd", "auth", "key", "cred", "jwt", "bearer", "cookie",
+               "otp", "sign", "session")
+_JSON_KEY = re.compile(r'"([^"\\]{1,80})"\s*:')
+_JSON_WORDS_RE = "|".join(_JSON_WORDS)
+#: JSON tokens: a string (possibly cut off by the end of a preview), punctuation, a scalar
+_JSON_TOKEN = re.compile(
+    r'"((?:[^"\\]|\\.)*)(?:(")|\\?\Z)|[{}\[\]:,]|[^\s{}\[\]:,"]+'
+)
+#: an LLM ``logprobs`` entry: ``{"token": "Hello", "logprob": -0.31, ...}`` (OpenAI): that
+#: ``token`` is text, not a credential
+_LOGPROB_NEXT = re.compile(r'\s*,\s*"logprob"')
+_JSON_LITERALS = frozenset({"true", "false", "null"})
+
+
+def redact_json_text(text: str | None) -> str | None:
+    """``text`` (JSON, or the start of it: a preview may be cut anywhere) with the values of
+    credential members (:func:`is_secret_json_key`: ``"api_key": "sk-..."``, ``"password"``,
+    ``"token"``...) replaced: a string by ``"<redacted: N bytes>"`` (N: its length as it
+    appears, escapes included), a number likewise; inside an object or array that is the
+    value of such a member (``"client_secret": {"value": "ek_..."}``), every string and number
+    value. Member names, ``true`` / ``false`` / ``null`` and everything else are kept byte
+    for byte, so valid JSON stays valid. A ``"token"`` directly followed by ``"logprob"`` is
+    an LLM token (OpenAI logprobs) and is kept. Text that is not JSON is returned as it is
+    (only ``"name": value`` pairs are looked at); never raises."""
+    if not text or ":" not in text:
+        return text
+    low = text.lower()
+    for w in _JSON_WORDS:
+        if w in low:
+            break
+    else:
+        return text
+    for k in _JSON_KEY.findall(text):
+        if is_secret_json_key(k):
+            break
+    else:
+        return text
+    edits: list[tuple[int, int, str]] = []
+    # one entry per open container: (is an object, its values are credentials)
+    stack: list[tuple[bool, bool]] = []
+    expect_key = False
+    key_secret = False  # the value about to come belongs to a credential member
+    last_key = ""
+    for m in _JSON_TOKEN.finditer(text):
+        tok = m.group()
+        c = tok[0]
+        in_obj, inherited = stack[-1] if stack else (False, False)
+        if c in "{[":
+            stack.append((c == "{", key_secret or (inherited and not in_obj)))
+            expect_key = c == "{"
+            key_secret = False
+        elif c in "}]":
+            if stack:
+                stack.pop()
+            expect_key = False
+            key_secret = False
+        elif c == ",":
+            expect_key = in_obj
+            key_secret = False
+        elif c == ":":
+            expect_key = False
+            key_secret = inherited or is_secret_json_key(last_key)
+        elif expect_key and c == '"':
+            last_key = m.group(1)
+        else:  # a value
+            secret = key_secret or (inherited and not in_obj)
+            if secret and tok not in _JSON_LITERALS and not (
+                last_key == "token" and _LOGPROB_NEXT.match(text, m.end())
+            ):
+                if c == '"':
+                    closed = m.group(2) is not None
+                    inner = tok[1 : m.end(1) - m.start()]
+                    if not _REDACTED.fullmatch(inner):
+                        edits.append((m.start(), m.end(),
+                                      f'"{redacted(inner)}' + ('"' if closed else "")))
+                else:
+                    edits.append((m.start(), m.end(), f'"{redacted(tok)}"'))
+            key_secret = False
+    if not edits:
+        return text
+    out: list[str] = []
+    pos = 0
+    for a, b, r in edits:
+        out.append(text[pos:a])
+        out.append(r)
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def redact_json_texts(values: list[str | None]) -> list[str | None]:
+    """:func:`redact_json_text` of every value (``values`` itself when nothing changed). With
+    pyarrow the cheap test runs in C over the whole list (RE2), so only the few values that
+    mention a credential word are looked at in Python: the per-event cost of redacting
+    ``sse_events.data`` stays far below that of parsing the event."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:  # pragma: no cover - pyarrow is a dependency of the Parquet export
+        pa = None
+    idx: list[int]
+    if pa is not None:
+        try:
+            arr = pa.array(values, type=pa.large_string(), from_pandas=True)
+            mask = pc.match_substring_regex(arr, _JSON_WORDS_RE, ignore_case=True)
+            idx = pc.indices_nonzero(mask.fill_null(False)).to_pylist()
+        except (pa.ArrowException, TypeError, ValueError):
+            idx = list(range(len(values)))
+    else:  # pragma: no cover
+        idx = list(range(len(values)))
+    out: list[str | None] | None = None
+    for i in idx:
+        v = values[i]
+        nv = redact_json_text(v)
+        if nv is not v:
+            if out is None:
+                out = list(values)
+            out[i] = nv
+    return values if out is None else out
 
 
 def is_credential_subprotocol(token: str) -> bool:
@@ -177,21 +397,28 @@ def redact_subprotocols(value: str | None) -> str | None:
 def redact_headers(
     headers: tuple[tuple[str, str], ...] | None,
 ) -> tuple[tuple[str, str], ...] | None:
-    """``headers`` with every credential hidden: the whole value of a :data:`SECRET_HEADERS`
-    header, credential query parameters in :data:`URL_HEADERS` values (``:path``,
-    Location...), credential entries of ``Sec-WebSocket-Protocol``. Returns ``headers``
-    itself when nothing was hidden (and None for None)."""
+    """``headers`` with every credential hidden: the whole value of a secret header
+    (:func:`is_secret_header`: :data:`SECRET_HEADERS`, ``*-token``...), credential query
+    parameters in :data:`URL_HEADERS` values (``:path``, Location...), the userinfo password
+    of ``:authority`` / ``Host`` (:func:`redact_authority`), credential entries of
+    ``Sec-WebSocket-Protocol``. Returns ``headers`` itself when nothing was hidden (and None
+    for None)."""
     if headers is None:
         return None
     out: list[tuple[str, str]] | None = None
+    suffixes = SECRET_HEADER_SUFFIXES
     for i, (k, v) in enumerate(headers):
         name = k.lower()
         if name not in _SPECIAL_HEADERS:
-            continue
-        if name in SECRET_HEADERS:
+            if not name.endswith(suffixes):
+                continue
+            nv = redacted(v)
+        elif name in SECRET_HEADERS:
             nv = redacted(v)
         elif name == _SUBPROTOCOL_HEADER:
             nv = redact_subprotocols(v) or v
+        elif name in AUTHORITY_HEADERS:
+            nv = redact_authority(v) or v
         else:
             nv = redact_url(v) or v
         if nv != v:
@@ -204,16 +431,17 @@ def redact_headers(
 #: ws_connections columns and how each is redacted
 _WS_COLUMNS = (
     ("path", redact_url),
+    ("host", redact_authority),
     ("offered_protocols", redact_subprotocols),
     ("protocol", redact_subprotocols),
 )
 
 
 def redact_ws_connections(df: pd.DataFrame) -> pd.DataFrame:
-    """The ``ws_connections`` table with the credentials of its ``path`` (query) and
-    ``offered_protocols`` / ``protocol`` (subprotocols) columns hidden; ``df`` itself when
-    there is nothing to hide (else a copy; dtypes kept). ``load()`` applies it unless
-    ``show_secrets=True``."""
+    """The ``ws_connections`` table with the credentials of its ``path`` (query), ``host``
+    (userinfo) and ``offered_protocols`` / ``protocol`` (subprotocols) columns hidden; ``df``
+    itself when there is nothing to hide (else a copy; dtypes kept). ``load()`` applies it
+    unless ``show_secrets=True``."""
     import pandas as pd
 
     out = df

@@ -571,6 +571,7 @@ HTTPS_PORT = 443
 CHATSSE = SCRIPTS / "servers" / "chatsse.py"
 CHATCLIENT = SCRIPTS / "servers" / "chatclient.py"
 WSKIT = SCRIPTS / "servers" / "wskit.py"
+SECRETSKIT = SCRIPTS / "servers" / "secretskit.py"
 
 
 def make_cert(ctx: Ctx) -> tuple[Path, Path]:
@@ -2400,6 +2401,116 @@ def sc_h2_ping(ctx: Ctx) -> None:
     ctx.expect(name, "tcp.streams", "==", 1)
     ctx.highlight(name, "6 PINGs lab-p001..lab-p006, one per second, each acknowledged by "
                         "nginx; tshark needs -d tcp.port==8080,http2")
+
+
+# =========================================================================== credentials
+
+#: the credentials the secrets scenario sends (name -> value): fixed, so tests can name them;
+#: every value is unique in the capture and long enough not to occur by chance
+LAB_SECRETS = {
+    "oauth_code": "OauthCode-h1-7Qm2Vx9Lp4Rt",
+    "private_token": "glpat-PrivTok3nH1-x8Zk2Wq",
+    "amz_security_token": "IQoJb3JpZ2luAmzSecTokH1q7",
+    "vault_token": "hvs.VaultTok3nH1-Bn4Yc8Ds",
+    "url_password": "UrlPassw0rdH1-Kd7Fm2Ja",
+    "sse_api_key": "sk-SseApiKey-9fT3bN6wQ1",
+    "sse_token": "SseT0ken-4hG8kP2mX7",
+    "sse_password": "SsePassw0rd-6jR1cV5z",
+    "sse_authorization": "SseAuthzBearer-2nL9qW4e",
+    "sse_secret": "SseSecret-8pD3xK7u",
+    "h2_authority_password": "H2AuthPassw0rd-5tY1mB8s",
+    "h2_code": "OauthCode-h2-3Wz6Nq1Ve8",
+    "h2_private_token": "glpat-PrivTok3nH2-v2Hs7Jp",
+    "h2_amz_security_token": "IQoJb3JpZ2luAmzSecTokH2k4",
+    "h2_sse_secret": "H2SseSecret-7cM4rT9a",
+    "h2_sse_api_key": "sk-H2SseApiKey-1xB6gF3n",
+    "ws_header_token": "WsHeaderT0ken-5kQ2pL8d",
+    "ws_api_key": "sk-WsApiKey-3vN7hC1y",
+    "ws_password": "WsPassw0rd-9bE4sU6m",
+    "ws_refresh_token": "WsRefreshT0ken-2aZ8wX5q",
+    "ws_client_secret": "ek_WsClientSecret-6gJ1tR4v",
+    "ws_access_token": "WsAccessT0ken-8uK3fD7b",
+}
+
+
+@scenario("secrets", outputs=("secrets.pcap",),
+          summary="credentials in every place pcaptools redacts, cleartext: OAuth code=, "
+                  "Private-Token / X-Amz-Security-Token / X-Vault-Token headers, a "
+                  "user:password@ URL (HTTP/1.1, aiohttp), :authority userinfo, code= and "
+                  "*-token headers (HTTP/2 prior knowledge, python h2), api_key / token / "
+                  "password / authorization / secret JSON fields in SSE events and WebSocket "
+                  "text messages (python websockets)")
+def sc_secrets(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair()
+    name = "secrets.pcap"
+    sfile = ctx.work / "secrets.json"
+    sfile.write_text(json.dumps(LAB_SECRETS))
+    sev, cev = ctx.work / "secretskit-server.jsonl", ctx.work / "secretskit-client.jsonl"
+    spawn_py(ctx, s, SECRETSKIT, ["serve", "--listen", SERVER4, "--secrets", str(sfile),
+                                  "--events", str(sev), "--lifetime", "40"],
+             name="secretskit-server", lifetime_s=45)
+    netlab.wait_for_port(s, "", 8080)
+    netlab.wait_for_port(s, "", 8081)
+    ctx.common["servers"].append({
+        "kind": "secretskit (aiohttp + python h2)", "listen": [f"{SERVER4}:8080",
+                                                               f"{SERVER4}:8081"],
+        "version": f"aiohttp {_pkg_version('aiohttp')}, h2 {_pkg_version('h2')}",
+        "behaviour": "8080: GET /oauth/callback, GET /v1/events (SSE with credential JSON "
+                     "fields), GET /ws (WebSocket, no compression); 8081: HTTP/2 prior "
+                     "knowledge, SSE answer with credential JSON fields"})
+    ctx.tshark_options(name, "-d", "tcp.port==8081,http2")
+    ctx.capture(c, "eth0", name, vantage="client")
+    t0 = time.time_ns()
+    proc = spawn_py(ctx, c, SECRETSKIT, ["client", "--server", SERVER4, "--local", CLIENT4,
+                                         "--secrets", str(sfile), "--events", str(cev)],
+                    name="secretskit-client", lifetime_s=40)
+    rc = wait_proc(proc, 35)
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    clog, slog = jsonl(cev), jsonl(sev)
+    t1 = time.time_ns()
+    via = {"h1-headers": "raw socket", "h1-userinfo-sse": "raw socket",
+           "h2": f"python h2 {_pkg_version('h2')} on a socket",
+           "ws": f"python websockets {_pkg_version('websockets')}"}
+    ports = {"h1-headers": (50801, 8080), "h1-userinfo-sse": (50802, 8080), "h2": (50803, 8081),
+             "ws": (50804, 8080)}
+    for step, (cport, sport) in ports.items():
+        # Connection: close, GOAWAY and the WebSocket close handshake: the server's FIN first
+        ctx.conn(client=ep(CLIENT4, cport), server=ep(SERVER4, sport), end="fin-server-first",
+                 via=via[step], purpose=f"secrets: {step}", t_start_ns=t0, t_end_ns=t1)
+    ctx.truth(name, secrets=LAB_SECRETS, client_exit=rc, client_log=clog, server_log=slog)
+
+    def secrets_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
+        cl = f["truth"]["client_log"]
+        sl = f["truth"]["server_log"]
+        steps = {r.get("step") for r in cl if r.get("what") == "h1 done"}
+        sse = next((r for r in sl if r.get("what") == "sse sent"), {})
+        h2d = next((r for r in cl if r.get("what") == "h2 done"), {})
+        ws_sent = [r for r in cl if r.get("what") == "ws sent"]
+        ws_got = [r for r in cl if r.get("what") == "ws received"]
+        return [
+            {"check": "client finished every step", "ok": f["truth"]["client_exit"] == 0
+             and steps == {"h1-headers", "h1-userinfo-sse"}
+             and any(r.get("what") == "ws done" for r in cl),
+             "detail": f"exit {f['truth']['client_exit']}"},
+            {"check": "SSE over HTTP/1.1: 6 events sent", "ok": sse.get("events") == 6,
+             "detail": str(sse)},
+            {"check": "HTTP/2 stream ended with 2 SSE events", "ok": bool(h2d.get("ended"))
+             and h2d.get("sse_blocks") == 2, "detail": str({k: h2d.get(k) for k in
+                                                            ("ended", "sse_blocks")})},
+            {"check": "WebSocket: 2 text messages each way", "ok": len(ws_sent) == 2 ==
+             len(ws_got), "detail": f"{len(ws_sent)} sent, {len(ws_got)} received"},
+            {"check": "tshark: 3 HTTP/1.1 requests (2 + the WebSocket upgrade), 1 HTTP/2",
+             "ok": len(f["tshark"]["app"]["http"]["requests"]) == 3
+             and len(f["tshark"]["app"]["http2"]["requests"]) == 1,
+             "detail": f"{len(f['tshark']['app']['http']['requests'])} / "
+                       f"{len(f['tshark']['app']['http2']['requests'])}"},
+        ]
+    ctx.check(name, secrets_checks)
+    ctx.expect(name, "tcp.streams", "==", 4)
+    ctx.highlight(name, "every credential value is listed under truth.secrets; tshark shows "
+                        "them all (cleartext), pcaptools shows <redacted: N bytes> unless "
+                        "show_secrets; tshark needs -d tcp.port==8081,http2")
 
 
 # =========================================================================== tshark facts

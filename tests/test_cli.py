@@ -439,13 +439,14 @@ def test_max_packet_rows_and_decompressed_bytes_reach_load(
     js = tmp_path / "s.json"
     assert cli.main([str(cap), "-q", "-o", str(tmp_path / "r.html"), "--json", str(js),
                      "--max-packet-rows", "10", "--max-decompressed-bytes", "2K",
-                     "--max-events-per-connection", "7"]) == 0
+                     "--max-events-per-connection", "7", "--max-record-rows", "none"]) == 0
     assert seen[-1]["max_packet_rows"] == 10 and seen[-1]["max_decompressed_bytes"] == 2048
-    assert seen[-1]["max_events_per_connection"] == 7
+    assert seen[-1]["max_events_per_connection"] == 7 and seen[-1]["max_record_rows"] is None
     assert cli.main([str(cap), "-q", "-o", str(tmp_path / "r2.html"),
                      "--max-packet-rows", "none"]) == 0
     assert seen[-1]["max_packet_rows"] is None and seen[-1]["max_decompressed_bytes"] is None
-    assert seen[-1]["max_events_per_connection"] is None
+    assert seen[-1]["max_events_per_connection"] == 1_000_000  # the default (issue 18)
+    assert seen[-1]["max_record_rows"] == 2_000_000
     # the 2 KiB limit cut the file: fewer frames than the whole capture, and a warning said so
     whole = real(cap)
     limited = real(cap, max_decompressed_bytes=2048, max_packet_rows=10)

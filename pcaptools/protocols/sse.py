@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ..diagnostics import Diagnostics
+from ..redaction import redact_json_text
 from ._base import Direction
 
 _orjson_loads: Callable[[str], Any] | None
@@ -367,7 +368,8 @@ class SseParser:
                     if json_ok is False:
                         self._report(
                             "sse.bad_json",
-                            f"event {self.count}: data is not valid JSON: {text[:80]!r}",
+                            f"event {self.count}: data is not valid JSON: "
+                            f"{(redact_json_text(text[:4096]) or '')[:80]!r}",
                             ts_ns,
                             frame,
                         )

@@ -28,7 +28,9 @@ Bounded work and memory whatever the wire says:
   (:data:`DEFAULT_PREVIEW_CHARS`) and, when compressed, a zlib inflater (32 KiB window);
   decompressed output is counted and dropped, and stops at ``max_decompressed_bytes`` per
   message (:data:`DEFAULT_MAX_DECOMPRESSED_BYTES`): a decompression bomb becomes a
-  ``ws.decompression_limit`` row, not memory or CPU growth.
+  ``ws.decompression_limit`` row, not memory or CPU growth. With context takeover the rest
+  of that message is still run through the shared inflater, its output discarded (up to
+  :data:`INFLATE_DRAIN_BYTES`), so that the direction's later messages are still inflated.
 
 A watcher, not a participant: it never raises on wire data. Frames that break RFC 6455
 (wrong masking for the direction, reserved opcodes or bits, long or fragmented control
@@ -102,6 +104,10 @@ DEFAULT_PREVIEW_CHARS: Final = 256
 """characters of a text message kept as its preview"""
 CONTROL_KEEP_BYTES: Final = 4096
 """payload bytes of a control frame kept (the legal maximum is 125)"""
+INFLATE_DRAIN_BYTES: Final = 256 << 20
+"""with context takeover, output of a message past its decompression limit that is still
+inflated (and discarded) to keep the shared context for the later messages; beyond it the
+context is given up (the later compressed messages of that direction are ``skipped``)"""
 HUNT_BUDGET_BYTES: Final = 1 << 20
 """bytes searched for a frame boundary after lost bytes before giving up on a direction"""
 
@@ -533,6 +539,7 @@ class _Msg:
         "utf8_ok",
         "wire",
         "z",
+        "zdrain",
         "zout",
     )
 
@@ -548,6 +555,9 @@ class _Msg:
         self.decompress: str | None = None
         self.z: zlib._Decompress | None = None
         self.zout = 0
+        self.zdrain = -1
+        """past the decompression limit with a shared context: output inflated and discarded
+        (-1: not draining)"""
         self.content_bytes = 0
         self.uninspected = False
         self.preview = bytearray()
@@ -986,7 +996,8 @@ class WebSocketObserver:
         m.preview_cap = len(m.preview)  # the preview ends at the first unknown byte
         if m.compressed and m.z is not None:
             m.z = None
-            m.decompress = "skipped"
+            if m.zdrain < 0:  # (a message past its limit stays "limit")
+                m.decompress = "skipped"
             if not self._no_takeover[st.d]:
                 st.z = None
                 st.z_broken = True
@@ -1028,16 +1039,58 @@ class WebSocketObserver:
     def _stop_inflating(self, st: _Dir, m: _Msg, status: str) -> None:
         """Message ``m`` is not decompressed further (``status``: limit / failed); with context
         takeover the direction's shared context is lost too, so later compressed messages of
-        that direction are not decompressed either."""
-        m.decompress = status
+        that direction are not decompressed either. A message already past its limit stays
+        ``limit``."""
+        m.decompress = status if m.zdrain < 0 else "limit"
         m.z = None
         if not self._no_takeover[st.d]:
             st.z = None
             st.z_broken = True
 
+    def _drain(self, st: _Dir, m: _Msg, z: zlib._Decompress, data: bytes) -> None:
+        """Message ``m`` is past its decompression limit: inflate ``data`` through the shared
+        context and discard the output (bounded memory: 64 KiB steps), so the context stays
+        right for the direction's next message; past :data:`INFLATE_DRAIN_BYTES` of output
+        the context is given up."""
+        buf = data
+        try:
+            while buf or not z.eof:
+                got = z.decompress(buf, _INFLATE_STEP)
+                m.zdrain += len(got)
+                if m.zdrain > INFLATE_DRAIN_BYTES:
+                    self._stop_inflating(st, m, "limit")
+                    ts, frame = self._last
+                    self._report(
+                        st, "ws.decompression_limit",
+                        f"message {m.index} inflates beyond {self._max_out + INFLATE_DRAIN_BYTES}"
+                        " bytes; the shared context is given up: later compressed messages of "
+                        "this direction are not decompressed", ts, frame,
+                    )
+                    return
+                buf = z.unconsumed_tail
+                if z.eof:
+                    if z is st.z:
+                        st.z = None
+                    return
+                if len(got) < _INFLATE_STEP and not buf:
+                    return
+                if not got and buf:
+                    return  # no progress possible (should not happen)
+        except zlib.error:
+            self._stop_inflating(st, m, "limit")  # (the message's status stays limit)
+            ts, frame = self._last
+            self._report(
+                st, "ws.decompress_failed",
+                f"message {m.index} (past its decompression limit) does not inflate; later "
+                "compressed messages of this direction are not decompressed", ts, frame,
+            )
+
     def _inflate(self, st: _Dir, m: _Msg, data: bytes) -> None:
         z = m.z
         if z is None:
+            return
+        if m.zdrain >= 0:
+            self._drain(st, m, z, data)
             return
         buf = data
         try:
@@ -1049,13 +1102,22 @@ class WebSocketObserver:
                     m.zout += len(got)
                     self._content(m, got)
                 if m.zout > self._max_out:
-                    self._stop_inflating(st, m, "limit")
+                    shared = not self._no_takeover[st.d]
                     ts, frame = self._last
                     self._report(
                         st, "ws.decompression_limit",
                         f"message {m.index} inflates beyond {self._max_out} bytes "
-                        f"({m.payload} compressed bytes so far); decompression stopped", ts, frame,
+                        f"({m.payload} compressed bytes so far); decompression stopped"
+                        + ("; the rest still runs through the shared context (output "
+                           "discarded) so later messages are inflated" if shared else ""),
+                        ts, frame,
                     )
+                    if not shared:
+                        self._stop_inflating(st, m, "limit")
+                        return
+                    m.decompress = "limit"
+                    m.zdrain = 0
+                    self._drain(st, m, z, z.unconsumed_tail)
                     return
                 buf = z.unconsumed_tail
                 if z.eof:

@@ -41,7 +41,13 @@ from ..protocols.http2 import (
     flags_text,
 )
 from ..protocols.sse import SseEvent
-from ..redaction import SECRET_HEADERS, redact_headers, redact_url
+from ..redaction import (
+    SECRET_HEADERS,
+    redact_authority,
+    redact_headers,
+    redact_json_texts,
+    redact_url,
+)
 from .schema import TS_DTYPE, Column, TableSchema
 
 __all__ = [
@@ -613,7 +619,13 @@ SSE_EVENTS = TableSchema(
             "last event ID in effect (persists across events); NA if never set",
         ),
         Column("retry_ms", "Int64", "ms", "retry field of this event"),
-        Column("data", "string", None, "data lines joined with LF"),
+        Column(
+            "data",
+            "string",
+            None,
+            "data lines joined with LF; values of credential-looking JSON fields "
+            '("api_key", "token", "password"...) redacted unless show_secrets',
+        ),
         Column(
             "data_bytes",
             "int64",
@@ -899,9 +911,13 @@ class _SseColumns:
     come (one list append each, no row built) and every :data:`_SSE_BLOCK` rows moves them into
     typed columns: 8 bytes a row per int column, strings in Arrow blocks (:class:`_TextColumn`)."""
 
-    __slots__ = ("ints", "pending", "text")
+    __slots__ = ("ints", "pending", "redact", "text")
 
-    def __init__(self) -> None:
+    def __init__(
+        self, redact: Callable[[list[str | None]], list[str | None]] | None = None
+    ) -> None:
+        self.redact = redact
+        """applied to each block of event data (credential JSON fields), None: kept"""
         self.pending: list[SseEvent] = []
         """events not yet in the columns"""
         self.ints = {name: IntColumn() for name in (*_SSE_INTS, *_SSE_NULLABLE)}
@@ -919,8 +935,12 @@ class _SseColumns:
         for name, get in _SSE_NULLABLE_FIELDS:
             ints[name].data.extend([NA if v is None else v for v in map(get, rows)])
         ints["json_ok"].data.extend(map(_TRISTATE.__getitem__, map(_JSON_OK, rows)))
+        redact = self.redact
         for name, get in _SSE_TEXT_FIELDS:
-            text[name].extend(list(map(get, rows)))
+            values = list(map(get, rows))
+            if name == "data" and redact is not None:
+                values = redact(values)
+            text[name].extend(values)
         rows.clear()
 
     def columns(self) -> dict[str, Any]:
@@ -958,17 +978,21 @@ class HttpTablesBuilder:
     def __init__(self, *, show_secrets: bool = False) -> None:
         """``show_secrets=False`` (the default): credentials are redacted (values of
         :data:`SECRET_HEADERS`, credential query parameters of paths and URL headers,
-        credential-like WebSocket subprotocols: :mod:`pcaptools.redaction`)."""
+        credential-like WebSocket subprotocols, userinfo passwords of authorities,
+        credential-looking JSON fields of SSE data: :mod:`pcaptools.redaction`)."""
         self._redact: Callable[[Any], Any] = (lambda h: h) if show_secrets else redact_headers
         self._redact_url: Callable[[str | None], str | None] = (
             (lambda u: u) if show_secrets else redact_url
+        )
+        self._redact_authority: Callable[[str | None], str | None] = (
+            (lambda u: u) if show_secrets else redact_authority
         )
         self.frames = _FrameColumns(self._redact)
         """http2_frames rows in typed columns (the table that grows with packets)"""
         self.streams: list[tuple[Any, ...]] = []
         self.connections: list[tuple[Any, ...]] = []
         self.requests: list[tuple[Any, ...]] = []
-        self.sse = _SseColumns()
+        self.sse = _SseColumns(None if show_secrets else redact_json_texts)
         """sse_events rows: the events themselves, moved into typed columns in blocks"""
         self.switches: list[ProtocolSwitched] = []
         self._handlers: dict[type, Callable[[Any], None]] = {
@@ -1042,7 +1066,7 @@ class HttpTablesBuilder:
                 e.partial,
                 e.method,
                 e.scheme,
-                e.authority,
+                self._redact_authority(e.authority),
                 self._redact_url(e.path),
                 e.status,
                 e.content_type,
@@ -1135,7 +1159,7 @@ class HttpTablesBuilder:
                 e.request_index,
                 e.position,
                 q.method if q is not None else None,
-                q.header("host") if q is not None else None,
+                self._redact_authority(q.header("host")) if q is not None else None,
                 self._redact_url(q.target) if q is not None else None,
                 q.version if q is not None else (r.version if r is not None else None),
                 r.status if r is not None and r.status else None,  # 0: HTTP/0.9, no status

@@ -35,6 +35,7 @@ from ..protocols.websocket import (
     WsMessage,
     opcode_name,
 )
+from ..redaction import redact_json_text
 from .schema import TS_DTYPE, Column, TableSchema
 
 __all__ = [
@@ -211,7 +212,8 @@ WS_MESSAGES = TableSchema(
                "when not all bytes were seen"),
         Column("preview", "string", None,
                f"text messages: the first {DEFAULT_PREVIEW_CHARS} characters "
-               "(decompressed; invalid UTF-8 replaced)"),
+               "(decompressed; invalid UTF-8 replaced); values of credential-looking JSON "
+               'fields ("api_key", "token", "password"...) redacted unless show_secrets'),
         Column("preview_truncated", "bool", None, "the text is longer than the preview"),
         Column("json_type", "string", None,
                'value of the first "type": "..." in the preview (the event name of JSON '
@@ -358,11 +360,14 @@ class _MessageColumns:
     """ws_messages rows: numbers packed one struct call each, text values (category values
     and the preview) in one list per column; :meth:`columns` hands over the rows held."""
 
-    __slots__ = ("_rec", "text")
+    __slots__ = ("_rec", "redact", "text")
 
-    def __init__(self, chunk_rows: int = 65536) -> None:
+    def __init__(self, chunk_rows: int = 65536,
+                 redact: Callable[[str | None], str | None] | None = None) -> None:
         self._rec = Records(_MSG_FIELDS, chunk_rows=chunk_rows)
         self.text: dict[str, list[str | None]] = {name: [] for name in _MSG_TEXT}
+        self.redact = redact
+        """applied to each preview (credential JSON fields), None: kept as they are"""
 
     def __len__(self) -> int:
         return len(self.text["type"])
@@ -381,7 +386,7 @@ class _MessageColumns:
         t["type"].append(e.type)
         t["decompress"].append(e.decompress)
         t["end_reason"].append(e.end_reason)
-        t["preview"].append(e.preview)
+        t["preview"].append(e.preview if self.redact is None else self.redact(e.preview))
         t["json_type"].append(e.json_type)
         if len(rec.buf) >= rec.limit:
             rec.seal()
@@ -412,9 +417,13 @@ class WsTablesBuilder:
     """Collects the rows of ws_connections, ws_frames and ws_messages from observer events
     (other event types are ignored)."""
 
-    def __init__(self, *, chunk_rows: int = 65536) -> None:
+    def __init__(self, *, chunk_rows: int = 65536, show_secrets: bool = False) -> None:
+        """``show_secrets=False`` (the default): credential-looking JSON fields of the
+        ws_messages previews are redacted (:func:`pcaptools.redaction.redact_json_text`); the
+        ws_connections URL / subprotocol columns are redacted by ``load()``
+        (:func:`~pcaptools.redaction.redact_ws_connections`)."""
         self.frames = _FrameColumns(chunk_rows)
-        self.messages = _MessageColumns(chunk_rows)
+        self.messages = _MessageColumns(chunk_rows, None if show_secrets else redact_json_text)
         self.connections: list[tuple[Any, ...]] = []
         self._handlers: dict[type, Callable[[Any], None]] = {
             WsFrame: self.frames.add,

@@ -70,3 +70,118 @@ def test_cap_with_workers_equals_one_process() -> None:
     for t in PER_RECORD:
         assert len(one.tables[t]) == len(two.tables[t]), t
     assert one.summary.extra["warning_counts"] == two.summary.extra["warning_counts"]
+
+
+# --------------------------------------------------------------------------- max_record_rows
+
+
+def test_caps_are_on_by_default_and_documented() -> None:
+    import inspect
+
+    from pcaptools._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS
+    from pcaptools.limits import LIMITS
+
+    params = inspect.signature(pcaptools.load).parameters
+    assert params["max_events_per_connection"].default == DEFAULT_MAX_EVENTS_PER_CONNECTION
+    assert params["max_record_rows"].default == DEFAULT_MAX_RECORD_ROWS
+    assert (DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS) == (1_000_000, 2_000_000)
+    by_name = {lim.name: lim for lim in LIMITS}
+    assert by_name["max_record_rows"].default == 2_000_000
+    assert by_name["max_record_rows"].code == "table.records_truncated"
+    assert by_name["max_events_per_connection"].default == 1_000_000
+
+
+@pytest.mark.parametrize("name", ["h2-sse-chat.pcapng", "ws-tls.pcapng", "sse-h1-cleartext.pcap"])
+def test_default_caps_do_not_touch_shipped_captures(name: str) -> None:
+    path = CAPTURES / name
+    keys = path.with_suffix(".keys")
+    cap = pcaptools.load(path, keylog=keys if keys.exists() else None)
+    unc = pcaptools.load(path, keylog=keys if keys.exists() else None,
+                         max_events_per_connection=None, max_record_rows=None)
+    assert cap.summary.extra["rows_dropped"] == {}
+    assert cap.summary.extra["rows_dropped_by_connection"] == {}
+    for t in PER_RECORD:
+        assert len(cap.tables[t]) == len(unc.tables[t]), t
+
+
+def test_record_rows_cap_per_table_exact_counts_and_one_warning_each() -> None:
+    path = CAPTURES / "h2-sse-chat.pcapng"
+    keys = path.with_suffix(".keys")
+    full = pcaptools.load(path, keylog=keys, max_events_per_connection=None, max_record_rows=None)
+    cap = 30
+    capped = pcaptools.load(path, keylog=keys, max_events_per_connection=None,
+                            max_record_rows=cap)
+    sizes = {t: len(full.tables[t]) for t in PER_RECORD}
+    over = sorted(t for t, n in sizes.items() if n > cap)
+    assert over == ["http2_frames", "sse_events", "tls_records"], sizes
+    for t in PER_RECORD:
+        a, b = full.tables[t], capped.tables[t]
+        assert len(b) == min(cap, len(a)), t
+        # the rows kept are the first ones, identical to the uncapped load's
+        pd.testing.assert_frame_equal(b, a.iloc[: len(b)].reset_index(drop=True), obj=t,
+                                      check_categorical=False)
+    # exact counts of what was dropped, per table and per connection
+    assert capped.summary.extra["rows_dropped"] == {t: sizes[t] - cap for t in over}
+    by_conn = capped.summary.extra["rows_dropped_by_connection"]
+    assert sum(by_conn.values()) == sum(sizes[t] - cap for t in over)
+    want: dict[int, int] = {}
+    for t in over:
+        for s, n in full.tables[t].iloc[cap:]["tcp_stream"].value_counts().items():
+            want[int(s)] = want.get(int(s), 0) + int(n)
+    assert by_conn == dict(sorted(want.items()))
+    # one table.records_truncated row per table, at the first row not kept
+    w = capped.warnings[capped.warnings["code"] == "table.records_truncated"]
+    assert len(w) == 3 == capped.summary.extra["warning_counts"]["table.records_truncated"]
+    for t in over:
+        (row,) = w[w["detail"].str.startswith(f"{t} reached 30 rows")].itertuples()
+        first = full.tables[t].iloc[cap]
+        assert (int(row.frame), int(row.tcp_stream)) == (int(first["frame"]),
+                                                         int(first["tcp_stream"]))
+    # summary tables (with their exact counts) and TCP analysis are not affected
+    for t in ("connections", "tcp_events", "tls_handshakes", "http_requests", "http2_streams",
+              "http2_connections", "packets"):
+        pd.testing.assert_frame_equal(capped.tables[t], full.tables[t], obj=t)
+
+
+@pytest.mark.parametrize(("name", "cap"), [("h2-sse-chat.pcapng", 30), ("compare-h1.pcapng", 100),
+                                           ("compare-h1.pcapng", 200)])
+def test_record_rows_cap_with_workers_equals_one_process(name: str, cap: int) -> None:
+    """One connection (all rows in one worker: the worker cuts), ten connections with 36 TLS
+    records and 22 SSE events each (rows in both workers; cap 100: both workers cut, cap
+    200: neither worker's 180 TLS records reach it, the merged 360 do)."""
+    path = CAPTURES / name
+    keys = path.with_suffix(".keys")
+    one = pcaptools.load(path, keylog=keys, max_record_rows=cap)
+    two = pcaptools.load(path, keylog=keys, max_record_rows=cap, workers=2)
+    assert one.summary.extra["rows_dropped"]
+    for t in PER_RECORD:
+        pd.testing.assert_frame_equal(two.tables[t], one.tables[t], obj=t)
+    assert one.summary.extra["warning_counts"] == two.summary.extra["warning_counts"]
+    for k in ("rows_dropped", "rows_dropped_by_connection"):
+        assert one.summary.extra[k] == two.summary.extra[k], k
+    if name == "compare-h1.pcapng":
+        assert set(two.tls_records["tcp_stream"] % 2) == {0, 1}
+    cols = ["frame", "tcp_stream", "code", "detail"]
+    assert (one.warnings[cols].astype(object).values.tolist()
+            == two.warnings[cols].astype(object).values.tolist())
+
+
+def test_record_rows_cap_is_not_applied_when_streaming(tmp_path: Path) -> None:
+    """``load(out=...)`` writes the rows to Parquet while reading: memory is bounded without
+    the table cap (as for max_packet_rows); the per-connection cap still applies."""
+    path = CAPTURES / "h2-sse-chat.pcapng"
+    keys = path.with_suffix(".keys")
+    full = pcaptools.load(path, keylog=keys)
+    streamed = pcaptools.load(path, keylog=keys, max_record_rows=5, out=tmp_path / "t")
+    assert len(streamed.sse_events) == len(full.sse_events) > 5
+    assert streamed.summary.extra["rows_dropped"] == {}
+
+
+def test_event_cap_rejects_negative_table_cap_and_skips_unbuilt_tables() -> None:
+    with pytest.raises(ValueError):
+        EventCap(None, Diagnostics(), max_rows=-1)
+    path = CAPTURES / "h2-sse-chat.pcapng"
+    keys = path.with_suffix(".keys")
+    cap = pcaptools.load(path, keylog=keys, tls_records=False, max_record_rows=30)
+    assert "tls_records" not in cap.summary.extra["rows_dropped"]
+    assert len(cap.tls_records) == 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import zlib
 
+import pytest
+
 from pcaptools.protocols.websocket import (
     WsFrame,
     accept_for_key,
@@ -465,22 +467,49 @@ def test_permessage_deflate_without_context_takeover() -> None:
     assert diag.rows == []
 
 
-def test_decompression_bomb_is_capped_and_breaks_a_shared_context_only() -> None:
+def test_decompression_bomb_is_capped_and_later_messages_still_inflate() -> None:
+    """Past the limit, a shared (context takeover) inflater still runs through the rest of the
+    message with its output discarded, so the next message inflates (issue 18: it used to be
+    ``skipped``, i.e. the rest of the connection was not inflated)."""
     for takeover in (True, False):
         ext = "permessage-deflate" + ("" if takeover else "; server_no_context_takeover")
         obs, diag = observer(extensions=ext, max_decompressed_bytes=1 << 20)
         srv = Deflater(takeover=takeover)
         bomb = srv.message(b"\x00" * (50 << 20))  # 50 MiB of zeros, ~50 KiB compressed
         assert len(bomb) < 100_000
+        # the next messages refer back into the window the bomb left (with takeover)
         ev = feed(
-            obs, [(S2C, frame(2, bomb, rsv=4)), (S2C, frame(1, srv.message(b"after"), rsv=4))]
+            obs,
+            [(S2C, frame(2, bomb, rsv=4)), (S2C, frame(1, srv.message(b"after"), rsv=4)),
+             (S2C, frame(1, srv.message(b"\x00" * 40 + b"after"), rsv=4))],
         )
         msgs = messages_of(ev)
-        assert [(m.decompress, m.decompressed_bytes) for m in msgs] == [
-            ("limit", (1 << 20) + 1),
-            ("skipped", None) if takeover else ("ok", 5),
+        assert [(m.decompress, m.decompressed_bytes, m.preview) for m in msgs] == [
+            ("limit", (1 << 20) + 1, None),
+            ("ok", 5, "after"),
+            ("ok", 45, "\x00" * 40 + "after"),
         ]
         assert codes(diag) == [("ws.decompression_limit", 1, "server_to_client")]
+
+
+def test_decompression_drain_is_bounded_then_the_context_is_given_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pcaptools.protocols.websocket as wsmod
+
+    monkeypatch.setattr(wsmod, "INFLATE_DRAIN_BYTES", 4 << 20)
+    obs, diag = observer(extensions="permessage-deflate", max_decompressed_bytes=1 << 20)
+    srv = Deflater()
+    ev = feed(
+        obs,
+        [(S2C, frame(2, srv.message(b"\x00" * (50 << 20)), rsv=4)),
+         (S2C, frame(1, srv.message(b"after"), rsv=4))],
+    )
+    assert [(m.decompress, m.decompressed_bytes) for m in messages_of(ev)] == [
+        ("limit", (1 << 20) + 1), ("skipped", None)]
+    assert codes(diag) == [("ws.decompression_limit", 1, "server_to_client"),
+                           ("ws.decompression_limit", 1, "server_to_client")]
+    assert "shared context is given up" in diag.rows[1].detail
 
 
 def test_bad_deflate_data_fails_and_later_messages_are_skipped_with_takeover() -> None:

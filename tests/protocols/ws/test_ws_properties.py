@@ -183,7 +183,7 @@ def test_bombs_are_bounded(limit: int, extra: int, cuts: list[int], takeover: bo
     if size > limit:
         assert (m0.decompress, m0.decompressed_bytes) == ("limit", limit + 1)
         assert diag.counts["ws.decompression_limit"] == 1
-        assert (m1.decompress, m1.preview) == (("skipped", "") if takeover else ("ok", "next"))
+        assert (m1.decompress, m1.preview) == ("ok", "next")  # the context survives the limit
     else:
         assert (m0.decompress, m0.decompressed_bytes) == ("ok", size)
         assert (m1.decompress, m1.preview) == ("ok", "next")
