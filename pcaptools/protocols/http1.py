@@ -7,6 +7,8 @@ One :class:`Http1Observer` per connection watches both directions and returns ev
 - :class:`ProtocolSwitched`: a ``101 Switching Protocols`` (or a successful ``CONNECT``)
   moved the connection to another protocol;
 - :class:`~pcaptools.protocols.sse.SseEvent` for ``text/event-stream`` response bodies;
+- :class:`~pcaptools.protocols.bodies.HttpBody` for a message whose media type is in
+  ``bodies.BODY_CONTENT_TYPES`` (``application/dns-message``), when it ends;
 - the events of the observer the connection was handed to: an
   :class:`~pcaptools.protocols.http2.Http2Observer` for ``Upgrade: h2c`` (the upgraded
   request becomes HTTP/2 stream 1), or what ``websocket_factory`` returns for
@@ -39,6 +41,7 @@ from ..diagnostics import Diagnostics
 from ..redaction import redact_url
 from ._base import Direction, Observer, StreamChunk
 from .http2 import H2cUpgrade, Http2Observer
+from .bodies import BodyCollector, collector_for
 from .sse import DEFAULT_MAX_LINE_BYTES, SseParser
 
 __all__ = [
@@ -237,6 +240,7 @@ def _header(headers: Headers, name: str) -> str | None:
 
 class _Msg:
     __slots__ = (
+        "body",
         "body_bytes",
         "chunked",
         "complete",
@@ -276,6 +280,8 @@ class _Msg:
         self.status = 0
         self.reason = ""
         self.sse: SseParser | None = None
+        self.body: BodyCollector | None = None
+        """set for the media types whose whole bodies are handed over (:mod:`.bodies`)"""
 
     def request(self) -> HttpRequest:
         return HttpRequest(
@@ -581,6 +587,8 @@ class Http1Observer:
             # inside a body whose extent is known: still in step
             msg.body_bytes += nbytes
             msg.wire_bytes += nbytes
+            if msg.body is not None:
+                msg.body.gap()
             if msg.sse is not None:
                 msg.sse.gap(ts, frame)
             if mode != _BODY_CLOSE:
@@ -799,6 +807,8 @@ class Http1Observer:
             return
         msg.body_bytes += take
         msg.wire_bytes += take
+        if msg.body is not None:
+            msg.body.add(buf[pos : pos + take])
         if msg.sse is not None:
             out += msg.sse.feed(bytes(buf[pos : pos + take]), ts, frame)
 
@@ -878,6 +888,7 @@ class Http1Observer:
             )
         msg = _Msg(start or now, now, len(head))
         msg.headers = tuple(headers)
+        msg.body = collector_for(_header(msg.headers, "content-type"))
         if side.d == C2S:
             msg.method = m.group(1).decode("latin-1")
             msg.target = m.group(2).decode("latin-1")
@@ -1031,6 +1042,9 @@ class Http1Observer:
         msg.end_ts, msg.end_frame = ts, frame
         if msg.sse is not None:
             msg.sse.close(ts, frame)
+        if msg.body is not None:
+            out.append(msg.body.event(ts_ns=ts, frame=frame, direction=side.d,
+                                      tcp_stream=self.tcp_stream, request_index=ex.index))
         if side.d == C2S:
             if ex.switch is not None:
                 self._switch_client(ex, out, take_buf=False)

@@ -9,7 +9,9 @@ decrypted (TLS with ALPN ``h2``) bytes and returns events:
   why it ended), when it ends or when the connection ends;
 - :class:`Http2ConnectionEnded` once, when both directions are closed (or at end of capture):
   SETTINGS of each side, PING round trips, GOAWAY, flow-control stalls, peak concurrency;
-- :class:`~pcaptools.protocols.sse.SseEvent` for responses of type ``text/event-stream``.
+- :class:`~pcaptools.protocols.sse.SseEvent` for responses of type ``text/event-stream``;
+- :class:`~pcaptools.protocols.bodies.HttpBody` for a request or response body whose media
+  type is in ``bodies.BODY_CONTENT_TYPES`` (``application/dns-message``), at its END_STREAM.
 
 It is a watcher, not a participant: it never raises on wire data and never rejects what a
 real endpoint would reject; it records the problem (``http2.*`` codes in the Diagnostics
@@ -50,6 +52,7 @@ from hpack import Decoder
 
 from ..diagnostics import Diagnostics
 from ._base import Direction, StreamChunk
+from .bodies import BodyCollector, collector_for
 from .sse import DEFAULT_MAX_LINE_BYTES, SseParser
 
 __all__ = [
@@ -382,6 +385,7 @@ class H2cUpgrade:
 class _Stream:
     __slots__ = (
         "authority",
+        "bodies",
         "client_data",
         "client_ended",
         "client_frames",
@@ -452,6 +456,9 @@ class _Stream:
         self.client_ended = False
         self.server_ended = False
         self.sse: SseParser | None = None
+        self.bodies: list[BodyCollector | None] | None = None
+        """[client, server] collectors for the media types whose whole bodies are handed over
+        (:mod:`.bodies`); None while neither side has one"""
         self.window = [window[0], window[1]]
         self.stalled = [False, False]
 
@@ -1103,6 +1110,10 @@ class Http2Observer:
             s = self._stream_for(st.cur_sid, frame, ts)
         if s is None:
             return
+        if s.bodies is not None:
+            b = s.bodies[st.d]
+            if b is not None:
+                b.add(buf[pos : pos + use])
         if st.d == Direction.CLIENT_TO_SERVER:
             s.client_data += use
         else:
@@ -1121,6 +1132,10 @@ class Http2Observer:
         st.cur_data_left -= use
         s = self._streams.get(st.cur_sid)
         if s is not None:
+            if s.bodies is not None:
+                b = s.bodies[st.d]
+                if b is not None:
+                    b.gap()
             if st.d == Direction.CLIENT_TO_SERVER:
                 s.client_data += use
             else:
@@ -1594,6 +1609,8 @@ class Http2Observer:
                 s.req_frame = frame
                 s.req_ts = ts
                 self._request_fields(s, headers)
+                if headers is not None:
+                    self._collect(s, 0, _header_value(headers, "content-type"))
         else:
             s.server_hdr += nbytes
             status = None
@@ -1612,6 +1629,7 @@ class Http2Observer:
                     if headers is not None:
                         ct = _header_value(headers, "content-type")
                         s.content_type = ct
+                        self._collect(s, 1, ct)
                         if (
                             ct is not None
                             and ct.split(";", 1)[0].strip().lower() == "text/event-stream"
@@ -1736,7 +1754,21 @@ class Http2Observer:
             s.server_frames += 1
         s.end_frame, s.end_ts = frame, ts
 
+    @staticmethod
+    def _collect(s: _Stream, side: int, content_type: str | None) -> None:
+        c = collector_for(content_type)
+        if c is not None:
+            if s.bodies is None:
+                s.bodies = [None, None]
+            s.bodies[side] = c
+
     def _end_side(self, st: _Dir, s: _Stream, ts: int, frame: int, out: list[object]) -> None:
+        if s.bodies is not None:
+            b = s.bodies[st.d]
+            if b is not None:
+                s.bodies[st.d] = None
+                out.append(b.event(ts_ns=ts, frame=frame, direction=st.d,
+                                   tcp_stream=self.tcp_stream, stream_id=s.id))
         if st.d == Direction.CLIENT_TO_SERVER:
             s.client_ended = True
             if s.req_end_ts is None:
