@@ -2310,7 +2310,8 @@ def sc_dns_transports(ctx: Ctx) -> None:
                          "\r\n\r\n".encode())
     sk.close()
     ctx.conn(client=ep(CLIENT4, 42081), server=ep(SERVER4, 80), end="fin-client-first",
-             via="python socket", purpose="DoH over HTTP/1.1: POST, GET ?dns=, GET ?dns= (NXDOMAIN)",
+             via="python socket",
+             purpose="DoH over HTTP/1.1: POST, GET ?dns=, GET ?dns= (NXDOMAIN)",
              t_start_ns=at.t_start_ns, t_end_ns=time.time_ns())
     time.sleep(0.1)
     at = sock_connect(c, (CLIENT4, 42082), (SERVER4, 80))

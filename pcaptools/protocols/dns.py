@@ -48,13 +48,13 @@ from ._base import Direction, StreamChunk
 
 __all__ = [
     "DNS_PORT",
-    "DnsTcpObserver",
-    "looks_like_query",
     "RCODE_NAMES",
     "RETRANSMISSION_WINDOW_NS",
     "TYPE_NAMES",
+    "DnsTcpObserver",
     "DnsTracker",
     "DnsTransaction",
+    "looks_like_query",
     "rcode_name",
     "type_name",
 ]

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from ..diagnostics import Diagnostics
 from ..redaction import redact_url
 from ._base import Direction, Observer, StreamChunk
-from .http2 import H2cUpgrade, Http2Observer
 from .bodies import BodyCollector, collector_for
+from .http2 import H2cUpgrade, Http2Observer
 from .sse import DEFAULT_MAX_LINE_BYTES, SseParser
 
 __all__ = [

@@ -120,7 +120,10 @@ DNS = TableSchema(
             "QUIC are not parsed",
         ),
         Column(
-            "tcp_stream", "Int64", None, "the TCP connection of a tcp or doh row (tcp.stream); NA on udp"
+            "tcp_stream",
+            "Int64",
+            None,
+            "the TCP connection of a tcp or doh row (tcp.stream); NA on udp",
         ),
         Column(
             "http_stream_id",
@@ -217,7 +220,8 @@ def link_tcp_retries(df: pd.DataFrame) -> pd.DataFrame:
     the concatenated rows)."""
     if not len(df):
         return df
-    udp = df.index[(df["transport"] == "udp").to_numpy() & df["truncated"].fillna(False).to_numpy(bool)
+    udp = df.index[(df["transport"] == "udp").to_numpy()
+                   & df["truncated"].fillna(False).to_numpy(bool)
                    & df["response_ts"].notna().to_numpy()]
     if not len(udp):
         return df
