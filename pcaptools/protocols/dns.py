@@ -635,24 +635,29 @@ class DnsTcpObserver:
 
     @staticmethod
     def _resync(side: _TcpSide) -> bool:
-        """Find the next message start in ``side.buf`` (dropping what comes before it);
-        False while none is found yet."""
+        """Find the next message start in ``side.buf`` (dropping what comes before it): the
+        first offset where a length prefix is followed by that many bytes that decode as a
+        DNS message with one question. False while none is found; the bytes from the first
+        candidate still incomplete are kept for the next call."""
         buf = side.buf
         n = len(buf)
-        i = 0
-        while n - i >= 14:
+        pending = -1
+        for i in range(n - 13):
             length = (buf[i] << 8) | buf[i + 1]
-            if length >= 12 and buf[i + 6] == 0 and buf[i + 7] == 1 and not buf[i + 4] & 0x78:
-                end = i + 2 + length
-                if end > n:
-                    break  # wait for the rest of this candidate
-                if looks_like_query(bytes(buf[i + 2 : end])):
-                    del buf[:i]
-                    side.synced = True
-                    return True
-            i += 1
-        if i:
-            del buf[:i]
+            if length < 17 or buf[i + 6] != 0 or buf[i + 7] != 1 or buf[i + 4] & 0x78:
+                continue
+            end = i + 2 + length
+            if end > n:
+                if pending < 0:
+                    pending = i
+                continue
+            if looks_like_query(bytes(buf[i + 2 : end])):
+                del buf[:i]
+                side.synced = True
+                return True
+        keep = pending if pending >= 0 else max(0, n - 13)
+        if keep:
+            del buf[:keep]
         if len(buf) > _RESYNC_SCAN_BYTES:  # a candidate that never completed: not one
             del buf[:1]
         return False

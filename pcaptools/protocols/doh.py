@@ -47,7 +47,7 @@ def dns_param(target: str | None) -> bytes | str | None:
         return None
     text = values[0]
     try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
     except (binascii.Error, ValueError):
         return text
 
