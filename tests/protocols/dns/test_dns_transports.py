@@ -486,3 +486,13 @@ def test_http_body_events_only_for_dns_message() -> None:
     bodies = [e for e in ev if isinstance(e, HttpBody)]
     assert [(b.frame, b.request_index, b.stream_id, b.content_type, b.data, b.complete)
             for b in bodies] == [(3, 2, None, "application/dns-message", R0, True)]
+
+
+def test_subset_keeps_the_dns_rows_a_kept_connection_carried(
+        transports: pcaptools.Capture) -> None:
+    sub = transports.subset(stream=2)  # the DoH connection (Host dns.lab.test)
+    doh = sub.dns[sub.dns["transport"] == "doh"]
+    # nx.example.org has no answer: only its connection relates it to stream 2
+    assert doh["name"].tolist() == ["doh1.lab.test", "doh2.lab.test", "nx.example.org"]
+    sub = transports.subset(stream=0)
+    assert "nx.example.com" in sub.dns["name"].tolist()  # NXDOMAIN over TCP stream 0
