@@ -290,6 +290,22 @@ LIMITS: tuple[Limit, ...] = (
         "bytes searched for frame alignment after a gap",
     ),
     Limit(
+        "HTTP body handed over whole",
+        "pcaptools.protocols.bodies:MAX_BODY_BYTES",
+        "bytes",
+        None,
+        "an application/dns-message body (DoH) longer than this is not kept: its DNS message "
+        "is unknown and the dns row has the other side only",
+    ),
+    Limit(
+        "DNS over TCP resynchronisation",
+        "pcaptools.protocols.dns:_RESYNC_SCAN_BYTES",
+        "bytes",
+        "dns.tcp_bytes_lost",
+        "bytes held while looking for the next message after a lost length prefix (one "
+        "largest message and its prefix); older bytes are dropped one at a time",
+    ),
+    Limit(
         "SSE line / event data",
         "pcaptools.protocols.sse:DEFAULT_MAX_LINE_BYTES",
         "bytes",
