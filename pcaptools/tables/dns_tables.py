@@ -63,7 +63,9 @@ DNS = TableSchema(
             "float64",
             "ms",
             "response_ts - query_ts: tshark's dns.time (from the first query when it was "
-            "retransmitted)",
+            "retransmitted); doh: from the packet completing the query (POST body, or a GET's "
+            "header section: tshark shows no query and no dns.time there) to the one "
+            "completing the response body",
         ),
         Column(
             "rcode",
