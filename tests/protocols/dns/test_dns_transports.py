@@ -496,3 +496,11 @@ def test_subset_keeps_the_dns_rows_a_kept_connection_carried(
     assert doh["name"].tolist() == ["doh1.lab.test", "doh2.lab.test", "nx.example.org"]
     sub = transports.subset(stream=0)
     assert "nx.example.com" in sub.dns["name"].tolist()  # NXDOMAIN over TCP stream 0
+
+
+def test_unknown_connection_addresses_leave_the_address_columns_empty() -> None:
+    tr = DnsTracker(Diagnostics())
+    tr.stream_message(Q1, tcp_stream=4, from_client=True, frame=1, ts_ns=1, addrs=None)
+    d = dns_table(tr)
+    assert d[["client_addr", "server_addr"]].isna().all(axis=None)
+    assert d["tcp_stream"].tolist() == [4]
