@@ -504,3 +504,42 @@ def test_unknown_connection_addresses_leave_the_address_columns_empty() -> None:
     d = dns_table(tr)
     assert d[["client_addr", "server_addr"]].isna().all(axis=None)
     assert d["tcp_stream"].tolist() == [4]
+
+
+def _drop_frames(src: Path, dst: Path, drop: set[int]) -> Path:
+    """A copy of the pcap ``src`` without the frames numbered in ``drop`` (a capture that
+    missed those packets)."""
+    import struct
+
+    b = src.read_bytes()
+    endian = "<" if b[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    out, pos, n = bytearray(b[:24]), 24, 0
+    while pos + 16 <= len(b):
+        incl = struct.unpack_from(endian + "I", b, pos + 8)[0]
+        n += 1
+        if n not in drop:
+            out += b[pos : pos + 16 + incl]
+        pos += 16 + incl
+    dst.write_bytes(bytes(out))
+    return dst
+
+
+@pytest.mark.tshark
+def test_a_segment_the_capture_missed_costs_one_answer(tmp_path: Path, tshark: str) -> None:
+    """Frame 24 carries the middle 1448 bytes of the 4 KB huge.lab.test answer: without it
+    that answer is lost (as in tshark), the length prefixes stay known, and the next
+    exchange on the connection (split.lab.test) is still matched."""
+    path = _drop_frames(TRANSPORTS, tmp_path / "missed.pcap", {24})
+    cap = pcaptools.load(path)
+    d = cap.dns[cap.dns["transport"] == "tcp"]
+    assert _rows(d, ["name", "query_frame", "response_frame"]) == [
+        ["big.lab.test", 10, 12], ["a.lab.test", 14, 15], ["a.lab.test", 14, 16],
+        ["nx.example.com", 14, 18], ["huge.lab.test", 21, None], ["split.lab.test", 26, 29]]
+    w = cap.warnings
+    assert w.loc[w["layer"] == "dns", ["code", "frame"]].values.tolist() == [
+        ["dns.tcp_bytes_lost", 24]]
+    resp = tshark_fields(str(path), ("frame.number", "dns.qry.name"), (),
+                         "dns.flags.response == 1 && tcp.stream == 0")
+    assert [(int(f), n) for f, n in resp] == [
+        (12, "big.lab.test"), (15, "a.lab.test"), (16, "a.lab.test"), (18, "nx.example.com"),
+        (29, "split.lab.test")]
