@@ -2982,7 +2982,8 @@ def write_readme(out_dir: Path) -> Path:
         "",
         "Every file here was recorded by `scripts/record_captures.py` from real servers "
         "(nginx, `scripts/servers/tcpkit.py`, an aiohttp chat/SSE server "
-        "`scripts/servers/chatsse.py`, a python-websockets server `scripts/servers/wskit.py`) "
+        "`scripts/servers/chatsse.py`, a python-websockets server `scripts/servers/wskit.py`, "
+        "a DNS server over UDP, TCP and HTTPS `scripts/servers/dnskit.py`) "
         "and clients (curl, openssl s_client, httpx via `scripts/servers/chatclient.py`, "
         "python-websockets, python h2, Python sockets) talking inside "
         "Linux network namespaces created for the recording (or their loopback). Next to each "
