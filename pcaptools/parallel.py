@@ -35,6 +35,7 @@ import pandas as pd
 
 from .capture import TABLES, Capture, CaptureSummary, load
 from .many import _context, concat_tables
+from .tables.dns_tables import link_tcp_retries
 from .tables.foundation import WARNINGS
 from .tables.tcp_tables import suppressed_rows
 
@@ -91,6 +92,8 @@ def merge_shards(parts: list[tuple[CaptureSummary, dict[str, pd.DataFrame]]], *,
             df = df.sort_values("tcp_stream", kind="stable")
         if name == "warnings":
             df = _merge_warnings(df, counts, max_warnings_per_code)
+        elif name == "dns":  # a UDP row (worker 0) and its TCP retry (any worker)
+            df = link_tcp_retries(df.reset_index(drop=True))
         tables[name] = _sorted_categories(df.reset_index(drop=True), frames)
     return Capture(summary, tables)
 
