@@ -466,6 +466,39 @@ def test_doh_not_dns_and_lost_bodies() -> None:
         [4, None, "a.test", None]]
 
 
+def test_doh_gzip_bodies_are_decoded_before_the_dns_parser() -> None:
+    """A DoH body with Content-Encoding goes through the one body path (content decoding,
+    then the DNS collector): a gzip response, and a gzip POST request body, give the row
+    the identity bodies give."""
+    import gzip
+
+    q = message(0, "a.test", A)
+    zr = gzip.compress(R0)
+    resp = (b"HTTP/1.1 200 OK\r\nContent-Type: application/dns-message\r\n"
+            b"Content-Encoding: gzip\r\nContent-Length: " + str(len(zr)).encode()
+            + b"\r\n\r\n" + zr)
+    get = f"GET /dns-query?dns={_b64(q)} HTTP/1.1\r\nHost: d\r\n\r\n".encode()
+    cols = ["query_frame", "response_frame", "name", "transport", "doh_method", "rcode",
+            "answer_addrs"]
+    d, diag = _doh_h1(get, resp)
+    assert _rows(d, cols) == [[4, 5, "a.test", "doh", "GET", "NOERROR", "192.0.2.1"]]
+    assert not diag.counts
+    zq = gzip.compress(q)
+    post = (b"POST /dns-query HTTP/1.1\r\nHost: d\r\nContent-Type: application/dns-message"
+            b"\r\nContent-Encoding: gzip\r\nContent-Length: " + str(len(zq)).encode()
+            + b"\r\n\r\n" + zq)
+    d, diag = _doh_h1(post, resp)
+    assert _rows(d, cols) == [[4, 5, "a.test", "doh", "POST", "NOERROR", "192.0.2.1"]]
+    assert not diag.counts
+    # a corrupt gzip response: one decoding warning, and the response is unknown (not
+    # parsed as DNS from the undecodable bytes)
+    bad = resp[: -len(zr)] + zr[:10] + bytes(len(zr) - 10)
+    d, diag = _doh_h1(get, bad)
+    assert _rows(d, ["query_frame", "response_frame", "name", "rcode"]) == [
+        [4, None, "a.test", None]]
+    assert diag.counts == {"http.content_decoding_failed": 1}
+
+
 def test_dns_param() -> None:
     q = message(0, "x.test", A)
     assert dns_param(f"/dns-query?dns={_b64(q)}") == q
