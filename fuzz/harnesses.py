@@ -297,6 +297,21 @@ def pipeline(data: bytes) -> None:
     _check(diag)
 
 
+def dns_tcp(data: bytes) -> None:
+    """DnsTcpObserver (DNS over TCP: length prefixes, gaps, resynchronisation) into a
+    DnsTracker, then the dns table of what it matched."""
+    from pcaptools.protocols.dns import DnsTcpObserver, DnsTracker
+    from pcaptools.tables.dns_tables import DNS, dns_table
+
+    diag = Diagnostics()
+    tracker = DnsTracker(diag)
+    obs = DnsTcpObserver(tcp_stream=1, tracker=tracker, diag=diag,
+                         addrs=(4, b"\x0a\0\0\x01", 40000, b"\x0a\0\0\x02", 53),
+                         midstream=len(data) % 5 == 2)
+    _drive(obs, data, diag)
+    DNS.check(dns_table(tracker))
+
+
 HARNESSES: dict[str, Callable[[bytes], None]] = {
     "reader": reader,
     "pipeline": pipeline,
@@ -307,4 +322,5 @@ HARNESSES: dict[str, Callable[[bytes], None]] = {
     "websocket": websocket,
     "detect": detect,
     "dispatch": dispatch,
+    "dns_tcp": dns_tcp,
 }

@@ -182,7 +182,21 @@ def observer_seeds() -> dict[str, list[bytes]]:
         "websocket": [b"\x01" + encode(_ws_frames()), b"\x00" + encode(_ws_frames()[:2])],
         "detect": [encode(h1[0]), encode(h2), encode(h1[1])],
         "dispatch": [encode(tls13), encode(h1[0]), encode(h2), encode(h1[1])],
+        "dns_tcp": [encode(_dns_tcp_conversation())],
     }
+
+
+def _dns_tcp_conversation() -> list[tuple[int, bytes]]:
+    """Two pipelined DNS over TCP queries and their answers (length-prefixed)."""
+    from tests.protocols.dns.dnsbuild import PTR_QNAME, A, a, message, rr
+
+    def framed(*msgs: bytes) -> bytes:
+        return b"".join(len(m).to_bytes(2, "big") + m for m in msgs)
+
+    ans = [rr(PTR_QNAME, A, a("192.0.2.1"))]
+    return [(C, framed(message(1, "a.test", A), message(2, "b.test", A))),
+            (S, framed(message(1, "a.test", A, response=True, answers=ans),
+                       message(2, "b.test", A, response=True, rcode=3)))]
 
 
 def reader_seeds() -> list[bytes]:

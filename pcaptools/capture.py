@@ -29,7 +29,8 @@ from .io import open_capture
 from .net.decode import PacketDecoder
 from .net.packet import IpPacket, TcpSegment, UdpDatagram
 from .protocols.dispatch import ConnectionObserver
-from .protocols.dns import DNS_PORT, DnsTracker
+from .protocols.dns import DNS_PORT, DnsTcpObserver, DnsTracker
+from .protocols.doh import DohCollector
 from .protocols.tls import KeyLog
 from .redaction import redact_ws_connections
 from .tables.coverage import COVERAGE, FlowCounter, coverage_table
@@ -302,13 +303,24 @@ def load(
     tls_builder = TlsTablesBuilder(records=tls_records)
     http_builder = HttpTablesBuilder(show_secrets=show_secrets)
     ws_builder = WsTablesBuilder(show_secrets=show_secrets)
-    dns_tracker = DnsTracker(diag) if payloads and (shard is None or shard[0] == 0) else None
     own_k, own_n = shard if shard is not None else (0, 1)
+    # DNS over UDP is worker 0's; DNS over TCP and HTTPS belongs to each connection's worker
+    dns_tracker = DnsTracker(diag) if payloads else None
+    dns_udp = dns_tracker if own_k == 0 else None
 
     event_cap = EventCap(max_events_per_connection, diag,
                          max_rows=max_record_rows if out is None else None,
                          skip=frozenset() if tls_records else frozenset({"tls_records"}))
     cap_events = event_cap if event_cap.active else None
+
+    def conn_addrs(tcp_stream: int) -> tuple[int, bytes, int, bytes, int] | None:
+        conns = tracker.connections
+        if tcp_stream >= len(conns):
+            return None
+        c = conns[tcp_stream].conv
+        return (c.ip_version, c.client_addr, c.client_port, c.server_addr, c.server_port)
+
+    doh = DohCollector(dns_tracker, diag, conn_addrs) if dns_tracker is not None else None
 
     def emit(events: list[object]) -> None:
         if events:
@@ -317,10 +329,16 @@ def load(
             tls_builder.add(events)
             http_builder.add_all(events)
             ws_builder.add_all(events)
+            if doh is not None:
+                doh.add_all(events)
 
-    def observer(tcp_stream: int, midstream: bool) -> ConnectionObserver | None:
+    def observer(tcp_stream: int, midstream: bool) -> ConnectionObserver | DnsTcpObserver | None:
         if tcp_stream % own_n != own_k:
             return None
+        addrs = conn_addrs(tcp_stream)
+        if dns_tracker is not None and addrs is not None and DNS_PORT in (addrs[2], addrs[4]):
+            return DnsTcpObserver(tcp_stream=tcp_stream, tracker=dns_tracker, diag=diag,
+                                  addrs=addrs, midstream=midstream)
         return ConnectionObserver(tcp_stream=tcp_stream, diag=diag, keylog=keys, midstream=midstream)
 
     tracker = TcpTracker(diag, observer_factory=observer if payloads else None, emit=emit)
@@ -376,8 +394,8 @@ def load(
             elif type(pkt) is UdpDatagram:
                 udp_n += 1
                 count_udp(pkt)
-                if dns_tracker is not None and (pkt.sport == DNS_PORT or pkt.dport == DNS_PORT):
-                    dns_tracker.datagram(pkt)
+                if dns_udp is not None and (pkt.sport == DNS_PORT or pkt.dport == DNS_PORT):
+                    dns_udp.datagram(pkt)
             else:
                 other_n += 1
                 if type(pkt) is IpPacket:

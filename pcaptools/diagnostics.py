@@ -76,12 +76,15 @@ CATALOGUE: dict[str, str] = {
     "http2.desynced": "HTTP/2 frame alignment could not be found within the search budget; the rest of that direction is only counted",
     "http2.truncated_frame": "the connection closed (or the capture ended) in the middle of an HTTP/2 frame",
     # http bodies (either version)
-    "http.content_decoding_failed": "a response body's Content-Encoding stream (gzip, deflate, br, zstd) is corrupt, or the body ended before that stream did; what was decoded before is kept (SSE events included), the rest of the body is not decoded",
-    "http.content_decoding_limit": "a response body decoded to more than the per-body limit (64 MiB by default); decoding stopped there (a decompression bomb is reported, not inflated)",
-    "http.content_decoding_gap": "bytes of a content-encoded response body were not captured; a compressed stream cannot resume after a hole, so the rest of the body is not decoded (nor its SSE events)",
+    "http.content_decoding_failed": "a response (or DNS over HTTPS request) body's Content-Encoding stream (gzip, deflate, br, zstd) is corrupt, or the body ended before that stream did; what was decoded before is kept (SSE events included), the rest of the body is not decoded",
+    "http.content_decoding_limit": "a response (or DNS over HTTPS request) body decoded to more than the per-body limit (64 MiB by default); decoding stopped there (a decompression bomb is reported, not inflated)",
+    "http.content_decoding_gap": "bytes of a content-encoded response (or DNS over HTTPS request) body were not captured; a compressed stream cannot resume after a hole, so the rest of the body is not decoded (nor its SSE events)",
     "http.content_encoding_unsupported": "a response body uses a Content-Encoding pcaptools does not decode (not gzip, deflate, br, zstd or identity); its bytes are counted, not parsed (no SSE events)",
     # dns
-    "dns.malformed": "a UDP port 53 message could not be decoded as DNS (cut short, bad name compression, counts beyond the data); its id and question still take part in matching when readable",
+    "dns.malformed": "a DNS message (UDP or TCP port 53, or a DNS over HTTPS body) could not be decoded (cut short, bad name compression, counts beyond the data); its id and question still take part in matching when readable",
+    "dns.tcp_bytes_lost": "bytes of a DNS over TCP connection were not captured: the message they belong to is missing from the dns table; when its length prefix was lost too, parsing resumed at the next offset where a whole DNS message follows a length prefix",
+    "dns.tcp_truncated_message": "a DNS over TCP direction closed (or the capture ended) inside a message; that message is missing from the dns table",
+    "dns.doh_bad_query": "a DNS over HTTPS GET (answered with application/dns-message) has a dns parameter that is not base64url (RFC 8484 §4.1); the row has the response only",
     # server-sent events
     "sse.bad_json": "an SSE event's data starts like JSON but is not valid JSON; the event is kept with json_ok False",
     "sse.unterminated_event": "an SSE line (or one event's data) grew beyond the parser's limit without a terminator; it was dropped and parsing resumed at the next line end",

@@ -294,9 +294,10 @@ LIMITS: tuple[Limit, ...] = (
         "pcaptools.protocols.content_coding:DEFAULT_MAX_DECODED_BYTES",
         "bytes",
         "http.content_decoding_limit",
-        "bytes one content-encoded (gzip, deflate, br, zstd) response body may decode to, and "
-        "each stage of a stacked coding; decoding of that body stops there (what was decoded, "
-        "SSE events included, is kept) and response_decoded_bytes stops counting",
+        "bytes one content-encoded (gzip, deflate, br, zstd) response body (or DoH request "
+        "body) may decode to, and each stage of a stacked coding; decoding of that body stops "
+        "there (what was decoded, SSE events included, is kept) and response_decoded_bytes "
+        "stops counting",
         "Http1Observer(max_decoded_body_bytes=...), Http2Observer(max_decoded_body_bytes=...)",
     ),
     Limit(
@@ -306,6 +307,22 @@ LIMITS: tuple[Limit, ...] = (
         "http.content_decoding_failed",
         "largest zstd window accepted in a Content-Encoding: zstd body (RFC 9659 §3); a frame "
         "asking for more is not decoded",
+    ),
+    Limit(
+        "HTTP body handed over whole",
+        "pcaptools.protocols.body:MAX_COLLECTED_BODY_BYTES",
+        "bytes",
+        None,
+        "an application/dns-message body (DoH) that decodes to more than this is not kept: its "
+        "DNS message is unknown and the dns row has the other side only",
+    ),
+    Limit(
+        "DNS over TCP resynchronisation",
+        "pcaptools.protocols.dns:_RESYNC_SCAN_BYTES",
+        "bytes",
+        "dns.tcp_bytes_lost",
+        "bytes held while looking for the next message after a lost length prefix (one "
+        "largest message and its prefix); older bytes are dropped one at a time",
     ),
     Limit(
         "SSE line / event data",

@@ -42,6 +42,7 @@ import pandas as pd
 from ._eventcap import DEFAULT_MAX_RECORD_ROWS, PER_RECORD_TABLES
 from .capture import TABLES, Capture, CaptureSummary, load
 from .many import _context, concat_tables
+from .tables.dns_tables import link_tcp_retries
 from .tables.foundation import WARNINGS
 from .tables.tcp_tables import suppressed_rows
 
@@ -148,6 +149,8 @@ def merge_shards(parts: list[tuple[CaptureSummary, dict[str, pd.DataFrame]]], *,
                 counts[_RECORDS_TRUNCATED] += 1
         if name == "warnings":
             df = _merge_warnings(df, counts, max_warnings_per_code)
+        elif name == "dns":  # a UDP row (worker 0) and its TCP retry (any worker)
+            df = link_tcp_retries(df.reset_index(drop=True))
         tables[name] = _sorted_categories(df.reset_index(drop=True), frames)
     summary.extra["warning_counts"] = dict(counts)
     summary.extra["rows_dropped"] = {t: dropped[t] for t in PER_RECORD_TABLES if dropped[t]}

@@ -23,7 +23,8 @@ How rows are chosen:
    connection filter was given), and when it is a frame of a kept ``dns`` row; warnings
    follow their frame; file-level warnings (no frame) are always kept.
 4. **dns**: rows inside the window that are about the kept connections (the name is one of
-   their SNI / Host / :authority names, or an answer is one of their server addresses), or
+   their SNI / Host / :authority names, an answer is one of their server addresses, or the
+   row travelled on one of them: DNS over TCP or HTTPS), or
    that match the filters directly (``host``: the name, an answer or either address;
    ``sni``: the name; ``port``: 53 or the client port). Only ``start``/``end`` given: every
    row in the window.
@@ -389,6 +390,8 @@ def _dns_mask(cap: Capture, d: pd.DataFrame, f: _Filter, streams: set[int]) -> p
     cnames = _connection_names(cap, streams)
     addrs = {str(a) for a in conns["server_addr"].dropna().tolist()}
     related = names.isin(cnames).fillna(False).astype(bool)
+    if "tcp_stream" in d.columns:  # DNS over TCP or HTTPS carried by a kept connection
+        related |= d["tcp_stream"].isin(streams).fillna(False).astype(bool)
     if addrs:
         related |= pd.Series([bool(addrs & a) for a in answers], index=d.index, dtype=bool)
     # matching the filters directly (all those that apply to a DNS row)

@@ -37,6 +37,7 @@ import random
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -2513,6 +2514,351 @@ def sc_secrets(ctx: Ctx) -> None:
                         "show_secrets; tshark needs -d tcp.port==8081,http2")
 
 
+# --------------------------------------------------------------------------- DNS over TCP / HTTPS
+
+DNSKIT = SCRIPTS / "servers" / "dnskit.py"
+
+
+def start_dnskit(ctx: Ctx, ns: Netns, *, h2_port: int | None = None,
+                 lifetime_s: int = 60) -> Path:
+    """scripts/servers/dnskit.py in ``ns`` (UDP+TCP 53, DoH on HTTP/1.1 port 80, and over
+    TLS+HTTP/2 on ``h2_port``); returns its JSON-lines log of every message answered."""
+    events = ctx.work / "dnskit.jsonl"
+    args = ["--host", SERVER4, "--events", str(events), "--lifetime", str(lifetime_s),
+            "--doh-http", "80"]
+    if h2_port is not None:
+        cert, key = ctx.tls_files or make_cert(ctx)
+        args += ["--doh-h2", str(h2_port), "--cert", str(cert), "--key", str(key)]
+    spawn_py(ctx, ns, DNSKIT, args, name="dnskit", lifetime_s=lifetime_s + 5)
+    netlab.wait_for_port(ns, "", 53)
+    netlab.wait_for_port(ns, "", 80)
+    if h2_port is not None:
+        netlab.wait_for_port(ns, "", h2_port)
+    ctx.common["servers"].append({
+        "kind": "dnskit (python)", "listen": [f"{SERVER4}:53 udp+tcp", f"{SERVER4}:80"]
+        + ([f"{SERVER4}:{h2_port} tls h2"] if h2_port else []),
+        "behaviour": "authoritative for lab.test: big.lab.test A is 674 bytes (TC=1 over "
+                     "UDP), huge.lab.test TXT ~4 KB, split.lab.test written prefix / message "
+                     "50 ms apart over TCP; DoH POST and GET ?dns= on /dns-query"})
+    return events
+
+
+def dns_query(ident: int, name: str, qtype: int) -> bytes:
+    """A DNS query (RD set, no EDNS) with one question."""
+    q = b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
+    return struct.pack(">HHHHHH", ident, 0x0100, 1, 0, 0, 0) + q + struct.pack(">HH", qtype, 1)
+
+
+def _recv_dns_tcp(sk: socket.socket, count: int, timeout_s: float = 5.0) -> list[bytes]:
+    """``count`` length-prefixed messages from ``sk`` (fewer if the peer stops)."""
+    sk.settimeout(timeout_s)
+    buf, out = b"", []
+    while len(out) < count:
+        while len(buf) >= 2 and len(buf) >= 2 + struct.unpack(">H", buf[:2])[0]:
+            n = struct.unpack(">H", buf[:2])[0]
+            out.append(buf[2:2 + n])
+            buf = buf[2 + n:]
+        if len(out) >= count:
+            break
+        try:
+            data = sk.recv(65536)
+        except (TimeoutError, OSError):
+            break
+        if not data:
+            break
+        buf += data
+    return out
+
+
+def _http1_roundtrip(sk: socket.socket, request: bytes, timeout_s: float = 5.0) -> bytes:
+    """Send one HTTP/1.1 request and read its Content-Length response; returns the body."""
+    sk.sendall(request)
+    sk.settimeout(timeout_s)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        data = sk.recv(65536)
+        if not data:
+            return b""
+        buf += data
+    head, body = buf.split(b"\r\n\r\n", 1)
+    length = next((int(ln.split(b":", 1)[1]) for ln in head.split(b"\r\n")
+                   if ln.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        data = sk.recv(65536)
+        if not data:
+            break
+        body += data
+    return body
+
+
+def _b64url(data: bytes) -> str:
+    import base64
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _dns_server_log(path: Path) -> list[dict[str, Any]]:
+    return [r for r in jsonl(path) if r.get("transport") in ("udp", "tcp", "doh")]
+
+
+def tshark_dns_rows(path: Path, *, keylog: Path | None = None) -> list[dict[str, Any]]:
+    """tshark 4.0's ``dns`` rows: one per DNS message (frame, id, response flag, name,
+    type, rcode, TC, tcp.stream), decrypting with ``keylog``."""
+    env, tmp = _tshark_env()
+    fields = ["frame.number", "dns.id", "dns.flags.response", "dns.qry.name", "dns.qry.type",
+              "dns.flags.rcode", "dns.flags.truncated", "tcp.stream", "udp.stream"]
+    with tmp:
+        args = ["tshark", "-n", "-r", str(path)]
+        if keylog is not None:
+            args += ["-o", f"tls.keylog_file:{keylog}"]
+        args += ["-Y", "dns", "-T", "fields", "-E", "separator=\t", "-E", "occurrence=a",
+                 "-E", "aggregator=|"]
+        for f in fields:
+            args += ["-e", f]
+        res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120,
+                             check=False)
+    rows = []
+    for line in res.stdout.splitlines():
+        col = line.split("\t") + [""] * len(fields)
+        ids, resp, names = col[1].split("|"), col[2].split("|"), col[3].split("|")
+        types, rcodes, tcs = col[4].split("|"), col[5].split("|"), col[6].split("|")
+        for i, ident in enumerate(ids):  # several DNS messages in one frame (TCP, HTTP/2)
+            rows.append({"frame": int(col[0]), "id": int(ident, 0),
+                         "response": resp[i] in ("1", "True"),
+                         "name": names[i] if i < len(names) else "",
+                         "type": int(types[i]) if i < len(types) and types[i] else None,
+                         "rcode": int(rcodes[i]) if i < len(rcodes) and rcodes[i] else None,
+                         "truncated": tcs[i] in ("1", "True") if i < len(tcs) else None,
+                         "tcp_stream": int(col[7].split("|")[0]) if col[7] else None,
+                         "udp_stream": int(col[8].split("|")[0]) if col[8] else None})
+    return rows
+
+
+def _dns_checks(sent: list[dict[str, Any]]) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+    def chk(f: dict[str, Any]) -> list[dict[str, Any]]:
+        rows = f["truth"]["tshark_dns"]
+        log = f["truth"]["server_log"]
+        q = [r for r in rows if not r["response"]]
+        a = [r for r in rows if r["response"]]
+        # tshark 4.0 dissects DoH bodies, not the ?dns= parameter of a GET
+        seen = [s for s in sent if s.get("method") != "GET"]
+        out = _count_check("DNS queries tshark sees (client sent, DoH GET excluded)", len(q),
+                           len(seen))
+        out += _count_check("DNS responses tshark sees (server log)", len(a), len(log))
+        want = sorted((s["name"], s["qtype"]) for s in seen)
+        got = sorted((r["name"], r["type"]) for r in q)
+        out.append({"check": "tshark query names and types are the client's", "ok": got == want,
+                    "detail": f"{got}"})
+        return out
+    return chk
+
+
+@scenario("dns-transports", outputs=("dns-transports.pcap",),
+          summary="DNS over UDP, TCP and cleartext HTTPS-style DoH (HTTP/1.1) to a python "
+                  "server: a UDP answer truncated (TC=1) and its retry over TCP, three queries "
+                  "pipelined in one segment, a 4 KB answer over several segments, a query and "
+                  "an answer split after the length prefix, DoH POST and GET ?dns=, and HTTP "
+                  "GETs to the names looked up")
+def sc_dns_transports(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair()
+    events = start_dnskit(ctx, s)
+    name = "dns-transports.pcap"
+    ctx.capture(c, "eth0", name, vantage="client")
+    sent: list[dict[str, Any]] = []
+
+    def note(transport: str, ident: int, qname: str, qtype: int, **kw: Any) -> None:
+        sent.append({"t_ns": time.time_ns(), "transport": transport, "id": ident,
+                     "name": qname, "qtype": qtype, **kw})
+
+    # UDP: one plain answer, one truncated
+    for port, ident, qname in ((40053, 0x1001, "small.lab.test"), (40054, 0x1002, "big.lab.test")):
+        u = c.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.bind((CLIENT4, port))
+        u.settimeout(3)
+        note("udp", ident, qname, 1, client_port=port)
+        u.sendto(dns_query(ident, qname, 1), (SERVER4, 53))
+        with contextlib.suppress(TimeoutError):
+            u.recvfrom(65535)
+        u.close()
+    # TCP: the retry of the truncated answer, then pipelining and splits on one connection
+    at = sock_connect(c, (CLIENT4, 41053), (SERVER4, 53))
+    sk = at.connected()
+    sk.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    note("tcp", 0x1002, "big.lab.test", 1, client_port=41053, what="retry of the TC=1 answer")
+    m = dns_query(0x1002, "big.lab.test", 1)
+    sk.sendall(struct.pack(">H", len(m)) + m)
+    got = len(_recv_dns_tcp(sk, 1))
+    three = [(0x2001, "a.lab.test", 1), (0x2002, "a.lab.test", 28), (0x2003, "nx.example.com", 1)]
+    wire = b""
+    for ident, qname, qtype in three:
+        m = dns_query(ident, qname, qtype)
+        wire += struct.pack(">H", len(m)) + m
+        note("tcp", ident, qname, qtype, client_port=41053, what="three queries in one send")
+    sk.sendall(wire)
+    got += len(_recv_dns_tcp(sk, 3))
+    m = dns_query(0x2004, "huge.lab.test", 16)
+    note("tcp", 0x2004, "huge.lab.test", 16, client_port=41053,
+         what="length prefix and query sent 50 ms apart; ~4 KB answer")
+    sk.sendall(struct.pack(">H", len(m)))
+    time.sleep(0.05)
+    sk.sendall(m)
+    got += len(_recv_dns_tcp(sk, 1))
+    m = dns_query(0x2005, "split.lab.test", 1)
+    note("tcp", 0x2005, "split.lab.test", 1, client_port=41053,
+         what="the server writes the length prefix and the answer 50 ms apart")
+    sk.sendall(struct.pack(">H", len(m)) + m)
+    got += len(_recv_dns_tcp(sk, 1))
+    sk.shutdown(socket.SHUT_WR)
+    drain(sk, 2.0, until_eof=True)
+    sk.close()
+    ctx.conn(client=ep(CLIENT4, 41053), server=ep(SERVER4, 53), end="fin-client-first",
+             via="python socket", purpose="DNS over TCP: 6 queries, 6 answers",
+             t_start_ns=at.t_start_ns, t_end_ns=time.time_ns(), answers_read=got)
+    time.sleep(0.1)
+    # an HTTP request to the name that needed TCP (stream_latency's DNS time)
+    at = sock_connect(c, (CLIENT4, 42080), (SERVER4, 80))
+    sk = at.connected()
+    _http1_roundtrip(sk, b"GET / HTTP/1.1\r\nHost: big.lab.test\r\n\r\n")
+    sk.close()
+    ctx.conn(client=ep(CLIENT4, 42080), server=ep(SERVER4, 80), end="fin-client-first",
+             via="python socket", purpose="GET / with Host big.lab.test after its lookup",
+             t_start_ns=at.t_start_ns, t_end_ns=time.time_ns())
+    time.sleep(0.1)
+    # DoH over HTTP/1.1 in clear (RFC 8484 says HTTPS; the HTTP layer is the same)
+    at = sock_connect(c, (CLIENT4, 42081), (SERVER4, 80))
+    sk = at.connected()
+    m = dns_query(0, "doh1.lab.test", 1)
+    note("doh", 0, "doh1.lab.test", 1, client_port=42081, method="POST")
+    _http1_roundtrip(sk, b"POST /dns-query HTTP/1.1\r\nHost: dns.lab.test\r\n"
+                     b"Content-Type: application/dns-message\r\nAccept: application/dns-message"
+                     b"\r\nContent-Length: " + str(len(m)).encode() + b"\r\n\r\n" + m)
+    for qname, qtype in (("doh2.lab.test", 28), ("nx.example.org", 1)):
+        note("doh", 0, qname, qtype, client_port=42081, method="GET")
+        _http1_roundtrip(sk, f"GET /dns-query?dns={_b64url(dns_query(0, qname, qtype))} "
+                         "HTTP/1.1\r\nHost: dns.lab.test\r\nAccept: application/dns-message"
+                         "\r\n\r\n".encode())
+    sk.close()
+    ctx.conn(client=ep(CLIENT4, 42081), server=ep(SERVER4, 80), end="fin-client-first",
+             via="python socket",
+             purpose="DoH over HTTP/1.1: POST, GET ?dns=, GET ?dns= (NXDOMAIN)",
+             t_start_ns=at.t_start_ns, t_end_ns=time.time_ns())
+    time.sleep(0.1)
+    at = sock_connect(c, (CLIENT4, 42082), (SERVER4, 80))
+    sk = at.connected()
+    _http1_roundtrip(sk, b"GET / HTTP/1.1\r\nHost: doh1.lab.test\r\n\r\n")
+    sk.close()
+    ctx.conn(client=ep(CLIENT4, 42082), server=ep(SERVER4, 80), end="fin-client-first",
+             via="python socket", purpose="GET / with Host doh1.lab.test after its DoH lookup",
+             t_start_ns=at.t_start_ns, t_end_ns=time.time_ns())
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    ctx.truth(name, client_sent=sent, server_log=_dns_server_log(events),
+              tshark_dns=tshark_dns_rows(ctx.work / name))
+    ctx.check(name, _dns_checks(sent))
+    ctx.expect(name, "tcp.streams", "==", 4)
+    ctx.highlight(name, "udp big.lab.test answered TC=1, retried over TCP (same id 0x1002); "
+                        "ids 0x2001-0x2003 in one segment; huge.lab.test TXT spans segments; "
+                        "DoH rows have id 0 (RFC 8484)")
+
+
+@scenario("doh-h2", outputs=("doh-h2.pcapng",),
+          summary="DNS over HTTPS on HTTP/2 over TLS 1.3 (ALPN h2, key log in doh-h2.keys) to a "
+                  "python h2 server: GET ?dns= and POST queries, two of them concurrent, one "
+                  "NXDOMAIN, all with id 0; then an HTTP GET to a name it resolved")
+def sc_doh_h2(ctx: Ctx) -> None:
+    import h2.config
+    import h2.connection
+    import h2.events
+
+    c, s, _ = ctx.pair(hosts={TLS_HOST: SERVER4})
+    events = start_dnskit(ctx, s, h2_port=HTTPS_PORT)
+    name = "doh-h2.pcapng"
+    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    sent: list[dict[str, Any]] = []
+    kl = ctx.work / "keys-doh.txt"
+    tls = ssl.create_default_context(cafile=str(ctx.tls_files[0]) if ctx.tls_files else None)
+    tls.set_alpn_protocols(["h2"])
+    tls.keylog_filename = str(kl)
+    at = sock_connect(c, (CLIENT4, 43443), (SERVER4, HTTPS_PORT))
+    sk = tls.wrap_socket(at.connected(), server_hostname=TLS_HOST)
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(
+        client_side=True, header_encoding="utf-8"))
+    conn.initiate_connection()
+    sk.sendall(conn.data_to_send())
+    open_streams: set[int] = set()
+
+    def request(method: str, qname: str, qtype: int) -> None:
+        sid = conn.get_next_available_stream_id()
+        m = dns_query(0, qname, qtype)
+        path = "/dns-query" if method == "POST" else f"/dns-query?dns={_b64url(m)}"
+        hdrs = [(":method", method), (":scheme", "https"), (":authority", TLS_HOST),
+                (":path", path), ("accept", "application/dns-message")]
+        if method == "POST":
+            hdrs += [("content-type", "application/dns-message"),
+                     ("content-length", str(len(m)))]
+        conn.send_headers(sid, hdrs, end_stream=method == "GET")
+        if method == "POST":
+            conn.send_data(sid, m, end_stream=True)
+        sk.sendall(conn.data_to_send())
+        open_streams.add(sid)
+        sent.append({"t_ns": time.time_ns(), "transport": "doh", "id": 0, "name": qname,
+                     "qtype": qtype, "method": method, "stream_id": sid})
+
+    def pump(seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while open_streams and time.monotonic() < deadline:
+            sk.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                data = sk.recv(65536)
+            except (TimeoutError, ssl.SSLError, OSError):
+                return
+            if not data:
+                return
+            for e in conn.receive_data(data):
+                if isinstance(e, h2.events.DataReceived):
+                    conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                elif isinstance(e, h2.events.StreamEnded):
+                    open_streams.discard(e.stream_id)
+            out = conn.data_to_send()
+            if out:
+                sk.sendall(out)
+
+    request("GET", "app.lab.test", 1)
+    pump(3)
+    request("POST", "app.lab.test", 28)
+    request("GET", "nx.example.net", 1)
+    pump(3)
+    request("POST", "huge.lab.test", 16)
+    pump(3)
+    conn.close_connection()
+    sk.sendall(conn.data_to_send())
+    with contextlib.suppress(OSError, ssl.SSLError):
+        sk.unwrap()
+    sk.close()
+    ctx.conn(client=ep(CLIENT4, 43443), server=ep(SERVER4, HTTPS_PORT), end="fin-both",
+             via="python ssl + h2", purpose="DoH over HTTP/2: 4 queries on streams 1, 3, 5, 7 "
+             "(GOAWAY from the client; the server closes as it reads it: FIN order is a race)",
+             t_start_ns=at.t_start_ns, t_end_ns=time.time_ns())
+    time.sleep(0.1)
+    at = sock_connect(c, (CLIENT4, 43080), (SERVER4, 80))
+    sk2 = at.connected()
+    _http1_roundtrip(sk2, b"GET / HTTP/1.1\r\nHost: app.lab.test\r\n\r\n")
+    sk2.close()
+    ctx.conn(client=ep(CLIENT4, 43080), server=ep(SERVER4, 80), end="fin-client-first",
+             via="python socket", purpose="GET / with Host app.lab.test after its DoH lookup",
+             t_start_ns=at.t_start_ns, t_end_ns=time.time_ns())
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    ctx.add_keys(name, kl)
+    keys = ctx.work / "doh-h2.keys"
+    keys.write_text("".join(ln + "\n" for ln in ctx.keys.get(name, [])))
+    ctx.truth(name, client_sent=sent, server_log=_dns_server_log(events),
+              tshark_dns=tshark_dns_rows(ctx.work / name, keylog=keys))
+    ctx.check(name, _dns_checks(sent))
+    ctx.expect(name, "tcp.streams", "==", 2)
+    ctx.highlight(name, "DoH streams 1 (GET), 3 (POST), 5 (GET, NXDOMAIN), 7 (POST, ~4 KB TXT "
+                        "answer); every DNS id is 0")
+
+
 # =========================================================================== tshark facts
 
 _TSHARK_FIELDS = (
@@ -3071,7 +3417,8 @@ def write_readme(out_dir: Path) -> Path:
         "",
         "Every file here was recorded by `scripts/record_captures.py` from real servers "
         "(nginx, `scripts/servers/tcpkit.py`, an aiohttp chat/SSE server "
-        "`scripts/servers/chatsse.py`, a python-websockets server `scripts/servers/wskit.py`) "
+        "`scripts/servers/chatsse.py`, a python-websockets server `scripts/servers/wskit.py`, "
+        "a DNS server over UDP, TCP and HTTPS `scripts/servers/dnskit.py`) "
         "and clients (curl, openssl s_client, httpx via `scripts/servers/chatclient.py`, "
         "python-websockets, python h2, Python sockets) talking inside "
         "Linux network namespaces created for the recording (or their loopback). Next to each "

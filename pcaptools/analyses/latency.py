@@ -24,6 +24,9 @@ How the phases are attributed:
   and its upstream query) form one lookup, from the first query to the last response.
   A lookup counts for the first connection that follows it only: later connections reused
   the cached answer and get NaN. A host that is an IP address needs no lookup: 0.0.
+  Every ``dns`` row counts, whatever its ``transport`` (UDP, TCP, DNS over HTTPS); a TCP
+  query that retried a truncated UDP answer (``dns.retry_of_frame``) starts its lookup at
+  the UDP query.
 - **connect_ms**: tshark's ``tcp.analysis.initial_rtt`` of the connection (first SYN to the
   ACK that completes the handshake). **tls_ms**: ``tls_handshakes.handshake_ms`` of the
   connection's first TLS session (ClientHello to the client's Finished); 0.0 on cleartext.
@@ -579,15 +582,26 @@ def _dns_lookups(
         return out
     dns = cap.dns
     answered = dns[dns["response_ts"].notna() & dns["query_ts"].notna() & dns["name"].notna()]
+    # a TCP retry of a truncated UDP answer: the lookup started with the UDP query
+    udp_start: dict[int, int] = {}
+    if "retry_of_frame" in dns.columns and dns["retry_of_frame"].notna().any():
+        udp_start = dict(zip(dns["query_frame"].dropna().astype(int),
+                             _ns(dns.loc[dns["query_frame"].notna(), "query_ts"]), strict=True))
+        retry_of = answered["retry_of_frame"].to_numpy(dtype=object)
+    else:
+        retry_of = np.full(len(answered), None, dtype=object)
     by_name: dict[str, list[tuple[int, int, int, str]]] = {}
-    for name, q, r, frame, client in zip(
+    for name, q, r, frame, client, of in zip(
         answered["name"].astype(str),
         _ns(answered["query_ts"]),
         _ns(answered["response_ts"]),
         answered["query_frame"],
         answered["client_addr"].astype(str),
+        retry_of,
         strict=True,
     ):
+        if of is not None and of is not pd.NA and int(of) in udp_start:
+            q, frame = udp_start[int(of)], int(of)
         by_name.setdefault(_host_key(name), []).append((int(q), int(r), int(frame), client))
     client_addr = conn["client_addr"].astype("string")
     used: set[int] = set()

@@ -82,6 +82,9 @@ def headline(cap: Capture) -> dict[str, Any]:
     - ``coverage``: what was analysed and what was not, by transport, protocol and status
       (:func:`~pcaptools.analyses.coverage.coverage_headline`); ``tcp_wire_bytes``: the
       frame bytes of the TCP connections, which the goodput and overhead ratios are taken over
+      ``dns_latency_ms`` (``{"count", "median", "p95", "max"}``), ``dns_transports``
+      (``{"udp": 12, "tcp": 2, "doh": 34}``), ``dns_truncated`` (UDP answers with TC=1),
+      ``dns_tcp_retries`` (of those, retried over TCP in the capture)
 
     Dict-valued counts list only non-zero entries, largest first.
     """
@@ -467,6 +470,9 @@ def _dns_headline(cap: Capture) -> dict[str, Any]:
         "dns_unanswered": int(asked["response_frame"].isna().sum()),
         "dns_rcodes": _counts(d["rcode"]),
         "dns_latency_ms": _stats(d["latency_ms"]),
+        "dns_transports": _counts(d["transport"]),
+        "dns_truncated": int(((d["transport"] == "udp") & d["truncated"].fillna(False)).sum()),
+        "dns_tcp_retries": int(d["tcp_retry_frame"].notna().sum()),
     }
 
 
@@ -596,6 +602,10 @@ def _dns_verdicts(h: Mapping[str, Any]) -> list[str]:
         return []
     lat = h["dns_latency_ms"]
     text = f"{_n(n, 'DNS query', 'DNS queries')}"
+    tr = h.get("dns_transports") or {}
+    if any(k != "udp" for k in tr):
+        names = {"udp": "over UDP", "tcp": "over TCP", "doh": "over HTTPS (DoH)"}
+        text += " (" + ", ".join(f"{v:,} {names.get(k, k)}" for k, v in tr.items()) + ")"
     if lat["count"] == 1:
         text += f", answered in {fmt_ms(lat['median'])}"
     elif lat["count"]:
@@ -606,6 +616,12 @@ def _dns_verdicts(h: Mapping[str, Any]) -> list[str]:
         extra.append(", ".join(f"{v:,} {k}" for k, v in fails.items()))
     if h["dns_unanswered"]:
         extra.append(f"{h['dns_unanswered']:,} unanswered")
+    tc = int(h.get("dns_truncated", 0))
+    if tc:
+        retried = int(h.get("dns_tcp_retries", 0))
+        extra.append(f"{_n(tc, 'UDP answer')} truncated (TC=1), "
+                     + ("all retried over TCP" if retried == tc
+                        else f"{retried:,} retried over TCP"))
     return [text + (": " + "; ".join(extra) if extra else "") + "."]
 
 

@@ -4,30 +4,49 @@ Both HTTP observers (HTTP/1.x bodies after de-chunking, HTTP/2 DATA payloads) gi
 bytes of a message to one :class:`Body`, made by :func:`open_body` from the message's
 headers. A body first goes through a :class:`~.content_coding.ContentDecoder` when it has a
 ``Content-Encoding``, then, decoded as it arrives, to the consumer :func:`body_consumer`
-picks for its media type (``text/event-stream`` -> :class:`~.sse.SseParser`).
+picks for its media type and direction:
+
+- ``text/event-stream`` responses -> :class:`~.sse.SseParser` (events as they arrive);
+- ``application/dns-message`` requests and responses (DNS over HTTPS) -> a
+  :class:`BodyCollector`, which keeps the whole decoded body (up to
+  :data:`MAX_COLLECTED_BODY_BYTES`) and returns one :class:`HttpBody` event when the message
+  ends (read by :class:`~.doh.DohCollector`).
 
 :func:`body_consumer` is the one place where a media type is given a parser: a new body
-format (e.g. ``application/dns-message``) is one more branch there, and a class with the
-:class:`BodyConsumer` methods. Whatever the consumer returns from ``feed``/``close`` goes
-into the observer's event list.
+format is one more branch there, and a class with the :class:`BodyConsumer` methods.
+Whatever the consumer returns from ``feed``/``close`` goes into the observer's event list.
+Response bodies are always opened (their decoding is summarised in the HTTP tables); a
+request body is opened only when a consumer wants it (today: DNS over HTTPS POST), and is
+then decoded the same way.
 
 Decoding problems become warning rows (``http.content_decoding_failed``,
 ``http.content_decoding_limit``, ``http.content_decoding_gap``,
 ``http.content_encoding_unsupported``), one per body: the consumer keeps what was decoded
 before the problem and is told of a gap (so a half-decoded SSE event is dropped, never
-dispatched).
+dispatched, and a collected body is marked incomplete).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
 
 from ..diagnostics import Diagnostics
 from ._base import Direction
 from .content_coding import DEFAULT_MAX_DECODED_BYTES, ContentDecoder, parse_content_encoding
 from .sse import DEFAULT_MAX_LINE_BYTES, SseParser
 
-__all__ = ["Body", "BodyConsumer", "body_consumer", "media_type", "open_body"]
+__all__ = [
+    "DNS_MESSAGE",
+    "MAX_COLLECTED_BODY_BYTES",
+    "Body",
+    "BodyCollector",
+    "BodyConsumer",
+    "HttpBody",
+    "body_consumer",
+    "media_type",
+    "open_body",
+]
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -51,9 +70,110 @@ class BodyConsumer(Protocol):
         """decoded bytes are missing here (lost on the wire, or not decodable)"""
         ...
 
-    def close(self, ts_ns: int, frame: int, *, at_eof: bool = False) -> list[Any] | None:
-        """the body ended (``at_eof``: the capture ended first) -> events, if any"""
+    def close(
+        self, ts_ns: int, frame: int, *, at_eof: bool = False, complete: bool = True
+    ) -> list[Any] | None:
+        """the body ended (``at_eof``: the capture ended first; ``complete=False``: the
+        message was cut, e.g. by RST_STREAM or a FIN inside it) -> events, if any"""
         ...
+
+
+DNS_MESSAGE: Final = "application/dns-message"
+"""the DNS over HTTPS media type (RFC 8484 §6)"""
+
+MAX_COLLECTED_BODY_BYTES: Final = 65535
+"""a collected body that decodes to more than this is not kept (``HttpBody.complete`` False):
+the largest DNS message"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpBody:
+    """The whole decoded body of one HTTP message handed to a :class:`BodyCollector` (media
+    type ``application/dns-message``), emitted when the message ends."""
+
+    ts_ns: int
+    """capture time of the packet that completed the message"""
+    frame: int
+    """that packet (tshark shows the body's dissection in this frame)"""
+    direction: Direction
+    tcp_stream: int
+    request_index: int | None
+    """HTTP/1.x: the exchange's request_index (None on HTTP/2)"""
+    stream_id: int | None
+    """HTTP/2: the stream id (None on HTTP/1.x)"""
+    content_type: str
+    """the media type, lower case, parameters removed"""
+    data: bytes
+    """the body after de-chunking and content decoding; empty when it was not kept (see
+    ``complete``)"""
+    complete: bool
+    """every byte was captured and decoded, and the body fit in
+    :data:`MAX_COLLECTED_BODY_BYTES`"""
+
+
+class BodyCollector:
+    """A :class:`BodyConsumer` that keeps a whole body, for formats read only once the body
+    has ended (DNS over HTTPS). Nothing is returned before ``close``; a message that ended
+    (not cut, not at the end of the capture) gives one :class:`HttpBody`."""
+
+    __slots__ = (
+        "_direction",
+        "_request_index",
+        "_stream_id",
+        "_tcp_stream",
+        "content_type",
+        "data",
+        "lost",
+    )
+
+    def __init__(
+        self,
+        content_type: str,
+        *,
+        tcp_stream: int,
+        stream_id: int | None,
+        request_index: int | None,
+        direction: Direction,
+    ) -> None:
+        self.content_type = content_type
+        self.data = bytearray()
+        self.lost = False
+        """bytes are missing (not captured, not decodable) or the body was too long"""
+        self._tcp_stream = tcp_stream
+        self._stream_id = stream_id
+        self._request_index = request_index
+        self._direction = direction
+
+    def feed(self, data: bytes, ts_ns: int, frame: int) -> list[Any]:
+        if not self.lost:
+            if len(self.data) + len(data) > MAX_COLLECTED_BODY_BYTES:
+                self.gap(ts_ns, frame)
+            else:
+                self.data += data
+        return []
+
+    def gap(self, ts_ns: int, frame: int) -> None:
+        self.lost = True
+        self.data = bytearray()
+
+    def close(
+        self, ts_ns: int, frame: int, *, at_eof: bool = False, complete: bool = True
+    ) -> list[Any]:
+        if at_eof or not complete:
+            return []  # the message did not end: no body to hand over
+        return [
+            HttpBody(
+                ts_ns=ts_ns,
+                frame=frame,
+                direction=self._direction,
+                tcp_stream=self._tcp_stream,
+                request_index=self._request_index,
+                stream_id=self._stream_id,
+                content_type=self.content_type,
+                data=bytes(self.data),
+                complete=not self.lost,
+            )
+        ]
 
 
 def media_type(content_type: str | None) -> str | None:
@@ -73,11 +193,19 @@ def body_consumer(
     diag: Diagnostics,
     sse_max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> BodyConsumer | None:
-    """The parser of a (decoded) body of media type ``mtype``, or None when its bytes are
-    only counted.
+    """The parser of a (decoded) body of media type ``mtype`` sent in ``direction``, or None
+    when its bytes are only counted.
 
     The one place where a media type is handed to a parser: add new body formats here."""
-    if mtype == "text/event-stream":
+    if mtype == DNS_MESSAGE:
+        return BodyCollector(
+            mtype,
+            tcp_stream=tcp_stream,
+            stream_id=stream_id,
+            request_index=request_index,
+            direction=direction,
+        )
+    if mtype == "text/event-stream" and direction == Direction.SERVER_TO_CLIENT:
         return SseParser(
             tcp_stream=tcp_stream,
             stream_id=stream_id,
@@ -142,6 +270,12 @@ class Body:
         return c.count if isinstance(c, SseParser) else 0
 
     @property
+    def needs_every_byte(self) -> bool:
+        """a hole anywhere in the body spoils it (a coded stream, or a collected body), so
+        whole frames lost on the connection must be reported to it"""
+        return self.decoder is not None or isinstance(self.consumer, BodyCollector)
+
+    @property
     def decoded_bytes(self) -> int | None:
         """body bytes after content decoding; None for an identity body (its wire count is
         its decoded count) and for one not decoded at all (unsupported coding)"""
@@ -204,7 +338,7 @@ class Body:
         c = self.consumer
         if c is None:
             return []
-        return c.close(ts_ns, frame, at_eof=at_eof) or []
+        return c.close(ts_ns, frame, at_eof=at_eof, complete=complete) or []
 
     def _stopped(self, ts_ns: int, frame: int) -> None:
         """Report why decoding stopped (once per body), and tell the consumer of the gap."""
@@ -238,9 +372,9 @@ def open_body(
     sse_max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
 ) -> Body | None:
-    """The :class:`Body` of a message with these (lower-cased) headers, or None when there
-    is nothing to do with it (identity coding and no parser for its media type: its bytes
-    are only counted by the observer)."""
+    """The :class:`Body` of a message with these (lower-cased) headers sent in ``direction``,
+    or None when there is nothing to do with it: identity coding and no parser for its media
+    type, or a request body no parser wants (its bytes are only counted by the observer)."""
     if not headers:
         return None
     ctype = None
@@ -257,6 +391,8 @@ def open_body(
         if stream_id is not None
         else (f"request {request_index}" if request_index is not None else "response")
     )
+    if direction == Direction.CLIENT_TO_SERVER:
+        where += " (request body)"
     consumer = body_consumer(
         media_type(ctype),
         tcp_stream=tcp_stream,
@@ -266,7 +402,7 @@ def open_body(
         diag=diag,
         sse_max_line_bytes=sse_max_line_bytes,
     )
-    if not codings and consumer is None:
+    if consumer is None and (not codings or direction == Direction.CLIENT_TO_SERVER):
         return None
     return Body(
         encoding=", ".join(encodings) if encodings else None,

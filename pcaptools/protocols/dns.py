@@ -1,7 +1,11 @@
-"""DNS over UDP: one :class:`DnsTransaction` per query, matched with its response.
+"""DNS wherever it travels: one :class:`DnsTransaction` per query, matched with its response.
 
 :class:`DnsTracker` is fed every UDP datagram with port 53 on either side (the pipeline
-does the port test, so the per-packet cost for other UDP traffic is one comparison).
+does the port test, so the per-packet cost for other UDP traffic is one comparison), the
+messages of DNS over TCP (port 53: :class:`DnsTcpObserver` takes the 2-byte length
+prefixes apart, RFC 1035 §4.2.2 / RFC 7766) and the DNS over HTTPS exchanges
+(RFC 8484, :mod:`pcaptools.protocols.doh`). Each transaction says its ``transport``
+(``udp``, ``tcp``, ``doh``).
 Messages are decoded with :mod:`dpkt.dns` inside ``try``; a message dpkt cannot decode is
 reported as ``dns.malformed`` and, if its header and question are readable, still takes part
 in matching (its answers are then unknown).
@@ -20,6 +24,10 @@ sender of the query (QR=0), whatever the ports are.
   ``dns.retransmit_response``); with no transaction it is unsolicited (a row without query:
   the capture started after the query was sent).
 
+Over TCP the key is ``(tcp_stream, transaction id, query name)``: the connection replaces the
+client address and port. DoH transactions are not matched by id (RFC 8484 §4.1 asks clients
+to send id 0): the query and the response are the two bodies of one HTTP exchange.
+
 Differences from tshark: tshark matches within a UDP conversation (both addresses and both
 ports) by id only; pcaptools also requires the same query name and does not require the
 response to come from the address the query went to. The two agree on every capture in the
@@ -36,14 +44,17 @@ import dpkt
 
 from ..diagnostics import Diagnostics
 from ..net.packet import UdpDatagram
+from ._base import Direction, StreamChunk
 
 __all__ = [
     "DNS_PORT",
     "RCODE_NAMES",
     "RETRANSMISSION_WINDOW_NS",
     "TYPE_NAMES",
+    "DnsTcpObserver",
     "DnsTracker",
     "DnsTransaction",
+    "looks_like_query",
     "rcode_name",
     "type_name",
 ]
@@ -154,6 +165,16 @@ class DnsTransaction:
     """smallest TTL among the answers (seconds)"""
     queries: int = 0
     responses: int = 0
+    transport: str = "udp"
+    """udp, tcp or doh"""
+    tcp_stream: int | None = None
+    """the TCP connection of a tcp or doh transaction"""
+    http_stream_id: int | None = None
+    """doh over HTTP/2: the stream id"""
+    http_request_index: int | None = None
+    """doh over HTTP/1.x: the exchange's request_index on the connection"""
+    doh_method: str | None = None
+    """doh: GET (query in ``?dns=``) or POST (query in the body)"""
 
     @property
     def name_key(self) -> str | None:
@@ -174,32 +195,104 @@ class _Message:
     min_ttl: int | None
 
 
+_Addrs = tuple[int, bytes, int, bytes, int]
+"""(ip_version, client address, client port, server address, server port) of a TCP connection"""
+
+
 class DnsTracker:
-    """Matches DNS queries and responses seen on UDP port 53; memory grows with the number of
-    queries (one small object each, the rows of the ``dns`` table)."""
+    """Matches DNS queries and responses seen on UDP port 53, over TCP and over HTTPS; memory
+    grows with the number of queries (one small object each, the rows of the ``dns`` table)."""
 
     __slots__ = ("_diag", "_slots", "transactions")
 
     def __init__(self, diag: Diagnostics) -> None:
         self._diag = diag
         self.transactions: list[DnsTransaction] = []
-        self._slots: dict[tuple[bytes, int, int], list[DnsTransaction]] = {}
+        self._slots: dict[tuple[object, ...], list[DnsTransaction]] = {}
 
     def datagram(self, d: UdpDatagram) -> None:
         """Take one UDP datagram with port 53 on either side. Never raises: a message that
         cannot be decoded becomes a ``dns.malformed`` warning."""
-        msg = self._decode(d)
+        msg = self._decode(
+            d.payload, d.frame, d.ts_ns, f"on UDP port {d.sport} -> {d.dport}", None
+        )
         if msg is None:
             return
         if msg.response:
-            self._response(d, msg)
+            key: tuple[object, ...] = (d.dst, d.dport, msg.id)
+            addrs = (d.ip_version, d.dst, d.dport, d.src, d.sport)
+            self._response(key, msg, d.frame, d.ts_ns, addrs, "udp", None)
         else:
-            self._query(d, msg)
+            key = (d.src, d.sport, msg.id)
+            addrs = (d.ip_version, d.src, d.sport, d.dst, d.dport)
+            self._query(key, msg, d.frame, d.ts_ns, addrs, "udp", None)
+
+    def stream_message(
+        self, data: bytes, *, tcp_stream: int, from_client: bool, frame: int, ts_ns: int,
+        addrs: _Addrs | None,
+    ) -> None:
+        """Take one DNS message (length prefix removed) of a DNS over TCP connection.
+        ``addrs`` are the connection's (client = the SYN sender); the query's sender is taken
+        as the DNS client whichever side it is. Never raises."""
+        msg = self._decode(data, frame, ts_ns, f"over TCP (tcp.stream {tcp_stream})", tcp_stream)
+        if msg is None:
+            return
+        a = addrs if addrs is not None else (0, b"", 0, b"", 0)
+        if from_client == msg.response:  # the TCP server sent the query
+            a = (a[0], a[3], a[4], a[1], a[2])
+        key: tuple[object, ...] = ("tcp", tcp_stream, msg.id)
+        if msg.response:
+            self._response(key, msg, frame, ts_ns, a, "tcp", tcp_stream)
+        else:
+            self._query(key, msg, frame, ts_ns, a, "tcp", tcp_stream)
+
+    def doh_exchange(
+        self,
+        query: bytes | None,
+        response: bytes | None,
+        *,
+        tcp_stream: int,
+        query_frame: int | None,
+        query_ts: int | None,
+        response_frame: int | None,
+        response_ts: int | None,
+        addrs: _Addrs | None,
+        method: str | None,
+        http_stream_id: int | None = None,
+        http_request_index: int | None = None,
+    ) -> None:
+        """One DNS over HTTPS exchange: the query (POST body or decoded ``?dns=``) and the
+        response body, either may be None (not captured, or not DNS). Never raises."""
+        where = (f"over HTTPS (tcp.stream {tcp_stream}, "
+                 + (f"HTTP/2 stream {http_stream_id})" if http_stream_id is not None
+                    else f"HTTP/1.x request {http_request_index})"))
+        q = (self._decode(query, query_frame or 0, query_ts or 0, where, tcp_stream)
+             if query is not None else None)
+        r = (self._decode(response, response_frame or 0, response_ts or 0, where, tcp_stream)
+             if response is not None else None)
+        if q is None and r is None:
+            return
+        a = addrs if addrs is not None else (0, b"", 0, b"", 0)
+        first = q if q is not None else r
+        assert first is not None
+        t = DnsTransaction(
+            ip_version=a[0], client_addr=a[1], client_port=a[2], server_addr=a[3],
+            server_port=a[4], id=first.id, name=first.name, qtype=first.qtype,
+            transport="doh", tcp_stream=tcp_stream, http_stream_id=http_stream_id,
+            http_request_index=http_request_index, doh_method=method,
+        )
+        if q is not None:
+            t.query_frame, t.query_ts, t.queries = query_frame, query_ts, 1
+        if r is not None and response_frame is not None and response_ts is not None:
+            self._fill(t, response_frame, response_ts, r)
+        self.transactions.append(t)
 
     # -- matching ----------------------------------------------------------------------------
 
-    def _query(self, d: UdpDatagram, m: _Message) -> None:
-        key = (d.src, d.sport, m.id)
+    def _query(
+        self, key: tuple[object, ...], m: _Message, frame: int, ts: int, a: _Addrs,
+        transport: str, tcp_stream: int | None,
+    ) -> None:
         slot = self._slots.get(key)
         nk = _key(m.name)
         if slot is not None:
@@ -208,62 +301,68 @@ class DnsTracker:
                     if (
                         t.query_ts is not None
                         and t.response_frame is None
-                        and d.ts_ns - t.query_ts < RETRANSMISSION_WINDOW_NS
+                        and ts - t.query_ts < RETRANSMISSION_WINDOW_NS
                     ):
                         t.queries += 1
                         return
                     break
         t = DnsTransaction(
-            ip_version=d.ip_version,
-            client_addr=d.src,
-            client_port=d.sport,
-            server_addr=d.dst,
-            server_port=d.dport,
+            ip_version=a[0],
+            client_addr=a[1],
+            client_port=a[2],
+            server_addr=a[3],
+            server_port=a[4],
             id=m.id,
             name=m.name,
             qtype=m.qtype,
-            query_frame=d.frame,
-            query_ts=d.ts_ns,
+            query_frame=frame,
+            query_ts=ts,
             queries=1,
+            transport=transport,
+            tcp_stream=tcp_stream,
         )
         self.transactions.append(t)
         self._remember(key, t)
 
-    def _response(self, d: UdpDatagram, m: _Message) -> None:
-        key = (d.dst, d.dport, m.id)
+    def _response(
+        self, key: tuple[object, ...], m: _Message, frame: int, ts: int, a: _Addrs,
+        transport: str, tcp_stream: int | None,
+    ) -> None:
         slot = self._slots.get(key)
         nk = _key(m.name)
         if slot is not None:
             for t in reversed(slot):
                 if nk is None or t.name_key is None or t.name_key == nk:
                     if t.response_frame is None:
-                        self._fill(t, d, m)
+                        self._fill(t, frame, ts, m)
                     else:
                         t.responses += 1  # retransmitted (or duplicated) response
                     return
         t = DnsTransaction(  # unsolicited: the query was not captured
-            ip_version=d.ip_version,
-            client_addr=d.dst,
-            client_port=d.dport,
-            server_addr=d.src,
-            server_port=d.sport,
+            ip_version=a[0],
+            client_addr=a[1],
+            client_port=a[2],
+            server_addr=a[3],
+            server_port=a[4],
             id=m.id,
             name=m.name,
             qtype=m.qtype,
+            transport=transport,
+            tcp_stream=tcp_stream,
         )
-        self._fill(t, d, m)
+        self._fill(t, frame, ts, m)
         self.transactions.append(t)
         self._remember(key, t)
 
-    def _remember(self, key: tuple[bytes, int, int], t: DnsTransaction) -> None:
+    def _remember(self, key: tuple[object, ...], t: DnsTransaction) -> None:
         slot = self._slots.setdefault(key, [])
         slot.append(t)
         if len(slot) > _PER_KEY:
             del slot[0]
 
     @staticmethod
-    def _fill(t: DnsTransaction, d: UdpDatagram, m: _Message) -> None:
-        t.response_frame, t.response_ts = d.frame, d.ts_ns
+    def _fill(t: DnsTransaction, frame: int, ts: int, m: _Message) -> None:
+        t.response_frame, t.response_ts = frame, ts
         t.responses += 1
         t.rcode, t.truncated, t.answer_count = m.rcode, m.truncated, m.answer_count
         t.answers, t.answer_addrs, t.min_ttl = m.answers, m.answer_addrs, m.min_ttl
@@ -272,8 +371,9 @@ class DnsTracker:
 
     # -- decoding ---------------------------------------------------------------------------
 
-    def _decode(self, d: UdpDatagram) -> _Message | None:
-        buf = d.payload
+    def _decode(
+        self, buf: bytes, frame: int, ts: int, where: str, tcp_stream: int | None
+    ) -> _Message | None:
         try:
             msg = _DNS(buf)
             for rr in (*msg.an, *msg.ns, *msg.ar):
@@ -282,7 +382,7 @@ class DnsTracker:
         except (
             Exception
         ) as exc:  # dpkt raises UnpackError, NeedData, struct.error, UnicodeDecodeError...
-            return self._partial(d, exc)
+            return self._partial(buf, frame, ts, where, tcp_stream, exc)
         qd = msg.qd[0] if msg.qd else None
         answers: list[str] = []
         addrs: list[str] = []
@@ -308,16 +408,17 @@ class DnsTracker:
             min_ttl=min(ttls) if ttls else None,
         )
 
-    def _partial(self, d: UdpDatagram, exc: Exception) -> _Message | None:
+    def _partial(
+        self, buf: bytes, frame: int, ts: int, where: str, tcp_stream: int | None, exc: Exception
+    ) -> _Message | None:
         """Report the malformed message; decode what the header and question give, if anything."""
-        buf = d.payload
         reason = _reason(exc)
         self._diag.add(
             "dns.malformed",
-            f"DNS message of {len(buf)} bytes on UDP port {d.sport} -> {d.dport} could not be "
-            f"decoded ({reason})",
-            frame=d.frame,
-            ts_ns=d.ts_ns,
+            f"DNS message of {len(buf)} bytes {where} could not be decoded ({reason})",
+            frame=frame,
+            ts_ns=ts,
+            tcp_stream=tcp_stream,
         )
         if len(buf) < 12:
             return None
@@ -382,3 +483,190 @@ def _rr_text(rr: dpkt.dns.DNS.RR) -> str:
     if t == 6:
         return f"SOA {rr.mname}"
     return f"{name} ({len(rr.rdata)} bytes)"
+
+
+# -- DNS over TCP ---------------------------------------------------------------------------
+
+_MAX_DNS_MESSAGE = 65535
+"""a DNS over TCP message's length prefix is 16 bits"""
+_RESYNC_SCAN_BYTES = _MAX_DNS_MESSAGE + 2 + 14
+"""bytes kept while looking for the next message start after lost length prefixes"""
+
+
+class _TcpSide:
+    __slots__ = ("buf", "lost", "skip", "synced")
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.skip = 0
+        """bytes still to drop: the rest of a message some of whose bytes were not captured"""
+        self.synced = True
+        """False while the next length prefix is unknown (bytes lost across one, or the
+        capture started inside the connection)"""
+        self.lost = 0
+        """messages given up in this direction"""
+
+
+class DnsTcpObserver:
+    """DNS over TCP of one connection (port 53 on either side): each direction is a sequence
+    of messages, each after a 2-byte big-endian length (RFC 1035 §4.2.2); several may share
+    a segment and one may span many. Complete messages go to the :class:`DnsTracker` with
+    the frame of the segment that completed them (what tshark's ``dns`` rows show).
+
+    Bytes not captured inside a message of known length cost that message only (a
+    ``dns.tcp_bytes_lost`` row) and the next length prefix is where it was expected. When the
+    prefixes themselves may be lost (a gap longer than the rest of the message, or a capture
+    that started inside the connection), parsing resumes at the first offset where a length
+    prefix is followed by a whole message that decodes as DNS with one question. Never raises;
+    wants the bytes of the whole connection (DNS connections are short)."""
+
+    __slots__ = ("_addrs", "_diag", "_sides", "_tracker", "tcp_stream", "wants_bytes")
+
+    def __init__(
+        self,
+        *,
+        tcp_stream: int,
+        tracker: DnsTracker,
+        diag: Diagnostics,
+        addrs: _Addrs | None,
+        midstream: bool = False,
+    ) -> None:
+        self.tcp_stream = tcp_stream
+        self._tracker = tracker
+        self._diag = diag
+        self._addrs = addrs
+        self._sides = (_TcpSide(), _TcpSide())
+        if midstream:
+            for s in self._sides:
+                s.synced = False
+        self.wants_bytes = True
+
+    def feed(self, chunk: StreamChunk) -> list[object]:
+        side = self._sides[chunk.direction]
+        data = chunk.data
+        if side.skip:
+            drop = min(side.skip, len(data))
+            side.skip -= drop
+            data = data[drop:]
+        side.buf += data
+        self._parse(side, chunk.direction, chunk.frame, chunk.ts_ns)
+        return []
+
+    def gap(
+        self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
+    ) -> list[object]:
+        side = self._sides[direction]
+        if side.skip >= nbytes:  # inside a message already given up
+            side.skip -= nbytes
+            return []
+        nbytes -= side.skip
+        side.skip = 0
+        buf = side.buf
+        if side.synced and len(buf) >= 2:
+            need = 2 + int.from_bytes(buf[:2], "big") - len(buf)
+            if nbytes <= need:  # the hole is inside this message: the next prefix is known
+                side.skip = need - nbytes
+                buf.clear()
+                self._lost(side, direction, nbytes, ts_ns, frame, "the message they belong to")
+                return []
+        had = bool(buf) or side.synced
+        buf.clear()
+        side.synced = False
+        if had:
+            self._lost(side, direction, nbytes, ts_ns, frame,
+                       "the messages they belong to; parsing resumes at the next message start")
+        return []
+
+    def close(
+        self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False
+    ) -> list[object]:
+        side = self._sides[direction]
+        if side.synced and (side.buf or side.skip):
+            need = (2 + int.from_bytes(side.buf[:2], "big") - len(side.buf)
+                    if len(side.buf) >= 2 else None)
+            self._diag.add(
+                "dns.tcp_truncated_message",
+                f"DNS over TCP {direction.label} "
+                + ("at the end of the capture" if at_eof else "closed")
+                + (f" {need} bytes before the end of a message" if need is not None
+                   else " inside a length prefix"),
+                ts_ns=ts_ns, frame=frame, tcp_stream=self.tcp_stream,
+                direction=direction.label,
+            )
+        side.buf.clear()
+        side.skip = 0
+        return []
+
+    def finish(self, ts_ns: int, frame: int) -> list[object]:
+        return []
+
+    def _lost(self, side: _TcpSide, d: Direction, nbytes: int, ts: int, frame: int,
+              what: str) -> None:
+        side.lost += 1
+        self._diag.add(
+            "dns.tcp_bytes_lost",
+            f"{nbytes} bytes of DNS over TCP {d.label} were not captured: {what} "
+            "is missing from the dns table",
+            ts_ns=ts, frame=frame, tcp_stream=self.tcp_stream, direction=d.label,
+        )
+
+    def _parse(self, side: _TcpSide, d: Direction, frame: int, ts: int) -> None:
+        buf = side.buf
+        if not side.synced and not self._resync(side):
+            return
+        pos = 0
+        n = len(buf)
+        out: list[bytes] = []
+        while n - pos >= 2:
+            length = (buf[pos] << 8) | buf[pos + 1]
+            end = pos + 2 + length
+            if end > n:
+                break
+            out.append(bytes(buf[pos + 2 : end]))
+            pos = end
+        if pos:
+            del buf[:pos]
+        tracker = self._tracker
+        for m in out:
+            tracker.stream_message(
+                m, tcp_stream=self.tcp_stream, from_client=d == Direction.CLIENT_TO_SERVER,
+                frame=frame, ts_ns=ts, addrs=self._addrs,
+            )
+
+    @staticmethod
+    def _resync(side: _TcpSide) -> bool:
+        """Find the next message start in ``side.buf`` (dropping what comes before it): the
+        first offset where a length prefix is followed by that many bytes that decode as a
+        DNS message with one question. False while none is found; the bytes from the first
+        candidate still incomplete are kept for the next call."""
+        buf = side.buf
+        n = len(buf)
+        pending = -1
+        for i in range(n - 13):
+            length = (buf[i] << 8) | buf[i + 1]
+            if length < 17 or buf[i + 6] != 0 or buf[i + 7] != 1 or buf[i + 4] & 0x78:
+                continue
+            end = i + 2 + length
+            if end > n:
+                if pending < 0:
+                    pending = i
+                continue
+            if looks_like_query(bytes(buf[i + 2 : end])):
+                del buf[:i]
+                side.synced = True
+                return True
+        keep = pending if pending >= 0 else max(0, n - 13)
+        if keep:
+            del buf[:keep]
+        if len(buf) > _RESYNC_SCAN_BYTES:  # a candidate that never completed: not one
+            del buf[:1]
+        return False
+
+
+def looks_like_query(data: bytes) -> bool:
+    """``data`` decodes as a DNS message with one question."""
+    try:
+        msg = _DNS(data)
+    except Exception:  # dpkt raises many types on garbage
+        return False
+    return len(msg.qd) == 1

@@ -9,6 +9,8 @@ One :class:`Http1Observer` per connection watches both directions and returns ev
 - :class:`ProtocolSwitched`: a ``101 Switching Protocols`` (or a successful ``CONNECT``)
   moved the connection to another protocol;
 - :class:`~pcaptools.protocols.sse.SseEvent` for ``text/event-stream`` response bodies;
+- :class:`~pcaptools.protocols.body.HttpBody` for a request or response body of type
+  ``application/dns-message`` (after content decoding), when the message ends;
 - the events of the observer the connection was handed to: an
   :class:`~pcaptools.protocols.http2.Http2Observer` for ``Upgrade: h2c`` (the upgraded
   request becomes HTTP/2 stream 1), or what ``websocket_factory`` returns for
@@ -310,7 +312,7 @@ class _Msg:
         self.status = 0
         self.reason = ""
         self.body: Body | None = None
-        """content decoding and the body's parser (SSE); None: the body is only counted"""
+        """content decoding and the body's parser (SSE, DoH); None: the body is only counted"""
 
     def request(self) -> HttpRequest:
         return HttpRequest(
@@ -1060,6 +1062,15 @@ class Http1Observer:
             old.unpaired = "evicted"
             self._try_emit(old, ts, frame, None, out, force=True, reason="evicted")
         side.msg, side.ex = msg, ex
+        msg.body = open_body(  # None unless a body parser wants requests of this type (DoH)
+            msg.headers,
+            tcp_stream=self.tcp_stream,
+            request_index=ex.index,
+            direction=side.d,
+            diag=self.diag,
+            sse_max_line_bytes=self._sse_max,
+            max_decoded_bytes=self._max_decoded,
+        )
         framing = self._framing(msg.headers)
         if framing == "chunked":
             msg.chunked = True

@@ -9,7 +9,9 @@ decrypted (TLS with ALPN ``h2``) bytes and returns events:
   why it ended), when it ends or when the connection ends;
 - :class:`Http2ConnectionEnded` once, when both directions are closed (or at end of capture):
   SETTINGS of each side, PING round trips, GOAWAY, flow-control stalls, peak concurrency;
-- :class:`~pcaptools.protocols.sse.SseEvent` for responses of type ``text/event-stream``.
+- :class:`~pcaptools.protocols.sse.SseEvent` for responses of type ``text/event-stream``;
+- :class:`~pcaptools.protocols.body.HttpBody` for a request or response body of type
+  ``application/dns-message`` (after content decoding), at its END_STREAM.
 
 It is a watcher, not a participant: it never raises on wire data and never rejects what a
 real endpoint would reject; it records the problem (``http2.*`` codes in the Diagnostics
@@ -411,6 +413,7 @@ class _Stream:
         "partial",
         "path",
         "pushed",
+        "req_body",
         "req_end_ts",
         "req_frame",
         "req_headers",
@@ -462,7 +465,10 @@ class _Stream:
         self.client_ended = False
         self.server_ended = False
         self.body: Body | None = None
-        """content decoding and the parser (SSE) of the response body; None: only counted"""
+        """content decoding and the parser (SSE, DoH) of the response body; None: only
+        counted"""
+        self.req_body: Body | None = None
+        """the same for the request body, opened only when a parser wants it (DoH POST)"""
         self.window = [window[0], window[1]]
         self.stalled = [False, False]
 
@@ -808,14 +814,15 @@ class Http2Observer:
             s = self._streams.get(st.cur_sid)
             if s is not None and s.body is not None:
                 s.body.gap(0, ts_ns, frame)
-        if direction == Direction.SERVER_TO_CLIENT:
-            # whole frames may be gone, of any open stream: a compressed body cannot resume
-            # after a hole, so every response still being decoded stops (identity bodies,
-            # whose parsers resume at the next line, are left as they were)
-            for s in self._streams.values():
-                b = s.body
-                if b is not None and b.decoder is not None and not s.server_ended:
-                    b.gap(0, ts_ns, frame)
+        # whole frames may be gone, of any open stream: a compressed body cannot resume after
+        # a hole and a collected body (DoH) is spoilt, so every such body still open in this
+        # direction is told (identity bodies, whose parsers resume at the next line, are left
+        # as they were)
+        c2s = direction == Direction.CLIENT_TO_SERVER
+        for s in self._streams.values():
+            b, ended = (s.req_body, s.client_ended) if c2s else (s.body, s.server_ended)
+            if b is not None and b.needs_every_byte and not ended:
+                b.gap(0, ts_ns, frame)
         st.buf.clear()
         st.hb = None
         st.hpack_reset = True
@@ -1127,6 +1134,8 @@ class Http2Observer:
             return
         if st.d == Direction.CLIENT_TO_SERVER:
             s.client_data += use
+            if s.req_body is not None:
+                out += s.req_body.feed(bytes(buf[pos : pos + use]), ts, frame)
         else:
             s.server_data += use
             if s.first_data_ts is None:
@@ -1145,6 +1154,8 @@ class Http2Observer:
         if s is not None:
             if st.d == Direction.CLIENT_TO_SERVER:
                 s.client_data += use
+                if s.req_body is not None:
+                    s.req_body.gap(use, ts, frame)
             else:
                 s.server_data += use
                 if s.body is not None:
@@ -1616,6 +1627,15 @@ class Http2Observer:
                 s.req_frame = frame
                 s.req_ts = ts
                 self._request_fields(s, headers)
+                s.req_body = open_body(  # None unless a body parser wants it (DoH)
+                    headers,
+                    tcp_stream=self.tcp_stream,
+                    stream_id=s.id,
+                    direction=st.d,
+                    diag=self.diag,
+                    sse_max_line_bytes=self._sse_max,
+                    max_decoded_bytes=self._max_decoded,
+                )
         else:
             s.server_hdr += nbytes
             status = None
@@ -1760,6 +1780,8 @@ class Http2Observer:
             s.client_ended = True
             if s.req_end_ts is None:
                 s.req_end_ts = ts
+            if s.req_body is not None:
+                out += s.req_body.close(ts, frame)
         else:
             s.server_ended = True
             if s.body is not None:
@@ -1785,6 +1807,8 @@ class Http2Observer:
             del self._recently_closed[next(iter(self._recently_closed))]
         if not s.idle:
             self._open_streams -= 1
+        if s.req_body is not None and not s.client_ended:
+            out += s.req_body.close(ts, frame, at_eof=reason == "open_at_eof", complete=False)
         body = s.body
         if body is not None and not s.server_ended:
             out += body.close(ts, frame, at_eof=reason == "open_at_eof", complete=False)

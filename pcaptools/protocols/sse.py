@@ -302,10 +302,13 @@ class SseParser:
         self._skip_line = True
         self._drop_current()
 
-    def close(self, ts_ns: int, frame: int, *, at_eof: bool = False) -> None:
+    def close(
+        self, ts_ns: int, frame: int, *, at_eof: bool = False, complete: bool = True
+    ) -> None:
         """End of the body. An event without its terminating blank line is discarded (WHATWG)
         and reported as ``sse.incomplete_event``, unless ``at_eof`` (the capture ended, not the
-        stream)."""
+        stream). A cut message (``complete=False``) is treated as an ended one (the message
+        cut itself is reported by the HTTP observer)."""
         pending = bool(self._buf) and not self._skip_line
         if (self._data or pending) and not self._drop_event and not at_eof:
             self._report(

@@ -523,12 +523,26 @@ def dns_section(ctx: ReportContext) -> Section:
     title = "DNS"
     d = ctx.cap.dns
     if len(d) == 0:
-        return Section("dns", title, None, "No DNS queries over UDP in this capture.")
+        return Section("dns", title, None, "No DNS queries in this capture (over UDP or TCP port "
+                       "53, or over HTTPS: application/dns-message).")
     h = ctx.head
     shown = d.head(ctx.max_table_rows)
     rows: list[list[Cell]] = []
     for r in _records(shown):
         port = int(r["client_port"])
+        transport = str(r["transport"])
+        if transport == "udp":
+            filt = f"dns.id == 0x{int(r['id']):04x} && udp.port == {port}"
+        else:
+            filt = f"dns && tcp.stream == {int(r['tcp_stream'])}"
+            if not pd.isna(r["http_stream_id"]):
+                filt += f" && http2.streamid == {int(r['http_stream_id'])}"
+            elif transport == "tcp":
+                filt += f" && dns.id == 0x{int(r['id']):04x}"
+        if transport == "udp" and not pd.isna(r["tcp_retry_frame"]):
+            transport = f"udp, TC=1: retried over TCP in frame {int(r['tcp_retry_frame'])}"
+        elif transport == "doh" and not pd.isna(r["doh_method"]):
+            transport = f"doh ({r['doh_method']})"
         rows.append([
             int(r["frame"]),
             _text(r["name"]),
@@ -537,13 +551,14 @@ def dns_section(ctx: ReportContext) -> Section:
             None if pd.isna(r["latency_ms"]) else float(r["latency_ms"]),
             _text(r["answers"]),
             f"{charts.endpoint(r['client_addr'], port)} → {r['server_addr']}",
+            transport,
             int(r["queries"]),
-            ctx.code(f"dns.id == 0x{int(r['id']):04x} && udp.port == {port}"),
+            ctx.code(filt),
         ])
     table = ctx.table(
         ["frame", "name", "type", "rcode", "answer ms", "answers", "client → resolver",
-         "queries", "Wireshark filter"],
-        rows, numeric=(0, 4, 7), mono=(6,), wrap=(5,), total=len(d), source="cap.dns",
+         "transport", "queries", "Wireshark filter"],
+        rows, numeric=(0, 4, 8), mono=(6,), wrap=(5,), total=len(d), source="cap.dns",
     )
     lat = h["dns_latency_ms"]
     note = f"{len(d):,} quer{'y' if len(d) == 1 else 'ies'}"
@@ -552,7 +567,13 @@ def dns_section(ctx: ReportContext) -> Section:
     if h["dns_unanswered"]:
         note += f", {h['dns_unanswered']:,} unanswered"
     note += "."
+    tr = h.get("dns_transports") or {}
+    if any(k != "udp" for k in tr):
+        note += " By transport: " + ", ".join(f"{k} {v:,}" for k, v in tr.items()) + "."
     note += " The queries column counts the query's packets (more than 1: retransmitted)."
+    if "doh" in tr:
+        note += (" DNS over HTTPS rows are HTTP exchanges with application/dns-message bodies "
+                 "(a GET's query is its ?dns= parameter, which tshark does not dissect).")
     return Section("dns", title, table, note)
 
 

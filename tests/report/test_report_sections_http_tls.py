@@ -57,7 +57,10 @@ def test_sections_are_in_the_page_before_warnings() -> None:
 
 def test_no_data_lines() -> None:
     html = render_report(empty_capture(5), sections=MINE)
-    assert _nodata(html, "dns") == "No DNS queries over UDP in this capture."
+    assert _nodata(html, "dns") == (
+        "No DNS queries in this capture (over UDP or TCP port 53, or over HTTPS: "
+        "application/dns-message)."
+    )
     assert _nodata(html, "tls") == "No TLS handshake in this capture."
     assert _nodata(html, "http") == "No HTTP/1.x or HTTP/2 requests in this capture."
     assert _nodata(html, "streaming") == "No server-sent events in this capture."
