@@ -103,6 +103,7 @@ CATALOGUE: dict[str, str] = {
     "ws.desynced": "no WebSocket frame boundary was found within 1 MiB after lost bytes; the rest of that direction is only counted",
     # tables
     "table.events_truncated": "a connection reached load(max_events_per_connection=...): its later TLS records, HTTP/2 frames, SSE events and WebSocket frames/messages are not in those tables; its summary rows (handshakes, requests, streams) and TCP analysis are unaffected",
+    "table.icmp_errors_truncated": "the icmp_errors table reached its row cap (tables.icmp_tables.MAX_ICMP_ERROR_ROWS): this ICMP error and later ones have no row; path_mtu still counts the too-big ones",
     "table.packets_truncated": "the packets table reached its row cap (load(max_packet_rows=...)): this frame and every later one have no packets row; every other table covers all frames",
 }
 
