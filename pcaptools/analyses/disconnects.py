@@ -742,7 +742,8 @@ def _pmtu_black_hole(
         top = c.max_acked[s]
         big = [(ts, fr, ln) for ts, fr, d, ln in retx
                if d == s and ln > top and ln > _PMTU_SAFE_SEG]
-        if len(big) < min_retx or c.unacked[s] is None:
+        first_un = c.unacked[s]
+        if len(big) < min_retx or first_un is None:
             continue
         established = h is not None and h[0] == "established"
         if not (established or top > 0):
@@ -778,15 +779,15 @@ def _pmtu_black_hole(
             f"retransmitted {len(big)} times and never acknowledged while smaller packets got "
             f"through (largest {_SIDE[s]} segment acknowledged: {acked}); {why}. Then {end}",
             last_peer=c.dir_last[p],
-            first_unanswered=c.unacked[s],
+            first_unanswered=first_un,
             noticed=noticed,
             retx_after=len(big),
             backoff=_backoff([ts for ts, _, _ in big]),
             evidence=_frames(
-                c.unacked[s][0], *(fr for _, fr, _ in big), *(fr for fr, _, _ in icmps[:3]),
+                first_un[0], *(fr for _, fr, _ in big), *(fr for fr, _, _ in icmps[:3]),
                 noticed[0],
             ),
-            filter_from=c.unacked[s][0],
+            filter_from=first_un[0],
         )
     return best
 

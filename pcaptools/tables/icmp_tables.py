@@ -62,7 +62,10 @@ ICMP_ERRORS = TableSchema(
             "next-hop MTU of frag_needed (icmp.mtu, RFC 1191; 0 from routers older than it) or "
             "the MTU of packet_too_big (icmpv6.mtu); NA for other kinds",
         ),
-        Column("quoted_proto", "Int64", None, "IP protocol of the quoted packet (6 TCP, 17 UDP); NA if not quoted"),
+        Column(
+            "quoted_proto", "Int64", None,
+            "IP protocol of the quoted packet (6 TCP, 17 UDP); NA if not quoted",
+        ),
         Column("quoted_src", "string", None, "source address of the quoted packet"),
         Column("quoted_dst", "string", None, "destination address of the quoted packet"),
         Column("quoted_sport", "Int64", None, "TCP/UDP source port of the quoted packet"),
@@ -107,10 +110,16 @@ PATH_MTU = TableSchema(
             "the MTU learnt: the smallest icmp_mtu when there is one (not 0), else the IP "
             "packet size of the smaller re-sent segment (the path carries at least that)",
         ),
-        Column("icmp_errors", "int64", "packets", "too-big ICMP errors quoting this direction of the connection"),
+        Column(
+            "icmp_errors", "int64", "packets",
+            "too-big ICMP errors quoting this direction of the connection",
+        ),
         Column("icmp_frame", "Int64", None, "first of them"),
         Column("icmp_ts", TS_DTYPE, None, "time of icmp_frame"),
-        Column("icmp_mtu", "Int64", "bytes", "smallest MTU they reported (0: a router older than RFC 1191)"),
+        Column(
+            "icmp_mtu", "Int64", "bytes",
+            "smallest MTU they reported (0: a router older than RFC 1191)",
+        ),
         Column(
             "big_frame", "Int64", None,
             "first transmission of the first segment the sender later re-sent in smaller "
@@ -118,7 +127,10 @@ PATH_MTU = TableSchema(
         ),
         Column("big_ts", TS_DTYPE, None, "time of big_frame"),
         Column("big_seg_bytes", "Int64", "bytes", "tcp.len of big_frame"),
-        Column("resend_frame", "Int64", None, "first re-send of that segment's start in a smaller segment"),
+        Column(
+            "resend_frame", "Int64", None,
+            "first re-send of that segment's start in a smaller segment",
+        ),
         Column("resend_ts", TS_DTYPE, None, "time of resend_frame"),
         Column("resend_seg_bytes", "Int64", "bytes", "tcp.len of resend_frame"),
         Column(
@@ -126,8 +138,14 @@ PATH_MTU = TableSchema(
             "the ACK that covered the last byte of big_frame's data; NA if none was captured",
         ),
         Column("delivered_ts", TS_DTYPE, None, "time of delivered_frame"),
-        Column("adapt_ms", "float64", "ms", "resend_ts minus big_ts: how long the sender took to send smaller"),
-        Column("delivered_ms", "float64", "ms", "delivered_ts minus big_ts: how long big_frame's data took to arrive"),
+        Column(
+            "adapt_ms", "float64", "ms",
+            "resend_ts minus big_ts: how long the sender took to send smaller",
+        ),
+        Column(
+            "delivered_ms", "float64", "ms",
+            "delivered_ts minus big_ts: how long big_frame's data took to arrive",
+        ),
         Column(
             "cost_ms", "float64", "ms",
             "delivered_ms minus the connection's initial RTT (tcp_handshakes.irtt_ms, what a "
@@ -222,7 +240,9 @@ def path_mtu_table(tracker: TcpTracker, icmp: IcmpErrorsBuilder | None) -> pd.Da
             else:
                 outcome = "discovered" if any(f < sh[3] for f, _, _ in errs) else "no_icmp"
             mtu = min(mtus) if mtus else (sh[6] if sh is not None else None)
-            big = res = dlv = (None, None)
+            big: tuple[int | None, int | None] = (None, None)
+            res: tuple[int | None, int | None] = (None, None)
+            dlv: tuple[int | None, int | None] = (None, None)
             big_len = res_len = None
             adapt = delivered = cost = None
             if sh is not None:
