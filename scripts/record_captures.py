@@ -2178,7 +2178,8 @@ def _pmtu(ctx: Ctx, *, icmp: bool, stem: str) -> None:
         ctx.conn(client=ep(cip, port), server=ep(sip, 80), end="fin-client-first" if done
                  else "rst-client", via="python socket", t_start_ns=at.t_start_ns,
                  request_sent_ns=t_req, closed_ns=t_close, client_bytes_received=got,
-                 download_complete=done, nginx=[x for x in log if str(x.get("remote_port"))
+                 download_complete=done, path_mtu="icmp" if icmp else "black-hole",
+                 nginx=[x for x in log if str(x.get("remote_port"))
                                                 == str(port)] or None,
                  purpose=f"GET /data/64k.bin over IPv{6 if ':' in cip else 4}; the client "
                          "reads for 3 s, then closes (RST if incomplete)")
