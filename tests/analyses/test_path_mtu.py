@@ -22,7 +22,6 @@ import pytest
 
 import pcaptools
 from pcaptools.analyses.disconnects import disconnects
-from pcaptools.analyses.summary import headline
 from pcaptools.cli import main
 from pcaptools.tables.icmp_tables import ICMP_ERRORS, PATH_MTU
 from tests.conftest import CAPTURES
@@ -46,7 +45,9 @@ def _facts(p: Path) -> dict[str, Any]:
     return dict(json.loads((p.parent / f"{p.name}.facts.json").read_text()))
 
 
-def _tshark(tshark: str, p: Path, fields: list[str], yfilter: str, occ: str = "f") -> list[list[str]]:
+def _tshark(
+    tshark: str, p: Path, fields: list[str], yfilter: str, occ: str = "f"
+) -> list[list[str]]:
     import subprocess
 
     args = [tshark, "-n", "-r", str(p), "-Y", yfilter, "-T", "fields", "-E", "separator=\t",
@@ -403,3 +404,22 @@ def test_odd_icmp_quotes(tmp_path: Path) -> None:
     # the quoted segment made tcp.stream 0 (roles guessed: port 80 is the server)
     assert ie.loc[2, "direction"] == "server_to_client"
     assert cap.warnings["code"].astype(str).tolist() == []
+
+
+def test_black_hole_as_a_stall_cause(tmp_path: Path) -> None:
+    """No RST, no FIN: the transfer just hangs until the capture ends (a stalled stream)."""
+    f = _Flow()
+    f.handshake()
+    big = f.sseq
+    f.s(5, 0x10, 1448)  # frame 6
+    f.s(205, 0x10, 1448, seq=big)  # 7
+    f.s(605, 0x10, 1448, seq=big)  # 8
+    f.c(700, 0x18, 20, ack=big)  # 9: the client is still there (another small request)
+    f.s(701, 0x10, ack=f.cseq)  # 10: acknowledged, so small packets pass both ways
+    f.s(1405, 0x10, 1448, seq=big)  # 11
+    f.c_ack(3000, big)  # 12: a duplicate ACK, nothing more
+    d = disconnects(f.load(tmp_path))
+    r = d.iloc[0]
+    assert (r["verdict"], r["noticed_how"], r["retransmissions_after_peer"]) == (
+        "pmtu_black_hole", "eof", 3)
+    assert r["evidence_frames"] == [6, 7, 8, 11]
