@@ -37,6 +37,7 @@ from .tables.coverage import COVERAGE, FlowCounter, coverage_table
 from .tables.dns_tables import DNS, dns_table
 from .tables.foundation import CONNECTIONS, PACKETS, TCP_EVENTS, TCP_HANDSHAKES, WARNINGS
 from .tables.http_tables import HTTP_TABLES, HttpTablesBuilder
+from .tables.icmp_tables import ICMP_ERRORS, PATH_MTU, IcmpErrorsBuilder, path_mtu_table
 from .tables.packets import PacketsBuilder
 from .tables.schema import TableSchema
 from .tables.tcp_tables import connections_table, events_table, handshakes_table, warnings_table
@@ -57,6 +58,8 @@ TABLES: dict[str, TableSchema] = {
     **HTTP_TABLES,
     **WS_TABLES,
     "dns": DNS,
+    "icmp_errors": ICMP_ERRORS,
+    "path_mtu": PATH_MTU,
     "packets": PACKETS,
     "warnings": WARNINGS,
     "coverage": COVERAGE,
@@ -144,6 +147,8 @@ class Capture:
     ws_messages: pd.DataFrame
     ws_heartbeats: pd.DataFrame
     dns: pd.DataFrame
+    icmp_errors: pd.DataFrame
+    path_mtu: pd.DataFrame
     packets: pd.DataFrame
     warnings: pd.DataFrame
     coverage: pd.DataFrame
@@ -307,6 +312,7 @@ def load(
     # DNS over UDP is worker 0's; DNS over TCP and HTTPS belongs to each connection's worker
     dns_tracker = DnsTracker(diag) if payloads else None
     dns_udp = dns_tracker if own_k == 0 else None
+    icmp_builder = IcmpErrorsBuilder(diag)
 
     event_cap = EventCap(max_events_per_connection, diag,
                          max_rows=max_record_rows if out is None else None,
@@ -402,6 +408,8 @@ def load(
                     count_other(pkt)
                     if pkt.quoted_tcp is not None:
                         a = tracker.unanalysed(pkt.quoted_tcp, pkt.quoted_tcp_len)
+                if type(pkt) is IpPacket and pkt.icmp is not None:
+                    icmp_builder.add(pkt, a)
             if pb is not None:  # (every worker sees the cap: the warning is worker 0's)
                 pb.add_capped(raw, pkt, a, own_n == 1 or (a.tcp_stream % own_n == own_k
                                                           if a is not None else own_k == 0))
@@ -432,13 +440,19 @@ def load(
         **ws_builder.tables(),
         "ws_heartbeats": WS_TABLES["ws_heartbeats"].frame([]),  # derived from ws_frames below
         "dns": dns_table(dns_tracker),
+        "icmp_errors": icmp_builder.frame(),
+        "path_mtu": path_mtu_table(tracker, icmp_builder),
         "packets": pb.frame() if pb is not None else PACKETS.frame([]),
         "warnings": warnings_table(diag),
     }
     if shard is not None:
-        for name in ("connections", "tcp_handshakes", "tcp_events"):
+        for name in ("connections", "tcp_handshakes", "tcp_events", "path_mtu"):
             t = tables[name]
             tables[name] = t[t["tcp_stream"] % own_n == own_k].reset_index(drop=True)
+        t = tables["icmp_errors"]  # (no connection: worker 0's)
+        st = t["tcp_stream"]
+        keep = (st % own_n == own_k).fillna(own_k == 0).to_numpy(bool)
+        tables["icmp_errors"] = t[keep].reset_index(drop=True)
     tables["coverage"] = coverage_table(
         tables, flows if own_k == 0 else None, payloads=payloads,
         extra_streams=pump.sink.streams if pump is not None else None,  # type: ignore[attr-defined]

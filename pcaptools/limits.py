@@ -388,6 +388,14 @@ LIMITS: tuple[Limit, ...] = (
         "load(max_packet_rows=...), pcap-report --max-packet-rows",
     ),
     Limit(
+        "MAX_ICMP_ERROR_ROWS",
+        "pcaptools.tables.icmp_tables:MAX_ICMP_ERROR_ROWS",
+        "rows",
+        "table.icmp_errors_truncated",
+        "rows of the icmp_errors table (an ICMP flood must not fill memory): later ICMP errors "
+        "get no row, one warning says so; path_mtu still counts the too-big ones",
+    ),
+    Limit(
         "max_events_per_connection",
         "pcaptools.capture:load(max_events_per_connection)",
         "rows",

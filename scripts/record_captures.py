@@ -2859,6 +2859,176 @@ def sc_doh_h2(ctx: Ctx) -> None:
                         "answer); every DNS id is 0")
 
 
+# =========================================================================== path MTU
+
+PM_C4, PM_RC4, PM_RS4, PM_S4 = "192.0.2.10", "192.0.2.1", "198.51.100.1", "198.51.100.20"
+PM_C6, PM_RC6, PM_RS6, PM_S6 = ("2001:db8:77::10", "2001:db8:77::1", "2001:db8:78::1",
+                                "2001:db8:78::20")
+PM_MTU = 1400
+PM_SYSCTL_SERVER = {"net.ipv4.tcp_mtu_probing": 0, "net.ipv4.ip_no_pmtu_disc": 0,
+                    "net.ipv4.tcp_base_mss": 1024, "net.ipv4.route.min_pmtu": 552,
+                    "net.ipv4.tcp_recovery": 1}
+PM_SYSCTL_ROUTER = {"net.ipv4.ip_forward": 1, "net.ipv6.conf.all.forwarding": 1}
+
+
+_PM_FIELDS = ("frame.number", "frame.time_epoch", "ip.src", "ipv6.src", "ip.flags.df",
+              "tcp.len", "tcp.stream", "tcp.analysis.retransmission", "icmp.type",
+              "icmp.code", "icmp.mtu", "icmpv6.type", "icmpv6.mtu")
+
+
+def _pmtu(ctx: Ctx, *, icmp: bool, stem: str) -> None:
+    """client -- router -- server; the router's link toward the client has MTU 1400 while the
+    client and server think 1500 (so the client announces MSS 1460 and the server sends
+    1448-byte segments with DF). ``icmp``: the router answers with ICMP fragmentation needed /
+    ICMPv6 packet too big; else those are dropped (iptables / ip6tables OUTPUT in the router).
+    One IPv4 and one IPv6 download of 64 KB, the client waits 3 s then closes (RST when the
+    download did not finish: SO_LINGER 0, as browsers abort)."""
+    c = ctx.lab.netns("client", ipv6=True)
+    r = ctx.lab.netns("router", ipv6=True)
+    s = ctx.lab.netns("server", ipv6=True)
+    ctx.lab.veth(c, r, addrs_a=[f"{PM_C4}/24", f"{PM_C6}/64"],
+                 addrs_b=[f"{PM_RC4}/24", f"{PM_RC6}/64"], if_b="eth0",
+                 mac_a=MAC_CLIENT, mac_b="02:00:00:00:00:01")
+    ctx.lab.veth(r, s, addrs_a=[f"{PM_RS4}/24", f"{PM_RS6}/64"],
+                 addrs_b=[f"{PM_S4}/24", f"{PM_S6}/64"], if_a="eth1",
+                 mac_a="02:00:00:00:00:02", mac_b=MAC_SERVER)
+    r.ip("link", "set", "dev", "eth0", "mtu", str(PM_MTU))
+    for k, v in PM_SYSCTL_ROUTER.items():
+        r.sysctl(k, v)
+    for k, v in PM_SYSCTL_SERVER.items():
+        s.sysctl(k, v)
+    c.ip("route", "add", "default", "via", PM_RC4)
+    c.ip("-6", "route", "add", "default", "via", PM_RC6)
+    s.ip("route", "add", "default", "via", PM_RS4)
+    s.ip("-6", "route", "add", "default", "via", PM_RS6)
+    rules: list[list[str]] = []
+    if not icmp:
+        rules = [["iptables", "-A", "OUTPUT", "-p", "icmp", "--icmp-type",
+                  "fragmentation-needed", "-j", "DROP"],
+                 ["ip6tables", "-A", "OUTPUT", "-p", "icmpv6", "--icmpv6-type",
+                  "packet-too-big", "-j", "DROP"]]
+        for rule in rules:
+            r.run(rule)
+    read = {k: r.run(["sysctl", "-n", k]).stdout.strip() for k in PM_SYSCTL_ROUTER}
+    sread = {k: s.run(["sysctl", "-n", k]).stdout.strip() for k in PM_SYSCTL_SERVER}
+    ctx.common["sysctl"] = {"server": sread, "router": read}
+    ctx.common["link"] = {"kind": "veth client-router-server", "gso_max_segs": 1,
+                          "client_mtu": 1500, "router_client_side_mtu": PM_MTU,
+                          "router_server_side_mtu": 1500, "server_mtu": 1500,
+                          "router_icmp": "sent" if icmp else "dropped", "router_rules": [
+                              " ".join(x) for x in rules]}
+    ctx.common["hosts"] = {
+        "client": {"netns_role": "client", "iface": "eth0", "mac": MAC_CLIENT,
+                   "ipv4": PM_C4, "ipv6": PM_C6},
+        "router": {"netns_role": "router", "ifaces": {"eth0": [PM_RC4, PM_RC6],
+                                                      "eth1": [PM_RS4, PM_RS6]}},
+        "server": {"netns_role": "server", "iface": "eth0", "mac": MAC_SERVER,
+                   "ipv4": PM_S4, "ipv6": PM_S6},
+    }
+    time.sleep(1.5)  # let the link-up MLD reports pass before any capture starts
+    access = start_nginx(ctx, s, [f"{PM_S4}:80", f"[{PM_S6}]:80"])
+    fs, fc = f"{stem}-server.pcap", f"{stem}-client.pcap"
+    ctx.capture(s, "eth0", fs, vantage="server", bpf="tcp or icmp or icmp6")
+    ctx.capture(c, "eth0", fc, vantage="client", bpf="tcp or icmp or icmp6")
+    results = []
+    for port, cip, sip in ((46001, PM_C4, PM_S4), (46002, PM_C6, PM_S6)):
+        at = sock_connect(c, (cip, port), (sip, 80))
+        sock = at.connected()
+        sock.sendall(http_get_bytes("/data/64k.bin", "lab.test"))
+        t_req = time.time_ns()
+        got, how = drain(sock, 3.0)
+        done = got >= 65536 + 100
+        if not done:
+            linger0(sock)
+        sock.close()
+        t_close = time.time_ns()
+        results.append((port, cip, sip, at, got, how, done, t_req, t_close))
+        time.sleep(0.3)
+    time.sleep(0.5)
+    ctx.stop_capture(fs)
+    ctx.stop_capture(fc)
+    log = nginx_log(access)
+    for port, cip, sip, at, got, _how, done, t_req, t_close in results:
+        ctx.conn(client=ep(cip, port), server=ep(sip, 80), end="fin-client-first" if done
+                 else "rst-client", via="python socket", t_start_ns=at.t_start_ns,
+                 request_sent_ns=t_req, closed_ns=t_close, client_bytes_received=got,
+                 download_complete=done, path_mtu="icmp" if icmp else "black-hole",
+                 nginx=[x for x in log if str(x.get("remote_port"))
+                                                == str(port)] or None,
+                 purpose=f"GET /data/64k.bin over IPv{6 if ':' in cip else 4}; the client "
+                         "reads for 3 s, then closes (RST if incomplete)")
+    for f in (fs, fc):
+        rows = tshark_rows(ctx.work / f, _PM_FIELDS)
+        icmps = [x for x in rows if x["icmp.type"] == "3" or x["icmpv6.type"] == "2"]
+        big = {}
+        for x in rows:
+            if x["tcp.stream"] and x["tcp.len"]:
+                st = int(x["tcp.stream"])
+                big[st] = max(big.get(st, 0), int(x["tcp.len"]))
+        retx = {}
+        for x in rows:
+            if x["tcp.analysis.retransmission"] and x["tcp.stream"]:
+                st = int(x["tcp.stream"])
+                retx[st] = retx.get(st, 0) + 1
+        ctx.truth(f, pmtu={
+            "router_link_mtu": PM_MTU, "router_icmp": "sent" if icmp else "dropped",
+            "icmp_errors": [{"frame": int(x["frame.number"]),
+                             "type": int(x["icmp.type"] or x["icmpv6.type"]),
+                             "code": int(x["icmp.code"] or 0),
+                             "mtu": int(x["icmp.mtu"] or x["icmpv6.mtu"] or 0),
+                             "tcp_stream": int(x["tcp.stream"]) if x["tcp.stream"] else None}
+                            for x in icmps],
+            "largest_tcp_len_by_stream": big, "retransmissions_by_stream": retx,
+            "downloads_complete": {str(p): d for p, _c, _s, _a, _g, _h, d, _t, _tc in results},
+        })
+    for f in (fs, fc):
+        ctx.expect(f, "tcp.streams", "==", 2)
+    if icmp:
+        ctx.expect(fs, "tcp.retransmission", ">=", 2)
+
+        def icmp_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
+            p = f["truth"]["pmtu"]
+            return [{"check": "the router sent an ICMP error per connection (v4 + v6)",
+                     "ok": len(p["icmp_errors"]) >= 2, "detail": str(p["icmp_errors"])},
+                    {"check": "both downloads completed",
+                     "ok": all(p["downloads_complete"].values()),
+                     "detail": str(p["downloads_complete"])}]
+        ctx.check(fs, icmp_checks)
+    else:
+        ctx.expect(fs, "tcp.retransmission", ">=", 4)
+
+        def bh_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
+            p = f["truth"]["pmtu"]
+            return [{"check": "no ICMP error in the capture", "ok": not p["icmp_errors"],
+                     "detail": str(p["icmp_errors"])},
+                    {"check": "no download completed",
+                     "ok": not any(p["downloads_complete"].values()),
+                     "detail": str(p["downloads_complete"])}]
+        ctx.check(fs, bh_checks)
+    ctx.note(f"the router's link toward the client has MTU {PM_MTU}; client and server "
+             "links are 1500, so the client announces MSS 1460 (IPv6: 1440)")
+    ctx.note("server sysctls set explicitly (see sysctl): tcp_mtu_probing=0, so Linux does "
+             "not fall back to smaller segments (PLPMTUD) by itself")
+
+
+@scenario("pmtu-icmp", outputs=("pmtu-icmp-server.pcap", "pmtu-icmp-client.pcap"),
+          summary="path-MTU discovery that works: client - router - server, the router's "
+                  "link toward the client has MTU 1400 and the router answers 1500-byte DF "
+                  "packets with ICMP fragmentation needed / ICMPv6 packet too big; IPv4 and "
+                  "IPv6 downloads of 64 KB, captured at the server and the client")
+def sc_pmtu_icmp(ctx: Ctx) -> None:
+    _pmtu(ctx, icmp=True, stem="pmtu-icmp")
+
+
+@scenario("pmtu-blackhole", outputs=("pmtu-blackhole-server.pcap",
+                                     "pmtu-blackhole-client.pcap"),
+          summary="path-MTU black hole: as pmtu-icmp but the router's ICMP errors are dropped "
+                  "(iptables OUTPUT); the server retransmits its 1448-byte segments into the "
+                  "void while small packets pass, and the client gives up after 3 s with RST")
+def sc_pmtu_blackhole(ctx: Ctx) -> None:
+    _pmtu(ctx, icmp=False, stem="pmtu-blackhole")
+
+
 # =========================================================================== tshark facts
 
 _TSHARK_FIELDS = (

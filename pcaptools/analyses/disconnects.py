@@ -14,6 +14,17 @@ is "the sender":
 
 - ``refused``: the SYN was answered by RST (peer: server).
 - ``syn_unanswered``: SYNs were sent and never answered (peer: server).
+- ``pmtu_black_hole``: segments larger than any the sender ever got acknowledged (and
+  larger than 536 bytes, which every IPv4 path carries) were retransmitted at least
+  ``pmtu_min_retransmissions`` times, while smaller packets got through (the handshake
+  completed, or smaller segments were acknowledged) and the peer was still heard after the
+  first of those retransmissions (or a too-big ICMP error for the connection arrived), and
+  the sender still had unacknowledged data at the end. With or without ICMP "fragmentation
+  needed" / "packet too big" (``icmp_errors``): without, it was dropped on the way (or the
+  capture could not see it); with, the sender ignored it. The peer is the side the large
+  segments never reached. Seen only where the sender's retransmissions are visible: at the
+  receiver the large segments never show up at all. When the sender did lower its segment
+  size and got through, ``Capture.path_mtu`` has a row instead (and no verdict here).
 - ``peer_vanished`` (black hole): after the peer's last packet the sender retransmitted at
   least ``min_retransmissions`` times and nothing ever came back. ``last_peer_ts`` estimates
   when the path died (the peer's last packet; when the capture holds none, the sender's first
@@ -81,6 +92,7 @@ __all__ = ["DISCONNECTS", "VERDICTS", "disconnects"]
 VERDICTS: tuple[str, ...] = (
     "refused",
     "syn_unanswered",
+    "pmtu_black_hole",
     "peer_vanished",
     "idle_then_reset",
     "unanswered_heartbeats",
@@ -115,7 +127,8 @@ DISCONNECTS = TableSchema(
             "verdict",
             "category",
             None,
-            "refused, syn_unanswered, peer_vanished, idle_then_reset, unanswered_heartbeats, "
+            "refused, syn_unanswered, pmtu_black_hole, peer_vanished, idle_then_reset, "
+            "unanswered_heartbeats, "
             "abortive_close_after_ws_close, ws_no_close_frame, zero_window_stall, "
             "half_open_at_eof, reset, one_sided_fin (module docstring: exact rules)",
         ),
@@ -278,6 +291,8 @@ class _Conn:
     max_idle: tuple[float, int | None, int | None, int | None]
     last_idle: tuple[float, int | None, int | None, int | None] | None
     unacked: list[tuple[int, int] | None]
+    max_acked: list[int] = field(default_factory=lambda: [0, 0])
+    """largest segment of each side that was acknowledged (connections.*_max_acked_seg_bytes)"""
 
 
 @dataclass(slots=True)
@@ -307,6 +322,7 @@ def disconnects(
     heartbeat_grace: float = 2.0,
     reset_window_s: float = 5.0,
     fin_grace_s: float = 1.0,
+    pmtu_min_retransmissions: int = 2,
 ) -> pd.DataFrame:
     """One row per connection of ``cap`` that did not end cleanly (schema :data:`DISCONNECTS`),
     ordered by tcp_stream; the rules are in the module docstring.
@@ -321,7 +337,8 @@ def disconnects(
     pong, a PING ACK, an ACK of data, a packet after a keep-alive) before its absence counts.
     ``reset_window_s``: how soon after the silence the RST must come to be ``idle_then_reset``.
     ``fin_grace_s``: a lone FIN this close to the end of the capture is a close in progress,
-    not ``one_sided_fin``.
+    not ``one_sided_fin``. ``pmtu_min_retransmissions``: retransmissions of too-large
+    segments that make a ``pmtu_black_hole`` (2: one retransmission is ordinary loss).
 
     The result's ``attrs`` hold ``clean_connections``, ``open_connections``, ``connections``,
     ``verdicts`` ({verdict: rows}) and ``parameters``. Missing tables (no WebSocket, no
@@ -333,6 +350,7 @@ def disconnects(
         "heartbeat_grace": heartbeat_grace,
         "reset_window_s": reset_window_s,
         "fin_grace_s": fin_grace_s,
+        "pmtu_min_retransmissions": pmtu_min_retransmissions,
     }
     conns = cap.connections
     eof_ts = cap.summary.last_ts_ns or 0
@@ -345,6 +363,8 @@ def disconnects(
     pings = _heartbeats(cap, heartbeat_grace)
     proto = protocol_stacks(cap)
     icmp = _icmp_errors(cap.packets)
+    retx_len = _retransmitted_lengths(cap.tcp_events)
+    too_big = _too_big(_table(cap, "icmp_errors"))
     rows: list[tuple[Any, ...]] = []
     clean = opened = 0
     for c in _facts(conns):
@@ -372,6 +392,16 @@ def disconnects(
                 reset_window=int(reset_window_s * _NS),
                 fin_grace=int(fin_grace_s * _NS),
             )
+            pm = _pmtu_black_hole(
+                c,
+                h,
+                retx_len.get(c.stream, ()),
+                too_big.get(c.stream, {}),
+                eof_ts,
+                pmtu_min_retransmissions,
+            )
+            if pm is not None:
+                found.insert(0, pm)  # (second in VERDICTS, after the handshake failures)
         if not found:
             if c.end_reason == "fin":
                 clean += 1
@@ -693,6 +723,118 @@ def _rules(
     return out
 
 
+_PMTU_SAFE_SEG = 536
+"""TCP payload every IPv4 path carries (576-byte minimum MTU, RFC 791 / 1122)"""
+
+
+def _pmtu_black_hole(
+    c: _Conn,
+    h: tuple[str, int | None, int] | None,
+    retx: Sequence[tuple[int, int, int, int]],
+    too_big: dict[int, list[tuple[int, int, int]]],
+    eof_ts: int,
+    min_retx: int,
+) -> _Finding | None:
+    """Large segments retransmitted into a path that carries only smaller ones."""
+    best: _Finding | None = None
+    for s in (0, 1):
+        p = 1 - s
+        top = c.max_acked[s]
+        big = [(ts, fr, ln) for ts, fr, d, ln in retx
+               if d == s and ln > top and ln > _PMTU_SAFE_SEG]
+        first_un = c.unacked[s]
+        if len(big) < min_retx or first_un is None:
+            continue
+        established = h is not None and h[0] == "established"
+        if not (established or top > 0):
+            continue  # nothing shows that small packets get through
+        icmps = too_big.get(s, [])
+        life = c.dir_last[p]
+        if c.rst is not None and c.rst_by == p and (life is None or c.rst[1] > life[1]):
+            life = c.rst
+        if not icmps and (life is None or life[1] <= big[0][0]):
+            continue  # the peer went silent: peer_vanished's case, not a size problem
+        if best is not None and len(big) <= best.retx_after:
+            continue
+        sizes = sorted({ln for _, _, ln in big})
+        size = f"{sizes[0]}-byte" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}-byte"
+        noticed = (_sender_action(c, s, after=big[0][0]) or _peer_action(c, p)
+                   or (None, eof_ts, "eof"))
+        if icmps:
+            mtus = sorted({m for _, _, m in icmps})
+            why = (f"{len(icmps)} ICMP too-big error(s) reached the {_SIDE[s]} (first: frame "
+                   f"{icmps[0][0]}, MTU {'/'.join(str(m) for m in mtus)}) but it kept sending "
+                   "segments that size")
+        else:
+            why = (f"no ICMP 'fragmentation needed' / 'packet too big' reached the {_SIDE[s]} "
+                   "(dropped on the way, or not visible here)")
+        acked = f"{top} bytes" if top else "none"
+        end = {"rst_received": f"the {_SIDE[p]} reset the connection (frame {noticed[0]})",
+               "fin_received": f"the {_SIDE[p]} closed the connection (frame {noticed[0]})",
+               }.get(noticed[2], f"the {_SIDE[s]} {_noticed_text(noticed)}")
+        best = _Finding(
+            "pmtu_black_hole",
+            p,
+            f"path-MTU black hole toward the {_SIDE[p]}: the {_SIDE[s]}'s {size} segments were "
+            f"retransmitted {len(big)} times and never acknowledged while smaller packets got "
+            f"through (largest {_SIDE[s]} segment acknowledged: {acked}); {why}. Then {end}",
+            last_peer=c.dir_last[p],
+            first_unanswered=first_un,
+            noticed=noticed,
+            retx_after=len(big),
+            backoff=_backoff([ts for ts, _, _ in big]),
+            evidence=_frames(
+                first_un[0], *(fr for _, fr, _ in big), *(fr for fr, _, _ in icmps[:3]),
+                noticed[0],
+            ),
+            filter_from=first_un[0],
+        )
+    return best
+
+
+def _retransmitted_lengths(ev: pd.DataFrame) -> dict[int, list[tuple[int, int, int, int]]]:
+    """Retransmissions as {tcp_stream: [(ts, frame, 0 client | 1 server, tcp.len)]}."""
+    if not len(ev):
+        return {}
+    sel = ev[ev["kind"].astype("string").isin(list(_RETRANSMISSION_KINDS)).fillna(False)
+             .to_numpy(bool)]
+    out: dict[int, list[tuple[int, int, int, int]]] = {}
+    d = (sel["direction"].astype("string") == "server_to_client").fillna(False).to_numpy(bool)
+    for st, ts, fr, dd, ln in zip(
+        sel["tcp_stream"].to_numpy(np.int64).tolist(),
+        _ns(sel["ts"]).tolist(),
+        sel["frame"].to_numpy(np.int64).tolist(),
+        d.tolist(),
+        _ints(sel["len"]),
+        strict=True,
+    ):
+        out.setdefault(st, []).append((ts, fr, 1 if dd else 0, ln or 0))
+    for v in out.values():
+        v.sort()
+    return out
+
+
+def _too_big(ie: pd.DataFrame | None) -> dict[int, dict[int, list[tuple[int, int, int]]]]:
+    """{tcp_stream: {0 client | 1 server: [(frame, ts, mtu)]}} of the too-big ICMP errors
+    (icmp_errors kinds frag_needed / packet_too_big) quoting the connection."""
+    if ie is None or not len(ie) or "kind" not in ie.columns:
+        return {}
+    sel = ie[ie["kind"].astype("string").isin(["frag_needed", "packet_too_big"]).fillna(False)
+             .to_numpy(bool) & ie["tcp_stream"].notna().to_numpy(bool)]
+    out: dict[int, dict[int, list[tuple[int, int, int]]]] = {}
+    for st, fr, ts, d, m in zip(
+        sel["tcp_stream"].astype("int64").tolist(),
+        sel["frame"].to_numpy(np.int64).tolist(),
+        _ns(sel["ts"]).tolist(),
+        _strs(sel["direction"]),
+        _ints(sel["mtu"]),
+        strict=True,
+    ):
+        out.setdefault(st, {}).setdefault(0 if d == "client_to_server" else 1, []).append(
+            (fr, ts, m or 0))
+    return out
+
+
 def _unanswered(
     c: _Conn, pings: Sequence[tuple[int, int, int, str, str]]
 ) -> tuple[int, list[int], list[str]] | None:
@@ -970,6 +1112,11 @@ def _facts(conns: pd.DataFrame) -> Iterable[_Conn]:
     spk = conns["server_packets"].to_numpy(np.int64)
     last = conns["last_frame"].to_numpy(np.int64)
     max_idle = conns["max_idle_ms"].to_numpy(np.float64)
+    zero = np.zeros(len(conns), np.int64)
+    c_acked = (conns["client_max_acked_seg_bytes"].to_numpy(np.int64)
+               if "client_max_acked_seg_bytes" in conns.columns else zero)
+    s_acked = (conns["server_max_acked_seg_bytes"].to_numpy(np.int64)
+               if "server_max_acked_seg_bytes" in conns.columns else zero)
     last_idle = conns["last_idle_ms"].to_numpy(np.float64)
 
     def pair(fr: int | None, t: int) -> tuple[int, int] | None:
@@ -1032,6 +1179,7 @@ def _facts(conns: pd.DataFrame) -> Iterable[_Conn]:
                 pair(col["client_unacked_frame"][i], ts["client_unacked_ts"][i]),
                 pair(col["server_unacked_frame"][i], ts["server_unacked_ts"][i]),
             ],
+            max_acked=[int(c_acked[i]), int(s_acked[i])],
         )
 
 

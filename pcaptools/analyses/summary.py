@@ -85,6 +85,13 @@ def headline(cap: Capture) -> dict[str, Any]:
       ``dns_latency_ms`` (``{"count", "median", "p95", "max"}``), ``dns_transports``
       (``{"udp": 12, "tcp": 2, "doh": 34}``), ``dns_truncated`` (UDP answers with TC=1),
       ``dns_tcp_retries`` (of those, retried over TCP in the capture)
+    - path MTU: ``icmp_errors`` (rows of ``icmp_errors``), ``icmp_errors_by_kind``,
+      ``path_mtu`` (the rows of ``path_mtu`` as ``{"tcp_stream", "direction", "outcome",
+      "mtu", "icmp_errors", "big_seg_bytes", "resend_seg_bytes", "delivered_ms", "cost_ms"}``,
+      first 100), ``pmtu_black_holes`` (the ``pmtu_black_hole`` rows of
+      :func:`~pcaptools.analyses.disconnects.disconnects` as ``{"tcp_stream", "peer",
+      "retransmissions", "summary"}``, first 100; computed only when some connection has
+      retransmitted segments larger than any it got acknowledged)
 
     Dict-valued counts list only non-zero entries, largest first.
     """
@@ -159,6 +166,7 @@ def headline(cap: Capture) -> dict[str, Any]:
         **_dns_headline(cap),
         "tcp_wire_bytes": int(conns["client_wire_bytes"].sum() + conns["server_wire_bytes"].sum()),
         "coverage": coverage_headline(cap),
+        **_pmtu_headline(cap),
     }
 
 
@@ -288,6 +296,7 @@ def verdicts(cap: Capture, head: Mapping[str, Any] | None = None) -> list[str]:
     out += _http_verdicts(h)
     out += _tls_verdicts(h)
     out += _dns_verdicts(h)
+    out += _pmtu_verdicts(h)
 
     total = int(h["warnings"])
     if total:
@@ -593,6 +602,91 @@ def tls_decrypt_sentences(status_counts: Mapping[str, int]) -> list[str]:
             out.append(f"None of the {total:,} TLS sessions could be decrypted: {reason}.")
         else:
             out.append(f"{k:,} of {total:,} TLS sessions could not be decrypted: {reason}.")
+    return out
+
+
+def _pmtu_headline(cap: Capture) -> dict[str, Any]:
+    ie = getattr(cap, "icmp_errors", None)
+    pm = getattr(cap, "path_mtu", None)
+    rows: list[dict[str, Any]] = []
+    if isinstance(pm, pd.DataFrame) and len(pm):
+        for r in pm.head(100).astype(object).to_dict("records"):
+            rows.append({
+                "tcp_stream": int(r["tcp_stream"]), "direction": str(r["direction"]),
+                "outcome": str(r["outcome"]), "mtu": _int_or_none(r["mtu"]),
+                "icmp_errors": int(r["icmp_errors"]),
+                "big_seg_bytes": _int_or_none(r["big_seg_bytes"]),
+                "resend_seg_bytes": _int_or_none(r["resend_seg_bytes"]),
+                "delivered_ms": _ms_or_none(r["delivered_ms"]),
+                "cost_ms": _ms_or_none(r["cost_ms"]),
+            })
+    holes: list[dict[str, Any]] = []
+    if _pmtu_candidates(cap.connections):
+        from .disconnects import disconnects  # disconnects imports this module
+
+        d = disconnects(cap)
+        d = d[d["verdict"].astype("string").eq("pmtu_black_hole").fillna(False).to_numpy(bool)]
+        for r in d.head(100).astype(object).to_dict("records"):
+            holes.append({"tcp_stream": int(r["tcp_stream"]), "peer": str(r["peer"]),
+                          "retransmissions": int(r["retransmissions_after_peer"]),
+                          "summary": str(r["summary"])})
+    n_ie = len(ie) if isinstance(ie, pd.DataFrame) else 0
+    return {
+        "icmp_errors": n_ie,
+        "icmp_errors_by_kind": _counts(ie["kind"]) if isinstance(ie, pd.DataFrame) and n_ie else {},
+        "path_mtu": rows,
+        "pmtu_black_holes": holes,
+    }
+
+
+def _pmtu_candidates(conns: pd.DataFrame) -> bool:
+    """Could disconnects() find a pmtu_black_hole: a side whose largest segment (above 536
+    bytes) was never acknowledged, on a connection with retransmissions?"""
+    if not len(conns) or "client_max_acked_seg_bytes" not in conns.columns:
+        return False
+    retx = conns["retransmissions"].to_numpy(np.int64) > 0
+    for side in ("client", "server"):
+        sent = conns[f"{side}_max_seg_bytes"].to_numpy(np.int64)
+        acked = conns[f"{side}_max_acked_seg_bytes"].to_numpy(np.int64)
+        if bool((retx & (sent > acked) & (sent > 536)).any()):
+            return True
+    return False
+
+
+def _ms_or_none(v: Any) -> float | None:
+    return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else _ms(v)
+
+
+def _int_or_none(v: Any) -> int | None:
+    return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else int(v)
+
+
+def _pmtu_verdicts(h: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    rows = h.get("path_mtu") or []
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(r["outcome"], []).append(r)
+    for outcome, how in (("discovered", "from ICMP too-big errors"),
+                         ("no_icmp", "without any ICMP too-big error in the capture")):
+        rs = by.get(outcome, [])
+        if not rs:
+            continue
+        mtus = sorted({r["mtu"] for r in rs if r["mtu"] is not None})
+        mtu = f" ({'/'.join(str(m) for m in mtus)} bytes)" if mtus else ""
+        costs = [r["cost_ms"] for r in rs if r["cost_ms"] is not None]
+        cost = f"; it cost up to {fmt_ms(max(costs))} beyond one round trip" if costs else ""
+        out.append(f"Path-MTU discovery: {_n(len(rs), 'connection direction')} learnt a smaller "
+                   f"path MTU{mtu} {how} and re-sent smaller segments{cost}.")
+    if by.get("icmp_ignored"):
+        k = len(by["icmp_ignored"])
+        out.append(f"{_n(k, 'connection direction')} got ICMP too-big errors but never re-sent "
+                   "smaller segments in the capture.")
+    holes = h.get("pmtu_black_holes") or []
+    if holes:
+        out.append(f"{_n(len(holes), 'connection')} hit a path-MTU black hole: large segments "
+                   "were retransmitted and never acknowledged while small packets got through "
+                   "(see Disconnects and Path MTU).")
     return out
 
 

@@ -28,7 +28,7 @@ from ..diagnostics import Diagnostics
 from ..io.frame import RawFrame
 from ..io.linktypes import linktype_name
 from .fragments import FragmentReassembler
-from .packet import IpPacket, TcpSegment, UdpDatagram
+from .packet import IcmpError, IpPacket, TcpSegment, UdpDatagram
 
 Decoded = TcpSegment | UdpDatagram | IpPacket | None
 
@@ -178,7 +178,7 @@ class PacketDecoder:
                                 raw.frame, raw.ts_ns, orig, 4, src, dst, ttl, ident, sport,
                                 dport, seq, ack, offflags & 0x1FF, window, thl,
                                 data[off + 40 : hdr_end] if thl > 20 else b"", seg_len,
-                                data[hdr_end:end], orig - seg_len,
+                                data[hdr_end:end], orig - seg_len, (frag & 0x4000) != 0,
                             )
                 elif first >> 4 == 6 and off + 60 <= n:
                     (_vtf, plen, nh, hlim, src, dst,
@@ -194,7 +194,7 @@ class PacketDecoder:
                                 raw.frame, raw.ts_ns, orig, 6, src, dst, hlim, -1, sport,
                                 dport, seq, ack, offflags & 0x1FF, window, thl,
                                 data[off + 60 : hdr_end] if thl > 20 else b"", seg_len,
-                                data[hdr_end:end], orig - seg_len,
+                                data[hdr_end:end], orig - seg_len, True,
                             )
             rep_end = raw.orig_len if raw.orig_len > n else n
             return self._ip(raw, data, off, rep_end, raw.orig_len, 0)
@@ -566,7 +566,10 @@ class PacketDecoder:
             return self._l4(
                 raw, proto, whole, 0, len(whole), 4, src, dst, ttl, ident, wire_sum, depth
             )
-        return self._l4(raw, proto, buf, l4, end, 4, src, dst, ttl, ident, wire_len, depth)
+        out = self._l4(raw, proto, buf, l4, end, 4, src, dst, ttl, ident, wire_len, depth)
+        if frag & 0x4000 and type(out) is TcpSegment:
+            out.df = True
+        return out
 
     def _ip6(
         self, raw: RawFrame, buf: bytes, off: int, rep_end: int, wire_len: int, depth: int
@@ -799,6 +802,7 @@ class PacketDecoder:
                 seg_len,
                 payload,
                 wire_len - seg_len,
+                ver == 6,
             )
         if proto == 17:
             if cap_end - start < 8:
@@ -838,8 +842,35 @@ class PacketDecoder:
         if (proto == 1 and cap_end - start >= 8 and buf[start] in _ICMP4_ERRORS) or (
             proto == 58 and cap_end - start >= 8 and buf[start] in _ICMP6_ERRORS
         ):
+            pkt.icmp = self._icmp_error(buf, start, cap_end, proto == 58)
             self._quoted(raw, buf, start + 8, cap_end, pkt)
         return pkt
+
+    @staticmethod
+    def _icmp_error(buf: bytes, p: int, cap_end: int, v6: bool) -> IcmpError:
+        """The ICMP error header at ``buf[p]`` (8 bytes captured) and the addresses, ports and
+        length of the packet it quotes, as far as they were captured."""
+        typ, code = buf[p], buf[p + 1]
+        if v6:
+            mtu = int(_U32BE(buf, p + 4)[0]) if typ == 2 else -1
+        else:
+            mtu = int(_U16(buf, p + 6)[0]) if typ == 3 and code == 4 else -1
+        q = p + 8
+        ver, proto, qsrc, qdst, sport, dport, qlen, qdf = 0, -1, b"", b"", -1, -1, -1, False
+        if q < cap_end and buf[q] >> 4 == 4 and cap_end - q >= 20:
+            vihl, _tos, tlen, _id, frag, _ttl, proto, _c, qsrc, qdst = _IP4(buf, q)
+            ver, qlen, qdf = 4, tlen, bool(frag & 0x4000)
+            l4 = q + (vihl & 0x0F) * 4
+            if frag & 0x1FFF or (vihl & 0x0F) < 5:
+                l4 = cap_end  # a later fragment, or a broken header: no ports
+        elif q < cap_end and buf[q] >> 4 == 6 and cap_end - q >= 40:
+            _vtf, plen, proto, _hl, qsrc, qdst = _IP6(buf, q)
+            ver, qlen, qdf, l4 = 6, 40 + plen, True, q + 40
+        else:
+            l4 = cap_end
+        if (proto == 6 or proto == 17) and cap_end - l4 >= 4:
+            sport, dport = _U16(buf, l4)[0], _U16(buf, l4 + 2)[0]
+        return IcmpError(typ, code, mtu, ver, proto, qsrc, qdst, sport, dport, qlen, qdf)
 
     def _partial_tcp(
         self, raw: RawFrame, buf: bytes, p: int, ver: int, src: bytes, dst: bytes, ttl: int, ident: int

@@ -58,6 +58,8 @@ class TcpSegment:
     """captured payload bytes; shorter than seg_len when the snaplen cut the packet"""
     overhead_len: int
     """bytes of link + IP + TCP headers in this frame (frame_len - seg_len, for overhead)"""
+    df: bool = False
+    """IPv4 Don't Fragment bit (ip.flags.df); True for IPv6, which routers never fragment"""
 
 
 @dataclass(slots=True)
@@ -74,6 +76,35 @@ class UdpDatagram:
     sport: int
     dport: int
     payload: bytes
+
+
+@dataclass(slots=True)
+class IcmpError:
+    """An ICMP (type 3, 4, 5, 11, 12) or ICMPv6 (type 1-4) error and the start of the packet it
+    quotes (RFC 792 / 1191 / 4443). Only ICMP errors get one: echo and the like do not."""
+
+    type: int
+    """icmp.type / icmpv6.type"""
+    code: int
+    """icmp.code / icmpv6.code"""
+    mtu: int
+    """next-hop MTU of an ICMP "fragmentation needed" (type 3 code 4, RFC 1191; 0 from routers
+    older than it) or the MTU of an ICMPv6 "packet too big" (type 2); -1 for other errors"""
+    quoted_version: int
+    """IP version of the quoted packet; 0 when no IP header is quoted"""
+    quoted_proto: int
+    """IP protocol of the quoted packet (after IPv6 extension headers it could walk); -1 unknown"""
+    quoted_src: bytes
+    """packed source address of the quoted packet (b"" when not quoted)"""
+    quoted_dst: bytes
+    quoted_sport: int
+    """TCP/UDP source port of the quoted packet; -1 when not quoted"""
+    quoted_dport: int
+    quoted_len: int
+    """IP total length of the quoted packet (IPv6: 40 + payload length): the size that did not
+    fit for a "too big" error; -1 when not quoted"""
+    quoted_df: bool
+    """DF bit of the quoted IPv4 packet (True for IPv6)"""
 
 
 @dataclass(slots=True)
@@ -97,3 +128,5 @@ class IpPacket:
     such frames the tcp.stream of that connection without analysing them."""
     quoted_tcp_len: int = 0
     """TCP header bytes available for ``quoted_tcp``"""
+    icmp: IcmpError | None = None
+    """the ICMP/ICMPv6 error this packet is, with what it quotes; None for anything else"""

@@ -464,6 +464,71 @@ def coverage_section(ctx: ReportContext) -> Section:
     return Section("coverage", title, table, note)
 
 
+def path_mtu_section(ctx: ReportContext) -> Section:
+    """ICMP errors, path-MTU discovery (cap.path_mtu) and path-MTU black holes (the
+    pmtu_black_hole rows of disconnects)."""
+    title = "Path MTU and ICMP errors"
+    cap = ctx.cap
+    ie, pm = cap.icmp_errors, cap.path_mtu
+    holes = ctx.head.get("pmtu_black_holes") or []
+    if not len(ie) and not len(pm) and not holes:
+        return Section("path-mtu", title, None,
+                       "No ICMP errors, no path-MTU discovery and no path-MTU black hole in "
+                       "this capture.")
+    lines: list[Cell] = []
+    if len(ie):
+        kinds = ", ".join(f"{v:,} {k.replace('_', ' ')}"
+                          for k, v in ctx.head["icmp_errors_by_kind"].items())
+        lines.append(f"{len(ie):,} ICMP error{'' if len(ie) == 1 else 's'}: {kinds}.")
+    side = {"client_to_server": "client", "server_to_client": "server"}
+    for r in _records(pm.head(ctx.max_table_rows)):
+        who = side.get(str(r["direction"]), "?")
+        st = int(r["tcp_stream"])
+        if r["outcome"] == "icmp_ignored":
+            lines.append(f"tcp.stream {st}: {int(r['icmp_errors']):,} ICMP too-big error(s) "
+                         f"(MTU {_text(r['icmp_mtu'])}, first frame {_text(r['icmp_frame'])}) "
+                         f"reached the {who}, which never re-sent smaller segments.")
+            continue
+        how = (f"ICMP said MTU {_text(r['icmp_mtu'])} (frame {_text(r['icmp_frame'])})"
+               if r["outcome"] == "discovered" else "no ICMP too-big error in the capture")
+        dms, cms = _f(r["delivered_ms"]), _f(r["cost_ms"])
+        got = (f"; the data got through {dms:.3f} ms after the first transmission (frame "
+               f"{_text(r['delivered_frame'])})" if dms is not None
+               else "; its delivery was not captured")
+        cost = f", {cms:.3f} ms more than one round trip" if cms is not None else ""
+        lines.append(f"tcp.stream {st}: path-MTU discovery by the {who}: {how}; its "
+                     f"{_text(r['big_seg_bytes'])}-byte segment (frame {_text(r['big_frame'])}) "
+                     f"was re-sent as {_text(r['resend_seg_bytes'])} bytes (frame "
+                     f"{_text(r['resend_frame'])}){got}{cost}. MTU learnt: {_text(r['mtu'])}.")
+    for h in holes:
+        lines.append(f"tcp.stream {h['tcp_stream']}: {h['summary']}.")
+    body = ctx.items(lines)
+    if len(ie):
+        rows: list[list[Cell]] = [
+            [int(r["frame"]), _text(r["kind"]), _text(r["src"]), _text(r["mtu"]),
+             _quoted_text(r),
+             _text(r["quoted_len"]), _text(r["tcp_stream"])]
+                for r in _records(ie.head(ctx.max_table_rows))]
+        body += ctx.table(["frame", "kind", "from", "MTU", "quoted packet", "quoted length",
+                           "tcp.stream"], rows, numeric=(0, 3, 5, 6), mono=(2, 4),
+                          total=len(ie), source="cap.icmp_errors")
+    note = ("ICMP errors (cap.icmp_errors), the senders that lowered their segment size "
+            "(cap.path_mtu) and the pmtu_black_hole verdicts of disconnects(cap). A black hole "
+            "shows only where the sender's retransmissions are captured.")
+    return Section("path-mtu", title, body, note)
+
+
+def _quoted_text(r: dict[str, Any]) -> str:
+    """'src:port → dst:port' of an icmp_errors row's quoted packet ('' when none)."""
+    src, dst = _text(r["quoted_src"]), _text(r["quoted_dst"])
+    if not src:
+        return ""
+    sp, dp = _text(r["quoted_sport"]), _text(r["quoted_dport"])
+    if sp and dp:
+        return f"{charts.endpoint(src, int(sp))} → {charts.endpoint(dst, int(dp))}"
+    return f"{src} → {dst}"
+
+
 def warnings_section(ctx: ReportContext) -> Section:
     title = "Warnings"
     w = ctx.cap.warnings
@@ -1028,6 +1093,7 @@ SECTIONS: list[SectionBuilder] = [
     irtt_section,
     retransmissions_section,
     tcp_flags_section,
+    path_mtu_section,
     dns_section,
     tls_section,
     http_section,

@@ -121,6 +121,12 @@ CONNECTIONS = TableSchema(
         Column("server_pure_ack_packets", "Int64", "packets", "same for the server"),
         Column("client_pure_ack_bytes", "Int64", "bytes", "frame.len of client_pure_ack_packets"),
         Column("server_pure_ack_bytes", "Int64", "bytes", "frame.len of server_pure_ack_packets"),
+        Column("client_max_seg_bytes", "int64", "bytes", "largest tcp.len the client sent (0: no payload)"),
+        Column("server_max_seg_bytes", "int64", "bytes", "largest tcp.len the server sent"),
+        Column("client_max_acked_seg_bytes", "int64", "bytes", "largest client segment delivered: its last byte acknowledged by the server, and not re-sent in smaller pieces before that ACK (0: none). Far below client_max_seg_bytes while those larger segments keep being retransmitted points at a path-MTU problem"),
+        Column("server_max_acked_seg_bytes", "int64", "bytes", "largest server segment delivered (as client_max_acked_seg_bytes)"),
+        Column("client_df", "boolean", None, "True when every client packet with payload had the IPv4 Don't Fragment bit (always True for IPv6, which routers never fragment), False when at least one had not; NA without payload"),
+        Column("server_df", "boolean", None, "same for the server's packets with payload"),
     ),
 )
 

@@ -93,6 +93,9 @@ def _timeline(conn: Connection) -> tuple[object, ...]:
         cu[0], cu[1], su[0], su[1],
         c.handshake_bytes, s.handshake_bytes, c.teardown_bytes, s.teardown_bytes,
         c.pure_ack_packets, s.pure_ack_packets, c.pure_ack_bytes, s.pure_ack_bytes,
+        c.max_seg, s.max_seg, c.max_acked, s.max_acked,
+        None if not conn.payload_bytes[0] else c.no_df_packets == 0,
+        None if not conn.payload_bytes[1] else s.no_df_packets == 0,
     )
 
 

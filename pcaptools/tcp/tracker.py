@@ -135,6 +135,9 @@ def _unwrap(hi: int, rel: int) -> int:
         v += 1 << 32
     return v if v >= 0 else rel
 
+_MAX_BIG = 16
+"""DirStats.big: unacknowledged large segments followed per direction (path-MTU bookkeeping)"""
+
 IDLE_FLOOR_NS = 1_000_000_000
 """silences shorter than this are not recorded as Connection.idle_last_* (the longest one is)"""
 
@@ -197,6 +200,20 @@ class DirStats:
     pure_ack_packets: int = 0
     """packets without payload and without SYN/FIN/RST (teardown ACKs excluded)"""
     pure_ack_bytes: int = 0
+    max_seg: int = 0
+    """largest payload (tcp.len) of a segment sent"""
+    max_acked: int = 0
+    """largest payload of a segment the peer acknowledged (its last byte covered by an ACK, and
+    not re-sent in smaller pieces before that)"""
+    no_df_packets: int = 0
+    """packets with payload sent without the IPv4 DF bit"""
+    big: list[list[int]] | None = None
+    """segments larger than max_acked not yet acknowledged, at most _MAX_BIG:
+    [rel_seq, rel_end, len, frame, ts]"""
+    shrink: list[int] | None = None
+    """the first time the sender re-sent a segment in smaller pieces: [big frame, big ts, big
+    len, resend frame, resend ts, resend len, resend IP packet size, big rel_end, delivered
+    frame (0: not yet), delivered ts]"""
 
 
 @dataclass(slots=True)
@@ -323,6 +340,14 @@ class TcpTracker:
                 sd.ip_id_first = ip_id
             if seg.ttl != sd.ttl:
                 self._ttl(sd, seg.ttl)
+        if seg_len:
+            if not seg.df:
+                sd.no_df_packets += 1
+            if seg_len > sd.max_acked or (sd.big and a.resent_bytes):
+                self._big(sd, seg, a)
+        peer = conn.side[1 - d]
+        if peer.big is not None and flags & ACK and a.rel_ack is not None:
+            self._acked(peer, a.rel_ack, seg)
         kinds = a.kinds
         resent = a.resent_bytes
         if resent:
@@ -517,6 +542,58 @@ class TcpTracker:
             conn.idle_last_start_frame = conn.last_frame
             conn.idle_last_end_frame = seg.frame
             conn.idle_last_end_ts = seg.ts_ns
+
+    @staticmethod
+    def _big(sd: DirStats, seg: TcpSegment, a: SegmentAnalysis) -> None:
+        """A segment larger than any the peer acknowledged so far (path-MTU bookkeeping)."""
+        n = seg.seg_len
+        if n > sd.max_seg:
+            sd.max_seg = n
+        start = a.rel_seq
+        big = sd.big
+        if big is None:
+            big = sd.big = []
+        if a.resent_bytes:
+            again = smaller = False
+            for b in big:
+                if b[0] != start:
+                    continue
+                if b[2] > n:  # re-sent from the same byte, in smaller pieces
+                    if sd.shrink is None:
+                        ip_hdr = 20 if seg.ip_version == 4 else 40
+                        sd.shrink = [b[3], b[4], b[2], seg.frame, seg.ts_ns, n,
+                                     n + seg.header_len + ip_hdr, b[1], 0, 0]
+                    b[2] = 0  # an ACK of its end no longer proves that its size got through
+                    smaller = True
+                elif b[2] == n:
+                    again = True  # the same segment again
+            if smaller:
+                big[:] = [b for b in big if b[2]]
+            if again:
+                return
+        if n > sd.max_acked and len(big) < _MAX_BIG:
+            big.append([start, (start + n) & _M32, n, seg.frame, seg.ts_ns])
+
+    @staticmethod
+    def _acked(sd: DirStats, ack: int, seg: TcpSegment) -> None:
+        """The peer acknowledged up to ``ack``: segments of ``sd`` it covers were delivered."""
+        big = sd.big
+        assert big is not None
+        keep = []
+        top = sd.max_acked
+        for b in big:
+            if (ack - b[1]) & _M32 < _HALF_WRAP:
+                if b[2] > top:
+                    top = b[2]
+            else:
+                keep.append(b)
+        sd.max_acked = top
+        sh = sd.shrink
+        if sh is not None and not sh[8] and (ack - sh[7]) & _M32 < _HALF_WRAP:
+            sh[8], sh[9] = seg.frame, seg.ts_ns
+        big[:] = [b for b in keep if b[2] > top]
+        if not big and (sh is None or sh[8]):
+            sd.big = None
 
     @staticmethod
     def _ttl(sd: DirStats, ttl: int) -> None:

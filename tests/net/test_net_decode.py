@@ -78,6 +78,7 @@ def test_tcp_segment_fields() -> None:
         seg_len=8,
         payload=b"payload!",
         overhead_len=62,
+        df=True,  # tests.helpers.ipv4 sets DF, as Linux does
     )
 
 

@@ -58,6 +58,10 @@ def conn_row(tcp_stream: int, **kw: Any) -> tuple[Any, ...]:
         end_by="client",
         end_frame=10,
         end_ts=last_ts,
+        client_max_seg_bytes=1000,
+        server_max_seg_bytes=1448,
+        client_max_acked_seg_bytes=1000,
+        server_max_acked_seg_bytes=1448,
     )
     return _row(CONNECTIONS, defaults, kw)
 
