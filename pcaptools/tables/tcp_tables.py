@@ -10,7 +10,7 @@ import pandas as pd
 from .._columns import CodeColumn, nullable
 from ..diagnostics import Diagnostics
 from ..tcp.tracker import Connection, TcpTracker, addr_text
-from .foundation import CONNECTIONS, TCP_EVENTS, TCP_HANDSHAKES, WARNINGS
+from .foundation import CONNECTIONS, TCP_EVENTS, TCP_HANDSHAKES, TCP_LOSSES, WARNINGS
 
 
 def connections_table(tracker: TcpTracker) -> pd.DataFrame:
@@ -70,6 +70,7 @@ def _oldest_unacked(unacked: list[list[int]]) -> tuple[int | None, int | None]:
 def _timeline(conn: Connection) -> tuple[object, ...]:
     """The CONNECTIONS columns after end_ts, in schema order."""
     c, s = conn.side
+    lc, ls = conn.loss
     cu = _oldest_unacked(conn.conv.c2s.unacked)
     su = _oldest_unacked(conn.conv.s2c.unacked)
     rst = conn.rst_frame is not None
@@ -93,11 +94,21 @@ def _timeline(conn: Connection) -> tuple[object, ...]:
         cu[0], cu[1], su[0], su[1],
         c.handshake_bytes, s.handshake_bytes, c.teardown_bytes, s.teardown_bytes,
         c.pure_ack_packets, s.pure_ack_packets, c.pure_ack_bytes, s.pure_ack_bytes,
+        conn.vantage(), lc.lost, ls.lost, lc.spurious, ls.spurious,
+        lc.capture_drop_bytes, ls.capture_drop_bytes,
     )
 
 
 def _nonneg(v: int) -> int | None:
     return v if v >= 0 else None
+
+
+def losses_table(tracker: TcpTracker) -> pd.DataFrame:
+    """The ``tcp_losses`` table, in key order (tcp_stream, direction, seq, frame)."""
+    df = TCP_LOSSES.frame(tracker.losses.rows)
+    if len(df):
+        df = df.sort_values(list(TCP_LOSSES.key), kind="stable").reset_index(drop=True)
+    return df
 
 
 def handshakes_table(tracker: TcpTracker) -> pd.DataFrame:
