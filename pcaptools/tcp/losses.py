@@ -16,16 +16,20 @@ repeats bytes already seen:
   original arriving late (reordering): no row, counted in :attr:`LossDirection.reordered`.
 * **bytes seen twice**: a resend whose first copy passed the capture point. It is
   ``spurious`` when tshark calls it spurious (the peer had already acknowledged it when it
-  was resent) or when the capture is at the receiver's side (the receiver had the first
-  copy), else a loss ``after_capture``.
+  was resent) or when the peer later reports the bytes twice with a D-SACK block (RFC 2883,
+  looked for in the peer's ACKs for a while after the resend), else a loss
+  ``after_capture``. At the receiver's side too: a first copy captured there but never
+  acknowledged was discarded by the receiver (e.g. a late copy failing the PAWS check), so
+  the sender did have to resend it.
 * **hole acknowledged but never seen** (``kind = capture_drop``): the receiver had the bytes,
   the capture did not: packets the capture missed, not a network loss (a
   ``tcp.capture_drop`` warning row).
 * **hole still open at the end** (``kind = unresolved``): neither filled nor acknowledged
   within the capture (``tcp.unresolved_gap``).
 
-The vantage point comes from the handshake: SYN to SYN-ACK is the whole RTT and SYN-ACK to
-ACK almost nothing at the client, the reverse at the server (:func:`vantage`).
+The vantage point (``connections.capture_vantage``) comes from the handshake: SYN to SYN-ACK
+is the whole RTT and SYN-ACK to ACK almost nothing at the client, the reverse at the server
+(:func:`vantage`). It says where "before" and "after" the capture point are.
 
 Recovery (for loss and spurious rows) is told from what the capture shows at the resend:
 ``fast_retransmit`` when the peer had sent at least 2 duplicate ACKs (tshark's rule);
@@ -39,7 +43,8 @@ segment that opened the hole to the one that filled it.
 
 Memory: two small records per connection; holes are kept per direction up to
 :data:`MAX_LOSS_HOLES` (beyond, the oldest is given up as ``unresolved`` with a
-``tcp.loss_holes_limit`` row). Per data segment in order, the cost is one comparison.
+``tcp.loss_holes_limit`` row), resends waiting for a D-SACK up to :data:`MAX_DSACK_PENDING`.
+Per data segment in order, the cost is one comparison; per ACK, three.
 
 Known limits: a resend that is itself lost before the capture point leaves one hole and one
 row at the receiver's side (two at the sender's side); a segment lost before the capture
@@ -58,7 +63,7 @@ if TYPE_CHECKING:
     from ..net.packet import TcpSegment
     from .analysis import SegmentAnalysis, TcpDirection
 
-__all__ = ["MAX_LOSS_HOLES", "LossDirection", "LossRecorder", "vantage"]
+__all__ = ["MAX_DSACK_PENDING", "MAX_LOSS_HOLES", "LossDirection", "LossRecorder", "vantage"]
 
 _M32 = 0xFFFFFFFF
 _HALF = 0x80000000
@@ -67,7 +72,7 @@ _HALF = 0x80000000
 MAX_LOSS_HOLES = 1000
 
 #: resends seen twice remembered per direction while a D-SACK may still declare them spurious
-_MAX_PENDING = 64
+MAX_DSACK_PENDING = 64
 #: how long (at least) a resend waits for a D-SACK
 _DSACK_WAIT_NS = 1_000_000_000
 
@@ -75,6 +80,7 @@ _DSACK_WAIT_NS = 1_000_000_000
 _MIN_RTO_NS = 200_000_000
 
 _DIRS = ("client_to_server", "server_to_client")
+_NOP_NOP_TS = b"\x01\x01\x08\x0a"
 _NOT_DATA_KINDS = frozenset({"keep_alive", "zero_window_probe"})
 
 
@@ -164,7 +170,7 @@ class LossRecorder:
 
     def data(
         self, ld: LossDirection, seg: TcpSegment, a: SegmentAnalysis, d: int,
-        fwd: TcpDirection, peer: TcpDirection, vantage_of: str, irtt_ns: int | None,
+        fwd: TcpDirection, peer: TcpDirection, irtt_ns: int | None,
     ) -> None:
         """A segment with payload that is not simply the next bytes in order (or opens the
         direction). ``fwd``/``peer``: the analyser's state of this direction and the other."""
@@ -229,8 +235,7 @@ class LossRecorder:
         first_frame = first_ts = None
         if first is not None:
             first_frame, first_ts = first
-        at_receiver = vantage_of == ("server" if d == 0 else "client")
-        spurious = tshark_kind == "spurious_retransmission" or at_receiver
+        spurious = tshark_kind == "spurious_retransmission"
         elapsed = seg.ts_ns - first_ts if first_ts is not None else None
         recovery = self._recovery(ld, start, end, hi, peer, seg, elapsed)
         if spurious:
@@ -240,7 +245,7 @@ class LossRecorder:
             ld.lost_after += 1
             pend = ld.pending
             pend.append([len(self.rows), seg.seq & _M32, (seg.seq + n) & _M32, seg.ts_ns])
-            if len(pend) > _MAX_PENDING:
+            if len(pend) > MAX_DSACK_PENDING:
                 del pend[0]
         self.rows.append((
             a.tcp_stream, _DIRS[d], "spurious" if spurious else "loss", start, n,
@@ -289,7 +294,7 @@ class LossRecorder:
                 return ld.episode_recovery  # later resends of one recovery episode
             if oldest and not tail:
                 rec = "rto"
-            elif tail and not oldest or elapsed is not None and elapsed < _MIN_RTO_NS and tail:
+            elif tail and (not oldest or (elapsed is not None and elapsed < _MIN_RTO_NS)):
                 rec = "tail_loss_probe"
             else:
                 rec = "unknown"
@@ -340,8 +345,9 @@ class LossRecorder:
         ts = seg.ts_ns
         while pend and ts - pend[0][3] > wait:
             del pend[0]
-        if not pend or seg.header_len <= 32:
-            return
+        hl = seg.header_len
+        if not pend or hl <= 20 or (hl == 32 and seg.options[:4] == _NOP_NOP_TS):
+            return  # no options, or only timestamps
         blocks = parse_options(seg.options).sack_blocks
         if not blocks:
             return

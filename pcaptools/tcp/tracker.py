@@ -406,7 +406,7 @@ class TcpTracker:
                    a: SegmentAnalysis, d: int) -> None:
         c = conn.conv
         fwd, peer = (c.c2s, c.s2c) if d == 0 else (c.s2c, c.c2s)
-        self.losses.data(ld, seg, a, d, fwd, peer, conn.vantage(), c.irtt_ns)
+        self.losses.data(ld, seg, a, d, fwd, peer, c.irtt_ns)
 
     def _bytes(self, conn: Connection, st: _Streams, seg: TcpSegment, a: SegmentAnalysis, d: int) -> None:
         """Reassemble this segment's direction and hand the in-order bytes to the observer."""
