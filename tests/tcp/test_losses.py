@@ -292,3 +292,41 @@ def test_resend_seen_twice_rto_then_dsack_makes_it_spurious(tmp_path: Path) -> N
     assert (r["kind"], r["spurious"]) == ("spurious", True) and pd.isna(r["lost_where"])
     row = cap.connections.iloc[0]
     assert (row["server_lost_segments"], row["server_spurious_resends"]) == (0, 1)
+
+
+def test_without_timestamps_the_ipv4_id_tells_a_resend_from_a_late_original(
+    tmp_path: Path,
+) -> None:
+    """No TCP timestamps: the IPv4 identification decides, even for a fill that comes sooner
+    than the handshake RTT (where timing alone would call it reordering)."""
+    from tests.helpers import ethernet, ipv4, pcap_file, tcp
+
+    c, s = "10.0.0.1", "10.0.0.2"
+
+    def seg(t_ms: float, c2s: bool, flags: int, seq: int, ack: int, n: int = 0,
+            ident: int = 1) -> tuple[int, bytes]:
+        src, dst = (c, s) if c2s else (s, c)
+        sp, dp = (40000, 80) if c2s else (80, 40000)
+        body = tcp(sp, dp, seq, ack, flags, b"x" * n, src=src, dst=dst)
+        return T0 + int(t_ms * MS), ethernet(ipv4(body, src, dst, ident=ident))
+
+    def flow(fill_ident: int) -> pcaptools.Capture:
+        pkts = [
+            seg(0, True, SYN, C_ISN, 0),
+            seg(20, False, SYN | ACK, S_ISN, C_ISN + 1),
+            seg(20.05, True, ACK, C_ISN + 1, S_ISN + 1),
+            seg(21, False, ACK, S_ISN + 1, C_ISN + 1, 100, ident=500),
+            seg(22, False, ACK, S_ISN + 201, C_ISN + 1, 100, ident=502),  # 501 not captured
+            seg(23, False, ACK, S_ISN + 101, C_ISN + 1, 100, ident=fill_ident),  # 1 ms later
+            seg(23.1, True, ACK, C_ISN + 1, S_ISN + 301),
+        ]
+        path = tmp_path / f"id{fill_ident}.pcap"
+        path.write_bytes(pcap_file(pkts))
+        return pcaptools.load(path)
+
+    late = flow(501)  # sent before the segment that opened the gap: reordering
+    assert len(late.tcp_losses) == 0
+    resent = flow(503)  # sent after it: a resend, however soon it arrived
+    lo = resent.tcp_losses
+    assert lo[["kind", "seq", "len", "frame", "gap_frame", "lost_where"]].astype(
+        object).values.tolist() == [["loss", 101, 100, 6, 5, "before_capture"]]
