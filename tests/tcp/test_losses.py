@@ -52,11 +52,12 @@ def counts(cap: pcaptools.Capture, kind: str) -> dict[tuple[int, str], int]:
 @pytest.fixture(scope="module")
 def caps() -> dict[str, pcaptools.Capture]:
     names = ["http1-lossy.pcap", "http1-lossy-server.pcap", "compare-h1.pcapng",
-             "compare-h2.pcapng", "h2-sse-lossy.pcapng", "h2-sse-lossy-server.pcapng"]
+             "compare-h2.pcapng", "h2-sse-lossy.pcapng", "h2-sse-lossy-server.pcapng",
+             "demo.pcapng", "tls-versions-ciphers.pcapng"]
     return {n: pcaptools.load(CAPTURES / n, packets=False, payloads=False) for n in names}
 
 
-@pytest.mark.parametrize("name", ["compare-h1.pcapng", "compare-h2.pcapng",
+@pytest.mark.parametrize("name", ["compare-h1.pcapng", "compare-h2.pcapng", "demo.pcapng",
                                   "h2-sse-lossy.pcapng", "h2-sse-lossy-server.pcapng"])
 def test_losses_equal_the_drop_log(caps: dict[str, pcaptools.Capture], name: str) -> None:
     cap = caps[name]
@@ -66,6 +67,20 @@ def test_losses_equal_the_drop_log(caps: dict[str, pcaptools.Capture], name: str
     assert counts(cap, "loss") == truth
     assert counts(cap, "spurious") == {}
     assert not cap.tcp_losses["kind"].isin(["capture_drop", "unresolved"]).any()
+
+
+def test_no_loss_on_a_clean_link_only_a_spurious_resend(
+        caps: dict[str, pcaptools.Capture]) -> None:
+    """tls-versions-ciphers went over a plain veth (nothing dropped): tshark's one flagged
+    retransmission there (frame 12, a plain "retransmission" for tshark) is spurious: the
+    peer's next ACK (frame 13) carries a D-SACK for exactly its bytes [321, 425)."""
+    cap = caps["tls-versions-ciphers.pcapng"]
+    assert len(cap.retransmissions) == 1
+    lo = cap.tcp_losses
+    assert lo["kind"].astype(str).tolist() == ["spurious"]
+    assert lo[["frame", "seq", "len"]].astype(object).values.tolist() == [[12, 321, 104]]
+    assert lo["tshark_kind"].astype(str).tolist() == ["retransmission"]
+    assert int(cap.connections[["client_lost_segments", "server_lost_segments"]].sum().sum()) == 0
 
 
 def test_h2_sse_lossy_same_losses_from_both_ends(caps: dict[str, pcaptools.Capture]) -> None:
