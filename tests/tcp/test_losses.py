@@ -345,3 +345,43 @@ def test_without_timestamps_the_ipv4_id_tells_a_resend_from_a_late_original(
     lo = resent.tcp_losses
     assert lo[["kind", "seq", "len", "frame", "gap_frame", "lost_where"]].astype(
         object).values.tolist() == [["loss", 101, 100, 6, 5, "before_capture"]]
+
+
+def test_headline_verdicts_and_report_use_the_losses() -> None:
+    from pcaptools.analyses.summary import headline, verdicts
+    from pcaptools.report.html import render_report
+
+    path = CAPTURES / "h2-sse-lossy.pcapng"
+    cap = pcaptools.load(path, keylog=CAPTURES / "h2-sse-lossy.keys")
+    h = headline(cap)  # (what pcap-report --json writes)
+    assert (h["lost_segments"], h["lost_before_capture"], h["lost_after_capture"]) == (3, 2, 1)
+    assert h["losses_by_recovery"] == {"fast_retransmit": 3}
+    assert (h["spurious_resends"], h["capture_drop_bytes"], h["unresolved_gaps"]) == (0, 0, 0)
+    assert h["retransmitted_segments"] == 2
+    v = verdicts(cap, h)
+    ds = h["data_segments"]
+    assert f"{100 * 3 / ds:.1f}% of data segments were lost and resent (3 of {ds:,}: 2 lost " \
+        "before the capture point, 1 after it)." in v
+    assert "2 retransmissions flagged by tshark (tcp.analysis.retransmission): 2 fast." in v
+    html = render_report(cap)
+    assert ("Segments lost and resent: 3 (2 lost before the capture point, seen as a gap that "
+            "the resend filled; 1 after it, seen twice), plus 0 spurious resends") in html
+    assert "Another count: 2 segments tshark flags tcp.analysis.retransmission" in html
+
+
+def test_compare_counts_segments_lost_and_resent(caps: dict[str, pcaptools.Capture]) -> None:
+    """pcap-report --compare on compare-h1 vs compare-h2: 2 vs 2 segments lost and resent
+    (the drop logs' data segments), tshark's flag count (1 vs 1) kept as its own row."""
+    from pcaptools.analyses.compare import compare
+
+    a, b = caps["compare-h1.pcapng"], caps["compare-h2.pcapng"]
+    m = compare(a, b).set_index("metric")
+    truth = [sum(drop_log(CAPTURES / n, c).values()) for n, c in
+             (("compare-h1.pcapng", a), ("compare-h2.pcapng", b))]
+    assert [m.loc["lost_segments", "a"], m.loc["lost_segments", "b"]] == truth == [2, 2]
+    assert m.loc["lost_segments", "label"] == \
+        "segments lost and resent (tcp_losses: from any vantage point)"
+    assert [m.loc["spurious_resends", "a"], m.loc["spurious_resends", "b"]] == [0, 0]
+    assert [m.loc["retransmitted_segments", "a"], m.loc["retransmitted_segments", "b"]] == [1, 1]
+    assert m.loc["retransmitted_segments", "label"] == \
+        "retransmissions flagged by tshark (tcp.analysis.retransmission)"
