@@ -3,6 +3,7 @@
     import pcaptools
     cap = pcaptools.load("captures/demo.pcapng")
     cap.connections, cap.tcp_handshakes, cap.tcp_events, cap.retransmissions, cap.warnings
+    cap.tcp_losses                        # segments lost and resent, from any vantage point
     cap.wireshark(["frame.number", "http2.streamid"], "http2")   # any tshark field, typed
 """
 

@@ -35,12 +35,25 @@ from .protocols.tls import KeyLog
 from .redaction import redact_ws_connections
 from .tables.coverage import COVERAGE, FlowCounter, coverage_table
 from .tables.dns_tables import DNS, dns_table
-from .tables.foundation import CONNECTIONS, PACKETS, TCP_EVENTS, TCP_HANDSHAKES, WARNINGS
+from .tables.foundation import (
+    CONNECTIONS,
+    PACKETS,
+    TCP_EVENTS,
+    TCP_HANDSHAKES,
+    TCP_LOSSES,
+    WARNINGS,
+)
 from .tables.http_tables import HTTP_TABLES, HttpTablesBuilder
 from .tables.icmp_tables import ICMP_ERRORS, PATH_MTU, IcmpErrorsBuilder, path_mtu_table
 from .tables.packets import PacketsBuilder
 from .tables.schema import TableSchema
-from .tables.tcp_tables import connections_table, events_table, handshakes_table, warnings_table
+from .tables.tcp_tables import (
+    connections_table,
+    events_table,
+    handshakes_table,
+    losses_table,
+    warnings_table,
+)
 from .tables.tls_tables import TLS_HANDSHAKES, TLS_RECORDS, TlsTablesBuilder
 from .tables.ws_tables import WS_TABLES, WsTablesBuilder
 from .tcp.tracker import RETRANSMISSION_KINDS, TcpTracker
@@ -53,6 +66,7 @@ TABLES: dict[str, TableSchema] = {
     "connections": CONNECTIONS,
     "tcp_handshakes": TCP_HANDSHAKES,
     "tcp_events": TCP_EVENTS,
+    "tcp_losses": TCP_LOSSES,
     "tls_handshakes": TLS_HANDSHAKES,
     "tls_records": TLS_RECORDS,
     **HTTP_TABLES,
@@ -135,6 +149,7 @@ class Capture:
     connections: pd.DataFrame
     tcp_handshakes: pd.DataFrame
     tcp_events: pd.DataFrame
+    tcp_losses: pd.DataFrame
     tls_handshakes: pd.DataFrame
     tls_records: pd.DataFrame
     http_requests: pd.DataFrame
@@ -434,6 +449,7 @@ def load(
         "connections": connections_table(tracker),
         "tcp_handshakes": handshakes_table(tracker),
         "tcp_events": events_table(tracker),
+        "tcp_losses": losses_table(tracker),
         "tls_handshakes": tls_builder.handshakes(),
         "tls_records": tls_builder.records(),
         **http_builder.tables(),
@@ -446,7 +462,7 @@ def load(
         "warnings": warnings_table(diag),
     }
     if shard is not None:
-        for name in ("connections", "tcp_handshakes", "tcp_events", "path_mtu"):
+        for name in ("connections", "tcp_handshakes", "tcp_events", "path_mtu", "tcp_losses"):
             t = tables[name]
             tables[name] = t[t["tcp_stream"] % own_n == own_k].reset_index(drop=True)
         t = tables["icmp_errors"]  # (no connection: worker 0's)

@@ -425,7 +425,8 @@ def _index_html(entries: list[dict[str, Any]], errors: dict[str, str], title: st
     import html as h
 
     cols = (("frames", "frames"), ("duration_s", "duration s"),
-            ("tcp_connections", "TCP connections"), ("retransmitted_segments", "retransmissions"),
+            ("tcp_connections", "TCP connections"), ("lost_segments", "segments lost"),
+            ("retransmitted_segments", "retransmissions (tshark)"),
             ("warnings", "warnings"))
     head = "".join(f"<th>{h.escape(label)}</th>" for _, label in cols)
     rows = []

@@ -45,6 +45,9 @@ CATALOGUE: dict[str, str] = {
     "tcp.capture_started_mid_stream": "the first packet of a connection is not a SYN: roles are inferred",
     "tcp.reassembly_gap": "bytes of a TCP byte stream were never captured; the layers above resynchronise",
     "tcp.reassembly_limit": "out-of-order data exceeded the reassembly buffer limit: the first hole was given up as a gap",
+    "tcp.capture_drop": "bytes the receiver acknowledged were never captured: the capture missed packets (not a network loss; a tcp_losses row of kind capture_drop)",
+    "tcp.unresolved_gap": "sequence ranges never captured, neither resent nor acknowledged before the capture ended (tcp_losses rows of kind unresolved)",
+    "tcp.loss_holes_limit": "too many uncaptured sequence ranges in one direction: the oldest is given up as unresolved",
     "tcp.unacked_limit": "too many unacknowledged segments in one direction; older ones are no longer tracked (as tshark)",
     "tcp.observer_error": "a protocol observer raised an unexpected error on this connection (a pcaptools bug: please report it); the connection's payload is no longer parsed, its TCP rows are unaffected",
     # tls

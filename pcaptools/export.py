@@ -492,8 +492,9 @@ class StreamedCapture(Capture):
     ``directory`` (one Parquet file each, ``paths``), not in memory.
 
     The tables that grow with the connections (connections, tcp_handshakes, tls_handshakes,
-    http2_connections, ws_connections, ws_heartbeats, dns, icmp_errors, path_mtu, warnings)
-    are held in memory as well; the others are read from their file each time the attribute (``cap.packets``) or
+    http2_connections, ws_connections, ws_heartbeats, dns, icmp_errors, path_mtu, warnings) and
+    tcp_losses (one row per segment resent: built sorted at the end) are held in memory as
+    well; the others are read from their file each time the attribute (``cap.packets``) or
     ``cap.tables[name]`` is used, so keep the DataFrame in a variable rather than reading it
     again (while it is referenced, the same DataFrame is returned). :meth:`read` reads some
     columns or rows only (pyarrow filters); DuckDB reads ``directory/*.parquet`` directly.

@@ -160,6 +160,22 @@ LIMITS: tuple[Limit, ...] = (
         "per direction, for retransmission analysis (as tshark); older ones are forgotten",
     ),
     Limit(
+        "uncaptured ranges per direction",
+        "pcaptools.tcp.losses:MAX_LOSS_HOLES",
+        "count",
+        "tcp.loss_holes_limit",
+        "sequence ranges not captured yet, waiting to be filled or acknowledged (tcp_losses); "
+        "beyond it the oldest becomes an unresolved row",
+    ),
+    Limit(
+        "resends waiting for a D-SACK per direction",
+        "pcaptools.tcp.losses:MAX_DSACK_PENDING",
+        "count",
+        None,
+        "resends seen twice that a later D-SACK may still show spurious; older ones stay "
+        "counted as losses",
+    ),
+    Limit(
         "reassembly buffer per direction",
         "pcaptools.tcp.tracker:TcpTracker(max_buffer_bytes)",
         "bytes",

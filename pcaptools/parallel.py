@@ -15,8 +15,8 @@ http2_frames, sse_events, ws_frames, ws_messages, dns, warnings) are in frame or
 ``load()`` returns them; per-connection tables (connections, tcp_handshakes,
 tls_handshakes) in ``tcp_stream`` order, also as ``load()`` does; the tables whose rows
 ``load()`` appends when a request or connection completes (http_requests,
-http2_streams, http2_connections, ws_connections, ws_heartbeats) in the order of their
-key. Warnings kept as rows are capped per code after merging, as in one process.
+http2_streams, http2_connections, ws_connections, ws_heartbeats) and tcp_losses in the
+order of their key. Warnings kept as rows are capped per code after merging, as in one process.
 
 ``max_record_rows`` (a cap on each per-record table in all) is applied again to the merged
 tables, which are in frame order as one process emits them: every worker keeps the first
@@ -47,7 +47,8 @@ from .tables.foundation import WARNINGS
 from .tables.tcp_tables import suppressed_rows
 
 #: tables whose rows load() appends on completion: ordered by their key here
-_BY_KEY = ("http_requests", "http2_streams", "http2_connections", "ws_connections", "ws_heartbeats")
+_BY_KEY = ("http_requests", "http2_streams", "http2_connections", "ws_connections", "ws_heartbeats",
+           "tcp_losses")
 
 
 def _load_shard(path: str, shard: tuple[int, int], kwargs: dict[str, Any]

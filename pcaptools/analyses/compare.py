@@ -116,6 +116,15 @@ def _tokens(cap: Capture, lat: pd.DataFrame) -> float:
     return float(lat["token_events"].sum()) if len(lat) else 0.0
 
 
+def _losses(cap: Capture, kind: str) -> float:
+    return float((cap.tcp_losses["kind"].astype("string") == kind).fillna(False).sum())
+
+
+def _lost(cap: Capture, lat: pd.DataFrame) -> float:
+    c = cap.connections
+    return float(c["client_lost_segments"].sum() + c["server_lost_segments"].sum())
+
+
 #: the comparison rows, in order
 METRICS: tuple[Metric, ...] = (
     Metric("requests", "HTTP requests", "count", None, lambda c, lat: float(len(lat))),
@@ -188,8 +197,22 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("token_events", "SSE events carrying text", "count", None, _tokens),
     Metric(
+        "lost_segments",
+        "segments lost and resent (tcp_losses: from any vantage point)",
+        "count",
+        True,
+        _lost,
+    ),
+    Metric(
+        "spurious_resends",
+        "resends not needed (spurious: the first copy had arrived)",
+        "count",
+        True,
+        lambda c, lat: _losses(c, "spurious"),
+    ),
+    Metric(
         "retransmitted_segments",
-        "retransmitted segments (tcp.analysis.retransmission)",
+        "retransmissions flagged by tshark (tcp.analysis.retransmission)",
         "count",
         True,
         lambda c, lat: float(len(c.retransmissions)),

@@ -56,6 +56,14 @@ def headline(cap: Capture) -> dict[str, Any]:
       switched off), ``retransmitted_data_segments`` (those of the retransmissions that carry
       payload; the rest are SYN/FIN retransmissions), ``retransmitted_share``
       (retransmitted_data_segments / data_segments, None when unknown)
+    - ``lost_segments``: segments lost and resent, from any vantage point (``tcp_losses``
+      rows of kind loss; also ``connections.client_lost_segments`` + ``server_lost_segments``),
+      ``lost_before_capture`` / ``lost_after_capture`` (where they were lost),
+      ``losses_by_recovery`` (fast_retransmit, rto, tail_loss_probe, unknown),
+      ``spurious_resends`` (resent though the first copy had arrived),
+      ``capture_drop_bytes`` (acknowledged by the receiver but never captured: the capture
+      missed packets) and ``unresolved_gaps`` (ranges never captured, neither resent nor
+      acknowledged before the end)
     - ``payload_bytes`` / ``resent_bytes``: TCP payload bytes in all connections, and those
       that had already been seen (no heuristics); ``resent_share``
     - ``conn_state`` / ``end_reason``: connections by Zeek conn_state / end_reason
@@ -120,6 +128,11 @@ def headline(cap: Capture) -> dict[str, Any]:
     payload = int(conns["client_bytes"].sum() + conns["server_bytes"].sum())
     resent = int(conns["client_resent_bytes"].sum() + conns["server_resent_bytes"].sum())
 
+    lo = cap.tcp_losses
+    lkind = lo["kind"].astype("string")
+    loss_rows = lo[lkind.eq("loss").fillna(False).to_numpy()]
+    lwhere = loss_rows["lost_where"].astype("string")
+
     wcounts = warning_counts(cap)
     return {
         "file": Path(s.path).name,
@@ -153,6 +166,14 @@ def headline(cap: Capture) -> dict[str, Any]:
         "data_segments": data_segments,
         "retransmitted_data_segments": retrans_data,
         "retransmitted_share": (round(retrans_data / data_segments, 6) if data_segments else None),
+        "lost_segments": len(loss_rows),
+        "lost_before_capture": int(lwhere.eq("before_capture").fillna(False).sum()),
+        "lost_after_capture": int(lwhere.eq("after_capture").fillna(False).sum()),
+        "losses_by_recovery": _counts(loss_rows["recovery"]),
+        "spurious_resends": int(lkind.eq("spurious").fillna(False).sum()),
+        "capture_drop_bytes": int(lo.loc[lkind.eq("capture_drop").fillna(False).to_numpy(),
+                                         "len"].sum()),
+        "unresolved_gaps": int(lkind.eq("unresolved").fillna(False).sum()),
         "payload_bytes": payload,
         "resent_bytes": resent,
         "resent_share": round(resent / payload, 6) if payload else None,
@@ -259,19 +280,36 @@ def verdicts(cap: Capture, head: Mapping[str, Any] | None = None) -> list[str]:
         for k, label in (("fast_retransmission", "fast"), ("spurious_retransmission", "spurious"))
         if kinds.get(k)
     )
-    if ds:
-        if rd:
-            out.append(f"{_pct(rd, ds)} of data segments were retransmitted ({rd:,} of {ds:,}).")
-        else:
-            out.append(f"No data segment was retransmitted ({ds:,} data segments).")
-        if rs > rd:
-            detail += (", " if detail else "") + f"{rs - rd:,} without payload (SYN or FIN)"
-        if detail:
-            out.append(
-                f"{_n(rs, 'retransmission')} in all (tshark tcp.analysis.retransmission): {detail}."
-            )
-    elif rs:
-        out.append(f"{_n(rs, 'TCP segment')} retransmitted{f' ({detail})' if detail else ''}.")
+    if h["capture_drop_bytes"]:
+        out.append(
+            f"The capture missed {h['capture_drop_bytes']:,} payload bytes that the receiver "
+            f"acknowledged ({_n(_streams_with_loss(cap, 'capture_drop'), 'connection')}): "
+            "packets dropped by the capture, not by the network."
+        )
+    lost = int(h["lost_segments"])
+    where = (f"{h['lost_before_capture']:,} lost before the capture point, "
+             f"{h['lost_after_capture']:,} after it")
+    if lost and ds:
+        out.append(f"{_pct(lost, ds)} of data segments were lost and resent "
+                   f"({lost:,} of {ds:,}: {where}).")
+    elif lost:
+        out.append(f"{_n(lost, 'segment')} lost and resent ({where}).")
+    elif ds:
+        out.append(f"No data segment was lost ({ds:,} data segments).")
+    if h["spurious_resends"]:
+        sp = int(h["spurious_resends"])
+        out.append(f"{_n(sp, 'resend')} {'was' if sp == 1 else 'were'} spurious "
+                   "(the first copy had arrived).")
+    if h["unresolved_gaps"]:
+        out.append(f"{_n(int(h['unresolved_gaps']), 'range')} of sequence space never "
+                   "captured, neither resent nor acknowledged before the capture ended.")
+    if rs > rd and ds:
+        detail += (", " if detail else "") + f"{rs - rd:,} without payload (SYN or FIN)"
+    if rs:
+        out.append(
+            f"{_n(rs, 'retransmission')} flagged by tshark (tcp.analysis.retransmission)"
+            + (f": {detail}." if detail else ".")
+        )
 
     if h["resent_bytes"] and h["payload_bytes"]:
         out.append(
@@ -737,6 +775,12 @@ def _unanswered_open(cap: Capture) -> int:
     streams = hs.loc[hs["result"].astype("string").eq("no_answer").fillna(False), "tcp_stream"]
     open_ = conns["end_reason"].astype("string").eq("open_at_eof").fillna(False)
     return int((open_ & conns["tcp_stream"].isin(set(streams.tolist()))).sum())
+
+
+def _streams_with_loss(cap: Capture, kind: str) -> int:
+    lo = cap.tcp_losses
+    return int(lo.loc[(lo["kind"].astype("string") == kind).fillna(False).to_numpy(),
+                      "tcp_stream"].nunique())
 
 
 def _syn_retransmissions(cap: Capture) -> int:

@@ -296,7 +296,17 @@ def capture_section(ctx: ReportContext) -> Section:
     ds = h["data_segments"]
     rows.append(
         (
-            "Retransmitted segments",
+            "Segments lost and resent",
+            f"{h['lost_segments']:,} ({h['lost_before_capture']:,} lost before the capture "
+            f"point, {h['lost_after_capture']:,} after it; {h['spurious_resends']:,} spurious "
+            "resends)",
+        )
+    )
+    if h["capture_drop_bytes"]:
+        rows.append(("Missed by the capture", f"{h['capture_drop_bytes']:,} bytes"))
+    rows.append(
+        (
+            "Retransmitted segments (tshark flags)",
             f"{rs:,}"
             + (f" ({h['retransmitted_data_segments']:,} of {ds:,} data segments)" if ds else ""),
         )
@@ -395,22 +405,78 @@ def irtt_section(ctx: ReportContext) -> Section:
     return Section("irtt", title, ctx.figure(fig, "irtt"), note)
 
 
+_LOSS_LABEL = {"before_capture": "lost before capture", "after_capture": "lost after capture"}
+
+
 def retransmissions_section(ctx: ReportContext) -> Section:
     title = "Retransmissions over time"
     rt = ctx.cap.retransmissions
-    if len(rt) == 0:
+    lo = ctx.cap.tcp_losses
+    kind = lo["kind"].astype("string")
+    resent = lo[kind.isin(["loss", "spurious"]).fillna(False).to_numpy()]
+    h = ctx.head
+    if len(rt) == 0 and len(resent) == 0:
         return Section("retransmissions", title, None, "No retransmitted segments in this capture.")
     width = charts.bin_width_s(ctx.span_s)
-    bins = charts.retransmission_bins(rt, ctx.t0_ns, width)
+    kinds = h["retransmissions_by_kind"]
+    detail = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in kinds.items())
+    tshark = f"{len(rt):,} segments tshark flags tcp.analysis.retransmission" + (
+        f" ({detail})" if detail else "")
+    if len(resent) == 0:  # tshark flags, nothing resent that tcp_losses saw
+        bins = charts.retransmission_bins(rt, ctx.t0_ns, width)
+        fig = charts.retransmissions_figure(bins, width, ctx.span_s)
+        assert fig is not None
+        note = f"{tshark}, per {charts.unit_label(width)}."
+        return Section("retransmissions", title, ctx.figure(fig, "retransmissions"), note)
+    labels = [
+        "spurious resend" if k == "spurious" else _LOSS_LABEL.get(str(w), "lost")
+        for k, w in zip(resent["kind"].astype(str), resent["lost_where"].astype(object),
+                        strict=True)
+    ]
+    bins = charts.retransmission_bins(
+        pd.DataFrame({"ts": resent["ts"].to_numpy(), "kind": labels}), ctx.t0_ns, width
+    )
     fig = charts.retransmissions_figure(bins, width, ctx.span_s)
     assert fig is not None
-    kinds = ctx.head["retransmissions_by_kind"]
-    detail = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in kinds.items())
-    note = (
-        f"{len(rt):,} segments tshark flags tcp.analysis.retransmission ({detail}), "
-        f"per {charts.unit_label(width)}."
+    shown = resent.head(ctx.max_table_rows)
+    rows: list[list[Cell]] = [
+        [
+            int(r["tcp_stream"]),
+            _text(r["direction"]),
+            _text(r["kind"]),
+            int(r["seq"]),
+            int(r["len"]),
+            _text(r["first_frame"]),
+            _text(r["frame"]),
+            _text(r["gap_frame"]),
+            _text(r["lost_where"]),
+            _text(r["recovery"]),
+            "" if pd.isna(r["recovery_ms"]) else f"{r['recovery_ms']:,.1f}",
+            _text(r["tshark_kind"]),
+        ]
+        for r in _records(shown)
+    ]
+    table = ctx.table(
+        ["tcp.stream", "direction", "kind", "seq", "len", "first copy", "resend",
+         "gap seen at", "lost", "recovery", "recovery ms", "tshark flag"],
+        rows,
+        numeric=(0, 3, 4, 5, 6, 7, 10),
+        total=len(resent),
+        source="cap.tcp_losses",
     )
-    return Section("retransmissions", title, ctx.figure(fig, "retransmissions"), note)
+    note = (
+        f"Segments lost and resent: {h['lost_segments']:,} ({h['lost_before_capture']:,} lost "
+        f"before the capture point, seen as a gap that the resend filled; "
+        f"{h['lost_after_capture']:,} after it, seen twice), plus "
+        f"{h['spurious_resends']:,} spurious resends, per {charts.unit_label(width)}. "
+        f"Another count: {tshark}; a segment lost before the capture point is never seen "
+        "twice there, so tshark calls its resend out-of-order or nothing."
+    )
+    if h["capture_drop_bytes"]:
+        note += (f" The capture itself missed {h['capture_drop_bytes']:,} bytes the receiver "
+                 "acknowledged (not counted as losses).")
+    return Section("retransmissions", title,
+                   Markup(ctx.figure(fig, "retransmissions") + table), note)
 
 
 def tcp_flags_section(ctx: ReportContext) -> Section:

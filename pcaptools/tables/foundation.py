@@ -127,6 +127,49 @@ CONNECTIONS = TableSchema(
         Column("server_max_acked_seg_bytes", "int64", "bytes", "largest server segment delivered (as client_max_acked_seg_bytes)"),
         Column("client_df", "boolean", None, "True when every client packet with payload had the IPv4 Don't Fragment bit (always True for IPv6, which routers never fragment), False when at least one had not; NA without payload"),
         Column("server_df", "boolean", None, "same for the server's packets with payload"),
+        # segments lost and resent, from any vantage point (tcp_losses)
+        Column("capture_vantage", "category", None, "where the capture was taken, from the handshake times: client (SYN to SYN-ACK holds the round trip), server (SYN-ACK to ACK does), middle, or unknown (handshake not captured)"),
+        Column("client_lost_segments", "int64", "segments", "client segments lost and resent (tcp_losses kind loss: lost before or after the capture point); spurious resends and capture drops not included"),
+        Column("server_lost_segments", "int64", "segments", "server segments lost and resent (tcp_losses kind loss)"),
+        Column("client_spurious_resends", "int64", "segments", "client resends whose first copy had reached the receiver (tcp_losses kind spurious)"),
+        Column("server_spurious_resends", "int64", "segments", "server resends whose first copy had reached the receiver"),
+        Column("client_capture_drop_bytes", "int64", "bytes", "client payload bytes the server acknowledged but the capture never saw (tcp_losses kind capture_drop): packets the capture missed"),
+        Column("server_capture_drop_bytes", "int64", "bytes", "server payload bytes the client acknowledged but the capture never saw"),
+    ),
+)
+
+TCP_LOSS_KINDS = ("loss", "spurious", "capture_drop", "unresolved")
+
+TCP_LOSSES = TableSchema(
+    name="tcp_losses",
+    grain="one row per segment its sender had to send again (from any vantage point), per range the capture missed, and per range left unresolved at the end",
+    key=("tcp_stream", "direction", "seq", "frame"),
+    columns=(
+        _TCP_STREAM,
+        Column("direction", "category", None, "direction of the data (the sender): client_to_server or server_to_client"),
+        Column("kind", "category", None,
+               "loss: the sender resent it because a copy was lost (lost_where says where); "
+               "spurious: resent although its first copy had reached the receiver (tshark's spurious retransmission, or a capture at the receiver that saw the first copy); "
+               "capture_drop: bytes the receiver acknowledged that the capture never saw (packets the capture missed: not a loss); "
+               "unresolved: bytes never captured, neither resent nor acknowledged before the capture ended"),
+        Column("seq", "Int64", None, "relative sequence number of the first byte (as tcp.seq; counted on past 2**32)"),
+        Column("len", "int64", "bytes", "tcp.len of the resend; for capture_drop / unresolved, the bytes never captured"),
+        Column("first_frame", "Int64", None, "frame of the first copy; NA when it never reached the capture point (or was already acknowledged)"),
+        Column("first_ts", TS_DTYPE, None, "time of first_frame"),
+        Column("frame", "Int64", None, "frame of the resend (which filled the gap when the first copy was not captured); NA for capture_drop / unresolved"),
+        Column("ts", TS_DTYPE, None, "time of frame"),
+        Column("gap_frame", "Int64", None, "the first segment after the missing range, which revealed it; NA when the first copy was captured"),
+        Column("gap_ts", TS_DTYPE, None, "time of gap_frame"),
+        Column("lost_where", "category", None, "for kind loss: before_capture (a gap that the resend filled) or after_capture (the capture saw both copies); NA otherwise"),
+        Column("spurious", "boolean", None, "True for kind spurious, False for loss, NA otherwise"),
+        Column("recovery", "category", None,
+               "how the sender recovered (loss and spurious rows): fast_retransmit (the peer had sent >= 2 duplicate ACKs), "
+               "rto (oldest unacknowledged data resent without duplicate ACKs), tail_loss_probe (highest segment resent without "
+               "duplicate ACKs while older data was unacknowledged, or a lone segment resent under 200 ms), unknown; "
+               "later resends of one recovery episode take its mechanism"),
+        Column("recovery_ms", "float64", "ms", "first copy to resend; when the first copy was not captured, gap_frame to frame (how long the gap was open at the capture point)"),
+        Column("dup_acks", "Int64", None, "duplicate ACKs the peer had sent in a row when the resend was captured (tshark's duplicate_ack_num)"),
+        Column("tshark_kind", "category", None, "what tshark 4.0 flags the resend frame: retransmission, fast_retransmission, spurious_retransmission, out_of_order, or NA (nothing)"),
     ),
 )
 

@@ -10,7 +10,7 @@ import pandas as pd
 from .._columns import CodeColumn, nullable
 from ..diagnostics import Diagnostics
 from ..tcp.tracker import Connection, TcpTracker, addr_text
-from .foundation import CONNECTIONS, TCP_EVENTS, TCP_HANDSHAKES, WARNINGS
+from .foundation import CONNECTIONS, TCP_EVENTS, TCP_HANDSHAKES, TCP_LOSSES, WARNINGS
 
 
 def connections_table(tracker: TcpTracker) -> pd.DataFrame:
@@ -70,6 +70,7 @@ def _oldest_unacked(unacked: list[list[int]]) -> tuple[int | None, int | None]:
 def _timeline(conn: Connection) -> tuple[object, ...]:
     """The CONNECTIONS columns after end_ts, in schema order."""
     c, s = conn.side
+    lc, ls = conn.loss
     cu = _oldest_unacked(conn.conv.c2s.unacked)
     su = _oldest_unacked(conn.conv.s2c.unacked)
     rst = conn.rst_frame is not None
@@ -96,11 +97,21 @@ def _timeline(conn: Connection) -> tuple[object, ...]:
         c.max_seg, s.max_seg, c.max_acked, s.max_acked,
         None if not conn.payload_bytes[0] else c.no_df_packets == 0,
         None if not conn.payload_bytes[1] else s.no_df_packets == 0,
+        conn.vantage(), lc.lost, ls.lost, lc.spurious, ls.spurious,
+        lc.capture_drop_bytes, ls.capture_drop_bytes,
     )
 
 
 def _nonneg(v: int) -> int | None:
     return v if v >= 0 else None
+
+
+def losses_table(tracker: TcpTracker) -> pd.DataFrame:
+    """The ``tcp_losses`` table, in key order (tcp_stream, direction, seq, frame)."""
+    df = TCP_LOSSES.frame(tracker.losses.rows)
+    if len(df):
+        df = df.sort_values(list(TCP_LOSSES.key), kind="stable").reset_index(drop=True)
+    return df
 
 
 def handshakes_table(tracker: TcpTracker) -> pd.DataFrame:

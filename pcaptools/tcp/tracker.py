@@ -22,6 +22,7 @@ from ..net.packet import ACK, FIN, RST, SYN, TcpSegment
 from ..protocols._base import Direction, StreamChunk
 from .analysis import SegmentAnalysis, TcpAnalyzer, TcpConversation
 from .connstate import ConnHistory
+from .losses import LossDirection, LossRecorder, vantage
 from .options import parse_options
 from .reassembly import Reassembler, StreamGap
 
@@ -253,6 +254,16 @@ class Connection:
     idle_last_start_frame: int = 0
     idle_last_end_frame: int = 0
     idle_last_end_ts: int = 0
+    loss: tuple[LossDirection, LossDirection] = field(
+        default_factory=lambda: (LossDirection(), LossDirection()))
+    """(client, server): sequence-space state of the tcp_losses table"""
+
+    def vantage(self) -> str:
+        """Where the capture was taken for this connection (see :func:`.losses.vantage`)."""
+        hs = self.handshake
+        if hs is None:
+            return "unknown"
+        return vantage(hs.syn_ts, hs.synack_ts, hs.ack_ts)
 
 
 class EventColumns:
@@ -304,6 +315,8 @@ class TcpTracker:
         self.connections: list[Connection] = []
         self.events = EventColumns()
         """rows of tcp_events, in typed column arrays (~60 bytes a row)"""
+        self.losses = LossRecorder(diag)
+        """rows of tcp_losses (segments resent, capture drops)"""
 
     def segment(self, seg: TcpSegment) -> SegmentAnalysis:
         a = self.analyzer.feed(seg)
@@ -389,10 +402,36 @@ class TcpTracker:
                                 zero_window=seg.window == 0, seq=seg.seq)
         else:
             conn.history.plain(from_client, flags, seg_len)
+        if seg_len and not flags & RST:  # tcp_losses: in-order data only moves the highest byte seen
+            ld = conn.loss[d]
+            h = ld.hi
+            if h >= 0 and not (a.rel_seq - h) & _M32 and not flags & SYN:
+                ld.hi = h + seg_len
+            else:
+                self._loss_data(conn, ld, seg, a, d)
+        ra = a.rel_ack
+        if ra is not None:  # the ACK of the other direction's data (tcp_losses)
+            lp = conn.loss[1 - d]
+            if ra != lp.ack_last:
+                lp.ack_last = ra
+                lp.same_acks = 0
+            elif not seg_len:
+                lp.same_acks += 1
+            lp.ack_opts = seg.options
+            if lp.holes:
+                self.losses.acked(lp, ra, stream, 1 - d, seg)
+            if lp.pending:
+                self.losses.dsack(lp, seg, conn.conv.irtt_ns)
         st = conn.streams
         if st is not None:
             self._bytes(conn, st, seg, a, d)
         return a
+
+    def _loss_data(self, conn: Connection, ld: LossDirection, seg: TcpSegment,
+                   a: SegmentAnalysis, d: int) -> None:
+        c = conn.conv
+        fwd, peer = (c.c2s, c.s2c) if d == 0 else (c.s2c, c.c2s)
+        self.losses.data(ld, seg, a, d, fwd, peer, c.irtt_ns)
 
     def _bytes(self, conn: Connection, st: _Streams, seg: TcpSegment, a: SegmentAnalysis, d: int) -> None:
         """Reassemble this segment's direction and hand the in-order bytes to the observer."""
@@ -492,6 +531,9 @@ class TcpTracker:
     def finish(self, ts_ns: int, frame: int) -> None:
         """End of capture: flush every byte stream and let the observers report what is open."""
         for conn in self.connections:
+            for x in (0, 1):
+                if conn.loss[x].holes:
+                    self.losses.finish(conn.loss[x], conn.conv.tcp_stream, x)
             st = conn.streams
             if st is None:
                 continue

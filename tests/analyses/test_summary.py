@@ -58,6 +58,11 @@ def test_headline_mixed_capture_values() -> None:
     assert h["payload_bytes"] == 24_000
     assert h["resent_bytes"] == 800
     assert h["resent_share"] == round(800 / 24_000, 6)
+    assert h["lost_segments"] == f["lost_segments"] == 4
+    assert (h["lost_before_capture"], h["lost_after_capture"]) == (0, 4)
+    assert h["losses_by_recovery"] == {"rto": 3, "fast_retransmit": 1}
+    assert h["spurious_resends"] == f["spurious_resends"] == 1
+    assert (h["capture_drop_bytes"], h["unresolved_gaps"]) == (0, 0)
     assert h["conn_state"] == {"SF": 2, "OTH": 1, "REJ": 1, "RSTO": 1, "S0": 1}
     assert list(h["conn_state"]) == ["SF", "OTH", "REJ", "RSTO", "S0"]  # count desc, then name
     assert h["end_reason"] == {"fin": 2, "open_at_eof": 2, "rst": 2}
@@ -94,8 +99,10 @@ def test_verdicts_mixed_capture() -> None:
         "guessed from the ports.",
         "Median TCP handshake RTT 20.0 ms (p95 29.0 ms, max 30.0 ms, 3 connections).",
         "1 connection had to retransmit the SYN or SYN-ACK.",
-        "2.5% of data segments were retransmitted (5 of 200).",
-        "6 retransmissions in all (tshark tcp.analysis.retransmission): 1 fast, 1 spurious, "
+        "2.0% of data segments were lost and resent (4 of 200: 0 lost before the capture "
+        "point, 4 after it).",
+        "1 resend was spurious (the first copy had arrived).",
+        "6 retransmissions flagged by tshark (tcp.analysis.retransmission): 1 fast, 1 spurious, "
         "1 without payload (SYN or FIN).",
         "800 payload bytes were sent more than once (3.3% of 24,000).",
         "Zero window advertised by a receiver (1 frame in 1 connection).",
@@ -137,7 +144,9 @@ def test_without_packets_table_the_share_is_unknown() -> None:
     assert h["retransmitted_share"] is None
     assert h["retransmitted_segments"] == 6
     v = verdicts(cap2)
-    assert "6 TCP segments retransmitted (1 fast, 1 spurious)." in v
+    assert "4 segments lost and resent (0 lost before the capture point, 4 after it)." in v
+    assert "6 retransmissions flagged by tshark (tcp.analysis.retransmission): 1 fast, " \
+        "1 spurious." in v
     assert not any("of data segments" in s for s in v)
 
 
@@ -146,8 +155,10 @@ def test_no_retransmission_sentence_says_how_many_segments() -> None:
     tables = dict(cap.tables)
     ev = cap.tcp_events
     tables["tcp_events"] = ev[~ev["kind"].astype("string").str.contains("retransmission")]
+    del tables["tcp_losses"]
     v = verdicts(Capture(cap.summary, tables))
-    assert "No data segment was retransmitted (200 data segments)." in v
+    assert "No data segment was lost (200 data segments)." in v
+    assert not any("tshark" in s for s in v)
 
 
 def test_single_handshake_sentence() -> None:

@@ -10,7 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from pcaptools.capture import Capture, CaptureSummary
-from pcaptools.tables.foundation import CONNECTIONS, PACKETS, TCP_EVENTS, TCP_HANDSHAKES, WARNINGS
+from pcaptools.tables.foundation import (
+    CONNECTIONS,
+    PACKETS,
+    TCP_EVENTS,
+    TCP_HANDSHAKES,
+    TCP_LOSSES,
+    WARNINGS,
+)
 from pcaptools.tables.schema import TableSchema
 
 T0 = 1_700_000_000_000_000_000  # 2023-11-14T22:13:20Z, in ns
@@ -62,8 +69,39 @@ def conn_row(tcp_stream: int, **kw: Any) -> tuple[Any, ...]:
         server_max_seg_bytes=1448,
         client_max_acked_seg_bytes=1000,
         server_max_acked_seg_bytes=1448,
+        capture_vantage="unknown",
+        client_lost_segments=0,
+        server_lost_segments=0,
+        client_spurious_resends=0,
+        server_spurious_resends=0,
+        client_capture_drop_bytes=0,
+        server_capture_drop_bytes=0,
     )
     return _row(CONNECTIONS, defaults, kw)
+
+
+def loss_row(frame: int, **kw: Any) -> tuple[Any, ...]:
+    """A tcp_losses row: a client segment resent at ``frame``, first sent 10 frames before."""
+    defaults = dict(
+        tcp_stream=0,
+        direction="client_to_server",
+        kind="loss",
+        seq=1 + 100 * frame,
+        len=100,
+        first_frame=frame - 10,
+        first_ts=T0 + (frame - 10) * MS,
+        frame=frame,
+        ts=T0 + frame * MS,
+        gap_frame=None,
+        gap_ts=None,
+        lost_where="after_capture",
+        spurious=False,
+        recovery="rto",
+        recovery_ms=10.0,
+        dup_acks=0,
+        tshark_kind="retransmission",
+    )
+    return _row(TCP_LOSSES, defaults, kw)
 
 
 def handshake_row(tcp_stream: int, **kw: Any) -> tuple[Any, ...]:
@@ -195,6 +233,8 @@ MIXED_FACTS = dict(
     irtt=[10.0, 20.0, 30.0],
     retransmitted_segments=6,
     retransmitted_data_segments=5,
+    lost_segments=4,
+    spurious_resends=1,
     data_segments=200,
     resent_bytes=500 + 300,
     payload_bytes=4 * 6000,
@@ -215,7 +255,8 @@ def make_capture(*, xss: bool = False) -> Capture:
     With ``xss=True`` stream 4's history and a warning's detail are ``<script>alert(1)</script>``.
     """
     conns = [
-        conn_row(0, client_resent_bytes=500, retransmissions=5, first_frame=1, last_frame=250),
+        conn_row(0, client_resent_bytes=500, retransmissions=5, first_frame=1, last_frame=250,
+                 client_lost_segments=4, client_spurious_resends=1),
         conn_row(
             1,
             conn_state="RSTO",
@@ -304,6 +345,14 @@ def make_capture(*, xss: bool = False) -> Capture:
         event_row(56, "duplicate_ack", len=0),
         event_row(90, "zero_window", tcp_stream=5, len=0, direction="server_to_client"),
     ]
+    losses = [
+        loss_row(20),
+        loss_row(40),
+        loss_row(60, recovery="fast_retransmit", dup_acks=3, tshark_kind="fast_retransmission"),
+        loss_row(80, kind="spurious", lost_where=None, spurious=True,
+                 tshark_kind="spurious_retransmission"),
+        loss_row(1500),
+    ]
     packets = [packet_row(f, tcp_len=100 if f <= 200 else 0) for f in range(1, 301)]
     warnings = [
         warning_row(
@@ -334,6 +383,7 @@ def make_capture(*, xss: bool = False) -> Capture:
         "connections": CONNECTIONS.frame(conns),
         "tcp_handshakes": TCP_HANDSHAKES.frame(hs),
         "tcp_events": TCP_EVENTS.frame(events),
+        "tcp_losses": TCP_LOSSES.frame(losses),
         "packets": PACKETS.frame(packets),
         "warnings": WARNINGS.frame(warnings),
     }
