@@ -42,8 +42,13 @@ class UnsupportedInputError(CaptureOpenError):
 
 
 class OutputPathError(PcapToolsError):
-    """An output path would overwrite an input (capture, key log) or another output, or its
-    folder does not exist or cannot be written. Found before the capture is read."""
+    """An output path would overwrite an input (capture, key log) or another output
+    (``collision`` True: ``pcap-report`` exits 2), or its folder does not exist or cannot be
+    written (``collision`` False: exit 1). Found before the capture is read."""
+
+    def __init__(self, message: str, *, collision: bool = False) -> None:
+        super().__init__(message)
+        self.collision = collision
 
 
 class KeylogError(PcapToolsError):
