@@ -91,6 +91,13 @@ def _real(path: str | os.PathLike[str]) -> str:
     return os.path.realpath(os.path.abspath(path))
 
 
+def _entry(path: str | os.PathLike[str]) -> str:
+    """The directory entry a write replaces: the folder resolved, the name kept (a symlink
+    there is replaced, so two outputs collide only when they name the same entry)."""
+    p = Path(os.path.abspath(path))
+    return os.path.join(os.path.realpath(p.parent), p.name)
+
+
 def _same(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     """The two paths name the same file: same resolved path, or (both existing) the same
     inode (a hard link)."""
@@ -136,9 +143,11 @@ def check_outputs(outputs: Sequence[Labelled], inputs: Sequence[Labelled], *,
     the key log); ``folders``: output folders that may be created (``--export DIR``, the
     report folder of several captures): their nearest existing ancestor must be a writable
     folder (outputs inside them are not checked for a folder). Raises
-    :class:`OutputPathError` naming both paths when an output resolves
-    (symlinks followed, hard links found) to an input or to another output, when an output
-    is an existing folder, or when an output's folder is missing or cannot be written.
+    :class:`OutputPathError` naming both paths when an output resolves (symlinks followed,
+    hard links found) to an input, when two outputs name the same directory entry (their
+    folders resolved: a symlink at an output is replaced, so two symlinks to one file do not
+    collide), when an output is an existing folder, or when an output's folder is missing or
+    cannot be written.
     """
     for i, (label, path) in enumerate(outputs):
         for in_label, in_path in inputs:
@@ -147,7 +156,7 @@ def check_outputs(outputs: Sequence[Labelled], inputs: Sequence[Labelled], *,
                     f"{label} {path} is {in_label} ({in_path}): refusing to overwrite an input; "
                     "choose another output path", collision=True)
         for other_label, other in outputs[:i]:
-            if _same(path, other):
+            if _entry(path) == _entry(other):
                 raise OutputPathError(
                     f"{label} {path} and {other_label} {other} are the same file: one would "
                     "overwrite the other; give them different paths", collision=True)

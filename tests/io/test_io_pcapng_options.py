@@ -49,7 +49,8 @@ def tshark_run(path: Path) -> tuple[list[str], str]:
 
 def test_epb_option_overrun_is_a_row_and_the_rest_is_read(tmp_path: Path) -> None:
     good = [epb_raw(i) for i in (1, 2, 3, 4)]
-    path = write(tmp_path / "o.pcapng", shb(), idb(1), good[0], epb_raw(9, OVERRUN, ticks=1001), *good[1:])
+    path = write(tmp_path / "o.pcapng", shb(), idb(1), good[0], epb_raw(9, OVERRUN, ticks=1001),
+                 *good[1:])
     frames, diag = read(path)
     assert [(f.frame, f.data) for f in frames] == [
         (1, pkt(1)), (2, pkt(9)), (3, pkt(2)), (4, pkt(3)), (5, pkt(4))
