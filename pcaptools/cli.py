@@ -15,8 +15,8 @@ seeking, compressed or not; a FIFO path works the same way.
 
 Outputs never destroy data: before any capture is read, every output path (``-o``, ``--json``,
 the ``--export`` files, the reports and index of several captures) is checked: one that
-resolves (symlinks followed, hard links found) to an input (a capture, the key log) or to
-another output is refused with exit status 2, and one whose folder is missing or cannot be
+resolves (symlinks followed, hard links found) to an input (a capture, the key log), or names
+the same file as another output, is refused with exit status 2, and one whose folder is missing or cannot be
 written with exit status 1, so a long analysis (or a pipe, which cannot be read again) is
 never lost to a typo. Files are written to a temporary file in their folder and renamed over
 the target (:mod:`pcaptools._safewrite`): a symlink there is replaced, not written through.
@@ -269,6 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("standard input (-) is read on its own: pcap-report - [options]")
         return _main_many(args, err)
     args.capture = args.capture[0]
+    if args.capture == STDIN and _isatty(sys.stdin):
+        parser.error("standard input (-) is a terminal: pipe a capture into it, e.g. "
+                     "tcpdump -w - | pcap-report -")
     if args.capture == STDIN and args.workers is not None and args.workers > 1:
         parser.error("--workers N > 1 reads the capture once per process, which standard input "
                      "cannot do: save it to a file first, or leave out --workers")

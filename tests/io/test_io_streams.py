@@ -228,3 +228,20 @@ def test_pcap_report_dash_with_workers_is_bad_usage(tmp_path: Path) -> None:
     done = _cli(["-", "--workers", "2"], subprocess.DEVNULL, tmp_path)
     assert done.returncode == 2
     assert b"standard input cannot do" in done.stderr
+
+
+def test_pcap_report_dash_on_a_terminal_is_bad_usage(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rather than wait for a capture typed on the keyboard."""
+    from pcaptools import cli
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(cli.sys, "stdin", Tty())
+    with pytest.raises(SystemExit) as e:
+        cli.main(["-", "-q"])
+    assert e.value.code == 2
+    assert "standard input (-) is a terminal: pipe a capture into it" in capsys.readouterr().err
