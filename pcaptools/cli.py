@@ -18,8 +18,9 @@ the ``--export`` files, the reports and index of several captures) is checked: o
 resolves (symlinks followed, hard links found) to an input (a capture, the key log), or names
 the same file as another output, is refused with exit status 2, and one whose folder is
 missing or cannot be written with exit status 1, so a long analysis (or a pipe, which cannot
-be read again) is never lost to a typo. Files are written to a temporary file in their folder and renamed over
-the target (:mod:`pcaptools._safewrite`): a symlink there is replaced, not written through.
+be read again) is never lost to a typo. Files are written to a temporary file in their
+folder and renamed over the target (:mod:`pcaptools._safewrite`): a symlink there is
+replaced, not written through.
 
 Exit status: 0 when the report was written (even if the capture had warnings), 1 when the
 capture cannot be read or an output cannot be written (one ``pcap-report: error: ...`` line on
