@@ -14,17 +14,19 @@ from __future__ import annotations
 import gc
 import html
 import os
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pandas as pd
 
 from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS, EventCap
 from .analyses.heartbeats import websocket_heartbeats
 from .diagnostics import Diagnostics, ShardDiagnostics
+from .errors import UnsupportedInputError
 from .io import open_capture
 from .net.decode import PacketDecoder
 from .net.packet import IpPacket, TcpSegment, UdpDatagram
@@ -223,6 +225,12 @@ class Capture:
         On a :meth:`subset`, its display filter is ANDed with ``display_filter``."""
         from .wireshark import wireshark
 
+        if self.summary.extra.get("stream"):
+            raise UnsupportedInputError(
+                f"{self.summary.path} was read from a stream (pipe, FIFO or file object): tshark "
+                "cannot read it a second time; save the capture to a file (e.g. tcpdump -w - | "
+                "tee cap.pcap | pcap-report -) and load that to use wireshark()"
+            )
         kw.setdefault("keylog", self.summary.extra.get("keylog"))
         sub = self.summary.extra.get("subset_display_filter")
         if isinstance(sub, str) and sub:
@@ -244,8 +252,19 @@ def _gc_relaxed(gen0: int = 100_000) -> Iterator[None]:
         gc.set_threshold(*old)
 
 
+def is_stream(path: str | os.PathLike[str] | IO[bytes]) -> bool:
+    """True when ``path`` is read once, without seeking: a file object, or a path that is
+    not a regular file (a FIFO, ``/dev/stdin``). A missing path is not a stream."""
+    if hasattr(path, "read"):
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def load(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | IO[bytes],
     *,
     keylog: str | os.PathLike[str] | None = None,
     packets: bool = True,
@@ -264,6 +283,13 @@ def load(
     chunk_rows: int = 65536,
 ) -> Capture:
     """Read ``path`` once and return a :class:`Capture` with every table filled.
+
+    ``path`` is a capture file, a FIFO, or a binary file object (``sys.stdin.buffer`` for
+    ``tcpdump -w - | ...``, a socket's ``makefile("rb")``); streams are read without seeking,
+    compressed ones too, and give the same tables as the file they carry (``summary.path`` is
+    the stream's name, ``summary.file_size`` the bytes read, ``summary.extra["stream"]`` True).
+    A stream cannot be read by ``workers`` > 1 or by :meth:`Capture.wireshark`:
+    :class:`~pcaptools.errors.UnsupportedInputError`.
 
     Raises :class:`~pcaptools.errors.CaptureOpenError` / :class:`~pcaptools.errors.CaptureFormatError`
     only when the file cannot be read as a capture at all. Anything wrong inside it (a record cut
@@ -306,8 +332,16 @@ def load(
     """
     if out is not None and (workers > 1 or shard is not None):
         raise ValueError("load(out=...) reads with one process: no workers or shard")
+    if (workers > 1 or shard is not None) and is_stream(path):
+        raise UnsupportedInputError(
+            f"load(workers={workers}) reads the capture once per process, which a stream (pipe, "
+            f"FIFO or file object: {getattr(path, 'name', path)}) cannot do: use workers=1, or "
+            "save the stream to a file first"
+        )
     if workers > 1 and shard is None:
         from .parallel import load_parallel  # parallel imports this module
+
+        assert isinstance(path, (str, os.PathLike))  # (streams were refused above)
 
         return load_parallel(
             path, workers=workers, keylog=keylog, packets=packets, tls_records=tls_records,
@@ -376,7 +410,8 @@ def load(
     with (open_capture(path, diag, max_decompressed_bytes=max_decompressed_bytes) as reader,
           _gc_relaxed()):
         summary = CaptureSummary(
-            path=str(path), file_size=reader.file_size, format=reader.format,
+            path=str(reader.path) if hasattr(path, "read") else str(path),
+            file_size=reader.file_size, format=reader.format,
             compression=reader.compression, linktypes=[],
         )
         if keylog is not None:  # for Capture.wireshark()
@@ -430,13 +465,16 @@ def load(
                                                           if a is not None else own_k == 0))
             if not n & 4095:
                 if progress is not None:
-                    progress(reader.bytes_read, reader.file_size)
+                    progress(reader.bytes_read, reader.file_size if reader.size_known else 0)
                 if pump is not None:
                     pump.poll()
         decoder.finish()
         tracker.finish(last_ts or 0, n)
         if progress is not None:
             progress(reader.bytes_read, reader.file_size)
+        if not reader.size_known:  # a stream: its size is what was read of it
+            summary.file_size = reader.file_size
+            summary.extra["stream"] = True
         summary.linktypes = sorted({i.linktype for i in reader.interfaces})
         summary.tls_secrets = len(reader.secrets)
     summary.frames, summary.tcp_frames, summary.udp_frames = n, tcp_n, udp_n

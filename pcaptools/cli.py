@@ -10,9 +10,22 @@ that an analyst compares side by side, and tcp_stream numbers, frame numbers and
 only mean something within one file. The merged tables (a ``capture`` column added) are
 what ``--export DIR`` writes, for analysis across captures.
 
+The capture ``-`` is standard input (``tcpdump -w - | pcap-report -``), read once without
+seeking, compressed or not; a FIFO path works the same way.
+
+Outputs never destroy data: before any capture is read, every output path (``-o``, ``--json``,
+the ``--export`` files, the reports and index of several captures) is checked: one that
+resolves (symlinks followed, hard links found) to an input (a capture, the key log), or names
+the same file as another output, is refused with exit status 2, and one whose folder is
+missing or cannot be written with exit status 1, so a long analysis (or a pipe, which cannot
+be read again) is never lost to a typo. Files are written to a temporary file in their
+folder and renamed over the target (:mod:`pcaptools._safewrite`): a symlink there is
+replaced, not written through.
+
 Exit status: 0 when the report was written (even if the capture had warnings), 1 when the
 capture cannot be read or an output cannot be written (one ``pcap-report: error: ...`` line on
-stderr, no traceback), 2 for bad usage.
+stderr, no traceback), 2 for bad usage (an output that would overwrite an input or another
+output included).
 """
 
 from __future__ import annotations
@@ -28,9 +41,10 @@ from typing import Any, TextIO
 
 from . import __version__, _accel
 from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS
+from ._safewrite import Labelled, atomic_open, check_outputs, export_files
 from .analyses.summary import headline
-from .capture import Capture, load
-from .errors import PcapToolsError
+from .capture import TABLES, Capture, load
+from .errors import OutputPathError, PcapToolsError
 from .report import write_report
 from .select import parse_time, subset
 
@@ -45,6 +59,8 @@ examples:
         writes capture.report.html in the current directory
   pcap-report capture.pcap.gz -o /tmp/report.html --json /tmp/summary.json
         compressed captures are read directly; --json also writes the headline numbers
+  tcpdump -i eth0 -c 10000 -w - | pcap-report - -o live.html
+        '-' reads the capture from standard input (gzip'd too), without seeking
   pcap-report tls.pcapng --keylog sslkeys.txt
         decrypts TLS with the key log your client wrote (SSLKEYLOGFILE=sslkeys.txt)
   pcap-report big.pcapng --no-packets --quiet
@@ -63,15 +79,26 @@ examples:
         packets between 10 s and 25.5 s after the first frame (--host, --port, --stream N
         (repeatable) too); the header says which filter was applied
 
+outputs are checked before the capture is read, and written to a temporary file in their
+folder that is then renamed over the target (a symlink there is replaced, not followed).
+
 exit status: 0 report written (warnings included), 1 capture unreadable (with several
-captures: any of them; the others' reports are still written) or output not writable,
-2 bad usage (also a subset option that does not fit the capture, e.g. --start after --end).
+captures: any of them; the others' reports are still written) or output not writable
+(e.g. its folder does not exist: found before reading), 2 bad usage (also an output path
+that is an input or another output, -o equal to --json say; a subset option that does not
+fit the capture, e.g. --start after --end).
 """
+
+
+STDIN = "-"
+"""the capture argument that means standard input"""
 
 
 def default_output(capture: str | Path) -> Path:
     """``<capture stem>.report.html`` in the working directory: ``x.pcapng`` and
-    ``x.pcap.gz`` both give ``x.report.html``."""
+    ``x.pcap.gz`` both give ``x.report.html``; ``-`` (stdin) gives ``stdin.report.html``."""
+    if str(capture) == STDIN:
+        return Path("stdin.report.html")
     name = Path(capture).name
     for suffixes in (_COMPRESSED, _CAPTURE_SUFFIXES):
         for suf in suffixes:
@@ -92,8 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "capture",
         nargs="+",
-        help="capture file to analyse; several files or a directory give one report per "
-        "capture and an index",
+        help="capture file to analyse ('-': standard input, e.g. tcpdump -w - | pcap-report -); "
+        "several files or a directory give one report per capture and an index",
     )
     p.add_argument(
         "-o",
@@ -243,20 +270,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.compare is not None:
         if len(args.capture) != 1 or os.path.isdir(args.capture[0]):
             parser.error("--compare takes exactly one other capture: pcap-report A --compare B")
+        if args.capture[0] == STDIN and args.compare == STDIN:
+            parser.error("standard input (-) can be only one of the two captures")
         return _main_compare(args, err)
     if args.labels is not None:
         parser.error("--labels goes with --compare")
     if len(args.capture) > 1 or os.path.isdir(args.capture[0]):
+        if STDIN in args.capture:
+            parser.error("standard input (-) is read on its own: pcap-report - [options]")
         return _main_many(args, err)
     args.capture = args.capture[0]
+    if args.capture == STDIN and _isatty(sys.stdin):
+        parser.error("standard input (-) is a terminal: pipe a capture into it, e.g. "
+                     "tcpdump -w - | pcap-report -")
+    if args.capture == STDIN and args.workers is not None and args.workers > 1:
+        parser.error("--workers N > 1 reads the capture once per process, which standard input "
+                     "cannot do: save it to a file first, or leave out --workers")
     out = Path(args.output) if args.output else default_output(args.capture)
+    outputs: list[Labelled] = [("-o" if args.output else "the report", out)]
+    if args.json_path:
+        outputs.append(("--json", args.json_path))
+    code = _check(err, outputs + _export_outputs(args), _inputs(args, [args.capture]),
+                  _export_folders(args))
+    if code:
+        return code
 
+    source: Any = sys.stdin.buffer if args.capture == STDIN else args.capture
     bar, progress = _progress(err, args.capture, enabled=not args.quiet and _isatty(err))
     try:
         if args.workers is not None and args.workers > 1:
-            cap = load(args.capture, workers=args.workers, **_load_kwargs(args))
+            cap = load(source, workers=args.workers, **_load_kwargs(args))
         else:
-            cap = load(args.capture, progress=progress, **_load_kwargs(args))
+            cap = load(source, progress=progress, **_load_kwargs(args))
     except (PcapToolsError, OSError) as exc:
         if bar is not None:
             bar.close()  # clear the bar before the error line
@@ -272,9 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         head = _headline(cap)
         write_report(cap, out, title=args.title, **_report_kw(args))
         if args.json_path:
-            with open(args.json_path, "w", encoding="utf-8") as f:
-                json.dump(head, f, indent=2)
-                f.write("\n")
+            _write_json(args.json_path, head)
         if args.export:
             _export(cap, args)
     except OSError as exc:
@@ -304,11 +347,18 @@ def _main_compare(args: argparse.Namespace, err: TextIO) -> int:
 
     paths = (args.capture[0], args.compare)
     out = Path(args.output) if args.output else compare_output(*paths)
+    outputs: list[Labelled] = [("-o" if args.output else "the report", out)]
+    if args.json_path:
+        outputs.append(("--json", args.json_path))
+    code = _check(err, outputs, _inputs(args, list(paths)))
+    if code:
+        return code
     caps = []
     for path in paths:
         bar, progress = _progress(err, path, enabled=not args.quiet and _isatty(err))
         try:
-            caps.append(load(path, progress=progress, **_load_kwargs(args)))
+            source: Any = sys.stdin.buffer if path == STDIN else path
+            caps.append(load(source, progress=progress, **_load_kwargs(args)))
         except (PcapToolsError, OSError) as exc:
             if bar is not None:
                 bar.close()
@@ -332,9 +382,7 @@ def _main_compare(args: argparse.Namespace, err: TextIO) -> int:
             rows = table.where(table.notna(), None).to_dict("records")
             doc = {"labels": list(labels), "a": _headline(a), "b": _headline(b),
                    "comparison": rows}
-            with open(args.json_path, "w", encoding="utf-8") as f:
-                json.dump(doc, f, indent=2)
-                f.write("\n")
+            _write_json(args.json_path, doc)
     except OSError as exc:
         return _fail(err, _message(exc, getattr(exc, "filename", None) or out))
     if not args.quiet:
@@ -354,12 +402,21 @@ def _export(cap: Any, args: argparse.Namespace) -> None:
 
 def _main_many(args: argparse.Namespace, err: TextIO) -> int:
     """Several captures: one report each, index.html, optional merged JSON / export."""
-    from .many import capture_files, load_many
+    from .many import _names, capture_files, load_many
 
     files = capture_files(args.capture)
     if not files:
         return _fail(err, f"{', '.join(args.capture)}: no capture files found")
     out_dir = Path(args.output) if args.output else Path("pcap-reports")
+    outputs: list[Labelled] = [("the index", out_dir / "index.html")]
+    outputs += [(f"the report of {name}", out_dir / _report_name(name)) for name in _names(files)]
+    if args.json_path:
+        outputs.append(("--json", args.json_path))
+    code = _check(err, outputs + _export_outputs(args), _inputs(args, files),
+                  [("-o" if args.output else "the report folder", out_dir),
+                   *_export_folders(args)])
+    if code:
+        return code
     bar = None
     progress = None
     if not args.quiet and _isatty(err):
@@ -394,16 +451,15 @@ def _main_many(args: argparse.Namespace, err: TextIO) -> int:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, cap in many.captures.items():
             head = _headline(cap)
-            report = out_dir / default_output(name.replace(os.sep, "__"))
+            report = out_dir / _report_name(name)
             title = f"{args.title}: {name}" if args.title else None
             write_report(cap, report, title=title, **_report_kw(args))
             entries.append({"capture": name, "report": report.name, **head})
         index = out_dir / "index.html"
-        index.write_text(_index_html(entries, many.errors, args.title), encoding="utf-8")
+        with atomic_open(index, "w") as f:
+            f.write(_index_html(entries, many.errors, args.title))
         if args.json_path:
-            with open(args.json_path, "w", encoding="utf-8") as f:
-                json.dump({"captures": entries, "errors": many.errors}, f, indent=2)
-                f.write("\n")
+            _write_json(args.json_path, {"captures": entries, "errors": many.errors})
         if args.export:
             _export(many, args)
     except OSError as exc:
@@ -454,6 +510,48 @@ def _index_html(entries: list[dict[str, Any]], errors: dict[str, str], title: st
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+
+def _report_name(capture_name: str) -> Path:
+    """The file name of one capture's report among several."""
+    return default_output(capture_name.replace(os.sep, "__"))
+
+
+def _write_json(path: str | os.PathLike[str], doc: Any) -> None:
+    with atomic_open(path, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+
+
+def _inputs(args: argparse.Namespace, captures: Sequence[str | os.PathLike[str]]
+            ) -> list[Labelled]:
+    """The files no output may overwrite: the captures (not stdin) and the key log."""
+    out: list[Labelled] = [("the capture", c) for c in captures if str(c) != STDIN]
+    if args.keylog:
+        out.append(("the key log", args.keylog))
+    return out
+
+
+def _export_outputs(args: argparse.Namespace) -> list[Labelled]:
+    if not args.export:
+        return []
+    suffix = ".csv" if args.export_format == "csv" else ".parquet"
+    return [("--export", p) for p in export_files(args.export, list(TABLES), suffix)]
+
+
+def _export_folders(args: argparse.Namespace) -> list[Labelled]:
+    return [("--export", args.export)] if args.export else []
+
+
+def _check(err: TextIO, outputs: Sequence[Labelled], inputs: Sequence[Labelled],
+           folders: Sequence[Labelled] = ()) -> int:
+    """0 when the outputs are safe to write, else the exit status after one error line:
+    2 for an output that is an input or another output, 1 for one that cannot be written."""
+    try:
+        check_outputs(outputs, inputs, folders=folders)
+    except OutputPathError as exc:
+        return _usage(err, str(exc)) if exc.collision else _fail(err, str(exc))
+    return 0
 
 _FILTERS = ("host", "port", "sni", "stream", "start", "end")
 

@@ -7,6 +7,10 @@ Only raised when no analysis can happen at all. Anything wrong *inside* a captur
     PcapToolsError
      ├── CaptureFormatError   the file is not a capture we can read (bad magic, empty)
      ├── CaptureOpenError     the path cannot be opened (missing, a directory, no permission)
+     │    └── UnsupportedInputError  a stream cannot do what was asked of it (not binary,
+     │                               not readable; read again for workers > 1 or tshark)
+     ├── OutputPathError      an output path would destroy data (an input, another output)
+     │                        or cannot be written (missing folder); found before reading
      ├── KeylogError          a key log file was given but cannot be read
      └── WiresharkError       tshark could not give the table :func:`pcaptools.wireshark` asked for
           ├── TsharkNotFoundError     no tshark binary (install Wireshark's command-line tools)
@@ -28,6 +32,23 @@ class CaptureFormatError(PcapToolsError):
 
 class CaptureOpenError(PcapToolsError):
     """The capture path cannot be opened."""
+
+
+class UnsupportedInputError(CaptureOpenError):
+    """The capture is a stream (pipe, FIFO, stdin, file object) and cannot do what was asked:
+    it is not a binary stream open for reading, or the operation needs a file it can read a
+    second time (``load(workers=N)``, :meth:`Capture.wireshark`). The message says which, and
+    what to do instead."""
+
+
+class OutputPathError(PcapToolsError):
+    """An output path would overwrite an input (capture, key log) or another output
+    (``collision`` True: ``pcap-report`` exits 2), or its folder does not exist or cannot be
+    written (``collision`` False: exit 1). Found before the capture is read."""
+
+    def __init__(self, message: str, *, collision: bool = False) -> None:
+        super().__init__(message)
+        self.collision = collision
 
 
 class KeylogError(PcapToolsError):

@@ -24,10 +24,15 @@ that grow with the traffic (packets, tcp_events, tls_records, http2_frames, http
 http_requests, sse_events, ws_frames, ws_messages) are written in row groups of
 ``chunk_rows`` rows (65,536 by default) as soon as that many rows are final; the builders
 hand them over through the hook of :mod:`pcaptools.tables.schema` (:class:`Drainable`,
-:class:`ChunkPump`) and :class:`ParquetSink` writes them. Every file is written as
-``.<table>.parquet.partial`` and renamed when the capture has been read to its end, so a
-reader never sees a half-written table. ``load`` then returns a :class:`StreamedCapture`:
+:class:`ChunkPump`) and :class:`ParquetSink` writes them. Every file is written as a new
+``.<table>.parquet.<random>.partial`` and renamed when the capture has been read to its end, so
+a reader never sees a half-written table. ``load`` then returns a :class:`StreamedCapture`:
 the per-connection tables in memory, the others read back from their file when asked for.
+
+Every file here (:func:`to_parquet`, :func:`to_csv`, :func:`write_partition`, the streaming
+export) is written the same way (:func:`pcaptools._safewrite.atomic_open`): into a new
+temporary file in the target folder, then renamed over the target, so a symlink at the
+target is replaced, never written through, and a failed write leaves the old file intact.
 
 Every file also records, in its Parquet key-value metadata (``pcaptools.categories``), the
 categories of its categorical columns as ``load()`` orders and types them; pandas itself
@@ -42,6 +47,7 @@ import contextlib
 import json
 import os
 import shutil
+import tempfile
 import urllib.parse
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
@@ -52,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import pandas as pd
 
+from ._safewrite import atomic_open, mode_for
 from .capture import TABLES, Capture, CaptureSummary
 from .tables.schema import CHUNK_ROWS, ChunkPump, Drainable
 
@@ -201,13 +208,15 @@ def to_parquet(cap: _HasTables, directory: str | os.PathLike[str], *,
     written: dict[str, Path] = {}
     for name, df in _select(cap.tables, tables).items():
         path = d / f"{name}.parquet"
-        pa.parquet.write_table(_to_arrow(name, df), path, compression=compression)
+        with atomic_open(path, "wb") as f:
+            pa.parquet.write_table(_to_arrow(name, df), f, compression=compression)
         written[name] = path
     summ = _summaries_frame(cap)
     if summ is not None and tables is None:
         path = d / "captures.parquet"
-        pa.parquet.write_table(pa.Table.from_pandas(summ, preserve_index=False), path,
-                               compression=compression)
+        with atomic_open(path, "wb") as f:
+            pa.parquet.write_table(pa.Table.from_pandas(summ, preserve_index=False), f,
+                                   compression=compression)
         written["captures"] = path
     return written
 
@@ -234,12 +243,14 @@ def to_csv(cap: _HasTables, directory: str | os.PathLike[str], *,
     written: dict[str, Path] = {}
     for name, df in _select(cap.tables, tables).items():
         path = d / f"{name}.csv"
-        _csv_ready(df).to_csv(path, index=False)
+        with atomic_open(path, "w", newline="") as f:
+            _csv_ready(df).to_csv(f, index=False)
         written[name] = path
     summ = _summaries_frame(cap)
     if summ is not None and tables is None:
         path = d / "captures.csv"
-        summ.to_csv(path, index=False)
+        with atomic_open(path, "w", newline="") as f:
+            summ.to_csv(f, index=False)
         written["captures"] = path
     return written
 
@@ -271,7 +282,8 @@ def write_partition(cap: Any, out: str | os.PathLike[str], capture: str, *,
         d.mkdir(parents=True)
         tbl = _to_arrow(name, df) if name in TABLES else pa.Table.from_pandas(
             df, preserve_index=False)
-        pa.parquet.write_table(tbl, d / "part-0.parquet", compression=compression)
+        with atomic_open(d / "part-0.parquet", "wb") as f:
+            pa.parquet.write_table(tbl, f, compression=compression)
         rows[name] = len(df)
     return rows
 
@@ -369,9 +381,10 @@ class ParquetSink:
     row group per :meth:`write`, with the Arrow schema of :func:`arrow_schema` (the same
     files :func:`to_parquet` writes). A :class:`~pcaptools.tables.schema.TableSink`.
 
-    Files are written as ``.<table>.parquet.partial`` and renamed by :meth:`close`;
-    :meth:`abort` removes them. Raises OSError when the directory cannot be written,
-    ImportError without pyarrow."""
+    Files are written as new ``.<table>.parquet.<random>.partial`` files (``O_EXCL``: nothing
+    already there is written through) and renamed by :meth:`close`, replacing what was at
+    ``<table>.parquet`` (a symlink too, never followed); :meth:`abort` removes them. Raises
+    OSError when the directory cannot be written, ImportError without pyarrow."""
 
     def __init__(self, directory: str | os.PathLike[str], *, compression: str = "zstd") -> None:
         self._pa = _pyarrow()
@@ -379,12 +392,19 @@ class ParquetSink:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.compression = compression
         self._writers: dict[str, Any] = {}
+        self._files: dict[str, tuple[Any, Path]] = {}
+        """per table: the open temporary file and its path"""
         self._cats: dict[str, dict[str, _Categories]] = {}
         self.rows: dict[str, int] = {}
         """rows written so far, per table"""
 
-    def _partial(self, table: str) -> Path:
-        return self.directory / f".{table}.parquet.partial"
+    def _partial(self, table: str) -> Any:
+        """A new temporary file for ``table`` in the directory, open for writing."""
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{table}.parquet.",
+                                   suffix=".partial")
+        fobj = os.fdopen(fd, "wb")
+        self._files[table] = (fobj, Path(tmp))
+        return fobj
 
     def write(self, table: str, chunk: pd.DataFrame) -> None:
         """Append ``chunk`` (a DataFrame of the table's schema) as one row group; an empty
@@ -417,19 +437,26 @@ class ParquetSink:
                     meta[col] = {"dtype": c.dtype, "categories": final}
             w.add_key_value_metadata({CATEGORIES_KEY: json.dumps(meta)})
             w.close()
+            fobj, tmp = self._files.pop(table)
+            fobj.close()
             path = self.directory / f"{table}.parquet"
-            os.replace(self._partial(table), path)
+            os.chmod(tmp, mode_for(path))
+            os.replace(tmp, path)
             done[table] = path
         self._writers = {}
         return done
 
     def abort(self) -> None:
         """Close and remove the files not yet renamed into place (nothing raises)."""
-        for table, w in self._writers.items():
+        for w in self._writers.values():
             with contextlib.suppress(Exception):  # best effort clean-up of a failed run
                 w.close()
-            self._partial(table).unlink(missing_ok=True)
+        for fobj, tmp in self._files.values():
+            with contextlib.suppress(Exception):
+                fobj.close()
+            tmp.unlink(missing_ok=True)
         self._writers = {}
+        self._files = {}
 
 
 def _restore_categories(df: pd.DataFrame, meta: Mapping[str, Any]) -> pd.DataFrame:

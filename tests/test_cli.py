@@ -161,7 +161,10 @@ def test_unwritable_output_exits_1(
 ) -> None:
     out = tmp_path / "missing-dir" / "r.html"
     assert cli.main(["x.pcap", "-o", str(out)]) == 1
-    assert capsys.readouterr().err == f"pcap-report: error: {out}: No such file or directory\n"
+    assert capsys.readouterr().err == (
+        f"pcap-report: error: -o {out}: the folder {out.parent} does not exist\n"
+    )
+    assert fake_load == []  # found before the capture is read
 
 
 def test_bad_usage_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

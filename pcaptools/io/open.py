@@ -1,5 +1,11 @@
 """Opening a capture: compression and format found by magic bytes, never by file name.
 
+A capture is a path (a regular file, or a FIFO) or a binary file object (``sys.stdin.buffer``
+for ``tcpdump -w - | pcap-report -``, a socket's ``makefile("rb")``, ``io.BytesIO``). Only a
+regular file is ever seeked: everything else is read once, front to back, through
+:class:`_Unseekable` (the magic bytes it sniffs are handed to the parser again), so a pipe
+gives the same frames, rows and tables as the file it carries, compressed or not.
+
 :func:`open_capture` is the only way the rest of pcaptools reads a capture file. It raises
 :class:`CaptureOpenError` / :class:`CaptureFormatError` when nothing can be read at all;
 everything that goes wrong later (truncation, corruption, decompression errors) becomes a
@@ -10,8 +16,10 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 import os
+import stat
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +27,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from ..diagnostics import Diagnostics
-from ..errors import CaptureFormatError, CaptureOpenError
+from ..errors import CaptureFormatError, CaptureOpenError, UnsupportedInputError
 from .frame import RawFrame
 from .linktypes import InterfaceInfo
 from .pcap import PCAP_MAGICS, PcapParser
@@ -208,7 +216,106 @@ class _Stream:
         self._fh.close()
 
 
-def _open_decompressor(raw: IO[bytes], compression: str) -> Any:
+class _Unseekable:
+    """A binary stream read once without seeking (pipe, FIFO, socket, any file object).
+
+    ``read(n)`` returns exactly ``n`` bytes, or fewer only at the end (file objects may
+    return short reads before it: they are read again), the bytes given back with
+    :meth:`unread` first. ``tell()`` counts the bytes handed out, which is all the readers
+    need of it. ``close()`` closes the underlying object only if pcaptools opened it.
+    """
+
+    __slots__ = ("_fh", "_owned", "_pending", "consumed", "name")
+
+    def __init__(self, fh: Any, owned: bool, name: str) -> None:
+        self._fh = fh
+        self._owned = owned
+        self._pending = b""
+        self.consumed = 0
+        self.name = name
+
+    def unread(self, data: bytes) -> None:
+        self._pending = data + self._pending
+        self.consumed -= len(data)
+
+    def read(self, n: int = -1) -> bytes:
+        pending = self._pending
+        if n is None or n < 0:
+            data = pending + _read_all(self._fh)
+            self._pending = b""
+        elif len(pending) >= n:
+            data = pending[:n]
+            self._pending = pending[n:]
+        else:
+            self._pending = b""
+            data = pending + _read_exactly(self._fh, n - len(pending))
+        self.consumed += len(data)
+        return data
+
+    def readinto(self, b: Any) -> int:
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        return self.consumed
+
+    @property
+    def closed(self) -> bool:
+        return bool(getattr(self._fh, "closed", False))
+
+    def close(self) -> None:
+        if self._owned:
+            self._fh.close()
+
+
+def _as_bytes(data: object) -> bytes:
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    if data is None:  # a non-blocking stream with nothing available yet
+        raise UnsupportedInputError(
+            "the capture stream is non-blocking and had no data ready: give a blocking stream "
+            "(pcaptools reads captures synchronously)"
+        )
+    raise UnsupportedInputError(
+        f"the capture stream returned {type(data).__name__}, not bytes: open it in binary mode "
+        "('rb'), or pass sys.stdin.buffer rather than sys.stdin"
+    )
+
+
+def _read_exactly(fh: Any, n: int) -> bytes:
+    data = _as_bytes(fh.read(n))
+    if len(data) >= n or not data:
+        return data
+    parts = [data]
+    have = len(data)
+    while have < n:
+        more = _as_bytes(fh.read(n - have))
+        if not more:
+            break
+        parts.append(more)
+        have += len(more)
+    return b"".join(parts)
+
+
+def _read_all(fh: Any) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        more = _as_bytes(fh.read(_READ_BUFFER))
+        if not more:
+            return b"".join(parts)
+        parts.append(more)
+
+
+def _open_decompressor(raw: Any, compression: str) -> Any:
     if compression == "gzip":
         return gzip.GzipFile(fileobj=raw, mode="rb")
     if compression == "bzip2":
@@ -300,14 +407,16 @@ class CaptureReader:
             ``RawFrame.interface`` indexes this list)
         secrets: ``(secrets_type, data)`` of every pcapng Decryption Secrets Block read so
             far (``0x544c534b`` is a TLS key log)
-        file_size: size of the file on disk in bytes
+        file_size: size of the file on disk in bytes; for a stream (pipe, FIFO, file
+            object), the bytes read from it so far (the whole stream once frames() ends)
+        size_known: False for a stream: its size is known only at its end
         nanosecond: pcap only: the file has nanosecond timestamps
     """
 
     def __init__(
         self,
         path: Path,
-        raw: IO[bytes],
+        raw: Any,
         stream: _Stream,
         fmt: str,
         parser: PcapParser | PcapngParser,
@@ -324,7 +433,8 @@ class CaptureReader:
         self.compression = stream.compression
         self.interfaces = interfaces
         self.secrets = secrets
-        self.file_size = file_size
+        self._file_size = file_size
+        self.size_known = not isinstance(raw, _Unseekable)
         self.nanosecond = isinstance(parser, PcapParser) and parser.nanosecond
 
     def frames(self) -> Iterator[RawFrame]:
@@ -345,12 +455,19 @@ class CaptureReader:
         return self._parser.frame_count
 
     @property
+    def file_size(self) -> int:
+        """Bytes on disk; for a stream, bytes read from it so far."""
+        if isinstance(self._raw, _Unseekable):
+            return self._raw.consumed
+        return self._file_size
+
+    @property
     def bytes_read(self) -> int:
         """Bytes of the file (compressed bytes, for a compressed file) consumed so far."""
         if self._stream.buffered:
             return min(self._stream.tell(), self.file_size)
         try:
-            return min(self._raw.tell(), self.file_size)
+            return min(int(self._raw.tell()), self.file_size)
         except (OSError, ValueError):
             return self.file_size
 
@@ -379,23 +496,41 @@ class CaptureReader:
 
 
 def open_capture(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | IO[bytes],
     diag: Diagnostics,
     *,
     max_decompressed_bytes: int | None = None,
 ) -> CaptureReader:
-    """Open a pcap or pcapng file, optionally gzip/bzip2/xz/zstd compressed.
+    """Open a pcap or pcapng capture, optionally gzip/bzip2/xz/zstd compressed.
+
+    ``path`` is a file path (a FIFO too) or a binary file object (``sys.stdin.buffer``, a
+    socket's ``makefile("rb")``, ``io.BytesIO``...). Only a regular file is ever seeked;
+    anything else is read once, front to back, and gives the same frames. A file object
+    is not closed by :meth:`CaptureReader.close` (its owner closes it).
 
     Reads the file header (pcap) or first Section Header Block (pcapng) at once.
     Raises :class:`CaptureOpenError` if the path cannot be opened (missing, a directory,
-    no permission) and :class:`CaptureFormatError` if it is empty or not a capture; the
+    no permission), :class:`UnsupportedInputError` (a ``CaptureOpenError``) for a file object
+    that cannot be read as bytes (text mode, write-only, non-blocking), and
+    :class:`CaptureFormatError` if it is empty or not a capture; the
     message says what was found (``"expected pcap or pcapng magic, got 0x7b0a2022 (this
     looks like JSON ...)"``). ``max_decompressed_bytes`` caps the bytes read after
     decompression (a ``capture.decompression_limit`` row says where reading stopped).
     """
+    if hasattr(path, "read"):
+        fobj: Any = path
+        name = getattr(fobj, "name", None)
+        name = name if isinstance(name, str) and name else "<stream>"
+        if isinstance(fobj, io.TextIOBase):
+            raise UnsupportedInputError(
+                f"{name} is a text stream: captures are binary; open the file with 'rb', or "
+                "pass sys.stdin.buffer rather than sys.stdin"
+            )
+        return _open(Path(name), _Unseekable(fobj, owned=False, name=name), diag,
+                     max_decompressed_bytes)
     p = Path(path)
     try:
-        raw: IO[bytes] = open(p, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed by CaptureReader
+        raw: Any = open(p, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed by CaptureReader
     except FileNotFoundError:
         raise CaptureOpenError(f"capture file not found: {p}") from None
     except IsADirectoryError:
@@ -405,22 +540,39 @@ def open_capture(
     except OSError as exc:
         raise CaptureOpenError(f"cannot open {p}: {exc.strerror or exc}") from None
     try:
+        try:
+            regular = stat.S_ISREG(os.fstat(raw.fileno()).st_mode)
+        except OSError as exc:
+            raise CaptureOpenError(f"cannot read {p}: {exc.strerror or exc}") from None
+        if not regular:  # a FIFO, a character device, /dev/stdin...: read it once, no seeks
+            raw = _Unseekable(raw, owned=True, name=str(p))
         return _open(p, raw, diag, max_decompressed_bytes)
     except BaseException:
         raw.close()
         raise
 
 
-def _open(p: Path, raw: IO[bytes], diag: Diagnostics, limit: int | None) -> CaptureReader:
+def _open(p: Path, raw: Any, diag: Diagnostics, limit: int | None) -> CaptureReader:
+    """Sniff and start the parser; ``raw`` is a regular file (seeked back to 0 after the
+    sniff) or an :class:`_Unseekable` (the sniffed bytes are given back to it)."""
+    unseekable = isinstance(raw, _Unseekable)
     try:
-        file_size = os.fstat(raw.fileno()).st_size
+        file_size = 0 if unseekable else os.fstat(raw.fileno()).st_size
         head = raw.read(8)
+    except io.UnsupportedOperation as exc:
+        raise UnsupportedInputError(
+            f"cannot read {p}: the file object does not support reading ({exc}); give a "
+            "binary stream open for reading"
+        ) from None
     except OSError as exc:
         raise CaptureOpenError(f"cannot read {p}: {exc.strerror or exc}") from None
     if not head:
         raise CaptureFormatError(f"{p} is empty (0 bytes): expected a pcap or pcapng capture")
+    if unseekable:
+        raw.unread(head)
+    else:
+        raw.seek(0)
     compression = next((name for magic, name in COMPRESSION_MAGICS if head.startswith(magic)), None)
-    raw.seek(0)
     fh = raw if compression is None else _open_decompressor(raw, compression)
     stream = _Stream(fh, compression, diag, limit)
     try:

@@ -13,9 +13,14 @@ What is read (and how Wireshark 4.0 numbers frames, which we follow):
 - Blocks that Wireshark shows as records of their own without being packets (systemd
   journal entries, custom blocks, sysdig events) use up a frame number but are not yielded,
   so the numbers of the packets after them stay equal to ``frame.number``.
-- Name Resolution and Interface Statistics Blocks and other registered types are skipped
-  silently; a block type that is not registered gets one ``capture.unknown_block_type`` row
-  per type.
+- Name Resolution and Interface Statistics Blocks are skipped silently; every other block
+  type that is skipped (registered but not read, such as Darwin process event blocks, or not
+  registered at all) gets one ``capture.unknown_block_type`` row per type, as tshark skips
+  them without a word.
+- Options are checked as tshark 4.0 checks them: an option of a Section Header, Interface
+  Description, (Enhanced) Packet or Decryption Secrets Block that overruns its block gives a
+  ``capture.bad_option`` row (tshark calls the file corrupt and stops there); the block is
+  kept without the rest of its options and reading goes on.
 
 Malformed input never raises: a block cut off by the end of the file gives
 ``capture.truncated_record``; a length that cannot be right gives ``capture.bad_block`` or
@@ -63,12 +68,25 @@ SECRETS_TYPE_NAMES: dict[int, str] = {
 
 #: block types Wireshark returns as records (frame numbers) that are not packets
 _COUNTED_NOT_PACKETS = frozenset({BT_JOURNAL, BT_CB_COPY, BT_CB_NO_COPY, 0x204, 0x216, 0x221})
-#: registered block types skipped without a row
-_SILENT = frozenset(
-    {BT_NRB, BT_ISB, 7, 8, 0x80000001, 0x80000002, 0x80000003}
-    | set(range(0x101, 0x110))  # Hone project
-    | set(range(0x201, 0x300))  # sysdig meta-event blocks
-)
+#: block types skipped without a row: what they hold is not needed by any table
+_SILENT = frozenset({BT_NRB, BT_ISB})
+
+
+def _block_type_name(btype: int) -> str:
+    """What the pcapng registry (and Wireshark) call a block type pcaptools skips, for the
+    ``capture.unknown_block_type`` row."""
+    if btype in (7, 8):
+        return "reserved (IRIG timestamp / ARINC 429)"
+    if 0x80000001 <= btype <= 0x80000003:
+        return "Darwin process event block"
+    if 0x101 <= btype <= 0x10F:
+        return "Hone project block"
+    if 0x201 <= btype <= 0x2FF:
+        return "sysdig event block"
+    if btype & 0x80000000:
+        return "local use"
+    return "not registered"
+
 
 #: Wireshark's MAX_BLOCK_SIZE: largest packet it accepts plus room for headers and options
 MAX_BLOCK_LEN = 32 + 256 * 1024 * 1024 + 131072
@@ -177,7 +195,25 @@ class PcapngParser:
         self._section += 1
         self._ifaces = []
         self._offset = offset + blen
+        self._check_options(rest, 12, len(rest) - 4, "Section Header Block", offset, None)
         return None
+
+    def _check_options(self, body: bytes, start: int, end: int, what: str, offset: int,
+                       frame: int | None) -> None:
+        """A ``capture.bad_option`` row if an option in ``body[start:end]`` overruns it."""
+        bad = _option_overrun(body, start, end, self._bo)
+        if bad is None:
+            return
+        code, olen, room = bad
+        at = f" (frame {frame})" if frame is not None else ""
+        self._diag.add(
+            "capture.bad_option",
+            f"option {code} of the {what} at byte offset {offset}{at} announces {olen} bytes "
+            f"but {room} are left in the block; the block was kept without the rest of its "
+            "options and reading went on (tshark: 'Not enough data to handle option', the file "
+            "appears to be damaged or corrupt, and it stops reading here)",
+            frame=frame,
+        )
 
     def _add_interface(self, body: bytes, offset: int) -> bool:
         """Parse an IDB body (without type/length/trailer); False if it is too short."""
@@ -203,6 +239,7 @@ class PcapngParser:
                 (info.tsoffset,) = struct.unpack_from(bo + "q", value)
             elif code == 13 and value:
                 info.fcs_len = value[0]
+        self._check_options(body, 8, len(body), "Interface Description Block", offset, None)
         tps = (1 << (tsresol_raw & 0x7F)) if tsresol_raw & 0x80 else 10**tsresol_raw
         info.tsresol = tps
         ns_per_tick = (
@@ -282,6 +319,9 @@ class PcapngParser:
                         linktype, ns_per_tick, tps, off_ns, _snap, gidx, maxlen = ifaces[iface_id]
                         if caplen > maxlen:
                             break
+                        opts = pos + 28 + ((caplen + 3) & ~3)
+                        if opts < end - 4 and _option_overrun(buf, opts, end - 4, bo) is not None:
+                            break  # the general loop reports it
                         frame += 1
                         ts = _block_ts(hi, lo, ns_per_tick, tps, off_ns, last_ts, frame, diag)
                         if ts < out_of_order_ref:
@@ -364,9 +404,9 @@ class PcapngParser:
                         self._unknown_types.add(btype)
                         diag.add(
                             "capture.unknown_block_type",
-                            f"pcapng block type 0x{btype:08x} (first at byte offset {offset}) is "
-                            "not known; "
-                            "blocks of this type were skipped",
+                            f"pcapng block type 0x{btype:08x} ({_block_type_name(btype)}; first "
+                            f"at byte offset {offset}) is not read by pcaptools; blocks of this "
+                            "type were skipped",
                         )
                     offset += blen
                     continue
@@ -442,7 +482,13 @@ class PcapngParser:
                         return
                     frame += 1
                     ts = _block_ts(hi, lo, ns_per_tick, tps, off_ns, last_ts, frame, diag)
-                    data = body[20 : 20 + caplen] if btype == BT_EPB else body[24 : 24 + caplen]
+                    data = body[20 : 20 + caplen]  # (both: 20 bytes of fields, then data)
+                    opts = 20 + ((caplen + 3) & ~3)
+                    if opts < blen - 12:
+                        self._check_options(
+                            body, opts, blen - 12,
+                            "Enhanced Packet Block" if btype == BT_EPB else "Packet Block",
+                            offset, frame)
                 elif btype == BT_SPB:
                     if blen < 16:
                         diag.add(
@@ -531,6 +577,8 @@ class PcapngParser:
             )
             return
         self.secrets.append((stype, body[8 : 8 + slen]))
+        self._check_options(body, 8 + ((slen + 3) & ~3), len(body), "Decryption Secrets Block",
+                            offset, None)
         if stype != SECRETS_TLS_KEYLOG:
             name = SECRETS_TYPE_NAMES.get(stype, "unknown type")
             self._diag.add(
@@ -552,6 +600,24 @@ def _options(body: bytes, start: int, bo: str) -> Iterator[tuple[int, bytes]]:
             return
         yield code, body[off + 4 : off + 4 + olen]
         off += 4 + olen + (-olen % 4)
+
+
+def _option_overrun(body: bytes, start: int, end: int, bo: str) -> tuple[int, int, int] | None:
+    """``(code, announced length, bytes left)`` of the first option in ``body[start:end]``
+    whose value (with its padding) does not fit before ``end``, as tshark 4.0 checks
+    ("Not enough data to handle option of length N"); None when every option fits, up to
+    opt_endofopt or the end. Fewer than 4 bytes left over is not an error (tshark agrees)."""
+    off = start
+    fmt = bo + "HH"
+    while off + 4 <= end:
+        code, olen = struct.unpack_from(fmt, body, off)
+        if code == 0:
+            return None
+        room = end - off - 4
+        if olen + (-olen % 4) > room:
+            return code, olen, room
+        off += 4 + olen + (-olen % 4)
+    return None
 
 
 TS_MAX_NS = (1 << 63) - 1

@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from .. import __version__
+from .._safewrite import write_text as safe_write_text
 from ..analyses.compare import compare_latency
 from ..analyses.summary import fmt_ms
 from .html import (
@@ -113,7 +113,7 @@ def write_comparison(
 ) -> None:
     """Write :func:`render_comparison` to ``path`` (UTF-8). Raises OSError if it cannot."""
     text = render_comparison(a, b, labels=labels, title=title, max_table_rows=max_table_rows)
-    Path(path).write_text(text, encoding="utf-8")
+    safe_write_text(path, text)
 
 
 def comparison_rows(cmp: pd.DataFrame, labels: tuple[str, str] = ("A", "B")) -> list[list[str]]:

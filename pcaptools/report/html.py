@@ -32,7 +32,6 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
@@ -41,6 +40,7 @@ import plotly.io as pio
 from markupsafe import Markup
 
 from .. import __version__
+from .._safewrite import write_text as safe_write_text
 from ..analyses.coverage import DONE as COVERED
 from ..analyses.coverage import coverage_summary
 from ..analyses.disconnects import disconnects
@@ -1291,7 +1291,7 @@ def write_report(
         cap, title=title, max_table_rows=max_table_rows, max_timeline_bars=max_timeline_bars,
         page_rows=page_rows,
     )
-    Path(path).write_text(text, encoding="utf-8")
+    safe_write_text(path, text)
 
 
 @functools.cache

@@ -338,7 +338,7 @@ def test_pcapng_secrets(tmp_path: Path) -> None:
 
 def test_pcapng_skipped_and_counted_blocks(tmp_path: Path) -> None:
     """NRB/ISB skipped silently; custom blocks and journal entries take a frame number as in
-    Wireshark (not yielded); an unknown block type gives one row per type."""
+    Wireshark (not yielded); every other block type skipped gives one row per type."""
     journal = pcapng_block(9, b"__REALTIME_TIMESTAMP=1000000\nMESSAGE=hello\n")
     path = write(
         tmp_path / "k.pcapng",
@@ -360,8 +360,10 @@ def test_pcapng_skipped_and_counted_blocks(tmp_path: Path) -> None:
     # 2, 3: custom blocks; 4: journal entry; 5: sysdig event; 0x205 (sysdig meta) is not a record
     assert [(f.frame, f.data) for f in frames] == [(1, pkt(1)), (6, pkt(2))]
     assert r.frame_count == 6  # type: ignore[attr-defined]
-    assert codes(diag) == [("capture.unknown_block_type", None)]
-    assert "0x00001234" in diag.rows[0].detail
+    # one row per type skipped: 0x1234 (not registered), 0x205 (sysdig meta event, not read)
+    assert codes(diag) == [("capture.unknown_block_type", None)] * 2
+    assert "0x00001234 (not registered;" in diag.rows[0].detail
+    assert "0x00000205 (sysdig event block;" in diag.rows[1].detail
     check_tshark(path, frames)
     if HAVE_TSHARK:
         assert [r[1] for r in tshark_fields(path, ("frame.number", "frame.protocols"))] == [

@@ -214,6 +214,7 @@ _FILE_ACCESS_ALLOWED = {
     "pcaptools/_docgen.py",  # docs/*.md of the repository
     "pcaptools/limits.py",  # docs/robustness.md of the repository (--write)
     "pcaptools/export.py",  # export(cap, directory) from the caller
+    "pcaptools/_safewrite.py",  # atomic writes of the output paths report/export/cli were given
     "pcaptools/many.py",  # capture files of a directory the caller gave
     "pcaptools/distributed.py",  # the same, across processes
     "pcaptools/_accel.py",  # its own _compiled/manifest.json and the package's .py sources

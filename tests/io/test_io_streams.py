@@ -1,0 +1,247 @@
+"""Captures from a pipe, a FIFO and file objects (``tcpdump -w - | pcap-report -``): read once,
+without seeking, compressed or not, they give the same tables as the file they carry.
+
+The pipes are real: a subprocess (``cat``, or ``gzip -c``) writes a shipped capture into the
+pipe that ``load()`` or ``pcap-report -`` reads; the FIFO is made with ``os.mkfifo``.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import json
+import lzma
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from conftest import CAPTURES, ROOT
+
+import pcaptools
+from pcaptools import export
+from pcaptools.errors import CaptureOpenError, UnsupportedInputError
+
+SSE = CAPTURES / "h2-sse-chat.pcapng"
+SSE_KEYS = CAPTURES / "h2-sse-chat.keys"
+LOSSY = CAPTURES / "http1-lossy.pcap"
+
+_REF: dict[Path, pcaptools.Capture] = {}
+
+
+def ref(path: Path) -> pcaptools.Capture:
+    if path not in _REF:
+        _REF[path] = pcaptools.load(path, keylog=SSE_KEYS if path == SSE else None)
+    return _REF[path]
+
+
+def assert_same_tables(cap: Any, path: Path) -> None:
+    """Every table equal (values, dtypes, order) to load(path)'s."""
+    want = ref(path)
+    for name in pcaptools.TABLES:
+        pd.testing.assert_frame_equal(getattr(cap, name), getattr(want, name), obj=name)
+    s, w = cap.summary, want.summary
+    assert (s.frames, s.format, s.compression is None, s.first_ts_ns, s.last_ts_ns) == (
+        w.frames, w.format, True, w.first_ts_ns, w.last_ts_ns)
+
+
+def cat(path: Path, *, compress: str | None = None) -> subprocess.Popen[bytes]:
+    """A subprocess writing ``path`` (optionally through gzip/bzip2/xz/zstd) into a pipe."""
+    cmd = ["cat", str(path)] if compress is None else [compress, "-c", str(path)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE)
+
+
+@pytest.mark.parametrize("path", [SSE, LOSSY], ids=["pcapng+tls", "pcap-lossy"])
+def test_pipe_gives_the_tables_of_the_file(path: Path) -> None:
+    proc = cat(path)
+    assert proc.stdout is not None
+    try:
+        cap = pcaptools.load(proc.stdout, keylog=SSE_KEYS if path == SSE else None)
+    finally:
+        proc.stdout.close()
+        assert proc.wait(timeout=30) == 0
+    assert_same_tables(cap, path)
+    assert cap.summary.file_size == path.stat().st_size  # the bytes that came through
+    assert cap.summary.extra["stream"] is True
+    assert cap.summary.path == "<stream>"  # a pipe's file object has no name
+
+
+@pytest.mark.parametrize("tool", ["gzip", "bzip2", "xz", "zstd"])
+def test_compressed_pipe(tool: str) -> None:
+    if subprocess.run(["which", tool], capture_output=True, check=False).returncode:
+        pytest.skip(f"{tool} is not installed")
+    proc = cat(LOSSY, compress=tool)
+    assert proc.stdout is not None
+    try:
+        cap = pcaptools.load(proc.stdout)
+    finally:
+        proc.stdout.close()
+        assert proc.wait(timeout=30) == 0
+    want = ref(LOSSY)
+    for name in pcaptools.TABLES:
+        pd.testing.assert_frame_equal(getattr(cap, name), getattr(want, name), obj=name)
+    assert cap.summary.compression == {"gzip": "gzip", "bzip2": "bzip2", "xz": "xz",
+                                       "zstd": "zstd"}[tool]
+    assert 0 < cap.summary.file_size < LOSSY.stat().st_size  # compressed bytes read
+
+
+def test_fifo_compressed_and_not(tmp_path: Path) -> None:
+    data = SSE.read_bytes()
+    for i, payload in enumerate((data, gzip.compress(data))):
+        fifo = tmp_path / f"live{i}.pcapng"
+        os.mkfifo(fifo)
+
+        def writer(fifo: Path = fifo, payload: bytes = payload) -> None:
+            with open(fifo, "wb") as f:
+                for k in range(0, len(payload), 1000):  # in pieces, as tcpdump writes
+                    f.write(payload[k : k + 1000])
+                    f.flush()
+
+        t = threading.Thread(target=writer)
+        t.start()
+        cap = pcaptools.load(fifo, keylog=SSE_KEYS)
+        t.join(timeout=30)
+        assert_same_tables(cap, SSE) if i == 0 else None
+        for name in pcaptools.TABLES:
+            pd.testing.assert_frame_equal(getattr(cap, name), getattr(ref(SSE), name), obj=name)
+        assert cap.summary.path == str(fifo)
+        assert cap.summary.file_size == len(payload)
+        assert cap.summary.compression == (None if i == 0 else "gzip")
+
+
+class _Trickle(io.RawIOBase):
+    """A file object that returns 1 to 7 bytes per read (a socket, a slow pipe)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._pos = 0
+        self._n = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        self._n += 1
+        k = min(len(b), 1 + self._n % 7, len(self._data) - self._pos)
+        b[:k] = self._data[self._pos : self._pos + k]
+        self._pos += k
+        return k
+
+
+@pytest.mark.parametrize("codec", [None, "gzip", "bzip2", "xz"])
+def test_file_objects_with_short_reads(codec: str | None) -> None:
+    data = LOSSY.read_bytes()[:60_000]  # cut inside a record: the same truncation row
+    packed = {None: lambda b: b, "gzip": gzip.compress, "bzip2": bz2.compress,
+              "xz": lzma.compress}[codec](data)
+    cap = pcaptools.load(_Trickle(packed))
+    want = pcaptools.load(io.BytesIO(data))
+    for name in pcaptools.TABLES:
+        pd.testing.assert_frame_equal(getattr(cap, name), getattr(want, name), obj=name)
+    assert "capture.truncated_record" in set(cap.warnings["code"])
+    assert cap.summary.file_size == len(packed)
+
+
+def test_bytesio_not_at_start_is_read_from_where_it_is() -> None:
+    """A file object is never seeked: reading starts at its current position."""
+    buf = io.BytesIO(b"JUNK" + SSE.read_bytes())
+    buf.read(4)
+    cap = pcaptools.load(buf, keylog=SSE_KEYS)
+    assert_same_tables(cap, SSE)
+    assert not buf.closed  # the caller's object is left open
+
+
+def test_unsupported_streams_raise_pcaptools_errors(tmp_path: Path) -> None:
+    with open(SSE, encoding="latin-1") as text, pytest.raises(
+            UnsupportedInputError, match=r"text stream.*'rb'.*sys\.stdin\.buffer"):
+        pcaptools.load(text)
+    with open(tmp_path / "w.pcap", "wb") as wo, pytest.raises(
+            UnsupportedInputError, match="does not support reading"):
+        pcaptools.load(wo)
+    assert issubclass(UnsupportedInputError, CaptureOpenError)
+    r, w = os.pipe()
+    with os.fdopen(w, "wb") as wf:
+        wf.write(SSE.read_bytes()[:100])
+    with os.fdopen(r, "rb") as rf, pytest.raises(UnsupportedInputError, match="workers=2"):
+        pcaptools.load(rf, workers=2)
+    fifo = tmp_path / "f.pcap"
+    os.mkfifo(fifo)
+    with pytest.raises(UnsupportedInputError, match="workers=2"):  # refused before opening
+        pcaptools.load(fifo, workers=2)
+
+
+def test_wireshark_on_a_stream_capture_says_why_not() -> None:
+    cap = pcaptools.load(io.BytesIO(SSE.read_bytes()))
+    with pytest.raises(UnsupportedInputError, match=r"cannot read it a second time.*tee"):
+        cap.wireshark("frame.number")
+
+
+# --------------------------------------------------------------------------- pcap-report -
+
+
+def _cli(args: list[str], stdin: Any, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PCAPTOOLS_PURE="1")
+    return subprocess.run([sys.executable, "-m", "pcaptools.cli", *args], stdin=stdin,
+                          capture_output=True, cwd=cwd, env=env, timeout=300, check=False)
+
+
+@pytest.mark.parametrize("compress", [None, "gzip"])
+def test_pcap_report_dash_reads_a_real_pipe(tmp_path: Path, compress: str | None) -> None:
+    """``cat cap | pcap-report - --export t/``: the exported tables equal load(file)'s."""
+    proc = cat(SSE, compress=compress)
+    try:
+        done = _cli(["-", "-q", "--keylog", str(SSE_KEYS), "--json", "s.json", "--export", "t"],
+                    proc.stdout, tmp_path)
+    finally:
+        assert proc.stdout is not None
+        proc.stdout.close()
+        proc.wait(timeout=30)
+    assert done.returncode == 0, done.stderr
+    report = (tmp_path / "stdin.report.html").read_text(encoding="utf-8")
+    assert "&lt;stdin&gt;" in report and "<stdin>" not in report  # escaped name, no file path
+    # the same command on the file: the same tables, the same headline numbers
+    from_file = _cli([str(SSE), "-q", "--keylog", str(SSE_KEYS), "--json", "f.json",
+                      "--export", "f"], subprocess.DEVNULL, tmp_path)
+    assert from_file.returncode == 0, from_file.stderr
+    want = ref(SSE)
+    for name in pcaptools.TABLES:
+        got = export.read_parquet_table(tmp_path / "t" / f"{name}.parquet")
+        pd.testing.assert_frame_equal(
+            got, export.read_parquet_table(tmp_path / "f" / f"{name}.parquet"), obj=name)
+        assert len(got) == len(getattr(want, name)), name
+    head = json.loads((tmp_path / "s.json").read_text())
+    file_head = json.loads((tmp_path / "f.json").read_text())
+    assert head.pop("file") == "<stdin>" and file_head.pop("file") == SSE.name
+    if compress is None:
+        assert head == file_head
+    else:
+        assert head.pop("compression") == "gzip" and file_head.pop("compression") is None
+        assert head.pop("file_size") < file_head.pop("file_size")
+        assert head == file_head
+
+
+def test_pcap_report_dash_with_workers_is_bad_usage(tmp_path: Path) -> None:
+    done = _cli(["-", "--workers", "2"], subprocess.DEVNULL, tmp_path)
+    assert done.returncode == 2
+    assert b"standard input cannot do" in done.stderr
+
+
+def test_pcap_report_dash_on_a_terminal_is_bad_usage(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rather than wait for a capture typed on the keyboard."""
+    from pcaptools import cli
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(cli.sys, "stdin", Tty())
+    with pytest.raises(SystemExit) as e:
+        cli.main(["-", "-q"])
+    assert e.value.code == 2
+    assert "standard input (-) is a terminal: pipe a capture into it" in capsys.readouterr().err
