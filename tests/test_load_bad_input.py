@@ -57,10 +57,13 @@ def test_truncated_capture_keeps_everything_before_the_cut(tmp_path: Path) -> No
         assert sorted(zip(cap.tcp_events["frame"], cap.tcp_events["kind"].astype(str), strict=True)) == \
             sorted(zip(ev_full["frame"], ev_full["kind"].astype(str), strict=True))
         # a cut exactly between two records is a clean (shorter) file: no warning; a cut inside a
-        # record is one row. Out-of-order bytes still waiting for a hole at the cut are a gap.
+        # record is one row. Out-of-order bytes still waiting for a hole at the cut are a gap,
+        # and the hole itself (never resent nor acknowledged before the cut) an unresolved one.
         codes = cap.warnings["code"].astype(str).tolist()
         assert codes.count("capture.truncated_record") <= 1
-        assert set(codes) <= {"capture.truncated_record", "tcp.reassembly_gap"}
+        assert set(codes) <= {"capture.truncated_record", "tcp.reassembly_gap", "tcp.unresolved_gap"}
+        unresolved = cap.tcp_losses[cap.tcp_losses["kind"].astype(str) == "unresolved"]
+        assert (len(unresolved) > 0) == ("tcp.unresolved_gap" in codes)
 
 
 def test_garbage_packets_become_warning_rows_and_the_rest_is_analysed(tmp_path: Path) -> None:
@@ -87,8 +90,11 @@ def test_garbage_packets_become_warning_rows_and_the_rest_is_analysed(tmp_path: 
     net_rows = w[w["layer"].astype(str) == "net"]
     assert len(net_rows) >= 1
     assert set(net_rows["frame"].astype(int)) <= set(damaged)
-    # the bytes of segments lost to garbage are gaps in the byte streams, reported later
-    assert set(w["code"].astype(str)) - set(net_rows["code"].astype(str)) <= {"tcp.reassembly_gap", "tcp.capture_started_mid_stream"}
+    # the bytes of segments lost to garbage are gaps in the byte streams, reported later; the
+    # receiver acknowledged them, so tcp_losses calls them capture drops (or unresolved at the end)
+    assert set(w["code"].astype(str)) - set(net_rows["code"].astype(str)) <= {
+        "tcp.reassembly_gap", "tcp.capture_started_mid_stream", "tcp.capture_drop", "tcp.unresolved_gap"}
+    assert not (cap.tcp_losses["kind"].astype(str) == "loss").sum() > (full.tcp_losses["kind"].astype(str) == "loss").sum()
     # undamaged frames keep their TCP decode
     ok = cap.packets[~cap.packets["frame"].isin(damaged)]
     ok_full = full.packets[~full.packets["frame"].isin(damaged)]

@@ -225,4 +225,7 @@ def test_llm_stream_over_http1_with_a_lost_segment(wired: None, tmp_path: Path) 
     )
     assert rq["response_body_bytes"] == len(_token("a")) + len(big) + len(_token("z"))
     w = cap.warnings
-    assert list(w["code"].astype(str)) == ["tcp.reassembly_gap"]
+    # the hole, and (the client acknowledged those bytes) a capture drop, not a loss
+    assert list(w["code"].astype(str)) == ["tcp.reassembly_gap", "tcp.capture_drop"]
+    lost = cap.tcp_losses  # type: ignore[attr-defined]
+    assert [(str(r.kind), int(r.len)) for r in lost.itertuples()] == [("capture_drop", 100)]
