@@ -80,9 +80,13 @@ def test_mixed_capture_rows_match_what_was_sent_and_tshark(tshark: str) -> None:
         ("tcp", "tls", "encrypted_no_key", 18),
         ("tcp", "unknown", "unknown_payload", 10),
         ("udp", "dns", "analysed", 1),
-        ("icmp", "icmp", "not_parsed", 8),
+        ("icmp", "icmp_error", "analysed", 4),
         ("udp", "unknown", "unknown_payload", 3),
+        ("icmp", "icmp", "not_parsed", 4),
     ]
+    # the four port-unreachable errors (the DNS query and the three unknown datagrams) are
+    # rows of icmp_errors; the echo requests and replies are not parsed
+    assert len(cap.icmp_errors) == 4
     facts = json.loads((CAPTURES / "coverage-mixed.pcap.facts.json").read_text())
     truth = facts["truth"]
     unknown_tcp = cov[cov["protocol"].astype(str).eq("unknown") & cov["transport"].eq("tcp")]
@@ -109,12 +113,12 @@ def test_mixed_capture_rows_match_what_was_sent_and_tshark(tshark: str) -> None:
 def test_mixed_capture_sentences_headline_and_report() -> None:
     cap = pcaptools.load(MIXED)
     assert coverage_sentences(cap) == [
-        "pcaptools analysed 11 of 52 frames (23% of bytes); the rest is listed below and in "
+        "pcaptools analysed 15 of 52 frames (28% of bytes); the rest is listed below and in "
         "the Coverage section.",
         "18 TCP frames (54% of bytes) in 1 connection were TLS without a key: only the "
         "handshakes are analysed.",
         "10 TCP frames (11% of bytes) in 1 connection carried a payload no parser recognised.",
-        "8 ICMP frames (8.1% of bytes) are not analysed.",
+        "4 ICMP frames (3.4% of bytes) are not analysed.",  # echo; the 4 errors are analysed
         "3 UDP frames (2.8% of bytes) carried a payload no parser recognised.",
         "2 non-IP frames (0.9% of bytes) were ARP and are not analysed.",
     ]
@@ -123,7 +127,7 @@ def test_mixed_capture_sentences_headline_and_report() -> None:
     h = headline(cap)
     json.dumps(h)  # JSON-serialisable
     cov = h["coverage"]
-    assert cov["frames_analysed"] == 11
+    assert cov["frames_analysed"] == 15
     assert cov["by_status"]["encrypted_no_key"] == {"frames": 18, "wire_bytes": 5321}
     assert sum(g["frames"] for g in cov["groups"]) == 52
     assert h["tcp_wire_bytes"] == 2181 + 5321 + 1089
@@ -131,7 +135,7 @@ def test_mixed_capture_sentences_headline_and_report() -> None:
     assert 'id="coverage"' in html
     assert "encrypted no key" in html
     assert (
-        "No warnings: every frame was read, but 41 of 52 were not analysed (see Coverage)." in html
+        "No warnings: every frame was read, but 37 of 52 were not analysed (see Coverage)." in html
     )
 
 
@@ -399,7 +403,7 @@ def test_subset_keeps_matching_rows_whole() -> None:
     last = cap.packets["ts"].iloc[-1]
     late = cap.subset(start=last - pd.Timedelta(microseconds=1), end=last).coverage
     assert late["transport"].astype(str).tolist() == ["icmp"]
-    assert int(late["frames"].iloc[0]) == 8
+    assert int(late["frames"].iloc[0]) == 4
 
 
 @pytest.mark.corpus

@@ -64,7 +64,8 @@ STATUSES: Final[dict[str, str]] = {
     "encrypted_no_key": "TLS whose payload stayed encrypted (no key for it, hellos not captured, "
     "decryption failed or cipher not supported): only the handshake is analysed",
     "unknown_payload": "payload of a protocol pcaptools did not recognise",
-    "not_parsed": "a protocol pcaptools recognises but does not analyse (yet): QUIC, ICMP, "
+    "not_parsed": "a protocol pcaptools recognises but does not analyse (yet): QUIC, ICMP "
+    "other than errors (echo, neighbour discovery...), "
     "non-IP...",
     "malformed": "headers that could not be decoded, or a parser gave up on the connection",
 }
@@ -94,7 +95,7 @@ MALFORMED_CODES: Final[frozenset[str]] = frozenset(
 #: UDP protocol -> status; protocols not listed are not_parsed ("unknown" is unknown_payload)
 UDP_STATUS: Final[dict[str, str]] = {"dns": "analysed", "unknown": "unknown_payload"}
 #: other-IP / non-IP protocol -> status; not listed: not_parsed
-OTHER_STATUS: Final[dict[str, str]] = {"ip_fragment": "analysed"}
+OTHER_STATUS: Final[dict[str, str]] = {"ip_fragment": "analysed", "icmp_error": "analysed"}
 
 #: non-TCP rows kept with their addresses; later flows are folded per (transport, protocol, status)
 MAX_FLOWS: Final = 100_000
@@ -466,10 +467,14 @@ class FlowCounter:
             else {6: _TCP, 17: _UDP}.get(pkt.proto, ip_protocol_name(pkt.proto))
         )
         a, b = pkt.src, pkt.dst
-        key = (transport, pkt.fragment, a, b) if a <= b else (transport, pkt.fragment, b, a)
+        # ICMP errors (rows of icmp_errors) apart from the ICMP pcaptools does not parse (echo...)
+        err = pkt.icmp is not None
+        key = (transport, pkt.fragment, err, a, b) if a <= b else (transport, pkt.fragment, err, b, a)
         row = self.flows.get(key)
         if row is None:
-            if pkt.fragment:
+            if err:
+                proto, detail = "icmp_error", "ICMP errors: one row each in icmp_errors"
+            elif pkt.fragment:
                 proto, detail = (
                     "ip_fragment",
                     (
@@ -482,7 +487,7 @@ class FlowCounter:
             status = OTHER_STATUS.get(proto, "not_parsed")
             if transport in (_TCP, _UDP):
                 status, detail = "malformed", f"{transport.upper()} header cut short: not analysed"
-            elif pkt.quoted_tcp is not None:
+            elif pkt.quoted_tcp is not None and not err:
                 detail = (
                     "not analysed (errors quoting a TCP header carry its tcp_stream in packets)"
                 )
