@@ -59,7 +59,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..protocols._base import Direction, StreamChunk
+from .stream import Direction, StreamChunk
 
 __all__ = ["Reassembler", "StreamGap"]
 

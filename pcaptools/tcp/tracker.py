@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from .._columns import NA, CodeColumn, IntColumn
 from ..diagnostics import Diagnostics
 from ..net.packet import ACK, FIN, RST, SYN, TcpSegment
-from ..protocols._base import Direction, StreamChunk
+from .stream import Direction, StreamChunk, StreamObserver
 from .analysis import SegmentAnalysis, TcpAnalyzer, TcpConversation
 from .connstate import ConnHistory
 from .losses import LossDirection, LossRecorder, vantage
@@ -28,17 +28,6 @@ from .reassembly import Reassembler, StreamGap
 
 _M32 = 0xFFFFFFFF
 _GAP_REASONS_IN_HISTORY = frozenset({"acked", "snaplen"})
-
-
-class StreamObserver(Protocol):
-    """What the tracker feeds a connection's in-order bytes to (see protocols.dispatch)."""
-
-    @property
-    def wants_bytes(self) -> bool: ...
-    def feed(self, chunk: StreamChunk) -> list[object]: ...
-    def gap(self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int) -> list[object]: ...
-    def close(self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False) -> list[object]: ...
-    def finish(self, ts_ns: int, frame: int) -> list[object]: ...
 
 
 class _Guarded:
