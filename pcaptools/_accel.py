@@ -40,10 +40,10 @@ MODULES: tuple[str, ...] = (
     "pcaptools.tables.tls_tables",
     "pcaptools.protocols.tls.observer",
     "pcaptools.protocols.tls.records",
-    "pcaptools.protocols.http1",
+    "pcaptools.protocols.http1.observer",
     "pcaptools.protocols.http2",
     "pcaptools.protocols.sse",
-    "pcaptools.protocols.websocket",
+    "pcaptools.protocols.websocket.observer",
     "pcaptools.capture",
 )
 

@@ -564,7 +564,7 @@ def test_random_bytes_never_raise(parts: list[tuple[bool, bytes]], midstream: bo
 
 
 def test_pending_requests_are_bounded(monkeypatch: object) -> None:
-    import pcaptools.protocols.http1 as h1mod
+    import pcaptools.protocols.http1.observer as h1mod
 
     monkeypatch.setattr(h1mod, "_MAX_AWAITING", 2)  # type: ignore[attr-defined]
     obs, _ = observer()

@@ -50,13 +50,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..diagnostics import Diagnostics
-from ..redaction import redact_url
-from ._base import Direction, Observer, StreamChunk
-from .body import Body, open_body
-from .content_coding import DEFAULT_MAX_DECODED_BYTES
-from .http2 import H2cUpgrade, Http2Observer
-from .sse import DEFAULT_MAX_LINE_BYTES
+from ...diagnostics import Diagnostics
+from ...redaction import redact_url
+from .._base import Direction, Observer, StreamChunk
+from ..body import Body, open_body
+from ..content_coding import DEFAULT_MAX_DECODED_BYTES
+from ..http2 import H2cUpgrade, Http2Observer
+from ..sse import DEFAULT_MAX_LINE_BYTES
 
 __all__ = [
     "Http1Observer",

@@ -55,10 +55,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from ..diagnostics import Diagnostics
-from ..redaction import redact_subprotocols
-from ._base import Direction, StreamChunk
-from .http1 import HttpRequest, HttpResponse
+from ...diagnostics import Diagnostics
+from ...redaction import redact_subprotocols
+from .._base import Direction, StreamChunk
+from ..http1 import HttpRequest, HttpResponse
 
 __all__ = [
     "CONTROL_KEEP_BYTES",
