@@ -1,4 +1,4 @@
-"""HTTP/1.x observer: requests and responses paired per connection, with hand-offs on Upgrade.
+"""The HTTP/1.x observer: requests and responses paired per connection, hand-offs on Upgrade.
 
 One :class:`Http1Observer` per connection watches both directions and returns events:
 
@@ -45,49 +45,37 @@ connection ends at the packet that closed it (the FIN), as in tshark.
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import cast
 
 from ...diagnostics import Diagnostics
 from ...redaction import redact_url
-from .._base import Direction, Observer, StreamChunk
+from ...tcp.stream import Direction, StreamChunk, StreamObserver
 from ..body import Body, open_body
 from ..content_coding import DEFAULT_MAX_DECODED_BYTES
 from ..http2 import H2cUpgrade, Http2Observer
 from ..sse import DEFAULT_MAX_LINE_BYTES
+from .events import Headers, HttpExchange, HttpRequest, HttpResponse, ProtocolSwitched, _header
+from .parse import (
+    HEAD_END,
+    HUNT_REQUEST,
+    HUNT_RESPONSE,
+    SIMPLE_REQUEST,
+    body_framing,
+    chunk_size,
+    is_start_line,
+    parse_header_fields,
+    parse_request_line,
+    parse_status_line,
+    quote_line,
+    upgrade_token,
+)
 
-__all__ = [
-    "Http1Observer",
-    "HttpExchange",
-    "HttpRequest",
-    "HttpResponse",
-    "ProtocolSwitched",
-    "UpgradeFactory",
-    "parse_retry_after",
-]
+__all__ = ["Http1Observer", "UpgradeFactory"]
 
 C2S = Direction.CLIENT_TO_SERVER
 S2C = Direction.SERVER_TO_CLIENT
-
-Headers = tuple[tuple[str, str], ...]
-
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
-_REQUEST_LINE = re.compile(
-    rb"([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32})[ \t]+(\S+)[ \t]+HTTP/([0-9])\.([0-9])[ \t]*\r?"
-)
-#: an HTTP/0.9 simple request (RFC 1945 §4.1): ``GET <target>``, no version, no header section
-_SIMPLE_REQUEST = re.compile(rb"GET[ \t]+([^\s]+)[ \t]*\r?")
-_STATUS_LINE = re.compile(rb"HTTP/([0-9])\.([0-9])[ \t]+([0-9]{3})(?:[ \t]+([^\r\n]*))?[ \t]*\r?")
-#: a request line at a line start, or one with a common method anywhere (a request right after
-#: a body has no line end before it)
-_HUNT_REQUEST = re.compile(
-    rb"(?:(?:^|(?<=\n))[A-Z][A-Z_-]{1,19}|(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH|CONNECT|TRACE))"
-    rb" [^\s]+ HTTP/1\.[0-9]\r?\n"
-)
-_HUNT_RESPONSE = re.compile(rb"HTTP/1\.[0-9] [1-5][0-9]{2}[ \r\n]")
-_HEX = re.compile(rb"[ \t]*([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r?")
 
 # parser modes of one direction
 (
@@ -105,6 +93,10 @@ _HEX = re.compile(rb"[ \t]*([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r?")
     _DEAD,
 ) = range(12)
 
+#: what a parse step of :meth:`Http1Observer._parse` says next: parse on, wait for more bytes,
+#: or stop (the direction left HTTP/1.x and took its unparsed bytes along)
+_MORE, _WAIT, _HANDED_OFF = range(3)
+
 _MAX_CHUNK_LINE = 4096
 #: requests waiting for a response beyond this many: the oldest is emitted unanswered
 #: (end_reason ``evicted``), so memory stays bounded whatever the client sends
@@ -113,159 +105,8 @@ _MAX_WAIT_BYTES = 1 << 20
 _HUNT_KEEP = 8192
 
 
-UpgradeFactory = Callable[["HttpRequest | None", "HttpResponse"], "Observer | None"]
+UpgradeFactory = Callable[[HttpRequest | None, HttpResponse], StreamObserver | None]
 """``factory(request, response)`` -> the observer of the bytes after a 101 (None: only counted)."""
-
-
-def parse_retry_after(value: str | None, date: str | None = None) -> float | None:
-    """``Retry-After`` -> seconds. Delta-seconds as is; an HTTP-date minus the response's
-    ``Date`` header (when given). None when absent or unparsable."""
-    if value is None:
-        return None
-    v = value.strip()
-    if v.isascii() and v.isdigit():
-        return float(v)
-    if date is None:
-        return None
-    from email.utils import parsedate_to_datetime
-
-    try:
-        return (parsedate_to_datetime(v) - parsedate_to_datetime(date)).total_seconds()
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-
-
-# --------------------------------------------------------------------------- events
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HttpRequest:
-    """One HTTP/1.x request as seen on the wire."""
-
-    method: str
-    target: str
-    version: str
-    """e.g. ``1.1``"""
-    headers: Headers
-    """(lower-cased name, value) in wire order"""
-    header_bytes: int
-    """start line + header fields + the blank line"""
-    body_bytes: int
-    """body bytes after de-chunking (bytes lost in gaps included)"""
-    wire_bytes: int
-    """header_bytes + body bytes as framed on the wire (chunk sizes, trailers)"""
-    chunked: bool
-    start_frame: int
-    start_ts_ns: int
-    """capture time of the packet carrying the first byte"""
-    head_frame: int
-    head_ts_ns: int
-    """the header section was complete"""
-    end_frame: int | None
-    """packet that completed the message (tshark's ``http.request`` frame); None if incomplete"""
-    end_ts_ns: int | None
-    complete: bool
-
-    def header(self, name: str) -> str | None:
-        """First value of header ``name`` (case-insensitive), or None."""
-        return _header(self.headers, name.lower())
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HttpResponse:
-    """One final HTTP/1.x response (1xx interim responses are counted on the exchange)."""
-
-    status: int
-    reason: str
-    version: str
-    headers: Headers
-    header_bytes: int
-    body_bytes: int
-    wire_bytes: int
-    chunked: bool
-    until_close: bool
-    """the body was delimited by the end of the connection"""
-    start_frame: int
-    start_ts_ns: int
-    """first byte of the status line (interim responses excluded)"""
-    head_frame: int
-    head_ts_ns: int
-    end_frame: int | None
-    """packet that completed the message (tshark's ``http.response`` frame); None if incomplete"""
-    end_ts_ns: int | None
-    complete: bool
-    content_encoding: str | None = None
-    """the Content-Encoding header as sent (field lines joined with ", "); None if absent"""
-    decoded_body_bytes: int | None = None
-    """body bytes after content decoding (up to where decoding stopped); for an identity body
-    ``body_bytes``; None when the body was not decoded (unsupported coding)"""
-    content_decoding: str | None = None
-    """identity, decoded, corrupt, truncated, gap, limit, unsupported, incomplete (see
-    :attr:`pcaptools.protocols.body.Body.status`); None when no body byte was seen"""
-
-    def header(self, name: str) -> str | None:
-        """First value of header ``name`` (case-insensitive), or None."""
-        return _header(self.headers, name.lower())
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HttpExchange:
-    """A request and its response (either may be missing)."""
-
-    ts_ns: int
-    """when the exchange was settled (response end, or connection end)"""
-    frame: int
-    direction: Direction | None
-    tcp_stream: int
-    request_index: int
-    """1-based order in which this observer saw the exchange on the connection"""
-    position: int | None
-    """1-based position of the request on the connection; None when requests may have been
-    missed (capture started mid-connection, or bytes lost in the client direction)"""
-    request: HttpRequest | None
-    response: HttpResponse | None
-    interim_statuses: tuple[int, ...]
-    """1xx responses before the final one (e.g. (100,) for Expect: 100-continue)"""
-    first_response_ts_ns: int | None
-    """first byte of the first response (interim included): the time to first byte"""
-    first_response_frame: int | None
-    upgrade: str | None
-    """protocol the connection switched to after this exchange (h2c, websocket, connect...)"""
-    sse_events: int
-    end_reason: str
-    """complete, connection_closed, open_at_eof, desynced, evicted (more than 10 000 requests
-    waited for a response: the oldest was given up)"""
-    paired: bool = True
-    """both a request and the final response that answers it were seen"""
-    unpaired_reason: str | None = None
-    """why not (None when paired): ``response_not_captured`` (the server direction lost bytes
-    where this request's response was), ``no_response`` (nothing was lost, but no response came
-    before the connection or the capture ended), ``request_not_captured`` (a response while no
-    request was outstanding: its request was sent before the capture began or lost in a capture
-    gap, or, rarely, never sent, as for an unsolicited 408), ``ambiguous`` (after a gap on a
-    pipelining connection it cannot be told which request a response answers), ``evicted``"""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProtocolSwitched:
-    """The connection left HTTP/1.x after ``request_index`` (a 101, or a CONNECT answered 2xx)."""
-
-    ts_ns: int
-    frame: int
-    direction: Direction
-    tcp_stream: int
-    request_index: int
-    protocol: str
-    """lower-cased Upgrade token (``h2c``, ``websocket``...) or ``connect``"""
-    parsed: bool
-    """True when an observer parses the new protocol"""
-
-
-def _header(headers: Headers, name: str) -> str | None:
-    for k, v in headers:
-        if k == name:
-            return v
-    return None
 
 
 # --------------------------------------------------------------------------- state
@@ -458,9 +299,11 @@ class Http1Observer:
     header section; ``sse_max_line_bytes`` bounds the SSE parser; ``max_decoded_body_bytes``
     bounds the decoded bytes of one content-encoded response body.
 
-    ``feed``/``gap``/``close`` follow :class:`~pcaptools.protocols._base.Observer`; call
-    ``close(..., at_eof=True)`` (or :meth:`finish`) at the end of the capture. Once both
-    directions are closed, or at end of capture, exchanges still open are emitted.
+    Implements :class:`~pcaptools.tcp.stream.StreamObserver` (``wants_bytes``, ``feed``,
+    ``gap``, ``close(..., at_eof=...)``, ``finish``) and calls the observer a connection is
+    handed to after an Upgrade through the same contract. Call ``close(..., at_eof=True)``
+    (or :meth:`finish`) at the end of the capture. Once both directions are closed, or at
+    end of capture, exchanges still open are emitted.
     """
 
     def __init__(
@@ -504,13 +347,13 @@ class Http1Observer:
         self._tentative: list[_Exchange] = []
         self._tentative_frame = -1
         """frame of the packet whose response(s) made the tentative pairs"""
-        self._inner: Observer | None = None
+        self._inner: StreamObserver | None = None
         self._finished = False
         self._last_ts = 0
         self._last_frame = 0
 
     @property
-    def inner(self) -> Observer | None:
+    def inner(self) -> StreamObserver | None:
         """the observer the connection was handed to after an upgrade, if any"""
         return self._inner
 
@@ -518,7 +361,20 @@ class Http1Observer:
     def finished(self) -> bool:
         return self._finished
 
-    # ------------------------------------------------------------------ Observer API
+    # ------------------------------------------------------------------ StreamObserver API
+
+    @property
+    def wants_bytes(self) -> bool:
+        """False once none of the connection's later bytes will be parsed: the observer has
+        finished, every direction still open only counts its bytes (a tunnel, or a direction
+        given up), or the connection was handed over and that observer wants none."""
+        if self._finished:
+            return False
+        sides = self._sides
+        inner = self._inner
+        if inner is not None and all(s.closed or s.mode == _SWITCHED for s in sides):
+            return inner.wants_bytes
+        return not all(s.closed or s.mode in (_TUNNEL, _DEAD) for s in sides)
 
     def feed(self, chunk: StreamChunk) -> list[object]:
         """Parse the next in-order bytes of one direction; return the events they completed."""
@@ -689,187 +545,235 @@ class Http1Observer:
     # ------------------------------------------------------------------ parsing
 
     def _parse(self, side: _Side, ts: int, frame: int, out: list[object]) -> None:
+        """Parse the buffered bytes of ``side`` as far as they go, one step per parser mode:
+        the header section, a body of known length, the chunked framing (size line, chunk
+        end, trailers), a body delimited by the connection's end, the search for a start
+        line. Each step returns where it stopped and whether to go on (:data:`_MORE`), wait
+        for more bytes (:data:`_WAIT`), or stop because the direction left HTTP/1.x
+        (:data:`_HANDED_OFF`: its unparsed bytes went with it)."""
         buf = side.buf
         pos = 0
         while True:
-            n = len(buf)
             mode = side.mode
             if mode == _HEAD:
-                if side.d == S2C and self._awaiting:
-                    simple = self._simple_response(side, buf, pos, n, ts, frame)
-                    if simple is None:
-                        break  # too few bytes to tell
-                    if simple:
-                        continue
-                while pos < n and buf[pos] in (0x0D, 0x0A):
-                    pos += 1
-                if pos >= n:
-                    break
-                if side.msg_start is None:
-                    side.msg_start = (ts, frame)
-                if side.d == C2S and buf.startswith(b"GET", pos):
-                    nl = buf.find(b"\n", pos, n)
-                    sm = _SIMPLE_REQUEST.fullmatch(buf, pos, nl) if nl >= 0 else None
-                    if sm is not None:
-                        self._simple_request(side, sm.group(1), nl + 1 - pos, ts, frame, out)
-                        pos = nl + 1
-                        continue
-                m = _HEAD_END.search(buf, max(pos, side.scan_from))
-                if m is None:
-                    side.scan_from = max(pos, n - 3)
-                    nl = buf.find(b"\n", pos, n)
-                    if nl >= 0 and not self._valid_start_line(side, bytes(buf[pos:nl])):
-                        self._bad(
-                            side,
-                            f"not a {'request' if side.d == C2S else 'status'} line: "
-                            f"{bytes(buf[pos : min(nl, pos + 60)])!r}",
-                            ts,
-                            frame,
-                            out,
-                        )
-                        pos += 1
-                        continue
-                    if n - pos > self._max_head:
-                        self._report(
-                            side,
-                            "http1.header_too_large",
-                            f"no end of the header section within {self._max_head} bytes",
-                            ts,
-                            frame,
-                        )
-                        self._lose_sync(side, ts, frame, out, clear=False, lost=False)
-                        pos += 1
-                        continue
-                    break
-                end = m.end()
-                head = bytes(buf[pos:end])
-                pos = end
-                side.scan_from = 0
-                start = side.msg_start
-                side.msg_start = None
-                self._head(side, head, start, (ts, frame), out)
-                if side.mode in (_SWITCHED, _WAIT_UPGRADE, _TUNNEL):
-                    self._handoff_rest(side, pos, ts, frame, out)
-                    return
+                pos, go = self._step_head(side, buf, pos, ts, frame, out)
             elif mode in (_BODY_LEN, _CHUNK_DATA):
-                take = min(n - pos, side.remaining)
-                if take:
-                    self._body(side, buf, pos, take, ts, frame, out)
-                    pos += take
-                    side.remaining -= take
-                if side.remaining:
-                    break
-                if mode == _BODY_LEN:
-                    self._message_done(side, ts, frame, out)
-                else:
-                    side.mode = _CHUNK_END
+                pos, go = self._step_body(side, buf, pos, ts, frame, out)
             elif mode == _CHUNK_SIZE:
-                nl = buf.find(b"\n", pos, n)
-                if nl < 0:
-                    if n - pos > _MAX_CHUNK_LINE:
-                        self._bad(side, "chunk-size line too long", ts, frame, out)
-                        pos += 1
-                        continue
-                    break
-                m = _HEX.fullmatch(buf, pos, nl)
-                msg = side.msg
-                if m is None or msg is None:
-                    self._bad(
-                        side,
-                        f"bad chunk-size line {bytes(buf[pos : min(nl, pos + 40)])!r}",
-                        ts,
-                        frame,
-                        out,
-                    )
-                    pos += 1
-                    continue
-                size = int(m.group(1), 16)
-                msg.wire_bytes += nl + 1 - pos
-                pos = nl + 1
-                if size == 0:
-                    side.mode = _TRAILERS
-                else:
-                    side.mode = _CHUNK_DATA
-                    side.remaining = size
+                pos, go = self._step_chunk_size(side, buf, pos, ts, frame, out)
             elif mode == _CHUNK_END:
-                if pos >= n:
-                    break
-                msg = side.msg
-                if buf[pos] == 0x0A:
-                    pos += 1
-                    if msg is not None:
-                        msg.wire_bytes += 1
-                elif buf[pos] == 0x0D:
-                    if n - pos < 2:
-                        break
-                    if buf[pos + 1] != 0x0A:
-                        self._bad(side, "chunk data not followed by CRLF", ts, frame, out)
-                        pos += 1
-                        continue
-                    pos += 2
-                    if msg is not None:
-                        msg.wire_bytes += 2
-                else:
-                    self._bad(side, "chunk data not followed by CRLF", ts, frame, out)
-                    pos += 1
-                    continue
-                side.mode = _CHUNK_SIZE
+                pos, go = self._step_chunk_end(side, buf, pos, ts, frame, out)
             elif mode == _TRAILERS:
-                nl = buf.find(b"\n", pos, n)
-                if nl < 0:
-                    if n - pos > self._max_head:
-                        self._bad(side, "trailer section too long", ts, frame, out)
-                        pos += 1
-                        continue
-                    break
-                line = bytes(buf[pos:nl]).rstrip(b"\r")
-                msg = side.msg
-                if msg is not None:
-                    msg.wire_bytes += nl + 1 - pos
-                pos = nl + 1
-                if not line:
-                    self._message_done(side, ts, frame, out)
+                pos, go = self._step_trailers(side, buf, pos, ts, frame, out)
             elif mode == _BODY_CLOSE:
-                if pos < n:
-                    self._body(side, buf, pos, n - pos, ts, frame, out)
-                    pos = n
-                break
+                if pos < len(buf):
+                    self._body(side, buf, pos, len(buf) - pos, ts, frame, out)
+                    pos = len(buf)
+                go = _WAIT
             elif mode == _HUNT:
-                pat = _HUNT_REQUEST if side.d == C2S else _HUNT_RESPONSE
-                m = pat.search(buf, pos)
-                if m is None:
-                    # keep only the tail that may still become a start line
-                    last_nl = buf.rfind(b"\n", pos, n)
-                    keep_from = max(last_nl + 1 if last_nl >= 0 else pos, n - _HUNT_KEEP)
-                    side.skipped += keep_from - pos
-                    side.hunt_skipped += keep_from - pos
-                    pos = keep_from
-                    break
-                i = m.start()
-                side.skipped += i - pos
-                side.hunt_skipped += i - pos
-                if side.hunt_skipped:
-                    self._report(
-                        side,
-                        "http1.resynchronised",
-                        f"message start found after skipping {side.hunt_skipped} bytes",
-                        ts,
-                        frame,
-                    )
-                pos = i
-                side.hunt_skipped = 0
-                side.mode = _HEAD
-                side.msg_start = None
+                pos, go = self._step_hunt(side, buf, pos, ts, frame, out)
             elif mode in (_SWITCHED, _WAIT_UPGRADE, _TUNNEL):
                 self._handoff_rest(side, pos, ts, frame, out)
                 return
             else:  # _DEAD
-                side.skipped += n - pos
-                pos = n
+                side.skipped += len(buf) - pos
+                pos = len(buf)
+                go = _WAIT
+            if go != _MORE:
+                if go == _HANDED_OFF:
+                    return
                 break
         if pos:
             del buf[:pos]
             side.scan_from = max(0, side.scan_from - pos)
+
+    def _step_head(
+        self, side: _Side, buf: bytearray, pos: int, ts: int, frame: int, out: list[object]
+    ) -> tuple[int, int]:
+        """Mode ``_HEAD``: find the end of the next header section (a simple HTTP/0.9 request
+        or response aside), check its start line early and bound its size, then parse it."""
+        n = len(buf)
+        if side.d == S2C and self._awaiting:
+            simple = self._simple_response(side, buf, pos, n, ts, frame)
+            if simple is None:
+                return pos, _WAIT  # too few bytes to tell
+            if simple:
+                return pos, _MORE
+        while pos < n and buf[pos] in (0x0D, 0x0A):
+            pos += 1
+        if pos >= n:
+            return pos, _WAIT
+        if side.msg_start is None:
+            side.msg_start = (ts, frame)
+        if side.d == C2S and buf.startswith(b"GET", pos):
+            nl = buf.find(b"\n", pos, n)
+            sm = SIMPLE_REQUEST.fullmatch(buf, pos, nl) if nl >= 0 else None
+            if sm is not None:
+                self._simple_request(side, sm.group(1), nl + 1 - pos, ts, frame, out)
+                return nl + 1, _MORE
+        m = HEAD_END.search(buf, max(pos, side.scan_from))
+        if m is None:
+            side.scan_from = max(pos, n - 3)
+            nl = buf.find(b"\n", pos, n)
+            if nl >= 0 and not is_start_line(bytes(buf[pos:nl]), side.d == C2S):
+                self._bad(
+                    side,
+                    f"not a {'request' if side.d == C2S else 'status'} line: "
+                    f"{bytes(buf[pos : min(nl, pos + 60)])!r}",
+                    ts,
+                    frame,
+                    out,
+                )
+                return pos + 1, _MORE
+            if n - pos > self._max_head:
+                self._report(
+                    side,
+                    "http1.header_too_large",
+                    f"no end of the header section within {self._max_head} bytes",
+                    ts,
+                    frame,
+                )
+                self._lose_sync(side, ts, frame, out, clear=False, lost=False)
+                return pos + 1, _MORE
+            return pos, _WAIT
+        end = m.end()
+        head = bytes(buf[pos:end])
+        pos = end
+        side.scan_from = 0
+        start = side.msg_start
+        side.msg_start = None
+        self._head(side, head, start, (ts, frame), out)
+        if side.mode in (_SWITCHED, _WAIT_UPGRADE, _TUNNEL):
+            self._handoff_rest(side, pos, ts, frame, out)
+            return pos, _HANDED_OFF
+        return pos, _MORE
+
+    def _step_body(
+        self, side: _Side, buf: bytearray, pos: int, ts: int, frame: int, out: list[object]
+    ) -> tuple[int, int]:
+        """Modes ``_BODY_LEN`` and ``_CHUNK_DATA``: the next ``side.remaining`` bytes are body."""
+        mode = side.mode
+        take = min(len(buf) - pos, side.remaining)
+        if take:
+            self._body(side, buf, pos, take, ts, frame, out)
+            pos += take
+            side.remaining -= take
+        if side.remaining:
+            return pos, _WAIT
+        if mode == _BODY_LEN:
+            self._message_done(side, ts, frame, out)
+        else:
+            side.mode = _CHUNK_END
+        return pos, _MORE
+
+    def _step_chunk_size(
+        self, side: _Side, buf: bytearray, pos: int, ts: int, frame: int, out: list[object]
+    ) -> tuple[int, int]:
+        """Mode ``_CHUNK_SIZE``: a chunk-size line; size 0 starts the trailer section."""
+        n = len(buf)
+        nl = buf.find(b"\n", pos, n)
+        if nl < 0:
+            if n - pos > _MAX_CHUNK_LINE:
+                self._bad(side, "chunk-size line too long", ts, frame, out)
+                return pos + 1, _MORE
+            return pos, _WAIT
+        size = chunk_size(buf, pos, nl)
+        msg = side.msg
+        if size is None or msg is None:
+            self._bad(
+                side,
+                f"bad chunk-size line {bytes(buf[pos : min(nl, pos + 40)])!r}",
+                ts,
+                frame,
+                out,
+            )
+            return pos + 1, _MORE
+        msg.wire_bytes += nl + 1 - pos
+        pos = nl + 1
+        if size == 0:
+            side.mode = _TRAILERS
+        else:
+            side.mode = _CHUNK_DATA
+            side.remaining = size
+        return pos, _MORE
+
+    def _step_chunk_end(
+        self, side: _Side, buf: bytearray, pos: int, ts: int, frame: int, out: list[object]
+    ) -> tuple[int, int]:
+        """Mode ``_CHUNK_END``: the CRLF (or bare LF) after a chunk's data."""
+        n = len(buf)
+        if pos >= n:
+            return pos, _WAIT
+        msg = side.msg
+        if buf[pos] == 0x0A:
+            pos += 1
+            if msg is not None:
+                msg.wire_bytes += 1
+        elif buf[pos] == 0x0D:
+            if n - pos < 2:
+                return pos, _WAIT
+            if buf[pos + 1] != 0x0A:
+                self._bad(side, "chunk data not followed by CRLF", ts, frame, out)
+                return pos + 1, _MORE
+            pos += 2
+            if msg is not None:
+                msg.wire_bytes += 2
+        else:
+            self._bad(side, "chunk data not followed by CRLF", ts, frame, out)
+            return pos + 1, _MORE
+        side.mode = _CHUNK_SIZE
+        return pos, _MORE
+
+    def _step_trailers(
+        self, side: _Side, buf: bytearray, pos: int, ts: int, frame: int, out: list[object]
+    ) -> tuple[int, int]:
+        """Mode ``_TRAILERS``: trailer field lines (counted, not kept) up to the blank line
+        that ends the message."""
+        n = len(buf)
+        nl = buf.find(b"\n", pos, n)
+        if nl < 0:
+            if n - pos > self._max_head:
+                self._bad(side, "trailer section too long", ts, frame, out)
+                return pos + 1, _MORE
+            return pos, _WAIT
+        line = bytes(buf[pos:nl]).rstrip(b"\r")
+        msg = side.msg
+        if msg is not None:
+            msg.wire_bytes += nl + 1 - pos
+        pos = nl + 1
+        if not line:
+            self._message_done(side, ts, frame, out)
+        return pos, _MORE
+
+    def _step_hunt(
+        self, side: _Side, buf: bytearray, pos: int, ts: int, frame: int, out: list[object]
+    ) -> tuple[int, int]:
+        """Mode ``_HUNT``: search for the next start line after lost or unparsable bytes."""
+        n = len(buf)
+        pat = HUNT_REQUEST if side.d == C2S else HUNT_RESPONSE
+        m = pat.search(buf, pos)
+        if m is None:
+            # keep only the tail that may still become a start line
+            last_nl = buf.rfind(b"\n", pos, n)
+            keep_from = max(last_nl + 1 if last_nl >= 0 else pos, n - _HUNT_KEEP)
+            side.skipped += keep_from - pos
+            side.hunt_skipped += keep_from - pos
+            return keep_from, _WAIT
+        i = m.start()
+        side.skipped += i - pos
+        side.hunt_skipped += i - pos
+        if side.hunt_skipped:
+            self._report(
+                side,
+                "http1.resynchronised",
+                f"message start found after skipping {side.hunt_skipped} bytes",
+                ts,
+                frame,
+            )
+        side.hunt_skipped = 0
+        side.mode = _HEAD
+        side.msg_start = None
+        return i, _MORE
 
     def _simple_request(
         self, side: _Side, target: bytes, nbytes: int, ts: int, frame: int, out: list[object]
@@ -908,10 +812,6 @@ class Http1Observer:
         side.msg, side.ex = msg, ex
         side.mode = _BODY_CLOSE
         return True
-
-    def _valid_start_line(self, side: _Side, line: bytes) -> bool:
-        pat = _REQUEST_LINE if side.d == C2S else _STATUS_LINE
-        return pat.fullmatch(line) is not None
 
     def _handoff_rest(self, side: _Side, pos: int, ts: int, frame: int, out: list[object]) -> None:
         """The direction left HTTP/1.x at buffer index ``pos``: pass the rest on."""
@@ -1001,49 +901,28 @@ class Http1Observer:
         now: tuple[int, int],
         out: list[object],
     ) -> None:
+        """A complete header section (start line to blank line): the message it starts."""
         ts, frame = now
         lines = head.split(b"\n")
         first = lines[0]
-        pat = _REQUEST_LINE if side.d == C2S else _STATUS_LINE
-        m = pat.fullmatch(first)
-        if m is None:
+        request = parse_request_line(first) if side.d == C2S else None
+        status = parse_status_line(first) if side.d == S2C else None
+        if request is None and status is None:
             self._bad(
                 side,
-                f"not a {'request' if side.d == C2S else 'status'} line: {_quote(first)}",
+                f"not a {'request' if side.d == C2S else 'status'} line: {quote_line(first)}",
                 ts,
                 frame,
                 out,
             )
             return
-        headers: list[tuple[str, str]] = []
-        for raw in lines[1:]:
-            line = raw.rstrip(b"\r")
-            if not line:
-                continue
-            if line[:1] in (b" ", b"\t") and headers:  # obs-fold
-                k, v = headers[-1]
-                headers[-1] = (k, (v + " " + line.strip().decode("latin-1")).strip())
-                continue
-            colon = line.find(b":")
-            if colon <= 0:
-                continue  # not a header field: ignored, as lenient parsers do
-            headers.append(
-                (
-                    line[:colon].strip().decode("latin-1").lower(),
-                    line[colon + 1 :].strip().decode("latin-1"),
-                )
-            )
         msg = _Msg(start or now, now, len(head))
-        msg.headers = tuple(headers)
-        if side.d == C2S:
-            msg.method = m.group(1).decode("latin-1")
-            msg.target = m.group(2).decode("latin-1")
-            msg.version = f"{m.group(3).decode()}.{m.group(4).decode()}"
+        msg.headers = parse_header_fields(lines[1:])
+        if request is not None:
+            msg.method, msg.target, msg.version = request
             self._request_head(side, msg, ts, frame, out)
-        else:
-            msg.version = f"{m.group(1).decode()}.{m.group(2).decode()}"
-            msg.status = int(m.group(3))
-            msg.reason = (m.group(4) or b"").decode("latin-1").strip()
+        elif status is not None:
+            msg.version, msg.status, msg.reason = status
             self._response_head(side, msg, ts, frame, out)
 
     def _request_head(self, side: _Side, msg: _Msg, ts: int, frame: int, out: list[object]) -> None:
@@ -1054,7 +933,7 @@ class Http1Observer:
         if msg.method.upper() == "CONNECT":
             ex.upgrade = "connect"
         elif up:
-            ex.upgrade = up.split(",")[0].strip().lower()
+            ex.upgrade = upgrade_token(up)
         self._awaiting.append(ex)
         self._open.append(ex)
         if len(self._awaiting) > _MAX_AWAITING:
@@ -1071,7 +950,7 @@ class Http1Observer:
             sse_max_line_bytes=self._sse_max,
             max_decoded_bytes=self._max_decoded,
         )
-        framing = self._framing(msg.headers)
+        framing = body_framing(msg.headers)
         if framing == "chunked":
             msg.chunked = True
             side.mode = _CHUNK_SIZE
@@ -1137,20 +1016,14 @@ class Http1Observer:
             proto = (
                 "connect"
                 if method == "CONNECT"
-                else (
-                    (_header(msg.headers, "upgrade") or ex.upgrade or "")
-                    .split(",")[0]
-                    .strip()
-                    .lower()
-                    or "unknown"
-                )
+                else upgrade_token(_header(msg.headers, "upgrade") or ex.upgrade or "") or "unknown"
             )
             self._switch(side, ex, proto, ts, frame, out)
             return
         if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
             self._message_done(side, ts, frame, out)
             return
-        framing = self._framing(msg.headers)
+        framing = body_framing(msg.headers)
         if framing == "chunked":
             msg.chunked = True
             side.mode = _CHUNK_SIZE
@@ -1309,26 +1182,6 @@ class Http1Observer:
         ex.desynced = True
         self._try_emit(ex, ts, frame, None, out, force=True, reason="desynced")
 
-    @staticmethod
-    def _framing(headers: Headers) -> int | str | None:
-        """chunked | close (until the connection ends) | a Content-Length | None (no body
-        indication) | an error text for a malformed length."""
-        te = None
-        cls: list[str] = []
-        for k, v in headers:
-            if k == "transfer-encoding":
-                te = v if te is None else f"{te}, {v}"
-            elif k == "content-length":
-                cls += [x.strip() for x in v.split(",")]
-        if te is not None:
-            codings = [c.strip().lower() for c in te.split(",") if c.strip()]
-            return "chunked" if codings and codings[-1] == "chunked" else "close"
-        if cls:
-            if not all(c.isascii() and c.isdigit() for c in cls) or len(set(cls)) > 1:
-                return f"bad Content-Length {', '.join(cls)[:40]!r}"
-            return int(cls[0])
-        return None
-
     def _message_done(self, side: _Side, ts: int, frame: int, out: list[object]) -> None:
         msg, ex = side.msg, side.ex
         side.msg = None
@@ -1429,14 +1282,18 @@ class Http1Observer:
         side.msg = None
         side.ex = None
         req = ex.request
-        inner: Observer | None = None
+        inner: StreamObserver | None = None
         if proto == "h2c":
-            inner = Http2Observer(
-                tcp_stream=self.tcp_stream,
-                diag=self.diag,
-                upgrade=self._h2c(req),
-                sse_max_line_bytes=self._sse_max,
-                max_decoded_body_bytes=self._max_decoded,
+            # (the cast goes once Http2Observer has ``wants_bytes``, #14 piece 3)
+            inner = cast(
+                StreamObserver,
+                Http2Observer(
+                    tcp_stream=self.tcp_stream,
+                    diag=self.diag,
+                    upgrade=self._h2c(req),
+                    sse_max_line_bytes=self._sse_max,
+                    max_decoded_body_bytes=self._max_decoded,
+                ),
             )
         elif proto == "websocket" and self._ws_factory is not None and msg is not None:
             inner = self._ws_factory(req.request() if req is not None else None, msg.response())
@@ -1552,11 +1409,7 @@ class Http1Observer:
         if mode == _SWITCHED:
             inner = self._inner
             if inner is not None:
-                if at_eof:
-                    # every observer we hand off to (HTTP/2, WebSocket) takes at_eof
-                    out += inner.close(side.d, ts, frame, at_eof=True)  # type: ignore[call-arg]
-                else:
-                    out += inner.close(side.d, ts, frame)
+                out += inner.close(side.d, ts, frame, at_eof=at_eof)
             return
         msg = side.msg
         if mode == _BODY_CLOSE and msg is not None and not at_eof:
@@ -1604,9 +1457,3 @@ class Http1Observer:
             self._try_emit(ex, ts, frame, None, out, force=True, reason=reason)
         self._awaiting.clear()
 
-
-def _quote(line: bytes, limit: int = 60) -> str:
-    """A start line for a warning: credentials in its URL redacted (the line is untrusted and
-    warnings reach the report), then cut to ``limit`` characters, as a bytes literal."""
-    text = redact_url(line.decode("latin-1")) or ""
-    return repr(text[:limit].encode("latin-1", "replace"))

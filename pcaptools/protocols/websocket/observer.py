@@ -712,7 +712,13 @@ class WebSocketObserver:
     def finished(self) -> bool:
         return self._ended
 
-    # ------------------------------------------------------------------ Observer API
+    # ------------------------------------------------------------------ StreamObserver API
+
+    @property
+    def wants_bytes(self) -> bool:
+        """True until the connection has ended: a desynchronised direction parses no more, but
+        its bytes are still counted (``ws_connections.*_skipped_bytes``)."""
+        return not self._ended
 
     def feed(self, chunk: StreamChunk) -> list[object]:
         """Parse the next in-order bytes of one direction; return the events they completed."""
