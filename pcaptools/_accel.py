@@ -41,9 +41,13 @@ MODULES: tuple[str, ...] = (
     "pcaptools.protocols.tls.observer",
     "pcaptools.protocols.tls.records",
     "pcaptools.protocols.http1.observer",
+    "pcaptools.protocols.http1.parse",
     "pcaptools.protocols.http2",
     "pcaptools.protocols.sse",
+    "pcaptools.protocols.websocket.frames",
+    "pcaptools.protocols.websocket.inflate",
     "pcaptools.protocols.websocket.observer",
+    "pcaptools.protocols.websocket.state",
     "pcaptools.capture",
 )
 

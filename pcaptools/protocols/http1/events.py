@@ -11,11 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...tcp.stream import Direction, Event
+from .parse import Headers, header_value
 
-__all__ = ["Headers", "HttpExchange", "HttpRequest", "HttpResponse", "ProtocolSwitched"]
-
-Headers = tuple[tuple[str, str], ...]
-"""(lower-cased name, value) in wire order"""
+__all__ = ["HttpExchange", "HttpRequest", "HttpResponse", "ProtocolSwitched"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,7 +46,7 @@ class HttpRequest:
 
     def header(self, name: str) -> str | None:
         """First value of header ``name`` (case-insensitive), or None."""
-        return _header(self.headers, name.lower())
+        return header_value(self.headers, name.lower())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,7 +83,7 @@ class HttpResponse:
 
     def header(self, name: str) -> str | None:
         """First value of header ``name`` (case-insensitive), or None."""
-        return _header(self.headers, name.lower())
+        return header_value(self.headers, name.lower())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,11 +137,3 @@ class ProtocolSwitched(Event):
     """lower-cased Upgrade token (``h2c``, ``websocket``...) or ``connect``"""
     parsed: bool
     """True when an observer parses the new protocol"""
-
-
-def _header(headers: Headers, name: str) -> str | None:
-    """First value of header ``name`` (already lower-cased) in ``headers``, or None."""
-    for k, v in headers:
-        if k == name:
-            return v
-    return None

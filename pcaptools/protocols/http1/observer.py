@@ -56,14 +56,16 @@ from ..body import Body, open_body
 from ..content_coding import DEFAULT_MAX_DECODED_BYTES
 from ..http2 import H2cUpgrade, Http2Observer
 from ..sse import DEFAULT_MAX_LINE_BYTES
-from .events import Headers, HttpExchange, HttpRequest, HttpResponse, ProtocolSwitched, _header
+from .events import HttpExchange, HttpRequest, HttpResponse, ProtocolSwitched
 from .parse import (
     HEAD_END,
     HUNT_REQUEST,
     HUNT_RESPONSE,
     SIMPLE_REQUEST,
+    Headers,
     body_framing,
     chunk_size,
+    header_value,
     is_start_line,
     parse_header_fields,
     parse_request_line,
@@ -178,7 +180,11 @@ class _Msg:
         """(content_encoding, decoded_body_bytes, content_decoding) of the body so far"""
         body = self.body
         if body is None or body.decoder is None:
-            enc = body.encoding if body is not None else _header(self.headers, "content-encoding")
+            enc = (
+                body.encoding
+                if body is not None
+                else header_value(self.headers, "content-encoding")
+            )
             has_body = self.body_bytes > 0
             return enc, self.body_bytes, "identity" if has_body else None
         return body.encoding, body.decoded_bytes, body.status
@@ -929,7 +935,7 @@ class Http1Observer:
         self._count += 1
         ex = _Exchange(self._count, self._count if self._positions_known else None)
         ex.request = msg
-        up = _header(msg.headers, "upgrade")
+        up = header_value(msg.headers, "upgrade")
         if msg.method.upper() == "CONNECT":
             ex.upgrade = "connect"
         elif up:
@@ -1016,7 +1022,8 @@ class Http1Observer:
             proto = (
                 "connect"
                 if method == "CONNECT"
-                else upgrade_token(_header(msg.headers, "upgrade") or ex.upgrade or "") or "unknown"
+                else upgrade_token(header_value(msg.headers, "upgrade") or ex.upgrade or "")
+                or "unknown"
             )
             self._switch(side, ex, proto, ts, frame, out)
             return
@@ -1379,11 +1386,11 @@ class Http1Observer:
                 header_bytes=0,
                 body_bytes=0,
             )
-        settings_hdr = _header(req.headers, "http2-settings")
+        settings_hdr = header_value(req.headers, "http2-settings")
         return H2cUpgrade(
             method=req.method,
             path=req.target,
-            authority=_header(req.headers, "host"),
+            authority=header_value(req.headers, "host"),
             headers=req.headers,
             settings=H2cUpgrade.decode_settings_header(settings_hdr) if settings_hdr else (),
             request_frame=req.head_frame,

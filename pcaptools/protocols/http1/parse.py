@@ -12,11 +12,12 @@ import re
 from collections.abc import Iterable
 
 from ...redaction import redact_url
-from .events import Headers
 
 __all__ = [
+    "Headers",
     "body_framing",
     "chunk_size",
+    "header_value",
     "is_start_line",
     "parse_header_fields",
     "parse_request_line",
@@ -25,6 +26,9 @@ __all__ = [
     "quote_line",
     "upgrade_token",
 ]
+
+Headers = tuple[tuple[str, str], ...]
+"""(lower-cased name, value) in wire order"""
 
 #: the blank line ending a header section
 HEAD_END = re.compile(rb"\r?\n\r?\n")
@@ -102,6 +106,14 @@ def parse_header_fields(lines: Iterable[bytes]) -> Headers:
             )
         )
     return tuple(headers)
+
+
+def header_value(headers: Headers, name: str) -> str | None:
+    """First value of header ``name`` (already lower-cased) in ``headers``, or None."""
+    for k, v in headers:
+        if k == name:
+            return v
+    return None
 
 
 def upgrade_token(value: str) -> str:

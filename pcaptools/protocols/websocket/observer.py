@@ -1,7 +1,7 @@
-"""WebSocket observer (RFC 6455) with permessage-deflate (RFC 7692), sans-IO.
+"""The WebSocket observer (RFC 6455) with permessage-deflate (RFC 7692), sans-IO.
 
 :class:`WebSocketObserver` watches both directions of one WebSocket connection, from the
-first byte after the handshake, and returns events:
+first byte after the handshake, and returns events (:mod:`.events`):
 
 - :class:`WsFrame`: one per frame, on the packet that delivered its last byte (where
   tshark shows ``websocket``); header fields, payload length, close code and reason,
@@ -30,7 +30,8 @@ Bounded work and memory whatever the wire says:
   message (:data:`DEFAULT_MAX_DECOMPRESSED_BYTES`): a decompression bomb becomes a
   ``ws.decompression_limit`` row, not memory or CPU growth. With context takeover the rest
   of that message is still run through the shared inflater, its output discarded (up to
-  :data:`INFLATE_DRAIN_BYTES`), so that the direction's later messages are still inflated.
+  :data:`~.inflate.INFLATE_DRAIN_BYTES`), so that the direction's later messages are still
+  inflated.
 
 A watcher, not a participant: it never raises on wire data. Frames that break RFC 6455
 (wrong masking for the direction, reserved opcodes or bits, long or fragmented control
@@ -44,21 +45,26 @@ elsewhere make it search for two chained plausible frame headers
 
 from __future__ import annotations
 
-import base64
-import binascii
-import codecs
-import hashlib
 import re
-import struct
-import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final
 
 from ...diagnostics import Diagnostics
-from ...redaction import redact_subprotocols
-from .._base import Direction, StreamChunk
-from ..http1 import HttpRequest, HttpResponse
+from ...tcp.stream import Direction, StreamChunk
+from ..http1.events import HttpRequest, HttpResponse
+from .events import WsConnectionEnded, WsFrame, WsHandshake, WsMessage
+from .frames import (
+    OPCODE_NAMES,
+    header_len,
+    opcode_name,
+    parse_close_payload,
+    parse_frame_header,
+    plausible_frame,
+    unmask,
+)
+from .handshake import handshake_from_headers, parse_handshake
+from .inflate import end_inflate, inflate, start_inflate
+from .state import _DESYNCED, _HEADER, _HUNT, _PAYLOAD, _Dir, _Msg, _Utf8Decoder
 
 __all__ = [
     "CONTROL_KEEP_BYTES",
@@ -66,35 +72,12 @@ __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_PREVIEW_CHARS",
     "HUNT_BUDGET_BYTES",
-    "OPCODE_NAMES",
     "WebSocketObserver",
-    "WsConnectionEnded",
-    "WsFrame",
-    "WsHandshake",
-    "WsMessage",
-    "accept_for_key",
-    "handshake_from_headers",
-    "opcode_name",
-    "parse_extensions",
-    "parse_handshake",
-    "valid_close_code",
     "websocket_factory",
 ]
 
 C2S = Direction.CLIENT_TO_SERVER
 S2C = Direction.SERVER_TO_CLIENT
-
-Headers = tuple[tuple[str, str], ...]
-
-#: frame opcode -> name (others are ``reserved``)
-OPCODE_NAMES: Final = {
-    0: "continuation",
-    1: "text",
-    2: "binary",
-    8: "close",
-    9: "ping",
-    10: "pong",
-}
 
 DEFAULT_MAX_FRAME_BYTES: Final = 64 << 20
 """frames announcing more payload than this are reported (ws.frame_too_large) and skipped"""
@@ -104,562 +87,11 @@ DEFAULT_PREVIEW_CHARS: Final = 256
 """characters of a text message kept as its preview"""
 CONTROL_KEEP_BYTES: Final = 4096
 """payload bytes of a control frame kept (the legal maximum is 125)"""
-INFLATE_DRAIN_BYTES: Final = 256 << 20
-"""with context takeover, output of a message past its decompression limit that is still
-inflated (and discarded) to keep the shared context for the later messages; beyond it the
-context is given up (the later compressed messages of that direction are ``skipped``)"""
 HUNT_BUDGET_BYTES: Final = 1 << 20
 """bytes searched for a frame boundary after lost bytes before giving up on a direction"""
 
-_GUID: Final = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-_TAIL: Final = b"\x00\x00\xff\xff"
 _HUNT_WINDOW: Final = 64 << 10
-_HUNT_MAX_FRAME: Final = 16 << 20
-_INFLATE_STEP: Final = 1 << 16
-_INT64_MAX: Final = (1 << 63) - 1
 _JSON_TYPE = re.compile(rb'"type"\s*:\s*"([^"\\]{1,100})"')
-_Utf8Decoder = codecs.getincrementaldecoder("utf-8")
-
-# parser modes of one direction
-_HEADER, _PAYLOAD, _HUNT, _DESYNCED = range(4)
-
-
-def opcode_name(opcode: int) -> str:
-    """``text``, ``binary``, ``continuation``, ``close``, ``ping``, ``pong`` or ``reserved``."""
-    return OPCODE_NAMES.get(opcode, "reserved")
-
-
-def accept_for_key(key: str) -> str:
-    """The Sec-WebSocket-Accept value a server must answer to ``key`` (RFC 6455 §4.2.2)."""
-    digest = hashlib.sha1(key.strip().encode("latin-1", "replace") + _GUID).digest()
-    return base64.b64encode(digest).decode("ascii")
-
-
-def valid_close_code(code: int) -> bool:
-    """A status code an endpoint may send in a Close frame (RFC 6455 §7.4, IANA registry:
-    1000-1003, 1007-1014, 3000-4999)."""
-    return 1000 <= code <= 1003 or 1007 <= code <= 1014 or 3000 <= code <= 4999
-
-
-def parse_extensions(value: str | None) -> list[tuple[str, list[tuple[str, str | None]]]]:
-    """``Sec-WebSocket-Extensions`` -> ``[(name, [(param, value or None), ...]), ...]``
-    (names and parameter names lower-cased, quoted values unquoted). Never raises; empty
-    elements are skipped."""
-    out: list[tuple[str, list[tuple[str, str | None]]]] = []
-    if not value:
-        return out
-    for ext in _split_outside_quotes(value, ","):
-        parts = [p.strip() for p in _split_outside_quotes(ext, ";")]
-        if not parts or not parts[0]:
-            continue
-        params: list[tuple[str, str | None]] = []
-        for p in parts[1:]:
-            if not p:
-                continue
-            name, eq, v = p.partition("=")
-            val: str | None = v.strip() if eq else None
-            if val is not None and len(val) >= 2 and val[0] == val[-1] == '"':
-                val = val[1:-1]
-            params.append((name.strip().lower(), val))
-        out.append((parts[0].lower(), params))
-    return out
-
-
-def _split_outside_quotes(s: str, sep: str) -> list[str]:
-    out: list[str] = []
-    cur: list[str] = []
-    quoted = False
-    for ch in s:
-        if ch == '"':
-            quoted = not quoted
-        if ch == sep and not quoted:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur))
-    return out
-
-
-def _unmask(data: bytes, key: bytes, pos: int) -> bytes:
-    """``data`` XOR the masking key, ``data`` starting ``pos`` bytes into the payload."""
-    n = len(data)
-    if not n:
-        return b""
-    r = pos & 3
-    if r:
-        key = key[r:] + key[:r]
-    k = (key * ((n >> 2) + 1))[:n]
-    return (int.from_bytes(data, "big") ^ int.from_bytes(k, "big")).to_bytes(n, "big")
-
-
-# --------------------------------------------------------------------------- handshake
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WsHandshake:
-    """What the opening handshake negotiated, and whether it was consistent."""
-
-    request_frame: int | None
-    """packet that completed the Upgrade request (None: request not captured)"""
-    request_ts_ns: int | None
-    response_frame: int | None
-    """packet that completed the ``101`` response (HTTP/2: the 200 HEADERS)"""
-    response_ts_ns: int | None
-    http_version: str
-    """``1.1`` (Upgrade + 101) or ``2`` (RFC 8441 extended CONNECT)"""
-    path: str | None
-    host: str | None
-    origin: str | None
-    version: str | None
-    """Sec-WebSocket-Version of the request (13)"""
-    key: str | None
-    accept: str | None
-    accept_ok: bool | None
-    """Sec-WebSocket-Accept matches the key; None when there is nothing to check"""
-    offered_protocols: str | None
-    """Sec-WebSocket-Protocol of the request, as sent"""
-    protocol: str | None
-    """subprotocol the server selected"""
-    offered_extensions: str | None
-    """Sec-WebSocket-Extensions of the request, as sent"""
-    extensions: str | None
-    """Sec-WebSocket-Extensions of the response, as sent (what is in effect)"""
-    permessage_deflate: bool
-    client_no_context_takeover: bool
-    """the client resets its compressor after each message"""
-    server_no_context_takeover: bool
-    client_max_window_bits: int | None
-    server_max_window_bits: int | None
-    other_extensions: tuple[str, ...]
-    """accepted extensions pcaptools does not decode (their RSV bits are not reported)"""
-    problems: tuple[tuple[str, str], ...]
-    """(anomaly code, detail) found in the handshake"""
-
-
-def _joined(headers: Headers | None, name: str) -> str | None:
-    if headers is None:
-        return None
-    vals = [v for k, v in headers if k == name]
-    return ", ".join(vals) if vals else None
-
-
-def _tokens(value: str | None) -> list[str]:
-    return [t.strip() for t in (value or "").split(",") if t.strip()]
-
-
-def handshake_from_headers(
-    request_headers: Headers | None,
-    response_headers: Headers | None,
-    *,
-    path: str | None = None,
-    http_version: str = "1.1",
-    request_frame: int | None = None,
-    request_ts_ns: int | None = None,
-    response_frame: int | None = None,
-    response_ts_ns: int | None = None,
-) -> WsHandshake:
-    """The handshake facts from lower-cased header lists (either may be missing). Never
-    raises; inconsistencies are listed in ``problems``. Over HTTP/2 (``http_version="2"``)
-    there is no key/accept pair (RFC 8441 §5)."""
-    problems: list[tuple[str, str]] = []
-
-    def bad(detail: str) -> None:
-        problems.append(("ws.bad_handshake", detail))
-
-    req, resp = request_headers, response_headers
-    key = _joined(req, "sec-websocket-key")
-    accept = _joined(resp, "sec-websocket-accept")
-    version = _joined(req, "sec-websocket-version")
-    accept_ok: bool | None = None
-    if http_version != "2":
-        if req is not None:
-            if key is None:
-                bad("the request has no Sec-WebSocket-Key")
-            else:
-                try:
-                    raw = base64.b64decode(key.strip(), validate=True)
-                except (binascii.Error, ValueError):
-                    raw = b""
-                if len(raw) != 16:
-                    bad(f"Sec-WebSocket-Key {key[:40]!r} is not 16 bytes in base64")
-        if key is not None and resp is not None:
-            expected = accept_for_key(key)
-            accept_ok = accept is not None and accept.strip() == expected
-            if not accept_ok:
-                problems.append(
-                    (
-                        "ws.accept_mismatch",
-                        f"Sec-WebSocket-Accept {accept!r} for key {key!r}; expected {expected!r}",
-                    )
-                )
-    if req is not None and version is not None and version.strip() != "13":
-        bad(f"Sec-WebSocket-Version {version[:20]!r} (not 13)")
-    offered_protocols = _joined(req, "sec-websocket-protocol")
-    protocol = _joined(resp, "sec-websocket-protocol")
-    if protocol is not None and req is not None and protocol.strip() not in _tokens(
-        offered_protocols
-    ):
-        # (a warning never quotes a credential: some APIs send tokens as subprotocols)
-        shown = redact_subprotocols(protocol) or ""
-        bad(f"the server selected subprotocol {shown[:40]!r}, not offered")
-    offered_ext = _joined(req, "sec-websocket-extensions")
-    ext = _joined(resp, "sec-websocket-extensions")
-    offered_names = {name for name, _ in parse_extensions(offered_ext)}
-    pmd = False
-    cnct = snct = False
-    cmwb: int | None = None
-    smwb: int | None = None
-    others: list[str] = []
-    for name, params in parse_extensions(ext):
-        if req is not None and name not in offered_names:
-            bad(f"the server accepted extension {name!r}, not offered")
-        if name != "permessage-deflate":
-            others.append(name)
-            continue
-        if pmd:
-            bad("permessage-deflate accepted twice")
-            continue
-        pmd = True
-        seen: set[str] = set()
-        for pname, pval in params:
-            if pname in seen:
-                bad(f"permessage-deflate parameter {pname} repeated")
-            seen.add(pname)
-            if pname == "client_no_context_takeover" and pval is None:
-                cnct = True
-            elif pname == "server_no_context_takeover" and pval is None:
-                snct = True
-            elif pname in ("client_max_window_bits", "server_max_window_bits"):
-                bits = int(pval) if pval is not None and pval.isascii() and pval.isdigit() else None
-                if bits is None or not 8 <= bits <= 15:
-                    bad(f"permessage-deflate {pname}={pval!r} (must be 8..15)")
-                elif pname == "client_max_window_bits":
-                    cmwb = bits
-                else:
-                    smwb = bits
-            else:
-                bad(f"unknown permessage-deflate parameter {pname!r}")
-    return WsHandshake(
-        request_frame=request_frame,
-        request_ts_ns=request_ts_ns,
-        response_frame=response_frame,
-        response_ts_ns=response_ts_ns,
-        http_version=http_version,
-        path=path,
-        host=_joined(req, "host") if http_version != "2" else _joined(req, ":authority"),
-        origin=_joined(req, "origin"),
-        version=version,
-        key=key,
-        accept=accept,
-        accept_ok=accept_ok,
-        offered_protocols=offered_protocols,
-        protocol=protocol,
-        offered_extensions=offered_ext,
-        extensions=ext,
-        permessage_deflate=pmd,
-        client_no_context_takeover=cnct,
-        server_no_context_takeover=snct,
-        client_max_window_bits=cmwb,
-        server_max_window_bits=smwb,
-        other_extensions=tuple(others),
-        problems=tuple(problems),
-    )
-
-
-def parse_handshake(request: HttpRequest | None, response: HttpResponse | None) -> WsHandshake:
-    """:func:`handshake_from_headers` for an HTTP/1.1 Upgrade request and its 101."""
-    resp_frame = resp_ts = None
-    if response is not None:
-        resp_frame = response.end_frame if response.end_frame is not None else response.head_frame
-        resp_ts = response.end_ts_ns if response.end_ts_ns is not None else response.head_ts_ns
-    return handshake_from_headers(
-        request.headers if request is not None else None,
-        response.headers if response is not None else None,
-        path=request.target if request is not None else None,
-        http_version="1.1",
-        request_frame=request.end_frame if request is not None else None,
-        request_ts_ns=request.end_ts_ns if request is not None else None,
-        response_frame=resp_frame,
-        response_ts_ns=resp_ts,
-    )
-
-
-# --------------------------------------------------------------------------- events
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WsFrame:
-    """One WebSocket frame."""
-
-    ts_ns: int
-    frame: int
-    """packet that delivered the frame's last byte (tshark shows the frame there)"""
-    direction: Direction
-    tcp_stream: int
-    stream_id: int | None
-    """HTTP/2 stream (RFC 8441); None over HTTP/1.1"""
-    index: int
-    """0-based number of the frame in its direction"""
-    start_ts_ns: int
-    start_frame: int
-    """packet that delivered the frame's first byte"""
-    fin: bool
-    rsv: int
-    """the three reserved bits, RSV1 = 4, RSV2 = 2, RSV3 = 1 (tshark's websocket.rsv)"""
-    opcode: int
-    masked: bool
-    payload_len: int
-    """announced payload length (may exceed what was captured; up to 2^64 - 1)"""
-    header_bytes: int
-    """2 + extended length (0, 2 or 8) + masking key (0 or 4)"""
-    lost_bytes: int
-    """payload bytes never captured (gaps inside the frame)"""
-    complete: bool
-    """False when the connection (or capture) ended inside the frame"""
-    message_index: int | None
-    """the data message this frame belongs to (WsMessage.index); None for control frames"""
-    close_code: int | None
-    close_reason: str | None
-    """Close reason, UTF-8 (invalid bytes replaced)"""
-    control_payload: bytes | None
-    """unmasked payload of a control frame (first 125 bytes)"""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WsMessage:
-    """One data message: a text or binary frame and its continuation frames."""
-
-    ts_ns: int
-    frame: int
-    """packet that completed the message (its last frame)"""
-    direction: Direction
-    tcp_stream: int
-    stream_id: int | None
-    index: int
-    """0-based number of the message in its direction"""
-    type: str
-    """text, binary, or unknown (continuation frames whose start was not seen)"""
-    fragments: int
-    first_ts_ns: int
-    first_frame: int
-    """packet that delivered the first byte of the first frame"""
-    wire_bytes: int
-    """frame headers + payloads"""
-    payload_bytes: int
-    """payload bytes (compressed size for compressed messages); a frame cut off by the end of
-    the connection counts the bytes that were sent, not its announced length"""
-    lost_bytes: int
-    compressed: bool
-    """RSV1 on the first frame with permessage-deflate negotiated"""
-    decompress: str | None
-    """None (not compressed), ok, failed, limit (stopped at the cap), skipped (bytes lost or
-    not inspected, or an earlier failure broke the shared compression context),
-    incomplete (the message never ended)"""
-    decompressed_bytes: int | None
-    """bytes inflated (for ``limit``: the cap plus one; None when nothing was inflated)"""
-    complete: bool
-    end_reason: str
-    """fin, interrupted (a new message started before FIN), connection_closed,
-    open_at_eof, lost_sync (bytes lost between frames)"""
-    utf8_ok: bool | None
-    """text messages: valid UTF-8; None when not text or not fully seen"""
-    preview: str | None
-    """text messages: the first characters (invalid UTF-8 replaced)"""
-    preview_truncated: bool
-    json_type: str | None
-    """value of the first ``"type": "..."`` in the preview (realtime APIs name events so)"""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WsConnectionEnded:
-    """A WebSocket connection is over (both directions ended, or the capture did)."""
-
-    ts_ns: int
-    frame: int
-    tcp_stream: int
-    stream_id: int | None
-    handshake: WsHandshake
-    client_frames: int
-    server_frames: int
-    client_messages: int
-    server_messages: int
-    client_payload_bytes: int
-    server_payload_bytes: int
-    client_wire_bytes: int
-    server_wire_bytes: int
-    client_pings: int
-    server_pings: int
-    client_pongs: int
-    server_pongs: int
-    client_mask_errors: int
-    """client frames without a mask (RFC 6455 §5.1: the client MUST mask)"""
-    server_mask_errors: int
-    """server frames with a mask"""
-    client_lost_bytes: int
-    server_lost_bytes: int
-    client_skipped_bytes: int
-    """bytes not parsed (searched for a frame boundary, or after the direction desynced)"""
-    server_skipped_bytes: int
-    close_by: Direction | None
-    """who sent the first Close frame"""
-    close_frame: int | None
-    close_ts_ns: int | None
-    client_close_code: int | None
-    client_close_reason: str | None
-    server_close_code: int | None
-    server_close_reason: str | None
-    client_close_frame: int | None
-    server_close_frame: int | None
-    end_reason: str
-    """close_handshake (both sent Close), close_unanswered (one side only), no_close
-    (the TCP connection ended without Close frames), open_at_eof, desynced"""
-    desynced: bool
-
-
-# --------------------------------------------------------------------------- state
-
-
-class _Msg:
-    __slots__ = (
-        "compressed",
-        "content_bytes",
-        "decompress",
-        "first_frame",
-        "first_ts",
-        "fragments",
-        "index",
-        "lost",
-        "opcode",
-        "payload",
-        "preview",
-        "preview_cap",
-        "uninspected",
-        "utf8",
-        "utf8_ok",
-        "wire",
-        "z",
-        "zdrain",
-        "zout",
-    )
-
-    def __init__(self, index: int, opcode: int, first: tuple[int, int], preview_cap: int) -> None:
-        self.index = index
-        self.opcode = opcode
-        self.first_ts, self.first_frame = first
-        self.fragments = 0
-        self.wire = 0
-        self.payload = 0
-        self.lost = 0
-        self.compressed = False
-        self.decompress: str | None = None
-        self.z: zlib._Decompress | None = None
-        self.zout = 0
-        self.zdrain = -1
-        """past the decompression limit with a shared context: output inflated and discarded
-        (-1: not draining)"""
-        self.content_bytes = 0
-        self.uninspected = False
-        self.preview = bytearray()
-        self.preview_cap = preview_cap if opcode == 1 else 0
-        self.utf8: codecs.IncrementalDecoder | None = _Utf8Decoder() if opcode == 1 else None
-        self.utf8_ok: bool | None = None
-
-    def wants_content(self) -> bool:
-        if self.compressed:
-            return self.z is not None
-        return self.utf8 is not None or len(self.preview) < self.preview_cap
-
-
-class _Dir:
-    __slots__ = (
-        "b0",
-        "close_code",
-        "close_frame",
-        "close_reason",
-        "close_ts",
-        "closed",
-        "ctrl",
-        "d",
-        "frames",
-        "hbuf",
-        "hlen",
-        "hstart",
-        "hunt_skipped",
-        "hunt_total",
-        "key",
-        "length",
-        "lost",
-        "lost_bytes",
-        "mask_errors",
-        "masked",
-        "messages",
-        "mode",
-        "msg",
-        "next_offset",
-        "payload_bytes",
-        "pings",
-        "pongs",
-        "pos",
-        "remaining",
-        "reported",
-        "scan_from",
-        "sent_close",
-        "skip",
-        "skipped",
-        "start",
-        "started",
-        "wire_bytes",
-        "z",
-        "z_broken",
-    )
-
-    def __init__(self, d: Direction) -> None:
-        self.d = d
-        self.mode = _HEADER
-        self.hbuf = bytearray()
-        self.hstart: tuple[int, int] | None = None
-        self.started = False
-        self.closed = False
-        self.next_offset = 0
-        # current frame
-        self.b0 = 0
-        self.masked = False
-        self.key = b""
-        self.length = 0
-        self.hlen = 0
-        self.remaining = 0
-        self.pos = 0
-        self.lost = 0
-        self.skip = False
-        self.start = (0, 0)
-        self.ctrl: bytearray | None = None
-        self.msg: _Msg | None = None
-        # counters
-        self.frames = 0
-        self.messages = 0
-        self.payload_bytes = 0
-        self.wire_bytes = 0
-        self.pings = 0
-        self.pongs = 0
-        self.mask_errors = 0
-        self.lost_bytes = 0
-        self.skipped = 0
-        self.reported: set[str] = set()
-        """anomaly codes reported once per direction"""
-        # close
-        self.sent_close = False
-        self.close_code: int | None = None
-        self.close_reason: str | None = None
-        self.close_frame: int | None = None
-        self.close_ts: int | None = None
-        # permessage-deflate context (context takeover)
-        self.z: zlib._Decompress | None = None
-        self.z_broken = False
-        # hunting
-        self.scan_from = 0
-        self.hunt_skipped = 0
-        self.hunt_total = 0
 
 
 # --------------------------------------------------------------------------- observer
@@ -668,10 +100,11 @@ class _Dir:
 class WebSocketObserver:
     """Watches both directions of one WebSocket connection. Never raises on wire data.
 
-    ``handshake`` is what the opening handshake negotiated (:func:`parse_handshake`); its
-    problems are reported at construction. ``feed``/``gap``/``close`` follow
-    :class:`~pcaptools.protocols._base.Observer` (offsets count from the first byte after
-    the handshake); ``close(..., at_eof=True)`` or :meth:`finish` at the end of the capture.
+    ``handshake`` is what the opening handshake negotiated (:func:`~.handshake.parse_handshake`);
+    its problems are reported at construction. Implements
+    :class:`~pcaptools.tcp.stream.StreamObserver` (``wants_bytes``, ``feed``, ``gap``,
+    ``close(..., at_eof=...)``, ``finish``; offsets count from the first byte after the
+    handshake); ``close(..., at_eof=True)`` or :meth:`finish` at the end of the capture.
     """
 
     def __init__(
@@ -808,6 +241,12 @@ class WebSocketObserver:
             st.reported.add(code)
             self._report(st, code, detail, ts, frame)
 
+    def _report_all(self, st: _Dir, problems: tuple[tuple[str, str], ...]) -> None:
+        """(code, detail) found by the permessage-deflate inflater, at the last packet seen."""
+        ts, frame = self._last
+        for code, detail in problems:
+            self._report(st, code, detail, ts, frame)
+
     def _consume(self, st: _Dir, data: bytes, ts: int, frame: int, out: list[object]) -> None:
         pos = 0
         n = len(data)
@@ -827,7 +266,7 @@ class WebSocketObserver:
             elif mode == _HEADER:
                 hb = st.hbuf
                 if hb:
-                    need = _header_len(hb) if len(hb) >= 2 else 0
+                    need = header_len(hb) if len(hb) >= 2 else 0
                     if need == 0:
                         hb.append(data[pos])
                         pos += 1
@@ -847,7 +286,7 @@ class WebSocketObserver:
                         hb += data[pos:]
                         st.hstart = (ts, frame)
                         break
-                    need = _header_len(data, pos)
+                    need = header_len(data, pos)
                     if n - pos < need:
                         hb += data[pos:]
                         st.hstart = (ts, frame)
@@ -873,28 +312,12 @@ class WebSocketObserver:
         out: list[object],
     ) -> None:
         """A complete frame header at ``buf[i:]``."""
-        b0 = buf[i]
-        b1 = buf[i + 1]
-        l7 = b1 & 0x7F
-        j = i + 2
-        if l7 == 126:
-            length = (buf[j] << 8) | buf[j + 1]
-            j += 2
-            minimal = length >= 126
-        elif l7 == 127:
-            (length,) = struct.unpack_from(">Q", buf, j)
-            j += 8
-            minimal = length > 0xFFFF
-        else:
-            length = l7
-            minimal = True
-        masked = bool(b1 & 0x80)
+        b0, masked, key, hlen, length, minimal = parse_frame_header(buf, i)
         if masked:
-            st.key = bytes(buf[j : j + 4])
-            j += 4
+            st.key = key
         st.b0 = b0
         st.masked = masked
-        st.hlen = j - i
+        st.hlen = hlen
         st.length = length
         st.remaining = length
         st.pos = 0
@@ -967,7 +390,7 @@ class WebSocketObserver:
                     self._end_message(st, m, ts, frame, "interrupted", out)
                 m = self._new_message(st, opcode, start)
                 if rsv & 0x40 and self._deflate:
-                    self._start_inflate(st, m)
+                    start_inflate(st, m, self._no_takeover[st.d])
             m.fragments += 1
             m.wire += st.hlen + length
             m.payload += length
@@ -983,17 +406,6 @@ class WebSocketObserver:
         st.messages += 1
         st.msg = m
         return m
-
-    def _start_inflate(self, st: _Dir, m: _Msg) -> None:
-        m.compressed = True
-        if self._no_takeover[st.d]:
-            m.z = zlib.decompressobj(-15)
-        elif st.z_broken:
-            m.decompress = "skipped"
-        else:
-            if st.z is None:
-                st.z = zlib.decompressobj(-15)
-            m.z = st.z
 
     def _taint(self, st: _Dir, m: _Msg) -> None:
         """Part of the message's payload is unknown: no UTF-8 verdict, no decompression."""
@@ -1016,135 +428,20 @@ class WebSocketObserver:
             room = CONTROL_KEEP_BYTES - len(ctrl)
             if room > 0:
                 piece = data[pos : pos + min(take, room)]
-                ctrl += _unmask(piece, st.key, st.pos) if st.masked else piece
+                ctrl += unmask(piece, st.key, st.pos) if st.masked else piece
             return
         m = st.msg
         if m is None or (st.b0 & 0x0F) > 2 or not m.wants_content():
             return
         piece = data[pos : pos + take]
         if st.masked:
-            piece = _unmask(piece, st.key, st.pos)
+            piece = unmask(piece, st.key, st.pos)
         if m.compressed:
-            self._inflate(st, m, piece)
+            problems = inflate(st, m, piece, self._max_out, self._no_takeover[st.d])
+            if problems:
+                self._report_all(st, problems)
         else:
-            self._content(m, piece)
-
-    def _content(self, m: _Msg, data: bytes) -> None:
-        m.content_bytes += len(data)
-        room = m.preview_cap - len(m.preview)
-        if room > 0:
-            m.preview += data[:room]
-        dec = m.utf8
-        if dec is not None:
-            try:
-                dec.decode(data)
-            except UnicodeDecodeError:
-                m.utf8 = None
-                m.utf8_ok = False
-
-    def _stop_inflating(self, st: _Dir, m: _Msg, status: str) -> None:
-        """Message ``m`` is not decompressed further (``status``: limit / failed); with context
-        takeover the direction's shared context is lost too, so later compressed messages of
-        that direction are not decompressed either. A message already past its limit stays
-        ``limit``."""
-        m.decompress = status if m.zdrain < 0 else "limit"
-        m.z = None
-        if not self._no_takeover[st.d]:
-            st.z = None
-            st.z_broken = True
-
-    def _drain(self, st: _Dir, m: _Msg, z: zlib._Decompress, data: bytes) -> None:
-        """Message ``m`` is past its decompression limit: inflate ``data`` through the shared
-        context and discard the output (bounded memory: 64 KiB steps), so the context stays
-        right for the direction's next message; past :data:`INFLATE_DRAIN_BYTES` of output
-        the context is given up."""
-        buf = data
-        try:
-            while buf or not z.eof:
-                got = z.decompress(buf, _INFLATE_STEP)
-                m.zdrain += len(got)
-                if m.zdrain > INFLATE_DRAIN_BYTES:
-                    self._stop_inflating(st, m, "limit")
-                    ts, frame = self._last
-                    self._report(
-                        st, "ws.decompression_limit",
-                        f"message {m.index} inflates beyond {self._max_out + INFLATE_DRAIN_BYTES}"
-                        " bytes; the shared context is given up: later compressed messages of "
-                        "this direction are not decompressed", ts, frame,
-                    )
-                    return
-                buf = z.unconsumed_tail
-                if z.eof:
-                    if z is st.z:
-                        st.z = None
-                    return
-                if len(got) < _INFLATE_STEP and not buf:
-                    return
-                if not got and buf:
-                    return  # no progress possible (should not happen)
-        except zlib.error:
-            self._stop_inflating(st, m, "limit")  # (the message's status stays limit)
-            ts, frame = self._last
-            self._report(
-                st, "ws.decompress_failed",
-                f"message {m.index} (past its decompression limit) does not inflate; later "
-                "compressed messages of this direction are not decompressed", ts, frame,
-            )
-
-    def _inflate(self, st: _Dir, m: _Msg, data: bytes) -> None:
-        z = m.z
-        if z is None:
-            return
-        if m.zdrain >= 0:
-            self._drain(st, m, z, data)
-            return
-        buf = data
-        try:
-            while True:
-                budget = self._max_out + 1 - m.zout
-                step = min(budget, _INFLATE_STEP)
-                got = z.decompress(buf, step)
-                if got:
-                    m.zout += len(got)
-                    self._content(m, got)
-                if m.zout > self._max_out:
-                    shared = not self._no_takeover[st.d]
-                    ts, frame = self._last
-                    self._report(
-                        st, "ws.decompression_limit",
-                        f"message {m.index} inflates beyond {self._max_out} bytes "
-                        f"({m.payload} compressed bytes so far); decompression stopped"
-                        + ("; the rest still runs through the shared context (output "
-                           "discarded) so later messages are inflated" if shared else ""),
-                        ts, frame,
-                    )
-                    if not shared:
-                        self._stop_inflating(st, m, "limit")
-                        return
-                    m.decompress = "limit"
-                    m.zdrain = 0
-                    self._drain(st, m, z, z.unconsumed_tail)
-                    return
-                buf = z.unconsumed_tail
-                if z.eof:
-                    # a final deflate block (BFINAL): the next message needs a new context
-                    if z is st.z:
-                        st.z = None
-                    return
-                if len(got) < step and not buf:
-                    return
-                if not got and buf:
-                    return  # no progress possible (should not happen)
-        except zlib.error as exc:
-            self._stop_inflating(st, m, "failed")
-            ts, frame = self._last
-            self._report(
-                st, "ws.decompress_failed",
-                f"message {m.index} does not inflate: {exc}"
-                + ("" if self._no_takeover[st.d] else
-                   "; later compressed messages of this direction are not decompressed"),
-                ts, frame,
-            )
+            m.add_content(piece)
 
     def _frame_done(self, st: _Dir, ts: int, frame: int, out: list[object], *,
                     complete: bool = True) -> None:
@@ -1219,26 +516,9 @@ class WebSocketObserver:
     def _close_payload(
         self, st: _Dir, p: bytes, length: int, ts: int, frame: int
     ) -> tuple[int | None, str | None]:
-        if length == 0:
-            return None, None
-        if length == 1:
-            self._report(st, "ws.bad_close_payload", "Close payload of 1 byte (a status code "
-                         "needs 2)", ts, frame)
-            return None, None
-        if len(p) < 2:
-            return None, None  # lost
-        code = (p[0] << 8) | p[1]
-        raw = p[2:]
-        reason = raw.decode("utf-8", "replace") if length > 2 else None
-        if not valid_close_code(code):
-            self._report(st, "ws.bad_close_payload", f"Close status code {code} may not be "
-                         "sent (RFC 6455 §7.4)", ts, frame)
-        if raw and len(p) == length and st.lost == 0:
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError:
-                self._report(st, "ws.bad_close_payload", "Close reason is not valid UTF-8",
-                             ts, frame)
+        code, reason, problems = parse_close_payload(p, length, st.lost)
+        for detail in problems:
+            self._report(st, "ws.bad_close_payload", detail, ts, frame)
         return code, reason
 
     def _end_message(
@@ -1247,14 +527,9 @@ class WebSocketObserver:
         st.msg = None
         complete = reason == "fin"
         if m.compressed:
-            if m.z is not None:
-                if complete:
-                    self._inflate(st, m, _TAIL)
-                    if m.decompress is None:
-                        m.decompress = "ok"
-                else:
-                    self._stop_inflating(st, m, "incomplete")
-            m.z = None
+            problems = end_inflate(st, m, complete, self._max_out, self._no_takeover[st.d])
+            if problems:
+                self._report_all(st, problems)
         utf8_ok = m.utf8_ok
         dec = m.utf8
         if dec is not None:
@@ -1352,49 +627,17 @@ class WebSocketObserver:
         st.mode = _HUNT
         st.scan_from = 0
 
-    def _plausible(self, st: _Dir, buf: bytearray, i: int, n: int) -> int:
-        """Length of a plausible frame starting at ``buf[i]`` (header included), 0 if not
-        plausible, -1 if the header is incomplete."""
-        if n - i < 2:
-            return -1
-        b0 = buf[i]
-        b1 = buf[i + 1]
-        op = b0 & 0x0F
-        if op not in OPCODE_NAMES:
-            return 0
-        rsv = b0 & 0x70
-        if rsv and not (rsv == 0x40 and self._deflate and op in (1, 2)):
-            return 0
-        masked = st.d == C2S
-        if st.mask_errors * 2 > st.frames:
-            masked = not masked  # this side gets masking wrong: expect what it does
-        if bool(b1 & 0x80) != masked:
-            return 0
-        need = _header_len(buf, i)
-        if n - i < need:
-            return -1
-        l7 = b1 & 0x7F
-        if l7 == 126:
-            length = (buf[i + 2] << 8) | buf[i + 3]
-            if length < 126:
-                return 0
-        elif l7 == 127:
-            (length,) = struct.unpack_from(">Q", buf, i + 2)
-            if length <= 0xFFFF or length > _HUNT_MAX_FRAME:
-                return 0
-        else:
-            length = l7
-        if op >= 8 and (length > 125 or not b0 & 0x80):
-            return 0
-        return need + length
-
     def _hunt(self, st: _Dir, ts: int, frame: int, out: list[object]) -> None:
         buf = st.hbuf
         n = len(buf)
         i = st.scan_from
         found = -1
+        masked = st.d == C2S
+        if st.mask_errors * 2 > st.frames:
+            masked = not masked  # this side gets masking wrong: expect what it does
+        deflate = self._deflate
         while i < n:
-            flen = self._plausible(st, buf, i, n)
+            flen = plausible_frame(buf, i, n, masked, deflate)
             if flen == 0:
                 i += 1
                 continue
@@ -1405,7 +648,7 @@ class WebSocketObserver:
                 found = i
                 break
             if nxt < n:
-                v = self._plausible(st, buf, nxt, n)
+                v = plausible_frame(buf, nxt, n, masked, deflate)
                 if v != 0:
                     found = i  # the next header is plausible (or starts plausibly)
                     break
@@ -1536,13 +779,6 @@ class WebSocketObserver:
                 desynced=desynced,
             )
         )
-
-
-def _header_len(buf: bytes | bytearray, i: int = 0) -> int:
-    """Header length given at least two header bytes at ``buf[i:]``."""
-    b1 = buf[i + 1]
-    l7 = b1 & 0x7F
-    return 2 + (2 if l7 == 126 else 8 if l7 == 127 else 0) + (4 if b1 & 0x80 else 0)
 
 
 # --------------------------------------------------------------------------- wiring

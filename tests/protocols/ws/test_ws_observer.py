@@ -495,7 +495,7 @@ def test_decompression_bomb_is_capped_and_later_messages_still_inflate() -> None
 def test_decompression_drain_is_bounded_then_the_context_is_given_up(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import pcaptools.protocols.websocket.observer as wsmod
+    import pcaptools.protocols.websocket.inflate as wsmod
 
     monkeypatch.setattr(wsmod, "INFLATE_DRAIN_BYTES", 4 << 20)
     obs, diag = observer(extensions="permessage-deflate", max_decompressed_bytes=1 << 20)

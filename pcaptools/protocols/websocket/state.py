@@ -1,0 +1,177 @@
+"""Per-direction and per-message state of :class:`~.observer.WebSocketObserver` (mutable,
+slotted; never leaves the package: events are built from it)."""
+
+from __future__ import annotations
+
+import codecs
+import zlib
+
+from ...tcp.stream import Direction
+
+# parser modes of one direction
+_HEADER, _PAYLOAD, _HUNT, _DESYNCED = range(4)
+
+_Utf8Decoder = codecs.getincrementaldecoder("utf-8")
+
+
+class _Msg:
+    """One data message of one direction, while it lasts: counters, the preview, UTF-8 and
+    permessage-deflate state."""
+
+    __slots__ = (
+        "compressed",
+        "content_bytes",
+        "decompress",
+        "first_frame",
+        "first_ts",
+        "fragments",
+        "index",
+        "lost",
+        "opcode",
+        "payload",
+        "preview",
+        "preview_cap",
+        "uninspected",
+        "utf8",
+        "utf8_ok",
+        "wire",
+        "z",
+        "zdrain",
+        "zout",
+    )
+
+    def __init__(self, index: int, opcode: int, first: tuple[int, int], preview_cap: int) -> None:
+        self.index = index
+        self.opcode = opcode
+        self.first_ts, self.first_frame = first
+        self.fragments = 0
+        self.wire = 0
+        self.payload = 0
+        self.lost = 0
+        self.compressed = False
+        self.decompress: str | None = None
+        self.z: zlib._Decompress | None = None
+        self.zout = 0
+        self.zdrain = -1
+        """past the decompression limit with a shared context: output inflated and discarded
+        (-1: not draining)"""
+        self.content_bytes = 0
+        self.uninspected = False
+        self.preview = bytearray()
+        self.preview_cap = preview_cap if opcode == 1 else 0
+        self.utf8: codecs.IncrementalDecoder | None = _Utf8Decoder() if opcode == 1 else None
+        self.utf8_ok: bool | None = None
+
+    def wants_content(self) -> bool:
+        if self.compressed:
+            return self.z is not None
+        return self.utf8 is not None or len(self.preview) < self.preview_cap
+
+    def add_content(self, data: bytes) -> None:
+        """Message content (unmasked; inflated when compressed): counted, the start kept as
+        the preview, text checked as UTF-8 incrementally."""
+        self.content_bytes += len(data)
+        room = self.preview_cap - len(self.preview)
+        if room > 0:
+            self.preview += data[:room]
+        dec = self.utf8
+        if dec is not None:
+            try:
+                dec.decode(data)
+            except UnicodeDecodeError:
+                self.utf8 = None
+                self.utf8_ok = False
+
+
+class _Dir:
+    """Parser state and counters of one direction: the frame in progress, the message in
+    progress, close facts, the shared permessage-deflate context, the frame search."""
+
+    __slots__ = (
+        "b0",
+        "close_code",
+        "close_frame",
+        "close_reason",
+        "close_ts",
+        "closed",
+        "ctrl",
+        "d",
+        "frames",
+        "hbuf",
+        "hlen",
+        "hstart",
+        "hunt_skipped",
+        "hunt_total",
+        "key",
+        "length",
+        "lost",
+        "lost_bytes",
+        "mask_errors",
+        "masked",
+        "messages",
+        "mode",
+        "msg",
+        "next_offset",
+        "payload_bytes",
+        "pings",
+        "pongs",
+        "pos",
+        "remaining",
+        "reported",
+        "scan_from",
+        "sent_close",
+        "skip",
+        "skipped",
+        "start",
+        "started",
+        "wire_bytes",
+        "z",
+        "z_broken",
+    )
+
+    def __init__(self, d: Direction) -> None:
+        self.d = d
+        self.mode = _HEADER
+        self.hbuf = bytearray()
+        self.hstart: tuple[int, int] | None = None
+        self.started = False
+        self.closed = False
+        self.next_offset = 0
+        # current frame
+        self.b0 = 0
+        self.masked = False
+        self.key = b""
+        self.length = 0
+        self.hlen = 0
+        self.remaining = 0
+        self.pos = 0
+        self.lost = 0
+        self.skip = False
+        self.start = (0, 0)
+        self.ctrl: bytearray | None = None
+        self.msg: _Msg | None = None
+        # counters
+        self.frames = 0
+        self.messages = 0
+        self.payload_bytes = 0
+        self.wire_bytes = 0
+        self.pings = 0
+        self.pongs = 0
+        self.mask_errors = 0
+        self.lost_bytes = 0
+        self.skipped = 0
+        self.reported: set[str] = set()
+        """anomaly codes reported once per direction"""
+        # close
+        self.sent_close = False
+        self.close_code: int | None = None
+        self.close_reason: str | None = None
+        self.close_frame: int | None = None
+        self.close_ts: int | None = None
+        # permessage-deflate context (context takeover)
+        self.z: zlib._Decompress | None = None
+        self.z_broken = False
+        # hunting
+        self.scan_from = 0
+        self.hunt_skipped = 0
+        self.hunt_total = 0
