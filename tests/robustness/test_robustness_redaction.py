@@ -485,10 +485,10 @@ def test_shipped_report_and_json(shipped: dict[str, Any], tmp_path: Path, which:
 # --------------------------------------------------------------------------- open: http1 warnings
 
 _H1_LEAKS = {
-    # a request whose framing is bad: the warning quotes its target (http1.py, _request_head)
+    # a request whose framing is bad: the warning quotes its target (http1/observer.py, _request_head)
     "bad-framing": b"POST /x?api_key=LeakKey0123456789 HTTP/1.1\r\nHost: h\r\n"
     b"Content-Length: abc\r\n\r\n",
-    # a request line that does not parse: the warning quotes the line (http1.py, _head)
+    # a request line that does not parse: the warning quotes the line (http1/observer.py, _head)
     "bad-request-line": b"GET /y?token=LeakKey0123456789 HTTP/1.1 junk\r\nHost: h\r\n\r\n",
 }
 
