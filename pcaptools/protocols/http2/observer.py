@@ -42,103 +42,55 @@ DATA frame payloads are streamed, never buffered; other frames are buffered up t
 
 from __future__ import annotations
 
-import base64
 import struct
-from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import Any, Final
+from typing import Any
 
 from hpack import Decoder
 
-from ..diagnostics import Diagnostics
-from ._base import Direction, StreamChunk
-from .body import Body, open_body
-from .content_coding import DEFAULT_MAX_DECODED_BYTES
-from .sse import DEFAULT_MAX_LINE_BYTES
-
-__all__ = [
-    "ERROR_CODES",
-    "FRAME_TYPES",
-    "PREFACE",
-    "SETTINGS_NAMES",
-    "H2cUpgrade",
-    "Http2ConnectionEnded",
-    "Http2Frame",
-    "Http2Observer",
-    "Http2StreamEnded",
-    "flags_text",
-    "parse_settings_payload",
-]
-
-PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-
-#: frame type code -> RFC 9113 name
-FRAME_TYPES: Final = (
-    "DATA",
-    "HEADERS",
-    "PRIORITY",
-    "RST_STREAM",
-    "SETTINGS",
-    "PUSH_PROMISE",
-    "PING",
-    "GOAWAY",
-    "WINDOW_UPDATE",
-    "CONTINUATION",
+from ...diagnostics import Diagnostics
+from ...tcp.stream import Direction, StreamChunk
+from ..body import Body, open_body
+from ..content_coding import DEFAULT_MAX_DECODED_BYTES
+from ..sse import DEFAULT_MAX_LINE_BYTES
+from .events import (
+    _FRAME_SET,
+    H2cUpgrade,
+    Headers,
+    Http2ConnectionEnded,
+    Http2Frame,
+    Http2StreamEnded,
+    _new_frame,
+    _set_data_bytes,
+    _set_pad_length,
 )
-(
+from .frames import (
+    _DEFAULT_MAX_FRAME,
+    _DEFAULT_WINDOW,
+    _HDR,
+    _U32,
+    CONTINUATION,
     DATA,
+    F_ACK,
+    F_END_HEADERS,
+    F_END_STREAM,
+    F_PADDED,
+    F_PRIORITY,
+    FRAME_TYPES,
+    GOAWAY,
     HEADERS,
+    PING,
+    PREFACE,
     PRIORITY,
+    PUSH_PROMISE,
     RST_STREAM,
     SETTINGS,
-    PUSH_PROMISE,
-    PING,
-    GOAWAY,
     WINDOW_UPDATE,
-    CONTINUATION,
-) = range(10)
+    parse_settings_payload,
+    plausible_frame_header,
+)
 
-#: SETTINGS identifier -> name (RFC 9113 §6.5.2, RFC 8441, RFC 9218)
-SETTINGS_NAMES: Final = {
-    1: "HEADER_TABLE_SIZE",
-    2: "ENABLE_PUSH",
-    3: "MAX_CONCURRENT_STREAMS",
-    4: "INITIAL_WINDOW_SIZE",
-    5: "MAX_FRAME_SIZE",
-    6: "MAX_HEADER_LIST_SIZE",
-    8: "ENABLE_CONNECT_PROTOCOL",
-    9: "NO_RFC7540_PRIORITIES",
-}
+__all__ = ["Http2Observer"]
 
-#: error code -> name (RFC 9113 §7)
-ERROR_CODES: Final = {
-    0x0: "NO_ERROR",
-    0x1: "PROTOCOL_ERROR",
-    0x2: "INTERNAL_ERROR",
-    0x3: "FLOW_CONTROL_ERROR",
-    0x4: "SETTINGS_TIMEOUT",
-    0x5: "STREAM_CLOSED",
-    0x6: "FRAME_SIZE_ERROR",
-    0x7: "REFUSED_STREAM",
-    0x8: "CANCEL",
-    0x9: "COMPRESSION_ERROR",
-    0xA: "CONNECT_ERROR",
-    0xB: "ENHANCE_YOUR_CALM",
-    0xC: "INADEQUATE_SECURITY",
-    0xD: "HTTP_1_1_REQUIRED",
-}
-
-F_END_STREAM = 0x01
-F_ACK = 0x01
-F_END_HEADERS = 0x04
-F_PADDED = 0x08
-F_PRIORITY = 0x20
-
-#: flags each type defines (RFC 9113 §6); others must be zero when sent
-_DEFINED_FLAGS = (0x09, 0x2D, 0x00, 0x00, 0x01, 0x0C, 0x01, 0x00, 0x00, 0x04)
-
-_DEFAULT_WINDOW = 65535
-_DEFAULT_MAX_FRAME = 16384
 #: frames other than DATA longer than this are skipped (recorded, not buffered)
 _MAX_BUFFERED_FRAME = 1 << 20
 #: dynamic table sizes the observer accepts (endpoints may advertise larger than 4096)
@@ -154,241 +106,6 @@ _MAX_OPEN_STREAMS = 100_000
 
 # per-direction parser modes
 _M_PREFACE, _M_HEADER, _M_DATA, _M_SKIP, _M_HUNT, _M_DEAD = range(6)
-
-_HDR = struct.Struct(">BHBBI")  # length high byte, length low 16 bits, type, flags, stream id
-_U32 = struct.Struct(">I")
-_U16_U32 = struct.Struct(">HI")
-
-Headers = tuple[tuple[str, str], ...]
-
-
-def flags_text(frame_type: int, flags: int) -> str:
-    """Names of the flags set, '|'-joined (e.g. ``END_STREAM|END_HEADERS``); unknown bits in hex."""
-    names = []
-    rest = flags
-    if frame_type in (DATA, HEADERS):
-        if flags & F_END_STREAM:
-            names.append("END_STREAM")
-            rest &= ~F_END_STREAM
-    elif frame_type in (SETTINGS, PING) and flags & F_ACK:
-        names.append("ACK")
-        rest &= ~F_ACK
-    if frame_type in (HEADERS, PUSH_PROMISE, CONTINUATION) and flags & F_END_HEADERS:
-        names.append("END_HEADERS")
-        rest &= ~F_END_HEADERS
-    if frame_type in (DATA, HEADERS, PUSH_PROMISE) and flags & F_PADDED:
-        names.append("PADDED")
-        rest &= ~F_PADDED
-    if frame_type == HEADERS and flags & F_PRIORITY:
-        names.append("PRIORITY")
-        rest &= ~F_PRIORITY
-    if rest:
-        names.append(f"0x{rest:02x}")
-    return "|".join(names)
-
-
-def parse_settings_payload(payload: bytes) -> tuple[tuple[int, int], ...]:
-    """SETTINGS payload -> ((identifier, value), ...); a trailing partial entry is ignored."""
-    return tuple(_U16_U32.unpack_from(payload, i) for i in range(0, len(payload) - 5, 6))
-
-
-# --------------------------------------------------------------------------- events
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Http2Frame:
-    """One complete HTTP/2 frame. Type-specific fields are None for other types."""
-
-    ts_ns: int
-    """capture time of the packet that delivered the frame's last byte"""
-    frame: int
-    """Wireshark frame number of that packet (tshark attributes the frame to it too)"""
-    direction: Direction
-    tcp_stream: int
-    stream_id: int
-    type: int
-    """frame type code (0-9 are RFC 9113 types; see :data:`FRAME_TYPES`)"""
-    flags: int
-    length: int
-    """payload length from the frame header"""
-    pad_length: int | None = None
-    """padding bytes (PADDED flag set), else None"""
-    data_bytes: int | None = None
-    """DATA: payload bytes excluding padding"""
-    header_block_bytes: int | None = None
-    """HEADERS / PUSH_PROMISE / CONTINUATION: HPACK fragment bytes carried by this frame"""
-    headers: Headers | None = None
-    """decoded header list, on the frame that ended a header block (None if undecodable)"""
-    priority_exclusive: bool | None = None
-    priority_dependency: int | None = None
-    priority_weight: int | None = None
-    """PRIORITY / HEADERS with PRIORITY: the weight field as sent (0-255; real weight is +1)"""
-    settings: tuple[tuple[int, int], ...] | None = None
-    """SETTINGS: (identifier, value) pairs in wire order"""
-    window_increment: int | None = None
-    error_code: int | None = None
-    """RST_STREAM / GOAWAY error code"""
-    ping_data: bytes | None = None
-    ping_rtt_ns: int | None = None
-    """PING with ACK: time since the matching PING from the other side, if seen"""
-    last_stream_id: int | None = None
-    promised_stream_id: int | None = None
-    debug_data: bytes | None = None
-    """GOAWAY additional debug data"""
-
-    @property
-    def type_name(self) -> str:
-        return FRAME_TYPES[self.type] if self.type < 10 else "unknown"
-
-    @property
-    def end_stream(self) -> bool:
-        return self.type in (DATA, HEADERS) and bool(self.flags & F_END_STREAM)
-
-    @property
-    def ack(self) -> bool:
-        return self.type in (SETTINGS, PING) and bool(self.flags & F_ACK)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Http2StreamEnded:
-    """Summary of one stream, emitted when it ends (or when the connection ends)."""
-
-    ts_ns: int
-    """capture time at which the stream ended (or the connection was finalised)"""
-    frame: int
-    direction: Direction | None
-    """direction of the frame that ended it; None when the connection ended it"""
-    tcp_stream: int
-    stream_id: int
-    pushed: bool
-    """server push: the request came from a PUSH_PROMISE"""
-    parent_stream_id: int | None
-    """for pushed streams: the stream that carried the PUSH_PROMISE"""
-    partial: bool
-    """True when the stream's opening HEADERS was not seen (capture started mid-stream)"""
-    request_headers: Headers | None
-    response_headers: Headers | None
-    """final (non-1xx) response headers"""
-    method: str | None
-    scheme: str | None
-    authority: str | None
-    """``:authority``, else the ``host`` header"""
-    path: str | None
-    status: int | None
-    content_type: str | None
-    informational: int
-    """1xx responses seen before the final one"""
-    first_frame: int
-    first_ts_ns: int
-    request_frame: int | None
-    """frame that completed the request header block (PUSH_PROMISE for pushed streams)"""
-    request_ts_ns: int | None
-    request_end_ts_ns: int | None
-    """END_STREAM from the client (for pushed streams: the promise)"""
-    response_headers_frame: int | None
-    response_headers_ts_ns: int | None
-    first_data_ts_ns: int | None
-    """first DATA frame from the server"""
-    end_frame: int
-    end_ts_ns: int
-    client_data_bytes: int
-    server_data_bytes: int
-    """DATA payload bytes, padding excluded"""
-    client_header_bytes: int
-    server_header_bytes: int
-    """HPACK header block bytes (HEADERS + CONTINUATION fragments)"""
-    client_frames: int
-    server_frames: int
-    end_reason: str
-    """end_stream, rst_stream, goaway, connection_closed, open_at_eof, idle (only PRIORITY seen),
-    evicted (summarised early: more than 100 000 streams open at once)"""
-    rst_error_code: int | None
-    rst_by: Direction | None
-    sse_events: int
-    content_encoding: str | None = None
-    """the response's content-encoding header as sent (field lines joined with ", ")"""
-    decoded_body_bytes: int | None = None
-    """response DATA bytes after content decoding (up to where decoding stopped); for an
-    identity body ``server_data_bytes``; None when not decoded (unsupported coding)"""
-    content_decoding: str | None = None
-    """identity, decoded, corrupt, truncated, gap, limit, unsupported, incomplete (see
-    :attr:`pcaptools.protocols.body.Body.status`); None when no response DATA byte was seen"""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Http2ConnectionEnded:
-    """Connection-level facts, emitted once when the connection is finalised."""
-
-    ts_ns: int
-    frame: int
-    direction: Direction | None
-    tcp_stream: int
-    start: str
-    """preface, upgrade (h2c via HTTP/1.1 Upgrade), mid_stream"""
-    preface_frame: int | None
-    client_settings: tuple[tuple[int, int], ...]
-    """latest value of each setting the client sent, in first-seen order"""
-    server_settings: tuple[tuple[int, int], ...]
-    streams: int
-    peak_open_streams: int
-    client_frames: int
-    server_frames: int
-    client_bytes: int
-    server_bytes: int
-    client_skipped_bytes: int
-    """bytes not parsed (lost, searched through for alignment, or after desync)"""
-    server_skipped_bytes: int
-    ping_count: int
-    """PING frames answered by an ACK with the same payload"""
-    ping_rtt_min_ns: int | None
-    ping_rtt_max_ns: int | None
-    ping_rtt_sum_ns: int
-    goaway_frame: int | None
-    goaway_ts_ns: int | None
-    goaway_by: Direction | None
-    goaway_last_stream_id: int | None
-    goaway_error_code: int | None
-    client_flow_stalls: int
-    """times a flow-control window (connection or stream) of data sent by the client reached 0"""
-    server_flow_stalls: int
-    client_stalled_ns: int
-    """total time the connection-level window for client data stayed at or below 0"""
-    server_stalled_ns: int
-    flow_control_known: bool
-    """False when the connection start was not seen (windows unknown: stall columns are 0)"""
-    hpack_errors: int
-    desynced: bool
-    """True if a direction could not be parsed to its end"""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class H2cUpgrade:
-    """The HTTP/1.1 request upgraded to h2c (RFC 7540 §3.2); it becomes stream 1."""
-
-    method: str
-    path: str
-    authority: str | None
-    headers: Headers
-    settings: tuple[tuple[int, int], ...]
-    """decoded from the HTTP2-Settings request header"""
-    request_frame: int
-    request_ts_ns: int
-    request_end_frame: int
-    request_end_ts_ns: int
-    header_bytes: int
-    body_bytes: int
-
-    @staticmethod
-    def decode_settings_header(value: str) -> tuple[tuple[int, int], ...]:
-        """HTTP2-Settings (base64url SETTINGS payload) -> pairs; () if it does not decode."""
-        try:
-            raw = base64.urlsafe_b64decode(value.strip() + "=" * (-len(value.strip()) % 4))
-        except (ValueError, TypeError):
-            return ()
-        return parse_settings_payload(raw)
-
-
-# --------------------------------------------------------------------------- state
 
 
 class _Stream:
@@ -558,96 +275,11 @@ def _new_decoder() -> Decoder:
     return dec
 
 
-def _plausible(length: int, typ: int, flags: int, sid_raw: int, max_len: int) -> bool:
-    """Is this frame header plausible for its type (used to find frame alignment)?"""
-    if length > max_len or typ > 9 or sid_raw & 0x80000000 or flags & ~_DEFINED_FLAGS[typ]:
-        return False
-    if typ in (SETTINGS, PING, GOAWAY):
-        if sid_raw:
-            return False
-        if typ == SETTINGS:
-            return length == 0 if flags & F_ACK else length % 6 == 0
-        return length == 8 if typ == PING else length >= 8
-    if typ == WINDOW_UPDATE:
-        return length == 4
-    if not sid_raw:
-        return False
-    if typ == PRIORITY:
-        return length == 5
-    if typ == RST_STREAM:
-        return length == 4
-    if typ == PUSH_PROMISE:
-        return length >= 4
-    return True
-
-
 def _header_value(headers: Headers, name: str) -> str | None:
     for k, v in headers:
         if k == name:
             return v
     return None
-
-
-# the slot descriptors of the frozen Http2Frame: setting them directly builds the same object as
-# Http2Frame(...) (whose __init__ goes through object.__setattr__ for each of its 23 fields),
-# several times faster; None when the class no longer has the layout assumed here
-_FRAME_BASE = ("ts_ns", "frame", "direction", "tcp_stream", "stream_id", "type", "flags", "length")
-_FRAME_SET: dict[str, Any] | None = {
-    f.name: vars(Http2Frame)[f.name].__set__ for f in fields(Http2Frame)
-}
-if (
-    tuple(f.name for f in fields(Http2Frame))[:8] != _FRAME_BASE
-    or hasattr(Http2Frame, "__post_init__")
-    or len(fields(Http2Frame)) != 23
-    or any(f.default is not None for f in fields(Http2Frame)[8:])
-):  # pragma: no cover
-    _FRAME_SET = None
-_new_object = object.__new__
-
-
-def _make_new_frame() -> Callable[[int, int, Direction, int, int, int, int, int], Http2Frame]:
-    assert _FRAME_SET is not None
-    s0, s1, s2, s3, s4, s5, s6, s7 = (_FRAME_SET[name] for name in _FRAME_BASE)
-    rest = [setter for name, setter in _FRAME_SET.items() if name not in _FRAME_BASE]
-    r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14 = rest
-
-    def new_frame(
-        ts: int, frame: int, direction: Direction, tcp_stream: int, sid: int, typ: int,
-        flags: int, length: int,
-    ) -> Http2Frame:
-        """An Http2Frame with these base fields and every type-specific field None."""
-        ev: Http2Frame = _new_object(Http2Frame)
-        s0(ev, ts)
-        s1(ev, frame)
-        s2(ev, direction)
-        s3(ev, tcp_stream)
-        s4(ev, sid)
-        s5(ev, typ)
-        s6(ev, flags)
-        s7(ev, length)
-        r0(ev, None)
-        r1(ev, None)
-        r2(ev, None)
-        r3(ev, None)
-        r4(ev, None)
-        r5(ev, None)
-        r6(ev, None)
-        r7(ev, None)
-        r8(ev, None)
-        r9(ev, None)
-        r10(ev, None)
-        r11(ev, None)
-        r12(ev, None)
-        r13(ev, None)
-        r14(ev, None)
-        return ev
-
-    return new_frame
-
-
-_new_frame = _make_new_frame() if _FRAME_SET is not None else None
-_set_pad_length: Any = _FRAME_SET["pad_length"] if _FRAME_SET is not None else None
-_set_data_bytes: Any = _FRAME_SET["data_bytes"] if _FRAME_SET is not None else None
 
 
 # --------------------------------------------------------------------------- observer
@@ -928,7 +560,7 @@ class Http2Observer:
                     # the first frame of a direction seen from its start: if it is not even
                     # plausible, the capture began inside the stream: search for alignment
                     st.first_check = False
-                    if not _plausible(
+                    if not plausible_frame_header(
                         length, typ, flags, sid_raw, max(st.max_frame_size, _DEFAULT_MAX_FRAME)
                     ):
                         st.mode = _M_HUNT
@@ -1043,6 +675,7 @@ class Http2Observer:
         """
         max_len = max(st.max_frame_size, _DEFAULT_MAX_FRAME)
         unpack = _HDR.unpack_from
+        plausible = plausible_frame_header
         i = pos
         limit = n - 9
         while i <= limit:
@@ -1050,7 +683,7 @@ class Http2Observer:
             if typ <= 9:
                 hi, lo, _, flags, sid_raw = unpack(buf, i)
                 length = (hi << 16) | lo
-                if _plausible(length, typ, flags, sid_raw, max_len):
+                if plausible(length, typ, flags, sid_raw, max_len):
                     j = i + 9 + length
                     if j == n:
                         return (
@@ -1060,7 +693,7 @@ class Http2Observer:
                     if j + 9 > n:
                         return 1, i  # cannot confirm yet: keep from the candidate
                     hi2, lo2, typ2, flags2, sid2 = unpack(buf, j)
-                    if typ2 <= 9 and _plausible((hi2 << 16) | lo2, typ2, flags2, sid2, max_len):
+                    if typ2 <= 9 and plausible((hi2 << 16) | lo2, typ2, flags2, sid2, max_len):
                         return 0, i
             i += 1
         i = max(pos, n - 8)
@@ -1912,3 +1545,4 @@ class Http2Observer:
                 desynced=self._desynced,
             )
         )
+
