@@ -43,6 +43,7 @@ DATA frame payloads are streamed, never buffered; other frames are buffered up t
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from hpack import Decoder
@@ -269,6 +270,13 @@ class _Dir:
         self.stalled_ns = 0
 
 
+#: what the frame dispatch table maps a frame type to (see
+#: :meth:`Http2Observer._frame_dispatch_table`): called with the direction's state, the frame's
+#: type, flags, stream id, length and payload, the capture time and frame number of the packet
+#: that completed it, and the list the events go to
+_FrameHandler = Callable[[_Dir, int, int, int, int, bytes, int, int, list[object]], None]
+
+
 def _new_decoder() -> Decoder:
     dec = Decoder(max_header_list_size=_HPACK_MAX_HEADER_LIST)
     dec.max_allowed_table_size = _HPACK_MAX_TABLE
@@ -344,6 +352,9 @@ class Http2Observer:
         self._last_frame = 0
         self._init_window = [_DEFAULT_WINDOW, _DEFAULT_WINDOW]
         """initial stream window for data sent by [client, server] (the peer's setting)"""
+        self._frame_handlers = self._frame_dispatch_table()
+        """frame type -> handler of a complete buffered frame, built once per connection"""
+        self._on_unknown_frame: _FrameHandler = self._unknown_frame
         if upgrade is not None:
             self._start = "upgrade"
             self._flow_known = True
@@ -845,6 +856,24 @@ class Http2Observer:
 
     # ------------------------------------------------------------------ frames
 
+    def _frame_dispatch_table(self) -> dict[int, _FrameHandler]:
+        """Frame type -> the method that handles a complete buffered frame of that type (types
+        outside the table go to :meth:`_unknown_frame`). DATA payloads are streamed by
+        :meth:`_parse` and never buffered, so DATA never comes here; it is listed, with the
+        handler of unknown types, so that the table names every RFC 9113 type."""
+        return {
+            DATA: self._unknown_frame,
+            HEADERS: self._header_frame,
+            PRIORITY: self._priority_frame,
+            RST_STREAM: self._rst_stream_frame,
+            SETTINGS: self._settings_frame,
+            PUSH_PROMISE: self._header_frame,
+            PING: self._ping_frame,
+            GOAWAY: self._goaway_frame,
+            WINDOW_UPDATE: self._window_update_frame,
+            CONTINUATION: self._continuation_frame,
+        }
+
     def _frame(
         self,
         st: _Dir,
@@ -857,240 +886,354 @@ class Http2Observer:
         frame: int,
         out: list[object],
     ) -> None:
+        """One complete buffered frame (any type but DATA): counted, checked against an open
+        header block, then handled by the method the dispatch table names for its type."""
         st.frames += 1
         if st.hb is not None and not (typ == CONTINUATION and sid == st.hb_sid):
             self._interrupted_block(st, typ, ts, frame)
+        self._frame_handlers.get(typ, self._on_unknown_frame)(
+            st, typ, flags, sid, length, payload, ts, frame, out
+        )
+
+    def _continuation_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """CONTINUATION: the next fragment of the open header block (RFC 9113 §6.10)."""
         d = st.d
-        if typ in (HEADERS, PUSH_PROMISE):
-            self._header_frame(st, typ, flags, sid, length, payload, ts, frame, out)
-        elif typ == CONTINUATION:
-            if st.hb is None or sid != st.hb_sid:
-                if st.hb_dropped == sid:  # the rest of a block dropped for its size
-                    if flags & F_END_HEADERS:
-                        st.hb_dropped = 0
-                else:
-                    self._report(
-                        st,
-                        "http2.bad_frame",
-                        f"CONTINUATION on stream {sid} without an open header block",
-                        ts,
-                        frame,
-                    )
-                st.hpack_reset = True
-                out.append(
-                    self._frame_event(
-                        d, sid, typ, flags, length, ts, frame,
-                        header_block_bytes=length,
-                    )
-                )
-                return
-            st.hb += payload
-            st.hb_bytes += length
-            if len(st.hb) > _MAX_HEADER_BLOCK:
+        if st.hb is None or sid != st.hb_sid:
+            if st.hb_dropped == sid:  # the rest of a block dropped for its size
+                if flags & F_END_HEADERS:
+                    st.hb_dropped = 0
+            else:
                 self._report(
                     st,
                     "http2.bad_frame",
-                    f"header block of stream {sid} longer than {_MAX_HEADER_BLOCK} bytes; dropped",
+                    f"CONTINUATION on stream {sid} without an open header block",
                     ts,
                     frame,
                 )
-                st.hb = None
-                st.hb_dropped = sid if not flags & F_END_HEADERS else 0
-                st.hpack_reset = True
-                out.append(
-                    self._frame_event(
-                        d, sid, typ, flags, length, ts, frame,
-                        header_block_bytes=length,
-                    )
-                )
-                return
-            headers = None
-            if flags & F_END_HEADERS:
-                headers = self._decode_block(st, ts, frame)
+            st.hpack_reset = True
             out.append(
                 self._frame_event(
                     d, sid, typ, flags, length, ts, frame,
                     header_block_bytes=length,
-                    headers=headers,
                 )
             )
-            s = self._streams.get(sid)
-            if s is not None:
-                self._count_frame(st, s, ts, frame)
-            if flags & F_END_HEADERS:
-                self._block_done(st, headers, ts, frame, out)
-        elif typ == PRIORITY:
-            excl = dep = weight = None
-            if length != 5:
-                self._report(
-                    st,
-                    "http2.bad_frame",
-                    f"PRIORITY on stream {sid}: length {length} != 5",
-                    ts,
-                    frame,
-                )
-            else:
-                (dep_raw,) = _U32.unpack_from(payload, 0)
-                excl, dep, weight = bool(dep_raw >> 31), dep_raw & 0x7FFFFFFF, payload[4]
+            return
+        st.hb += payload
+        st.hb_bytes += length
+        if len(st.hb) > _MAX_HEADER_BLOCK:
+            self._report(
+                st,
+                "http2.bad_frame",
+                f"header block of stream {sid} longer than {_MAX_HEADER_BLOCK} bytes; dropped",
+                ts,
+                frame,
+            )
+            st.hb = None
+            st.hb_dropped = sid if not flags & F_END_HEADERS else 0
+            st.hpack_reset = True
             out.append(
                 self._frame_event(
                     d, sid, typ, flags, length, ts, frame,
-                    priority_exclusive=excl,
-                    priority_dependency=dep,
-                    priority_weight=weight,
+                    header_block_bytes=length,
                 )
             )
-            if sid == 0:
-                self._report(st, "http2.bad_frame", "PRIORITY on stream 0", ts, frame)
-                return
-            s = self._streams.get(sid)
-            if s is None and not self._is_closed(sid):
-                s = self._new_stream(sid, frame, ts)  # idle until HEADERS
-            if s is not None:
-                self._count_frame(st, s, ts, frame)
-        elif typ == RST_STREAM:
-            code = None
-            if length != 4:
-                self._report(
-                    st,
-                    "http2.bad_frame",
-                    f"RST_STREAM on stream {sid}: length {length} != 4",
-                    ts,
-                    frame,
-                )
-            else:
-                (code,) = _U32.unpack_from(payload, 0)
-            out.append(
-                self._frame_event(
-                    d, sid, typ, flags, length, ts, frame,
-                    error_code=code,
-                )
+            return
+        headers = None
+        if flags & F_END_HEADERS:
+            headers = self._decode_block(st, ts, frame)
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                header_block_bytes=length,
+                headers=headers,
             )
-            if sid == 0:
-                self._report(st, "http2.bad_frame", "RST_STREAM on stream 0", ts, frame)
-                return
-            s = self._streams.get(sid) or self._stream_for(sid, frame, ts)
-            if s is not None:
-                self._count_frame(st, s, ts, frame)
-                self._end_stream(s, "rst_stream", ts, frame, d, out, rst_code=code, rst_by=d)
-        elif typ == SETTINGS:
-            settings: tuple[tuple[int, int], ...] = ()
-            if sid != 0:
-                self._report(st, "http2.bad_frame", f"SETTINGS on stream {sid}", ts, frame)
-            if flags & F_ACK:
-                if length:
-                    self._report(
-                        st,
-                        "http2.bad_frame",
-                        f"SETTINGS ACK with {length} bytes of payload",
-                        ts,
-                        frame,
-                    )
-            else:
-                if length % 6:
-                    self._report(
-                        st,
-                        "http2.bad_frame",
-                        f"SETTINGS length {length} is not a multiple of 6",
-                        ts,
-                        frame,
-                    )
-                settings = parse_settings_payload(payload)
-                for ident, value in settings:
-                    self._apply_setting(st, ident, value)
-            out.append(
-                self._frame_event(
-                    d, sid, typ, flags, length, ts, frame,
-                    settings=None if flags & F_ACK else settings,
-                )
+        )
+        s = self._streams.get(sid)
+        if s is not None:
+            self._count_frame(st, s, ts, frame)
+        if flags & F_END_HEADERS:
+            self._block_done(st, headers, ts, frame, out)
+
+    def _priority_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """PRIORITY (RFC 9113 §6.3): recorded; it may create an idle stream."""
+        d = st.d
+        excl = dep = weight = None
+        if length != 5:
+            self._report(
+                st,
+                "http2.bad_frame",
+                f"PRIORITY on stream {sid}: length {length} != 5",
+                ts,
+                frame,
             )
-        elif typ == PING:
-            rtt = None
-            if length != 8:
-                self._report(st, "http2.bad_frame", f"PING length {length} != 8", ts, frame)
-            if sid != 0:
-                self._report(st, "http2.bad_frame", f"PING on stream {sid}", ts, frame)
-            if flags & F_ACK:
-                sent = self._pings.pop((1 - d, payload), None)
-                if sent is not None:
-                    rtt = ts - sent
-                    self._ping_count += 1
-                    self._ping_sum += rtt
-                    self._ping_min = rtt if self._ping_min is None else min(self._ping_min, rtt)
-                    self._ping_max = rtt if self._ping_max is None else max(self._ping_max, rtt)
-            elif len(self._pings) < _MAX_PENDING_PINGS:
-                self._pings[(int(d), payload)] = ts
-            out.append(
-                self._frame_event(
-                    d, sid, typ, flags, length, ts, frame,
-                    ping_data=payload,
-                    ping_rtt_ns=rtt,
-                )
-            )
-        elif typ == GOAWAY:
-            last = code = None
-            debug = b""
-            if length < 8:
-                self._report(st, "http2.bad_frame", f"GOAWAY length {length} < 8", ts, frame)
-            else:
-                last_raw, code = struct.unpack_from(">II", payload, 0)
-                last = last_raw & 0x7FFFFFFF
-                debug = payload[8:]
-            if sid != 0:
-                self._report(st, "http2.bad_frame", f"GOAWAY on stream {sid}", ts, frame)
-            out.append(
-                self._frame_event(
-                    d, sid, typ, flags, length, ts, frame,
-                    last_stream_id=last,
-                    error_code=code,
-                    debug_data=debug,
-                )
-            )
-            if last is not None and code is not None:
-                if self._goaway is None:
-                    self._goaway = (frame, ts, d, last, code)
-                # streams the GOAWAY's receiver initiated above last_stream_id were not processed
-                parity = 1 if d == Direction.SERVER_TO_CLIENT else 0
-                for s in [
-                    s
-                    for s in self._streams.values()
-                    if s.id > last and s.id % 2 == parity and not s.idle
-                ]:
-                    self._end_stream(s, "goaway", ts, frame, d, out)
-        elif typ == WINDOW_UPDATE:
-            inc = None
-            if length != 4:
-                self._report(
-                    st, "http2.bad_frame", f"WINDOW_UPDATE length {length} != 4", ts, frame
-                )
-            else:
-                (inc_raw,) = _U32.unpack_from(payload, 0)
-                inc = inc_raw & 0x7FFFFFFF
-                if inc == 0:
-                    self._report(
-                        st,
-                        "http2.bad_frame",
-                        f"WINDOW_UPDATE on stream {sid} with increment 0",
-                        ts,
-                        frame,
-                    )
-            out.append(
-                self._frame_event(
-                    d, sid, typ, flags, length, ts, frame,
-                    window_increment=inc,
-                )
-            )
-            s = self._streams.get(sid) if sid else None
-            if s is not None:
-                self._count_frame(st, s, ts, frame)
-            if inc and self._flow_known:
-                self._window_update(st, sid, s, inc, ts)
         else:
-            out.append(
-                self._frame_event(
-                    d, sid, typ, flags, length, ts, frame,
-                )
+            (dep_raw,) = _U32.unpack_from(payload, 0)
+            excl, dep, weight = bool(dep_raw >> 31), dep_raw & 0x7FFFFFFF, payload[4]
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                priority_exclusive=excl,
+                priority_dependency=dep,
+                priority_weight=weight,
             )
+        )
+        if sid == 0:
+            self._report(st, "http2.bad_frame", "PRIORITY on stream 0", ts, frame)
+            return
+        s = self._streams.get(sid)
+        if s is None and not self._is_closed(sid):
+            s = self._new_stream(sid, frame, ts)  # idle until HEADERS
+        if s is not None:
+            self._count_frame(st, s, ts, frame)
+
+    def _rst_stream_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """RST_STREAM (RFC 9113 §6.4): the stream ends (``rst_stream``)."""
+        d = st.d
+        code = None
+        if length != 4:
+            self._report(
+                st,
+                "http2.bad_frame",
+                f"RST_STREAM on stream {sid}: length {length} != 4",
+                ts,
+                frame,
+            )
+        else:
+            (code,) = _U32.unpack_from(payload, 0)
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                error_code=code,
+            )
+        )
+        if sid == 0:
+            self._report(st, "http2.bad_frame", "RST_STREAM on stream 0", ts, frame)
+            return
+        s = self._streams.get(sid) or self._stream_for(sid, frame, ts)
+        if s is not None:
+            self._count_frame(st, s, ts, frame)
+            self._end_stream(s, "rst_stream", ts, frame, d, out, rst_code=code, rst_by=d)
+
+    def _settings_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """SETTINGS (RFC 9113 §6.5): applied to the sender's settings and the peer's limits."""
+        d = st.d
+        settings: tuple[tuple[int, int], ...] = ()
+        if sid != 0:
+            self._report(st, "http2.bad_frame", f"SETTINGS on stream {sid}", ts, frame)
+        if flags & F_ACK:
+            if length:
+                self._report(
+                    st,
+                    "http2.bad_frame",
+                    f"SETTINGS ACK with {length} bytes of payload",
+                    ts,
+                    frame,
+                )
+        else:
+            if length % 6:
+                self._report(
+                    st,
+                    "http2.bad_frame",
+                    f"SETTINGS length {length} is not a multiple of 6",
+                    ts,
+                    frame,
+                )
+            settings = parse_settings_payload(payload)
+            for ident, value in settings:
+                self._apply_setting(st, ident, value)
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                settings=None if flags & F_ACK else settings,
+            )
+        )
+
+    def _ping_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """PING (RFC 9113 §6.7): an ACK matching an earlier PING of the other side gives an RTT."""
+        d = st.d
+        rtt = None
+        if length != 8:
+            self._report(st, "http2.bad_frame", f"PING length {length} != 8", ts, frame)
+        if sid != 0:
+            self._report(st, "http2.bad_frame", f"PING on stream {sid}", ts, frame)
+        if flags & F_ACK:
+            sent = self._pings.pop((1 - d, payload), None)
+            if sent is not None:
+                rtt = ts - sent
+                self._ping_count += 1
+                self._ping_sum += rtt
+                self._ping_min = rtt if self._ping_min is None else min(self._ping_min, rtt)
+                self._ping_max = rtt if self._ping_max is None else max(self._ping_max, rtt)
+        elif len(self._pings) < _MAX_PENDING_PINGS:
+            self._pings[(int(d), payload)] = ts
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                ping_data=payload,
+                ping_rtt_ns=rtt,
+            )
+        )
+
+    def _goaway_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """GOAWAY (RFC 9113 §6.8): streams above last_stream_id the receiver opened end."""
+        d = st.d
+        last = code = None
+        debug = b""
+        if length < 8:
+            self._report(st, "http2.bad_frame", f"GOAWAY length {length} < 8", ts, frame)
+        else:
+            last_raw, code = struct.unpack_from(">II", payload, 0)
+            last = last_raw & 0x7FFFFFFF
+            debug = payload[8:]
+        if sid != 0:
+            self._report(st, "http2.bad_frame", f"GOAWAY on stream {sid}", ts, frame)
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                last_stream_id=last,
+                error_code=code,
+                debug_data=debug,
+            )
+        )
+        if last is not None and code is not None:
+            if self._goaway is None:
+                self._goaway = (frame, ts, d, last, code)
+            # streams the GOAWAY's receiver initiated above last_stream_id were not processed
+            parity = 1 if d == Direction.SERVER_TO_CLIENT else 0
+            for s in [
+                s
+                for s in self._streams.values()
+                if s.id > last and s.id % 2 == parity and not s.idle
+            ]:
+                self._end_stream(s, "goaway", ts, frame, d, out)
+
+    def _window_update_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """WINDOW_UPDATE (RFC 9113 §6.9): opens the flow-control window of the other side."""
+        d = st.d
+        inc = None
+        if length != 4:
+            self._report(
+                st, "http2.bad_frame", f"WINDOW_UPDATE length {length} != 4", ts, frame
+            )
+        else:
+            (inc_raw,) = _U32.unpack_from(payload, 0)
+            inc = inc_raw & 0x7FFFFFFF
+            if inc == 0:
+                self._report(
+                    st,
+                    "http2.bad_frame",
+                    f"WINDOW_UPDATE on stream {sid} with increment 0",
+                    ts,
+                    frame,
+                )
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                window_increment=inc,
+            )
+        )
+        s = self._streams.get(sid) if sid else None
+        if s is not None:
+            self._count_frame(st, s, ts, frame)
+        if inc and self._flow_known:
+            self._window_update(st, sid, s, inc, ts)
+
+    def _unknown_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """A frame of an unknown type (RFC 9113 §5.5: ignored by endpoints): recorded only."""
+        d = st.d
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+            )
+        )
 
     def _header_frame(
         self,
