@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ...tcp.stream import Direction
+from ...tcp.stream import Direction, Event
 from .frames import (
     DATA,
     F_ACK,
@@ -34,7 +34,7 @@ Headers = tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Http2Frame:
+class Http2Frame(Event):
     """One complete HTTP/2 frame. Type-specific fields are None for other types."""
 
     ts_ns: int
@@ -88,7 +88,7 @@ class Http2Frame:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Http2StreamEnded:
+class Http2StreamEnded(Event):
     """Summary of one stream, emitted when it ends (or when the connection ends)."""
 
     ts_ns: int
@@ -154,7 +154,7 @@ class Http2StreamEnded:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Http2ConnectionEnded:
+class Http2ConnectionEnded(Event):
     """Connection-level facts, emitted once when the connection is finalised."""
 
     ts_ns: int

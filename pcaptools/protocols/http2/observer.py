@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpack import Decoder
 
@@ -302,7 +302,9 @@ class Http2Observer:
     ``sse_max_line_bytes`` bounds the SSE parsers; ``max_decoded_body_bytes`` the decoded
     bytes of one content-encoded response body; ``hunt_budget`` bounds the alignment search.
 
-    ``feed``/``gap``/``close`` follow :class:`~pcaptools.protocols._base.Observer`. Call
+    It implements :class:`~pcaptools.tcp.stream.StreamObserver` in full (``wants_bytes``,
+    ``feed``, ``gap``, ``close``, ``finish``), so the TCP layer, TLS (ALPN ``h2``) and the
+    HTTP/1.1 observer (``Upgrade: h2c``) drive it the same way. Call
     ``close`` for each direction when it ends (FIN/RST); at the end of the capture call
     ``close(..., at_eof=True)`` (streams still open get ``open_at_eof``). Once both
     directions are closed, or at end of capture, open streams are summarised and one
@@ -505,6 +507,13 @@ class Http2Observer:
             self._last_frame if frame is None else frame,
             at_eof=True,
         )
+
+    @property
+    def wants_bytes(self) -> bool:
+        """False once the connection is finalised (both directions closed, or the end of the
+        capture): nothing more is parsed or counted. A desynchronised direction still counts
+        its bytes, so until then this stays True."""
+        return not self._finished
 
     @property
     def finished(self) -> bool:
@@ -1689,3 +1698,8 @@ class Http2Observer:
             )
         )
 
+
+if TYPE_CHECKING:  # mypy checks that the observer is a full byte-stream observer
+    from ...tcp.stream import StreamObserver
+
+    _contract: StreamObserver = Http2Observer()
