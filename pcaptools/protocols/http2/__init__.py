@@ -7,6 +7,11 @@
 Modules: :mod:`.frames` (the frame layer: type codes, flags, names, the frame header and the
 alignment check), :mod:`.events` (what the observer emits), :mod:`.observer` (the state
 machine: per-direction parsers, HPACK, streams, flow control).
+
+Every name of the module this package replaced stays importable from here, the private ones
+too: ``_plausible`` (protocols/detect.py) and the limit constants listed in
+:mod:`pcaptools.limits` (readable here; the observer reads them from :mod:`.observer`, so
+that is where a test patches them).
 """
 
 from __future__ import annotations
@@ -32,25 +37,20 @@ from .frames import (
     SETTINGS,
     SETTINGS_NAMES,
     WINDOW_UPDATE,
-    _plausible,
     flags_text,
     parse_frame_header,
     parse_settings_payload,
     plausible_frame_header,
 )
-from .observer import (
-    _HPACK_MAX_HEADER_LIST,
-    _HPACK_MAX_TABLE,
-    _MAX_BUFFERED_FRAME,
-    _MAX_HEADER_BLOCK,
-    _MAX_OPEN_STREAMS,
-    _MAX_PENDING_PINGS,
-    Http2Observer,
-)
+from .frames import _plausible as _plausible
+from .observer import _HPACK_MAX_HEADER_LIST as _HPACK_MAX_HEADER_LIST
+from .observer import _HPACK_MAX_TABLE as _HPACK_MAX_TABLE
+from .observer import _MAX_BUFFERED_FRAME as _MAX_BUFFERED_FRAME
+from .observer import _MAX_HEADER_BLOCK as _MAX_HEADER_BLOCK
+from .observer import _MAX_OPEN_STREAMS as _MAX_OPEN_STREAMS
+from .observer import _MAX_PENDING_PINGS as _MAX_PENDING_PINGS
+from .observer import Http2Observer
 
-# the names this module had before it became a package, kept for their importers:
-# ``_plausible`` (protocols/detect.py) and the limit constants (read, not settable, here: the
-# observer reads them from :mod:`.observer`)
 __all__ = [
     "CONTINUATION",
     "DATA",
@@ -71,19 +71,12 @@ __all__ = [
     "SETTINGS",
     "SETTINGS_NAMES",
     "WINDOW_UPDATE",
-    "_HPACK_MAX_HEADER_LIST",
-    "_HPACK_MAX_TABLE",
-    "_MAX_BUFFERED_FRAME",
-    "_MAX_HEADER_BLOCK",
-    "_MAX_OPEN_STREAMS",
-    "_MAX_PENDING_PINGS",
     "H2cUpgrade",
     "Headers",
     "Http2ConnectionEnded",
     "Http2Frame",
     "Http2Observer",
     "Http2StreamEnded",
-    "_plausible",
     "flags_text",
     "parse_frame_header",
     "parse_settings_payload",
