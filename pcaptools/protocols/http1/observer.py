@@ -47,7 +47,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import cast
 
 from ...diagnostics import Diagnostics
 from ...redaction import redact_url
@@ -1291,16 +1290,12 @@ class Http1Observer:
         req = ex.request
         inner: StreamObserver | None = None
         if proto == "h2c":
-            # (the cast goes once Http2Observer has ``wants_bytes``, #14 piece 3)
-            inner = cast(
-                StreamObserver,
-                Http2Observer(
-                    tcp_stream=self.tcp_stream,
-                    diag=self.diag,
-                    upgrade=self._h2c(req),
-                    sse_max_line_bytes=self._sse_max,
-                    max_decoded_body_bytes=self._max_decoded,
-                ),
+            inner = Http2Observer(
+                tcp_stream=self.tcp_stream,
+                diag=self.diag,
+                upgrade=self._h2c(req),
+                sse_max_line_bytes=self._sse_max,
+                max_decoded_body_bytes=self._max_decoded,
             )
         elif proto == "websocket" and self._ws_factory is not None and msg is not None:
             inner = self._ws_factory(req.request() if req is not None else None, msg.response())

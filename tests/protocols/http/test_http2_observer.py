@@ -624,7 +624,7 @@ def test_corrupted_conversation_never_raises(cuts: list[int], value: int, where:
 
 
 def test_memory_bounds_header_block_and_open_streams(monkeypatch: object) -> None:
-    import pcaptools.protocols.http2 as h2mod
+    import pcaptools.protocols.http2.observer as h2mod
 
     ff = FrameFactory()
     obs, diag = observer()

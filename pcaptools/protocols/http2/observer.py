@@ -42,103 +42,56 @@ DATA frame payloads are streamed, never buffered; other frames are buffered up t
 
 from __future__ import annotations
 
-import base64
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any
 
 from hpack import Decoder
 
-from ..diagnostics import Diagnostics
-from ._base import Direction, StreamChunk
-from .body import Body, open_body
-from .content_coding import DEFAULT_MAX_DECODED_BYTES
-from .sse import DEFAULT_MAX_LINE_BYTES
-
-__all__ = [
-    "ERROR_CODES",
-    "FRAME_TYPES",
-    "PREFACE",
-    "SETTINGS_NAMES",
-    "H2cUpgrade",
-    "Http2ConnectionEnded",
-    "Http2Frame",
-    "Http2Observer",
-    "Http2StreamEnded",
-    "flags_text",
-    "parse_settings_payload",
-]
-
-PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-
-#: frame type code -> RFC 9113 name
-FRAME_TYPES: Final = (
-    "DATA",
-    "HEADERS",
-    "PRIORITY",
-    "RST_STREAM",
-    "SETTINGS",
-    "PUSH_PROMISE",
-    "PING",
-    "GOAWAY",
-    "WINDOW_UPDATE",
-    "CONTINUATION",
+from ...diagnostics import Diagnostics
+from ...tcp.stream import Direction, StreamChunk
+from ..body import Body, open_body
+from ..content_coding import DEFAULT_MAX_DECODED_BYTES
+from ..sse import DEFAULT_MAX_LINE_BYTES
+from .events import (
+    _FRAME_SET,
+    H2cUpgrade,
+    Headers,
+    Http2ConnectionEnded,
+    Http2Frame,
+    Http2StreamEnded,
+    _new_frame,
+    _set_data_bytes,
+    _set_pad_length,
 )
-(
+from .frames import (
+    _DEFAULT_MAX_FRAME,
+    _DEFAULT_WINDOW,
+    _HDR,
+    _U32,
+    CONTINUATION,
     DATA,
+    F_ACK,
+    F_END_HEADERS,
+    F_END_STREAM,
+    F_PADDED,
+    F_PRIORITY,
+    FRAME_TYPES,
+    GOAWAY,
     HEADERS,
+    PING,
+    PREFACE,
     PRIORITY,
+    PUSH_PROMISE,
     RST_STREAM,
     SETTINGS,
-    PUSH_PROMISE,
-    PING,
-    GOAWAY,
     WINDOW_UPDATE,
-    CONTINUATION,
-) = range(10)
+    parse_settings_payload,
+    plausible_frame_header,
+)
 
-#: SETTINGS identifier -> name (RFC 9113 §6.5.2, RFC 8441, RFC 9218)
-SETTINGS_NAMES: Final = {
-    1: "HEADER_TABLE_SIZE",
-    2: "ENABLE_PUSH",
-    3: "MAX_CONCURRENT_STREAMS",
-    4: "INITIAL_WINDOW_SIZE",
-    5: "MAX_FRAME_SIZE",
-    6: "MAX_HEADER_LIST_SIZE",
-    8: "ENABLE_CONNECT_PROTOCOL",
-    9: "NO_RFC7540_PRIORITIES",
-}
+__all__ = ["Http2Observer"]
 
-#: error code -> name (RFC 9113 §7)
-ERROR_CODES: Final = {
-    0x0: "NO_ERROR",
-    0x1: "PROTOCOL_ERROR",
-    0x2: "INTERNAL_ERROR",
-    0x3: "FLOW_CONTROL_ERROR",
-    0x4: "SETTINGS_TIMEOUT",
-    0x5: "STREAM_CLOSED",
-    0x6: "FRAME_SIZE_ERROR",
-    0x7: "REFUSED_STREAM",
-    0x8: "CANCEL",
-    0x9: "COMPRESSION_ERROR",
-    0xA: "CONNECT_ERROR",
-    0xB: "ENHANCE_YOUR_CALM",
-    0xC: "INADEQUATE_SECURITY",
-    0xD: "HTTP_1_1_REQUIRED",
-}
-
-F_END_STREAM = 0x01
-F_ACK = 0x01
-F_END_HEADERS = 0x04
-F_PADDED = 0x08
-F_PRIORITY = 0x20
-
-#: flags each type defines (RFC 9113 §6); others must be zero when sent
-_DEFINED_FLAGS = (0x09, 0x2D, 0x00, 0x00, 0x01, 0x0C, 0x01, 0x00, 0x00, 0x04)
-
-_DEFAULT_WINDOW = 65535
-_DEFAULT_MAX_FRAME = 16384
 #: frames other than DATA longer than this are skipped (recorded, not buffered)
 _MAX_BUFFERED_FRAME = 1 << 20
 #: dynamic table sizes the observer accepts (endpoints may advertise larger than 4096)
@@ -154,241 +107,6 @@ _MAX_OPEN_STREAMS = 100_000
 
 # per-direction parser modes
 _M_PREFACE, _M_HEADER, _M_DATA, _M_SKIP, _M_HUNT, _M_DEAD = range(6)
-
-_HDR = struct.Struct(">BHBBI")  # length high byte, length low 16 bits, type, flags, stream id
-_U32 = struct.Struct(">I")
-_U16_U32 = struct.Struct(">HI")
-
-Headers = tuple[tuple[str, str], ...]
-
-
-def flags_text(frame_type: int, flags: int) -> str:
-    """Names of the flags set, '|'-joined (e.g. ``END_STREAM|END_HEADERS``); unknown bits in hex."""
-    names = []
-    rest = flags
-    if frame_type in (DATA, HEADERS):
-        if flags & F_END_STREAM:
-            names.append("END_STREAM")
-            rest &= ~F_END_STREAM
-    elif frame_type in (SETTINGS, PING) and flags & F_ACK:
-        names.append("ACK")
-        rest &= ~F_ACK
-    if frame_type in (HEADERS, PUSH_PROMISE, CONTINUATION) and flags & F_END_HEADERS:
-        names.append("END_HEADERS")
-        rest &= ~F_END_HEADERS
-    if frame_type in (DATA, HEADERS, PUSH_PROMISE) and flags & F_PADDED:
-        names.append("PADDED")
-        rest &= ~F_PADDED
-    if frame_type == HEADERS and flags & F_PRIORITY:
-        names.append("PRIORITY")
-        rest &= ~F_PRIORITY
-    if rest:
-        names.append(f"0x{rest:02x}")
-    return "|".join(names)
-
-
-def parse_settings_payload(payload: bytes) -> tuple[tuple[int, int], ...]:
-    """SETTINGS payload -> ((identifier, value), ...); a trailing partial entry is ignored."""
-    return tuple(_U16_U32.unpack_from(payload, i) for i in range(0, len(payload) - 5, 6))
-
-
-# --------------------------------------------------------------------------- events
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Http2Frame:
-    """One complete HTTP/2 frame. Type-specific fields are None for other types."""
-
-    ts_ns: int
-    """capture time of the packet that delivered the frame's last byte"""
-    frame: int
-    """Wireshark frame number of that packet (tshark attributes the frame to it too)"""
-    direction: Direction
-    tcp_stream: int
-    stream_id: int
-    type: int
-    """frame type code (0-9 are RFC 9113 types; see :data:`FRAME_TYPES`)"""
-    flags: int
-    length: int
-    """payload length from the frame header"""
-    pad_length: int | None = None
-    """padding bytes (PADDED flag set), else None"""
-    data_bytes: int | None = None
-    """DATA: payload bytes excluding padding"""
-    header_block_bytes: int | None = None
-    """HEADERS / PUSH_PROMISE / CONTINUATION: HPACK fragment bytes carried by this frame"""
-    headers: Headers | None = None
-    """decoded header list, on the frame that ended a header block (None if undecodable)"""
-    priority_exclusive: bool | None = None
-    priority_dependency: int | None = None
-    priority_weight: int | None = None
-    """PRIORITY / HEADERS with PRIORITY: the weight field as sent (0-255; real weight is +1)"""
-    settings: tuple[tuple[int, int], ...] | None = None
-    """SETTINGS: (identifier, value) pairs in wire order"""
-    window_increment: int | None = None
-    error_code: int | None = None
-    """RST_STREAM / GOAWAY error code"""
-    ping_data: bytes | None = None
-    ping_rtt_ns: int | None = None
-    """PING with ACK: time since the matching PING from the other side, if seen"""
-    last_stream_id: int | None = None
-    promised_stream_id: int | None = None
-    debug_data: bytes | None = None
-    """GOAWAY additional debug data"""
-
-    @property
-    def type_name(self) -> str:
-        return FRAME_TYPES[self.type] if self.type < 10 else "unknown"
-
-    @property
-    def end_stream(self) -> bool:
-        return self.type in (DATA, HEADERS) and bool(self.flags & F_END_STREAM)
-
-    @property
-    def ack(self) -> bool:
-        return self.type in (SETTINGS, PING) and bool(self.flags & F_ACK)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Http2StreamEnded:
-    """Summary of one stream, emitted when it ends (or when the connection ends)."""
-
-    ts_ns: int
-    """capture time at which the stream ended (or the connection was finalised)"""
-    frame: int
-    direction: Direction | None
-    """direction of the frame that ended it; None when the connection ended it"""
-    tcp_stream: int
-    stream_id: int
-    pushed: bool
-    """server push: the request came from a PUSH_PROMISE"""
-    parent_stream_id: int | None
-    """for pushed streams: the stream that carried the PUSH_PROMISE"""
-    partial: bool
-    """True when the stream's opening HEADERS was not seen (capture started mid-stream)"""
-    request_headers: Headers | None
-    response_headers: Headers | None
-    """final (non-1xx) response headers"""
-    method: str | None
-    scheme: str | None
-    authority: str | None
-    """``:authority``, else the ``host`` header"""
-    path: str | None
-    status: int | None
-    content_type: str | None
-    informational: int
-    """1xx responses seen before the final one"""
-    first_frame: int
-    first_ts_ns: int
-    request_frame: int | None
-    """frame that completed the request header block (PUSH_PROMISE for pushed streams)"""
-    request_ts_ns: int | None
-    request_end_ts_ns: int | None
-    """END_STREAM from the client (for pushed streams: the promise)"""
-    response_headers_frame: int | None
-    response_headers_ts_ns: int | None
-    first_data_ts_ns: int | None
-    """first DATA frame from the server"""
-    end_frame: int
-    end_ts_ns: int
-    client_data_bytes: int
-    server_data_bytes: int
-    """DATA payload bytes, padding excluded"""
-    client_header_bytes: int
-    server_header_bytes: int
-    """HPACK header block bytes (HEADERS + CONTINUATION fragments)"""
-    client_frames: int
-    server_frames: int
-    end_reason: str
-    """end_stream, rst_stream, goaway, connection_closed, open_at_eof, idle (only PRIORITY seen),
-    evicted (summarised early: more than 100 000 streams open at once)"""
-    rst_error_code: int | None
-    rst_by: Direction | None
-    sse_events: int
-    content_encoding: str | None = None
-    """the response's content-encoding header as sent (field lines joined with ", ")"""
-    decoded_body_bytes: int | None = None
-    """response DATA bytes after content decoding (up to where decoding stopped); for an
-    identity body ``server_data_bytes``; None when not decoded (unsupported coding)"""
-    content_decoding: str | None = None
-    """identity, decoded, corrupt, truncated, gap, limit, unsupported, incomplete (see
-    :attr:`pcaptools.protocols.body.Body.status`); None when no response DATA byte was seen"""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Http2ConnectionEnded:
-    """Connection-level facts, emitted once when the connection is finalised."""
-
-    ts_ns: int
-    frame: int
-    direction: Direction | None
-    tcp_stream: int
-    start: str
-    """preface, upgrade (h2c via HTTP/1.1 Upgrade), mid_stream"""
-    preface_frame: int | None
-    client_settings: tuple[tuple[int, int], ...]
-    """latest value of each setting the client sent, in first-seen order"""
-    server_settings: tuple[tuple[int, int], ...]
-    streams: int
-    peak_open_streams: int
-    client_frames: int
-    server_frames: int
-    client_bytes: int
-    server_bytes: int
-    client_skipped_bytes: int
-    """bytes not parsed (lost, searched through for alignment, or after desync)"""
-    server_skipped_bytes: int
-    ping_count: int
-    """PING frames answered by an ACK with the same payload"""
-    ping_rtt_min_ns: int | None
-    ping_rtt_max_ns: int | None
-    ping_rtt_sum_ns: int
-    goaway_frame: int | None
-    goaway_ts_ns: int | None
-    goaway_by: Direction | None
-    goaway_last_stream_id: int | None
-    goaway_error_code: int | None
-    client_flow_stalls: int
-    """times a flow-control window (connection or stream) of data sent by the client reached 0"""
-    server_flow_stalls: int
-    client_stalled_ns: int
-    """total time the connection-level window for client data stayed at or below 0"""
-    server_stalled_ns: int
-    flow_control_known: bool
-    """False when the connection start was not seen (windows unknown: stall columns are 0)"""
-    hpack_errors: int
-    desynced: bool
-    """True if a direction could not be parsed to its end"""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class H2cUpgrade:
-    """The HTTP/1.1 request upgraded to h2c (RFC 7540 §3.2); it becomes stream 1."""
-
-    method: str
-    path: str
-    authority: str | None
-    headers: Headers
-    settings: tuple[tuple[int, int], ...]
-    """decoded from the HTTP2-Settings request header"""
-    request_frame: int
-    request_ts_ns: int
-    request_end_frame: int
-    request_end_ts_ns: int
-    header_bytes: int
-    body_bytes: int
-
-    @staticmethod
-    def decode_settings_header(value: str) -> tuple[tuple[int, int], ...]:
-        """HTTP2-Settings (base64url SETTINGS payload) -> pairs; () if it does not decode."""
-        try:
-            raw = base64.urlsafe_b64decode(value.strip() + "=" * (-len(value.strip()) % 4))
-        except (ValueError, TypeError):
-            return ()
-        return parse_settings_payload(raw)
-
-
-# --------------------------------------------------------------------------- state
 
 
 class _Stream:
@@ -552,33 +270,17 @@ class _Dir:
         self.stalled_ns = 0
 
 
+#: what the frame dispatch table maps a frame type to (see
+#: :meth:`Http2Observer._frame_dispatch_table`): called with the direction's state, the frame's
+#: type, flags, stream id, length and payload, the capture time and frame number of the packet
+#: that completed it, and the list the events go to
+_FrameHandler = Callable[[_Dir, int, int, int, int, bytes, int, int, list[object]], None]
+
+
 def _new_decoder() -> Decoder:
     dec = Decoder(max_header_list_size=_HPACK_MAX_HEADER_LIST)
     dec.max_allowed_table_size = _HPACK_MAX_TABLE
     return dec
-
-
-def _plausible(length: int, typ: int, flags: int, sid_raw: int, max_len: int) -> bool:
-    """Is this frame header plausible for its type (used to find frame alignment)?"""
-    if length > max_len or typ > 9 or sid_raw & 0x80000000 or flags & ~_DEFINED_FLAGS[typ]:
-        return False
-    if typ in (SETTINGS, PING, GOAWAY):
-        if sid_raw:
-            return False
-        if typ == SETTINGS:
-            return length == 0 if flags & F_ACK else length % 6 == 0
-        return length == 8 if typ == PING else length >= 8
-    if typ == WINDOW_UPDATE:
-        return length == 4
-    if not sid_raw:
-        return False
-    if typ == PRIORITY:
-        return length == 5
-    if typ == RST_STREAM:
-        return length == 4
-    if typ == PUSH_PROMISE:
-        return length >= 4
-    return True
 
 
 def _header_value(headers: Headers, name: str) -> str | None:
@@ -586,68 +288,6 @@ def _header_value(headers: Headers, name: str) -> str | None:
         if k == name:
             return v
     return None
-
-
-# the slot descriptors of the frozen Http2Frame: setting them directly builds the same object as
-# Http2Frame(...) (whose __init__ goes through object.__setattr__ for each of its 23 fields),
-# several times faster; None when the class no longer has the layout assumed here
-_FRAME_BASE = ("ts_ns", "frame", "direction", "tcp_stream", "stream_id", "type", "flags", "length")
-_FRAME_SET: dict[str, Any] | None = {
-    f.name: vars(Http2Frame)[f.name].__set__ for f in fields(Http2Frame)
-}
-if (
-    tuple(f.name for f in fields(Http2Frame))[:8] != _FRAME_BASE
-    or hasattr(Http2Frame, "__post_init__")
-    or len(fields(Http2Frame)) != 23
-    or any(f.default is not None for f in fields(Http2Frame)[8:])
-):  # pragma: no cover
-    _FRAME_SET = None
-_new_object = object.__new__
-
-
-def _make_new_frame() -> Callable[[int, int, Direction, int, int, int, int, int], Http2Frame]:
-    assert _FRAME_SET is not None
-    s0, s1, s2, s3, s4, s5, s6, s7 = (_FRAME_SET[name] for name in _FRAME_BASE)
-    rest = [setter for name, setter in _FRAME_SET.items() if name not in _FRAME_BASE]
-    r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14 = rest
-
-    def new_frame(
-        ts: int, frame: int, direction: Direction, tcp_stream: int, sid: int, typ: int,
-        flags: int, length: int,
-    ) -> Http2Frame:
-        """An Http2Frame with these base fields and every type-specific field None."""
-        ev: Http2Frame = _new_object(Http2Frame)
-        s0(ev, ts)
-        s1(ev, frame)
-        s2(ev, direction)
-        s3(ev, tcp_stream)
-        s4(ev, sid)
-        s5(ev, typ)
-        s6(ev, flags)
-        s7(ev, length)
-        r0(ev, None)
-        r1(ev, None)
-        r2(ev, None)
-        r3(ev, None)
-        r4(ev, None)
-        r5(ev, None)
-        r6(ev, None)
-        r7(ev, None)
-        r8(ev, None)
-        r9(ev, None)
-        r10(ev, None)
-        r11(ev, None)
-        r12(ev, None)
-        r13(ev, None)
-        r14(ev, None)
-        return ev
-
-    return new_frame
-
-
-_new_frame = _make_new_frame() if _FRAME_SET is not None else None
-_set_pad_length: Any = _FRAME_SET["pad_length"] if _FRAME_SET is not None else None
-_set_data_bytes: Any = _FRAME_SET["data_bytes"] if _FRAME_SET is not None else None
 
 
 # --------------------------------------------------------------------------- observer
@@ -662,7 +302,9 @@ class Http2Observer:
     ``sse_max_line_bytes`` bounds the SSE parsers; ``max_decoded_body_bytes`` the decoded
     bytes of one content-encoded response body; ``hunt_budget`` bounds the alignment search.
 
-    ``feed``/``gap``/``close`` follow :class:`~pcaptools.protocols._base.Observer`. Call
+    It implements :class:`~pcaptools.tcp.stream.StreamObserver` in full (``wants_bytes``,
+    ``feed``, ``gap``, ``close``, ``finish``), so the TCP layer, TLS (ALPN ``h2``) and the
+    HTTP/1.1 observer (``Upgrade: h2c``) drive it the same way. Call
     ``close`` for each direction when it ends (FIN/RST); at the end of the capture call
     ``close(..., at_eof=True)`` (streams still open get ``open_at_eof``). Once both
     directions are closed, or at end of capture, open streams are summarised and one
@@ -712,6 +354,9 @@ class Http2Observer:
         self._last_frame = 0
         self._init_window = [_DEFAULT_WINDOW, _DEFAULT_WINDOW]
         """initial stream window for data sent by [client, server] (the peer's setting)"""
+        self._frame_handlers = self._frame_dispatch_table()
+        """frame type -> handler of a complete buffered frame, built once per connection"""
+        self._on_unknown_frame: _FrameHandler = self._unknown_frame
         if upgrade is not None:
             self._start = "upgrade"
             self._flow_known = True
@@ -864,6 +509,13 @@ class Http2Observer:
         )
 
     @property
+    def wants_bytes(self) -> bool:
+        """False once the connection is finalised (both directions closed, or the end of the
+        capture): nothing more is parsed or counted. A desynchronised direction still counts
+        its bytes, so until then this stays True."""
+        return not self._finished
+
+    @property
     def finished(self) -> bool:
         """True once the connection has been finalised (later calls return nothing)."""
         return self._finished
@@ -928,7 +580,7 @@ class Http2Observer:
                     # the first frame of a direction seen from its start: if it is not even
                     # plausible, the capture began inside the stream: search for alignment
                     st.first_check = False
-                    if not _plausible(
+                    if not plausible_frame_header(
                         length, typ, flags, sid_raw, max(st.max_frame_size, _DEFAULT_MAX_FRAME)
                     ):
                         st.mode = _M_HUNT
@@ -1043,6 +695,7 @@ class Http2Observer:
         """
         max_len = max(st.max_frame_size, _DEFAULT_MAX_FRAME)
         unpack = _HDR.unpack_from
+        plausible = plausible_frame_header
         i = pos
         limit = n - 9
         while i <= limit:
@@ -1050,7 +703,7 @@ class Http2Observer:
             if typ <= 9:
                 hi, lo, _, flags, sid_raw = unpack(buf, i)
                 length = (hi << 16) | lo
-                if _plausible(length, typ, flags, sid_raw, max_len):
+                if plausible(length, typ, flags, sid_raw, max_len):
                     j = i + 9 + length
                     if j == n:
                         return (
@@ -1060,7 +713,7 @@ class Http2Observer:
                     if j + 9 > n:
                         return 1, i  # cannot confirm yet: keep from the candidate
                     hi2, lo2, typ2, flags2, sid2 = unpack(buf, j)
-                    if typ2 <= 9 and _plausible((hi2 << 16) | lo2, typ2, flags2, sid2, max_len):
+                    if typ2 <= 9 and plausible((hi2 << 16) | lo2, typ2, flags2, sid2, max_len):
                         return 0, i
             i += 1
         i = max(pos, n - 8)
@@ -1212,6 +865,24 @@ class Http2Observer:
 
     # ------------------------------------------------------------------ frames
 
+    def _frame_dispatch_table(self) -> dict[int, _FrameHandler]:
+        """Frame type -> the method that handles a complete buffered frame of that type (types
+        outside the table go to :meth:`_unknown_frame`). DATA payloads are streamed by
+        :meth:`_parse` and never buffered, so DATA never comes here; it is listed, with the
+        handler of unknown types, so that the table names every RFC 9113 type."""
+        return {
+            DATA: self._unknown_frame,
+            HEADERS: self._header_frame,
+            PRIORITY: self._priority_frame,
+            RST_STREAM: self._rst_stream_frame,
+            SETTINGS: self._settings_frame,
+            PUSH_PROMISE: self._header_frame,
+            PING: self._ping_frame,
+            GOAWAY: self._goaway_frame,
+            WINDOW_UPDATE: self._window_update_frame,
+            CONTINUATION: self._continuation_frame,
+        }
+
     def _frame(
         self,
         st: _Dir,
@@ -1224,240 +895,354 @@ class Http2Observer:
         frame: int,
         out: list[object],
     ) -> None:
+        """One complete buffered frame (any type but DATA): counted, checked against an open
+        header block, then handled by the method the dispatch table names for its type."""
         st.frames += 1
         if st.hb is not None and not (typ == CONTINUATION and sid == st.hb_sid):
             self._interrupted_block(st, typ, ts, frame)
+        self._frame_handlers.get(typ, self._on_unknown_frame)(
+            st, typ, flags, sid, length, payload, ts, frame, out
+        )
+
+    def _continuation_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """CONTINUATION: the next fragment of the open header block (RFC 9113 §6.10)."""
         d = st.d
-        if typ in (HEADERS, PUSH_PROMISE):
-            self._header_frame(st, typ, flags, sid, length, payload, ts, frame, out)
-        elif typ == CONTINUATION:
-            if st.hb is None or sid != st.hb_sid:
-                if st.hb_dropped == sid:  # the rest of a block dropped for its size
-                    if flags & F_END_HEADERS:
-                        st.hb_dropped = 0
-                else:
-                    self._report(
-                        st,
-                        "http2.bad_frame",
-                        f"CONTINUATION on stream {sid} without an open header block",
-                        ts,
-                        frame,
-                    )
-                st.hpack_reset = True
-                out.append(
-                    self._frame_event(
-                        d, sid, typ, flags, length, ts, frame,
-                        header_block_bytes=length,
-                    )
-                )
-                return
-            st.hb += payload
-            st.hb_bytes += length
-            if len(st.hb) > _MAX_HEADER_BLOCK:
+        if st.hb is None or sid != st.hb_sid:
+            if st.hb_dropped == sid:  # the rest of a block dropped for its size
+                if flags & F_END_HEADERS:
+                    st.hb_dropped = 0
+            else:
                 self._report(
                     st,
                     "http2.bad_frame",
-                    f"header block of stream {sid} longer than {_MAX_HEADER_BLOCK} bytes; dropped",
+                    f"CONTINUATION on stream {sid} without an open header block",
                     ts,
                     frame,
                 )
-                st.hb = None
-                st.hb_dropped = sid if not flags & F_END_HEADERS else 0
-                st.hpack_reset = True
-                out.append(
-                    self._frame_event(
-                        d, sid, typ, flags, length, ts, frame,
-                        header_block_bytes=length,
-                    )
-                )
-                return
-            headers = None
-            if flags & F_END_HEADERS:
-                headers = self._decode_block(st, ts, frame)
+            st.hpack_reset = True
             out.append(
                 self._frame_event(
                     d, sid, typ, flags, length, ts, frame,
                     header_block_bytes=length,
-                    headers=headers,
                 )
             )
-            s = self._streams.get(sid)
-            if s is not None:
-                self._count_frame(st, s, ts, frame)
-            if flags & F_END_HEADERS:
-                self._block_done(st, headers, ts, frame, out)
-        elif typ == PRIORITY:
-            excl = dep = weight = None
-            if length != 5:
-                self._report(
-                    st,
-                    "http2.bad_frame",
-                    f"PRIORITY on stream {sid}: length {length} != 5",
-                    ts,
-                    frame,
-                )
-            else:
-                (dep_raw,) = _U32.unpack_from(payload, 0)
-                excl, dep, weight = bool(dep_raw >> 31), dep_raw & 0x7FFFFFFF, payload[4]
+            return
+        st.hb += payload
+        st.hb_bytes += length
+        if len(st.hb) > _MAX_HEADER_BLOCK:
+            self._report(
+                st,
+                "http2.bad_frame",
+                f"header block of stream {sid} longer than {_MAX_HEADER_BLOCK} bytes; dropped",
+                ts,
+                frame,
+            )
+            st.hb = None
+            st.hb_dropped = sid if not flags & F_END_HEADERS else 0
+            st.hpack_reset = True
             out.append(
                 self._frame_event(
                     d, sid, typ, flags, length, ts, frame,
-                    priority_exclusive=excl,
-                    priority_dependency=dep,
-                    priority_weight=weight,
+                    header_block_bytes=length,
                 )
             )
-            if sid == 0:
-                self._report(st, "http2.bad_frame", "PRIORITY on stream 0", ts, frame)
-                return
-            s = self._streams.get(sid)
-            if s is None and not self._is_closed(sid):
-                s = self._new_stream(sid, frame, ts)  # idle until HEADERS
-            if s is not None:
-                self._count_frame(st, s, ts, frame)
-        elif typ == RST_STREAM:
-            code = None
-            if length != 4:
-                self._report(
-                    st,
-                    "http2.bad_frame",
-                    f"RST_STREAM on stream {sid}: length {length} != 4",
-                    ts,
-                    frame,
-                )
-            else:
-                (code,) = _U32.unpack_from(payload, 0)
-            out.append(
-                self._frame_event(
-                    d, sid, typ, flags, length, ts, frame,
-                    error_code=code,
-                )
+            return
+        headers = None
+        if flags & F_END_HEADERS:
+            headers = self._decode_block(st, ts, frame)
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                header_block_bytes=length,
+                headers=headers,
             )
-            if sid == 0:
-                self._report(st, "http2.bad_frame", "RST_STREAM on stream 0", ts, frame)
-                return
-            s = self._streams.get(sid) or self._stream_for(sid, frame, ts)
-            if s is not None:
-                self._count_frame(st, s, ts, frame)
-                self._end_stream(s, "rst_stream", ts, frame, d, out, rst_code=code, rst_by=d)
-        elif typ == SETTINGS:
-            settings: tuple[tuple[int, int], ...] = ()
-            if sid != 0:
-                self._report(st, "http2.bad_frame", f"SETTINGS on stream {sid}", ts, frame)
-            if flags & F_ACK:
-                if length:
-                    self._report(
-                        st,
-                        "http2.bad_frame",
-                        f"SETTINGS ACK with {length} bytes of payload",
-                        ts,
-                        frame,
-                    )
-            else:
-                if length % 6:
-                    self._report(
-                        st,
-                        "http2.bad_frame",
-                        f"SETTINGS length {length} is not a multiple of 6",
-                        ts,
-                        frame,
-                    )
-                settings = parse_settings_payload(payload)
-                for ident, value in settings:
-                    self._apply_setting(st, ident, value)
-            out.append(
-                self._frame_event(
-                    d, sid, typ, flags, length, ts, frame,
-                    settings=None if flags & F_ACK else settings,
-                )
+        )
+        s = self._streams.get(sid)
+        if s is not None:
+            self._count_frame(st, s, ts, frame)
+        if flags & F_END_HEADERS:
+            self._block_done(st, headers, ts, frame, out)
+
+    def _priority_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """PRIORITY (RFC 9113 §6.3): recorded; it may create an idle stream."""
+        d = st.d
+        excl = dep = weight = None
+        if length != 5:
+            self._report(
+                st,
+                "http2.bad_frame",
+                f"PRIORITY on stream {sid}: length {length} != 5",
+                ts,
+                frame,
             )
-        elif typ == PING:
-            rtt = None
-            if length != 8:
-                self._report(st, "http2.bad_frame", f"PING length {length} != 8", ts, frame)
-            if sid != 0:
-                self._report(st, "http2.bad_frame", f"PING on stream {sid}", ts, frame)
-            if flags & F_ACK:
-                sent = self._pings.pop((1 - d, payload), None)
-                if sent is not None:
-                    rtt = ts - sent
-                    self._ping_count += 1
-                    self._ping_sum += rtt
-                    self._ping_min = rtt if self._ping_min is None else min(self._ping_min, rtt)
-                    self._ping_max = rtt if self._ping_max is None else max(self._ping_max, rtt)
-            elif len(self._pings) < _MAX_PENDING_PINGS:
-                self._pings[(int(d), payload)] = ts
-            out.append(
-                self._frame_event(
-                    d, sid, typ, flags, length, ts, frame,
-                    ping_data=payload,
-                    ping_rtt_ns=rtt,
-                )
-            )
-        elif typ == GOAWAY:
-            last = code = None
-            debug = b""
-            if length < 8:
-                self._report(st, "http2.bad_frame", f"GOAWAY length {length} < 8", ts, frame)
-            else:
-                last_raw, code = struct.unpack_from(">II", payload, 0)
-                last = last_raw & 0x7FFFFFFF
-                debug = payload[8:]
-            if sid != 0:
-                self._report(st, "http2.bad_frame", f"GOAWAY on stream {sid}", ts, frame)
-            out.append(
-                self._frame_event(
-                    d, sid, typ, flags, length, ts, frame,
-                    last_stream_id=last,
-                    error_code=code,
-                    debug_data=debug,
-                )
-            )
-            if last is not None and code is not None:
-                if self._goaway is None:
-                    self._goaway = (frame, ts, d, last, code)
-                # streams the GOAWAY's receiver initiated above last_stream_id were not processed
-                parity = 1 if d == Direction.SERVER_TO_CLIENT else 0
-                for s in [
-                    s
-                    for s in self._streams.values()
-                    if s.id > last and s.id % 2 == parity and not s.idle
-                ]:
-                    self._end_stream(s, "goaway", ts, frame, d, out)
-        elif typ == WINDOW_UPDATE:
-            inc = None
-            if length != 4:
-                self._report(
-                    st, "http2.bad_frame", f"WINDOW_UPDATE length {length} != 4", ts, frame
-                )
-            else:
-                (inc_raw,) = _U32.unpack_from(payload, 0)
-                inc = inc_raw & 0x7FFFFFFF
-                if inc == 0:
-                    self._report(
-                        st,
-                        "http2.bad_frame",
-                        f"WINDOW_UPDATE on stream {sid} with increment 0",
-                        ts,
-                        frame,
-                    )
-            out.append(
-                self._frame_event(
-                    d, sid, typ, flags, length, ts, frame,
-                    window_increment=inc,
-                )
-            )
-            s = self._streams.get(sid) if sid else None
-            if s is not None:
-                self._count_frame(st, s, ts, frame)
-            if inc and self._flow_known:
-                self._window_update(st, sid, s, inc, ts)
         else:
-            out.append(
-                self._frame_event(
-                    d, sid, typ, flags, length, ts, frame,
-                )
+            (dep_raw,) = _U32.unpack_from(payload, 0)
+            excl, dep, weight = bool(dep_raw >> 31), dep_raw & 0x7FFFFFFF, payload[4]
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                priority_exclusive=excl,
+                priority_dependency=dep,
+                priority_weight=weight,
             )
+        )
+        if sid == 0:
+            self._report(st, "http2.bad_frame", "PRIORITY on stream 0", ts, frame)
+            return
+        s = self._streams.get(sid)
+        if s is None and not self._is_closed(sid):
+            s = self._new_stream(sid, frame, ts)  # idle until HEADERS
+        if s is not None:
+            self._count_frame(st, s, ts, frame)
+
+    def _rst_stream_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """RST_STREAM (RFC 9113 §6.4): the stream ends (``rst_stream``)."""
+        d = st.d
+        code = None
+        if length != 4:
+            self._report(
+                st,
+                "http2.bad_frame",
+                f"RST_STREAM on stream {sid}: length {length} != 4",
+                ts,
+                frame,
+            )
+        else:
+            (code,) = _U32.unpack_from(payload, 0)
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                error_code=code,
+            )
+        )
+        if sid == 0:
+            self._report(st, "http2.bad_frame", "RST_STREAM on stream 0", ts, frame)
+            return
+        s = self._streams.get(sid) or self._stream_for(sid, frame, ts)
+        if s is not None:
+            self._count_frame(st, s, ts, frame)
+            self._end_stream(s, "rst_stream", ts, frame, d, out, rst_code=code, rst_by=d)
+
+    def _settings_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """SETTINGS (RFC 9113 §6.5): applied to the sender's settings and the peer's limits."""
+        d = st.d
+        settings: tuple[tuple[int, int], ...] = ()
+        if sid != 0:
+            self._report(st, "http2.bad_frame", f"SETTINGS on stream {sid}", ts, frame)
+        if flags & F_ACK:
+            if length:
+                self._report(
+                    st,
+                    "http2.bad_frame",
+                    f"SETTINGS ACK with {length} bytes of payload",
+                    ts,
+                    frame,
+                )
+        else:
+            if length % 6:
+                self._report(
+                    st,
+                    "http2.bad_frame",
+                    f"SETTINGS length {length} is not a multiple of 6",
+                    ts,
+                    frame,
+                )
+            settings = parse_settings_payload(payload)
+            for ident, value in settings:
+                self._apply_setting(st, ident, value)
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                settings=None if flags & F_ACK else settings,
+            )
+        )
+
+    def _ping_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """PING (RFC 9113 §6.7): an ACK matching an earlier PING of the other side gives an RTT."""
+        d = st.d
+        rtt = None
+        if length != 8:
+            self._report(st, "http2.bad_frame", f"PING length {length} != 8", ts, frame)
+        if sid != 0:
+            self._report(st, "http2.bad_frame", f"PING on stream {sid}", ts, frame)
+        if flags & F_ACK:
+            sent = self._pings.pop((1 - d, payload), None)
+            if sent is not None:
+                rtt = ts - sent
+                self._ping_count += 1
+                self._ping_sum += rtt
+                self._ping_min = rtt if self._ping_min is None else min(self._ping_min, rtt)
+                self._ping_max = rtt if self._ping_max is None else max(self._ping_max, rtt)
+        elif len(self._pings) < _MAX_PENDING_PINGS:
+            self._pings[(int(d), payload)] = ts
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                ping_data=payload,
+                ping_rtt_ns=rtt,
+            )
+        )
+
+    def _goaway_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """GOAWAY (RFC 9113 §6.8): streams above last_stream_id the receiver opened end."""
+        d = st.d
+        last = code = None
+        debug = b""
+        if length < 8:
+            self._report(st, "http2.bad_frame", f"GOAWAY length {length} < 8", ts, frame)
+        else:
+            last_raw, code = struct.unpack_from(">II", payload, 0)
+            last = last_raw & 0x7FFFFFFF
+            debug = payload[8:]
+        if sid != 0:
+            self._report(st, "http2.bad_frame", f"GOAWAY on stream {sid}", ts, frame)
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                last_stream_id=last,
+                error_code=code,
+                debug_data=debug,
+            )
+        )
+        if last is not None and code is not None:
+            if self._goaway is None:
+                self._goaway = (frame, ts, d, last, code)
+            # streams the GOAWAY's receiver initiated above last_stream_id were not processed
+            parity = 1 if d == Direction.SERVER_TO_CLIENT else 0
+            for s in [
+                s
+                for s in self._streams.values()
+                if s.id > last and s.id % 2 == parity and not s.idle
+            ]:
+                self._end_stream(s, "goaway", ts, frame, d, out)
+
+    def _window_update_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """WINDOW_UPDATE (RFC 9113 §6.9): opens the flow-control window of the other side."""
+        d = st.d
+        inc = None
+        if length != 4:
+            self._report(
+                st, "http2.bad_frame", f"WINDOW_UPDATE length {length} != 4", ts, frame
+            )
+        else:
+            (inc_raw,) = _U32.unpack_from(payload, 0)
+            inc = inc_raw & 0x7FFFFFFF
+            if inc == 0:
+                self._report(
+                    st,
+                    "http2.bad_frame",
+                    f"WINDOW_UPDATE on stream {sid} with increment 0",
+                    ts,
+                    frame,
+                )
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+                window_increment=inc,
+            )
+        )
+        s = self._streams.get(sid) if sid else None
+        if s is not None:
+            self._count_frame(st, s, ts, frame)
+        if inc and self._flow_known:
+            self._window_update(st, sid, s, inc, ts)
+
+    def _unknown_frame(
+        self,
+        st: _Dir,
+        typ: int,
+        flags: int,
+        sid: int,
+        length: int,
+        payload: bytes,
+        ts: int,
+        frame: int,
+        out: list[object],
+    ) -> None:
+        """A frame of an unknown type (RFC 9113 §5.5: ignored by endpoints): recorded only."""
+        d = st.d
+        out.append(
+            self._frame_event(
+                d, sid, typ, flags, length, ts, frame,
+            )
+        )
 
     def _header_frame(
         self,
@@ -1912,3 +1697,9 @@ class Http2Observer:
                 desynced=self._desynced,
             )
         )
+
+
+if TYPE_CHECKING:  # mypy checks that the observer is a full byte-stream observer
+    from ...tcp.stream import StreamObserver
+
+    _contract: StreamObserver = Http2Observer()
