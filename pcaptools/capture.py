@@ -33,6 +33,7 @@ from .net.packet import IpPacket, TcpSegment, UdpDatagram
 from .protocols.dispatch import ConnectionObserver
 from .protocols.dns import DNS_PORT, DnsTcpObserver, DnsTracker
 from .protocols.doh import DohCollector
+from .protocols.registry import REGISTRY
 from .protocols.tls import KeyLog
 from .redaction import redact_ws_connections
 from .tables.coverage import COVERAGE, FlowCounter, coverage_table
@@ -358,9 +359,11 @@ def load(
     http_builder = HttpTablesBuilder(show_secrets=show_secrets)
     ws_builder = WsTablesBuilder(show_secrets=show_secrets)
     own_k, own_n = shard if shard is not None else (0, 1)
-    # DNS over UDP is worker 0's; DNS over TCP and HTTPS belongs to each connection's worker
-    dns_tracker = DnsTracker(diag) if payloads else None
-    dns_udp = dns_tracker if own_k == 0 else None
+    # one observer per registered UDP protocol (protocols.registry); UDP is worker 0's, and
+    # DNS over TCP and HTTPS (to the same DNS tracker) belongs to each connection's worker
+    udp = REGISTRY.udp_route(diag) if payloads else None
+    dns_tracker = udp.observer("dns", DnsTracker) if udp is not None else None
+    udp_route = udp.route if udp is not None and own_k == 0 else None
     icmp_builder = IcmpErrorsBuilder(diag)
 
     event_cap = EventCap(max_events_per_connection, diag,
@@ -450,8 +453,8 @@ def load(
             elif type(pkt) is UdpDatagram:
                 udp_n += 1
                 count_udp(pkt)
-                if dns_udp is not None and (pkt.sport == DNS_PORT or pkt.dport == DNS_PORT):
-                    dns_udp.datagram(pkt)
+                if udp_route is not None:
+                    udp_route(pkt)
             else:
                 other_n += 1
                 if type(pkt) is IpPacket:
