@@ -36,20 +36,13 @@ from .protocols.doh import DohCollector
 from .protocols.registry import REGISTRY
 from .protocols.tls import KeyLog
 from .redaction import redact_ws_connections
-from .tables.coverage import COVERAGE, FlowCounter, coverage_table
-from .tables.dns_tables import DNS, dns_table
-from .tables.foundation import (
-    CONNECTIONS,
-    PACKETS,
-    TCP_EVENTS,
-    TCP_HANDSHAKES,
-    TCP_LOSSES,
-    WARNINGS,
-)
-from .tables.http_tables import HTTP_TABLES, HttpTablesBuilder
-from .tables.icmp_tables import ICMP_ERRORS, PATH_MTU, IcmpErrorsBuilder, path_mtu_table
+from .tables.coverage import FlowCounter, coverage_table
+from .tables.dns_tables import dns_table
+from .tables.foundation import PACKETS
+from .tables.http_tables import HttpTablesBuilder
+from .tables.icmp_tables import IcmpErrorsBuilder, path_mtu_table
 from .tables.packets import PacketsBuilder
-from .tables.schema import TableSchema
+from .tables.registry import TABLES as TABLES  # every table of a Capture, registered there
 from .tables.tcp_tables import (
     connections_table,
     events_table,
@@ -57,30 +50,12 @@ from .tables.tcp_tables import (
     losses_table,
     warnings_table,
 )
-from .tables.tls_tables import TLS_HANDSHAKES, TLS_RECORDS, TlsTablesBuilder
+from .tables.tls_tables import TlsTablesBuilder
 from .tables.ws_tables import WS_TABLES, WsTablesBuilder
 from .tcp.tracker import RETRANSMISSION_KINDS, TcpTracker
 
 SECRETS_TLS_KEYLOG = 0x544C534B
 """pcapng Decryption Secrets Block type of an NSS key log"""
-
-#: every table a Capture holds, by attribute name
-TABLES: dict[str, TableSchema] = {
-    "connections": CONNECTIONS,
-    "tcp_handshakes": TCP_HANDSHAKES,
-    "tcp_events": TCP_EVENTS,
-    "tcp_losses": TCP_LOSSES,
-    "tls_handshakes": TLS_HANDSHAKES,
-    "tls_records": TLS_RECORDS,
-    **HTTP_TABLES,
-    **WS_TABLES,
-    "dns": DNS,
-    "icmp_errors": ICMP_ERRORS,
-    "path_mtu": PATH_MTU,
-    "packets": PACKETS,
-    "warnings": WARNINGS,
-    "coverage": COVERAGE,
-}
 
 ProgressCallback = Callable[[int, int], None]
 """called as progress(bytes_read, file_size) every few thousand frames"""
