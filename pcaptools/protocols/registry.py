@@ -233,6 +233,26 @@ class ProtocolRegistry:
             else:
                 raise TypeError(f"not a registry entry: {e!r}")
 
+    def remove(self, *entries: Entry) -> None:
+        """Unregister entries added with :meth:`add` (a plug-in switched off, a test's toy
+        protocol); an entry not registered raises KeyError."""
+        for e in entries:
+            if isinstance(e, StreamEntry):
+                _pop(self._kinds, e.kind, e)
+            elif isinstance(e, AlpnEntry):
+                _pop(self.alpn_kinds, e.alpn, e.kind)
+            elif isinstance(e, UpgradeEntry):
+                _pop(self._upgrades, e.token, e)
+            elif isinstance(e, MediaTypeEntry):
+                for d in e.directions:
+                    _pop(self._media, (e.media_type, d), e)
+            elif isinstance(e, DatagramEntry):
+                _pop(self._datagrams, e.name, e)
+                for port in e.ports:
+                    _pop(self._udp_ports, port, e)
+            else:
+                raise TypeError(f"not a registry entry: {e!r}")
+
     # ------------------------------------------------------------------ lookups
 
     def stream_factory(self, kind: str) -> StreamFactory | None:
@@ -274,6 +294,12 @@ def _put(table: dict[Any, Any], key: object, value: object, what: str) -> None:
     if key in table:
         raise ValueError(f"{what} {key!r} is registered twice")
     table[key] = value
+
+
+def _pop(table: dict[Any, Any], key: object, value: object) -> None:
+    if table.get(key) != value:
+        raise KeyError(f"{key!r} is not registered as {value!r}")
+    del table[key]
 
 
 class UdpRoute:
