@@ -31,7 +31,7 @@ from .io import open_capture
 from .net.decode import PacketDecoder
 from .net.packet import IpPacket, TcpSegment, UdpDatagram
 from .protocols.dispatch import ConnectionObserver
-from .protocols.dns import DNS_PORT, DnsTcpObserver, DnsTracker
+from .protocols.dns import DnsTracker
 from .protocols.doh import DohCollector
 from .protocols.registry import REGISTRY
 from .protocols.tls import KeyLog
@@ -52,6 +52,7 @@ from .tables.tcp_tables import (
 )
 from .tables.tls_tables import TlsTablesBuilder
 from .tables.ws_tables import WS_TABLES, WsTablesBuilder
+from .tcp.stream import StreamObserver
 from .tcp.tracker import RETRANSMISSION_KINDS, TcpTracker
 
 SECRETS_TLS_KEYLOG = 0x544C534B
@@ -365,13 +366,16 @@ def load(
             if doh is not None:
                 doh.add_all(events)
 
-    def observer(tcp_stream: int, midstream: bool) -> ConnectionObserver | DnsTcpObserver | None:
+    def observer(tcp_stream: int, midstream: bool) -> StreamObserver | None:
         if tcp_stream % own_n != own_k:
             return None
         addrs = conn_addrs(tcp_stream)
-        if dns_tracker is not None and addrs is not None and DNS_PORT in (addrs[2], addrs[4]):
-            return DnsTcpObserver(tcp_stream=tcp_stream, tracker=dns_tracker, diag=diag,
-                                  addrs=addrs, midstream=midstream)
+        by_port = REGISTRY.tcp_port(addrs[4], addrs[2]) if addrs is not None else None
+        if by_port is not None and addrs is not None and udp is not None:  # DNS over TCP
+            obs: StreamObserver = by_port.factory(
+                tcp_stream=tcp_stream, diag=diag, addrs=addrs, midstream=midstream,
+                observers=udp.observers)
+            return obs
         return ConnectionObserver(tcp_stream=tcp_stream, diag=diag, keylog=keys, midstream=midstream)
 
     tracker = TcpTracker(diag, observer_factory=observer if payloads else None, emit=emit)

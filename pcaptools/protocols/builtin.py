@@ -12,20 +12,23 @@ first time pcaptools is imported.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..diagnostics import Diagnostics
 from ..tcp.stream import Direction
 from .body import DNS_MESSAGE, BodyCollector
-from .dns import DNS_PORT, DnsTracker
+from .dns import DNS_PORT, DnsTcpObserver, DnsTracker
 from .http1 import Http1Observer, HttpRequest
 from .http2 import H2cUpgrade, Http2Observer
 from .registry import (
     REGISTRY,
     AlpnEntry,
     DatagramEntry,
+    DatagramObserver,
     MediaTypeEntry,
     StreamEntry,
+    TcpPortEntry,
     UpgradeContext,
     UpgradeEntry,
 )
@@ -140,6 +143,21 @@ def _collect(
     )
 
 
+def _dns_tcp(
+    *,
+    tcp_stream: int,
+    diag: Diagnostics,
+    addrs: tuple[int, bytes, int, bytes, int],
+    midstream: bool,
+    observers: Mapping[str, DatagramObserver],
+) -> DnsTcpObserver:
+    tracker = observers["dns"]
+    assert isinstance(tracker, DnsTracker)
+    return DnsTcpObserver(
+        tcp_stream=tcp_stream, tracker=tracker, diag=diag, addrs=addrs, midstream=midstream
+    )
+
+
 # --------------------------------------------------------------------------- the table
 
 BUILTIN = (
@@ -161,6 +179,8 @@ BUILTIN = (
                    directions=(Direction.SERVER_TO_CLIENT,)),
     # UDP ports (and probes) -> datagram observers; DNS over TCP and HTTPS share the DNS one
     DatagramEntry(name="dns", factory=DnsTracker, ports=(DNS_PORT,)),
+    # TCP ports -> an observer instead of the TLS/HTTP sniffing
+    TcpPortEntry(name="dns", ports=(DNS_PORT,), factory=_dns_tcp),  # DNS over TCP
 )
 """every built-in entry, in the order they are registered"""
 

@@ -11,7 +11,9 @@ A :class:`ProtocolRegistry` holds small frozen entries, one per choice:
 - :class:`MediaTypeEntry` -- a body media type (``"text/event-stream"``) and the directions
   it is parsed in -> the factory of its :class:`BodyConsumer`;
 - :class:`DatagramEntry` -- UDP ports (and, optionally, a probe for datagrams on other ports)
-  -> the factory of one :class:`DatagramObserver` per load (DNS today; QUIC next).
+  -> the factory of one :class:`DatagramObserver` per load (DNS today; QUIC next);
+- :class:`TcpPortEntry` -- TCP ports whose connections skip the TLS/HTTP sniffing and go to
+  a port-chosen observer (DNS over TCP, which reports to the DNS datagram observer).
 
 :data:`REGISTRY` is the registry ``load()`` uses. This module knows no protocol (it sits below
 all of them, so every observer can look things up in it); the protocols pcaptools ships are
@@ -44,6 +46,8 @@ __all__ = [
     "ProtocolRegistry",
     "StreamEntry",
     "StreamFactory",
+    "TcpPortEntry",
+    "TcpPortFactory",
     "UdpRoute",
     "UpgradeContext",
     "UpgradeEntry",
@@ -139,6 +143,25 @@ class DatagramObserver(Protocol):
         ...
 
 
+class TcpPortFactory(Protocol):
+    """Builds the observer of one TCP connection chosen by its port."""
+
+    def __call__(
+        self,
+        *,
+        tcp_stream: int,
+        diag: Diagnostics,
+        addrs: tuple[int, bytes, int, bytes, int],
+        midstream: bool,
+        observers: Mapping[str, DatagramObserver],
+    ) -> Any:
+        """``addrs``: (ip_version, client address, client port, server address, server port);
+        ``observers``: the load's datagram observers by name (:attr:`UdpRoute.observers`), for
+        a protocol that reports to one of them. Returns a
+        :class:`~pcaptools.tcp.stream.StreamObserver`."""
+        ...
+
+
 # --------------------------------------------------------------------------- entries
 
 
@@ -193,7 +216,18 @@ class DatagramEntry:
     """``probe(datagram)`` -> True when the datagram is this protocol (first bytes, say)"""
 
 
-Entry = StreamEntry | AlpnEntry | UpgradeEntry | MediaTypeEntry | DatagramEntry
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TcpPortEntry:
+    """TCP ports whose connections go to ``factory``'s observer instead of the TLS and HTTP
+    sniffing of :class:`~.dispatch.ConnectionObserver`: the server's port, else the
+    client's (the SYN sender's)."""
+
+    name: str
+    ports: tuple[int, ...]
+    factory: TcpPortFactory
+
+
+Entry = StreamEntry | AlpnEntry | UpgradeEntry | MediaTypeEntry | DatagramEntry | TcpPortEntry
 
 
 # --------------------------------------------------------------------------- the registry
@@ -212,6 +246,7 @@ class ProtocolRegistry:
         self._media: dict[tuple[str, Direction], MediaTypeEntry] = {}
         self._datagrams: dict[str, DatagramEntry] = {}
         self._udp_ports: dict[int, DatagramEntry] = {}
+        self._tcp_ports: dict[int, TcpPortEntry] = {}
         self.add(*entries)
 
     def add(self, *entries: Entry) -> None:
@@ -230,6 +265,9 @@ class ProtocolRegistry:
                 _put(self._datagrams, e.name, e, "datagram observer")
                 for port in e.ports:
                     _put(self._udp_ports, port, e, "UDP port")
+            elif isinstance(e, TcpPortEntry):
+                for port in e.ports:
+                    _put(self._tcp_ports, port, e, "TCP port")
             else:
                 raise TypeError(f"not a registry entry: {e!r}")
 
@@ -250,6 +288,9 @@ class ProtocolRegistry:
                 _pop(self._datagrams, e.name, e)
                 for port in e.ports:
                     _pop(self._udp_ports, port, e)
+            elif isinstance(e, TcpPortEntry):
+                for port in e.ports:
+                    _pop(self._tcp_ports, port, e)
             else:
                 raise TypeError(f"not a registry entry: {e!r}")
 
@@ -279,6 +320,13 @@ class ProtocolRegistry:
     def udp_port(self, port: int) -> DatagramEntry | None:
         """The datagram entry registered for UDP ``port``, else None."""
         return self._udp_ports.get(port)
+
+    def tcp_port(self, server_port: int, client_port: int) -> TcpPortEntry | None:
+        """The entry registered for a connection's server port, else for its client port,
+        else None (the connection is sniffed for TLS and HTTP)."""
+        ports = self._tcp_ports
+        entry = ports.get(server_port)
+        return entry if entry is not None else ports.get(client_port)
 
     @property
     def datagram_entries(self) -> tuple[DatagramEntry, ...]:

@@ -16,7 +16,7 @@ from pcaptools.diagnostics import Diagnostics
 from pcaptools.net.packet import UdpDatagram
 from pcaptools.protocols import builtin, detect
 from pcaptools.protocols.body import BodyCollector, body_consumer
-from pcaptools.protocols.dns import DnsTracker
+from pcaptools.protocols.dns import DnsTcpObserver, DnsTracker
 from pcaptools.protocols.http1 import HttpRequest, HttpResponse
 from pcaptools.protocols.http2 import Http2Observer
 from pcaptools.protocols.registry import (
@@ -122,6 +122,18 @@ def test_udp_ports() -> None:
     assert isinstance(route.observer("dns", DnsTracker), DnsTracker)
     with pytest.raises(TypeError):
         route.observer("dns", SseParser)
+
+
+def test_tcp_ports() -> None:
+    dns = REGISTRY.tcp_port(53, 40000)
+    assert dns is not None and dns.name == "dns" and dns.ports == (53,)
+    assert REGISTRY.tcp_port(40000, 53) is dns  # the client's port, when the server's is not
+    assert REGISTRY.tcp_port(443, 40000) is None  # sniffed for TLS and HTTP
+    route = REGISTRY.udp_route(Diagnostics())
+    obs = dns.factory(tcp_stream=3, diag=Diagnostics(), addrs=(4, b"\1" * 4, 40000, b"\2" * 4, 53),
+                      midstream=False, observers=route.observers)
+    assert isinstance(obs, DnsTcpObserver) and obs.tcp_stream == 3
+    assert obs._tracker is route.observer("dns", DnsTracker)  # one tracker for UDP and TCP
 
 
 def test_a_choice_is_made_in_one_place() -> None:
@@ -233,6 +245,7 @@ def test_adding_a_protocol_quotes_the_registrations_as_they_are() -> None:
     tables = (root / "pcaptools" / "tables" / "registry.py").read_text(encoding="utf-8")
     quoted = [
         '    DatagramEntry(name="dns", factory=DnsTracker, ports=(DNS_PORT,)),\n',
+        '    TcpPortEntry(name="dns", ports=(DNS_PORT,), factory=_dns_tcp),  # DNS over TCP\n',
         '    StreamEntry(kind="http2", factory=_http2),\n',
         '    AlpnEntry(alpn="h2", kind="http2"),\n',
         '    UpgradeEntry(token="websocket", factory=_upgrade_websocket),\n',
