@@ -250,49 +250,43 @@ class ProtocolRegistry:
         self.add(*entries)
 
     def add(self, *entries: Entry) -> None:
-        """Register entries (see the class docstring for duplicates)."""
+        """Register entries (see the class docstring for duplicates). An entry that cannot be
+        registered changes nothing (the entries before it stay registered)."""
         for e in entries:
-            if isinstance(e, StreamEntry):
-                _put(self._kinds, e.kind, e, "stream kind")
-            elif isinstance(e, AlpnEntry):
-                _put(self.alpn_kinds, e.alpn, e.kind, "ALPN id")
-            elif isinstance(e, UpgradeEntry):
-                _put(self._upgrades, e.token, e, "Upgrade token")
-            elif isinstance(e, MediaTypeEntry):
-                for d in e.directions:
-                    _put(self._media, (e.media_type, d), e, "media type")
-            elif isinstance(e, DatagramEntry):
-                _put(self._datagrams, e.name, e, "datagram observer")
-                for port in e.ports:
-                    _put(self._udp_ports, port, e, "UDP port")
-            elif isinstance(e, TcpPortEntry):
-                for port in e.ports:
-                    _put(self._tcp_ports, port, e, "TCP port")
-            else:
-                raise TypeError(f"not a registry entry: {e!r}")
+            slots = self._slots(e)
+            for table, key, _value, what in slots:
+                if key in table:
+                    raise ValueError(f"{what} {key!r} is registered twice")
+            for table, key, value, _what in slots:
+                table[key] = value
 
     def remove(self, *entries: Entry) -> None:
         """Unregister entries added with :meth:`add` (a plug-in switched off, a test's toy
-        protocol); an entry not registered raises KeyError."""
+        protocol); an entry not registered raises KeyError and changes nothing."""
         for e in entries:
-            if isinstance(e, StreamEntry):
-                _pop(self._kinds, e.kind, e)
-            elif isinstance(e, AlpnEntry):
-                _pop(self.alpn_kinds, e.alpn, e.kind)
-            elif isinstance(e, UpgradeEntry):
-                _pop(self._upgrades, e.token, e)
-            elif isinstance(e, MediaTypeEntry):
-                for d in e.directions:
-                    _pop(self._media, (e.media_type, d), e)
-            elif isinstance(e, DatagramEntry):
-                _pop(self._datagrams, e.name, e)
-                for port in e.ports:
-                    _pop(self._udp_ports, port, e)
-            elif isinstance(e, TcpPortEntry):
-                for port in e.ports:
-                    _pop(self._tcp_ports, port, e)
-            else:
-                raise TypeError(f"not a registry entry: {e!r}")
+            slots = self._slots(e)
+            for table, key, value, _what in slots:
+                if key not in table or table[key] != value:
+                    raise KeyError(f"{key!r} is not registered as {value!r}")
+            for table, key, _value, _what in slots:
+                del table[key]
+
+    def _slots(self, e: Entry) -> list[tuple[dict[Any, Any], object, object, str]]:
+        """(table, key, value, what the key is) of every place entry ``e`` takes."""
+        if isinstance(e, StreamEntry):
+            return [(self._kinds, e.kind, e, "stream kind")]
+        if isinstance(e, AlpnEntry):
+            return [(self.alpn_kinds, e.alpn, e.kind, "ALPN id")]
+        if isinstance(e, UpgradeEntry):
+            return [(self._upgrades, e.token, e, "Upgrade token")]
+        if isinstance(e, MediaTypeEntry):
+            return [(self._media, (e.media_type, d), e, "media type") for d in e.directions]
+        if isinstance(e, DatagramEntry):
+            return [(self._datagrams, e.name, e, "datagram observer"),
+                    *((self._udp_ports, p, e, "UDP port") for p in e.ports)]
+        if isinstance(e, TcpPortEntry):
+            return [(self._tcp_ports, p, e, "TCP port") for p in e.ports]
+        raise TypeError(f"not a registry entry: {e!r}")
 
     # ------------------------------------------------------------------ lookups
 
@@ -336,18 +330,6 @@ class ProtocolRegistry:
     def udp_route(self, diag: Diagnostics) -> UdpRoute:
         """A new :class:`UdpRoute` for one load: one observer per datagram entry."""
         return UdpRoute(self, diag)
-
-
-def _put(table: dict[Any, Any], key: object, value: object, what: str) -> None:
-    if key in table:
-        raise ValueError(f"{what} {key!r} is registered twice")
-    table[key] = value
-
-
-def _pop(table: dict[Any, Any], key: object, value: object) -> None:
-    if table.get(key) != value:
-        raise KeyError(f"{key!r} is not registered as {value!r}")
-    del table[key]
 
 
 class UdpRoute:

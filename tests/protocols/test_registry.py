@@ -144,6 +144,7 @@ def test_a_choice_is_made_in_one_place() -> None:
         REGISTRY.add(DatagramEntry(name="other-dns", factory=DnsTracker, ports=(53,)))
     dns = REGISTRY.udp_port(53)
     assert dns is not None and dns.name == "dns"
+    assert [e.name for e in REGISTRY.datagram_entries] == ["dns"]  # the refused one left nothing
     with pytest.raises(ValueError, match="Upgrade token 'h2c'"):
         REGISTRY.add(UpgradeEntry(token="h2c", factory=lambda ctx: None))
     entry = MediaTypeEntry(media_type="text/event-stream", factory=builtin._sse,
