@@ -48,7 +48,7 @@ class ConnectionObserver:
         self._diag = diag
         self._keylog = keylog
         self._held = Held(max_gaps=64)
-        """chunks and gaps while undecided (at most 64 items once gaps arrive)"""
+        """chunks and gaps while undecided (a gap is dropped once 64 items are held)"""
         self._probe = [b"", b""]
         self.inner: TlsObserver | HttpDetector | None = None
         self.kind: str | None = None
