@@ -15,8 +15,8 @@ from .analyses.coverage import COVERAGE_SUMMARY
 from .analyses.disconnects import DISCONNECTS
 from .analyses.latency import STREAM_LATENCY
 from .analyses.overhead import OVERHEAD
-from .capture import TABLES
 from .diagnostics import CATALOGUE
+from .tables.registry import TABLES
 from .tables.schema import TableSchema
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

@@ -31,24 +31,18 @@ from .io import open_capture
 from .net.decode import PacketDecoder
 from .net.packet import IpPacket, TcpSegment, UdpDatagram
 from .protocols.dispatch import ConnectionObserver
-from .protocols.dns import DNS_PORT, DnsTcpObserver, DnsTracker
+from .protocols.dns import DnsTracker
 from .protocols.doh import DohCollector
+from .protocols.registry import REGISTRY
 from .protocols.tls import KeyLog
 from .redaction import redact_ws_connections
-from .tables.coverage import COVERAGE, FlowCounter, coverage_table
-from .tables.dns_tables import DNS, dns_table
-from .tables.foundation import (
-    CONNECTIONS,
-    PACKETS,
-    TCP_EVENTS,
-    TCP_HANDSHAKES,
-    TCP_LOSSES,
-    WARNINGS,
-)
-from .tables.http_tables import HTTP_TABLES, HttpTablesBuilder
-from .tables.icmp_tables import ICMP_ERRORS, PATH_MTU, IcmpErrorsBuilder, path_mtu_table
+from .tables.coverage import FlowCounter, coverage_table
+from .tables.dns_tables import dns_table
+from .tables.foundation import PACKETS
+from .tables.http_tables import HttpTablesBuilder
+from .tables.icmp_tables import IcmpErrorsBuilder, path_mtu_table
 from .tables.packets import PacketsBuilder
-from .tables.schema import TableSchema
+from .tables.registry import TABLES as TABLES  # every table of a Capture, registered there
 from .tables.tcp_tables import (
     connections_table,
     events_table,
@@ -56,30 +50,13 @@ from .tables.tcp_tables import (
     losses_table,
     warnings_table,
 )
-from .tables.tls_tables import TLS_HANDSHAKES, TLS_RECORDS, TlsTablesBuilder
+from .tables.tls_tables import TlsTablesBuilder
 from .tables.ws_tables import WS_TABLES, WsTablesBuilder
+from .tcp.stream import StreamObserver
 from .tcp.tracker import RETRANSMISSION_KINDS, TcpTracker
 
 SECRETS_TLS_KEYLOG = 0x544C534B
 """pcapng Decryption Secrets Block type of an NSS key log"""
-
-#: every table a Capture holds, by attribute name
-TABLES: dict[str, TableSchema] = {
-    "connections": CONNECTIONS,
-    "tcp_handshakes": TCP_HANDSHAKES,
-    "tcp_events": TCP_EVENTS,
-    "tcp_losses": TCP_LOSSES,
-    "tls_handshakes": TLS_HANDSHAKES,
-    "tls_records": TLS_RECORDS,
-    **HTTP_TABLES,
-    **WS_TABLES,
-    "dns": DNS,
-    "icmp_errors": ICMP_ERRORS,
-    "path_mtu": PATH_MTU,
-    "packets": PACKETS,
-    "warnings": WARNINGS,
-    "coverage": COVERAGE,
-}
 
 ProgressCallback = Callable[[int, int], None]
 """called as progress(bytes_read, file_size) every few thousand frames"""
@@ -358,9 +335,11 @@ def load(
     http_builder = HttpTablesBuilder(show_secrets=show_secrets)
     ws_builder = WsTablesBuilder(show_secrets=show_secrets)
     own_k, own_n = shard if shard is not None else (0, 1)
-    # DNS over UDP is worker 0's; DNS over TCP and HTTPS belongs to each connection's worker
-    dns_tracker = DnsTracker(diag) if payloads else None
-    dns_udp = dns_tracker if own_k == 0 else None
+    # one observer per registered UDP protocol (protocols.registry); UDP is worker 0's, and
+    # DNS over TCP and HTTPS (to the same DNS tracker) belongs to each connection's worker
+    udp = REGISTRY.udp_route(diag) if payloads else None
+    dns_tracker = udp.observer("dns", DnsTracker) if udp is not None else None
+    udp_route = udp.route if udp is not None and own_k == 0 else None
     icmp_builder = IcmpErrorsBuilder(diag)
 
     event_cap = EventCap(max_events_per_connection, diag,
@@ -387,13 +366,16 @@ def load(
             if doh is not None:
                 doh.add_all(events)
 
-    def observer(tcp_stream: int, midstream: bool) -> ConnectionObserver | DnsTcpObserver | None:
+    def observer(tcp_stream: int, midstream: bool) -> StreamObserver | None:
         if tcp_stream % own_n != own_k:
             return None
         addrs = conn_addrs(tcp_stream)
-        if dns_tracker is not None and addrs is not None and DNS_PORT in (addrs[2], addrs[4]):
-            return DnsTcpObserver(tcp_stream=tcp_stream, tracker=dns_tracker, diag=diag,
-                                  addrs=addrs, midstream=midstream)
+        by_port = REGISTRY.tcp_port(addrs[4], addrs[2]) if addrs is not None else None
+        if by_port is not None and addrs is not None and udp is not None:  # DNS over TCP
+            obs: StreamObserver = by_port.factory(
+                tcp_stream=tcp_stream, diag=diag, addrs=addrs, midstream=midstream,
+                observers=udp.observers)
+            return obs
         return ConnectionObserver(tcp_stream=tcp_stream, diag=diag, keylog=keys, midstream=midstream)
 
     tracker = TcpTracker(diag, observer_factory=observer if payloads else None, emit=emit)
@@ -450,8 +432,8 @@ def load(
             elif type(pkt) is UdpDatagram:
                 udp_n += 1
                 count_udp(pkt)
-                if dns_udp is not None and (pkt.sport == DNS_PORT or pkt.dport == DNS_PORT):
-                    dns_udp.datagram(pkt)
+                if udp_route is not None:
+                    udp_route(pkt)
             else:
                 other_n += 1
                 if type(pkt) is IpPacket:

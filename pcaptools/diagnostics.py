@@ -51,6 +51,8 @@ CATALOGUE: dict[str, str] = {
     "tcp.loss_holes_limit": "too many uncaptured sequence ranges in one direction: the oldest is given up as unresolved",
     "tcp.unacked_limit": "too many unacknowledged segments in one direction; older ones are no longer tracked (as tshark)",
     "tcp.observer_error": "a protocol observer raised an unexpected error on this connection (a pcaptools bug: please report it); the connection's payload is no longer parsed, its TCP rows are unaffected",
+    # udp
+    "udp.observer_error": "a UDP datagram observer (DNS, ...) or its probe raised an unexpected error on this datagram (a pcaptools bug: please report it); the datagram is skipped, the next ones are still given to it",
     # tls
     "tls.record_overflow": "a TLS record announces more than 2^14 + 2048 bytes; this direction is no longer parsed (bytes still counted)",
     "tls.bad_record_type": "a TLS record header has an unknown content type (not TLS, or garbage); this direction is no longer parsed",

@@ -4,7 +4,8 @@ Both HTTP observers (HTTP/1.x bodies after de-chunking, HTTP/2 DATA payloads) gi
 bytes of a message to one :class:`Body`, made by :func:`open_body` from the message's
 headers. A body first goes through a :class:`~.content_coding.ContentDecoder` when it has a
 ``Content-Encoding``, then, decoded as it arrives, to the consumer :func:`body_consumer`
-picks for its media type and direction:
+picks for its media type and direction (the registry's :class:`~.registry.MediaTypeEntry`
+rows, registered in :mod:`.builtin`):
 
 - ``text/event-stream`` responses -> :class:`~.sse.SseParser` (events as they arrive);
 - ``application/dns-message`` requests and responses (DNS over HTTPS) -> a
@@ -13,7 +14,8 @@ picks for its media type and direction:
   ends (read by :class:`~.doh.DohCollector`).
 
 :func:`body_consumer` is the one place where a media type is given a parser: a new body
-format is one more branch there, and a class with the :class:`BodyConsumer` methods.
+format is one more ``MediaTypeEntry`` in :mod:`.builtin`, and a class with the
+:class:`~.registry.BodyConsumer` methods.
 Whatever the consumer returns from ``feed``/``close`` goes into the observer's event list.
 Response bodies are always opened (their decoding is summarised in the HTTP tables); a
 request body is opened only when a consumer wants it (today: DNS over HTTPS POST), and is
@@ -29,11 +31,12 @@ dispatched, and a collected body is marked incomplete).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from ..diagnostics import Diagnostics
 from ._base import Direction
 from .content_coding import DEFAULT_MAX_DECODED_BYTES, ContentDecoder, parse_content_encoding
+from .registry import REGISTRY, BodyConsumer
 from .sse import DEFAULT_MAX_LINE_BYTES, SseParser
 
 __all__ = [
@@ -57,25 +60,6 @@ _CODE_OF_STATUS = {
     "gap": "http.content_decoding_gap",
     "unsupported": "http.content_encoding_unsupported",
 }
-
-
-class BodyConsumer(Protocol):
-    """What a body parser offers (:class:`~.sse.SseParser` is one)."""
-
-    def feed(self, data: bytes, ts_ns: int, frame: int) -> list[Any]:
-        """the next decoded body bytes (delivered by packet ``frame``) -> events"""
-        ...
-
-    def gap(self, ts_ns: int, frame: int) -> None:
-        """decoded bytes are missing here (lost on the wire, or not decodable)"""
-        ...
-
-    def close(
-        self, ts_ns: int, frame: int, *, at_eof: bool = False, complete: bool = True
-    ) -> list[Any] | None:
-        """the body ended (``at_eof``: the capture ended first; ``complete=False``: the
-        message was cut, e.g. by RST_STREAM or a FIN inside it) -> events, if any"""
-        ...
 
 
 DNS_MESSAGE: Final = "application/dns-message"
@@ -196,25 +180,22 @@ def body_consumer(
     """The parser of a (decoded) body of media type ``mtype`` sent in ``direction``, or None
     when its bytes are only counted.
 
-    The one place where a media type is handed to a parser: add new body formats here."""
-    if mtype == DNS_MESSAGE:
-        return BodyCollector(
-            mtype,
-            tcp_stream=tcp_stream,
-            stream_id=stream_id,
-            request_index=request_index,
-            direction=direction,
-        )
-    if mtype == "text/event-stream" and direction == Direction.SERVER_TO_CLIENT:
-        return SseParser(
-            tcp_stream=tcp_stream,
-            stream_id=stream_id,
-            request_index=request_index,
-            direction=direction,
-            diag=diag,
-            max_line_bytes=sse_max_line_bytes,
-        )
-    return None
+    The parser is the one :data:`~.registry.REGISTRY` has for the media type and direction
+    (:class:`~.registry.MediaTypeEntry`; the built-in ones are in :mod:`.builtin`)."""
+    if mtype is None:
+        return None
+    make = REGISTRY.body_parser(mtype, direction)
+    if make is None:
+        return None
+    return make(
+        mtype,
+        tcp_stream=tcp_stream,
+        stream_id=stream_id,
+        request_index=request_index,
+        direction=direction,
+        diag=diag,
+        sse_max_line_bytes=sse_max_line_bytes,
+    )
 
 
 class Body:

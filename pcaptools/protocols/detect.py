@@ -6,7 +6,8 @@
   anything else -> ``"unknown"``. With ``midstream=True`` (capture started inside the
   connection) it also accepts an HTTP/1.x start line at any line start, and two chained
   plausible HTTP/2 frame headers at offset 0.
-- :func:`observer_for` builds the observer for a detected kind or an ALPN protocol id.
+- :func:`observer_for` builds the observer for a detected kind or an ALPN protocol id (the
+  registry's entries: :mod:`.registry`, :mod:`.builtin`).
 - :class:`HttpDetector` is an observer that holds the first bytes of both directions until
   :func:`detect` decides, then creates the right observer, replays what it held and passes
   everything on: wire it to every TCP connection that might carry cleartext HTTP (and to
@@ -22,22 +23,20 @@ from collections.abc import Callable
 from typing import Final, Literal
 
 from ..diagnostics import Diagnostics
+from . import builtin  # noqa: F401  (fills REGISTRY with the built-in protocols)
 from ._base import Direction, Observer, StreamChunk
+from ._hold import Held
 from .http1 import Http1Observer, UpgradeFactory
 from .http2 import PREFACE, Http2Observer, _plausible
+from .registry import REGISTRY
 
 __all__ = ["ALPN_KINDS", "Detection", "HttpDetector", "detect", "observer_for", "tls_inner_factory"]
 
 Detection = Literal["http1", "http2", "need_more", "unknown"]
 
-#: ALPN protocol id -> observer kind (RFC 7301 registry names)
-ALPN_KINDS: Final = {
-    "h2": "http2",
-    "h2c": "http2",
-    "http/1.1": "http1",
-    "http/1.0": "http1",
-    "http/0.9": "http1",
-}
+#: ALPN protocol id -> observer kind (RFC 7301 registry names): the registry's table
+#: (:class:`~.registry.AlpnEntry` rows of :mod:`.builtin`)
+ALPN_KINDS: Final = REGISTRY.alpn_kinds
 
 _REQ = re.compile(rb"[A-Z][A-Z_-]{0,31} [^\s]{1,8192} HTTP/1\.[0-9]\r?\n")
 #: an HTTP/0.9 simple request (``GET /path``, no version), which tshark counts as a request
@@ -123,18 +122,15 @@ def observer_for(
     websocket_factory: UpgradeFactory | None = None,
     midstream: bool = False,
 ) -> Observer | None:
-    """The observer for ``kind`` (``http1``/``http2``, or an ALPN id such as ``h2``), else None."""
-    kind = ALPN_KINDS.get(kind, kind)
-    if kind == "http2":
-        return Http2Observer(tcp_stream=tcp_stream, diag=diag, midstream=midstream)
-    if kind == "http1":
-        return Http1Observer(
-            tcp_stream=tcp_stream,
-            diag=diag,
-            websocket_factory=websocket_factory,
-            midstream=midstream,
-        )
-    return None
+    """The observer for ``kind`` (``http1``/``http2``, or an ALPN id such as ``h2``), else None:
+    the :class:`~.registry.StreamEntry` of :data:`~.registry.REGISTRY` for it."""
+    make = REGISTRY.stream_factory(kind)
+    if make is None:
+        return None
+    obs: Observer = make(
+        tcp_stream=tcp_stream, diag=diag, websocket_factory=websocket_factory, midstream=midstream
+    )
+    return obs
 
 
 class HttpDetector:
@@ -159,8 +155,8 @@ class HttpDetector:
         self._ws = websocket_factory
         self._midstream = midstream
         self._max = max_probe_bytes
-        self._held: list[StreamChunk | tuple[Direction, int, int, int, int]] = []
-        """chunks and gaps (direction, offset, nbytes, ts_ns, frame) in arrival order"""
+        self._held = Held()
+        """chunks and gaps in arrival order, while undecided"""
         self._bytes = [bytearray(), bytearray()]
         self._started = [False, False]
         self._verdict: list[Detection] = ["need_more", "need_more"]
@@ -173,7 +169,7 @@ class HttpDetector:
         if self.kind is not None:
             return []
         d = chunk.direction
-        self._held.append(chunk)
+        self._held.chunk(chunk)
         buf = self._bytes[d]
         if not self._started[d]:
             self._started[d] = True
@@ -190,7 +186,7 @@ class HttpDetector:
         if self.inner is not None:
             return self.inner.gap(direction, offset, nbytes, ts_ns, frame)
         if self.kind is None:
-            self._held.append((direction, offset, nbytes, ts_ns, frame))
+            self._held.gap(direction, offset, nbytes, ts_ns, frame)
             if not self._bytes[direction]:
                 self._midstream = True
         return []
@@ -240,17 +236,11 @@ class HttpDetector:
         )
         self.inner = inner
         self.kind = kind
-        out: list[object] = []
-        held, self._held = self._held, []
         self._bytes = [bytearray(), bytearray()]
         if inner is None:
-            return out
-        for item in held:
-            if isinstance(item, StreamChunk):
-                out += inner.feed(item)
-            else:
-                out += inner.gap(*item)
-        return out
+            self._held.clear()
+            return []
+        return self._held.replay(inner)
 
 
 def tls_inner_factory(

@@ -15,11 +15,10 @@ from collections.abc import Callable
 
 from ..diagnostics import Diagnostics
 from ._base import Direction, StreamChunk
+from ._hold import Held
 from .detect import HttpDetector, tls_inner_factory
 from .tls import KeyLog, TlsObserver, looks_like_tls
 from .websocket import websocket_factory
-
-_Held = StreamChunk | tuple[Direction, int, int, int, int]
 
 
 class ConnectionObserver:
@@ -48,7 +47,8 @@ class ConnectionObserver:
         self._midstream = midstream
         self._diag = diag
         self._keylog = keylog
-        self._held: list[_Held] = []
+        self._held = Held(max_gaps=64)
+        """chunks and gaps while undecided (a gap is dropped once 64 items are held)"""
         self._probe = [b"", b""]
         self.inner: TlsObserver | HttpDetector | None = None
         self.kind: str | None = None
@@ -61,7 +61,7 @@ class ConnectionObserver:
         inner = self.inner
         if inner is not None:  # pragma: no cover - feed is rebound once inner is set
             return inner.feed(chunk)
-        self._held.append(chunk)
+        self._held.chunk(chunk)
         d = chunk.direction
         probe = self._probe[d]
         if len(probe) < 8:
@@ -88,8 +88,7 @@ class ConnectionObserver:
             out = self.inner.gap(direction, offset, nbytes, ts_ns, frame)
             self._update()
             return out
-        if len(self._held) < 64:
-            self._held.append((direction, offset, nbytes, ts_ns, frame))
+        self._held.gap(direction, offset, nbytes, ts_ns, frame)
         return []
 
     def close(self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False) -> list[object]:
@@ -134,12 +133,6 @@ class ConnectionObserver:
             )
         self.inner = inner
         self.feed = inner.feed if tls else self._cleartext_feed
-        held, self._held = self._held, []
-        out: list[object] = []
-        for item in held:
-            if isinstance(item, StreamChunk):
-                out += inner.feed(item)
-            else:
-                out += inner.gap(*item)
+        out = self._held.replay(inner)
         self._update()
         return out

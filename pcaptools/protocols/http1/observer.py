@@ -14,7 +14,8 @@ One :class:`Http1Observer` per connection watches both directions and returns ev
 - the events of the observer the connection was handed to: an
   :class:`~pcaptools.protocols.http2.Http2Observer` for ``Upgrade: h2c`` (the upgraded
   request becomes HTTP/2 stream 1), or what ``websocket_factory`` returns for
-  ``Upgrade: websocket``. Other upgrades and CONNECT tunnels are counted, not parsed.
+  ``Upgrade: websocket`` (the registry's :class:`~pcaptools.protocols.registry.UpgradeEntry`
+  rows choose them). Other upgrades and CONNECT tunnels are counted, not parsed.
 
 Message framing follows RFC 9112 §6: ``Transfer-Encoding: chunked``, ``Content-Length``,
 no body for HEAD responses, 1xx, 204 and 304, a response body until the connection closes
@@ -53,7 +54,7 @@ from ...redaction import redact_url
 from ...tcp.stream import Direction, StreamChunk, StreamObserver
 from ..body import Body, open_body
 from ..content_coding import DEFAULT_MAX_DECODED_BYTES
-from ..http2 import H2cUpgrade, Http2Observer
+from ..registry import REGISTRY, UpgradeContext
 from ..sse import DEFAULT_MAX_LINE_BYTES
 from .events import HttpExchange, HttpRequest, HttpResponse, ProtocolSwitched
 from .parse import (
@@ -1289,16 +1290,15 @@ class Http1Observer:
         side.ex = None
         req = ex.request
         inner: StreamObserver | None = None
-        if proto == "h2c":
-            inner = Http2Observer(
-                tcp_stream=self.tcp_stream,
-                diag=self.diag,
-                upgrade=self._h2c(req),
-                sse_max_line_bytes=self._sse_max,
+        make = REGISTRY.upgrade(proto)  # the observer after the switch (registry.UpgradeEntry)
+        if make is not None:
+            inner = make(UpgradeContext(
+                token=proto, tcp_stream=self.tcp_stream, diag=self.diag,
+                request=req.request() if req is not None else None,
+                response=msg.response() if msg is not None else None,
+                websocket_factory=self._ws_factory, sse_max_line_bytes=self._sse_max,
                 max_decoded_body_bytes=self._max_decoded,
-            )
-        elif proto == "websocket" and self._ws_factory is not None and msg is not None:
-            inner = self._ws_factory(req.request() if req is not None else None, msg.response())
+            ))
         self._inner = inner
         if inner is None:
             self._report(
@@ -1365,36 +1365,6 @@ class Http1Observer:
                 self._gap(side, data, ts, frame, off, out)
             else:
                 self._consume(side, data, ts, frame, off, out)
-
-    def _h2c(self, req: _Msg | None) -> H2cUpgrade:
-        if req is None:
-            return H2cUpgrade(
-                method="",
-                path="",
-                authority=None,
-                headers=(),
-                settings=(),
-                request_frame=0,
-                request_ts_ns=0,
-                request_end_frame=0,
-                request_end_ts_ns=0,
-                header_bytes=0,
-                body_bytes=0,
-            )
-        settings_hdr = header_value(req.headers, "http2-settings")
-        return H2cUpgrade(
-            method=req.method,
-            path=req.target,
-            authority=header_value(req.headers, "host"),
-            headers=req.headers,
-            settings=H2cUpgrade.decode_settings_header(settings_hdr) if settings_hdr else (),
-            request_frame=req.head_frame,
-            request_ts_ns=req.head_ts,
-            request_end_frame=req.end_frame if req.end_frame is not None else req.head_frame,
-            request_end_ts_ns=req.end_ts if req.end_ts is not None else req.head_ts,
-            header_bytes=req.header_bytes,
-            body_bytes=req.body_bytes,
-        )
 
     # ------------------------------------------------------------------ end
 
