@@ -36,7 +36,7 @@ from dataclasses import fields
 from typing import Any
 
 from ...diagnostics import Diagnostics
-from .._base import Direction, Observer, StreamChunk
+from ...tcp.stream import Direction, StreamChunk, StreamObserver
 from . import handshake as hs
 from .decrypt import (
     DecryptError,
@@ -115,7 +115,8 @@ _PROTECT_NONE = 0
 _PROTECT_ALL = 1  # TLS <= 1.2 after ChangeCipherSpec: every record
 _PROTECT_APPDATA = 2  # TLS 1.3: only records of type 23 are protected
 
-InnerFactory = Callable[[str | None], Observer | None]
+InnerFactory = Callable[[str | None], StreamObserver | None]
+"""ALPN (None if none) -> the observer of the decrypted application data (None: not parsed)"""
 
 _new_object = object.__new__
 
@@ -305,7 +306,7 @@ class TlsObserver:
         self._keylog = keylog
         """consulted when a session needs keys (so secrets added later, e.g. from a pcapng DSB, count)"""
         self._inner_factory = inner_factory
-        self._inner: Observer | None = None
+        self._inner: StreamObserver | None = None
         self._inner_started = False
         self._dirs = (_Dir(), _Dir())
         self._sessions: list[_Session] = []
@@ -317,7 +318,13 @@ class TlsObserver:
     # ------------------------------------------------------------------ public API
 
     @property
-    def inner(self) -> Observer | None:
+    def wants_bytes(self) -> bool:
+        """Always True: every byte of a TLS connection is counted (records, handshake bytes,
+        bytes skipped while desynchronised), even once nothing above TLS is parsed."""
+        return True
+
+    @property
+    def inner(self) -> StreamObserver | None:
         """the observer of the decrypted application data, once created"""
         return self._inner
 
@@ -407,23 +414,24 @@ class TlsObserver:
             )
         inner = self._inner
         if inner is not None:
-            if at_eof:
-                out += inner.close(direction, ts_ns, frame, at_eof=True)  # type: ignore[call-arg]
-            else:
-                out += inner.close(direction, ts_ns, frame)
+            out += inner.close(direction, ts_ns, frame, at_eof=at_eof)
         if all(x.closed for x in self._dirs):
-            out += self.finish()
+            out += self._summaries()
         return out
 
-    def finish(self, ts_ns: int | None = None, frame: int | None = None) -> list[object]:
+    def finish(self, ts_ns: int, frame: int) -> list[object]:
         """End of capture: the inner observer's last events, then :class:`TlsSession` events of
         the sessions not yet reported (idempotent)."""
         out: list[object] = []
-        inner_finish = getattr(self._inner, "finish", None)
-        if inner_finish is not None and ts_ns is not None:
-            out += inner_finish(ts_ns, frame)
-        out += [self._summary(s) for s in self._sessions if not s.emitted]
+        if self._inner is not None:
+            out += self._inner.finish(ts_ns, frame)
+        out += self._summaries()
         return out
+
+    def _summaries(self) -> list[object]:
+        """:class:`TlsSession` events of the sessions not yet reported (once both directions
+        closed, and at :meth:`finish`)."""
+        return [self._summary(s) for s in self._sessions if not s.emitted]
 
     # ------------------------------------------------------------------ helpers
 
