@@ -79,6 +79,7 @@ import numpy as np
 import pandas as pd
 
 from ..tables.schema import TS_DTYPE, Column, TableSchema
+from ..tcp.analysis import RETRANSMISSION_KINDS
 from .heartbeats import heartbeats
 from .overhead import protocol_stacks
 from .summary import fmt_ms
@@ -103,8 +104,6 @@ VERDICTS: tuple[str, ...] = (
     "reset",
     "one_sided_fin",
 )
-
-_RETRANSMISSION_KINDS = ("retransmission", "fast_retransmission", "spurious_retransmission")
 
 DISCONNECTS = TableSchema(
     name="disconnects",
@@ -355,7 +354,7 @@ def disconnects(
     conns = cap.connections
     eof_ts = cap.summary.last_ts_ns or 0
     grace = int(heartbeat_grace * _NS)
-    retx = _by_stream(cap.tcp_events, _RETRANSMISSION_KINDS)
+    retx = _by_stream(cap.tcp_events, RETRANSMISSION_KINDS)
     zwin = _by_stream(cap.tcp_events, ("zero_window",))
     wupd = _by_stream(cap.tcp_events, ("window_update",))
     hs = _handshakes(cap.tcp_handshakes)
@@ -796,7 +795,7 @@ def _retransmitted_lengths(ev: pd.DataFrame) -> dict[int, list[tuple[int, int, i
     """Retransmissions as {tcp_stream: [(ts, frame, 0 client | 1 server, tcp.len)]}."""
     if not len(ev):
         return {}
-    sel = ev[ev["kind"].astype("string").isin(list(_RETRANSMISSION_KINDS)).fillna(False)
+    sel = ev[ev["kind"].astype("string").isin(list(RETRANSMISSION_KINDS)).fillna(False)
              .to_numpy(bool)]
     out: dict[int, list[tuple[int, int, int, int]]] = {}
     d = (sel["direction"].astype("string") == "server_to_client").fillna(False).to_numpy(bool)
@@ -1183,7 +1182,7 @@ def _facts(conns: pd.DataFrame) -> Iterable[_Conn]:
         )
 
 
-def _by_stream(ev: pd.DataFrame, kinds: Sequence[str]) -> dict[int, list[tuple[int, int, int]]]:
+def _by_stream(ev: pd.DataFrame, kinds: Iterable[str]) -> dict[int, list[tuple[int, int, int]]]:
     """tcp_events rows of ``kinds`` as {tcp_stream: [(ts, frame, 0 client | 1 server), ...]},
     in time order."""
     if not len(ev):

@@ -138,8 +138,6 @@ CONNECTIONS = TableSchema(
     ),
 )
 
-TCP_LOSS_KINDS = ("loss", "spurious", "capture_drop", "unresolved")
-
 TCP_LOSSES = TableSchema(
     name="tcp_losses",
     grain="one row per segment its sender had to send again (from any vantage point), per range the capture missed, and per range left unresolved at the end",
@@ -202,13 +200,6 @@ TCP_HANDSHAKES = TableSchema(
         Column("tfo_cookie_len", "Int64", "bytes", "length of the TFO cookie in the SYN (client) or SYN-ACK (server grant)"),
         Column("syn_data_bytes", "int64", "bytes", "payload carried in the SYN (TCP Fast Open data)"),
     ),
-)
-
-TCP_EVENT_KINDS = (
-    "retransmission", "fast_retransmission", "spurious_retransmission", "out_of_order",
-    "lost_segment", "ack_lost_segment", "duplicate_ack", "keep_alive", "keep_alive_ack",
-    "zero_window", "zero_window_probe", "zero_window_probe_ack", "window_full",
-    "window_update", "reused_ports", "resent",
 )
 
 TCP_EVENTS = TableSchema(
