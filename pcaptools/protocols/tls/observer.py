@@ -36,7 +36,7 @@ from dataclasses import fields
 from typing import Any
 
 from ...diagnostics import Diagnostics
-from ...tcp.stream import Direction, StreamChunk, StreamObserver
+from ...tcp.stream import Direction, StreamChunk, StreamCursor, StreamObserver
 from . import handshake as hs
 from .decrypt import (
     DecryptError,
@@ -189,8 +189,9 @@ def _stream_chunk(
     return c
 
 
-class _Dir:
-    """State of one direction. Holds key material: never printed (no dataclass repr)."""
+class _Dir(StreamCursor):
+    """State of one direction, and its cursor (:attr:`next_offset`: the next stream offset
+    expected). Holds key material: never printed (no dataclass repr)."""
 
     __slots__ = (
         "app_dec",
@@ -211,6 +212,7 @@ class _Dir:
     )
 
     def __init__(self) -> None:
+        self.next_offset = -1
         self.reader = RecordReader()
         self.protect = _PROTECT_NONE
         self.dec: RecordDecryptor | None = None
@@ -335,9 +337,12 @@ class TlsObserver:
     def feed(self, chunk: StreamChunk) -> list[object]:
         """Records completed by ``chunk`` and everything they caused."""
         d = self._dirs[chunk.direction]
+        if chunk.offset != d.next_offset:
+            return self._realign(d, chunk)
         reader = d.reader
         data = chunk.data
         n = len(data)
+        d.next_offset += n
         need = reader.need
         if need > n and type(data) is bytes and not self._broken:
             # the middle of a record: nothing completes (RecordReader.take, inlined)
@@ -368,12 +373,29 @@ class TlsObserver:
                 self._add(code, detail, chunk.ts_ns, chunk.frame, chunk.direction)
         return out
 
+    def _realign(self, d: _Dir, chunk: StreamChunk) -> list[object]:
+        """``feed`` of a chunk that does not start where this direction's last one ended (its
+        first chunk, or bytes missing or overlapping before it): a gap for the bytes missing,
+        then the bytes not seen yet."""
+        hole, data = d.align(chunk.offset, chunk.data)
+        out: list[object] = []
+        if hole:
+            out += self.gap(chunk.direction, chunk.offset - hole, hole, chunk.ts_ns, chunk.frame)
+        if data:
+            if data is not chunk.data:
+                chunk = _stream_chunk(
+                    chunk.direction, data, chunk.ts_ns, chunk.frame, d.next_offset
+                )
+            out += self.feed(chunk)
+        return out
+
     def gap(
         self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
     ) -> list[object]:
         """``nbytes`` at ``offset`` were never captured: resynchronise this direction."""
         out: list[object] = []
         d = self._dirs[direction]
+        d.skip(offset, nbytes)
         d.reader.gap(offset, nbytes)
         d.hs_buf.clear()
         d.seq_search = min(MAX_SEQ_SEARCH, nbytes // 21 + 2)

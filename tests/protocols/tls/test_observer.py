@@ -757,3 +757,32 @@ def test_inner_observer_is_called_through_the_full_contract() -> None:
     assert inner2.closed == [0] and inner2.at_eof == [True]
     out = h2.obs.finish(51_000_000, 51)
     assert inner2.finished == 1 and [type(e) for e in out] == [TlsSession]
+
+
+def test_chunks_are_aligned_with_the_stream_cursor() -> None:
+    """Repeated bytes are trimmed and bytes never delivered become a gap (with the inner
+    observer told), as tcp.stream.StreamCursor says: overlapping deliveries of the RFC 8448
+    conversation give exactly the events of the clean one."""
+    clean, overlapped = Harness(rfc.KEYLOG), Harness(rfc.KEYLOG)
+    _rfc_conversation(clean)
+    for d, data in rfc.CONVERSATION:
+        overlapped.frame += 1
+        start = overlapped.offset[d]
+        for lo in range(0, len(data), 40):  # 60-byte pieces, each repeating 20 bytes
+            overlapped.events += overlapped.obs.feed(
+                StreamChunk(direction=Direction(d), data=data[max(0, lo - 20) : lo + 40],
+                            ts_ns=overlapped.frame * 1_000_000, frame=overlapped.frame,
+                            offset=start + max(0, lo - 20))
+            )
+        overlapped.offset[d] += len(data)
+    overlapped.close()
+    assert overlapped.events == clean.events
+    assert overlapped.inners[0].data == clean.inners[0].data
+    assert not overlapped.diag.rows
+
+    h = Harness(rfc.KEYLOG)
+    h.send(0, rfc.CLIENT_HELLO_RECORD)
+    h.offset[0] += 100  # 100 bytes never delivered, and no gap() call either
+    h.send(0, b"\x17\x03\x03\x00\x05hello")
+    assert h.obs._dirs[0].next_offset == h.offset[0]
+    assert h.obs.bytes_skipped(C2S) == 100
