@@ -80,3 +80,19 @@ def test_link_type_names_live_in_io_linktypes() -> None:
     assert linktypes.linktype_name(1) == "LINKTYPE_ETHERNET (1)"
     assert not [n for n in vars(linktypes) if n.startswith("LINKTYPE_") and n not in (
         "LINKTYPE_NAMES", "LINKTYPE_LABELS")]
+
+
+def test_tcp_header_flags_have_one_home() -> None:
+    """net.packet.TCP_FLAGS: the flag bits, the packets table's letters and the docs' list."""
+    from pcaptools.net import packet
+    from pcaptools.tables import packets
+    from pcaptools.tables.foundation import PACKETS
+
+    assert [b for b, _ in packet.TCP_FLAGS] == [1 << i for i in range(9)]
+    assert (packet.SYN, packet.ACK, packet.NS) == (0x02, 0x10, 0x100)
+    assert packets._FLAG_TEXT[packet.SYN | packet.ACK] == "AS"
+    assert packets._FLAG_TEXT[0x1FF] == "NCEUAPRSF"
+    docs = {c.name: c.doc for c in PACKETS.columns}
+    assert docs["tcp_flags"].endswith("FIN=0x01 SYN=0x02 RST=0x04 PSH=0x08 ACK=0x10 URG=0x20 "
+                                      "ECE=0x40 CWR=0x80 NS=0x100")
+    assert "N C E U A P R S F" in docs["flags"]
