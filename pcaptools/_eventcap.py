@@ -51,10 +51,6 @@ TABLE_OF: dict[type, str] = {
     WsFrame: "ws_frames", WsMessage: "ws_messages",
 }  # fmt: skip
 
-#: the events that become rows of the per-record tables (tls_records, http2_frames,
-#: sse_events, ws_frames, ws_messages): the ones the caps drop
-PER_RECORD_EVENTS: frozenset[type] = frozenset(TABLE_OF)
-
 #: the per-record tables, in TABLE_OF order
 PER_RECORD_TABLES: tuple[str, ...] = tuple(TABLE_OF.values())
 

@@ -28,6 +28,7 @@ from .analyses.heartbeats import websocket_heartbeats
 from .diagnostics import Diagnostics, ShardDiagnostics
 from .errors import UnsupportedInputError
 from .io import open_capture
+from .io.pcapng import SECRETS_TLS_KEYLOG
 from .net.decode import PacketDecoder
 from .net.packet import IpPacket, TcpSegment, UdpDatagram
 from .protocols.dispatch import ConnectionObserver
@@ -54,9 +55,6 @@ from .tables.tls_tables import TlsTablesBuilder
 from .tables.ws_tables import WS_TABLES, WsTablesBuilder
 from .tcp.stream import StreamObserver
 from .tcp.tracker import RETRANSMISSION_KINDS, TcpTracker
-
-SECRETS_TLS_KEYLOG = 0x544C534B
-"""pcapng Decryption Secrets Block type of an NSS key log"""
 
 ProgressCallback = Callable[[int, int], None]
 """called as progress(bytes_read, file_size) every few thousand frames"""

@@ -71,7 +71,7 @@ middlebox that copies the server's TTL and ID looks exactly like the server's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +79,7 @@ import numpy as np
 import pandas as pd
 
 from ..tables.schema import TS_DTYPE, Column, TableSchema
+from ..tcp.analysis import RETRANSMISSION_KINDS
 from .heartbeats import heartbeats
 from .overhead import protocol_stacks
 from .summary import fmt_ms
@@ -103,8 +104,6 @@ VERDICTS: tuple[str, ...] = (
     "reset",
     "one_sided_fin",
 )
-
-_RETRANSMISSION_KINDS = ("retransmission", "fast_retransmission", "spurious_retransmission")
 
 DISCONNECTS = TableSchema(
     name="disconnects",
@@ -355,7 +354,7 @@ def disconnects(
     conns = cap.connections
     eof_ts = cap.summary.last_ts_ns or 0
     grace = int(heartbeat_grace * _NS)
-    retx = _by_stream(cap.tcp_events, _RETRANSMISSION_KINDS)
+    retx = _by_stream(cap.tcp_events, RETRANSMISSION_KINDS)
     zwin = _by_stream(cap.tcp_events, ("zero_window",))
     wupd = _by_stream(cap.tcp_events, ("window_update",))
     hs = _handshakes(cap.tcp_handshakes)
@@ -365,6 +364,14 @@ def disconnects(
     icmp = _icmp_errors(cap.packets)
     retx_len = _retransmitted_lengths(cap.tcp_events)
     too_big = _too_big(_table(cap, "icmp_errors"))
+    limits = _Limits(
+        idle_gap_s=idle_gap_s,
+        min_retx=min_retransmissions,
+        grace=grace,
+        reset_window=int(reset_window_s * _NS),
+        fin_grace=int(fin_grace_s * _NS),
+        pmtu_min_retx=pmtu_min_retransmissions,
+    )
     rows: list[tuple[Any, ...]] = []
     clean = opened = 0
     for c in _facts(conns):
@@ -379,29 +386,20 @@ def disconnects(
             found.append(f)
         elif f is None:
             found = _rules(
-                c,
-                ws.get(c.stream),
-                retx.get(c.stream, ()),
-                zwin.get(c.stream, ()),
-                wupd.get(c.stream, ()),
-                pings.get(c.stream, ()),
-                eof_ts,
-                idle_gap_s=idle_gap_s,
-                min_retx=min_retransmissions,
-                grace=grace,
-                reset_window=int(reset_window_s * _NS),
-                fin_grace=int(fin_grace_s * _NS),
+                _Facts(
+                    c,
+                    h,
+                    ws.get(c.stream),
+                    retx.get(c.stream, ()),
+                    zwin.get(c.stream, ()),
+                    wupd.get(c.stream, ()),
+                    pings.get(c.stream, ()),
+                    retx_len.get(c.stream, ()),
+                    too_big.get(c.stream, {}),
+                    eof_ts,
+                    limits,
+                )
             )
-            pm = _pmtu_black_hole(
-                c,
-                h,
-                retx_len.get(c.stream, ()),
-                too_big.get(c.stream, {}),
-                eof_ts,
-                pmtu_min_retransmissions,
-            )
-            if pm is not None:
-                found.insert(0, pm)  # (second in VERDICTS, after the handshake failures)
         if not found:
             if c.end_reason == "fin":
                 clean += 1
@@ -470,26 +468,47 @@ def _handshake_failure(
     return None
 
 
-def _rules(
-    c: _Conn,
-    ws: dict[str, Any] | None,
-    retx: Sequence[tuple[int, int, int]],
-    zwin: Sequence[tuple[int, int, int]],
-    wupd: Sequence[tuple[int, int, int]],
-    pings: Sequence[tuple[int, int, int, str, str]],
-    eof_ts: int,
-    *,
-    idle_gap_s: float,
-    min_retx: int,
-    grace: int,
-    reset_window: int,
-    fin_grace: int,
-) -> list[_Finding]:
-    out: list[_Finding] = []
-    rst_ended = c.rst is not None and c.end_reason == "rst"
-    both_fin = c.fin[0] is not None and c.fin[1] is not None
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    """The parameters of :func:`disconnects`, in the units the rules use (ns)."""
 
-    # peer_vanished: the sender kept retransmitting after the peer's last sign of life
+    idle_gap_s: float
+    min_retx: int
+    grace: int
+    reset_window: int
+    fin_grace: int
+    pmtu_min_retx: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """Everything the rules see of one connection: its :class:`_Conn` and its rows of the other
+    tables (times in ns)."""
+
+    c: _Conn
+    handshake: tuple[str, int | None, int] | None
+    ws: dict[str, Any] | None
+    retx: Sequence[tuple[int, int, int]]
+    zwin: Sequence[tuple[int, int, int]]
+    wupd: Sequence[tuple[int, int, int]]
+    pings: Sequence[tuple[int, int, int, str, str]]
+    retx_len: Sequence[tuple[int, int, int, int]]
+    too_big: dict[int, list[tuple[int, int, int]]]
+    eof_ts: int
+    limits: _Limits
+
+
+def _pmtu_rule(f: _Facts) -> _Finding | None:
+    """pmtu_black_hole (see :func:`_pmtu_black_hole`)."""
+    return _pmtu_black_hole(
+        f.c, f.handshake, f.retx_len, f.too_big, f.eof_ts, f.limits.pmtu_min_retx
+    )
+
+
+def _peer_vanished(f: _Facts) -> _Finding | None:
+    """peer_vanished: the sender kept retransmitting after the peer's last sign of life (the
+    side with more such retransmissions when both did)."""
+    c, retx, eof_ts = f.c, f.retx, f.eof_ts
     best: _Finding | None = None
     for s in (0, 1):
         p = 1 - s
@@ -498,7 +517,9 @@ def _rules(
             life = c.rst
         since = life[1] if life is not None else -1
         after = [(ts, fr) for ts, fr, d in retx if d == s and ts > since]
-        if len(after) < min_retx or (best is not None and len(after) <= best.retx_after):
+        if len(after) < f.limits.min_retx or (
+            best is not None and len(after) <= best.retx_after
+        ):
             continue
         first_un = c.unacked[s]
         noticed = _sender_action(c, s, after=since, fin_after=after[0][0]) or (None, eof_ts, "eof")
@@ -530,100 +551,114 @@ def _rules(
             f"{len(after)} times into the void{_backoff_text(best.backoff)} and "
             f"{_noticed_text(noticed)}{delay}"
         )
-    if best is not None:
-        out.append(best)
+    return best
 
-    # idle_then_reset
-    if rst_ended and c.rst is not None and c.rst_by is not None:
-        for gap_ms, start_fr, end_fr, end_t in [
-            g for g in (c.last_idle, c.max_idle) if g is not None
-        ]:
-            if end_t is None or gap_ms < idle_gap_s * 1000:
-                continue
-            if not 0 <= c.rst[1] - end_t <= reset_window:
-                continue
-            p = c.rst_by
-            out.append(
-                _Finding(
-                    "idle_then_reset",
-                    p,
-                    f"{gap_ms / 1000:.1f} s of silence, then a RST from the {_SIDE[p]} side "
-                    f"{fmt_ms((c.rst[1] - end_t) / 1e6)} after the next packet (frame {end_fr})",
-                    last_peer=c.dir_last[p],
-                    noticed=(c.rst[0], c.rst[1], "rst_received"),
-                    idle_gap_ms=gap_ms,
-                    evidence=_frames(start_fr, end_fr, c.rst[0]),
-                    filter_from=start_fr,
-                )
-            )
-            break
 
-    # unanswered_heartbeats
-    hb = _unanswered(c, pings)
-    if hb is not None:
-        s, frames, mechs = hb
-        p = 1 - s
-        noticed = (
-            _sender_action(c, s, after=frames[0]) or _peer_action(c, p) or (None, eof_ts, "eof")
+def _idle_then_reset(f: _Facts) -> _Finding | None:
+    """idle_then_reset: a long silence ended shortly before the RST that ended the connection."""
+    c = f.c
+    if not (c.rst is not None and c.end_reason == "rst" and c.rst_by is not None):
+        return None
+    for gap_ms, start_fr, end_fr, end_t in [
+        g for g in (c.last_idle, c.max_idle) if g is not None
+    ]:
+        if end_t is None or gap_ms < f.limits.idle_gap_s * 1000:
+            continue
+        if not 0 <= c.rst[1] - end_t <= f.limits.reset_window:
+            continue
+        p = c.rst_by
+        return _Finding(
+            "idle_then_reset",
+            p,
+            f"{gap_ms / 1000:.1f} s of silence, then a RST from the {_SIDE[p]} side "
+            f"{fmt_ms((c.rst[1] - end_t) / 1e6)} after the next packet (frame {end_fr})",
+            last_peer=c.dir_last[p],
+            noticed=(c.rst[0], c.rst[1], "rst_received"),
+            idle_gap_ms=gap_ms,
+            evidence=_frames(start_fr, end_fr, c.rst[0]),
+            filter_from=start_fr,
         )
-        out.append(
-            _Finding(
-                "unanswered_heartbeats",
-                p,
-                f"{len(frames)} {'/'.join(mechs)} heartbeat(s) from the {_SIDE[s]} got no answer "
-                f"(first: frame {frames[0]}); the {_SIDE[s]} {_noticed_text(noticed)}",
-                last_peer=c.dir_last[p],
-                first_unanswered=c.unacked[s],
-                noticed=noticed,
-                hb_unanswered=len(frames),
-                hb_mechanisms=",".join(mechs),
-                evidence=_frames(*frames, noticed[0]),
-                filter_from=frames[0],
-            )
+    return None
+
+
+def _unanswered_heartbeats(f: _Facts) -> _Finding | None:
+    """unanswered_heartbeats: the sender's last heartbeats got no answer in time."""
+    c = f.c
+    hb = _unanswered(c, f.pings)
+    if hb is None:
+        return None
+    s, frames, mechs = hb
+    p = 1 - s
+    noticed = (
+        _sender_action(c, s, after=frames[0]) or _peer_action(c, p) or (None, f.eof_ts, "eof")
+    )
+    return _Finding(
+        "unanswered_heartbeats",
+        p,
+        f"{len(frames)} {'/'.join(mechs)} heartbeat(s) from the {_SIDE[s]} got no answer "
+        f"(first: frame {frames[0]}); the {_SIDE[s]} {_noticed_text(noticed)}",
+        last_peer=c.dir_last[p],
+        first_unanswered=c.unacked[s],
+        noticed=noticed,
+        hb_unanswered=len(frames),
+        hb_mechanisms=",".join(mechs),
+        evidence=_frames(*frames, noticed[0]),
+        filter_from=frames[0],
+    )
+
+
+def _abortive_close_after_ws_close(f: _Facts) -> _Finding | None:
+    """abortive_close_after_ws_close: a WebSocket Close, then a RST instead of a FIN."""
+    c, ws = f.c, f.ws
+    if ws is None:
+        return None
+    close_fr = ws.get("close_frame")
+    if (
+        close_fr is not None
+        and c.rst is not None
+        and c.rst_by is not None
+        and c.rst[0] > close_fr
+        and c.fin[c.rst_by] is None
+    ):
+        p = c.rst_by
+        return _Finding(
+            "abortive_close_after_ws_close",
+            p,
+            f"WebSocket Close from the {ws.get('close_by') or '?'} (frame {close_fr}), "
+            f"then the {_SIDE[p]} reset the TCP connection (frame {c.rst[0]}) instead "
+            "of closing it with FIN",
+            last_peer=c.dir_last[p],
+            noticed=(c.rst[0], c.rst[1], "rst_received"),
+            evidence=_frames(close_fr, c.rst[0]),
+            filter_from=close_fr,
         )
+    return None
 
-    # WebSocket endings
-    if ws is not None:
-        close_fr = ws.get("close_frame")
-        if (
-            close_fr is not None
-            and c.rst is not None
-            and c.rst_by is not None
-            and c.rst[0] > close_fr
-            and c.fin[c.rst_by] is None
-        ):
-            p = c.rst_by
-            out.append(
-                _Finding(
-                    "abortive_close_after_ws_close",
-                    p,
-                    f"WebSocket Close from the {ws.get('close_by') or '?'} (frame {close_fr}), "
-                    f"then the {_SIDE[p]} reset the TCP connection (frame {c.rst[0]}) instead "
-                    "of closing it with FIN",
-                    last_peer=c.dir_last[p],
-                    noticed=(c.rst[0], c.rst[1], "rst_received"),
-                    evidence=_frames(close_fr, c.rst[0]),
-                    filter_from=close_fr,
-                )
-            )
-        if ws.get("end_reason") == "no_close":
-            first = _first_close(c)
-            if first is not None:
-                fr, ts, p, how = first
-                out.append(
-                    _Finding(
-                        "ws_no_close_frame",
-                        p,
-                        f"the {_SIDE[p]} ended the TCP connection with {how.upper()} (frame {fr}) "
-                        "without a WebSocket Close frame (1006 abnormal closure)",
-                        last_peer=c.dir_last[p],
-                        noticed=(fr, ts, f"{how}_received"),
-                        evidence=_frames(fr),
-                        filter_from=fr,
-                    )
-                )
 
-    # zero_window_stall: the peer's last packet closed its window
+def _ws_no_close_frame(f: _Facts) -> _Finding | None:
+    """ws_no_close_frame: the TCP connection of a WebSocket ended without a Close frame."""
+    c, ws = f.c, f.ws
+    if ws is None or ws.get("end_reason") != "no_close":
+        return None
+    first = _first_close(c)
+    if first is None:
+        return None
+    fr, ts, p, how = first
+    return _Finding(
+        "ws_no_close_frame",
+        p,
+        f"the {_SIDE[p]} ended the TCP connection with {how.upper()} (frame {fr}) "
+        "without a WebSocket Close frame (1006 abnormal closure)",
+        last_peer=c.dir_last[p],
+        noticed=(fr, ts, f"{how}_received"),
+        evidence=_frames(fr),
+        filter_from=fr,
+    )
+
+
+def _zero_window_stall(f: _Facts) -> _Finding | None:
+    """zero_window_stall: the peer's last packet closed its window, and it stayed closed."""
+    c, zwin, wupd, eof_ts = f.c, f.zwin, f.wupd, f.eof_ts
     for p in (0, 1):
         last = c.dir_last[p]
         if last is None:
@@ -634,92 +669,126 @@ def _rules(
         upd = max((ts for ts, _, d in wupd if d == p), default=-1)
         start = next((z for z in zs if z[0] > upd), zs[-1])
         stop = c.rst[1] if c.rst is not None else eof_ts
-        if stop - start[0] < grace:
+        if stop - start[0] < f.limits.grace:
             continue
         s = 1 - p
         noticed = _sender_action(c, s, after=start[0]) or (None, eof_ts, "eof")
-        out.append(
-            _Finding(
-                "zero_window_stall",
-                p,
-                f"the {_SIDE[p]} advertised a zero window from frame {start[1]} to its last packet "
-                f"({(stop - start[0]) / 1e9:.1f} s): its application stopped reading",
-                last_peer=last,
-                noticed=noticed,
-                evidence=_frames(start[1], last[0]),
-                filter_from=start[1],
-                since=(start[1], start[0]),
-            )
+        return _Finding(
+            "zero_window_stall",
+            p,
+            f"the {_SIDE[p]} advertised a zero window from frame {start[1]} to its last packet "
+            f"({(stop - start[0]) / 1e9:.1f} s): its application stopped reading",
+            last_peer=last,
+            noticed=noticed,
+            evidence=_frames(start[1], last[0]),
+            filter_from=start[1],
+            since=(start[1], start[0]),
         )
-        break
+    return None
 
-    # half_open_at_eof: unacknowledged data at the end, no RST, not closed both ways
-    if c.rst is None and not both_fin:
-        for s in (0, 1):
-            un = c.unacked[s]
-            if un is None or eof_ts - un[1] < grace:
-                continue
-            p = 1 - s
-            life = c.dir_last[p]
-            since = life[1] if life is not None else -1
-            resent = [fr for ts, fr, d in retx if d == s and ts > since]
-            out.append(
-                _Finding(
-                    "half_open_at_eof",
-                    p,
-                    f"at the end of the capture the {_SIDE[s]} had been waiting "
-                    f"{(eof_ts - un[1]) / 1e9:.1f} s for the {_SIDE[p]} to acknowledge frame "
-                    f"{un[0]}",
-                    last_peer=life,
-                    first_unanswered=un,
-                    noticed=(None, eof_ts, "eof"),
-                    retx_after=len(resent),
-                    evidence=_frames(un[0], *resent),
-                    filter_from=un[0],
-                )
-            )
-            break
 
-    if rst_ended and c.rst is not None and c.rst_by is not None:
-        p = c.rst_by
-        fin = c.fin[p]
-        why = (
-            f" after closing its side with FIN (frame {fin[0]}): later data hit a closed socket"
-            if fin is not None and fin[0] < c.rst[0]
-            else ""
+def _half_open_at_eof(f: _Facts) -> _Finding | None:
+    """half_open_at_eof: unacknowledged data at the end, no RST, not closed both ways."""
+    c, eof_ts = f.c, f.eof_ts
+    if c.rst is not None or (c.fin[0] is not None and c.fin[1] is not None):
+        return None
+    for s in (0, 1):
+        un = c.unacked[s]
+        if un is None or eof_ts - un[1] < f.limits.grace:
+            continue
+        p = 1 - s
+        life = c.dir_last[p]
+        since = life[1] if life is not None else -1
+        resent = [fr for ts, fr, d in f.retx if d == s and ts > since]
+        return _Finding(
+            "half_open_at_eof",
+            p,
+            f"at the end of the capture the {_SIDE[s]} had been waiting "
+            f"{(eof_ts - un[1]) / 1e9:.1f} s for the {_SIDE[p]} to acknowledge frame "
+            f"{un[0]}",
+            last_peer=life,
+            first_unanswered=un,
+            noticed=(None, eof_ts, "eof"),
+            retx_after=len(resent),
+            evidence=_frames(un[0], *resent),
+            filter_from=un[0],
         )
-        out.append(
-            _Finding(
-                "reset",
-                p,
-                f"the {_SIDE[p]} reset the connection (frame {c.rst[0]}){why}",
-                last_peer=c.dir_last[p],
-                noticed=(c.rst[0], c.rst[1], "rst_received"),
-                evidence=_frames(c.rst[0]),
-                filter_from=c.rst[0],
-            )
-        )
+    return None
 
-    if c.rst is None and not both_fin:
-        for s in (0, 1):
-            fin = c.fin[s]
-            if fin is None or eof_ts - fin[1] < fin_grace:
-                continue
-            p = 1 - s
-            out.append(
-                _Finding(
-                    "one_sided_fin",
-                    p,
-                    f"the {_SIDE[s]} closed (FIN, frame {fin[0]}); the {_SIDE[p]} never closed its "
-                    f"side in the {(eof_ts - fin[1]) / 1e9:.1f} s left in the capture",
-                    last_peer=c.dir_last[p],
-                    noticed=(None, eof_ts, "eof"),
-                    evidence=_frames(fin[0]),
-                    filter_from=fin[0],
-                )
-            )
-            break
-    out.sort(key=lambda f: VERDICTS.index(f.verdict))
+
+def _reset(f: _Facts) -> _Finding | None:
+    """reset: the connection ended with a RST."""
+    c = f.c
+    if not (c.rst is not None and c.end_reason == "rst" and c.rst_by is not None):
+        return None
+    p = c.rst_by
+    fin = c.fin[p]
+    why = (
+        f" after closing its side with FIN (frame {fin[0]}): later data hit a closed socket"
+        if fin is not None and fin[0] < c.rst[0]
+        else ""
+    )
+    return _Finding(
+        "reset",
+        p,
+        f"the {_SIDE[p]} reset the connection (frame {c.rst[0]}){why}",
+        last_peer=c.dir_last[p],
+        noticed=(c.rst[0], c.rst[1], "rst_received"),
+        evidence=_frames(c.rst[0]),
+        filter_from=c.rst[0],
+    )
+
+
+def _one_sided_fin(f: _Facts) -> _Finding | None:
+    """one_sided_fin: one side's FIN was never answered by the other's FIN or RST."""
+    c, eof_ts = f.c, f.eof_ts
+    if c.rst is not None or (c.fin[0] is not None and c.fin[1] is not None):
+        return None
+    for s in (0, 1):
+        fin = c.fin[s]
+        if fin is None or eof_ts - fin[1] < f.limits.fin_grace:
+            continue
+        p = 1 - s
+        return _Finding(
+            "one_sided_fin",
+            p,
+            f"the {_SIDE[s]} closed (FIN, frame {fin[0]}); the {_SIDE[p]} never closed its "
+            f"side in the {(eof_ts - fin[1]) / 1e9:.1f} s left in the capture",
+            last_peer=c.dir_last[p],
+            noticed=(None, eof_ts, "eof"),
+            evidence=_frames(fin[0]),
+            filter_from=fin[0],
+        )
+    return None
+
+
+_Rule = Callable[[_Facts], "_Finding | None"]
+
+#: the rules tried on a connection whose handshake did not fail (``refused`` and
+#: ``syn_unanswered`` come from :func:`_handshake_failure`, which excludes all of these), as
+#: (verdict, rule), in :data:`VERDICTS` order: each returns its finding or None, and every
+#: finding is a row's signal (the first one its verdict)
+RULES: tuple[tuple[str, _Rule], ...] = (
+    ("pmtu_black_hole", _pmtu_rule),
+    ("peer_vanished", _peer_vanished),
+    ("idle_then_reset", _idle_then_reset),
+    ("unanswered_heartbeats", _unanswered_heartbeats),
+    ("abortive_close_after_ws_close", _abortive_close_after_ws_close),
+    ("ws_no_close_frame", _ws_no_close_frame),
+    ("zero_window_stall", _zero_window_stall),
+    ("half_open_at_eof", _half_open_at_eof),
+    ("reset", _reset),
+    ("one_sided_fin", _one_sided_fin),
+)
+
+
+def _rules(f: _Facts) -> list[_Finding]:
+    """The findings of :data:`RULES` for one connection, in verdict order."""
+    out: list[_Finding] = []
+    for _, rule in RULES:
+        found = rule(f)
+        if found is not None:
+            out.append(found)
     return out
 
 
@@ -796,7 +865,7 @@ def _retransmitted_lengths(ev: pd.DataFrame) -> dict[int, list[tuple[int, int, i
     """Retransmissions as {tcp_stream: [(ts, frame, 0 client | 1 server, tcp.len)]}."""
     if not len(ev):
         return {}
-    sel = ev[ev["kind"].astype("string").isin(list(_RETRANSMISSION_KINDS)).fillna(False)
+    sel = ev[ev["kind"].astype("string").isin(list(RETRANSMISSION_KINDS)).fillna(False)
              .to_numpy(bool)]
     out: dict[int, list[tuple[int, int, int, int]]] = {}
     d = (sel["direction"].astype("string") == "server_to_client").fillna(False).to_numpy(bool)
@@ -1183,7 +1252,7 @@ def _facts(conns: pd.DataFrame) -> Iterable[_Conn]:
         )
 
 
-def _by_stream(ev: pd.DataFrame, kinds: Sequence[str]) -> dict[int, list[tuple[int, int, int]]]:
+def _by_stream(ev: pd.DataFrame, kinds: Iterable[str]) -> dict[int, list[tuple[int, int, int]]]:
     """tcp_events rows of ``kinds`` as {tcp_stream: [(ts, frame, 0 client | 1 server), ...]},
     in time order."""
     if not len(ev):

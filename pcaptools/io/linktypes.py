@@ -1,34 +1,13 @@
 """Link-layer types (LINKTYPE_* values of pcap/pcapng) and the per-interface description.
 
-Values and names follow https://www.tcpdump.org/linktypes.html. Only the link types a
-Wireshark user commonly meets are named here; :func:`linktype_name` falls back to the
-number for the others.
+The one home of link-type names: values and names follow https://www.tcpdump.org/linktypes.html
+(:data:`LINKTYPE_NAMES`, used in messages through :func:`linktype_name`, which falls back to the
+number for the others) and :data:`LINKTYPE_LABELS` gives the common ones in plain words.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-LINKTYPE_NULL = 0
-LINKTYPE_ETHERNET = 1
-LINKTYPE_PPP = 9
-LINKTYPE_RAW_12 = 12
-"""DLT_RAW on most systems; Wireshark reads pcap link type 12 as raw IP."""
-LINKTYPE_RAW_14 = 14
-"""DLT_RAW on OpenBSD; Wireshark reads pcap link type 14 as raw IP."""
-LINKTYPE_PPP_HDLC = 50
-LINKTYPE_PPP_ETHER = 51
-LINKTYPE_RAW = 101
-LINKTYPE_C_HDLC = 104
-LINKTYPE_IEEE802_11 = 105
-LINKTYPE_LOOP = 108
-LINKTYPE_LINUX_SLL = 113
-LINKTYPE_PFLOG = 117
-LINKTYPE_IEEE802_11_RADIOTAP = 127
-LINKTYPE_IPV4 = 228
-LINKTYPE_IPV6 = 229
-LINKTYPE_NFLOG = 239
-LINKTYPE_LINUX_SLL2 = 276
 
 #: LINKTYPE value -> short name as in the tcpdump.org list (without the LINKTYPE_ prefix)
 LINKTYPE_NAMES: dict[int, str] = {
@@ -115,6 +94,19 @@ LINKTYPE_NAMES: dict[int, str] = {
     281: "IEEE802_15_4_TAP",
     283: "USB_2_0",
     290: "ETW",
+}
+
+#: LINKTYPE value -> plain-words label for people (the report's capture facts); the link types
+#: most captures have (others: :data:`LINKTYPE_NAMES` / :func:`linktype_name`)
+LINKTYPE_LABELS: dict[int, str] = {
+    0: "NULL/loopback",
+    1: "Ethernet",
+    9: "PPP",
+    101: "raw IP",
+    113: "Linux cooked",
+    228: "raw IPv4",
+    229: "raw IPv6",
+    276: "Linux cooked v2",
 }
 
 #: Wireshark refuses packets longer than this for most link types (WTAP_MAX_PACKET_SIZE_STANDARD)

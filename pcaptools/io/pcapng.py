@@ -55,6 +55,7 @@ BT_CB_COPY = 0x00000BAD
 BT_CB_NO_COPY = 0x40000BAD
 BYTE_ORDER_MAGIC = 0x1A2B3C4D
 SECRETS_TLS_KEYLOG = 0x544C534B
+"""pcapng Decryption Secrets Block type of an NSS key log"""
 
 #: secrets types from the pcapng spec, for messages
 SECRETS_TYPE_NAMES: dict[int, str] = {

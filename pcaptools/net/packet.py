@@ -14,6 +14,11 @@ URG = 0x020
 ECE = 0x040
 CWR = 0x080
 NS = 0x100
+#: (bit, name) of every TCP flag, lowest bit first: the one list the tables and their docs use
+TCP_FLAGS: tuple[tuple[int, str], ...] = (
+    (FIN, "FIN"), (SYN, "SYN"), (RST, "RST"), (PSH, "PSH"), (ACK, "ACK"), (URG, "URG"),
+    (ECE, "ECE"), (CWR, "CWR"), (NS, "NS"),
+)
 
 
 @dataclass(slots=True)

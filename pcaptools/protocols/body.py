@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..diagnostics import Diagnostics
-from ._base import Direction
+from ._base import Direction, Event
 from .content_coding import DEFAULT_MAX_DECODED_BYTES, ContentDecoder, parse_content_encoding
 from .registry import REGISTRY, BodyConsumer
 from .sse import DEFAULT_MAX_LINE_BYTES, SseParser
@@ -71,7 +71,7 @@ the largest DNS message"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class HttpBody:
+class HttpBody(Event):
     """The whole decoded body of one HTTP message handed to a :class:`BodyCollector` (media
     type ``application/dns-message``), emitted when the message ends."""
 

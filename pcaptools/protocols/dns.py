@@ -44,7 +44,7 @@ import dpkt
 
 from ..diagnostics import Diagnostics
 from ..net.packet import UdpDatagram
-from ._base import Direction, StreamChunk
+from ..tcp.stream import Direction, StreamChunk, StreamCursor
 
 __all__ = [
     "DNS_PORT",
@@ -493,12 +493,15 @@ _RESYNC_SCAN_BYTES = _MAX_DNS_MESSAGE + 2 + 14
 """bytes kept while looking for the next message start after lost length prefixes"""
 
 
-class _TcpSide:
-    __slots__ = ("buf", "lost", "skip", "synced")
+class _TcpSide(StreamCursor):
+    """One direction of a DNS over TCP connection, and its cursor (:attr:`next_offset`)."""
+
+    __slots__ = ("buf", "drop", "lost", "synced")
 
     def __init__(self) -> None:
+        self.next_offset = -1
         self.buf = bytearray()
-        self.skip = 0
+        self.drop = 0
         """bytes still to drop: the rest of a message some of whose bytes were not captured"""
         self.synced = True
         """False while the next length prefix is unknown (bytes lost across one, or the
@@ -544,9 +547,14 @@ class DnsTcpObserver:
     def feed(self, chunk: StreamChunk) -> list[object]:
         side = self._sides[chunk.direction]
         data = chunk.data
-        if side.skip:
-            drop = min(side.skip, len(data))
-            side.skip -= drop
+        if chunk.offset != side.next_offset:  # (the first chunk, or bytes missing or repeated)
+            hole, data = side.align(chunk.offset, data)
+            if hole:
+                self.gap(chunk.direction, chunk.offset - hole, hole, chunk.ts_ns, chunk.frame)
+        side.next_offset += len(data)
+        if side.drop:
+            drop = min(side.drop, len(data))
+            side.drop -= drop
             data = data[drop:]
         side.buf += data
         self._parse(side, chunk.direction, chunk.frame, chunk.ts_ns)
@@ -556,16 +564,17 @@ class DnsTcpObserver:
         self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
     ) -> list[object]:
         side = self._sides[direction]
-        if side.skip >= nbytes:  # inside a message already given up
-            side.skip -= nbytes
+        side.skip(offset, nbytes)
+        if side.drop >= nbytes:  # inside a message already given up
+            side.drop -= nbytes
             return []
-        nbytes -= side.skip
-        side.skip = 0
+        nbytes -= side.drop
+        side.drop = 0
         buf = side.buf
         if side.synced and len(buf) >= 2:
             need = 2 + int.from_bytes(buf[:2], "big") - len(buf)
             if nbytes <= need:  # the hole is inside this message: the next prefix is known
-                side.skip = need - nbytes
+                side.drop = need - nbytes
                 buf.clear()
                 self._lost(side, direction, nbytes, ts_ns, frame, "the message they belong to")
                 return []
@@ -581,7 +590,7 @@ class DnsTcpObserver:
         self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False
     ) -> list[object]:
         side = self._sides[direction]
-        if side.synced and (side.buf or side.skip):
+        if side.synced and (side.buf or side.drop):
             need = (2 + int.from_bytes(side.buf[:2], "big") - len(side.buf)
                     if len(side.buf) >= 2 else None)
             self._diag.add(
@@ -594,7 +603,7 @@ class DnsTcpObserver:
                 direction=direction.label,
             )
         side.buf.clear()
-        side.skip = 0
+        side.drop = 0
         return []
 
     def finish(self, ts_ns: int, frame: int) -> list[object]:

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 
 from ..diagnostics import Diagnostics
 from ..redaction import redact_json_text
-from ._base import Direction
+from ._base import Direction, Event
 
 _orjson_loads: Callable[[str], Any] | None
 try:  # optional: 5-7x faster on the small JSON objects of LLM streams
@@ -56,13 +56,8 @@ _SURROGATE = re.compile("[\\ud800-\\udfff]")
 """a lone surrogate (JSON may escape one, ``"\\ud800"``): not text, cannot be stored as UTF-8"""
 
 
-class SseEvent(NamedTuple):
-    """One dispatched server-sent event.
-
-    A named tuple rather than a dataclass: the parser makes one per event with a single C call
-    and the table builder keeps it as its row as it is (events are the largest stream of
-    objects in an LLM capture). Read it by attribute; build one with keywords.
-    """
+class _SseEventFields(NamedTuple):
+    """The fields of :class:`SseEvent` (a NamedTuple cannot have another base)."""
 
     ts_ns: int
     """capture time of the packet that delivered the blank line ending the event"""
@@ -98,6 +93,18 @@ class SseEvent(NamedTuple):
     """True when data is the ``[DONE]`` end marker of OpenAI-compatible streams"""
     finish_reason: str | None
     """``choices[0].finish_reason`` / ``delta.stop_reason`` when present"""
+
+
+class SseEvent(_SseEventFields, Event):
+    """One dispatched server-sent event.
+
+    A named tuple rather than a dataclass: the parser makes one per event with a single C call
+    and the table builder keeps it as its row as it is (events are the largest stream of
+    objects in an LLM capture). Read it by attribute; build one with keywords. It is an
+    :class:`~pcaptools.tcp.stream.Event` like every other event (no fields, no cost added).
+    """
+
+    __slots__ = ()
 
 
 _new_event = tuple.__new__  # SseEvent from a 16-tuple without the keyword-argument __new__

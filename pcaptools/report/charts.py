@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..analyses.summary import fmt_ms
+
 #: colour per Zeek conn_state: green for clean, blue for open, red/orange for resets and rejects
 CONN_STATE_COLOURS: dict[str, str] = {
     "SF": "#2ca02c",
@@ -445,7 +447,7 @@ def ms_histogram_figure(series: dict[str, pd.Series], xtitle: str, ytitle: str) 
         ))
         med = float(np.median(v))
         fig.add_vline(x=med, line={"color": colour, "dash": "dash"},
-                      annotation_text=f"{html.escape(name)} median {_ms_text(med)}",
+                      annotation_text=f"{html.escape(name)} median {fmt_ms(med)}",
                       annotation_position="top right" if colour == colours[0] else "top left")
     xaxis: dict[str, object] = {"title": xtitle}
     if allv.min() == allv.max():
@@ -506,15 +508,6 @@ def token_cadence_figure(points: pd.DataFrame) -> go.Figure | None:
                       xaxis={"title": "ms since the request was sent", "rangemode": "tozero"},
                       yaxis={"title": "token events (cumulative)", "rangemode": "tozero"})
     return fig
-
-
-def _ms_text(v: float) -> str:
-    """12.4 ms, 0.042 ms, 1,204 ms (as the report's text)."""
-    if v >= 1000:
-        return f"{v:,.0f} ms"
-    if v >= 1:
-        return f"{v:.1f} ms"
-    return f"{v:.3g} ms"
 
 
 def _request_id(r: Mapping[Any, Any]) -> str:
@@ -597,7 +590,7 @@ def heartbeat_figure(points: pd.DataFrame) -> go.Figure | None:
                     "line": {"width": 2, "color": colour}},
             hovertext=[
                 f"ping, frame {int(f)}<br>{t:.6f} s<br>{html.escape(str(o))}"
-                + ("" if math.isnan(r) else f", pong after {_ms_text(float(r))}")
+                + ("" if math.isnan(r) else f", pong after {fmt_ms(float(r))}")
                 for f, t, o, r in zip(p["frame"], p["t_s"], p["outcome"], p["rtt_ms"], strict=True)
             ],
             hoverinfo="text",
@@ -608,7 +601,7 @@ def heartbeat_figure(points: pd.DataFrame) -> go.Figure | None:
             name="pong", mode="markers", x=pongs["t_s"], y=pongs["lane"],
             marker={"color": "#1f77b4", "symbol": "diamond", "size": 7},
             hovertext=[
-                f"pong, frame {int(f)}<br>{t:.6f} s<br>{_ms_text(float(r))} after the ping"
+                f"pong, frame {int(f)}<br>{t:.6f} s<br>{fmt_ms(float(r))} after the ping"
                 for f, t, r in zip(pongs["frame"], pongs["t_s"], pongs["rtt_ms"], strict=True)
             ],
             hoverinfo="text",

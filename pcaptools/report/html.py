@@ -49,6 +49,8 @@ from ..analyses.latency import stream_latency
 from ..analyses.overhead import CATEGORIES, overhead
 from ..analyses.summary import fmt_ms, headline, health_verdicts, tls_decrypt_sentences, verdicts
 from ..diagnostics import CATALOGUE
+from ..io.linktypes import LINKTYPE_LABELS
+from ..tcp.analysis import KIND_NAMES
 from . import charts
 
 if TYPE_CHECKING:
@@ -251,7 +253,7 @@ def verdicts_section(ctx: ReportContext) -> Section:
 def capture_section(ctx: ReportContext) -> Section:
     h, s = ctx.head, ctx.cap.summary
     fmt = h["format"] + (f", {h['compression']}-compressed" if h["compression"] else "")
-    lt = ", ".join(f"{_LINKTYPES.get(x, 'link type')} ({x})" for x in h["linktypes"]) or "-"
+    lt = ", ".join(f"{LINKTYPE_LABELS.get(x, 'link type')} ({x})" for x in h["linktypes"]) or "-"
     frames = (
         f"{h['frames']:,} ({h['tcp_frames']:,} TCP, {h['udp_frames']:,} UDP, "
         f"{h['other_ip_frames']:,} other IP, {h['non_ip_frames']:,} not IP)"
@@ -1317,37 +1319,8 @@ def _plotly_js() -> Markup:
 
 # -- small formatting helpers ------------------------------------------------------------
 
-_LINKTYPES = {
-    0: "NULL/loopback",
-    1: "Ethernet",
-    9: "PPP",
-    101: "raw IP",
-    113: "Linux cooked",
-    228: "raw IPv4",
-    229: "raw IPv6",
-    276: "Linux cooked v2",
-}
-
-_TSHARK_FLAG = {
-    k: f"tcp.analysis.{k}"
-    for k in (
-        "retransmission",
-        "fast_retransmission",
-        "spurious_retransmission",
-        "out_of_order",
-        "lost_segment",
-        "ack_lost_segment",
-        "duplicate_ack",
-        "keep_alive",
-        "keep_alive_ack",
-        "zero_window",
-        "zero_window_probe",
-        "zero_window_probe_ack",
-        "window_full",
-        "window_update",
-        "reused_ports",
-    )
-}
+#: the tshark field of each tcp_events kind that has one (all but ``resent``)
+_TSHARK_FLAG = {k: f"tcp.analysis.{k}" for k in KIND_NAMES}
 
 
 def _cell(v: Cell) -> Cell:

@@ -7,7 +7,11 @@
 
 from __future__ import annotations
 
+from ..net.packet import TCP_FLAGS
 from .schema import TS_DTYPE, Column, TableSchema
+
+_TCP_FLAG_BITS = " ".join(f"{name}=0x{bit:02x}" for bit, name in TCP_FLAGS)
+_TCP_FLAG_LETTERS = " ".join(name[0] for _, name in reversed(TCP_FLAGS))
 
 _TCP_STREAM = Column("tcp_stream", "int64", None, "Wireshark tcp.stream index of the connection")
 _DIRECTION = Column(
@@ -33,8 +37,8 @@ PACKETS = TableSchema(
         Column("dport", "Int64", None, "TCP/UDP destination port"),
         Column("tcp_stream", "Int64", None, "Wireshark tcp.stream; also set, as tshark does, on ICMP errors quoting a TCP header of the connection; NA for other non-TCP frames"),
         Column("direction", "category", None, "client_to_server / server_to_client for TCP frames"),
-        Column("tcp_flags", "Int64", None, "9-bit TCP flags (tcp.flags): FIN=0x01 SYN=0x02 RST=0x04 PSH=0x08 ACK=0x10 URG=0x20 ECE=0x40 CWR=0x80 NS=0x100"),
-        Column("flags", "category", None, "TCP flags as letters, Wireshark order: N C E U A P R S F (e.g. 'AS' for SYN-ACK)"),
+        Column("tcp_flags", "Int64", None, f"9-bit TCP flags (tcp.flags): {_TCP_FLAG_BITS}"),
+        Column("flags", "category", None, f"TCP flags as letters, Wireshark order: {_TCP_FLAG_LETTERS} (e.g. 'AS' for SYN-ACK)"),
         Column("seq", "Int64", None, "tcp.seq: relative sequence number (as Wireshark shows by default)"),
         Column("ack", "Int64", None, "tcp.ack: relative acknowledgement number; NA without the ACK flag"),
         Column("seq_raw", "Int64", None, "tcp.seq_raw: sequence number as on the wire"),
@@ -138,8 +142,6 @@ CONNECTIONS = TableSchema(
     ),
 )
 
-TCP_LOSS_KINDS = ("loss", "spurious", "capture_drop", "unresolved")
-
 TCP_LOSSES = TableSchema(
     name="tcp_losses",
     grain="one row per segment its sender had to send again (from any vantage point), per range the capture missed, and per range left unresolved at the end",
@@ -202,13 +204,6 @@ TCP_HANDSHAKES = TableSchema(
         Column("tfo_cookie_len", "Int64", "bytes", "length of the TFO cookie in the SYN (client) or SYN-ACK (server grant)"),
         Column("syn_data_bytes", "int64", "bytes", "payload carried in the SYN (TCP Fast Open data)"),
     ),
-)
-
-TCP_EVENT_KINDS = (
-    "retransmission", "fast_retransmission", "spurious_retransmission", "out_of_order",
-    "lost_segment", "ack_lost_segment", "duplicate_ack", "keep_alive", "keep_alive_ack",
-    "zero_window", "zero_window_probe", "zero_window_probe_ack", "window_full",
-    "window_update", "reused_ports", "resent",
 )
 
 TCP_EVENTS = TableSchema(

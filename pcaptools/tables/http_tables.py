@@ -689,15 +689,6 @@ def _party(d: Direction | None) -> str | None:
     return "client" if d == Direction.CLIENT_TO_SERVER else "server"
 
 
-def _hv(headers: tuple[tuple[str, str], ...] | None, name: str) -> str | None:
-    if headers is None:
-        return None
-    for k, v in headers:
-        if k == name:
-            return v
-    return None
-
-
 _FRAME_INTS = (
     "frame", "ts", "tcp_stream", "stream_id", "type_code", "flags", "length", "pad_length",
     "end_stream", "ack", "data_bytes", "header_block_bytes", "status", "window_increment",

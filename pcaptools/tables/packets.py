@@ -14,13 +14,13 @@ import pandas as pd
 from .._columns import NA, CodeColumn, Records, boolean, categorical, float_ms, nullable
 from ..diagnostics import Diagnostics
 from ..io.frame import RawFrame
-from ..net.packet import IpPacket, TcpSegment, UdpDatagram
+from ..net.packet import TCP_FLAGS, IpPacket, TcpSegment, UdpDatagram
 from ..tcp.analysis import SegmentAnalysis
 from ..tcp.tracker import addr_text
 from .foundation import PACKETS
 
-_FLAG_LETTERS = ((0x100, "N"), (0x80, "C"), (0x40, "E"), (0x20, "U"), (0x10, "A"), (0x08, "P"),
-                 (0x04, "R"), (0x02, "S"), (0x01, "F"))
+#: (bit, letter) in Wireshark's order, highest bit first: N C E U A P R S F
+_FLAG_LETTERS = tuple((bit, name[0]) for bit, name in reversed(TCP_FLAGS))
 _FLAG_TEXT = ["".join(ch for bit, ch in _FLAG_LETTERS if f & bit) for f in range(0x200)]
 
 _INT_COLS = ("frame", "ts", "frame_len", "cap_len", "interface", "ip_version", "ip_proto", "sport",

@@ -14,6 +14,10 @@ dataclasses (nouns for wire units: ``TlsRecord``, ``Http2Frame``; past-tense ver
 changes: ``HandshakeCompleted``, ``StreamEnded``) that carry ``ts_ns`` and ``frame``; the
 table builders turn them into rows.
 
+An observer keeps one :class:`StreamCursor` per direction (the next offset it expects) to
+line chunks up with what it has seen: a chunk beyond it means bytes it was never given, a
+chunk before it overlaps bytes it already has.
+
 This module sits below ``protocols/``: the TCP layer owns its output types.
 """
 
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Protocol
 
-__all__ = ["Direction", "Event", "StreamChunk", "StreamObserver"]
+__all__ = ["Direction", "Event", "StreamChunk", "StreamCursor", "StreamObserver"]
 
 
 class Direction(IntEnum):
@@ -110,3 +114,55 @@ class StreamObserver(Protocol):
         """End of the capture: the last events of whatever is still open (called once,
         after every close)."""
         ...
+
+
+class StreamCursor:
+    """The next stream offset one direction of an observer expects, and how a chunk lines up
+    with it: the offset/gap/overlap bookkeeping every observer needs once, written once.
+
+    The TCP layer delivers each direction in order, so a chunk normally starts exactly at
+    :attr:`next_offset`; the hot path compares and advances inline, and calls :meth:`align`
+    only when it does not::
+
+        cur = self._cursor[chunk.direction]  # (or a per-direction state that subclasses it)
+        data, off = chunk.data, chunk.offset
+        if off != cur.next_offset:
+            hole, data = cur.align(off, data)
+            if hole:
+                out += self.gap(chunk.direction, off - hole, hole, chunk.ts_ns, chunk.frame)
+        cur.next_offset += len(data)
+        # ... parse data ...
+
+    and ``gap()`` calls :meth:`skip`. Subclass it (it has ``__slots__``) to keep the cursor in
+    the per-direction state an observer already has, at the cost of one attribute."""
+
+    __slots__ = ("next_offset",)
+
+    def __init__(self, next_offset: int = -1) -> None:
+        self.next_offset = next_offset
+        """stream offset of the next byte expected; -1 until the first chunk or gap sets it
+        (a capture may start inside a connection: whatever comes first is accepted)"""
+
+    def align(self, offset: int, data: bytes) -> tuple[int, bytes]:
+        """Line up a chunk whose first byte is at stream ``offset`` and move the cursor to the
+        first byte of the data returned, ready for the caller to parse it and add its length.
+
+        Returns ``(hole, data)``: ``hole`` > 0 bytes between the cursor and ``offset`` never
+        arrived (report them as a gap of ``hole`` bytes at ``offset - hole`` before parsing:
+        :meth:`skip` then has nothing left to do); ``data`` is the chunk without the bytes
+        before the cursor, already seen (``b""`` when all of it was). Never raises."""
+        nxt = self.next_offset
+        if nxt < 0 or offset >= nxt:
+            self.next_offset = offset
+            return (offset - nxt if nxt >= 0 else 0), data
+        overlap = nxt - offset
+        if overlap >= len(data):
+            return 0, b""
+        return 0, data[overlap:]
+
+    def skip(self, offset: int, nbytes: int) -> None:
+        """``nbytes`` at ``offset`` were never captured: the cursor moves past them (never
+        back, so a hole :meth:`align` already reported moves nothing)."""
+        end = offset + nbytes
+        if end > self.next_offset:
+            self.next_offset = end

@@ -20,6 +20,7 @@ from .._columns import NA, CodeColumn, IntColumn
 from ..diagnostics import Diagnostics
 from ..net.packet import ACK, FIN, RST, SYN, TcpSegment
 from .stream import Direction, StreamChunk, StreamObserver
+from .analysis import RETRANSMISSION_KINDS as RETRANSMISSION_KINDS  # (re-exported: its home)
 from .analysis import SegmentAnalysis, TcpAnalyzer, TcpConversation
 from .connstate import ConnHistory
 from .losses import LossDirection, LossRecorder, vantage
@@ -130,9 +131,6 @@ _MAX_BIG = 16
 
 IDLE_FLOOR_NS = 1_000_000_000
 """silences shorter than this are not recorded as Connection.idle_last_* (the longest one is)"""
-
-#: tcp_events kinds that tshark's ``tcp.analysis.retransmission`` display filter matches
-RETRANSMISSION_KINDS = frozenset({"retransmission", "fast_retransmission", "spurious_retransmission"})
 
 
 def addr_text(packed: bytes) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib
 import itertools
 import json
 import statistics
@@ -631,3 +632,55 @@ def test_empty_capture(tmp_path: Path) -> None:
     df = disconnects(pcaptools.load(path))
     DISCONNECTS.check(df)
     assert df.empty and df.attrs["connections"] == 0 and df.attrs["verdicts"] == {}
+
+
+def test_rule_list_follows_the_documented_verdict_order() -> None:
+    """The rules are a list of small functions, one per verdict, tried in the order the module
+    docstring documents (VERDICTS); refused and syn_unanswered come from the handshake check
+    that runs before them and excludes them."""
+    mod = importlib.import_module("pcaptools.analyses.disconnects")  # (a function shadows it)
+
+    assert [name for name, _ in mod.RULES] == list(VERDICTS[2:])
+    assert VERDICTS[:2] == ("refused", "syn_unanswered")
+    assert len({rule for _, rule in mod.RULES}) == len(mod.RULES)
+    doc = mod.__doc__ or ""
+    documented = [v for v in VERDICTS if f"- ``{v}``" in doc]
+    assert documented == list(VERDICTS)
+    assert sorted(documented, key=lambda v: doc.index(f"- ``{v}``")) == list(VERDICTS)
+    for name, rule in mod.RULES:
+        assert name in (rule.__doc__ or "").split(":")[0], name
+
+
+def test_each_rule_returns_its_own_verdict_or_none() -> None:
+    """Every rule, given the facts of a connection, returns a finding of its own verdict or None:
+    a RST after a long silence is idle_then_reset and reset; a lone FIN is one_sided_fin."""
+    mod = importlib.import_module("pcaptools.analyses.disconnects")  # (a function shadows it)
+
+    limits = mod._Limits(idle_gap_s=30.0, min_retx=3, grace=2 * 10**9,
+                         reset_window=5 * 10**9, fin_grace=10**9, pmtu_min_retx=2)
+    s = 10**9
+
+    def facts(**conn: Any) -> Any:
+        base: dict[str, Any] = dict(
+            stream=0, client="10.0.0.1:1000", server="10.0.0.2:80", end_reason=None,
+            conn_state=None, first_frame=1, last_frame=9, last_ts=100 * s,
+            dir_last=[(8, 99 * s), (9, 100 * s)], fin=[None, None], rst=None, rst_by=None,
+            rst_ttl=None, rst_ip_id=None, ttl_range=[None, None], ip_id=[None, None],
+            ip_id_sequential=[False, False], packets=[5, 4], max_idle=(0.0, None, None, None),
+            last_idle=None, unacked=[None, None],
+        )
+        base.update(conn)
+        return mod._Facts(mod._Conn(**base), None, None, (), (), (), (), (), {}, 100 * s, limits)
+
+    rst = facts(end_reason="rst", rst=(9, 100 * s), rst_by=1,
+                last_idle=(40_000.0, 7, 8, 99 * s))
+    fin = facts(end_reason=None, fin=[(5, 50 * s), None])
+    got = {name: (rule(rst), rule(fin)) for name, rule in mod.RULES}
+    for name, (a, b) in got.items():
+        for found in (a, b):
+            assert found is None or found.verdict == name
+    assert [n for n, (a, _) in got.items() if a is not None] == ["idle_then_reset", "reset"]
+    assert [n for n, (_, b) in got.items() if b is not None] == ["one_sided_fin"]
+    assert got["reset"][0].peer == 1 and got["one_sided_fin"][1].peer == 1
+    assert got["idle_then_reset"][0].idle_gap_ms == 40_000.0
+    assert [f.verdict for f in mod._rules(rst)] == ["idle_then_reset", "reset"]

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._base import Direction
+from ...tcp.stream import Direction, Event
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TlsRecord:
+class TlsRecord(Event):
     """One TLS record (a row of ``tls_records``)."""
 
     ts_ns: int
@@ -41,7 +41,7 @@ class TlsRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TlsHandshakeMessage:
+class TlsHandshakeMessage(Event):
     """One handshake message, reassembled across records (cleartext or decrypted)."""
 
     ts_ns: int
@@ -58,7 +58,7 @@ class TlsHandshakeMessage:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TlsAlert:
+class TlsAlert(Event):
     """An alert. ``level``/``description`` are None when it was encrypted and not decrypted."""
 
     ts_ns: int
@@ -74,7 +74,7 @@ class TlsAlert:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TlsHandshakeCompleted:
+class TlsHandshakeCompleted(Event):
     """The client's Finished was seen (decrypted, or inferred from the record sequence)."""
 
     ts_ns: int
@@ -92,7 +92,7 @@ class TlsHandshakeCompleted:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TlsSession:
+class TlsSession(Event):
     """Everything known about one TLS session at the end: a row of ``tls_handshakes``.
 
     Emitted when a new ClientHello starts another session on the connection, when both

@@ -36,7 +36,7 @@ from dataclasses import fields
 from typing import Any
 
 from ...diagnostics import Diagnostics
-from .._base import Direction, Observer, StreamChunk
+from ...tcp.stream import Direction, StreamChunk, StreamCursor, StreamObserver
 from . import handshake as hs
 from .decrypt import (
     DecryptError,
@@ -115,7 +115,8 @@ _PROTECT_NONE = 0
 _PROTECT_ALL = 1  # TLS <= 1.2 after ChangeCipherSpec: every record
 _PROTECT_APPDATA = 2  # TLS 1.3: only records of type 23 are protected
 
-InnerFactory = Callable[[str | None], Observer | None]
+InnerFactory = Callable[[str | None], StreamObserver | None]
+"""ALPN (None if none) -> the observer of the decrypted application data (None: not parsed)"""
 
 _new_object = object.__new__
 
@@ -188,8 +189,9 @@ def _stream_chunk(
     return c
 
 
-class _Dir:
-    """State of one direction. Holds key material: never printed (no dataclass repr)."""
+class _Dir(StreamCursor):
+    """State of one direction, and its cursor (:attr:`next_offset`: the next stream offset
+    expected). Holds key material: never printed (no dataclass repr)."""
 
     __slots__ = (
         "app_dec",
@@ -210,6 +212,7 @@ class _Dir:
     )
 
     def __init__(self) -> None:
+        self.next_offset = -1
         self.reader = RecordReader()
         self.protect = _PROTECT_NONE
         self.dec: RecordDecryptor | None = None
@@ -305,7 +308,7 @@ class TlsObserver:
         self._keylog = keylog
         """consulted when a session needs keys (so secrets added later, e.g. from a pcapng DSB, count)"""
         self._inner_factory = inner_factory
-        self._inner: Observer | None = None
+        self._inner: StreamObserver | None = None
         self._inner_started = False
         self._dirs = (_Dir(), _Dir())
         self._sessions: list[_Session] = []
@@ -317,7 +320,13 @@ class TlsObserver:
     # ------------------------------------------------------------------ public API
 
     @property
-    def inner(self) -> Observer | None:
+    def wants_bytes(self) -> bool:
+        """Always True: every byte of a TLS connection is counted (records, handshake bytes,
+        bytes skipped while desynchronised), even once nothing above TLS is parsed."""
+        return True
+
+    @property
+    def inner(self) -> StreamObserver | None:
         """the observer of the decrypted application data, once created"""
         return self._inner
 
@@ -328,9 +337,12 @@ class TlsObserver:
     def feed(self, chunk: StreamChunk) -> list[object]:
         """Records completed by ``chunk`` and everything they caused."""
         d = self._dirs[chunk.direction]
+        if chunk.offset != d.next_offset:
+            return self._realign(d, chunk)
         reader = d.reader
         data = chunk.data
         n = len(data)
+        d.next_offset += n
         need = reader.need
         if need > n and type(data) is bytes and not self._broken:
             # the middle of a record: nothing completes (RecordReader.take, inlined)
@@ -361,12 +373,29 @@ class TlsObserver:
                 self._add(code, detail, chunk.ts_ns, chunk.frame, chunk.direction)
         return out
 
+    def _realign(self, d: _Dir, chunk: StreamChunk) -> list[object]:
+        """``feed`` of a chunk that does not start where this direction's last one ended (its
+        first chunk, or bytes missing or overlapping before it): a gap for the bytes missing,
+        then the bytes not seen yet."""
+        hole, data = d.align(chunk.offset, chunk.data)
+        out: list[object] = []
+        if hole:
+            out += self.gap(chunk.direction, chunk.offset - hole, hole, chunk.ts_ns, chunk.frame)
+        if data:
+            if data is not chunk.data:
+                chunk = _stream_chunk(
+                    chunk.direction, data, chunk.ts_ns, chunk.frame, d.next_offset
+                )
+            out += self.feed(chunk)
+        return out
+
     def gap(
         self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
     ) -> list[object]:
         """``nbytes`` at ``offset`` were never captured: resynchronise this direction."""
         out: list[object] = []
         d = self._dirs[direction]
+        d.skip(offset, nbytes)
         d.reader.gap(offset, nbytes)
         d.hs_buf.clear()
         d.seq_search = min(MAX_SEQ_SEARCH, nbytes // 21 + 2)
@@ -407,23 +436,24 @@ class TlsObserver:
             )
         inner = self._inner
         if inner is not None:
-            if at_eof:
-                out += inner.close(direction, ts_ns, frame, at_eof=True)  # type: ignore[call-arg]
-            else:
-                out += inner.close(direction, ts_ns, frame)
+            out += inner.close(direction, ts_ns, frame, at_eof=at_eof)
         if all(x.closed for x in self._dirs):
-            out += self.finish()
+            out += self._summaries()
         return out
 
-    def finish(self, ts_ns: int | None = None, frame: int | None = None) -> list[object]:
+    def finish(self, ts_ns: int, frame: int) -> list[object]:
         """End of capture: the inner observer's last events, then :class:`TlsSession` events of
         the sessions not yet reported (idempotent)."""
         out: list[object] = []
-        inner_finish = getattr(self._inner, "finish", None)
-        if inner_finish is not None and ts_ns is not None:
-            out += inner_finish(ts_ns, frame)
-        out += [self._summary(s) for s in self._sessions if not s.emitted]
+        if self._inner is not None:
+            out += self._inner.finish(ts_ns, frame)
+        out += self._summaries()
         return out
+
+    def _summaries(self) -> list[object]:
+        """:class:`TlsSession` events of the sessions not yet reported (once both directions
+        closed, and at :meth:`finish`)."""
+        return [self._summary(s) for s in self._sessions if not s.emitted]
 
     # ------------------------------------------------------------------ helpers
 

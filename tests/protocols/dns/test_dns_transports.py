@@ -576,3 +576,30 @@ def test_a_segment_the_capture_missed_costs_one_answer(tmp_path: Path, tshark: s
     assert [(int(f), n) for f, n in resp] == [
         (12, "big.lab.test"), (15, "a.lab.test"), (16, "a.lab.test"), (18, "nx.example.com"),
         (29, "split.lab.test")]
+
+
+def test_tcp_chunks_are_aligned_with_the_stream_cursor() -> None:
+    """A chunk that repeats bytes already seen is trimmed, and a chunk beyond the next
+    expected offset counts as a gap first: the same transactions and rows as the clean feed
+    with an explicit gap (tcp.stream.StreamCursor)."""
+    wire = _framed(Q1, Q2, Q3)
+    start2 = len(_framed(Q1))
+    clean, overlapped = _observer(), _observer()
+    _feed(clean[0], C2S, wire, [], 1)
+    _feed(overlapped[0], C2S, wire[: start2 + 5], [], 1)
+    _feed(overlapped[0], C2S, wire[3:], [], 2, offset=3)  # bytes 3.. again, then the rest
+    assert [t.name for t in overlapped[1].transactions] == ["a.test", "b.test", "c.test"]
+    assert _summary(overlapped[1])[1:] == [(2, "b.test", 2, None, "tcp", 7),
+                                           (3, "c.test", 2, None, "tcp", 7)]
+    assert not overlapped[2].counts and not clean[2].counts
+
+    explicit, implicit = _observer(), _observer()
+    for obs, _, _ in (explicit, implicit):
+        nxt = _feed(obs, C2S, wire[: start2 + 5], [], 1)
+        if obs is explicit[0]:
+            obs.gap(C2S, start2 + 5, 4, nxt * 1000, nxt)
+        _feed(obs, C2S, wire[start2 + 9:], [], nxt, offset=start2 + 9)
+    assert [t.name for t in implicit[1].transactions] == ["a.test", "c.test"]
+    assert _summary(implicit[1]) == _summary(explicit[1])
+    assert implicit[2].counts == explicit[2].counts == {"dns.tcp_bytes_lost": 1}
+    assert [r.detail for r in implicit[2].rows] == [r.detail for r in explicit[2].rows]

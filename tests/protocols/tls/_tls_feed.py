@@ -14,14 +14,14 @@ from pathlib import Path
 
 from pcaptools.diagnostics import Diagnostics
 from pcaptools.io import open_capture
+from pcaptools.io.pcapng import SECRETS_TLS_KEYLOG
 from pcaptools.net.decode import PacketDecoder
 from pcaptools.net.packet import ACK, FIN, RST, SYN, TcpSegment
-from pcaptools.protocols._base import Direction, Observer, StreamChunk
 from pcaptools.protocols.tls import KeyLog, TlsObserver
+from pcaptools.protocols.tls.observer import InnerFactory
 from pcaptools.tcp.reassembly import Reassembler, StreamGap
+from pcaptools.tcp.stream import Direction, StreamChunk, StreamObserver
 from pcaptools.tcp.tracker import TcpTracker
-
-SECRETS_TLS_KEYLOG = 0x544C534B
 
 
 @dataclass
@@ -33,6 +33,7 @@ class Collector:
     chunks: list[StreamChunk] = field(default_factory=list)
     gaps: list[tuple[int, int, int]] = field(default_factory=list)
     closed: list[int] = field(default_factory=list)
+    finished: int = 0
 
     def feed(self, chunk: StreamChunk) -> list[object]:
         assert chunk.offset == len(self.data[chunk.direction]) + sum(
@@ -48,8 +49,18 @@ class Collector:
         self.gaps.append((direction, offset, nbytes))
         return []
 
-    def close(self, direction: Direction, ts_ns: int, frame: int) -> list[object]:
+    @property
+    def wants_bytes(self) -> bool:
+        return True
+
+    def close(
+        self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False
+    ) -> list[object]:
         self.closed.append(direction)
+        return []
+
+    def finish(self, ts_ns: int, frame: int) -> list[object]:
+        self.finished += 1
         return []
 
 
@@ -89,7 +100,7 @@ def run(
     inner: bool = True,
     chunker: Callable[[bytes], Iterable[bytes]] | None = None,
     diag: Diagnostics | None = None,
-    inner_for: Callable[[int, Diagnostics], Callable[[str | None], Observer | None]] | None = None,
+    inner_for: Callable[[int, Diagnostics], InnerFactory] | None = None,
 ) -> Run:
     """Feed every TCP connection of ``path`` to a TlsObserver; return all events.
 
@@ -114,8 +125,8 @@ def run(
     ports: dict[int, int] = {}
     last = (0, 0)
 
-    def make_inner(stream: int) -> Callable[[str | None], Observer | None]:
-        def factory(alpn: str | None) -> Observer | None:
+    def make_inner(stream: int) -> InnerFactory:
+        def factory(alpn: str | None) -> StreamObserver | None:
             if not inner:
                 return None
             c = inners[stream] = Collector(alpn)
@@ -181,5 +192,5 @@ def run(
         obs = observers[st]
         events.extend(obs.close(Direction.CLIENT_TO_SERVER, *last))
         events.extend(obs.close(Direction.SERVER_TO_CLIENT, *last))
-        events.extend(obs.finish())
+        events.extend(obs.finish(*last))
     return Run(events, observers, inners, diag, keylog, ports)

@@ -47,6 +47,8 @@ class Inner:
     offsets: list[tuple[int, int, int]] = field(default_factory=list)
     gaps: list[tuple[int, int, int]] = field(default_factory=list)
     closed: list[int] = field(default_factory=list)
+    finished: int = 0
+    at_eof: list[bool] = field(default_factory=list)
 
     def feed(self, chunk: StreamChunk) -> list[object]:
         self.offsets.append((chunk.direction, chunk.offset, len(chunk.data)))
@@ -59,8 +61,19 @@ class Inner:
         self.gaps.append((direction, offset, nbytes))
         return []
 
-    def close(self, direction: Direction, ts_ns: int, frame: int) -> list[object]:
+    @property
+    def wants_bytes(self) -> bool:
+        return True
+
+    def close(
+        self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False
+    ) -> list[object]:
         self.closed.append(direction)
+        self.at_eof.append(at_eof)
+        return []
+
+    def finish(self, ts_ns: int, frame: int) -> list[object]:
+        self.finished += 1
         return []
 
 
@@ -689,7 +702,7 @@ def test_random_bytes_never_raise(chunks: list[tuple[int, bytes]], prefix: bool)
         if data:
             h.send(d, data)
     h.close()
-    h.obs.finish()
+    h.obs.finish(h.frame * 1_000_000, h.frame)
     assert "tls.internal_error" not in h.diag.counts
 
 
@@ -721,3 +734,55 @@ def test_not_tls_is_reported_once_at_close() -> None:
         ("tls.resync_failed", "no TLS record found in the 27 bytes of this direction (not TLS?)")
     ]
     assert h.of(TlsSession) == [] and h.obs.bytes_skipped(C2S) == 27
+
+
+def test_inner_observer_is_called_through_the_full_contract() -> None:
+    """The TLS observer is a StreamObserver and drives its inner one as the tracker drives it:
+    close() passes at_eof on, finish() reaches the inner observer once (a close of both
+    directions reports the sessions, but only finish() ends the inner observer)."""
+    h = Harness(rfc.KEYLOG)
+    assert h.obs.wants_bytes is True
+    _rfc_conversation(h)
+    (inner,) = h.inners
+    assert inner.closed == [0, 1] and inner.at_eof == [False, False] and inner.finished == 0
+    assert len(h.of(TlsSession)) == 1
+    assert h.obs.finish(99_000_000, 99) == [] and inner.finished == 1
+
+
+    h2 = Harness(rfc.KEYLOG)
+    for d, data in rfc.CONVERSATION:
+        h2.send(d, data)
+    h2.obs.close(C2S, 50_000_000, 50, at_eof=True)
+    (inner2,) = h2.inners
+    assert inner2.closed == [0] and inner2.at_eof == [True]
+    out = h2.obs.finish(51_000_000, 51)
+    assert inner2.finished == 1 and [type(e) for e in out] == [TlsSession]
+
+
+def test_chunks_are_aligned_with_the_stream_cursor() -> None:
+    """Repeated bytes are trimmed and bytes never delivered become a gap (with the inner
+    observer told), as tcp.stream.StreamCursor says: overlapping deliveries of the RFC 8448
+    conversation give exactly the events of the clean one."""
+    clean, overlapped = Harness(rfc.KEYLOG), Harness(rfc.KEYLOG)
+    _rfc_conversation(clean)
+    for d, data in rfc.CONVERSATION:
+        overlapped.frame += 1
+        start = overlapped.offset[d]
+        for lo in range(0, len(data), 40):  # 60-byte pieces, each repeating 20 bytes
+            overlapped.events += overlapped.obs.feed(
+                StreamChunk(direction=Direction(d), data=data[max(0, lo - 20) : lo + 40],
+                            ts_ns=overlapped.frame * 1_000_000, frame=overlapped.frame,
+                            offset=start + max(0, lo - 20))
+            )
+        overlapped.offset[d] += len(data)
+    overlapped.close()
+    assert overlapped.events == clean.events
+    assert overlapped.inners[0].data == clean.inners[0].data
+    assert not overlapped.diag.rows
+
+    h = Harness(rfc.KEYLOG)
+    h.send(0, rfc.CLIENT_HELLO_RECORD)
+    h.offset[0] += 100  # 100 bytes never delivered, and no gap() call either
+    h.send(0, b"\x17\x03\x03\x00\x05hello")
+    assert h.obs._dirs[0].next_offset == h.offset[0]
+    assert h.obs.bytes_skipped(C2S) == 100
