@@ -3,19 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from ..tcp.stream import Direction, Event, StreamChunk, StreamObserver
 
+Observer = StreamObserver
+"""the one observer contract (:class:`~pcaptools.tcp.stream.StreamObserver`), old name"""
+
 __all__ = ["Direction", "Event", "Observer", "StreamChunk", "StreamObserver"]
-
-
-class Observer(Protocol):
-    """The part of :class:`~pcaptools.tcp.stream.StreamObserver` every observer implements
-    today (being replaced by the full contract)."""
-
-    def feed(self, chunk: StreamChunk) -> list[object]: ...
-    def gap(
-        self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
-    ) -> list[object]: ...
-    def close(self, direction: Direction, ts_ns: int, frame: int) -> list[object]: ...

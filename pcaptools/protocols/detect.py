@@ -26,8 +26,8 @@ from ..diagnostics import Diagnostics
 from . import builtin  # noqa: F401  (fills REGISTRY with the built-in protocols)
 from ._base import Direction, Observer, StreamChunk
 from ._hold import Held
-from .http1 import Http1Observer, UpgradeFactory
-from .http2 import PREFACE, Http2Observer, _plausible
+from .http1 import UpgradeFactory
+from .http2 import PREFACE, plausible_frame_header
 from .registry import REGISTRY
 
 __all__ = ["ALPN_KINDS", "Detection", "HttpDetector", "detect", "observer_for", "tls_inner_factory"]
@@ -60,14 +60,14 @@ def _frames_at_start(data: bytes) -> Detection:
         return "need_more"
     length = int.from_bytes(data[0:3], "big")
     sid = int.from_bytes(data[5:9], "big")
-    if data[3] > 9 or not _plausible(length, data[3], data[4], sid, _MAX_FRAME):
+    if data[3] > 9 or not plausible_frame_header(length, data[3], data[4], sid, _MAX_FRAME):
         return "unknown"
     j = 9 + length
     if len(data) < j + 9:
         return "need_more"
     length2 = int.from_bytes(data[j : j + 3], "big")
     sid2 = int.from_bytes(data[j + 5 : j + 9], "big")
-    if data[j + 3] <= 9 and _plausible(length2, data[j + 3], data[j + 4], sid2, _MAX_FRAME):
+    if data[j + 3] <= 9 and plausible_frame_header(length2, data[j + 3], data[j + 4], sid2, _MAX_FRAME):
         return "http2"
     return "unknown"
 
@@ -163,6 +163,12 @@ class HttpDetector:
         self.inner: Observer | None = None
         self.kind: str | None = None
 
+    @property
+    def wants_bytes(self) -> bool:
+        """False once it gave up (the connection is not HTTP). While undecided, and after the
+        choice, True: the chosen observer's own ``wants_bytes`` is not consulted (yet)."""
+        return self.kind != "none"
+
     def feed(self, chunk: StreamChunk) -> list[object]:
         if self.inner is not None:
             return self.inner.feed(chunk)
@@ -196,16 +202,14 @@ class HttpDetector:
     ) -> list[object]:
         inner = self.inner
         if inner is not None:
-            if isinstance(inner, (Http1Observer, Http2Observer)):
-                return inner.close(direction, ts_ns, frame, at_eof=at_eof)
-            return inner.close(direction, ts_ns, frame)
+            return inner.close(direction, ts_ns, frame, at_eof=at_eof)
         if self.kind is None:
             self._give_up()
         return []
 
-    def finish(self, ts_ns: int | None = None, frame: int | None = None) -> list[object]:
+    def finish(self, ts_ns: int, frame: int) -> list[object]:
         inner = self.inner
-        if isinstance(inner, (Http1Observer, Http2Observer)):
+        if inner is not None:
             return inner.finish(ts_ns, frame)
         if self.kind is None:
             self._give_up()

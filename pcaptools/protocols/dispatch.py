@@ -12,14 +12,12 @@ the TCP layer stops reassembling it, so connections no parser wants cost no payl
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import cast
 
 from ..diagnostics import Diagnostics
 from ._base import Direction, StreamChunk
 from ._hold import Held
 from .detect import HttpDetector, tls_inner_factory
 from .tls import KeyLog, TlsObserver, looks_like_tls
-from .tls.observer import InnerFactory
 from .websocket import websocket_factory
 
 
@@ -83,7 +81,7 @@ class ConnectionObserver:
 
     def _update(self) -> None:
         inner = self.inner
-        self.wants_bytes = not (isinstance(inner, HttpDetector) and inner.kind == "none")
+        self.wants_bytes = inner is None or inner.wants_bytes
 
     def gap(self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int) -> list[object]:
         if self.inner is not None:
@@ -109,24 +107,21 @@ class ConnectionObserver:
     def finish(self, ts_ns: int, frame: int) -> list[object]:
         """End of capture: the last events of whatever is still open."""
         inner = self.inner
-        if isinstance(inner, HttpDetector):
-            out = inner.finish(ts_ns, frame)
-            self._update()
-            return out
-        if isinstance(inner, TlsObserver):
-            return inner.finish(ts_ns, frame)
-        return []
+        if inner is None:
+            return []
+        out = inner.finish(ts_ns, frame)
+        self._update()
+        return out
 
     def _choose(self, tls: bool) -> list[object]:
         if tls:
             self.kind = "tls"
             inner: TlsObserver | HttpDetector = TlsObserver(
                 tcp_stream=self.tcp_stream, diag=self._diag, keylog=self._keylog,
-                # cast: until the HTTP observers declare wants_bytes (the full StreamObserver)
-                inner_factory=cast(InnerFactory, tls_inner_factory(
+                inner_factory=tls_inner_factory(
                     tcp_stream=self.tcp_stream, diag=self._diag,
                     websocket_factory=websocket_factory(tcp_stream=self.tcp_stream, diag=self._diag),
-                )),
+                ),
             )
         else:
             self.kind = "cleartext"

@@ -137,5 +137,5 @@ def test_detector_random_bytes_never_raise(
         if i == 2:
             det.gap(d, off[d], 3, i, i + 1)
             off[d] += 3
-    det.finish()
+    det.finish(len(parts), len(parts) + 1)
     assert det.kind in ("http1", "http2", "none", None)
