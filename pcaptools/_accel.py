@@ -44,7 +44,7 @@ MODULES: tuple[str, ...] = (
     "pcaptools.protocols.http2",
     "pcaptools.protocols.sse",
     "pcaptools.protocols.websocket",
-    "pcaptools.capture",
+    "pcaptools.pipeline",
 )
 
 PACKAGE_DIR = Path(__file__).resolve().parent

@@ -79,9 +79,9 @@ import numpy as np
 import pandas as pd
 
 from ..tables.schema import TS_DTYPE, Column, TableSchema
+from ._format import fmt_ms
 from .heartbeats import heartbeats
 from .overhead import protocol_stacks
-from .summary import fmt_ms
 
 if TYPE_CHECKING:
     from ..capture import Capture
