@@ -16,6 +16,7 @@ Memory: the parent holds every file's tables. For thousands of files or multi-GB
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -228,6 +229,11 @@ class ManyCaptures:
         return f"<ManyCaptures: {len(self.captures)} captures, {frames} frames{err}>"
 
 
+def _context() -> multiprocessing.context.BaseContext:
+    """the start method of :func:`load_many`'s workers: :func:`pcaptools.parallel.mp_context`"""
+    return mp_context()
+
+
 def load_many(paths_or_dir: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *,
               workers: int | None = None, progress: FilesProgress | None = None,
               strict: bool = False, **load_kwargs: Any) -> ManyCaptures:
@@ -276,7 +282,7 @@ def load_many(paths_or_dir: str | os.PathLike[str] | Iterable[str | os.PathLike[
             if progress is not None:
                 progress(done, n)
     else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mp_context()) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
             # largest files first, so that no worker starts a big file when the others are done
             order = sorted(zip(names, paths, strict=True), key=lambda np: -_size(np[1]))
             futures = {pool.submit(_load_one, str(p), load_kwargs): name for name, p in order}
