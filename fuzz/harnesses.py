@@ -257,7 +257,7 @@ def reader(data: bytes) -> None:
 def pipeline(data: bytes) -> None:
     """The reader harness without the table builders (pandas dominates load() on tiny inputs):
     open_capture -> PacketDecoder -> TcpTracker -> ConnectionObserver, ~20x more executions
-    per second. Keep in step with :func:`pcaptools.capture.load`."""
+    per second. Keep in step with :func:`pcaptools.pipeline.run` (the single pass)."""
     from pcaptools.errors import CaptureFormatError
     from pcaptools.io import open_capture
     from pcaptools.net.decode import PacketDecoder

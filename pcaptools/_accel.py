@@ -50,7 +50,7 @@ MODULES: tuple[str, ...] = (
     "pcaptools.protocols.websocket.inflate",
     "pcaptools.protocols.websocket.observer",
     "pcaptools.protocols.websocket.state",
-    "pcaptools.capture",
+    "pcaptools.pipeline",
 )
 
 PACKAGE_DIR = Path(__file__).resolve().parent

@@ -60,9 +60,9 @@ _SUMMARY_EXPORT_TYPE = {"linktypes": "text: comma-separated integers",
 
 
 def _summary_fields() -> list[tuple[str, str, str]]:
-    """(name, annotation, docstring) of CaptureSummary's fields, read from capture.py's source
+    """(name, annotation, docstring) of CaptureSummary's fields, read from result.py's source
     (the attribute docstrings are not kept at run time)."""
-    tree = ast.parse((Path(__file__).resolve().parent / "capture.py").read_text(encoding="utf-8"))
+    tree = ast.parse((Path(__file__).resolve().parent / "result.py").read_text(encoding="utf-8"))
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "CaptureSummary")
     out = []
     for stmt, nxt in zip(cls.body, [*cls.body[1:], None], strict=True):

@@ -402,14 +402,15 @@ def _export(cap: Any, args: argparse.Namespace) -> None:
 
 def _main_many(args: argparse.Namespace, err: TextIO) -> int:
     """Several captures: one report each, index.html, optional merged JSON / export."""
-    from .many import _names, capture_files, load_many
+    from .many import capture_files, capture_names, load_many
 
     files = capture_files(args.capture)
     if not files:
         return _fail(err, f"{', '.join(args.capture)}: no capture files found")
     out_dir = Path(args.output) if args.output else Path("pcap-reports")
     outputs: list[Labelled] = [("the index", out_dir / "index.html")]
-    outputs += [(f"the report of {name}", out_dir / _report_name(name)) for name in _names(files)]
+    outputs += [(f"the report of {name}", out_dir / _report_name(name))
+                for name in capture_names(files)]
     if args.json_path:
         outputs.append(("--json", args.json_path))
     code = _check(err, outputs + _export_outputs(args), _inputs(args, files),

@@ -28,10 +28,11 @@ from typing import Any
 
 import pandas as pd
 
-from .capture import load
+from .capture import load_with
 from .errors import PcapToolsError
 from .export import write_partition
-from .many import _names, capture_files
+from .many import capture_files, capture_names
+from .pipeline import LoadOptions
 
 __all__ = ["AnalyseResult", "analyse_directory"]
 
@@ -56,10 +57,10 @@ _Outcome = tuple[str, dict[str, int] | None, str | None]
 
 
 def _analyse_one(path: str, name: str, out: str, tables: list[str] | None,
-                 load_kwargs: dict[str, Any]) -> _Outcome:
+                 options: LoadOptions) -> _Outcome:
     """Worker side: load one capture, write its partitions; (name, rows per table, error)."""
     try:
-        cap = load(path, **load_kwargs)
+        cap = load_with(path, options)
     except (PcapToolsError, OSError) as exc:
         return name, None, " ".join((str(exc).strip() or type(exc).__name__).split())
     return name, write_partition(cap, out, name, tables=tables), None
@@ -114,12 +115,13 @@ def analyse_directory(directory: str | os.PathLike[str] | Iterable[str | os.Path
     paths = capture_files(directory)
     if not paths:
         raise ValueError(f"no capture files in {directory!s}")
-    names = _names(paths)
+    names = capture_names(paths)
     out_p = Path(out)
     out_p.mkdir(parents=True, exist_ok=True)
     wanted = list(tables) if tables is not None else None
+    options = LoadOptions(**load_kwargs)
     task = dask.delayed(_analyse_one, pure=False)
-    tasks = [task(str(p), name, str(out_p), wanted, dict(load_kwargs))
+    tasks = [task(str(p), name, str(out_p), wanted, options)
              for p, name in zip(paths, names, strict=True)]
     results = _compute(tasks, scheduler)
     rows: dict[str, int] = {}

@@ -53,14 +53,20 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
 
 from ._safewrite import atomic_open, mode_for
-from .capture import TABLES, Capture, CaptureSummary
+from .pipeline import LoadOptions, run
+from .result import TABLES, Capture, CaptureSummary
+from .tables.concat import concat_tables
+from .tables.coverage import STREAM_PROTOCOLS
+from .tables.heartbeats import websocket_heartbeats
 from .tables.schema import CHUNK_ROWS, ChunkPump, Drainable
+from .tables.tcp_tables import EventsDrain
+from .tcp.tracker import TcpTracker
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -70,6 +76,7 @@ __all__ = [
     "ParquetSink",
     "StreamedCapture",
     "arrow_schema",
+    "load_streamed",
     "read_parquet_table",
     "read_table",
     "summary_row",
@@ -327,8 +334,6 @@ def read_table(path: str | os.PathLike[str], table: str, *,
             if any(d.rglob("*.parquet")) else pd.DataFrame()
         empty.insert(0, PARTITION_COLUMN, pd.Series(pd.Categorical([], categories=names)))
         return empty
-    from .many import concat_tables
-
     out = concat_tables(frames)
     out[PARTITION_COLUMN] = pd.Categorical(out[PARTITION_COLUMN], categories=names)
     return out
@@ -607,8 +612,6 @@ class _Stream:
     tcp_streams of the rows of the tables the coverage table reads."""
 
     def __init__(self, sink: ParquetSink) -> None:
-        from .tables.coverage import STREAM_PROTOCOLS
-
         self.sink = sink
         self.pings: list[pd.DataFrame] = []
         self.streams: dict[str, set[int]] = {name: set() for name, _ in STREAM_PROTOCOLS}
@@ -632,9 +635,6 @@ def start_stream(out: str | os.PathLike[str], builders: Iterable[Any], *,
     """The :class:`ChunkPump` ``load(out=...)`` polls while reading: ``builders`` are its
     sources, each :class:`Drainable` (``TcpTracker`` through
     :class:`~pcaptools.tables.tcp_tables.EventsDrain`); anything else is a TypeError."""
-    from .tables.tcp_tables import EventsDrain
-    from .tcp.tracker import TcpTracker
-
     pump = ChunkPump(_Stream(ParquetSink(out, compression=compression)), chunk_rows)
     for b in builders:
         if isinstance(b, TcpTracker):
@@ -651,9 +651,6 @@ def finish_stream(pump: ChunkPump, summary: CaptureSummary, tables: Mapping[str,
     """Write what ``load()`` built at the end (``tables``: the per-connection tables and the
     rows not yet drained of the others), derive ws_heartbeats, close every file and write
     ``captures.parquet``; returns the :class:`StreamedCapture`."""
-    from .analyses.heartbeats import websocket_heartbeats
-    from .many import concat_tables
-
     stream = pump.sink
     assert isinstance(stream, _Stream)
     sink = stream.sink
@@ -687,3 +684,18 @@ def finish_stream(pump: ChunkPump, summary: CaptureSummary, tables: Mapping[str,
         raise
     ordered = {n: paths[n] for n in [*TABLES, "captures"]}
     return StreamedCapture(summary, sink.directory, ordered, memory)
+
+
+def load_streamed(path: str | os.PathLike[str] | IO[bytes],
+                  options: LoadOptions) -> StreamedCapture:
+    """``load(path, out=options.out, ...)``: the single pass of :func:`pcaptools.pipeline.run`
+    with its builders handing finished rows to ``options.out`` while reading (row groups of
+    ``options.chunk_rows`` rows), then the rest written at the end; returns the
+    :class:`StreamedCapture`."""
+    out = options.out
+    if out is None:
+        raise ValueError("load_streamed() needs options.out (the directory to write)")
+    res = run(path, options,
+              open_sink=lambda builders: start_stream(out, builders, chunk_rows=options.chunk_rows))
+    assert res.pump is not None
+    return finish_stream(res.pump, res.summary, res.tables, capture_end=res.capture_end)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -26,11 +25,21 @@ from typing import Any
 
 import pandas as pd
 
-from .capture import TABLES, Capture, CaptureSummary, load
+from .capture import load
 from .errors import PcapToolsError
+from .parallel import mp_context
+from .result import TABLES, Capture, CaptureSummary
+from .tables.concat import concat_tables
 from .tcp.tracker import RETRANSMISSION_KINDS
 
-__all__ = ["CAPTURE_SUFFIXES", "ManyCaptures", "capture_files", "concat_tables", "load_many"]
+__all__ = [
+    "CAPTURE_SUFFIXES",
+    "ManyCaptures",
+    "capture_files",
+    "capture_names",
+    "concat_tables",
+    "load_many",
+]
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp")
 """file names a directory scan picks up, alone or followed by .gz, .bz2, .xz or .zst"""
@@ -64,7 +73,7 @@ def capture_files(paths_or_dir: str | os.PathLike[str] | Iterable[str | os.PathL
     return out
 
 
-def _names(paths: list[Path]) -> list[str]:
+def capture_names(paths: list[Path]) -> list[str]:
     """Unique display names: the file name, or the path relative to the common parent when
     two files share a name."""
     names = [p.name for p in paths]
@@ -88,32 +97,6 @@ def _size(path: Path) -> int:
 def _load_one(path: str, kwargs: dict[str, Any]) -> tuple[CaptureSummary, dict[str, pd.DataFrame]]:
     cap = load(path, **kwargs)
     return cap.summary, cap.tables
-
-
-def concat_tables(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate frames of one table keeping every dtype: categoricals get the union of
-    the categories, like ``pandas.api.types.union_categoricals`` (``pd.concat`` would turn
-    differing ones into ``object``); empty frames do not decide a dtype. Returns a frame
-    with a fresh RangeIndex."""
-    if not frames:
-        return pd.DataFrame()
-    non_empty = [f for f in frames if len(f)] or frames[:1]
-    if len(non_empty) == 1:
-        return non_empty[0].reset_index(drop=True)
-    first = non_empty[0]
-    fixed: dict[str, pd.CategoricalDtype] = {}
-    for col in first.columns:
-        if isinstance(first[col].dtype, pd.CategoricalDtype):
-            # every frame's categories in first-seen order (what union_categoricals does,
-            # but also across an empty frame whose categories are typed object)
-            seen: dict[Any, None] = {}
-            for f in non_empty:
-                if col in f.columns and isinstance(f[col].dtype, pd.CategoricalDtype):
-                    seen.update(dict.fromkeys(f[col].cat.categories))
-            fixed[col] = pd.CategoricalDtype(list(seen))
-    if fixed:
-        non_empty = [f.astype(fixed) for f in non_empty]
-    return pd.concat(non_empty, ignore_index=True)
 
 
 class ManyCaptures:
@@ -247,11 +230,8 @@ class ManyCaptures:
 
 
 def _context() -> multiprocessing.context.BaseContext:
-    # fork is the cheapest start (no re-import of pandas per worker) but is unsafe once the
-    # parent runs other threads; then spawn
-    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
+    """the start method of :func:`load_many`'s workers: :func:`pcaptools.parallel.mp_context`"""
+    return mp_context()
 
 
 def load_many(paths_or_dir: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *,
@@ -275,7 +255,7 @@ def load_many(paths_or_dir: str | os.PathLike[str] | Iterable[str | os.PathLike[
     paths = capture_files(paths_or_dir)
     if not paths:
         raise ValueError(f"no capture files in {paths_or_dir!s}")
-    names = _names(paths)
+    names = capture_names(paths)
     n = len(paths)
     if workers is None:
         workers = os.cpu_count() or 1

@@ -32,16 +32,21 @@ callbacks are not supported here (the workers run in other processes).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import multiprocessing
 import os
+import threading
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import pandas as pd
 
-from ._eventcap import DEFAULT_MAX_RECORD_ROWS, PER_RECORD_TABLES
-from .capture import TABLES, Capture, CaptureSummary, load
-from .many import _context, concat_tables
+from ._eventcap import PER_RECORD_TABLES
+from .export import load_streamed
+from .pipeline import LoadOptions, is_stream, load_capture, not_for_streams, run_tables
+from .result import TABLES, Capture, CaptureSummary
+from .tables.concat import concat_tables
 from .tables.dns_tables import link_tcp_retries
 from .tables.foundation import WARNINGS
 from .tables.tcp_tables import suppressed_rows
@@ -51,10 +56,17 @@ _BY_KEY = ("http_requests", "http2_streams", "http2_connections", "ws_connection
            "tcp_losses")
 
 
-def _load_shard(path: str, shard: tuple[int, int], kwargs: dict[str, Any]
-                ) -> tuple[CaptureSummary, dict[str, pd.DataFrame]]:
-    cap = load(path, shard=shard, **kwargs)
-    return cap.summary, cap.tables
+def mp_context() -> multiprocessing.context.BaseContext:
+    """The start method of the worker processes (here and in :mod:`pcaptools.many`)."""
+    # fork is the cheapest start (no re-import of pandas per worker) but is unsafe once the
+    # parent runs other threads; then spawn
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _load_shard(path: str, options: LoadOptions) -> tuple[CaptureSummary, dict[str, pd.DataFrame]]:
+    return run_tables(path, options)
 
 
 def load_parallel(path: str | os.PathLike[str], *, workers: int | None = None,
@@ -64,17 +76,29 @@ def load_parallel(path: str | os.PathLike[str], *, workers: int | None = None,
     ``progress`` is not accepted. Errors opening the file are raised as by ``load()``."""
     if "progress" in kwargs or "shard" in kwargs:
         raise TypeError("load_parallel() takes neither progress nor shard")
+    return run_parallel(path, LoadOptions(**kwargs), workers=workers)
+
+
+def run_parallel(path: str | os.PathLike[str], options: LoadOptions, *,
+                 workers: int | None = None) -> Capture:
+    """:func:`load_parallel` with a :class:`~pcaptools.pipeline.LoadOptions` (its
+    ``workers``, ``shard`` and ``progress`` are not used: ``workers`` is the number of
+    processes, default every core): the shards run :func:`pcaptools.pipeline.run`."""
     n = workers or os.cpu_count() or 1
-    if n <= 1:
-        return load(path, **kwargs)
-    cap_rows = int(kwargs.get("max_warnings_per_code", 1000))
+    if n <= 1:  # one process, as load() (workers=1)
+        one = dataclasses.replace(options, workers=1, shard=None)
+        return load_streamed(path, one) if one.out is not None else load_capture(path, one)
+    if is_stream(path):  # (each shard reads the whole capture)
+        raise not_for_streams(path, 1)
+    base = dataclasses.replace(options, workers=1, progress=None)
     # shards 1..n-1 in worker processes, shard 0 here meanwhile (its tables need no pickling)
-    with ProcessPoolExecutor(max_workers=n - 1, mp_context=_context()) as pool:
-        futures = [pool.submit(_load_shard, os.fspath(path), (k, n), kwargs) for k in range(1, n)]
-        parts = [_load_shard(os.fspath(path), (0, n), kwargs)]
+    with ProcessPoolExecutor(max_workers=n - 1, mp_context=mp_context()) as pool:
+        futures = [pool.submit(_load_shard, os.fspath(path),
+                               dataclasses.replace(base, shard=(k, n))) for k in range(1, n)]
+        parts = [_load_shard(os.fspath(path), dataclasses.replace(base, shard=(0, n)))]
         parts += [f.result() for f in futures]
-    return merge_shards(parts, max_warnings_per_code=cap_rows,
-                        max_record_rows=kwargs.get("max_record_rows", DEFAULT_MAX_RECORD_ROWS))
+    return merge_shards(parts, max_warnings_per_code=options.max_warnings_per_code,
+                        max_record_rows=options.max_record_rows)
 
 
 _RECORDS_TRUNCATED = "table.records_truncated"

@@ -61,10 +61,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .result import TABLES
 from .tables.schema import TableSchema
 
 if TYPE_CHECKING:
-    from .capture import Capture
+    from .result import Capture
 
 __all__ = ["RULES", "Rule", "TimeLike", "parse_time", "rule_for", "subset"]
 
@@ -112,8 +113,6 @@ def rule_for(schema: TableSchema) -> Rule | None:
 
 
 def _rules() -> dict[str, Rule]:
-    from .capture import TABLES
-
     out = {}
     for name, schema in TABLES.items():
         r = rule_for(schema)
@@ -123,7 +122,7 @@ def _rules() -> dict[str, Rule]:
 
 
 class _LazyRules(Mapping[str, Rule]):
-    """:data:`RULES`, built on first use (capture.py imports this module's users)."""
+    """:data:`RULES`, built on first use."""
 
     _d: dict[str, Rule] | None = None
 

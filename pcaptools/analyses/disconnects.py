@@ -80,9 +80,9 @@ import pandas as pd
 
 from ..tables.schema import TS_DTYPE, Column, TableSchema
 from ..tcp.analysis import RETRANSMISSION_KINDS
+from ._format import fmt_ms
 from .heartbeats import heartbeats
 from .overhead import protocol_stacks
-from .summary import fmt_ms
 
 if TYPE_CHECKING:
     from ..capture import Capture

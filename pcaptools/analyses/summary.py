@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ._format import fmt_ms
 from .coverage import coverage_headline, share_text
 
 if TYPE_CHECKING:
@@ -373,7 +374,7 @@ def health_verdicts(
     appends them. No sentence without data: no disconnect sentence when
     every connection ended cleanly, no goodput sentence when no application payload was parsed.
     """
-    from .disconnects import VERDICTS, disconnects  # disconnects imports this module
+    from .disconnects import VERDICTS, disconnects
     from .heartbeats import heartbeats
     from .overhead import overhead
 
@@ -660,7 +661,7 @@ def _pmtu_headline(cap: Capture) -> dict[str, Any]:
             })
     holes: list[dict[str, Any]] = []
     if _pmtu_candidates(cap.connections):
-        from .disconnects import disconnects  # disconnects imports this module
+        from .disconnects import disconnects
 
         d = disconnects(cap)
         d = d[d["verdict"].astype("string").eq("pmtu_black_hole").fillna(False).to_numpy(bool)]
@@ -825,15 +826,6 @@ def _pct(part: int, whole: int) -> str:
     if p >= 0.1:
         return f"{p:.1f}%"
     return f"{p:.2g}%"
-
-
-def fmt_ms(v: float) -> str:
-    """12.4 ms, 0.042 ms, 1,204 ms: one decimal from 1 ms, three significant digits below."""
-    if v >= 1000:
-        return f"{v:,.0f} ms"
-    if v >= 1:
-        return f"{v:.1f} ms"
-    return f"{v:.3g} ms"
 
 
 def _duration(s: float) -> str:

@@ -209,7 +209,7 @@ _FILE_ACCESS_ALLOWED = {
     "pcaptools/protocols/tls/keylog.py",  # the key log path the caller gave
     "pcaptools/report/html.py",  # write_report(cap, path)
     "pcaptools/report/comparison.py",  # write_comparison(..., path)
-    "pcaptools/capture.py",  # Capture.to_parquet/to_csv(directory) -> export
+    "pcaptools/result.py",  # Capture.to_parquet/to_csv(directory) -> export
     "pcaptools/cli.py",  # -o / --json / --export paths from the command line
     "pcaptools/_docgen.py",  # docs/*.md of the repository
     "pcaptools/limits.py",  # docs/robustness.md of the repository (--write)

@@ -1,0 +1,467 @@
+"""The single streaming pass over one capture: :func:`run` takes a :class:`LoadOptions` and
+returns the :class:`~pcaptools.result.CaptureSummary` and the tables.
+
+    capture file -> io.open_capture (RawFrame) -> net.PacketDecoder (TcpSegment, ...)
+                 -> tcp.TcpTracker (stream index, analysis, connection records)
+                 -> protocols (observers, through ConnectionObserver / DnsTcpObserver)
+                 -> tables (schema'd DataFrames)
+
+One streaming pass; state is kept per connection, never per packet, except for the
+optional ``packets`` table (one row per frame, ~170 bytes each in typed arrays: switch
+it off with ``packets=False`` for captures of many millions of frames).
+
+The pass is a chain of one-concern steps, each a function of this module:
+
+1. :func:`_set_up`: the sinks (diagnostics, key log, decoder, table builders, TCP tracker with
+   its observer factory and event hand-off, flow counter, packets builder);
+2. :func:`_read`: the frame loop (locals bound before it, nothing extra per frame), which
+   fills the :class:`~pcaptools.result.CaptureSummary`;
+3. :func:`_assemble`: the tables from the builders;
+4. :func:`_keep_shard`: a worker's share of the per-connection tables (``shard=(k, n)``);
+5. :func:`_finish_tables`: coverage, redaction and (when not streaming) ws_heartbeats.
+
+Callers: the front door :func:`pcaptools.capture.load` (one process), the workers of
+:mod:`pcaptools.parallel` (``shard``), :mod:`pcaptools.many`, :mod:`pcaptools.distributed`, and
+the streaming export (:func:`pcaptools.export.load_streamed`, which passes ``open_sink``: the
+builders then hand finished rows to it while reading). This module imports nothing from
+those layers.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO
+
+import pandas as pd
+
+from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS, EventCap
+from .diagnostics import Diagnostics, ShardDiagnostics
+from .errors import UnsupportedInputError
+from .io import open_capture
+from .io.pcapng import SECRETS_TLS_KEYLOG
+from .net.decode import PacketDecoder
+from .net.packet import IpPacket, TcpSegment, UdpDatagram
+from .protocols.dispatch import ConnectionObserver
+from .protocols.dns import DnsTracker
+from .protocols.doh import DohCollector
+from .protocols.registry import REGISTRY, UdpRoute
+from .protocols.tls import KeyLog
+from .redaction import redact_ws_connections
+from .result import Capture, CaptureSummary
+from .tables.coverage import FlowCounter, coverage_table
+from .tables.dns_tables import dns_table
+from .tables.foundation import PACKETS
+from .tables.heartbeats import websocket_heartbeats
+from .tables.http_tables import HttpTablesBuilder
+from .tables.icmp_tables import IcmpErrorsBuilder, path_mtu_table
+from .tables.packets import PacketsBuilder
+from .tables.schema import ChunkPump
+from .tables.tcp_tables import (
+    connections_table,
+    events_table,
+    handshakes_table,
+    losses_table,
+    warnings_table,
+)
+from .tables.tls_tables import TlsTablesBuilder
+from .tables.ws_tables import WS_TABLES, WsTablesBuilder
+from .tcp.stream import StreamObserver
+from .tcp.tracker import TcpTracker
+
+__all__ = [
+    "LoadOptions",
+    "PassResult",
+    "ProgressCallback",
+    "SinkOpener",
+    "is_stream",
+    "load_capture",
+    "not_for_streams",
+    "run",
+    "run_tables",
+]
+
+"""pcapng Decryption Secrets Block type of an NSS key log"""
+
+ProgressCallback = Callable[[int, int], None]
+"""called as progress(bytes_read, file_size) every few thousand frames"""
+
+SinkOpener = Callable[[Sequence[object]], ChunkPump]
+"""``open_sink(builders)`` of the streaming export: the :class:`~pcaptools.tables.schema.ChunkPump`
+the frame loop polls, fed by ``builders`` (packets builder or None, the TCP tracker, the TLS,
+HTTP and WebSocket table builders)"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadOptions:
+    """Every option of :func:`pcaptools.capture.load` (its keyword arguments, with the same
+    names and defaults), as one value the pipeline, the workers and the exports pass on."""
+
+    keylog: str | os.PathLike[str] | None = None
+    """an NSS key log file (SSLKEYLOGFILE) for TLS decryption; key logs embedded in a pcapng
+    (Decryption Secrets Blocks) are used as well, both at once. Raises
+    :class:`~pcaptools.errors.KeylogError` if the file cannot be read."""
+    packets: bool = True
+    """False skips the one table that grows with the number of frames (``packets``)"""
+    tls_records: bool = True
+    """False skips the per-record TLS table (``tls_records``)"""
+    payloads: bool = True
+    """False skips all payload work (TLS, HTTP, SSE and DNS tables stay empty; TCP tables are
+    unchanged)"""
+    progress: ProgressCallback | None = None
+    """called as ``progress(bytes_read, file_size)`` every few thousand frames (file_size 0
+    while a stream's size is unknown), and once at the end"""
+    max_warnings_per_code: int = 1000
+    """rows of ``Capture.warnings`` kept per anomaly code (the rest are counted in
+    ``summary.extra["warning_counts"]`` and one closing row)"""
+    max_decompressed_bytes: int | None = None
+    """stops reading after that many bytes of the (decompressed) file, with a
+    ``capture.decompression_limit`` row: a guard against decompression bombs (None: no limit)"""
+    show_secrets: bool = False
+    """False redacts credentials (Authorization, Cookie, Set-Cookie, API key headers:
+    ``redaction.SECRET_HEADERS``) in every header column, credential query parameters
+    (``?api_key=``, ``X-Amz-Signature``...) in every path and URL, and credential-like WebSocket
+    subprotocols (:mod:`pcaptools.redaction`); True keeps them."""
+    max_packet_rows: int | None = 2_000_000
+    """caps the ``packets`` table: frames numbered above it get no row, the first of them a
+    ``table.packets_truncated`` warning, and every other table still covers every frame (None:
+    no cap). The default bounds the table to ~0.65 GB of peak memory (~330 bytes a row while it
+    is built): a pcap costs as little as 16 bytes a frame (docs/robustness.md). Not with
+    ``out``."""
+    max_events_per_connection: int | None = DEFAULT_MAX_EVENTS_PER_CONNECTION
+    """caps the per-record rows (TLS records, HTTP/2 frames, SSE events, WebSocket frames and
+    messages) one connection adds; past it, one ``table.events_truncated`` row (None: no cap;
+    ``summary.extra["rows_dropped"]`` counts what was dropped, see :mod:`pcaptools._eventcap`)"""
+    max_record_rows: int | None = DEFAULT_MAX_RECORD_ROWS
+    """caps each of those five per-record tables; past it, one ``table.records_truncated`` row
+    (None: no cap; not with ``out``)"""
+    workers: int = 1
+    """N > 1 analyses the capture on N processes (:mod:`pcaptools.parallel`): every process
+    reads and follows all of TCP, each one parses the payloads of 1/N of the connections; the
+    tables are the same, their rows ordered as described there"""
+    shard: tuple[int, int] | None = None
+    """``(k, n)``: one worker's part of a ``workers=n`` load: only connections with
+    ``tcp_stream % n == k`` (and, for ``k == 0``, what belongs to no connection) get rows"""
+    out: str | os.PathLike[str] | None = None
+    """a directory: stream every table to ``out/<table>.parquet`` while reading, in row groups
+    of ``chunk_rows`` rows (the layout of :meth:`~pcaptools.result.Capture.to_parquet`), so the
+    peak memory does not grow with the number of packets; ``load`` then returns a
+    :class:`~pcaptools.export.StreamedCapture`. Not with ``workers`` > 1 or ``shard``."""
+    chunk_rows: int = 65536
+    """rows per Parquet row group with ``out``"""
+
+
+@dataclass(slots=True)
+class PassResult:
+    """What :func:`run` returns."""
+
+    summary: CaptureSummary
+    tables: dict[str, pd.DataFrame]
+    """every table by name; while streaming (``open_sink``) the per-connection tables and the
+    rows of the others not yet handed over, without ws_heartbeats"""
+    capture_end: int | None
+    """time of the last frame (integer ns), None for an empty capture"""
+    pump: ChunkPump | None
+    """the streaming export's pump (``open_sink``), else None"""
+
+
+@contextmanager
+def _gc_relaxed(gen0: int = 100_000) -> Iterator[None]:
+    """Run the frame loop with a rarer young-generation collection: the loop allocates
+    millions of short-lived objects that reference counting frees at once, and Python's
+    default threshold (700) makes the cycle collector scan them ~9% of the time for
+    nothing. Cycles are still collected (later); the old threshold comes back after."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], gen0), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
+def is_stream(path: str | os.PathLike[str] | IO[bytes]) -> bool:
+    """True when ``path`` is read once, without seeking: a file object, or a path that is
+    not a regular file (a FIFO, ``/dev/stdin``). A missing path is not a stream."""
+    if hasattr(path, "read"):
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def not_for_streams(path: object, workers: int) -> UnsupportedInputError:
+    """The error of a ``workers``/``shard`` load of a stream (read once per process)."""
+    return UnsupportedInputError(
+        f"load(workers={workers}) reads the capture once per process, which a stream (pipe, "
+        f"FIFO or file object: {getattr(path, 'name', path)}) cannot do: use workers=1, or "
+        "save the stream to a file first"
+    )
+
+
+class _Sinks:
+    """Everything the frame loop feeds, built by :func:`_set_up`."""
+
+    __slots__ = ("decoder", "diag", "dns_tracker", "event_cap", "flows", "http_builder",
+                 "icmp_builder", "keys", "own_k", "own_n", "pb", "tls_builder", "tracker",
+                 "udp_route", "ws_builder")
+
+    diag: Diagnostics
+    keys: KeyLog
+    decoder: PacketDecoder
+    tls_builder: TlsTablesBuilder
+    http_builder: HttpTablesBuilder
+    ws_builder: WsTablesBuilder
+    own_k: int
+    own_n: int
+    dns_tracker: DnsTracker | None
+    udp_route: Callable[[UdpDatagram], None] | None
+    """every UDP datagram goes here (protocols.registry.UdpRoute.route), None: no UDP parsing"""
+    icmp_builder: IcmpErrorsBuilder
+    event_cap: EventCap
+    tracker: TcpTracker
+    flows: FlowCounter
+    pb: PacketsBuilder | None
+
+
+def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
+    """Step 1: the diagnostics sink, key log, decoder, table builders and the TCP tracker with
+    its observer factory and event hand-off (``streaming``: the caps that need the whole
+    table in memory are off)."""
+    s = _Sinks()
+    diag = s.diag = (Diagnostics(max_rows_per_code=o.max_warnings_per_code) if o.shard is None
+                     else ShardDiagnostics(o.shard, max_rows_per_code=o.max_warnings_per_code))
+    keys = s.keys = KeyLog.from_file(o.keylog, diag) if o.keylog is not None else KeyLog()
+    s.decoder = PacketDecoder(diag)
+    tls_builder = s.tls_builder = TlsTablesBuilder(records=o.tls_records)
+    http_builder = s.http_builder = HttpTablesBuilder(show_secrets=o.show_secrets)
+    ws_builder = s.ws_builder = WsTablesBuilder(show_secrets=o.show_secrets)
+    own_k, own_n = o.shard if o.shard is not None else (0, 1)
+    s.own_k, s.own_n = own_k, own_n
+    # the datagram observers of the registry (DNS over UDP is worker 0's; DNS over TCP and
+    # HTTPS belongs to each connection's worker)
+    udp: UdpRoute | None = REGISTRY.udp_route(diag) if o.payloads else None
+    dns_tracker = s.dns_tracker = udp.observer("dns", DnsTracker) if udp is not None else None
+    s.udp_route = udp.route if udp is not None and own_k == 0 else None
+    s.icmp_builder = IcmpErrorsBuilder(diag)
+
+    event_cap = s.event_cap = EventCap(
+        o.max_events_per_connection, diag,
+        max_rows=o.max_record_rows if not streaming else None,
+        skip=frozenset() if o.tls_records else frozenset({"tls_records"}))
+    cap_events = event_cap if event_cap.active else None
+
+    def conn_addrs(tcp_stream: int) -> tuple[int, bytes, int, bytes, int] | None:
+        conns = tracker.connections
+        if tcp_stream >= len(conns):
+            return None
+        c = conns[tcp_stream].conv
+        return (c.ip_version, c.client_addr, c.client_port, c.server_addr, c.server_port)
+
+    doh = DohCollector(dns_tracker, diag, conn_addrs) if dns_tracker is not None else None
+
+    def emit(events: list[object]) -> None:
+        if events:
+            if cap_events is not None:
+                events = cap_events(events)
+            tls_builder.add(events)
+            http_builder.add_all(events)
+            ws_builder.add_all(events)
+            if doh is not None:
+                doh.add_all(events)
+
+    def observer(tcp_stream: int, midstream: bool) -> StreamObserver | None:
+        if tcp_stream % own_n != own_k:
+            return None
+        addrs = conn_addrs(tcp_stream)
+        by_port = REGISTRY.tcp_port(addrs[4], addrs[2]) if addrs is not None else None
+        if by_port is not None and addrs is not None and udp is not None:  # DNS over TCP
+            obs: StreamObserver = by_port.factory(
+                tcp_stream=tcp_stream, diag=diag, addrs=addrs, midstream=midstream,
+                observers=udp.observers)
+            return obs
+        return ConnectionObserver(tcp_stream=tcp_stream, diag=diag, keylog=keys,
+                                  midstream=midstream)
+
+    tracker = s.tracker = TcpTracker(diag, observer_factory=observer if o.payloads else None,
+                                     emit=emit)
+    s.flows = FlowCounter(diag)
+    s.pb = (PacketsBuilder(max_rows=o.max_packet_rows if not streaming else None, diag=diag)
+            if o.packets else None)
+    return s
+
+
+def _read(path: str | os.PathLike[str] | IO[bytes], o: LoadOptions, s: _Sinks,
+          pump: ChunkPump | None) -> CaptureSummary:
+    """Step 2: the frame loop. Reads ``path`` once, feeds every frame to the sinks and returns
+    the filled :class:`CaptureSummary` (``last_ts_ns`` is the capture's end)."""
+    diag, keys, decoder, tracker, flows = s.diag, s.keys, s.decoder, s.tracker, s.flows
+    udp_route, icmp_builder, pb, own_k, own_n = s.udp_route, s.icmp_builder, s.pb, s.own_k, s.own_n
+    progress, keylog = o.progress, o.keylog
+    secrets_seen = 0
+    with (open_capture(path, diag, max_decompressed_bytes=o.max_decompressed_bytes) as reader,
+          _gc_relaxed()):
+        summary = CaptureSummary(
+            path=str(reader.path) if hasattr(path, "read") else str(path),
+            file_size=reader.file_size, format=reader.format,
+            compression=reader.compression, linktypes=[],
+        )
+        if keylog is not None:  # for Capture.wireshark()
+            summary.extra["keylog"] = os.path.abspath(keylog)
+        n = tcp_n = udp_n = other_n = nonip_n = wire = data_segs = 0
+        first_ts = last_ts = None
+        decode = decoder.decode
+        track = tracker.segment
+        count_udp, count_other = flows.udp, flows.other
+        for raw in reader.frames():
+            if len(reader.secrets) > secrets_seen:  # a Decryption Secrets Block was just read
+                for stype, data in reader.secrets[secrets_seen:]:
+                    secrets_seen += 1
+                    if stype == SECRETS_TLS_KEYLOG:
+                        keys.add_text(data, diag,
+                                      source=f"pcapng Decryption Secrets Block #{secrets_seen}")
+                    else:
+                        diag.add("capture.secrets_unsupported",
+                                 f"Decryption Secrets Block #{secrets_seen} of type "
+                                 f"0x{stype:08x} ignored")
+            n += 1
+            wire += raw.orig_len
+            if first_ts is None:
+                first_ts = raw.ts_ns
+            last_ts = raw.ts_ns
+            pkt = decode(raw)
+            a = None
+            if pkt is None:
+                nonip_n += 1
+                supported = decoder.supports(raw.linktype)
+                flows.non_ip(raw, malformed=supported and diag.last_frame == raw.frame,
+                             supported=supported)
+            elif type(pkt) is TcpSegment:
+                tcp_n += 1
+                a = track(pkt)
+                if pkt.seg_len:
+                    data_segs += 1
+            elif type(pkt) is UdpDatagram:
+                udp_n += 1
+                count_udp(pkt)
+                if udp_route is not None:
+                    udp_route(pkt)
+            else:
+                other_n += 1
+                if type(pkt) is IpPacket:
+                    count_other(pkt)
+                    if pkt.quoted_tcp is not None:
+                        a = tracker.unanalysed(pkt.quoted_tcp, pkt.quoted_tcp_len)
+                if type(pkt) is IpPacket and pkt.icmp is not None:
+                    icmp_builder.add(pkt, a)
+            if pb is not None:  # (every worker sees the cap: the warning is worker 0's)
+                pb.add_capped(raw, pkt, a, own_n == 1 or (a.tcp_stream % own_n == own_k
+                                                          if a is not None else own_k == 0))
+            if not n & 4095:
+                if progress is not None:
+                    progress(reader.bytes_read, reader.file_size if reader.size_known else 0)
+                if pump is not None:
+                    pump.poll()
+        decoder.finish()
+        tracker.finish(last_ts or 0, n)
+        if progress is not None:
+            progress(reader.bytes_read, reader.file_size)
+        if not reader.size_known:  # a stream: its size is what was read of it
+            summary.file_size = reader.file_size
+            summary.extra["stream"] = True
+        summary.linktypes = sorted({i.linktype for i in reader.interfaces})
+        summary.tls_secrets = len(reader.secrets)
+    summary.frames, summary.tcp_frames, summary.udp_frames = n, tcp_n, udp_n
+    summary.other_ip_frames, summary.non_ip_frames, summary.wire_bytes = other_n, nonip_n, wire
+    summary.first_ts_ns, summary.last_ts_ns = first_ts, last_ts
+    summary.extra["tcp_data_segments"] = data_segs
+    summary.extra["warning_counts"] = dict(s.diag.counts)
+    summary.extra.update(s.event_cap.summary())
+    return summary
+
+
+def _assemble(s: _Sinks) -> dict[str, pd.DataFrame]:
+    """Step 3: every table from its builder (ws_heartbeats empty: it is derived from ws_frames
+    in :func:`_finish_tables`, or by the streaming export)."""
+    tracker = s.tracker
+    return {
+        "connections": connections_table(tracker),
+        "tcp_handshakes": handshakes_table(tracker),
+        "tcp_events": events_table(tracker),
+        "tcp_losses": losses_table(tracker),
+        "tls_handshakes": s.tls_builder.handshakes(),
+        "tls_records": s.tls_builder.records(),
+        **s.http_builder.tables(),
+        **s.ws_builder.tables(),
+        "ws_heartbeats": WS_TABLES["ws_heartbeats"].frame([]),  # derived from ws_frames later
+        "dns": dns_table(s.dns_tracker),
+        "icmp_errors": s.icmp_builder.frame(),
+        "path_mtu": path_mtu_table(tracker, s.icmp_builder),
+        "packets": s.pb.frame() if s.pb is not None else PACKETS.frame([]),
+        "warnings": warnings_table(s.diag),
+    }
+
+
+def _keep_shard(tables: dict[str, pd.DataFrame], own_k: int, own_n: int) -> None:
+    """Step 4 (``shard=(k, n)`` only): keep this worker's rows of the tables every worker
+    builds in full (its connections; ICMP errors of no connection are worker 0's)."""
+    for name in ("connections", "tcp_handshakes", "tcp_events", "path_mtu", "tcp_losses"):
+        t = tables[name]
+        tables[name] = t[t["tcp_stream"] % own_n == own_k].reset_index(drop=True)
+    t = tables["icmp_errors"]  # (no connection: worker 0's)
+    st = t["tcp_stream"]
+    keep = (st % own_n == own_k).fillna(own_k == 0).to_numpy(bool)
+    tables["icmp_errors"] = t[keep].reset_index(drop=True)
+
+
+def _finish_tables(tables: dict[str, pd.DataFrame], o: LoadOptions, s: _Sinks,
+                   pump: ChunkPump | None, capture_end: int | None) -> None:
+    """Step 5: the coverage table, the redaction of ws_connections and, when not streaming,
+    ws_heartbeats (derived from ws_frames)."""
+    tables["coverage"] = coverage_table(
+        tables, s.flows if s.own_k == 0 else None, payloads=o.payloads,
+        extra_streams=pump.sink.streams if pump is not None else None,  # type: ignore[attr-defined]
+    )
+    if not o.show_secrets:  # (ws_connections URL, host and subprotocol columns)
+        tables["ws_connections"] = redact_ws_connections(tables["ws_connections"])
+    if pump is None:
+        tables["ws_heartbeats"] = websocket_heartbeats(
+            tables["ws_frames"], connections=tables["connections"], capture_end=capture_end
+        )
+
+
+def run(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions, *,
+        open_sink: SinkOpener | None = None) -> PassResult:
+    """The single pass over ``path`` with ``options`` (``options.workers`` and
+    ``options.out`` are the callers' business: this reads with one process, and streams
+    only through ``open_sink``). Raises what :func:`pcaptools.capture.load` raises for a
+    file that cannot be read as a capture or a key log that cannot be read; anything wrong
+    inside the capture becomes a warnings row."""
+    s = _set_up(options, streaming=open_sink is not None)
+    pump = None
+    if open_sink is not None:  # streaming export: builders hand over finished rows while reading
+        pump = open_sink([s.pb, s.tracker, s.tls_builder, s.http_builder, s.ws_builder])
+    summary = _read(path, options, s, pump)
+    tables = _assemble(s)
+    if options.shard is not None:
+        _keep_shard(tables, s.own_k, s.own_n)
+    _finish_tables(tables, options, s, pump, summary.last_ts_ns)
+    return PassResult(summary=summary, tables=tables, capture_end=summary.last_ts_ns, pump=pump)
+
+
+def run_tables(path: str, options: LoadOptions) -> tuple[CaptureSummary, dict[str, pd.DataFrame]]:
+    """:func:`run` without streaming, as the (picklable) summary and tables a worker process
+    sends back (:mod:`pcaptools.parallel`, :mod:`pcaptools.many`)."""
+    res = run(path, options)
+    return res.summary, res.tables
+
+
+def load_capture(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions) -> Capture:
+    """The :class:`~pcaptools.result.Capture` of one in-memory :func:`run` (what
+    ``load(path)`` returns without ``workers`` or ``out``)."""
+    res = run(path, options)
+    return Capture(res.summary, res.tables)

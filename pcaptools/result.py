@@ -1,0 +1,183 @@
+"""What one pass over a capture produces: :class:`CaptureSummary` (facts about the file),
+:data:`TABLES` (every table a Capture holds, by attribute name, with its schema) and
+:class:`Capture` (the tables of one capture).
+
+This module sits in the pipeline layer, below the scale modules (``parallel``, ``export``,
+``many``, ``select``, ``distributed``) that build and hold Captures, and below the front
+door :func:`pcaptools.capture.load`, which re-exports these names (their documented home).
+:meth:`Capture.to_parquet`, :meth:`Capture.to_csv` and :meth:`Capture.subset` delegate to
+the scale layer with function-local imports: the one place this module looks up
+(``tests/test_import_direction.py`` lists those edges).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .errors import UnsupportedInputError
+from .tables.registry import TABLES as TABLES  # every table of a Capture, registered there
+from .tcp.tracker import RETRANSMISSION_KINDS
+
+__all__ = ["TABLES", "Capture", "CaptureSummary"]
+
+
+@dataclass(slots=True)
+class CaptureSummary:
+    """Headline facts about the capture file itself (also the one row per capture of
+    ``captures.parquet`` in exports, where ``extra`` is JSON text and ``linktypes`` a
+    comma-separated list)."""
+
+    path: str
+    """the path given to load()"""
+    file_size: int
+    """bytes on disk (compressed size for a compressed file)"""
+    format: str
+    """pcap or pcapng"""
+    compression: str | None
+    """gzip, bzip2, xz, zstd, or None"""
+    linktypes: list[int]
+    """pcap/pcapng link-layer types (LINKTYPE_*) of the interfaces"""
+    frames: int = 0
+    """frames read (Wireshark's last frame.number)"""
+    first_ts_ns: int | None = None
+    """time of the first frame, integer ns since the epoch"""
+    last_ts_ns: int | None = None
+    """time of the last frame, integer ns since the epoch"""
+    wire_bytes: int = 0
+    """frame.len summed over every frame, bytes"""
+    tcp_frames: int = 0
+    """frames carrying a TCP segment"""
+    udp_frames: int = 0
+    """frames carrying a UDP datagram"""
+    other_ip_frames: int = 0
+    """IP frames with another transport (ICMP, ...)"""
+    non_ip_frames: int = 0
+    """frames without IP (ARP, LLDP, an unsupported link type...)"""
+    tls_secrets: int = 0
+    """pcapng Decryption Secrets Blocks read"""
+    extra: dict[str, object] = field(default_factory=dict)
+    """more facts, by key: ``warning_counts`` (code -> occurrences, also those beyond the row
+    cap), ``tcp_data_segments`` (TCP segments with payload), ``keylog`` (absolute path of the
+    key log given to load(), for :meth:`Capture.wireshark`), ``workers`` (processes of a
+    ``workers=N`` load); after :meth:`Capture.subset`: ``subset`` and
+    ``subset_display_filter`` (its filter in words and as a Wireshark display filter),
+    ``subset_connections`` (connections kept), ``subset_of_frames`` (frames of the whole
+    capture), ``subset_origin_ts_ns`` (the whole capture's first frame time, the origin of
+    ``start``/``end``), ``subset_counts`` (set when frame counts were estimated without a
+    packets table)"""
+
+    @property
+    def duration_s(self) -> float:
+        if self.first_ts_ns is None or self.last_ts_ns is None:
+            return 0.0
+        return (self.last_ts_ns - self.first_ts_ns) / 1e9
+
+
+class Capture:
+    """All tables of one capture. Attributes are pandas DataFrames with documented schemas
+    (``docs/tables.md``); a table that was switched off is an empty DataFrame with its columns."""
+
+    def __init__(self, summary: CaptureSummary, tables: dict[str, pd.DataFrame]) -> None:
+        self.summary = summary
+        self.tables = tables
+        for name in TABLES:
+            # (not tables.get(name, default): that would build every empty default frame)
+            setattr(self, name, tables[name] if name in tables else TABLES[name].frame([]))
+
+    connections: pd.DataFrame
+    tcp_handshakes: pd.DataFrame
+    tcp_events: pd.DataFrame
+    tcp_losses: pd.DataFrame
+    tls_handshakes: pd.DataFrame
+    tls_records: pd.DataFrame
+    http_requests: pd.DataFrame
+    http2_frames: pd.DataFrame
+    http2_streams: pd.DataFrame
+    http2_connections: pd.DataFrame
+    sse_events: pd.DataFrame
+    ws_connections: pd.DataFrame
+    ws_frames: pd.DataFrame
+    ws_messages: pd.DataFrame
+    ws_heartbeats: pd.DataFrame
+    dns: pd.DataFrame
+    icmp_errors: pd.DataFrame
+    path_mtu: pd.DataFrame
+    packets: pd.DataFrame
+    warnings: pd.DataFrame
+    coverage: pd.DataFrame
+
+    @property
+    def retransmissions(self) -> pd.DataFrame:
+        """tcp_events rows that tshark's ``tcp.analysis.retransmission`` filter matches
+        (kind retransmission, fast_retransmission or spurious_retransmission)."""
+        ev = self.tcp_events
+        return ev[ev["kind"].isin(RETRANSMISSION_KINDS)].reset_index(drop=True)
+
+    def to_parquet(self, directory: str | os.PathLike[str], **kw: Any) -> dict[str, Path]:
+        """One ``<table>.parquet`` per table (+ ``captures.parquet``): see
+        :func:`pcaptools.export.to_parquet`."""
+        from .export import to_parquet  # (upward: export builds on this module)
+
+        return to_parquet(self, directory, **kw)
+
+    def to_csv(self, directory: str | os.PathLike[str], **kw: Any) -> dict[str, Path]:
+        """One ``<table>.csv`` per table (+ ``captures.csv``): see
+        :func:`pcaptools.export.to_csv`."""
+        from .export import to_csv
+
+        return to_csv(self, directory, **kw)
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (f"<Capture {Path(s.path).name!r}: {s.frames} frames, "
+                f"{len(self.connections)} TCP connections, {len(self.warnings)} warnings>")
+
+    def _repr_html_(self) -> str:
+        s = self.summary
+        rows = "".join(
+            f"<tr><td><code>cap.{html.escape(n)}</code></td><td>{len(df)}</td>"
+            f"<td>{html.escape(TABLES[n].grain)}</td></tr>"
+            for n, df in self.tables.items() if n in TABLES
+        )
+        return (
+            f"<div><b>Capture</b> {html.escape(Path(s.path).name)}: {s.frames} frames over "
+            f"{s.duration_s:.3f} s, {len(self.connections)} TCP connections, "
+            f"{len(self.warnings)} warnings<table>"
+            f"<tr><th>table</th><th>rows</th><th>one row per</th></tr>"
+            f"{rows}</table></div>"
+        )
+
+    def subset(self, **kw: Any) -> Capture:
+        """The part of this capture about some connections and/or a time window, every table
+        cut consistently: ``cap.subset(host=..., port=..., sni=..., stream=..., start=...,
+        end=...)``. See :func:`pcaptools.select.subset`."""
+        from .select import subset  # (upward: select builds on this module)
+
+        return subset(self, **kw)
+
+    def wireshark(self, fields: str | list[str] | tuple[str, ...],
+                  display_filter: str | None = None, **kw: Any) -> pd.DataFrame:
+        """Any Wireshark field of this capture's frames, as a typed DataFrame (runs tshark on
+        ``summary.path`` with the key log given to :func:`~pcaptools.capture.load`): see
+        :func:`pcaptools.wireshark.wireshark` for the options (``keylog=`` overrides the key log).
+        On a :meth:`subset`, its display filter is ANDed with ``display_filter``."""
+        from .wireshark import wireshark
+
+        if self.summary.extra.get("stream"):
+            raise UnsupportedInputError(
+                f"{self.summary.path} was read from a stream (pipe, FIFO or file object): tshark "
+                "cannot read it a second time; save the capture to a file (e.g. tcpdump -w - | "
+                "tee cap.pcap | pcap-report -) and load that to use wireshark()"
+            )
+        kw.setdefault("keylog", self.summary.extra.get("keylog"))
+        sub = self.summary.extra.get("subset_display_filter")
+        if isinstance(sub, str) and sub:
+            display_filter = f"({sub}) and ({display_filter})" if display_filter else sub
+        return wireshark(self.summary.path, fields, display_filter, **kw)
+

@@ -1,0 +1,104 @@
+"""The front door and the pass behind it: ``load()`` is ``load_with(path, LoadOptions(...))``,
+LoadOptions mirrors load()'s keyword arguments, and the pipeline's steps give load()'s tables."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import pcaptools
+from pcaptools import pipeline
+from pcaptools.capture import TABLES, Capture, CaptureSummary, load, load_with
+from pcaptools.errors import UnsupportedInputError
+from pcaptools.pipeline import LoadOptions
+from pcaptools.result import Capture as ResultCapture
+
+CAPTURES = Path(__file__).resolve().parent.parent / "captures"
+H2 = CAPTURES / "h2-sse-chat.pcapng"
+H2_KEYS = CAPTURES / "h2-sse-chat.keys"
+
+
+def test_load_options_are_load_keyword_arguments() -> None:
+    params = {n: p.default for n, p in inspect.signature(load).parameters.items() if n != "path"}
+    fields = {f.name: f.default for f in dataclasses.fields(LoadOptions)}
+    assert fields == params
+    assert list(fields) == list(params)  # same order as load()'s signature
+
+
+def test_every_option_is_documented() -> None:
+    src = inspect.getsource(LoadOptions)
+    for f in dataclasses.fields(LoadOptions):
+        after = src.split(f"    {f.name}: ", 1)[1].split("\n", 2)
+        assert after[1].lstrip().startswith('"""'), f.name
+
+
+def test_load_options_are_frozen() -> None:
+    o = LoadOptions(packets=False)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.packets = True  # type: ignore[misc]
+    assert dataclasses.replace(o, shard=(1, 2)).shard == (1, 2)
+    with pytest.raises(TypeError):
+        LoadOptions(frames=False)  # type: ignore[call-arg]
+
+
+def test_documented_names_still_import() -> None:
+    assert pcaptools.Capture is Capture is ResultCapture
+    assert pcaptools.CaptureSummary is CaptureSummary
+    assert pcaptools.TABLES is TABLES
+    assert pcaptools.load is load
+
+
+def _same(a: Capture, b: Capture) -> None:
+    assert list(a.tables) == list(b.tables)
+    for name in TABLES:
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True)
+    assert dataclasses.asdict(a.summary) == dataclasses.asdict(b.summary)
+
+
+def test_load_is_load_with_options() -> None:
+    a = load(H2, keylog=H2_KEYS, packets=False)
+    b = load_with(H2, LoadOptions(keylog=H2_KEYS, packets=False))
+    _same(a, b)
+    assert a.summary.frames == 225  # (tshark: 225 frames, one TCP connection)
+    assert len(a.connections) == 1
+    assert len(a.http2_streams) == 7
+    assert len(a.sse_events) == 110
+    assert len(a.packets) == 0
+
+
+def test_pipeline_run_returns_the_tables_of_load() -> None:
+    res = pipeline.run(H2, LoadOptions(keylog=H2_KEYS))
+    assert res.pump is None
+    assert res.capture_end == res.summary.last_ts_ns
+    assert set(res.tables) == set(TABLES)
+    _same(Capture(res.summary, res.tables), load(H2, keylog=H2_KEYS))
+
+
+def test_shard_keeps_its_connections_only() -> None:
+    # one connection (tcp_stream 0): worker 0 of 2 has it, worker 1 nothing of it
+    own = pipeline.run(H2, LoadOptions(keylog=H2_KEYS, shard=(0, 2))).tables
+    other = pipeline.run(H2, LoadOptions(keylog=H2_KEYS, shard=(1, 2))).tables
+    def rows(t: dict[str, pd.DataFrame]) -> tuple[int, int, int]:
+        return len(t["connections"]), len(t["http2_streams"]), len(t["packets"])
+
+    assert rows(own) == (1, 7, 225)
+    assert rows(other) == (0, 0, 0)
+
+
+def test_front_door_checks() -> None:
+    with pytest.raises(ValueError, match="one process"):
+        load(H2, out="x", workers=2)
+    with open(H2, "rb") as fh, pytest.raises(UnsupportedInputError, match="workers=2"):
+        load(fh, workers=2)
+
+
+def test_progress_reaches_the_end() -> None:
+    seen: list[tuple[int, int]] = []
+    load_with(H2, LoadOptions(progress=lambda done, total: seen.append((done, total)),
+                              payloads=False))
+    size = H2.stat().st_size
+    assert seen[-1] == (size, size)
