@@ -8,7 +8,7 @@ import importlib
 from pathlib import Path
 
 import pcaptools
-from pcaptools import capture, many
+from pcaptools import capture, many, result
 from pcaptools.analyses import summary
 from pcaptools.io import linktypes, pcapng
 from pcaptools.net.decode import SUPPORTED_LINKTYPES
@@ -43,7 +43,7 @@ def test_retransmission_kinds_has_one_home() -> None:
     assert frozenset(
         {"retransmission", "fast_retransmission", "spurious_retransmission"}
     ) == analysis.RETRANSMISSION_KINDS
-    for mod in (tracker, capture, many, disconnects):
+    for mod in (tracker, result, many, disconnects):
         assert mod.RETRANSMISSION_KINDS is analysis.RETRANSMISSION_KINDS, mod.__name__
 
 
@@ -54,7 +54,7 @@ def test_secrets_tls_keylog_has_one_home() -> None:
 
 
 def test_fmt_ms_has_one_home() -> None:
-    assert _defined_at_module_level("fmt_ms") == ["analyses/summary.py"]
+    assert _defined_at_module_level("fmt_ms") == ["analyses/_format.py"]
     assert charts.fmt_ms is summary.fmt_ms and html.fmt_ms is summary.fmt_ms
     texts = [summary.fmt_ms(v) for v in (1204.4, 12.44, 0.0423)]
     assert texts == ["1,204 ms", "12.4 ms", "0.0423 ms"]
