@@ -115,10 +115,13 @@ def write(directory: Path, opts: list[str], only: list[str]) -> int:
     return 0
 
 
-def _differences(want: dict[str, Any], got: dict[str, Any], where: str) -> list[str]:
+def _differences(want: dict[str, Any], got: dict[str, Any], where: str,
+                 new_tables: frozenset[str] = frozenset()) -> list[str]:
     import pandas as pd
 
     problems: list[str] = []
+    got = {**got, "tables": {k: v for k, v in got["tables"].items()
+                             if not (k in new_tables and k not in want["tables"])}}
     if set(want["tables"]) != set(got["tables"]):
         problems.append(f"{where}: tables {sorted(set(want['tables']) ^ set(got['tables']))} "
                         "only on one side")
@@ -137,7 +140,8 @@ def _differences(want: dict[str, Any], got: dict[str, Any], where: str) -> list[
     return problems
 
 
-def compare(directory: Path, other: Path | None, opts: list[str], only: list[str]) -> int:
+def compare(directory: Path, other: Path | None, opts: list[str], only: list[str],
+            new_tables: frozenset[str] = frozenset()) -> int:
     """This tree (or the snapshot ``other``) against the snapshot ``directory``."""
     from pcaptools import _accel
 
@@ -162,7 +166,7 @@ def compare(directory: Path, other: Path | None, opts: list[str], only: list[str
                 got = pickle.loads(g.read_bytes())
             else:
                 got = take(path, keys, OPTION_SETS[opt])
-            problems += _differences(want, got, f"{name}@{opt}")
+            problems += _differences(want, got, f"{name}@{opt}", new_tables)
             n += 1
     for p in problems:
         print(p)
@@ -184,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
                        help=f"comma-separated option sets of {', '.join(OPTION_SETS)} (default: all)")
         p.add_argument("--only", action="append", default=[],
                        help="only captures whose name contains this (repeatable)")
+        p.add_argument("--new-table", action="append", default=[],
+                       help="a table added since the snapshot: not compared where the snapshot "
+                            "lacks it (repeatable)")
     a = ap.parse_args(argv)
     opts = [o for o in a.options.split(",") if o]
     bad = [o for o in opts if o not in OPTION_SETS]
@@ -191,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown option set(s) {bad}")
     if a.cmd == "write":
         return write(a.directory, opts, a.only)
-    return compare(a.directory, getattr(a, "other", None), opts, a.only)
+    return compare(a.directory, getattr(a, "other", None), opts, a.only,
+                   frozenset(a.new_table))
 
 
 if __name__ == "__main__":
