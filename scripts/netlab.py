@@ -35,6 +35,7 @@ import atexit
 import contextlib
 import ctypes
 import fcntl
+import hashlib
 import heapq
 import json
 import os
@@ -282,7 +283,10 @@ class LinkParams:
     """What the TAP forwarder does to frames; ``a`` and ``b`` are the two ends.
 
     Loss and reordering only apply to TCP frames (ARP / neighbour discovery always pass), and
-    by default never to SYN segments, so connection set-up times stay predictable.
+    by default never to SYN segments, so connection set-up times stay predictable.  With
+    ``loss_udp`` the same seeded loss also applies to UDP datagrams (QUIC); each dropped
+    datagram is logged with its flow, UDP payload length and the SHA-256 of its payload (first
+    16 hex digits), so it can be found in a capture taken before the link.
     """
 
     delay_ms: float = 0.0
@@ -295,6 +299,7 @@ class LinkParams:
     seed: int = 1
     spare_syn: bool = True
     lifetime_s: float = 300.0
+    loss_udp: bool = False
 
 
 @dataclass(slots=True)
@@ -667,6 +672,32 @@ def _tcp_info(frame: bytes) -> tuple[str, int, int, int, int] | None:
     return f"{src}:{sport}>{dst}:{dport}", seq, payload, flags, ack
 
 
+def _udp_info(frame: bytes) -> tuple[str, int, str] | None:
+    """(``src:port>dst:port``, UDP payload length, payload SHA-256 prefix) or None.
+
+    Only untagged Ethernet IPv4/IPv6 without IPv6 extension headers; anything else is None.
+    """
+    if len(frame) < 14:
+        return None
+    etype = struct.unpack_from("!H", frame, 12)[0]
+    if etype == 0x0800 and len(frame) >= 34 and frame[23] == 17:
+        u = 14 + (frame[14] & 0x0F) * 4
+        src = socket.inet_ntop(socket.AF_INET, frame[26:30])
+        dst = socket.inet_ntop(socket.AF_INET, frame[30:34])
+    elif etype == 0x86DD and len(frame) >= 54 and frame[20] == 17:
+        u = 54
+        src = "[" + socket.inet_ntop(socket.AF_INET6, frame[22:38]) + "]"
+        dst = "[" + socket.inet_ntop(socket.AF_INET6, frame[38:54]) + "]"
+    else:
+        return None
+    if len(frame) < u + 8:
+        return None
+    sport, dport, ulen = struct.unpack_from("!HHH", frame, u)
+    payload = frame[u + 8:u + max(8, ulen)]
+    return (f"{src}:{sport}>{dst}:{dport}", len(payload),
+            hashlib.sha256(payload).hexdigest()[:16])
+
+
 @dataclass(slots=True)
 class _DirStats:
     frames_in: int = 0
@@ -676,6 +707,8 @@ class _DirStats:
     queue_drops: int = 0
     reordered: int = 0
     dropped_segments: list[dict[str, Any]] = field(default_factory=list)
+    udp_lost: int = 0
+    dropped_datagrams: list[dict[str, Any]] = field(default_factory=list)
     reordered_segments: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -756,6 +789,16 @@ def tap_forward_main(argv: Sequence[str]) -> int:
                     st.lost += 1
                     note(st.dropped_segments, idx, info, now)
                     continue
+                if p.loss_udp and info is None and losses[d] > 0:
+                    uinfo = _udp_info(frame)
+                    if uinfo is not None and rngs[d].random() < losses[d]:
+                        st.udp_lost += 1
+                        if len(st.dropped_datagrams) < max_list:
+                            st.dropped_datagrams.append({
+                                "frame_index": idx, "t_rel_ms": round((now - t0) * 1000, 3),
+                                "flow": uinfo[0], "udp_len": uinfo[1],
+                                "payload_sha256_16": uinfo[2]})
+                        continue
                 if queued[d] >= p.queue_frames:
                     st.queue_drops += 1
                     continue

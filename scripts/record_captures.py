@@ -1807,6 +1807,428 @@ def sc_h2_sse_lossy(ctx: Ctx) -> None:
                       "(link.*.dropped_segments with len > 0)")
 
 
+# =========================================================================== HTTP/3 (QUIC)
+
+H3KIT = SCRIPTS / "servers" / "h3kit.py"
+H3_CHAT_LINK = LinkParams(delay_ms=20.0, seed=3131, lifetime_s=90)
+H3_LOSSY_LINK = LinkParams(delay_ms=20.0, loss_ab=0.03, loss_ba=0.03, seed=3303,
+                           lifetime_s=90, loss_udp=True)
+
+
+def h3_cert(ctx: Ctx) -> tuple[Path, Path]:
+    """A self-signed ECDSA P-256 certificate for ``lab.test`` made by h3kit (cryptography)."""
+    d = ctx.work / "h3tls"
+    netlab.run([sys.executable, str(H3KIT), "cert", "--out-dir", str(d), "--name", TLS_HOST])
+    cert, key = d / "cert.pem", d / "key.pem"
+    fp = netlab.run(["openssl", "x509", "-in", str(cert), "-noout", "-fingerprint",
+                     "-sha256"]).stdout.strip().partition("=")[2]
+    ctx.common["tls_certificate"] = {"subject": f"CN={TLS_HOST}", "san": f"DNS:{TLS_HOST}",
+                                     "key": "ECDSA P-256", "self_signed": True,
+                                     "sha256_fingerprint": fp,
+                                     "made_by": f"cryptography {_pkg_version('cryptography')}"}
+    ctx.tls_files = (cert, key)
+    return cert, key
+
+
+def start_h3kit(ctx: Ctx, ns: Netns, *, retry: bool, lifetime_s: int = 60) -> Path:
+    """scripts/servers/h3kit.py serve (aioquic HTTP/3) on SERVER4:443/udp; returns its log."""
+    cert, key = h3_cert(ctx)
+    events = ctx.work / "h3kit-server.jsonl"
+    args = ["serve", "--listen", f"{SERVER4}:{HTTPS_PORT}", "--cert", str(cert), "--key",
+            str(key), "--events", str(events), "--lifetime", str(lifetime_s)]
+    if retry:
+        args.append("--retry")
+    spawn_py(ctx, ns, H3KIT, args, name="h3kit-server", lifetime_s=lifetime_s + 5)
+    if wait_for_event(events, "listening", 10.0) is None:
+        raise netlab.LabError("h3kit server did not start")
+    ctx.common["servers"].append({
+        "kind": "h3kit (aioquic)", "listen": [f"{SERVER4}:{HTTPS_PORT}/udp"],
+        "version": f"aioquic {_pkg_version('aioquic')}", "retry": retry,
+        "behaviour": "HTTP/3 POST /v1/chat/completions streaming text/event-stream on a "
+                     "planned schedule (one DATA frame per SSE event); session tickets "
+                     "allowing 0-RTT" + ("; a Retry for every first Initial" if retry else "")})
+    return events
+
+
+def h3_plan_request(rid: str, at_ms: int, *, tokens: int = 20, first_ms: float = 150,
+                    every_ms: float = 40, seed: int = 1) -> dict[str, Any]:
+    """One streamed chat request for h3kit's client plan."""
+    return {"id": rid, "at_ms": at_ms, "lab": {"tokens": tokens, "first_ms": first_ms,
+                                               "every_ms": every_ms, "seed": seed}}
+
+
+def run_h3client(ctx: Ctx, ns: Netns, conns: list[dict[str, Any]], *, tag: str,
+                 timeout_s: float = 60) -> tuple[dict[str, Any], Path]:
+    """Run h3kit's client in ``ns``; returns (its result, its key log)."""
+    planf, outf = ctx.work / f"plan-{tag}.json", ctx.work / f"result-{tag}.json"
+    kl = ctx.work / f"keys-{tag}.txt"
+    planf.write_text(json.dumps({"connections": conns}))
+    assert ctx.tls_files is not None
+    args = ["client", "--connect", f"{SERVER4}:{HTTPS_PORT}", "--host", TLS_HOST, "--cacert",
+            str(ctx.tls_files[0]), "--plan", str(planf), "--out", str(outf), "--keylog",
+            str(kl), "--deadline", str(timeout_s - 10)]
+    ctx.event("h3 client start", tag=tag, connections=len(conns))
+    proc = spawn_py(ctx, ns, H3KIT, args, name=f"h3client-{tag}", lifetime_s=int(timeout_s))
+    rc = wait_proc(proc, timeout_s + 5)
+    ctx.event("h3 client end", tag=tag, exit=rc)
+    if not outf.exists():
+        log = proc.log_path.read_text()[-2000:] if proc.log_path else ""
+        raise netlab.LabError(f"h3kit client {tag} wrote no result (exit {rc}): {log}")
+    res = json.loads(outf.read_text())
+    res["exit"] = rc
+    return res, kl
+
+
+def h3_request_facts(conn: dict[str, Any], server_log: list[dict[str, Any]]
+                     ) -> list[dict[str, Any]]:
+    """Per request of one QUIC connection: the client's timeline and what the server sent."""
+    srv = {r["id"]: r for r in server_log if r.get("what") == "request"}
+    out = []
+    for r in conn.get("requests") or []:
+        s = srv.get(r["id"], {})
+        ev = r.get("sse_events") or []
+        sent = s.get("events") or []
+        out.append({
+            "id": r["id"], "method": r["method"], "path": r["path"], "plan": r.get("plan"),
+            "status": r.get("status"), "http_version": "3", "quic_stream_id": r["stream_id"],
+            "sent_in_0rtt": r.get("sent_before_handshake"),
+            "t_start_ns": r.get("t_start_ns"), "t_sent_ns": r.get("t_sent_ns"),
+            "t_headers_ns": r.get("t_headers_ns"), "t_first_byte_ns": r.get("t_first_byte_ns"),
+            "t_end_ns": r.get("t_end_ns"), "end": r.get("end"), "body_bytes": r.get("body_bytes"),
+            "sse_events_received": len(ev), "tokens_received": len(r.get("tokens") or []),
+            "tokens": r.get("tokens"), "server_tokens": s.get("tokens"),
+            "token_times_ns": r.get("token_times_ns"),
+            "client_event_times_ns": [e["t_ns"] for e in ev],
+            "sse_events_sent": len(sent), "server_stream_id": s.get("stream_id"),
+            "server_event_times_ns": [e["t_ns"] for e in sent],
+            "server_event_kinds": [e["kind"] for e in sent],
+            "server_t_arrival_ns": s.get("t_arrival_ns"),
+        })
+    return out
+
+
+def h3_conn_facts(ctx: Ctx, res: dict[str, Any], server_log: list[dict[str, Any]], *,
+                  capture: str | None = None) -> list[dict[str, Any]]:
+    """``ctx.conn`` rows (``transport: quic``) for every QUIC connection the client made."""
+    hs = [r for r in server_log if r.get("what") == "handshake"]
+    rows = []
+    for i, c in enumerate(res["connections"]):
+        reqs = h3_request_facts(c, server_log)
+        h = c.get("handshake") or {}
+        quic = {"version": "0x00000001", "alpn": h.get("alpn"), "sni": TLS_HOST,
+                "original_dcid": c.get("original_dcid"), "client_scid": c.get("client_scid"),
+                "server_cid": c.get("server_cid"), "retry": c.get("retry_seen"),
+                "resumed": h.get("resumed"), "early_data_requested": c.get("early_data_requested"),
+                "early_data_accepted": h.get("early_data_accepted"),
+                "t_handshake_done_ns": h.get("t_ns"),
+                "session_tickets_received": c.get("session_tickets_received"),
+                "server_view": hs[i] if i < len(hs) else None, "keys_in_keylog": True}
+        extra = {"capture": capture} if capture else {}
+        rows.append(ctx.conn(
+            client=ep(CLIENT4, c["local_port"]), server=ep(SERVER4, HTTPS_PORT),
+            transport="quic", end=c.get("end", "connection-close-client"),
+            via=f"aioquic {res.get('aioquic')} (scripts/servers/h3kit.py client)",
+            purpose=f"{c['id']}: {len(reqs)} HTTP/3 chat requests on one QUIC connection"
+                    + (", resumed with a session ticket" if h.get("resumed") else "")
+                    + (", 0-RTT" if h.get("early_data_accepted") else ""),
+            t_start_ns=c["t_start_ns"], t_end_ns=c["t_end_ns"], client_exit=res["exit"],
+            requests=reqs, quic=quic, **extra))
+    return rows
+
+
+def _as_list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else ([] if v is None else [v])
+
+
+def _walk(tree: Any, key: str) -> Iterator[Any]:
+    """Every value stored under ``key`` anywhere in one tshark JSON subtree."""
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            if k == key:
+                yield from _as_list(v)
+            elif k != "quic.frame":  # frames are walked one by one by the caller
+                yield from _walk(v, key)
+    elif isinstance(tree, list):
+        for v in tree:
+            yield from _walk(v, key)
+
+
+def tshark_quic_packets(path: Path, *, keylog: Path | None) -> list[dict[str, Any]]:
+    """tshark's QUIC view per frame (``-T json --no-duplicate-keys``): for each QUIC packet
+    in the datagram (coalesced ones too) its connection, header form, long packet type,
+    whether tshark decrypted it, and its frames (type, stream id, offset, data)."""
+    env, tmp = _tshark_env()
+    with tmp:
+        args = ["tshark", "-n", "-r", str(path)]
+        if keylog is not None:
+            args += ["-o", f"tls.keylog_file:{keylog}"]
+        args += ["-Y", "quic", "-T", "json", "--no-duplicate-keys"]
+        res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300,
+                             check=False)
+    out = []
+    for pkt in json.loads(res.stdout or "[]"):
+        lay = pkt["_source"]["layers"]
+        fr = lay.get("frame", {})
+        quics = []
+        conn = next(_walk(lay.get("quic"), "quic.connection.number"), None)
+        for q in _as_list(lay.get("quic")):
+            form = next(_walk(q, "quic.header_form"), None)
+            if form is None:
+                continue  # not a packet (e.g. an expert note on padding after the packets)
+            frames = []
+            for f in _as_list(q.get("quic.frame")):
+                frames.append({"type": int(f.get("quic.frame_type", -1)),
+                               "stream_id": int(f["quic.stream.stream_id"])
+                               if "quic.stream.stream_id" in f else None,
+                               "offset": int(f.get("quic.stream.offset", 0)),
+                               "data": str(f.get("quic.stream_data", "")).replace(":", "")})
+            ptype = next(_walk(q, "quic.long.packet_type"), None)
+            quics.append({"connection": None if conn is None else int(conn),
+                          "header_form": form, "long_packet_type": ptype,
+                          # tshark shows an undecryptable packet's payload as
+                          # remaining_payload (short header) and parses no frames; a Retry
+                          # (long type 3) has no frames to decrypt
+                          "decrypted": ptype == "3" or (bool(frames)
+                                                        and "quic.remaining_payload" not in q),
+                          "frames": frames})
+        ip = lay.get("ip", {})
+        out.append({"frame": int(fr.get("frame.number", 0)),
+                    "epoch": float(fr.get("frame.time_epoch", 0)),
+                    "src": ip.get("ip.src"), "quic": quics})
+    return out
+
+
+def h3_frames(data: bytes) -> list[tuple[int, bytes]]:
+    """HTTP/3 frames (type, payload) of one stream's bytes (RFC 9114 §7.1; varints)."""
+    def varint(i: int) -> tuple[int, int] | None:
+        if i >= len(data):
+            return None
+        n = 1 << (data[i] >> 6)
+        if i + n > len(data):
+            return None
+        v = data[i] & 0x3F
+        for b in data[i + 1:i + n]:
+            v = (v << 8) | b
+        return v, i + n
+    out, i = [], 0
+    for _ in range(100000):
+        t = varint(i)
+        ln = varint(t[1]) if t else None
+        if t is None or ln is None or ln[1] + ln[0] > len(data):
+            break
+        out.append((t[0], data[ln[1]:ln[1] + ln[0]]))
+        i = ln[1] + ln[0]
+    return out
+
+
+def tshark_quic_facts(path: Path, *, keylog: Path | None, server_ip: str = SERVER4
+                      ) -> dict[str, Any]:
+    """tshark 4.0's QUIC view: connections, packet types, frame types, and per connection the
+    decrypted server->client request streams reassembled by offset: their SSE events and
+    tokens (tshark 4.0 has no HTTP/3 dissector: the HTTP/3 frames are parsed here) and the
+    frame that carried the first token."""
+    conns: set[int] = set()
+    types: dict[str, int] = {}
+    ftypes: dict[str, int] = {}
+    short = failed = 0
+    pieces: dict[tuple[int, int], dict[int, tuple[bytes, float, int]]] = {}
+    for pkt in tshark_quic_packets(path, keylog=keylog):
+        for q in pkt["quic"]:
+            if q["connection"] is None:
+                continue
+            cn = q["connection"]
+            conns.add(cn)
+            if q["header_form"] == "0":
+                short += 1
+            elif q["long_packet_type"] is not None:
+                types[q["long_packet_type"]] = types.get(q["long_packet_type"], 0) + 1
+            failed += not q["decrypted"]
+            for f in q["frames"]:
+                ftypes[str(f["type"])] = ftypes.get(str(f["type"]), 0) + 1
+                sid = f["stream_id"]
+                if pkt["src"] != server_ip or sid is None or sid % 4 != 0:
+                    continue  # server->client data of client-initiated bidi (request) streams
+                pieces.setdefault((cn, sid), {}).setdefault(
+                    f["offset"], (bytes.fromhex(f["data"]), pkt["epoch"], pkt["frame"]))
+    streams = []
+    for (cn, sid), parts in sorted(pieces.items()):
+        buf = bytearray()
+        for off in sorted(parts):
+            if off > len(buf):
+                break  # a hole (not in the capture): stop there
+            data = parts[off][0]
+            buf[off:off + len(data)] = data
+        body = b"".join(payload for ftype, payload in h3_frames(bytes(buf)) if ftype == 0)
+        events = [e for e in body.decode("utf-8", "replace").split("\n\n") if e]
+        toks = []
+        for e in events:
+            with contextlib.suppress(ValueError, KeyError, IndexError, TypeError):
+                delta = json.loads(e.removeprefix("data: "))["choices"][0]["delta"]
+                if "content" in delta:
+                    toks.append(delta["content"])
+        at = bytes(buf).find(b"data: ")
+        first = min(((fn, ts) for off, (data, ts, fn) in parts.items()
+                     if at >= 0 and off <= at < off + len(data)), default=None)
+        streams.append({"connection": cn, "stream_id": sid, "bytes": len(buf),
+                        "sse_events": len(events), "tokens": toks,
+                        "first_token_frame": first[0] if first else None,
+                        "first_token_epoch": first[1] if first else None})
+    return {"connections": len(conns), "long_packet_types": types,
+            "short_header_packets": short, "frame_types": ftypes,
+            "decryption_failed": failed, "streams": streams}
+
+
+def _h3_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
+    """The client's timeline against tshark's decrypted view: stream ids, SSE events, tokens."""
+    q = f["tshark"].get("quic") or {}
+    got = {(s["connection"], s["stream_id"]): s for s in q.get("streams", [])}
+    conns = [c for c in f["connections"] if c.get("transport") == "quic"]
+    out = [_count_check("QUIC connections seen by tshark", q.get("connections", 0),
+                        len(conns))[0],
+           {"check": "tshark decrypted every QUIC packet with the key log",
+            "ok": q.get("decryption_failed", 1) == 0 and q.get("short_header_packets", 0) > 0,
+            "detail": f"short-header packets {q.get('short_header_packets')}, decryption "
+                      f"failures {q.get('decryption_failed')}"}]
+    for i, c in enumerate(conns):
+        for r in c["requests"]:
+            s = got.get((i, r["quic_stream_id"]))
+            want = (r["plan"] or {}).get("tokens", 0) + 2
+            ok = (s is not None and r["status"] == 200 and r["end"] == "complete"
+                  and r["sse_events_sent"] == r["sse_events_received"] == s["sse_events"]
+                  == want and r["tokens"] == r["server_tokens"] == s["tokens"])
+            out.append({"check": f"{r['id']}: stream {r['quic_stream_id']} of QUIC "
+                                 f"connection {i}, {want} SSE events in the timeline and in "
+                                 "tshark's decrypted stream data", "ok": ok,
+                        "detail": "no such stream" if s is None else
+                        f"client {r['sse_events_received']}, server {r['sse_events_sent']}, "
+                        f"tshark {s['sse_events']} events"})
+    return out
+
+
+@scenario("h3-sse-chat", outputs=("h3-sse-chat.pcapng",),
+          summary="HTTP/3 over QUIC v1 (aioquic client and server, ALPN h3): 3 streamed chat "
+                  "requests (SSE) on one connection, then a second connection resumed with "
+                  "the session ticket whose first request goes out as 0-RTT; TAP link with "
+                  "20 ms one-way delay, no loss; key log in h3-sse-chat.keys",
+          attempts=2)
+def sc_h3_sse_chat(ctx: Ctx) -> None:
+    c, s, tl = ctx.pair(link=H3_CHAT_LINK, hosts={TLS_HOST: SERVER4})
+    ev = start_h3kit(ctx, s, retry=False)
+    name = "h3-sse-chat.pcapng"
+    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    conns = [
+        {"id": "conn-1", "local_port": 50443, "requests": [
+            h3_plan_request("chat-1", 0, seed=21),
+            h3_plan_request("chat-2", 100, tokens=10, first_ms=300, every_ms=60, seed=22),
+            h3_plan_request("chat-3", 150, tokens=30, first_ms=100, every_ms=25, seed=23)]},
+        {"id": "conn-2", "local_port": 50444, "resume": True, "early_data": True,
+         "requests": [h3_plan_request("chat-4", 0, seed=24),
+                      h3_plan_request("chat-5", 200, tokens=10, seed=25)]}]
+    res, kl = run_h3client(ctx, c, conns, tag="h3")
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    ctx.link_stats(tl)
+    ctx.add_keys(name, kl)
+    rows = h3_conn_facts(ctx, res, jsonl(ev))
+    ctx.truth(name, plan=conns, transport="quic",
+              sse_format="one HTTP/3 DATA frame per SSE event: data: {chat.completion.chunk "
+                         "JSON}\\n\\n per token, then a finish_reason=stop chunk, then "
+                         "data: [DONE] with FIN")
+    ctx.check(name, _h3_checks)
+
+    def zero_rtt(f: dict[str, Any]) -> list[dict[str, Any]]:
+        q = [c["quic"] for c in f["connections"]]
+        ok = (len(q) == 2 and not q[0]["resumed"] and q[1]["resumed"]
+              and q[1]["early_data_accepted"] is True
+              and f["connections"][1]["requests"][0]["sent_in_0rtt"] is True
+              and (f["tshark"]["quic"]["long_packet_types"].get("1", 0) >= 1))
+        return [{"check": "the second connection resumed and its first request went as "
+                          "0-RTT (tshark sees 0-RTT packets)", "ok": ok,
+                 "detail": f"resumed {[x['resumed'] for x in q]}, 0-RTT accepted "
+                           f"{[x['early_data_accepted'] for x in q]}, long packet types "
+                           f"{f['tshark']['quic']['long_packet_types']}"}]
+    ctx.check(name, zero_rtt)
+    ctx.highlight(name, f"{len(rows)} QUIC connections; streams 0, 4, 8 then 0, 4; the "
+                        "second connection's chat-4 is sent in 0-RTT packets; per-request "
+                        "timeline (sent, headers, first byte, each token) in the facts")
+
+
+@scenario("h3-sse-lossy", outputs=("h3-sse-lossy.pcapng", "h3-sse-lossy-server.pcapng"),
+          summary="HTTP/3 over QUIC v1 (aioquic, server sends Retry): 6 streamed chat requests "
+                  "(SSE, 20 tokens each) on one connection across a TAP link with 20 ms "
+                  "one-way delay and 3% seeded loss of UDP datagrams each way, captured at "
+                  "the client and at the server in the same run: the drop log names every "
+                  "datagram lost",
+          attempts=2)
+def sc_h3_sse_lossy(ctx: Ctx) -> None:
+    c, s, tl = ctx.pair(link=H3_LOSSY_LINK, hosts={TLS_HOST: SERVER4})
+    ev = start_h3kit(ctx, s, retry=True)
+    fc, fs = "h3-sse-lossy.pcapng", "h3-sse-lossy-server.pcapng"
+    ctx.capture(c, "eth0", fc, vantage="client", tool="dumpcap")
+    ctx.capture(s, "eth0", fs, vantage="server", tool="dumpcap")
+    conns = [{"id": "conn-1", "local_port": 50445, "requests": [
+        h3_plan_request(f"chat-{i + 1:02d}", i * 200, seed=330 + i) for i in range(6)]}]
+    res, kl = run_h3client(ctx, c, conns, tag="h3")
+    time.sleep(0.8)
+    ctx.stop_capture(fc)
+    ctx.stop_capture(fs)
+    ctx.link_stats(tl)
+    for f in (fc, fs):
+        ctx.add_keys(f, kl)
+    h3_conn_facts(ctx, res, jsonl(ev))
+    link = ctx.common["link"]
+    # which datagrams each capture holds, by payload hash: the link's drop log must be
+    # exactly the sender-side datagrams missing at the receiver
+    held = {f: _udp_payload_hashes(ctx.work / f) for f in (fc, fs)}
+    lost = {}
+    for key, (snd, rcv) in (("client_to_server", (fc, fs)), ("server_to_client", (fs, fc))):
+        src = CLIENT4 if key == "client_to_server" else SERVER4
+        sent = [h for ip, h in held[snd] if ip == src]
+        got = {h for ip, h in held[rcv] if ip == src}
+        lost[key] = sorted(h for h in sent if h not in got)
+    for f in (fc, fs):
+        ctx.truth(f, plan=conns, transport="quic", datagrams_missing_at_receiver=lost)
+        ctx.check(f, _h3_checks)
+
+    def drops(f: dict[str, Any]) -> list[dict[str, Any]]:
+        out = []
+        for key in ("client_to_server", "server_to_client"):
+            log = sorted(d["payload_sha256_16"] for d in
+                         (link.get(key) or {}).get("dropped_datagrams", []))
+            miss = f["truth"]["datagrams_missing_at_receiver"][key]
+            out.append({"check": f"{key}: the datagrams the link dropped are exactly those "
+                                 "in the sender's capture and not in the receiver's",
+                        "ok": log == miss and len(log) >= 1,
+                        "detail": f"drop log {len(log)}, missing {len(miss)}"})
+        return out
+    for f in (fc, fs):
+        ctx.check(f, drops)
+        ctx.check(f, lambda f: [{"check": "the server sent a Retry",
+                                 "ok": f["tshark"]["quic"]["long_packet_types"].get("3", 0)
+                                 >= 1 and all(c["quic"]["retry"] for c in f["connections"]),
+                                 "detail": f"{f['tshark']['quic']['long_packet_types']}"}])
+    ctx.note("with loss_udp the link drops UDP datagrams (QUIC) with the seeded loss too; "
+             "link.*.dropped_datagrams lists each with its payload hash (payload_sha256_16)")
+    ctx.highlight(fc, "link.client_to_server/server_to_client.dropped_datagrams: every QUIC "
+                      "datagram the link dropped; the client capture holds the client's, "
+                      "the server capture the server's")
+
+
+def _udp_payload_hashes(path: Path) -> list[tuple[str, str]]:
+    """(source IPv4, SHA-256 prefix of the UDP payload) per UDP datagram, in capture order."""
+    env, tmp = _tshark_env()
+    with tmp:
+        res = subprocess.run(["tshark", "-n", "-r", str(path), "-Y", "udp", "-T", "fields",
+                              "-e", "ip.src", "-e", "udp.payload"], capture_output=True,
+                             text=True, env=env, timeout=300, check=False)
+    out = []
+    for line in res.stdout.splitlines():
+        ip, _, hexdata = line.partition("\t")
+        out.append((ip, hashlib.sha256(bytes.fromhex(hexdata.replace(":", ""))).hexdigest()
+                    [:16]))
+    return out
+
+
 @scenario("sse-h1-cleartext", outputs=("sse-h1-cleartext.pcap",),
           summary="HTTP/1.1 chunked text/event-stream without TLS from an aiohttp server to "
                   "curl -N: an OpenAI-style chat stream (20 tokens) and a generic SSE stream "
@@ -3276,6 +3698,8 @@ def run_checks(facts: dict[str, Any], expectations: list[tuple[str, str, int]]
                        "detail": f"forwarder: {on_wire}, tshark: {tf['frames']}"})
     used: set[int] = set()
     for conn in facts["connections"]:
+        if conn.get("transport", "tcp") != "tcp":
+            continue  # QUIC: checked by the scenario against tshark's QUIC view
         cands = [s for s in tf["streams"] if {s["a"], s["b"]} == {conn["client"], conn["server"]}
                  and s["stream"] not in used]
         label = f"conn {conn['id']} {conn['client']} -> {conn['server']}"
@@ -3627,6 +4051,8 @@ def finish(ctx: Ctx, started: float) -> list[dict[str, Any]]:
         opts = ctx.tshark_opts.get(name, [])
         facts["tshark"] = tshark_facts(dst, keylog=keys, opts=opts)
         facts["tshark"]["app"] = tshark_app_facts(dst, keylog=keys, opts=opts)
+        if any(c.get("transport") == "quic" for c in facts["connections"]):
+            facts["tshark"]["quic"] = tshark_quic_facts(dst, keylog=keys)
         facts.update(json.loads(json.dumps(ctx.per_capture_extra.get(name, {}))))
         facts["checks"] = run_checks(facts, ctx.expectations.get(name, []))
         facts["checks"] += tls_checks(facts, randoms)
@@ -3648,9 +4074,11 @@ def write_readme(out_dir: Path) -> Path:
         "Every file here was recorded by `scripts/record_captures.py` from real servers "
         "(nginx, `scripts/servers/tcpkit.py`, an aiohttp chat/SSE server "
         "`scripts/servers/chatsse.py`, a python-websockets server `scripts/servers/wskit.py`, "
-        "a DNS server over UDP, TCP and HTTPS `scripts/servers/dnskit.py`) "
+        "a DNS server over UDP, TCP and HTTPS `scripts/servers/dnskit.py`, an aioquic HTTP/3 "
+        "chat server `scripts/servers/h3kit.py`) "
         "and clients (curl, openssl s_client, httpx via `scripts/servers/chatclient.py`, "
-        "python-websockets, python h2, Python sockets) talking inside "
+        "python-websockets, python h2, aioquic via `h3kit.py client`, Python sockets) "
+        "talking inside "
         "Linux network namespaces created for the recording (or their loopback). Next to each "
         "capture, `<capture>.facts.json` holds what the script did and knows for sure "
         "(addresses, ports, every connection with how it was meant to start and end, link "
@@ -3659,7 +4087,7 @@ def write_readme(out_dir: Path) -> Path:
         "`truth`: SSE events and tokens with their send and arrival times, WebSocket pings and "
         "messages, when a black hole or reset rule was installed), tshark 4.0's counts and "
         "per-stream table under `tshark` (TLS, HTTP/2 and WebSocket counts under "
-        "`tshark.app`), and `checks` comparing the two.",
+        "`tshark.app`, QUIC under `tshark.quic`), and `checks` comparing the two.",
         "",
         "TLS captures come with a key log named like the capture with `.keys` instead of "
         "`.pcap`/`.pcapng` (`h2-sse-chat.pcapng` -> `h2-sse-chat.keys`): the NSS key log "
@@ -3668,7 +4096,11 @@ def write_readme(out_dir: Path) -> Path:
         "`SSLContext.keylog_filename`); decrypt with `tshark -o tls.keylog_file:<name>.keys` "
         "or `pcap-report --keylog`. Where a facts file lists `keylog.omitted`, that "
         "connection's lines were deleted on purpose. The server certificate is a fresh "
-        "self-signed RSA 2048 one for `lab.test`, made with openssl at record time.",
+        "self-signed RSA 2048 one for `lab.test`, made with openssl at record time (for the "
+        "QUIC captures an ECDSA P-256 one made by `h3kit.py cert`). The QUIC (`h3-*`) key logs "
+        "hold aioquic's TLS 1.3 secrets (SSLKEYLOGFILE format, the same labels); tshark 4.0 "
+        "decrypts them with the same option but has no HTTP/3 dissector, so the facts' "
+        "`tshark.quic.streams` parse the HTTP/3 frames of the decrypted stream data.",
         "",
         "Addresses: client 192.0.2.10 / 2001:db8:77::10 (MAC 02:00:00:00:00:10), server "
         "192.0.2.20 / 2001:db8:77::20 (MAC 02:00:00:00:00:20), documentation ranges that only "
@@ -3680,8 +4112,9 @@ def write_readme(out_dir: Path) -> Path:
         "Re-record as root on Linux (Debian 12 packages: `apt-get install tcpdump tshark "
         "nginx-light curl openssl iproute2 iptables procps`; tshark brings dumpcap and "
         "capinfos; nginx-light has the ssl and http_v2 modules; Python 3.11 with `pip install "
-        "aiohttp websockets httpx h2` (tested with aiohttp 3.14, websockets 17.4, httpx 0.28, "
-        "h2 4.4)). A full re-record takes about "
+        "aiohttp websockets httpx h2 aioquic` (tested with aiohttp 3.14, websockets 17.4, "
+        "httpx 0.28, h2 4.4, aioquic 1.7); `pip install --group record` installs them from "
+        "pyproject.toml). A full re-record takes about "
         f"{_total_recording_s(facts)} s; each scenario "
         "cleans up its namespaces and processes on every exit path, and `python "
         "scripts/netlab.py cleanup` removes what a SIGKILLed run left behind.",
@@ -3692,7 +4125,9 @@ def write_readme(out_dir: Path) -> Path:
         "",
         "The lossy links are a user-space TAP forwarder (`scripts/netlab.py`), because the "
         "kernel used has no netem/tbf qdiscs: a fixed one-way delay, seeded random loss and "
-        "reordering of TCP frames (never SYNs), a rate limit and a bounded queue.",
+        "reordering of TCP frames (never SYNs), a rate limit and a bounded queue; for the QUIC "
+        "captures (`loss_udp`) the seeded loss applies to UDP datagrams too, and the drop log "
+        "names each lost datagram by its payload hash.",
         "",
         "| capture | scenario | link type | packets | bytes |",
         "| --- | --- | --- | ---: | ---: |",
@@ -3755,6 +4190,15 @@ def _app_rows(f: dict[str, Any]) -> list[str]:
                     f"{ws['fin_clear']}, masked {ws['masked']}"
                     + (f"; close codes {ws['close_codes']}" if ws["close_codes"] else "")
                     + " |")
+    q = f["tshark"].get("quic") or {}
+    if q.get("connections"):
+        names = {"0": "Initial", "1": "0-RTT", "2": "Handshake", "3": "Retry"}
+        lt = ", ".join(f"{names.get(k, k)} {v}" for k, v in sorted(q["long_packet_types"].items()))
+        rows.append(f"| QUIC (tshark) | {q['connections']} connection(s); long-header packets: "
+                    f"{lt}; short-header {q['short_header_packets']}; not decrypted "
+                    f"{q['decryption_failed']}; request streams with SSE: "
+                    f"{len(q['streams'])}, "
+                    f"{sum(s['sse_events'] for s in q['streams'])} SSE events |")
     if app.get("options"):
         rows.append(f"| tshark options | `{' '.join(app['options'])}` |")
     for h in f.get("highlights") or []:
@@ -3782,7 +4226,11 @@ def _readme_section(f: dict[str, Any]) -> list[str]:
               f"reorder {p['reorder_prob']:.1%} (+{p['reorder_extra_ms']:g} ms), "
               f"{p['rate_bps'] / 1e6:g} Mbit/s, seed {p['seed']}")
         c2s, s2c = link.get("client_to_server") or {}, link.get("server_to_client") or {}
-        if c2s:
+        if c2s and p.get("loss_udp"):
+            ls += (f"; UDP datagrams lost too (loss_udp): the link dropped "
+                   f"{c2s.get('udp_lost')} client->server and {s2c.get('udp_lost')} "
+                   "server->client datagrams")
+        elif c2s:
             ls += (f"; the link dropped {c2s.get('lost')} client->server and {s2c.get('lost')} "
                    f"server->client TCP frames and reordered {c2s.get('reordered', 0)} / "
                    f"{s2c.get('reordered', 0)}")
