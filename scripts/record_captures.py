@@ -192,10 +192,13 @@ class Ctx:
         ``opened``: ``during-capture`` / ``before-capture``.  ``handshake``: ``completed``,
         ``refused`` (RST answer), ``no-answer`` (SYNs dropped), ``icmp-rejected``.
         ``end``: ``fin-client-first``, ``fin-server-first``, ``fin-both`` (both close at
-        about the same time, the order is a race), ``rst-client``, ``rst-server``,
+        about the same time, the order is a race), ``connection-close-client`` (QUIC: the
+        client sent CONNECTION_CLOSE), ``rst-client``, ``rst-server``,
         ``open-at-capture-end``, ``black-hole`` (the path vanished: one side retransmits
         into the void until the capture stops, no FIN or RST gets through) or ``none`` (no
-        connection was made).
+        connection was made).  ``transport="quic"`` in ``detail`` marks a QUIC connection:
+        it has no TCP stream, so ``run_checks`` leaves it to the scenario's checks against
+        tshark's QUIC view (``tshark.quic``).
         """
         c = {"id": len(self.common["connections"]) + 1, "client": client, "server": server,
              # ``capture=NAME`` in ``detail`` limits the connection to that capture's facts
