@@ -12,7 +12,8 @@ Everything here runs as root on Linux and touches only what it creates itself:
   to the namespace (``netns.socket()`` does this for you).
 * ``TapLink`` + ``tap_forward_main()``: a user-space Ethernet link between two namespaces made
   of two TAP devices and a forwarder process that delays frames by a fixed one-way delay, drops
-  TCP frames at random with a *seeded* RNG, can reorder a few frames and can limit the rate with
+  TCP frames (and, with ``loss_udp``, UDP datagrams) at random with a *seeded* RNG, can
+  reorder a few frames and can limit the rate with
   a bounded queue.  The kernel here has no netem/tbf qdiscs, which is why this exists.  The
   forwarder writes its statistics and the exact list of frames it dropped / reordered as JSON
   (per frame: its 1-based index among the frames read in that direction, the time since the
