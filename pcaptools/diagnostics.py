@@ -91,6 +91,14 @@ CATALOGUE: dict[str, str] = {
     "dns.tcp_bytes_lost": "bytes of a DNS over TCP connection were not captured: the message they belong to is missing from the dns table; when its length prefix was lost too, parsing resumed at the next offset where a whole DNS message follows a length prefix",
     "dns.tcp_truncated_message": "a DNS over TCP direction closed (or the capture ended) inside a message; that message is missing from the dns table",
     "dns.doh_bad_query": "a DNS over HTTPS GET (answered with application/dns-message) has a dns parameter that is not base64url (RFC 8484 §4.1); the row has the response only",
+    # quic
+    "quic.malformed_packet": "a UDP datagram of a QUIC flow (port 443, or a QUIC long header on another port) has a packet whose header does not parse (cut short, a connection ID longer than 20 bytes, a Length beyond the datagram, a byte that is not a QUIC packet); the packets before it are kept, the rest of the datagram is not read",
+    "quic.initial_decrypt_failed": "a QUIC Initial packet did not decrypt with the keys derived from the client's destination connection ID (RFC 9001 §5.2): corrupted, or its client Initial was not the one captured; it is listed with status decrypt_failed",
+    "quic.malformed_frame": "a decrypted QUIC Initial packet has a frame that is cut short or of a type an Initial may not carry; the frames before it are used, the rest of the packet is not",
+    "quic.tls_malformed": "a TLS handshake message (ClientHello, ServerHello) in the CRYPTO frames of QUIC Initial packets does not parse; the connection has no SNI/ALPN/cipher from it",
+    "quic.crypto_overflow": "the CRYPTO data of QUIC Initial packets of one direction ran more than the limit ahead of what could be parsed (a hole never filled, or a huge message); the rest of its handshake is not read",
+    "quic.too_many_connections": "more QUIC connections than the per-load limit: datagrams that would open another are not analysed",
+    "quic.packet_rows_capped": "more QUIC packets than the quic_packets row limit: later packets are counted in quic_connections but not listed",
     # server-sent events
     "sse.bad_json": "an SSE event's data starts like JSON but is not valid JSON; the event is kept with json_ok False",
     "sse.unterminated_event": "an SSE line (or one event's data) grew beyond the parser's limit without a terminator; it was dropped and parsing resumed at the next line end",

@@ -341,6 +341,28 @@ LIMITS: tuple[Limit, ...] = (
         "largest message and its prefix); older bytes are dropped one at a time",
     ),
     Limit(
+        "QUIC packets listed",
+        "pcaptools.protocols.quic.observer:MAX_QUIC_PACKET_ROWS",
+        "rows",
+        "quic.packet_rows_capped",
+        "quic_packets rows per load; later packets are still counted in quic_connections",
+    ),
+    Limit(
+        "QUIC connections",
+        "pcaptools.protocols.quic.observer:MAX_QUIC_CONNECTIONS",
+        "connections",
+        "quic.too_many_connections",
+        "QUIC connections tracked per load; datagrams that would open another are not analysed",
+    ),
+    Limit(
+        "QUIC Initial CRYPTO data",
+        "pcaptools.protocols.quic.observer:MAX_CRYPTO_BYTES",
+        "bytes",
+        "quic.crypto_overflow",
+        "CRYPTO bytes of one direction's Initial packets held ahead of the parsed point (a "
+        "hole, or a ClientHello longer than this); the rest of that handshake is not read",
+    ),
+    Limit(
         "SSE line / event data",
         "pcaptools.protocols.sse:DEFAULT_MAX_LINE_BYTES",
         "bytes",

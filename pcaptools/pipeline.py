@@ -48,6 +48,7 @@ from .net.decode import PacketDecoder
 from .net.packet import IpPacket, TcpSegment, UdpDatagram
 from .protocols.dispatch import ConnectionObserver
 from .protocols.dns import DnsTracker
+from .protocols.quic import QuicTracker
 from .protocols.doh import DohCollector
 from .protocols.registry import REGISTRY, UdpRoute
 from .protocols.tls import KeyLog
@@ -55,6 +56,7 @@ from .redaction import redact_ws_connections
 from .result import Capture, CaptureSummary
 from .tables.coverage import FlowCounter, coverage_table
 from .tables.dns_tables import dns_table
+from .tables.quic_tables import quic_connections_table, quic_packets_table
 from .tables.foundation import PACKETS
 from .tables.heartbeats import websocket_heartbeats
 from .tables.http_tables import HttpTablesBuilder
@@ -207,8 +209,8 @@ class _Sinks:
     """Everything the frame loop feeds, built by :func:`_set_up`."""
 
     __slots__ = ("decoder", "diag", "dns_tracker", "event_cap", "flows", "http_builder",
-                 "icmp_builder", "keys", "own_k", "own_n", "pb", "tls_builder", "tracker",
-                 "udp_route", "ws_builder")
+                 "icmp_builder", "keys", "own_k", "own_n", "pb", "quic_tracker", "tls_builder",
+                 "tracker", "udp_route", "ws_builder")
 
     diag: Diagnostics
     keys: KeyLog
@@ -219,6 +221,7 @@ class _Sinks:
     own_k: int
     own_n: int
     dns_tracker: DnsTracker | None
+    quic_tracker: QuicTracker | None
     udp_route: Callable[[UdpDatagram], None] | None
     """every UDP datagram goes here (protocols.registry.UdpRoute.route), None: no UDP parsing"""
     icmp_builder: IcmpErrorsBuilder
@@ -246,6 +249,7 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
     # HTTPS belongs to each connection's worker)
     udp: UdpRoute | None = REGISTRY.udp_route(diag) if o.payloads else None
     dns_tracker = s.dns_tracker = udp.observer("dns", DnsTracker) if udp is not None else None
+    s.quic_tracker = udp.observer("quic", QuicTracker) if udp is not None and own_k == 0 else None
     s.udp_route = udp.route if udp is not None and own_k == 0 else None
     s.icmp_builder = IcmpErrorsBuilder(diag)
 
@@ -399,6 +403,8 @@ def _assemble(s: _Sinks) -> dict[str, pd.DataFrame]:
         **s.ws_builder.tables(),
         "ws_heartbeats": WS_TABLES["ws_heartbeats"].frame([]),  # derived from ws_frames later
         "dns": dns_table(s.dns_tracker),
+        "quic_connections": quic_connections_table(s.quic_tracker),
+        "quic_packets": quic_packets_table(s.quic_tracker),
         "icmp_errors": s.icmp_builder.frame(),
         "path_mtu": path_mtu_table(tracker, s.icmp_builder),
         "packets": s.pb.frame() if s.pb is not None else PACKETS.frame([]),

@@ -106,6 +106,8 @@ class Capture:
     ws_messages: pd.DataFrame
     ws_heartbeats: pd.DataFrame
     dns: pd.DataFrame
+    quic_connections: pd.DataFrame
+    quic_packets: pd.DataFrame
     icmp_errors: pd.DataFrame
     path_mtu: pd.DataFrame
     packets: pd.DataFrame

@@ -28,7 +28,11 @@ How rows are chosen:
    that match the filters directly (``host``: the name, an answer or either address;
    ``sni``: the name; ``port``: 53 or the client port). Only ``start``/``end`` given: every
    row in the window.
-5. **coverage**: the rows of the kept connections, and the UDP / other rows whose addresses or
+5. **quic_connections**: the QUIC connections overlapping the window whose addresses / ports
+   match an IP ``host`` / ``port`` filter and whose SNI matches ``sni`` / a ``host`` name
+   (``stream`` matches none: it names TCP connections); **quic_packets**: the packets of the
+   kept QUIC connections inside the window, and ``packets`` keeps their frames.
+6. **coverage**: the rows of the kept connections, and the UDP / other rows whose addresses or
    ports match an IP ``host`` / ``port`` filter (all of them without a connection filter) and,
    with a time window and a packets table, that have a kept frame. Rows stay whole (a flow
    that overlaps the window keeps all its frames), so with a time window their ``frames`` may
@@ -102,6 +106,8 @@ def rule_for(schema: TableSchema) -> Rule | None:
         return Rule(None, None, "dns")
     if schema.name == "coverage":
         return Rule("tcp_stream", None, "coverage")
+    if schema.name in ("quic_connections", "quic_packets"):
+        return Rule(None, None, "quic")
     if schema.name in _PER_PACKET:
         if "tcp_stream" not in names or _PER_PACKET[schema.name] not in names:
             return None
@@ -447,8 +453,11 @@ def subset(
     tables: dict[str, pd.DataFrame] = {}
 
     # dns first (packets keep its frames), then packets (warnings follow their frames)
-    order = sorted(cap.tables, key=lambda n: {"dns": 0, "packets": 1}.get(n, 2))
+    # (and the QUIC tables: packets keeps their frames too)
+    first = {"dns": 0, "quic_connections": 1, "quic_packets": 2, "packets": 3}
+    order = sorted(cap.tables, key=lambda n: first.get(n, 4))
     dns_frames: set[int] = set()
+    quic_kept: set[int] = set()
     packet_frames: np.ndarray | None = None
     for name in order:
         df = cap.tables[name]
@@ -457,6 +466,14 @@ def subset(
             tables[name] = df[keep.to_numpy(dtype=bool)].reset_index(drop=True)
             for col in ("query_frame", "response_frame", "frame"):
                 dns_frames.update(int(x) for x in tables[name][col].dropna().tolist())
+            continue
+        if name in ("quic_connections", "quic_packets") and len(df):
+            keep = _quic_mask(df, f, quic_kept)
+            tables[name] = df[keep.to_numpy(dtype=bool)].reset_index(drop=True)
+            if name == "quic_connections":
+                quic_kept = {int(x) for x in tables[name]["quic_connection"].tolist()}
+            else:
+                dns_frames.update(int(x) for x in tables[name]["frame"].tolist())
             continue
         rule = rules.get(name)
         if rule is None and "tcp_stream" in df.columns:
@@ -472,6 +489,28 @@ def subset(
     pk = cap.tables.get("packets")
     summary = _summary(cap, tables, f, streams, pk is not None and len(pk) > 0)
     return type(cap)(summary, tables)
+
+
+def _quic_mask(df: pd.DataFrame, f: _Filter, kept: set[int]) -> pd.Series:
+    """quic_connections: the filters on its addresses, ports and SNI, and the window;
+    quic_packets: the packets of the ``kept`` connections inside the window."""
+    if "ts" in df.columns:  # quic_packets
+        ok = df["quic_connection"].isin(kept).astype(bool)
+        return ok & _in_window(df["ts"], f)
+    ok = pd.Series(f.streams is None, index=df.index)
+    if f.host_ip is not None:
+        ok &= (df["client_addr"].eq(f.host_ip) | df["server_addr"].eq(f.host_ip)).fillna(
+            False).astype(bool)
+    if f.port is not None:
+        ok &= (df["client_port"].eq(f.port) | df["server_port"].eq(f.port)).astype(bool)
+    for pattern in (f.sni, f.host_name):
+        if pattern is not None:
+            ok &= _name_match(df["sni"], pattern)
+    if f.start_ns is not None:
+        ok &= (df["last_ts"] >= pd.Timestamp(f.start_ns, unit="ns", tz="UTC")).astype(bool)
+    if f.end_ns is not None:
+        ok &= (df["first_ts"] <= pd.Timestamp(f.end_ns, unit="ns", tz="UTC")).astype(bool)
+    return ok
 
 
 def _table_mask(

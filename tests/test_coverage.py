@@ -142,7 +142,9 @@ def test_mixed_capture_sentences_headline_and_report() -> None:
 # -- public corpus ---------------------------------------------------------------------------
 
 
-def test_quic_capture_says_half_the_bytes_were_not_analysed(corpus: Path, tshark: str) -> None:
+def test_quic_capture_says_half_the_bytes_were_quic_without_a_key(
+    corpus: Path, tshark: str
+) -> None:
     cap = pcaptools.load(QUIC)
     _check_sums(cap)
     protos = _tshark_protocols(tshark, QUIC)
@@ -151,13 +153,19 @@ def test_quic_capture_says_half_the_bytes_were_not_analysed(corpus: Path, tshark
     s = coverage_summary(cap)
     quic = s[s["protocol"].eq("quic")]
     assert quic[["transport", "status", "flows", "frames", "wire_bytes"]].values.tolist() == [
-        ["udp", "not_parsed", 1, 34, 20066]
+        ["udp", "encrypted_no_key", 1, 34, 20066]
     ]
     assert round(float(quic["wire_share"].iloc[0]), 4) == 0.5193
     tcp = s[s["transport"].eq("tcp")]
     assert tcp[["protocol", "status", "frames"]].values.tolist() == [["http2", "decrypted", 49]]
     v = verdicts(cap)
-    assert "34 UDP frames (52% of bytes) were QUIC and are not analysed." in v
+    assert (
+        "34 UDP frames (52% of bytes) were QUIC without a key: only the Initial packets are "
+        "analysed." in v
+    )
+    # without payload parsing the QUIC observer does not run: the flow is not analysed
+    off = coverage_summary(pcaptools.load(QUIC, payloads=False))
+    assert off[off["protocol"].eq("quic")]["status"].astype(str).tolist() == ["not_parsed"]
     assert (
         "pcaptools analysed 49 of 83 frames (48% of bytes); the rest is listed below and in "
         "the Coverage section." in v
@@ -418,16 +426,20 @@ def test_cli_json_carries_the_coverage(corpus: Path, tmp_path: Path) -> None:
     assert got["groups"][0] == {
         "transport": "udp",
         "protocol": "quic",
-        "status": "not_parsed",
+        "status": "encrypted_no_key",
         "flows": 1,
         "frames": 34,
         "wire_bytes": 20066,
         "frames_share": round(34 / 83, 6),
         "wire_share": round(20066 / 38638, 6),
     }
-    assert "34 UDP frames (52% of bytes) were QUIC and are not analysed." in got["sentences"]
+    said = (
+        "34 UDP frames (52% of bytes) were QUIC without a key: only the Initial packets are "
+        "analysed."
+    )
+    assert said in got["sentences"]
     html = out.read_text(encoding="utf-8")
-    assert "<li>34 UDP frames (52% of bytes) were QUIC and are not analysed.</li>" in html
+    assert f"<li>{said}</li>" in html
 
 
 def test_ip_fragments_count_where_the_summary_counts_them(tmp_path: Path) -> None:

@@ -161,6 +161,8 @@ def coverage_sentences(cap: Capture, summ: pd.DataFrame | None = None) -> list[s
             what = f"were {pname} and are not analysed" if p != t else "are not analysed"
             if p.startswith("linktype_"):
                 what = f"have link type {p.removeprefix('linktype_')}, which is not decoded"
+        elif st == "encrypted_no_key" and p == "quic":
+            what = "were QUIC without a key: only the Initial packets are analysed"
         elif st == "encrypted_no_key":
             what = "were TLS without a key: only the handshakes are analysed"
         elif st == "unknown_payload":

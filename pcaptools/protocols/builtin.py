@@ -21,6 +21,7 @@ from .body import DNS_MESSAGE, BodyCollector
 from .dns import DNS_PORT, DnsTcpObserver, DnsTracker
 from .http1 import Http1Observer, HttpRequest
 from .http2 import H2cUpgrade, Http2Observer
+from .quic import QUIC_PORT, QuicTracker, looks_like_quic_datagram
 from .registry import (
     REGISTRY,
     AlpnEntry,
@@ -179,6 +180,8 @@ BUILTIN = (
                    directions=(Direction.SERVER_TO_CLIENT,)),
     # UDP ports (and probes) -> datagram observers; DNS over TCP and HTTPS share the DNS one
     DatagramEntry(name="dns", factory=DnsTracker, ports=(DNS_PORT,)),
+    DatagramEntry(name="quic", factory=QuicTracker, ports=(QUIC_PORT,),
+                  probe=looks_like_quic_datagram),
     # TCP ports -> an observer instead of the TLS/HTTP sniffing
     TcpPortEntry(name="dns", ports=(DNS_PORT,), factory=_dns_tcp),  # DNS over TCP
 )

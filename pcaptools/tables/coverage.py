@@ -16,8 +16,11 @@ frame loop):
   warnings in :data:`MALFORMED_CODES` (a parser gave up on the connection). The frame and
   byte counts are the ``connections`` table's counters: no per-frame work.
 - UDP: per flow, from its first datagram (:func:`udp_protocol`: ports and first bytes),
-  then :data:`UDP_STATUS` says whether pcaptools analyses it (DNS on port 53 today; QUIC
-  and the rest are ``not_parsed``). One dict update per UDP frame.
+  then :data:`UDP_STATUS` says whether pcaptools analyses it (DNS on port 53; the rest are
+  ``not_parsed``). One dict update per UDP frame. A QUIC flow that is a row of
+  ``quic_connections`` is ``encrypted_no_key`` at the end of the load (its Initial packets
+  were decrypted and its handshake's first flight parsed; the rest needs a key log, not
+  supported yet); other QUIC flows stay ``not_parsed``.
 - Other IP and non-IP frames: :func:`ip_protocol_name` / :func:`non_ip_protocol`,
   ``not_parsed`` unless :data:`OTHER_STATUS` says otherwise; frames whose headers could
   not be decoded (a ``net.*`` warning on the frame) are ``malformed``.
@@ -62,7 +65,8 @@ STATUSES: Final[dict[str, str]] = {
     "analysed": "parsed by pcaptools (TCP without payload: the TCP analysis is all there is)",
     "decrypted": "TLS decrypted with a key log, and the protocol inside parsed",
     "encrypted_no_key": "TLS whose payload stayed encrypted (no key for it, hellos not captured, "
-    "decryption failed or cipher not supported): only the handshake is analysed",
+    "decryption failed or cipher not supported): only the handshake is analysed; QUIC: the "
+    "Initial packets are decrypted (no key needed), the rest needs a key log (not supported yet)",
     "unknown_payload": "payload of a protocol pcaptools did not recognise",
     "not_parsed": "a protocol pcaptools recognises but does not analyse (yet): QUIC, ICMP "
     "other than errors (echo, neighbour discovery...), "
@@ -595,6 +599,31 @@ def _udp_detail(proto: str, status: str) -> str:
     return "not analysed"
 
 
+_QUIC_ANALYSED = (
+    "QUIC: Initial packets decrypted (versions, connection IDs, SNI, ALPN, TLS version and "
+    "cipher in quic_connections); Handshake, 0-RTT and 1-RTT packets stay encrypted (key-log "
+    "decryption is not supported yet)"
+)
+
+
+def _quic_flows(df: pd.DataFrame | None) -> set[tuple[object, ...]]:
+    """(addr, port, addr, port) of the UDP flows of ``quic_connections``, both ways round."""
+    out: set[tuple[object, ...]] = set()
+    if df is None or not len(df):
+        return out
+    for ca, cp, sa, sp in zip(df["client_addr"].tolist(), df["client_port"].tolist(),
+                              df["server_addr"].tolist(), df["server_port"].tolist(),
+                              strict=True):
+        out.add((ca, int(cp), sa, int(sp)))
+        out.add((sa, int(sp), ca, int(cp)))
+    return out
+
+
+def _quic_row(r: tuple[object, ...]) -> tuple[object, ...]:
+    """A UDP flow row of a QUIC connection the QUIC observer analysed."""
+    return (*r[:4], "encrypted_no_key", _QUIC_ANALYSED, *r[6:])
+
+
 def _streams(df: pd.DataFrame | None) -> set[int]:
     if df is None or "tcp_stream" not in df.columns or not len(df):
         return set()
@@ -708,6 +737,8 @@ def coverage_table(
             )
         )
     if flows is not None:
-        rows += flows.rows()
+        quic = _quic_flows(tables.get("quic_connections"))
+        rows += [_quic_row(r) if quic and r[3] == "quic" and r[8:12] in quic else r
+                 for r in flows.rows()]
     rows.sort(key=lambda r: r[0])  # type: ignore[arg-type, return-value]
     return COVERAGE.frame(rows)

@@ -19,6 +19,7 @@ from .dns_tables import DNS
 from .foundation import CONNECTIONS, PACKETS, TCP_EVENTS, TCP_HANDSHAKES, TCP_LOSSES, WARNINGS
 from .http_tables import HTTP_TABLES
 from .icmp_tables import ICMP_ERRORS, PATH_MTU
+from .quic_tables import QUIC_CONNECTIONS, QUIC_PACKETS
 from .schema import TableSchema
 from .tls_tables import TLS_HANDSHAKES, TLS_RECORDS
 from .ws_tables import WS_TABLES
@@ -53,6 +54,9 @@ register(
     *WS_TABLES.values(),
     # dns (UDP, TCP, HTTPS)
     DNS,
+    # quic (UDP)
+    QUIC_CONNECTIONS,
+    QUIC_PACKETS,
     # icmp
     ICMP_ERRORS,
     PATH_MTU,

@@ -19,6 +19,7 @@ from pcaptools.protocols.body import BodyCollector, body_consumer
 from pcaptools.protocols.dns import DnsTcpObserver, DnsTracker
 from pcaptools.protocols.http1 import HttpRequest, HttpResponse
 from pcaptools.protocols.http2 import Http2Observer
+from pcaptools.protocols.quic import QuicTracker, looks_like_quic_datagram
 from pcaptools.protocols.registry import (
     REGISTRY,
     AlpnEntry,
@@ -116,10 +117,14 @@ def test_media_types_by_direction() -> None:
 def test_udp_ports() -> None:
     dns = REGISTRY.udp_port(53)
     assert dns is not None and dns.name == "dns" and dns.ports == (53,)
-    assert REGISTRY.udp_port(443) is None  # QUIC: issue #15 adds that entry
-    assert [e.name for e in REGISTRY.datagram_entries] == ["dns"]
+    quic = REGISTRY.udp_port(443)
+    assert quic is not None and quic.name == "quic" and quic.factory is QuicTracker
+    assert quic.probe is looks_like_quic_datagram
+    assert REGISTRY.udp_port(4433) is None  # other ports: the probe
+    assert [e.name for e in REGISTRY.datagram_entries] == ["dns", "quic"]
     route = REGISTRY.udp_route(Diagnostics())
     assert isinstance(route.observer("dns", DnsTracker), DnsTracker)
+    assert isinstance(route.observer("quic", QuicTracker), QuicTracker)
     with pytest.raises(TypeError):
         route.observer("dns", SseParser)
 
@@ -144,7 +149,8 @@ def test_a_choice_is_made_in_one_place() -> None:
         REGISTRY.add(DatagramEntry(name="other-dns", factory=DnsTracker, ports=(53,)))
     dns = REGISTRY.udp_port(53)
     assert dns is not None and dns.name == "dns"
-    assert [e.name for e in REGISTRY.datagram_entries] == ["dns"]  # the refused one left nothing
+    # the refused one left nothing
+    assert [e.name for e in REGISTRY.datagram_entries] == ["dns", "quic"]
     with pytest.raises(ValueError, match="Upgrade token 'h2c'"):
         REGISTRY.add(UpgradeEntry(token="h2c", factory=lambda ctx: None))
     entry = MediaTypeEntry(media_type="text/event-stream", factory=builtin._sse,
