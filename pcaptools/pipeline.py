@@ -12,11 +12,13 @@ it off with ``packets=False`` for captures of many millions of frames).
 
 The pass is a chain of one-concern steps, each a function of this module:
 
-1. :func:`_set_up`: the sinks (diagnostics, key log, decoder, table builders, TCP tracker with
-   its observer factory and event hand-off, flow counter, packets builder);
+1. :func:`_set_up`: the sinks (diagnostics, key log, decoder, TCP tracker with its observer
+   factory and event hand-off, flow counter, and the builder of every table source registered
+   in :mod:`pcaptools.tables.registry`: the event hand-off gives each observer call's events
+   to every source that consumes events, the frame loop feeds the ICMP and packets builders);
 2. :func:`_read`: the frame loop (locals bound before it, nothing extra per frame), which
    fills the :class:`~pcaptools.result.CaptureSummary`;
-3. :func:`_assemble`: the tables from the builders;
+3. :func:`_assemble`: the tables from the builders, one loop in registration order;
 4. :func:`_keep_shard`: a worker's share of the per-connection tables (``shard=(k, n)``);
 5. :func:`_finish_tables`: coverage, redaction and (when not streaming) ws_heartbeats.
 

@@ -240,9 +240,9 @@ def _ws(ctx: BuildContext) -> Built:
     return Built(frames=b.tables, add_all=b.add_all, drain=b, builder=b)
 
 
+# the ``dns`` datagram observer of the UDP route (DNS over UDP and TCP report to it) and the
+# DoH collector feeding it from HTTP events (quoted in docs/adding-a-protocol.md)
 def _dns(ctx: BuildContext) -> Built:
-    """The ``dns`` datagram observer of the UDP route (DNS over UDP and TCP report to it) and
-    the DoH collector feeding it from HTTP events."""
     tracker = ctx.udp.observer("dns", DnsTracker) if ctx.udp is not None else None
     if tracker is None:
         return Built(frames=lambda: {"dns": dns_table(None)})
