@@ -378,14 +378,14 @@ def _read(path: str | os.PathLike[str] | IO[bytes], o: LoadOptions, s: _Sinks,
 def _assemble(s: _Sinks) -> dict[str, pd.DataFrame]:
     """Step 3: every table from its source's builder, in registration order (a table its
     builder leaves out, or of a source that is off, is the empty frame of its schema: so
-    ws_heartbeats and coverage, derived in :func:`_finish_tables` or by the streaming
-    export)."""
+    ws_heartbeats, derived from ws_frames in :func:`_finish_tables` or by the streaming
+    export), except coverage, which :func:`_finish_tables` adds."""
     frames: dict[str, pd.DataFrame] = {}
     for built in s.built.values():
         if built is not None:
             frames.update(built.frames())
     return {name: frames[name] if name in frames else schema.frame([])
-            for name, schema in TABLES.items()}
+            for name, schema in TABLES.items() if name != "coverage"}
 
 
 def _keep_shard(tables: dict[str, pd.DataFrame], own_k: int, own_n: int) -> None:
@@ -408,6 +408,9 @@ def _finish_tables(tables: dict[str, pd.DataFrame], o: LoadOptions, s: _Sinks,
         tables, s.flows if s.own_k == 0 else None, payloads=o.payloads,
         extra_streams=pump.sink.streams if pump is not None else None,  # type: ignore[attr-defined]
     )
+    names = list(TABLES)
+    for name in names[names.index("coverage") + 1:]:  # (tables registered after coverage)
+        tables[name] = tables.pop(name)
     if not o.show_secrets:  # (ws_connections URL, host and subprotocol columns)
         tables["ws_connections"] = redact_ws_connections(tables["ws_connections"])
     if pump is None:
