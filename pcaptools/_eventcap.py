@@ -2,9 +2,10 @@
 max_record_rows=M)``.
 
 The tables that grow with a connection's traffic get one row per TLS record, HTTP/2 frame,
-SSE event, WebSocket frame and WebSocket message. A hostile or pathological capture (a
-flood of 9-byte HTTP/2 frames, an SSE stream of empty events: 5 million SSE events cost
-1.2 GB) can make millions of them, so both bounds are on by default:
+SSE event, WebSocket frame and WebSocket message (the ``per_record`` event types of the
+table sources in :mod:`pcaptools.tables.registry`: :data:`TABLE_OF`). A hostile or
+pathological capture (a flood of 9-byte HTTP/2 frames, an SSE stream of empty events: 5
+million SSE events cost 1.2 GB) can make millions of them, so both bounds are on by default:
 
 - ``max_events_per_connection`` (default :data:`DEFAULT_MAX_EVENTS_PER_CONNECTION`): past
   ``N`` such rows for one connection (all five tables together), its further per-record
@@ -35,23 +36,19 @@ from __future__ import annotations
 from typing import Final
 
 from .diagnostics import Diagnostics
-from .protocols.http2 import Http2Frame
-from .protocols.sse import SseEvent
-from .protocols.tls.events import TlsRecord
-from .protocols.websocket import WsFrame, WsMessage
+from .tables.registry import PER_RECORD
 
 DEFAULT_MAX_EVENTS_PER_CONNECTION: Final = 1_000_000
 """per-record rows one connection may add (all per-record tables together)"""
 DEFAULT_MAX_RECORD_ROWS: Final = 2_000_000
 """rows each per-record table keeps in all"""
 
-#: per-record event type -> the table its rows go to
-TABLE_OF: dict[type, str] = {
-    TlsRecord: "tls_records", Http2Frame: "http2_frames", SseEvent: "sse_events",
-    WsFrame: "ws_frames", WsMessage: "ws_messages",
-}  # fmt: skip
+#: per-record event type -> the table its rows go to: the ``per_record`` of every registered
+#: :class:`~pcaptools.tables.registry.TableSource`, in registration order (this is
+#: ``tables.registry.PER_RECORD`` itself, so a source registered later is capped as well)
+TABLE_OF: dict[type, str] = PER_RECORD
 
-#: the per-record tables, in TABLE_OF order
+#: the per-record tables of the built-in sources, in TABLE_OF order
 PER_RECORD_TABLES: tuple[str, ...] = tuple(TABLE_OF.values())
 
 
@@ -77,9 +74,10 @@ class EventCap:
         self.skip = skip
         self.counts: dict[int, int] = {}
         """per-record events seen per tcp_stream (kept or not)"""
-        self.rows: dict[str, int] = dict.fromkeys(PER_RECORD_TABLES, 0)
+        tables = tuple(dict.fromkeys(TABLE_OF.values()))  # (the sources registered now)
+        self.rows: dict[str, int] = dict.fromkeys(tables, 0)
         """rows kept per table"""
-        self.dropped: dict[str, int] = dict.fromkeys(PER_RECORD_TABLES, 0)
+        self.dropped: dict[str, int] = dict.fromkeys(tables, 0)
         """rows dropped per table (either cap), exact"""
         self.dropped_by_stream: dict[int, int] = {}
         """rows dropped per tcp_stream (either cap), for the connections that lost any"""

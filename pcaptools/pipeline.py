@@ -12,11 +12,13 @@ it off with ``packets=False`` for captures of many millions of frames).
 
 The pass is a chain of one-concern steps, each a function of this module:
 
-1. :func:`_set_up`: the sinks (diagnostics, key log, decoder, table builders, TCP tracker with
-   its observer factory and event hand-off, flow counter, packets builder);
+1. :func:`_set_up`: the sinks (diagnostics, key log, decoder, TCP tracker with its observer
+   factory and event hand-off, flow counter, and the builder of every table source registered
+   in :mod:`pcaptools.tables.registry`: the event hand-off gives each observer call's events
+   to every source that consumes events, the frame loop feeds the ICMP and packets builders);
 2. :func:`_read`: the frame loop (locals bound before it, nothing extra per frame), which
    fills the :class:`~pcaptools.result.CaptureSummary`;
-3. :func:`_assemble`: the tables from the builders;
+3. :func:`_assemble`: the tables from the builders, one loop in registration order;
 4. :func:`_keep_shard`: a worker's share of the per-connection tables (``shard=(k, n)``);
 5. :func:`_finish_tables`: coverage, redaction and (when not streaming) ws_heartbeats.
 
@@ -47,31 +49,16 @@ from .io.pcapng import SECRETS_TLS_KEYLOG
 from .net.decode import PacketDecoder
 from .net.packet import IpPacket, TcpSegment, UdpDatagram
 from .protocols.dispatch import ConnectionObserver
-from .protocols.dns import DnsTracker
-from .protocols.quic import QuicTracker
-from .protocols.doh import DohCollector
 from .protocols.registry import REGISTRY, UdpRoute
 from .protocols.tls import KeyLog
 from .redaction import redact_ws_connections
 from .result import Capture, CaptureSummary
 from .tables.coverage import FlowCounter, coverage_table
-from .tables.dns_tables import dns_table
-from .tables.quic_tables import quic_connections_table, quic_packets_table
-from .tables.foundation import PACKETS
 from .tables.heartbeats import websocket_heartbeats
-from .tables.http_tables import HttpTablesBuilder
-from .tables.icmp_tables import IcmpErrorsBuilder, path_mtu_table
+from .tables.icmp_tables import IcmpErrorsBuilder
 from .tables.packets import PacketsBuilder
+from .tables.registry import SOURCES, TABLES, BuildContext, Built
 from .tables.schema import ChunkPump
-from .tables.tcp_tables import (
-    connections_table,
-    events_table,
-    handshakes_table,
-    losses_table,
-    warnings_table,
-)
-from .tables.tls_tables import TlsTablesBuilder
-from .tables.ws_tables import WS_TABLES, WsTablesBuilder
 from .tcp.stream import StreamObserver
 from .tcp.tracker import TcpTracker
 
@@ -94,8 +81,9 @@ ProgressCallback = Callable[[int, int], None]
 
 SinkOpener = Callable[[Sequence[object]], ChunkPump]
 """``open_sink(builders)`` of the streaming export: the :class:`~pcaptools.tables.schema.ChunkPump`
-the frame loop polls, fed by ``builders`` (packets builder or None, the TCP tracker, the TLS,
-HTTP and WebSocket table builders)"""
+the frame loop polls, fed by ``builders`` (the ``Built.drain`` of every registered table source
+that has one, in registration order: the TCP tracker, the TLS, HTTP and WebSocket table
+builders, the packets builder)"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -208,50 +196,43 @@ def not_for_streams(path: object, workers: int) -> UnsupportedInputError:
 class _Sinks:
     """Everything the frame loop feeds, built by :func:`_set_up`."""
 
-    __slots__ = ("decoder", "diag", "dns_tracker", "event_cap", "flows", "http_builder",
-                 "icmp_builder", "keys", "own_k", "own_n", "pb", "quic_tracker", "tls_builder",
-                 "tracker", "udp_route", "ws_builder")
+    __slots__ = ("built", "decoder", "diag", "event_cap", "flows", "icmp_builder", "keys",
+                 "own_k", "own_n", "pb", "tracker", "udp_route")
 
     diag: Diagnostics
     keys: KeyLog
     decoder: PacketDecoder
-    tls_builder: TlsTablesBuilder
-    http_builder: HttpTablesBuilder
-    ws_builder: WsTablesBuilder
+    built: dict[str, Built | None]
+    """every registered table source's builder (None: off for this load), by source name, in
+    registration order (:data:`pcaptools.tables.registry.SOURCES`)"""
     own_k: int
     own_n: int
-    dns_tracker: DnsTracker | None
-    quic_tracker: QuicTracker | None
     udp_route: Callable[[UdpDatagram], None] | None
     """every UDP datagram goes here (protocols.registry.UdpRoute.route), None: no UDP parsing"""
     icmp_builder: IcmpErrorsBuilder
+    """the ``icmp`` source's builder (the frame loop feeds it)"""
     event_cap: EventCap
     tracker: TcpTracker
     flows: FlowCounter
     pb: PacketsBuilder | None
+    """the ``packets`` source's builder (the frame loop feeds it), None with packets=False"""
 
 
 def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
-    """Step 1: the diagnostics sink, key log, decoder, table builders and the TCP tracker with
-    its observer factory and event hand-off (``streaming``: the caps that need the whole
-    table in memory are off)."""
+    """Step 1: the diagnostics sink, key log, decoder, the TCP tracker with its observer
+    factory and event hand-off, and the builder of every registered table source
+    (``streaming``: the caps that need the whole table in memory are off)."""
     s = _Sinks()
     diag = s.diag = (Diagnostics(max_rows_per_code=o.max_warnings_per_code) if o.shard is None
                      else ShardDiagnostics(o.shard, max_rows_per_code=o.max_warnings_per_code))
     keys = s.keys = KeyLog.from_file(o.keylog, diag) if o.keylog is not None else KeyLog()
     s.decoder = PacketDecoder(diag)
-    tls_builder = s.tls_builder = TlsTablesBuilder(records=o.tls_records)
-    http_builder = s.http_builder = HttpTablesBuilder(show_secrets=o.show_secrets)
-    ws_builder = s.ws_builder = WsTablesBuilder(show_secrets=o.show_secrets)
     own_k, own_n = o.shard if o.shard is not None else (0, 1)
     s.own_k, s.own_n = own_k, own_n
     # the datagram observers of the registry (DNS over UDP is worker 0's; DNS over TCP and
     # HTTPS belongs to each connection's worker)
     udp: UdpRoute | None = REGISTRY.udp_route(diag) if o.payloads else None
-    dns_tracker = s.dns_tracker = udp.observer("dns", DnsTracker) if udp is not None else None
-    s.quic_tracker = udp.observer("quic", QuicTracker) if udp is not None and own_k == 0 else None
     s.udp_route = udp.route if udp is not None and own_k == 0 else None
-    s.icmp_builder = IcmpErrorsBuilder(diag)
 
     event_cap = s.event_cap = EventCap(
         o.max_events_per_connection, diag,
@@ -266,17 +247,14 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
         c = conns[tcp_stream].conv
         return (c.ip_version, c.client_addr, c.client_port, c.server_addr, c.server_port)
 
-    doh = DohCollector(dns_tracker, diag, conn_addrs) if dns_tracker is not None else None
+    consumers: tuple[Callable[[list[object]], None], ...] = ()  # (set below, before reading)
 
     def emit(events: list[object]) -> None:
         if events:
             if cap_events is not None:
                 events = cap_events(events)
-            tls_builder.add(events)
-            http_builder.add_all(events)
-            ws_builder.add_all(events)
-            if doh is not None:
-                doh.add_all(events)
+            for add_all in consumers:
+                add_all(events)
 
     def observer(tcp_stream: int, midstream: bool) -> StreamObserver | None:
         if tcp_stream % own_n != own_k:
@@ -293,9 +271,18 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
 
     tracker = s.tracker = TcpTracker(diag, observer_factory=observer if o.payloads else None,
                                      emit=emit)
+    ctx = BuildContext(diag=diag, tracker=tracker, udp=udp, conn_addrs=conn_addrs,
+                       payloads=o.payloads, packets=o.packets, tls_records=o.tls_records,
+                       show_secrets=o.show_secrets,
+                       max_packet_rows=o.max_packet_rows if not streaming else None,
+                       streaming=streaming)
+    built = s.built = {name: src.build(ctx) for name, src in SOURCES.items()}
+    consumers = tuple(b.add_all for b in built.values() if b is not None and b.add_all is not None)
+    icmp, packets = built["icmp"], built["packets"]
+    assert icmp is not None
+    s.icmp_builder = icmp.get(IcmpErrorsBuilder)
+    s.pb = packets.get(PacketsBuilder) if packets is not None else None
     s.flows = FlowCounter(diag)
-    s.pb = (PacketsBuilder(max_rows=o.max_packet_rows if not streaming else None, diag=diag)
-            if o.packets else None)
     return s
 
 
@@ -389,27 +376,16 @@ def _read(path: str | os.PathLike[str] | IO[bytes], o: LoadOptions, s: _Sinks,
 
 
 def _assemble(s: _Sinks) -> dict[str, pd.DataFrame]:
-    """Step 3: every table from its builder (ws_heartbeats empty: it is derived from ws_frames
-    in :func:`_finish_tables`, or by the streaming export)."""
-    tracker = s.tracker
-    return {
-        "connections": connections_table(tracker),
-        "tcp_handshakes": handshakes_table(tracker),
-        "tcp_events": events_table(tracker),
-        "tcp_losses": losses_table(tracker),
-        "tls_handshakes": s.tls_builder.handshakes(),
-        "tls_records": s.tls_builder.records(),
-        **s.http_builder.tables(),
-        **s.ws_builder.tables(),
-        "ws_heartbeats": WS_TABLES["ws_heartbeats"].frame([]),  # derived from ws_frames later
-        "dns": dns_table(s.dns_tracker),
-        "quic_connections": quic_connections_table(s.quic_tracker),
-        "quic_packets": quic_packets_table(s.quic_tracker),
-        "icmp_errors": s.icmp_builder.frame(),
-        "path_mtu": path_mtu_table(tracker, s.icmp_builder),
-        "packets": s.pb.frame() if s.pb is not None else PACKETS.frame([]),
-        "warnings": warnings_table(s.diag),
-    }
+    """Step 3: every table from its source's builder, in registration order (a table its
+    builder leaves out, or of a source that is off, is the empty frame of its schema: so
+    ws_heartbeats, derived from ws_frames in :func:`_finish_tables` or by the streaming
+    export), except coverage, which :func:`_finish_tables` adds."""
+    frames: dict[str, pd.DataFrame] = {}
+    for built in s.built.values():
+        if built is not None:
+            frames.update(built.frames())
+    return {name: frames[name] if name in frames else schema.frame([])
+            for name, schema in TABLES.items() if name != "coverage"}
 
 
 def _keep_shard(tables: dict[str, pd.DataFrame], own_k: int, own_n: int) -> None:
@@ -432,6 +408,9 @@ def _finish_tables(tables: dict[str, pd.DataFrame], o: LoadOptions, s: _Sinks,
         tables, s.flows if s.own_k == 0 else None, payloads=o.payloads,
         extra_streams=pump.sink.streams if pump is not None else None,  # type: ignore[attr-defined]
     )
+    names = list(TABLES)
+    for name in names[names.index("coverage") + 1:]:  # (tables registered after coverage)
+        tables[name] = tables.pop(name)
     if not o.show_secrets:  # (ws_connections URL, host and subprotocol columns)
         tables["ws_connections"] = redact_ws_connections(tables["ws_connections"])
     if pump is None:
@@ -450,7 +429,8 @@ def run(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions, *,
     s = _set_up(options, streaming=open_sink is not None)
     pump = None
     if open_sink is not None:  # streaming export: builders hand over finished rows while reading
-        pump = open_sink([s.pb, s.tracker, s.tls_builder, s.http_builder, s.ws_builder])
+        pump = open_sink([b.drain for b in s.built.values()
+                          if b is not None and b.drain is not None])
     summary = _read(path, options, s, pump)
     tables = _assemble(s)
     if options.shard is not None:

@@ -261,9 +261,13 @@ def test_adding_a_protocol_quotes_the_registrations_as_they_are() -> None:
     ]
     for line in quoted:
         assert line in doc and line in table, line
-    assert "    # dns (UDP, TCP, HTTPS)\n    DNS,\n" in tables
-    assert "       # dns (UDP, TCP, HTTPS)\n       DNS,\n" in doc
-    assert "dns_tracker = udp.observer(\"dns\", DnsTracker) if udp is not None else None" in doc
+    source = ('    # dns (UDP, TCP, HTTPS)\n'
+              '    TableSource(name="dns", tables=(DNS,), build=_dns,\n'
+              '                consumes=(HttpBody, HttpExchange, Http2StreamEnded)),\n')
+    assert source in tables and source in doc
+    build = tables[tables.index("def _dns(ctx: BuildContext)"):]
+    build = build[:build.index("\n\n\n")]
+    assert build in doc, build
     assert "[adding a protocol](docs/adding-a-protocol.md)" in (root / "README.md").read_text(
         encoding="utf-8"
     )
