@@ -51,7 +51,7 @@ from collections.abc import Callable
 
 from ...diagnostics import Diagnostics
 from ...redaction import redact_url
-from ...tcp.stream import Direction, StreamChunk, StreamObserver
+from ...tcp.stream import Direction, StreamChunk, StreamCursor, StreamObserver
 from ..body import Body, open_body
 from ..content_coding import DEFAULT_MAX_DECODED_BYTES
 from ..registry import REGISTRY, UpgradeContext
@@ -253,7 +253,10 @@ class _Exchange:
         """(ts, frame, direction) of a tentative exchange that was ready to be emitted"""
 
 
-class _Side:
+class _Side(StreamCursor):
+    """State of one direction, and its cursor (:attr:`next_offset`: the next stream offset
+    expected; set by the first chunk or gap, see :attr:`started`)."""
+
     __slots__ = (
         "buf",
         "closed",
@@ -263,7 +266,6 @@ class _Side:
         "mode",
         "msg",
         "msg_start",
-        "next_offset",
         "remaining",
         "scan_from",
         "skipped",
@@ -400,16 +402,10 @@ class Http1Observer:
                 self._start_hunt(side, frame)
                 if side.d == C2S:
                     self._positions_known = False
-        if chunk.offset != side.next_offset:
-            if chunk.offset > side.next_offset:
-                out += self.gap(
-                    chunk.direction, side.next_offset, chunk.offset - side.next_offset, ts, frame
-                )
-            else:
-                overlap = side.next_offset - chunk.offset
-                if overlap >= len(data):
-                    return out
-                data = data[overlap:]
+        if chunk.offset != side.next_offset:  # (bytes missing or repeated)
+            hole, data = side.align(chunk.offset, data)
+            if hole:
+                out += self.gap(chunk.direction, side.next_offset, hole, ts, frame)
         offset = side.next_offset
         side.next_offset += len(data)
         if data:

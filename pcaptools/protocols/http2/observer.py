@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from hpack import Decoder
 
 from ...diagnostics import Diagnostics
-from ...tcp.stream import Direction, StreamChunk
+from ...tcp.stream import Direction, StreamChunk, StreamCursor
 from ..body import Body, open_body
 from ..content_coding import DEFAULT_MAX_DECODED_BYTES
 from ..sse import DEFAULT_MAX_LINE_BYTES
@@ -191,7 +191,10 @@ class _Stream:
         self.stalled = [False, False]
 
 
-class _Dir:
+class _Dir(StreamCursor):
+    """State of one direction, and its cursor (:attr:`next_offset`: the next stream offset
+    expected; set by the first chunk or gap, see :attr:`started`)."""
+
     __slots__ = (
         "buf",
         "bytes",
@@ -219,7 +222,6 @@ class _Dir:
         "hunt_scanned",
         "max_frame_size",
         "mode",
-        "next_offset",
         "settings",
         "skipped",
         "stall_since",
@@ -395,18 +397,10 @@ class Http2Observer:
         self._last_ts, self._last_frame = ts, frame
         if not st.started:
             self._begin(st, chunk.offset)
-        elif st.next_offset < 0:
-            st.next_offset = chunk.offset
-        if chunk.offset != st.next_offset:
-            if chunk.offset > st.next_offset:
-                out += self.gap(
-                    chunk.direction, st.next_offset, chunk.offset - st.next_offset, ts, frame
-                )
-            else:
-                overlap = st.next_offset - chunk.offset
-                if overlap >= len(data):
-                    return out
-                data = data[overlap:]
+        if chunk.offset != st.next_offset:  # (bytes missing or repeated; the first after h2c)
+            hole, data = st.align(chunk.offset, data)
+            if hole:
+                out += self.gap(chunk.direction, st.next_offset, hole, ts, frame)
         st.next_offset += len(data)
         st.bytes += len(data)
         if not data:
@@ -442,7 +436,6 @@ class Http2Observer:
         out: list[object] = []
         if not st.started:
             self._begin(st, offset)
-            st.next_offset = offset
         st.next_offset = max(st.next_offset, offset) + nbytes
         st.skipped += nbytes
         if st.mode in (_M_DATA, _M_SKIP) and not st.buf and nbytes <= st.cur_remaining:
