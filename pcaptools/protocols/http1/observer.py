@@ -416,7 +416,9 @@ class Http1Observer:
         self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
     ) -> list[object]:
         """``nbytes`` of ``direction`` were never captured. Inside a body of known length the
-        parser stays in step; elsewhere it searches for the next message start."""
+        parser stays in step; elsewhere it searches for the next message start. Bytes of the
+        hole before the cursor were seen, and only the rest is lost
+        (:meth:`~pcaptools.tcp.stream.StreamCursor.skip`)."""
         out: list[object] = []
         if nbytes <= 0 or self._finished:
             return out
@@ -426,9 +428,10 @@ class Http1Observer:
         if not side.started:
             side.started = True
             side.next_offset = offset
-        start = max(side.next_offset, offset)
-        side.next_offset = start + nbytes
-        self._gap(side, nbytes, ts_ns, frame, start, out)
+        nbytes = side.skip(offset, nbytes)  # (the bytes before the cursor were seen)
+        if not nbytes:
+            return out
+        self._gap(side, nbytes, ts_ns, frame, side.next_offset - nbytes, out)
         if self._tentative and direction == C2S and self._lost[0] and self._c2s_loss_frame == frame:
             self._unpair_tentative(ts_ns, frame, out)
         return out

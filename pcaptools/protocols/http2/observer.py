@@ -429,14 +429,18 @@ class Http2Observer:
         self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
     ) -> list[object]:
         """``nbytes`` of ``direction`` were never captured. Stays aligned when the hole lies inside
-        a DATA frame (or a skipped frame); otherwise searches for frame alignment again."""
+        a DATA frame (or a skipped frame); otherwise searches for frame alignment again. Bytes
+        of the hole before the cursor were seen, and only the rest is lost
+        (:meth:`~pcaptools.tcp.stream.StreamCursor.skip`)."""
         if self._finished or nbytes <= 0:
             return []
         st = self._dirs[direction]
         out: list[object] = []
         if not st.started:
             self._begin(st, offset)
-        st.next_offset = max(st.next_offset, offset) + nbytes
+        nbytes = st.skip(offset, nbytes)  # (the bytes before the cursor were seen)
+        if not nbytes:
+            return out
         st.skipped += nbytes
         if st.mode in (_M_DATA, _M_SKIP) and not st.buf and nbytes <= st.cur_remaining:
             if st.mode == _M_DATA:
