@@ -128,13 +128,27 @@ class StreamCursor:
         data, off = chunk.data, chunk.offset
         if off != cur.next_offset:
             hole, data = cur.align(off, data)
-            if hole:
+            if hole:  # gap() calls skip(): the cursor moves to off
                 out += self.gap(chunk.direction, off - hole, hole, chunk.ts_ns, chunk.frame)
         cur.next_offset += len(data)
         # ... parse data ...
 
-    and ``gap()`` calls :meth:`skip`. Subclass it (it has ``__slots__``) to keep the cursor in
-    the per-direction state an observer already has, at the cost of one attribute."""
+    and ``gap()`` calls :meth:`skip`, whose result is the number of bytes it should treat
+    as lost. The semantics, for a chunk or gap at ``offset`` with the cursor at ``next``:
+
+    * ``offset == next``: in step; a chunk is parsed whole, a gap of ``n`` bytes loses ``n``.
+    * ``offset > next``: a chunk is first a gap of ``offset - next`` bytes at ``next``; a gap
+      loses its ``n`` bytes (the cursor jumps to ``offset + n``).
+    * ``offset < next``: the bytes before ``next`` were seen already: a chunk is trimmed to
+      the bytes after them (nothing left: nothing to parse), a gap loses only the bytes
+      after them (none, if it ends at or before ``next``; the cursor never moves back).
+    * ``next == -1`` (nothing seen yet: a capture may start inside a connection): whatever
+      comes first is accepted, a chunk whole, a gap of ``n`` bytes losing ``n``.
+
+    Subclass it (it has ``__slots__``) to keep the cursor in the per-direction state an
+    observer already has, at the cost of one attribute. An observer whose hot path inlines
+    this logic must still move :attr:`next_offset` exactly as these methods do (the tests of
+    each observer check it against a StreamCursor)."""
 
     __slots__ = ("next_offset",)
 
@@ -144,25 +158,33 @@ class StreamCursor:
         (a capture may start inside a connection: whatever comes first is accepted)"""
 
     def align(self, offset: int, data: bytes) -> tuple[int, bytes]:
-        """Line up a chunk whose first byte is at stream ``offset`` and move the cursor to the
-        first byte of the data returned, ready for the caller to parse it and add its length.
+        """Line up a chunk whose first byte is at stream ``offset``.
 
         Returns ``(hole, data)``: ``hole`` > 0 bytes between the cursor and ``offset`` never
-        arrived (report them as a gap of ``hole`` bytes at ``offset - hole`` before parsing:
-        :meth:`skip` then has nothing left to do); ``data`` is the chunk without the bytes
-        before the cursor, already seen (``b""`` when all of it was). Never raises."""
+        arrived: the cursor stays at the first of them, and the caller reports them as a gap
+        of ``hole`` bytes at ``offset - hole`` (``next_offset``) before parsing, whose
+        :meth:`skip` moves the cursor to ``offset`` and returns ``hole``. Otherwise the cursor
+        is at the first byte of the ``data`` returned: the chunk without the bytes before the
+        cursor, already seen (``b""`` when all of it was). Either way the caller then parses
+        ``data`` and adds its length. Never raises."""
         nxt = self.next_offset
-        if nxt < 0 or offset >= nxt:
+        if nxt < 0 or offset == nxt:
             self.next_offset = offset
-            return (offset - nxt if nxt >= 0 else 0), data
+            return 0, data
+        if offset > nxt:
+            return offset - nxt, data
         overlap = nxt - offset
         if overlap >= len(data):
             return 0, b""
         return 0, data[overlap:]
 
-    def skip(self, offset: int, nbytes: int) -> None:
+    def skip(self, offset: int, nbytes: int) -> int:
         """``nbytes`` at ``offset`` were never captured: the cursor moves past them (never
-        back, so a hole :meth:`align` already reported moves nothing)."""
+        back). Returns how many of them lie beyond the cursor, the bytes the caller loses
+        (``nbytes`` when ``offset`` is at or past the cursor, or nothing was seen yet)."""
         end = offset + nbytes
-        if end > self.next_offset:
-            self.next_offset = end
+        nxt = self.next_offset
+        if end <= nxt:
+            return 0
+        self.next_offset = end
+        return end - (offset if offset > nxt else nxt)

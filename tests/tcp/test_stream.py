@@ -25,9 +25,9 @@ def test_in_order_chunks_need_no_alignment() -> None:
 def test_a_chunk_beyond_the_cursor_reports_the_hole_first() -> None:
     cur = StreamCursor(10)
     assert cur.align(15, b"xyz") == (5, b"xyz")
+    assert cur.next_offset == 10  # at the first byte of the hole
+    assert cur.skip(10, 5) == 5  # the observer's gap() for that hole: 5 bytes lost
     assert cur.next_offset == 15  # at the first byte of the data returned
-    cur.skip(10, 5)  # the observer's gap() for that hole moves nothing
-    assert cur.next_offset == 15
 
 
 def test_an_overlapping_chunk_is_trimmed() -> None:
@@ -39,12 +39,16 @@ def test_an_overlapping_chunk_is_trimmed() -> None:
 
 def test_skip_moves_past_a_gap_and_never_back() -> None:
     cur = StreamCursor()
-    cur.skip(100, 20)
+    assert cur.skip(100, 20) == 20  # nothing seen yet: all of it is lost
     assert cur.next_offset == 120
-    cur.skip(50, 10)
+    assert cur.skip(50, 10) == 0  # before the cursor: seen already
     assert cur.next_offset == 120
-    cur.skip(120, 1)
+    assert cur.skip(120, 1) == 1
     assert cur.next_offset == 121
+    assert cur.skip(111, 20) == 10  # 10 bytes before the cursor were seen, 10 are lost
+    assert cur.next_offset == 131
+    assert cur.skip(140, 5) == 5  # past the cursor: its own bytes (131..140 unreported)
+    assert cur.next_offset == 145
 
 
 @given(
@@ -59,8 +63,8 @@ def test_aligned_bytes_are_each_stream_byte_once_in_order(chunks: list[tuple[int
     for offset, n in chunks:
         hole, data = cur.align(offset, stream[offset : offset + n])
         if hole:
-            got.append((cur.next_offset - hole, hole))
-            cur.skip(cur.next_offset - hole, hole)
+            got.append((cur.next_offset, hole))
+            assert cur.skip(cur.next_offset, hole) == hole and cur.next_offset == offset
         if data:
             got.append((cur.next_offset, data))
         cur.next_offset += len(data)

@@ -51,7 +51,7 @@ from collections.abc import Callable
 
 from ...diagnostics import Diagnostics
 from ...redaction import redact_url
-from ...tcp.stream import Direction, StreamChunk, StreamObserver
+from ...tcp.stream import Direction, StreamChunk, StreamCursor, StreamObserver
 from ..body import Body, open_body
 from ..content_coding import DEFAULT_MAX_DECODED_BYTES
 from ..registry import REGISTRY, UpgradeContext
@@ -253,7 +253,10 @@ class _Exchange:
         """(ts, frame, direction) of a tentative exchange that was ready to be emitted"""
 
 
-class _Side:
+class _Side(StreamCursor):
+    """State of one direction, and its cursor (:attr:`next_offset`: the next stream offset
+    expected; set by the first chunk or gap, see :attr:`started`)."""
+
     __slots__ = (
         "buf",
         "closed",
@@ -263,7 +266,6 @@ class _Side:
         "mode",
         "msg",
         "msg_start",
-        "next_offset",
         "remaining",
         "scan_from",
         "skipped",
@@ -400,16 +402,10 @@ class Http1Observer:
                 self._start_hunt(side, frame)
                 if side.d == C2S:
                     self._positions_known = False
-        if chunk.offset != side.next_offset:
-            if chunk.offset > side.next_offset:
-                out += self.gap(
-                    chunk.direction, side.next_offset, chunk.offset - side.next_offset, ts, frame
-                )
-            else:
-                overlap = side.next_offset - chunk.offset
-                if overlap >= len(data):
-                    return out
-                data = data[overlap:]
+        if chunk.offset != side.next_offset:  # (bytes missing or repeated)
+            hole, data = side.align(chunk.offset, data)
+            if hole:
+                out += self.gap(chunk.direction, side.next_offset, hole, ts, frame)
         offset = side.next_offset
         side.next_offset += len(data)
         if data:
@@ -420,7 +416,9 @@ class Http1Observer:
         self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
     ) -> list[object]:
         """``nbytes`` of ``direction`` were never captured. Inside a body of known length the
-        parser stays in step; elsewhere it searches for the next message start."""
+        parser stays in step; elsewhere it searches for the next message start. Bytes of the
+        hole before the cursor were seen, and only the rest is lost
+        (:meth:`~pcaptools.tcp.stream.StreamCursor.skip`)."""
         out: list[object] = []
         if nbytes <= 0 or self._finished:
             return out
@@ -430,9 +428,10 @@ class Http1Observer:
         if not side.started:
             side.started = True
             side.next_offset = offset
-        start = max(side.next_offset, offset)
-        side.next_offset = start + nbytes
-        self._gap(side, nbytes, ts_ns, frame, start, out)
+        nbytes = side.skip(offset, nbytes)  # (the bytes before the cursor were seen)
+        if not nbytes:
+            return out
+        self._gap(side, nbytes, ts_ns, frame, side.next_offset - nbytes, out)
         if self._tentative and direction == C2S and self._lost[0] and self._c2s_loss_frame == frame:
             self._unpair_tentative(ts_ns, frame, out)
         return out

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from hpack import Decoder
 
 from ...diagnostics import Diagnostics
-from ...tcp.stream import Direction, StreamChunk
+from ...tcp.stream import Direction, StreamChunk, StreamCursor
 from ..body import Body, open_body
 from ..content_coding import DEFAULT_MAX_DECODED_BYTES
 from ..sse import DEFAULT_MAX_LINE_BYTES
@@ -191,7 +191,10 @@ class _Stream:
         self.stalled = [False, False]
 
 
-class _Dir:
+class _Dir(StreamCursor):
+    """State of one direction, and its cursor (:attr:`next_offset`: the next stream offset
+    expected; set by the first chunk or gap, see :attr:`started`)."""
+
     __slots__ = (
         "buf",
         "bytes",
@@ -219,7 +222,6 @@ class _Dir:
         "hunt_scanned",
         "max_frame_size",
         "mode",
-        "next_offset",
         "settings",
         "skipped",
         "stall_since",
@@ -395,18 +397,10 @@ class Http2Observer:
         self._last_ts, self._last_frame = ts, frame
         if not st.started:
             self._begin(st, chunk.offset)
-        elif st.next_offset < 0:
-            st.next_offset = chunk.offset
-        if chunk.offset != st.next_offset:
-            if chunk.offset > st.next_offset:
-                out += self.gap(
-                    chunk.direction, st.next_offset, chunk.offset - st.next_offset, ts, frame
-                )
-            else:
-                overlap = st.next_offset - chunk.offset
-                if overlap >= len(data):
-                    return out
-                data = data[overlap:]
+        if chunk.offset != st.next_offset:  # (bytes missing or repeated; the first after h2c)
+            hole, data = st.align(chunk.offset, data)
+            if hole:
+                out += self.gap(chunk.direction, st.next_offset, hole, ts, frame)
         st.next_offset += len(data)
         st.bytes += len(data)
         if not data:
@@ -435,15 +429,18 @@ class Http2Observer:
         self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
     ) -> list[object]:
         """``nbytes`` of ``direction`` were never captured. Stays aligned when the hole lies inside
-        a DATA frame (or a skipped frame); otherwise searches for frame alignment again."""
+        a DATA frame (or a skipped frame); otherwise searches for frame alignment again. Bytes
+        of the hole before the cursor were seen, and only the rest is lost
+        (:meth:`~pcaptools.tcp.stream.StreamCursor.skip`)."""
         if self._finished or nbytes <= 0:
             return []
         st = self._dirs[direction]
         out: list[object] = []
         if not st.started:
             self._begin(st, offset)
-            st.next_offset = offset
-        st.next_offset = max(st.next_offset, offset) + nbytes
+        nbytes = st.skip(offset, nbytes)  # (the bytes before the cursor were seen)
+        if not nbytes:
+            return out
         st.skipped += nbytes
         if st.mode in (_M_DATA, _M_SKIP) and not st.buf and nbytes <= st.cur_remaining:
             if st.mode == _M_DATA:

@@ -162,18 +162,10 @@ class WebSocketObserver:
         data = chunk.data
         ts, frame = chunk.ts_ns, chunk.frame
         self._last = (ts, frame)
-        if not st.started:
-            st.started = True
-            st.next_offset = chunk.offset
-        if chunk.offset != st.next_offset:
-            if chunk.offset > st.next_offset:
-                self._lost(st, chunk.offset - st.next_offset, ts, frame, out)
-                st.next_offset = chunk.offset
-            else:
-                overlap = st.next_offset - chunk.offset
-                if overlap >= len(data):
-                    return out
-                data = data[overlap:]
+        if chunk.offset != st.next_offset:  # (the first chunk, or bytes missing or repeated)
+            hole, data = st.align(chunk.offset, data)
+            if hole:
+                self._lost(st, st.skip(st.next_offset, hole), ts, frame, out)
         st.next_offset += len(data)
         if data:
             self._consume(st, data, ts, frame, out)
@@ -189,15 +181,9 @@ class WebSocketObserver:
         if nbytes <= 0 or self._ended or st.closed:
             return out
         self._last = (ts_ns, frame)
-        if not st.started:
-            st.started = True
-            st.next_offset = offset
-        start = max(st.next_offset, offset)
-        end = offset + nbytes
-        if end <= start:
-            return out
-        st.next_offset = end
-        self._lost(st, end - start, ts_ns, frame, out)
+        lost = st.skip(offset, nbytes)  # (the bytes before the cursor were seen)
+        if lost:
+            self._lost(st, lost, ts_ns, frame, out)
         return out
 
     def close(
@@ -256,7 +242,7 @@ class WebSocketObserver:
                 take = n - pos
                 if take > st.remaining:
                     take = st.remaining
-                if not st.skip:
+                if not st.skip_payload:
                     self._payload(st, data, pos, take)
                 st.pos += take
                 pos += take
@@ -324,7 +310,7 @@ class WebSocketObserver:
         st.lost = 0
         st.start = start
         st.ctrl = None
-        st.skip = False
+        st.skip_payload = False
         opcode = b0 & 0x0F
         fin = b0 & 0x80
         rsv = b0 & 0x70
@@ -354,7 +340,7 @@ class WebSocketObserver:
             self._once(st, "ws.non_minimal_length",
                        f"payload length {length} not encoded in the fewest bytes", ts, frame)
         if length > self._max_frame:
-            st.skip = True
+            st.skip_payload = True
             self._report(
                 st, "ws.frame_too_large",
                 f"{opcode_name(opcode)} frame announces {length} payload bytes (limit "
@@ -394,7 +380,7 @@ class WebSocketObserver:
             m.fragments += 1
             m.wire += st.hlen + length
             m.payload += length
-            if st.skip:
+            if st.skip_payload:
                 self._taint(st, m)
         if length == 0:
             self._frame_done(st, ts, frame, out)

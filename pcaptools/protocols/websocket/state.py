@@ -6,7 +6,7 @@ from __future__ import annotations
 import codecs
 import zlib
 
-from ...tcp.stream import Direction
+from ...tcp.stream import Direction, StreamCursor
 
 # parser modes of one direction
 _HEADER, _PAYLOAD, _HUNT, _DESYNCED = range(4)
@@ -83,9 +83,10 @@ class _Msg:
                 self.utf8_ok = False
 
 
-class _Dir:
-    """Parser state and counters of one direction: the frame in progress, the message in
-    progress, close facts, the shared permessage-deflate context, the frame search."""
+class _Dir(StreamCursor):
+    """Parser state and counters of one direction: its cursor (:attr:`next_offset`, the next
+    stream offset expected), the frame in progress, the message in progress, close facts,
+    the shared permessage-deflate context, the frame search."""
 
     __slots__ = (
         "b0",
@@ -111,7 +112,6 @@ class _Dir:
         "messages",
         "mode",
         "msg",
-        "next_offset",
         "payload_bytes",
         "pings",
         "pongs",
@@ -120,10 +120,9 @@ class _Dir:
         "reported",
         "scan_from",
         "sent_close",
-        "skip",
+        "skip_payload",
         "skipped",
         "start",
-        "started",
         "wire_bytes",
         "z",
         "z_broken",
@@ -134,9 +133,8 @@ class _Dir:
         self.mode = _HEADER
         self.hbuf = bytearray()
         self.hstart: tuple[int, int] | None = None
-        self.started = False
         self.closed = False
-        self.next_offset = 0
+        self.next_offset = -1
         # current frame
         self.b0 = 0
         self.masked = False
@@ -146,7 +144,8 @@ class _Dir:
         self.remaining = 0
         self.pos = 0
         self.lost = 0
-        self.skip = False
+        self.skip_payload = False
+        """the current frame's payload is counted, not parsed (longer than the frame limit)"""
         self.start = (0, 0)
         self.ctrl: bytearray | None = None
         self.msg: _Msg | None = None
