@@ -457,9 +457,7 @@ def run_items(obs: Any, conn: Connection) -> list[object]:
             for d in (C2S, S2C):
                 if d not in closed:
                     events += obs.close(d, conn.last_ts, conn.last_frame)
-            finish = getattr(obs, "finish", None)
-            if finish is not None:
-                events += finish()
+            events += obs.finish(conn.last_ts, conn.last_frame)
     return events
 
 
