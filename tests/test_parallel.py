@@ -60,6 +60,9 @@ def test_parallel_three_workers_h2_sse() -> None:
 
 
 def test_parallel_corpus() -> None:
+    """workers=2 on every corpus capture whose connections the two workers share out (two or
+    more TCP connections; with one, worker 1 parses nothing: the shipped captures above and
+    scripts/snapshot.py's ``workers2`` option cover those)."""
     files = corpus_files()
     if not files:
         pytest.skip("public corpus absent")
@@ -69,9 +72,11 @@ def test_parallel_corpus() -> None:
             single = pcaptools.load(f)
         except PcapToolsError:
             continue  # not a capture we open (the corpus has a few on purpose)
+        if len(single.connections) < 2:
+            continue
         assert_same_tables(single, pcaptools.load(f, workers=2))
         checked += 1
-    assert checked >= 30
+    assert checked >= 9
 
 
 def test_warning_cap_applies_after_merging() -> None:
