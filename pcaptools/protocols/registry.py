@@ -12,6 +12,8 @@ A :class:`ProtocolRegistry` holds small frozen entries, one per choice:
   it is parsed in -> the factory of its :class:`BodyConsumer`;
 - :class:`DatagramEntry` -- UDP ports (and, optionally, a probe for datagrams on other ports)
   -> the factory of one :class:`DatagramObserver` per load (DNS today; QUIC next);
+- :class:`QuicAppEntry` -- an ALPN id negotiated on a QUIC connection (``"h3"``) -> the
+  factory of its application observer (:mod:`pcaptools.protocols.quic.streams`);
 - :class:`TcpPortEntry` -- TCP ports whose connections skip the TLS/HTTP sniffing and go to
   a port-chosen observer (DNS over TCP, which reports to the DNS datagram observer).
 
@@ -44,6 +46,7 @@ __all__ = [
     "DatagramObserver",
     "MediaTypeEntry",
     "ProtocolRegistry",
+    "QuicAppEntry",
     "StreamEntry",
     "StreamFactory",
     "TcpPortEntry",
@@ -227,7 +230,19 @@ class TcpPortEntry:
     factory: TcpPortFactory
 
 
-Entry = StreamEntry | AlpnEntry | UpgradeEntry | MediaTypeEntry | DatagramEntry | TcpPortEntry
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuicAppEntry:
+    """The application protocol of a QUIC connection, chosen by its negotiated ALPN id: the
+    factory takes a :class:`~pcaptools.protocols.quic.streams.QuicAppContext` and returns a
+    :class:`~pcaptools.protocols.quic.streams.QuicStreamObserver` (typed loosely here: this
+    module sits below the protocols)."""
+
+    alpn: str
+    factory: Callable[[Any], Any]
+
+
+Entry = (StreamEntry | AlpnEntry | UpgradeEntry | MediaTypeEntry | DatagramEntry | TcpPortEntry
+         | QuicAppEntry)
 
 
 # --------------------------------------------------------------------------- the registry
@@ -247,6 +262,7 @@ class ProtocolRegistry:
         self._datagrams: dict[str, DatagramEntry] = {}
         self._udp_ports: dict[int, DatagramEntry] = {}
         self._tcp_ports: dict[int, TcpPortEntry] = {}
+        self._quic_apps: dict[str, QuicAppEntry] = {}
         self.add(*entries)
 
     def add(self, *entries: Entry) -> None:
@@ -286,6 +302,8 @@ class ProtocolRegistry:
                     *((self._udp_ports, p, e, "UDP port") for p in e.ports)]
         if isinstance(e, TcpPortEntry):
             return [(self._tcp_ports, p, e, "TCP port") for p in e.ports]
+        if isinstance(e, QuicAppEntry):
+            return [(self._quic_apps, e.alpn, e, "QUIC ALPN id")]
         raise TypeError(f"not a registry entry: {e!r}")
 
     # ------------------------------------------------------------------ lookups
@@ -321,6 +339,14 @@ class ProtocolRegistry:
         ports = self._tcp_ports
         entry = ports.get(server_port)
         return entry if entry is not None else ports.get(client_port)
+
+    def quic_app(self, alpn: str | None) -> Callable[[Any], Any] | None:
+        """The application observer factory of a QUIC connection that negotiated ``alpn``
+        (``"h3"``), else None (its streams are counted, not parsed)."""
+        if alpn is None:
+            return None
+        entry = self._quic_apps.get(alpn)
+        return entry.factory if entry is not None else None
 
     @property
     def datagram_entries(self) -> tuple[DatagramEntry, ...]:
