@@ -99,6 +99,55 @@ CATALOGUE: dict[str, str] = {
     "quic.crypto_overflow": "the CRYPTO data of QUIC Initial packets of one direction ran more than the limit ahead of what could be parsed (a hole never filled, or a huge message); the rest of its handshake is not read",
     "quic.too_many_connections": "more QUIC connections than the per-load limit: datagrams that would open another are not analysed",
     "quic.packet_rows_capped": "more QUIC packets than the quic_packets row limit: later packets are counted in quic_connections but not listed",
+    # http3
+    "http3.malformed_frame": (
+        "an HTTP/3 frame (or a unidirectional stream header) does not parse: a SETTINGS cut short"
+        " or repeated, a GOAWAY/CANCEL_PUSH/MAX_PUSH_ID payload that is not one varint, a "
+        "PUSH_PROMISE without its push id; the rest of that stream direction is counted, not "
+        "parsed (H3_FRAME_ERROR)"),
+    "http3.frame_unexpected": (
+        "an HTTP/3 frame type not allowed where it was seen (DATA or HEADERS on the control "
+        "stream, SETTINGS on a request stream or twice, an HTTP/2-only type, a control stream not"
+        " starting with SETTINGS): H3_FRAME_UNEXPECTED / H3_MISSING_SETTINGS; the frame is "
+        "skipped and parsing goes on"),
+    "http3.frame_too_long": (
+        "a non-DATA HTTP/3 frame (HEADERS, SETTINGS...) longer than the buffering limit: it is "
+        "skipped (its field section is not decoded)"),
+    "http3.frame_truncated": (
+        "an HTTP/3 stream ended (FIN) inside a frame: the frame is incomplete (H3_FRAME_ERROR)"),
+    "http3.stream_gap": (
+        "bytes of an HTTP/3 stream were not captured (lost packets never retransmitted in the "
+        "capture, packets that did not decrypt, or a capture that started late): inside a DATA "
+        "payload they are counted and the body parser is told; elsewhere the rest of that stream "
+        "direction is counted, not parsed"),
+    "http3.unexpected_stream": (
+        "a QUIC stream HTTP/3 does not allow: a server-initiated bidirectional stream, a second "
+        "control or QPACK stream of one side, a push stream from the client, bytes sent the wrong"
+        " way on a unidirectional stream; its bytes are counted"),
+    "http3.critical_stream_closed": (
+        "an HTTP/3 control or QPACK encoder/decoder stream was closed or reset "
+        "(H3_CLOSED_CRITICAL_STREAM)"),
+    "http3.qpack_decode_failed": (
+        "a QPACK field section (or the encoder stream it depends on) does not decode (pylsqpack "
+        "DecompressionFailed / EncoderStreamError): its headers are not known; the stream's "
+        "framing is still read"),
+    "http3.qpack_blocked": (
+        "a QPACK field section refers to dynamic-table entries that were never inserted in what "
+        "was captured (encoder-stream bytes lost, or the receiver's SETTINGS not captured): it is"
+        " not decoded, never guessed"),
+    "http3.qpack_encoder_stream_gap": (
+        "bytes of a QPACK encoder stream were not captured: field sections that refer to entries "
+        "inserted from there on cannot be decoded (http3.qpack_blocked rows name them)"),
+    "http3.qpack_pending_overflow": (
+        "more bytes than the limit waited for QPACK (encoder-stream bytes before the peer's "
+        "SETTINGS, or response DATA waiting for its blocked field section): they are dropped from"
+        " parsing (still counted)"),
+    "http3.too_many_streams": (
+        "more QUIC streams open at once on one HTTP/3 connection than the limit: the bytes of "
+        "further new streams are not parsed"),
+    "http3.frame_rows_capped": (
+        "more HTTP/3 frames on one connection than the http3_frames row limit: later frames are "
+        "parsed (streams, SSE) but not listed"),
     # server-sent events
     "sse.bad_json": "an SSE event's data starts like JSON but is not valid JSON; the event is kept with json_ok False",
     "sse.unterminated_event": "an SSE line (or one event's data) grew beyond the parser's limit without a terminator; it was dropped and parsing resumed at the next line end",

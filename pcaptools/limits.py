@@ -363,6 +363,37 @@ LIMITS: tuple[Limit, ...] = (
         "hole, or a ClientHello longer than this); the rest of that handshake is not read",
     ),
     Limit(
+        "HTTP/3 buffered frame",
+        "pcaptools.protocols.http3.observer:MAX_HTTP3_FRAME_BYTES",
+        "bytes",
+        "http3.frame_too_long",
+        "payload of a non-DATA HTTP/3 frame (HEADERS, SETTINGS...) held until complete; a "
+        "longer frame is skipped (DATA payloads are streamed, never held)",
+    ),
+    Limit(
+        "HTTP/3 frames listed",
+        "pcaptools.protocols.http3.observer:MAX_HTTP3_FRAME_ROWS",
+        "rows",
+        "http3.frame_rows_capped",
+        "http3_frames rows per QUIC connection; later frames are still parsed",
+    ),
+    Limit(
+        "HTTP/3 open streams",
+        "pcaptools.protocols.http3.observer:MAX_HTTP3_OPEN_STREAMS",
+        "streams",
+        "http3.too_many_streams",
+        "QUIC streams of one HTTP/3 connection tracked at once; bytes of further new streams "
+        "are not parsed",
+    ),
+    Limit(
+        "QPACK pending bytes",
+        "pcaptools.protocols.http3.observer:MAX_QPACK_PENDING_BYTES",
+        "bytes",
+        "http3.qpack_pending_overflow",
+        "bytes held per direction while QPACK cannot proceed (encoder-stream bytes before the "
+        "peer's SETTINGS; response DATA waiting for a blocked field section)",
+    ),
+    Limit(
         "SSE line / event data",
         "pcaptools.protocols.sse:DEFAULT_MAX_LINE_BYTES",
         "bytes",

@@ -108,6 +108,9 @@ class Capture:
     dns: pd.DataFrame
     quic_connections: pd.DataFrame
     quic_packets: pd.DataFrame
+    http3_frames: pd.DataFrame
+    http3_streams: pd.DataFrame
+    http3_sse_events: pd.DataFrame
     icmp_errors: pd.DataFrame
     path_mtu: pd.DataFrame
     packets: pd.DataFrame

@@ -80,7 +80,8 @@ class HttpBody(Event):
     frame: int
     """that packet (tshark shows the body's dissection in this frame)"""
     direction: Direction
-    tcp_stream: int
+    tcp_stream: int | None
+    """None over HTTP/3 (a QUIC connection)"""
     request_index: int | None
     """HTTP/1.x: the exchange's request_index (None on HTTP/2)"""
     stream_id: int | None
@@ -114,7 +115,7 @@ class BodyCollector:
         self,
         content_type: str,
         *,
-        tcp_stream: int,
+        tcp_stream: int | None,
         stream_id: int | None,
         request_index: int | None,
         direction: Direction,
@@ -170,7 +171,7 @@ def media_type(content_type: str | None) -> str | None:
 def body_consumer(
     mtype: str | None,
     *,
-    tcp_stream: int,
+    tcp_stream: int | None,
     stream_id: int | None,
     request_index: int | None,
     direction: Direction,
@@ -224,7 +225,7 @@ class Body:
         encoding: str | None,
         decoder: ContentDecoder | None,
         consumer: BodyConsumer | None,
-        tcp_stream: int,
+        tcp_stream: int | None,
         where: str,
         direction: Direction,
         diag: Diagnostics,
@@ -345,7 +346,7 @@ class Body:
 def open_body(
     headers: Headers | None,
     *,
-    tcp_stream: int,
+    tcp_stream: int | None,
     stream_id: int | None = None,
     request_index: int | None = None,
     direction: Direction = Direction.SERVER_TO_CLIENT,

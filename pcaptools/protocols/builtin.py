@@ -21,13 +21,16 @@ from .body import DNS_MESSAGE, BodyCollector
 from .dns import DNS_PORT, DnsTcpObserver, DnsTracker
 from .http1 import Http1Observer, HttpRequest
 from .http2 import H2cUpgrade, Http2Observer
+from .http3 import Http3Observer
 from .quic import QUIC_PORT, QuicTracker, looks_like_quic_datagram
+from .quic.streams import QuicAppContext
 from .registry import (
     REGISTRY,
     AlpnEntry,
     DatagramEntry,
     DatagramObserver,
     MediaTypeEntry,
+    QuicAppEntry,
     StreamEntry,
     TcpPortEntry,
     UpgradeContext,
@@ -108,7 +111,7 @@ def _upgrade_websocket(ctx: UpgradeContext) -> Any:
 def _sse(
     mtype: str,
     *,
-    tcp_stream: int,
+    tcp_stream: int | None,
     stream_id: int | None,
     request_index: int | None,
     direction: Direction,
@@ -128,7 +131,7 @@ def _sse(
 def _collect(
     mtype: str,
     *,
-    tcp_stream: int,
+    tcp_stream: int | None,
     stream_id: int | None,
     request_index: int | None,
     direction: Direction,
@@ -142,6 +145,10 @@ def _collect(
         request_index=request_index,
         direction=direction,
     )
+
+
+def _h3(ctx: QuicAppContext) -> Http3Observer:
+    return Http3Observer(connection=ctx.connection, diag=ctx.diag, midstream=ctx.midstream)
 
 
 def _dns_tcp(
@@ -182,6 +189,8 @@ BUILTIN = (
     DatagramEntry(name="dns", factory=DnsTracker, ports=(DNS_PORT,)),
     DatagramEntry(name="quic", factory=QuicTracker, ports=(QUIC_PORT,),
                   probe=looks_like_quic_datagram),
+    # ALPN ids negotiated on QUIC connections -> the observer of their streams
+    QuicAppEntry(alpn="h3", factory=_h3),
     # TCP ports -> an observer instead of the TLS/HTTP sniffing
     TcpPortEntry(name="dns", ports=(DNS_PORT,), factory=_dns_tcp),  # DNS over TCP
 )

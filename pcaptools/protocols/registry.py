@@ -128,7 +128,7 @@ class BodyFactory(Protocol):
         self,
         mtype: str,
         *,
-        tcp_stream: int,
+        tcp_stream: int | None,
         stream_id: int | None,
         request_index: int | None,
         direction: Direction,

@@ -65,10 +65,10 @@ class _SseEventFields(NamedTuple):
     """Wireshark frame number of that packet"""
     direction: Direction
     """direction of the response carrying the stream (normally SERVER_TO_CLIENT)"""
-    tcp_stream: int
-    """Wireshark tcp.stream of the connection"""
+    tcp_stream: int | None
+    """Wireshark tcp.stream of the connection; None over HTTP/3 (a QUIC connection)"""
     stream_id: int | None
-    """HTTP/2 stream identifier; None for HTTP/1.x"""
+    """HTTP/2 stream identifier (HTTP/3: the QUIC stream id); None for HTTP/1.x"""
     request_index: int | None
     """HTTP/1.x: position of the request on its connection (1 = first); None for HTTP/2"""
     index: int  # type: ignore[assignment]  # a field, not tuple.index
@@ -220,7 +220,7 @@ class SseParser:
     def __init__(
         self,
         *,
-        tcp_stream: int = -1,
+        tcp_stream: int | None = -1,
         stream_id: int | None = None,
         request_index: int | None = None,
         direction: Direction = Direction.SERVER_TO_CLIENT,

@@ -41,6 +41,7 @@ from ..protocols.dns import DnsTracker
 from ..protocols.doh import DohCollector
 from ..protocols.http1 import HttpExchange, ProtocolSwitched
 from ..protocols.http2 import Http2ConnectionEnded, Http2Frame, Http2StreamEnded
+from ..protocols.http3 import Http3Observer
 from ..protocols.quic import QuicTracker
 from ..protocols.registry import UdpRoute
 from ..protocols.sse import SseEvent
@@ -50,6 +51,7 @@ from ..tcp.tracker import TcpTracker
 from .coverage import COVERAGE
 from .dns_tables import DNS, dns_table
 from .foundation import CONNECTIONS, PACKETS, TCP_EVENTS, TCP_HANDSHAKES, TCP_LOSSES, WARNINGS
+from .http3_tables import HTTP3_TABLES, http3_tables
 from .http_tables import HTTP_TABLES, HttpTablesBuilder
 from .icmp_tables import ICMP_ERRORS, PATH_MTU, IcmpErrorsBuilder, path_mtu_table
 from .packets import PacketsBuilder
@@ -261,6 +263,26 @@ def _quic(ctx: BuildContext) -> Built:
                  builder=tracker)
 
 
+def http3_observers(tracker: QuicTracker | None) -> list[Http3Observer]:
+    """The HTTP/3 observers of a load's QUIC connections (those whose ALPN is ``h3`` and
+    whose streams were decrypted), in connection order."""
+    out: list[Http3Observer] = []
+    if tracker is None:
+        return out
+    for conn in tracker.connections:
+        obs = getattr(getattr(conn, "assembler", None), "observer", None)
+        if isinstance(obs, Http3Observer):
+            out.append(obs)
+    return out
+
+
+def _http3(ctx: BuildContext) -> Built:
+    """HTTP/3: the application observers the ``quic`` datagram observer created (worker 0)"""
+    tracker = ctx.udp.observer("quic", QuicTracker) if ctx.udp is not None else None
+    show = ctx.show_secrets
+    return Built(frames=lambda: http3_tables(http3_observers(tracker), show_secrets=show))
+
+
 def _icmp(ctx: BuildContext) -> Built:
     """(fed by the frame loop: ``Built.get(IcmpErrorsBuilder).add(pkt, analysis)``)"""
     b = IcmpErrorsBuilder(ctx.diag)
@@ -307,6 +329,8 @@ for _source in (
     TableSource(name="dns", tables=(DNS,), build=_dns,
                 consumes=(HttpBody, HttpExchange, Http2StreamEnded)),
     TableSource(name="quic", tables=(QUIC_CONNECTIONS, QUIC_PACKETS), build=_quic),
+    # http/3 over QUIC (http3_frames, http3_streams, http3_sse_events)
+    TableSource(name="http3", tables=tuple(HTTP3_TABLES.values()), build=_http3),
     # icmp
     TableSource(name="icmp", tables=(ICMP_ERRORS, PATH_MTU), build=_icmp),
     # per frame, per capture

@@ -1,0 +1,294 @@
+"""The HTTP/3 tables: ``http3_frames`` (one row per HTTP/3 frame), ``http3_streams`` (one row
+per request stream, the shape of ``http2_streams``) and ``http3_sse_events`` (the server-sent
+events of ``text/event-stream`` responses, the shape of ``sse_events``), built from the
+:class:`~pcaptools.protocols.http3.Http3Observer` of every QUIC connection that negotiated
+ALPN ``h3``.
+
+HTTP/3 runs over QUIC connections, not TCP ones: rows are keyed by ``quic_connection``
+(``quic_connections.quic_connection``, tshark's ``quic.connection.number``) and the QUIC
+stream id, never by a ``tcp_stream``. The SSE events of HTTP/3 responses are kept out of
+``sse_events`` (whose rows are keyed by ``tcp_stream``) for that reason; both tables have the
+same event columns, so ``pd.concat`` of the two gives every event of a capture.
+
+HTTP/3 needs the QUIC packets decrypted (a key log): without one these tables are empty and
+``quic_connections`` says why. tshark 4.0 has no HTTP/3 dissector, so no column here is
+compared with tshark; the tests compare them with what the aioquic peers sent and with the
+recorded timelines of the shipped captures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pandas as pd
+
+from ..protocols.http3 import Http3Frame, Http3Observer, Http3StreamEnded
+from ..protocols.http3.frames import error_name, frame_type_name, settings_text
+from ..protocols.sse import SseEvent
+from ..redaction import redact_authority, redact_headers, redact_json_texts, redact_url
+from ..tcp.stream import Direction
+from .http_tables import _coding_columns
+from .schema import TS_DTYPE, Column, TableSchema
+
+__all__ = ["HTTP3_FRAMES", "HTTP3_SSE_EVENTS", "HTTP3_STREAMS", "HTTP3_TABLES", "http3_tables"]
+
+_QUIC_CONNECTION = Column("quic_connection", "int64", None,
+                          "quic_connections.quic_connection of the connection (tshark "
+                          "quic.connection.number)")
+_STREAM_ID = Column("stream_id", "int64", None,
+                    "QUIC stream id (RFC 9000 §2.1; request streams are 0, 4, 8...)")
+
+HTTP3_FRAMES = TableSchema(
+    name="http3_frames",
+    grain="one row per HTTP/3 frame on a request, push or control stream (QPACK encoder and "
+    "decoder streams carry instructions, not frames); needs a key log",
+    key=("quic_connection", "stream_id", "direction", "frame", "index"),
+    columns=(
+        Column("frame", "int64", None,
+               "packet that delivered the frame's last byte (of its header, for DATA and "
+               "skipped frames: of its last payload byte)"),
+        Column("ts", TS_DTYPE, None, "time of frame"),
+        _QUIC_CONNECTION,
+        _STREAM_ID,
+        Column("index", "int64", None,
+               "0-based order of the frame among the connection's frames (capture order)"),
+        Column("direction", "category", None, "client_to_server or server_to_client"),
+        Column("stream_kind", "category", None, "request, push or control"),
+        Column("type", "category", None,
+               "DATA, HEADERS, CANCEL_PUSH, SETTINGS, PUSH_PROMISE, GOAWAY, MAX_PUSH_ID; "
+               "reserved (grease 0x1f*N+0x21), http2_only (0x02, 0x06, 0x08, 0x09) or "
+               "unknown: skipped"),
+        Column("type_code", "int64", None, "frame type code"),
+        Column("length", "int64", "bytes", "payload length from the frame header"),
+        Column("method", "string", None, "HEADERS of a request: :method"),
+        Column("path", "string", None, "HEADERS of a request: :path"),
+        Column("status", "Int64", None, "HEADERS of a response: :status"),
+        Column("qpack", "category", None,
+               "HEADERS / PUSH_PROMISE field section: decoded (at once), blocked (waited "
+               "for encoder-stream bytes, decoded in decoded_frame), failed "
+               "(http3.qpack_decode_failed), never_decoded (http3.qpack_blocked: the "
+               "encoder-stream bytes or SETTINGS it needs were not captured), too_long "
+               "(http3.frame_too_long)"),
+        Column("decoded_frame", "Int64", None,
+               "packet whose bytes made the field section decodable (frame when decoded at "
+               "once)"),
+        Column("settings", "string", None,
+               "SETTINGS: NAME=value;... in wire order (QPACK_MAX_TABLE_CAPACITY, "
+               "MAX_FIELD_SECTION_SIZE, QPACK_BLOCKED_STREAMS, ENABLE_CONNECT_PROTOCOL, "
+               "H3_DATAGRAM, reserved_0x.., 0x..)"),
+        Column("goaway_id", "Int64", None,
+               "GOAWAY: stream id (from the server) or push id (from the client)"),
+        Column("push_id", "Int64", None, "PUSH_PROMISE, CANCEL_PUSH, MAX_PUSH_ID: push id"),
+        Column("headers", "object", None,
+               "HEADERS / PUSH_PROMISE: decoded field list ((name, value) tuples; "
+               "credentials redacted unless show_secrets); None if not decoded"),
+    ),
+)
+
+HTTP3_STREAMS = TableSchema(
+    name="http3_streams",
+    grain="one row per HTTP/3 request stream (client-initiated bidirectional QUIC stream) "
+    "per QUIC connection; needs a key log",
+    key=("quic_connection", "stream_id"),
+    columns=(
+        _QUIC_CONNECTION,
+        _STREAM_ID,
+        Column("partial", "bool", None,
+               "the first bytes of the stream were not captured (its request HEADERS may be "
+               "missing)"),
+        Column("method", "string", None, ":method"),
+        Column("scheme", "string", None, ":scheme"),
+        Column("authority", "string", None, ":authority (else the host header)"),
+        Column("path", "string", None, ":path"),
+        Column("status", "Int64", None,
+               ":status of the final (non-1xx) response; NA when its field section was not "
+               "decoded"),
+        Column("content_type", "string", None, "response content-type"),
+        Column("informational", "int64", None, "1xx responses before the final one"),
+        Column("first_frame", "int64", None, "packet of the first byte seen on the stream"),
+        Column("first_ts", TS_DTYPE, None, "time of first_frame"),
+        Column("request_frame", "Int64", None,
+               "packet that completed the request HEADERS frame"),
+        Column("request_ts", TS_DTYPE, None, "time of request_frame"),
+        Column("request_end_ts", TS_DTYPE, None,
+               "FIN of the client's side of the stream (request fully sent)"),
+        Column("response_headers_frame", "Int64", None,
+               "packet that completed the final response HEADERS frame (its time, even when "
+               "QPACK could decode it only later)"),
+        Column("response_headers_ts", TS_DTYPE, None, "time of response_headers_frame"),
+        Column("first_data_ts", TS_DTYPE, None, "first DATA frame from the server"),
+        Column("end_frame", "int64", None,
+               "packet that ended the stream: the server's FIN (end_stream), the first "
+               "RESET_STREAM (reset), or the stream's last packet (open_at_end)"),
+        Column("end_ts", TS_DTYPE, None, "time of end_frame"),
+        Column("ttfb_ms", "float64", "ms",
+               "response_headers_ts minus request_end_ts (request_ts when the request never "
+               "ended); NaN if no response"),
+        Column("first_data_ms", "float64", "ms",
+               "first_data_ts minus the same request time: time to the first body byte"),
+        Column("duration_ms", "float64", "ms",
+               "end_ts minus request_ts (first_ts when the request was not seen)"),
+        Column("client_data_bytes", "int64", "bytes", "DATA payload bytes sent by the client"),
+        Column("server_data_bytes", "int64", "bytes",
+               "DATA payload bytes sent by the server (bytes lost inside DATA frames "
+               "included): the wire body bytes, still content-encoded (decoded: "
+               "response_decoded_bytes)"),
+        Column("client_header_bytes", "int64", "bytes",
+               "QPACK field section bytes of the client's HEADERS frames"),
+        Column("server_header_bytes", "int64", "bytes",
+               "QPACK field section bytes of the server's HEADERS frames"),
+        Column("client_frames", "int64", "frames", "HTTP/3 frames on this stream from the client"),
+        Column("server_frames", "int64", "frames", "HTTP/3 frames on this stream from the server"),
+        Column("end_reason", "category", None,
+               "end_stream (both sides ended with FIN), reset (RESET_STREAM: see reset_by), "
+               "open_at_end (neither by the connection's end: its CONNECTION_CLOSE or the "
+               "end of the capture)"),
+        Column("reset_error", "category", None,
+               "RESET_STREAM error code name (H3_REQUEST_CANCELLED...)"),
+        Column("reset_error_code", "Int64", None, "RESET_STREAM application error code"),
+        Column("reset_by", "category", None, "client or server: who sent the RESET_STREAM"),
+        Column("desynced", "bool", None,
+               "part of the stream was not parsed: bytes lost outside a DATA payload, a frame "
+               "that does not parse, or a FIN inside a frame (a warning row says which)"),
+        Column("sse_events", "int64", "events",
+               "server-sent events parsed from the response (text/event-stream), after "
+               "content decoding (http3_sse_events)"),
+        *_coding_columns("server_data_bytes (the wire body bytes)"),
+        Column("request_headers", "object", None,
+               "request field list ((name, value) tuples); None if not decoded"),
+        Column("response_headers", "object", None,
+               "final response field list; None if not decoded"),
+    ),
+)
+
+HTTP3_SSE_EVENTS = TableSchema(
+    name="http3_sse_events",
+    grain="one row per server-sent event of a text/event-stream response over HTTP/3 (the "
+    "columns of sse_events, keyed by quic_connection instead of tcp_stream)",
+    key=("quic_connection", "stream_id", "index"),
+    columns=(
+        Column("frame", "int64", None, "packet that delivered the blank line ending the event"),
+        Column("ts", TS_DTYPE, None, "time of that packet: when the event was complete"),
+        _QUIC_CONNECTION,
+        Column("http_version", "category", None, "3"),
+        _STREAM_ID,
+        Column("index", "int64", None, "0-based number of the event within its response"),
+        Column("event", "string", None, "event type (the event field; 'message' by default)"),
+        Column("id", "string", None,
+               "last event ID in effect (persists across events); NA if never set"),
+        Column("retry_ms", "Int64", "ms", "retry field of this event"),
+        Column("data", "string", None,
+               "data lines joined with LF; values of credential-looking JSON fields "
+               "redacted unless show_secrets"),
+        Column("data_bytes", "int64", "bytes",
+               "bytes of the data lines as received, joined with LF"),
+        Column("json_ok", "boolean", None,
+               "data parsed as JSON (True), looked like JSON but did not parse (False), NA: "
+               "not JSON"),
+        Column("delta_text", "string", None,
+               "LLM streamed text (as sse_events.delta_text: OpenAI, Anthropic...)"),
+        Column("done", "bool", None, "data is the [DONE] end marker"),
+        Column("finish_reason", "string", None,
+               "choices[0].finish_reason / delta.stop_reason when present"),
+    ),
+)
+
+HTTP3_TABLES: dict[str, TableSchema] = {
+    "http3_frames": HTTP3_FRAMES,
+    "http3_streams": HTTP3_STREAMS,
+    "http3_sse_events": HTTP3_SSE_EVENTS,
+}
+"""the tables this module builds, by Capture attribute name"""
+
+
+def _ms(a: int | None, b: int | None) -> float | None:
+    return None if a is None or b is None else (a - b) / 1e6
+
+
+def _party(d: Direction | None) -> str | None:
+    if d is None:
+        return None
+    return "client" if d == Direction.CLIENT_TO_SERVER else "server"
+
+
+def _field(headers: Any, name: str) -> str | None:
+    if headers is None:
+        return None
+    for k, v in headers:
+        if k == name:
+            return str(v)
+    return None
+
+
+def _frame_row(i: int, f: Http3Frame, redact: Callable[[Any], Any],
+               redact_path: Callable[[str | None], str | None]) -> tuple[Any, ...]:
+    h = f.headers
+    status = _field(h, ":status")
+    return (
+        f.frame, f.ts_ns, f.quic_connection, f.stream_id, i, f.direction.label, f.stream_kind,
+        frame_type_name(f.type), f.type, f.length, _field(h, ":method"),
+        redact_path(_field(h, ":path")),
+        int(status) if status is not None and status.isdigit() else None,
+        f.qpack, f.decoded_frame,
+        settings_text(f.settings) if f.settings is not None else None,
+        f.goaway_id, f.push_id, redact(h),
+    )
+
+
+def _stream_row(e: Http3StreamEnded, redact: Callable[[Any], Any],
+                redact_path: Callable[[str | None], str | None],
+                redact_auth: Callable[[str | None], str | None]) -> tuple[Any, ...]:
+    req_t = e.request_end_ts_ns if e.request_end_ts_ns is not None else e.request_ts_ns
+    return (
+        e.quic_connection, e.stream_id, e.partial, e.method, e.scheme,
+        redact_auth(e.authority), redact_path(e.path), e.status, e.content_type,
+        e.informational, e.first_frame, e.first_ts_ns, e.request_frame, e.request_ts_ns,
+        e.request_end_ts_ns, e.response_headers_frame, e.response_headers_ts_ns,
+        e.first_data_ts_ns, e.end_frame, e.end_ts_ns,
+        _ms(e.response_headers_ts_ns, req_t), _ms(e.first_data_ts_ns, req_t),
+        _ms(e.end_ts_ns, e.request_ts_ns if e.request_ts_ns is not None else e.first_ts_ns),
+        e.client_data_bytes, e.server_data_bytes, e.client_header_bytes,
+        e.server_header_bytes, e.client_frames, e.server_frames, e.end_reason,
+        error_name(e.reset_error_code), e.reset_error_code, _party(e.reset_by), e.desynced,
+        e.sse_events, e.content_encoding, e.decoded_body_bytes, e.content_decoding,
+        redact(e.request_headers), redact(e.response_headers),
+    )
+
+
+def _sse_rows(connection: int, events: list[SseEvent],
+              redact: Callable[[list[str | None]], list[str | None]] | None
+              ) -> list[tuple[Any, ...]]:
+    data: list[str | None] = [e.data for e in events]
+    if redact is not None:
+        data = redact(data)
+    return [
+        (e.frame, e.ts_ns, connection, "3", e.stream_id, e.index, e.event_type, e.event_id,
+         e.retry_ms, d, e.data_bytes, e.json_ok, e.delta_text, e.done, e.finish_reason)
+        for e, d in zip(events, data, strict=True)
+    ]
+
+
+def http3_tables(observers: Iterable[Http3Observer], *,
+                 show_secrets: bool = False) -> dict[str, pd.DataFrame]:
+    """The three HTTP/3 tables from the observers of a load's QUIC connections, in
+    connection order (empty, with every column, when there are none). Credentials are
+    redacted as in the HTTP/2 tables unless ``show_secrets``."""
+    redact: Callable[[Any], Any] = (lambda h: h) if show_secrets else redact_headers
+    redact_path: Callable[[str | None], str | None] = (
+        (lambda u: u) if show_secrets else redact_url)
+    redact_auth: Callable[[str | None], str | None] = (
+        (lambda u: u) if show_secrets else redact_authority)
+    frames: list[tuple[Any, ...]] = []
+    streams: list[tuple[Any, ...]] = []
+    sse: list[tuple[Any, ...]] = []
+    for obs in sorted(observers, key=lambda o: o.connection):
+        frames += [_frame_row(i, f, redact, redact_path) for i, f in enumerate(obs.frames)]
+        streams += [_stream_row(e, redact, redact_path, redact_auth)
+                    for e in sorted(obs.streams, key=lambda e: e.stream_id)]
+        sse += _sse_rows(obs.connection, obs.sse, None if show_secrets else redact_json_texts)
+    return {
+        "http3_frames": HTTP3_FRAMES.frame(frames),
+        "http3_streams": HTTP3_STREAMS.frame(streams),
+        "http3_sse_events": HTTP3_SSE_EVENTS.frame(sse),
+    }
