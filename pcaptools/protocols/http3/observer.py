@@ -177,6 +177,9 @@ class _Request:
     server_blocks: int = 0
     """server field sections seen (in order; decoded in the same order)"""
     server_blocks_done: int = 0
+    client_blocks_done: int = 0
+    awaiting: bool = False
+    """both sides ended while a field section still waited for QPACK: reported once decoded"""
     body: Body | None = None
     body_done: bool = False
     pending: list[tuple[bytes | int, int, int]] = field(default_factory=list)
@@ -619,25 +622,29 @@ class Http3Observer:
         if side.kind == "push":
             allowed = frozenset({DATA, HEADERS})
         known = ftype in allowed
-        if side.kind == "control" and side.first_control_frame:
-            side.first_control_frame = False
-            if ftype != SETTINGS:
+        missing_settings = False
+        if side.kind == "control":
+            if side.first_control_frame and ftype != SETTINGS:
+                missing_settings = True
+                known = False
                 self.diag.add(
                     "http3.frame_unexpected",
                     f"connection {self.connection} {side.direction.label}: the control "
                     f"stream starts with {frame_type_name(ftype)} (0x{ftype:x}), not SETTINGS "
-                    "(H3_MISSING_SETTINGS)",
+                    "(H3_MISSING_SETTINGS); skipped",
                     ts_ns=ts, frame=frame, direction=side.direction.label,
                 )
-        elif side.kind == "control" and ftype == SETTINGS:
-            known = False
+            elif ftype == SETTINGS and not side.first_control_frame:
+                known = False
+            if ftype == SETTINGS:
+                side.first_control_frame = False
         if not known:
             name = frame_type_name(ftype)
             if name == "reserved":
                 self.reserved_frames += 1
             elif name == "unknown":
                 self.unknown_frames += 1
-            else:
+            elif not missing_settings:
                 what = "a second SETTINGS" if ftype == SETTINGS else f"{name} (0x{ftype:x})"
                 self.diag.add(
                     "http3.frame_unexpected",
@@ -888,13 +895,24 @@ class Http3Observer:
         if req is None or (b.row is not None and b.row.type == PUSH_PROMISE):
             return
         if d == _C2S:
+            req.client_blocks_done += 1
             if req.request_frame is None:
                 req.request_frame, req.request_ts = b.frame, b.ts
                 req.request_headers = headers
-            return
-        req.server_blocks_done += 1
-        if req.response_final:
-            return  # trailers
+        else:
+            req.server_blocks_done += 1
+            if not req.response_final:
+                self._response_block(req, b, headers, frame, final=final)
+        if req.awaiting and not self._blocked(req):
+            self._report(req, self._last_ts, frame, final=False)
+
+    @staticmethod
+    def _blocked(req: _Request) -> bool:
+        return (req.client_blocks_done < req.client_blocks
+                or req.server_blocks_done < req.server_blocks)
+
+    def _response_block(self, req: _Request, b: _Block, headers: Headers | None, frame: int,
+                        *, final: bool) -> None:
         status_text = _value(headers, ":status")
         status: int | None = None
         if status_text is not None and status_text.isdigit():
@@ -921,10 +939,11 @@ class Http3Observer:
                 self._body_gap(req, item, ts, fr)
             else:
                 self._body_feed(req, item, ts, fr)
-        if final or self.finished:
-            return
-        if req.body_done:
-            self._close_body(req, self._last_ts, frame, complete=True)
+        if req.body_done and not final:
+            s = self._sides.get((req.stream_id, _S2C))
+            complete = s is not None and s.reset is None and not s.desynced
+            end_ts = s.end_ts if s is not None and s.end_ts is not None else self._last_ts
+            self._close_body(req, end_ts, frame, complete=complete)
 
     def _data(self, side: _Side, data: bytes, ts: int, frame: int) -> None:
         req = self._requests.get(side.stream_id) if side.kind == "request" else None
@@ -966,7 +985,7 @@ class Http3Observer:
 
     def _body_feed(self, req: _Request, data: bytes, ts: int, frame: int) -> None:
         body = req.body
-        if body is None or req.body_done:
+        if body is None:
             return
         self._events(req, body.feed(data, ts, frame))
 
@@ -974,7 +993,7 @@ class Http3Observer:
         if not req.response_final:
             req.pending.append((nbytes, ts, frame))
             return
-        if req.body is not None and not req.body_done:
+        if req.body is not None:
             req.body.gap(nbytes, ts, frame)
 
     def _events(self, req: _Request, events: list[Any]) -> None:
@@ -998,7 +1017,10 @@ class Http3Observer:
             if req.response_final:
                 self._close_body(req, ts, frame, complete=s.reset is None and not s.desynced)
         if s is not None and s.ended and (c is None or c.ended):
-            self._report(req, ts, frame, final=False)
+            if self._blocked(req):
+                req.awaiting = True  # reported when its field sections are decoded
+            else:
+                self._report(req, ts, frame, final=False)
 
     def _report(self, req: _Request, ts: int, frame: int, *, final: bool) -> None:
         """Summarise a request stream (its sides have ended, or the connection has)."""
