@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPARISON",
     "METRICS",
+    "QUIC_METRICS",
     "SAME_WITHIN",
     "SSE_METRICS",
     "Metric",
@@ -88,7 +89,10 @@ def _body_bytes(cap: Capture) -> int:
     r, s = cap.http_requests, cap.http2_streams
     h1 = int(r["request_body_bytes"].fillna(0).sum() + r["response_body_bytes"].fillna(0).sum())
     h2 = int(s["client_data_bytes"].sum() + s["server_data_bytes"].sum())
-    return h1 + h2
+    h3s = getattr(cap, "http3_streams", None)
+    h3 = int(h3s["client_data_bytes"].sum() + h3s["server_data_bytes"].sum()) if (
+        h3s is not None) else 0
+    return h1 + h2 + h3
 
 
 def _wire_bytes(cap: Capture) -> int:
@@ -96,9 +100,22 @@ def _wire_bytes(cap: Capture) -> int:
     return int(c["client_wire_bytes"].sum() + c["server_wire_bytes"].sum())
 
 
+def _quic_wire_bytes(cap: Capture) -> int:
+    """frame bytes of the QUIC connections (HTTP/3)"""
+    q = getattr(cap, "quic_connections", None)
+    if q is None:
+        return 0
+    return int(q["client_wire_bytes"].sum() + q["server_wire_bytes"].sum())
+
+
+def _quic_connections(cap: Capture, lat: pd.DataFrame) -> float:
+    q = getattr(cap, "quic_connections", None)
+    return float(len(q)) if q is not None else 0.0
+
+
 def _wire_per_body(cap: Capture, lat: pd.DataFrame) -> float:
     body = _body_bytes(cap)
-    return _wire_bytes(cap) / body if body else math.nan
+    return (_wire_bytes(cap) + _quic_wire_bytes(cap)) / body if body else math.nan
 
 
 def _reused_share(cap: Capture, lat: pd.DataFrame) -> float:
@@ -136,6 +153,7 @@ METRICS: tuple[Metric, ...] = (
         lambda c, lat: float(len(c.connections)),
     ),
     Metric("tcp_handshakes", "TCP handshakes completed", "count", True, _established),
+    Metric("quic_connections", "QUIC connections (HTTP/3)", "count", True, _quic_connections),
     Metric(
         "tls_handshakes",
         "TLS handshakes (ClientHello seen)",
@@ -225,6 +243,13 @@ METRICS: tuple[Metric, ...] = (
         lambda c, lat: float(_wire_bytes(c)),
     ),
     Metric(
+        "quic_wire_bytes",
+        "bytes on the wire (QUIC connections, frame.len)",
+        "bytes",
+        True,
+        lambda c, lat: float(_quic_wire_bytes(c)),
+    ),
+    Metric(
         "body_bytes",
         "HTTP body bytes (requests and responses)",
         "bytes",
@@ -239,6 +264,9 @@ METRICS: tuple[Metric, ...] = (
 #: times and ratios closer than this (relative) are "same": run-to-run noise, not a winner
 SAME_WITHIN = 0.02
 
+#: metrics shown only when either capture has QUIC connections (HTTP/3)
+QUIC_METRICS = frozenset({"quic_connections", "quic_wire_bytes"})
+
 #: metrics shown only when either capture has streamed tokens
 SSE_METRICS = frozenset(
     {"ttft_median_ms", "ttft_from_start_median_ms", "token_gap_median_ms", "token_events"}
@@ -247,7 +275,10 @@ SSE_METRICS = frozenset(
 
 def compare(a: Capture, b: Capture) -> pd.DataFrame:
     """Side-by-side metrics of two captures (schema :data:`COMPARISON`), in :data:`METRICS`
-    order. The time-to-first-token rows are left out when neither capture has SSE events
+    order. The QUIC rows are left out when neither capture has a QUIC connection (HTTP/3
+    requests are rows of ``stream_latency`` like HTTP/1.x and HTTP/2 ones, so an HTTP/2
+    capture compares with an HTTP/3 one). The time-to-first-token rows are left out when
+    neither capture has SSE events
     with text. Never raises on missing data: a value that cannot be computed is NaN."""
     return compare_latency(a, b, stream_latency(a), stream_latency(b))
 
@@ -261,9 +292,12 @@ def compare_latency(
         if len(lat_a) + len(lat_b)
         else False
     )
+    quic = bool(_quic_connections(a, lat_a) + _quic_connections(b, lat_b))
     rows = []
     for m in METRICS:
         if m.name in SSE_METRICS and not sse:
+            continue
+        if m.name in QUIC_METRICS and not quic:
             continue
         va, vb = _value(m, a, lat_a), _value(m, b, lat_b)
         delta = vb - va

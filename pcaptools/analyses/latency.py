@@ -60,22 +60,28 @@ __all__ = ["STREAM_LATENCY", "stream_latency"]
 
 STREAM_LATENCY = TableSchema(
     name="stream_latency",
-    grain="one row per HTTP request (HTTP/1.x exchange or HTTP/2 stream): "
+    grain="one row per HTTP request (HTTP/1.x exchange, HTTP/2 or HTTP/3 stream): "
     "pcaptools.analyses.latency.stream_latency(cap), not a Capture attribute",
-    key=("tcp_stream", "request_index", "stream_id"),
+    key=("tcp_stream", "quic_connection", "request_index", "stream_id"),
     columns=(
-        Column("tcp_stream", "int64", None, "Wireshark tcp.stream of the connection"),
-        Column("protocol", "category", None, "HTTP/1.0, HTTP/1.1 or HTTP/2"),
+        Column("tcp_stream", "Int64", None,
+               "Wireshark tcp.stream of the connection; NA for HTTP/3 (QUIC)"),
+        Column("quic_connection", "Int64", None,
+               "HTTP/3: quic_connections.quic_connection; NA over TCP"),
+        Column("protocol", "category", None, "HTTP/1.0, HTTP/1.1, HTTP/2 or HTTP/3"),
         Column(
             "request_index", "Int64", None, "HTTP/1.x: http_requests.request_index; NA for HTTP/2"
         ),
-        Column("stream_id", "Int64", None, "HTTP/2: http2_streams.stream_id; NA for HTTP/1.x"),
+        Column("stream_id", "Int64", None,
+               "HTTP/2: http2_streams.stream_id; HTTP/3: http3_streams.stream_id (the QUIC "
+               "stream id); NA for HTTP/1.x"),
         Column("method", "string", None, "request method"),
         Column("host", "string", None, "Host header / :authority"),
         Column("path", "string", None, "request target / :path"),
         Column("status", "Int64", None, "final response status"),
         Column("content_type", "string", None, "response content type"),
-        Column("tls", "bool", None, "the connection carries TLS (it has a tls_handshakes row)"),
+        Column("tls", "bool", None,
+               "the connection carries TLS (it has a tls_handshakes row; HTTP/3: always)"),
         Column(
             "position",
             "Int64",
@@ -94,7 +100,8 @@ STREAM_LATENCY = TableSchema(
             "connection_start_ts",
             TS_DTYPE,
             None,
-            "first packet of the connection (its SYN when client_inferred is False)",
+            "first packet of the connection (its SYN when client_inferred is False; HTTP/3: "
+            "the client's first Initial when quic_connections.start_seen)",
         ),
         Column(
             "dns_start_ts",
@@ -115,7 +122,7 @@ STREAM_LATENCY = TableSchema(
             "float64",
             "ms",
             "TCP handshake (tshark tcp.analysis.initial_rtt); 0.0 when reused; NaN when not "
-            "captured",
+            "captured, and for HTTP/3 (QUIC has no separate transport handshake)",
         ),
         Column(
             "tls_start_ts",
@@ -128,7 +135,7 @@ STREAM_LATENCY = TableSchema(
             "float64",
             "ms",
             "TLS handshake (ClientHello to client Finished); 0.0 when reused or cleartext; NaN "
-            "when not captured",
+            "when not captured and, for now, for HTTP/3",
         ),
         Column(
             "request_frame",
@@ -165,8 +172,8 @@ STREAM_LATENCY = TableSchema(
             "end_ts",
             TS_DTYPE,
             None,
-            "response complete (HTTP/2: END_STREAM, RST_STREAM or the connection's end); NaT when "
-            "it did not end in the capture",
+            "response complete (HTTP/2: END_STREAM, RST_STREAM or the connection's end; HTTP/3: "
+            "the server's FIN or a RESET_STREAM); NaT when it did not end in the capture",
         ),
         Column("ttfb_ms", "float64", "ms", "response_start_ts - request_sent_ts"),
         Column("first_event_ms", "float64", "ms", "first SSE event (any) - request_sent_ts"),
@@ -215,16 +222,18 @@ STREAM_LATENCY = TableSchema(
             "complete",
             "bool",
             None,
-            "the response ended normally (HTTP/1.x complete, HTTP/2 END_STREAM)",
+            "the response ended normally (HTTP/1.x complete, HTTP/2 END_STREAM, HTTP/3 FIN)",
         ),
         Column(
-            "end_reason", "category", None, "http_requests.end_reason / http2_streams.end_reason"
+            "end_reason", "category", None,
+            "http_requests.end_reason / http2_streams.end_reason / http3_streams.end_reason"
         ),
         Column(
             "wireshark_filter",
             "string",
             None,
-            "display filter for the request's packets, e.g. tcp.stream eq 3 && http2.streamid eq 5",
+            "display filter for the request's packets, e.g. tcp.stream eq 3 && http2.streamid eq "
+            "5, quic.connection.number eq 0 && quic.stream.stream_id eq 4",
         ),
     ),
 )
@@ -235,26 +244,45 @@ _H2_UNENDED = ("open_at_eof", "idle", "evicted")
 
 def stream_latency(cap: Capture) -> pd.DataFrame:
     """One row per HTTP request of ``cap`` (schema :data:`STREAM_LATENCY`), ordered by request
-    time, then tcp.stream. Empty (with all columns) when the capture holds no HTTP request;
-    missing facts are NA/NaN, never an exception."""
+    time, then tcp.stream (then QUIC connection). Empty (with all columns) when the capture
+    holds no HTTP request; missing facts are NA/NaN, never an exception."""
     h1 = _h1_rows(cap.http_requests)
     h2 = _h2_rows(cap.http2_streams, cap.http2_connections)
-    parts = [p for p in (h1, h2) if len(p)]
+    quic = _table(cap, "quic_connections")
+    h3 = _h3_rows(_table(cap, "http3_streams"), quic)
+    parts = [p for p in (h1, h2, h3) if len(p)]
     if not parts:
         return STREAM_LATENCY.frame([])
     df = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
 
     n = len(df)
-    stream = df["tcp_stream"].to_numpy(np.int64)
+    stream = _ints(df["tcp_stream"])
+    qconn = _ints(df["quic_connection"])
+    is_h3 = qconn >= 0
     conn = cap.connections.set_index("tcp_stream")
     conn_start = _lookup_ns(conn["first_ts"], stream)
     inferred = _lookup(conn["client_inferred"], stream, True).astype(bool)
+    clients = np.array([str(c) for c in _lookup(conn["client_addr"].astype("string"), stream,
+                                                 "")], dtype=object)
+    if is_h3.any():
+        q = quic.set_index("quic_connection") if len(quic) else None
+        if q is not None:
+            q_start = _lookup_ns(q["first_ts"], qconn)
+            q_seen = _lookup(q["start_seen"], qconn, False).astype(bool)
+            q_client = np.array([str(c) for c in _lookup(q["client_addr"].astype("string"),
+                                                          qconn, "")], dtype=object)
+            conn_start = np.where(is_h3, q_start, conn_start)
+            inferred = np.where(is_h3, ~q_seen, inferred)
+            clients = np.where(is_h3, q_client, clients)
+        else:
+            conn_start = np.where(is_h3, _NA, conn_start)
+            inferred = np.where(is_h3, True, inferred)
     hs = cap.tcp_handshakes
     est = hs[hs["result"].astype("string").eq("established").fillna(False)].set_index("tcp_stream")
     irtt = _lookup(est["irtt_ms"], stream, np.nan).astype(np.float64)
     tls = cap.tls_handshakes
     tls0 = tls[tls["session"] == 0].set_index("tcp_stream")
-    has_tls = np.isin(stream, tls["tcp_stream"].to_numpy(np.int64))
+    has_tls = np.isin(stream, tls["tcp_stream"].to_numpy(np.int64)) | is_h3
     tls_ms = _lookup(tls0["handshake_ms"], stream, np.nan).astype(np.float64)
     tls_start = _lookup_ns(tls0["client_hello_ts"], stream)
 
@@ -269,7 +297,7 @@ def stream_latency(cap: Capture) -> pd.DataFrame:
     dns_frame: list[Any] = [None] * n
     dns_ms = np.where(is_reused, 0.0, np.nan)
     hosts = df["host"].astype(object).to_numpy()
-    lookups = _dns_lookups(cap, df, is_first, hosts, conn, conn_start)
+    lookups = _dns_lookups(cap, stream, is_first, hosts, clients, conn_start)
     for i, found in lookups.items():
         if found is None:
             dns_ms[i] = 0.0  # an IP address: nothing to look up
@@ -278,7 +306,7 @@ def stream_latency(cap: Capture) -> pd.DataFrame:
             dns_start[i], dns_frame[i], dns_ms[i] = lo, frame, (hi - lo) / 1e6
 
     # SSE
-    sse = _sse_stats(cap.sse_events, df)
+    sse = _sse_stats(cap.sse_events, _table(cap, "http3_sse_events"), df, stream, qconn)
 
     req = _ns(df["request_ts"])
     sent = _ns(df["request_sent_ts"])
@@ -307,7 +335,12 @@ def stream_latency(cap: Capture) -> pd.DataFrame:
         ),
     )
     out = {
-        "tcp_stream": stream,
+        "tcp_stream": pd.array([None if h else int(v) for h, v in zip(is_h3, stream,
+                                                                     strict=True)],
+                               dtype="Int64"),
+        "quic_connection": pd.array([int(v) if h else None for h, v in zip(is_h3, qconn,
+                                                                          strict=True)],
+                                    dtype="Int64"),
         "protocol": df["protocol"].to_numpy(dtype=object),
         "request_index": df["request_index"].to_numpy(dtype=object),
         "stream_id": df["stream_id"].to_numpy(dtype=object),
@@ -350,8 +383,23 @@ def stream_latency(cap: Capture) -> pd.DataFrame:
         "wireshark_filter": df["wireshark_filter"].to_numpy(dtype=object),
     }
     result = STREAM_LATENCY.frame(columns=out)
-    order = np.lexsort((result["tcp_stream"].to_numpy(), _sort_key(req)))
+    order = np.lexsort((qconn, stream, _sort_key(req)))
     return result.iloc[order].reset_index(drop=True)
+
+
+def _table(cap: Capture, name: str) -> pd.DataFrame:
+    """``cap.<name>``, or the empty table of its schema on an object that lacks it"""
+    df = getattr(cap, name, None)
+    if isinstance(df, pd.DataFrame):
+        return df
+    from ..tables.registry import TABLES  # tables sit below analyses
+
+    return TABLES[name].frame([])
+
+
+def _ints(col: pd.Series) -> np.ndarray:
+    """an integer column that may hold NA -> int64, NA -> -1"""
+    return np.array([-1 if pd.isna(v) else int(v) for v in col], dtype=np.int64)
 
 
 # -- per-protocol request rows ------------------------------------------------------------
@@ -384,6 +432,7 @@ def _h1_rows(req: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "tcp_stream": req["tcp_stream"].to_numpy(np.int64),
+            "quic_connection": [None] * len(req),
             "protocol": ("HTTP/" + version).to_numpy(dtype=object),
             "request_index": req["request_index"].to_numpy(dtype=object),
             "stream_id": [None] * len(req),
@@ -462,6 +511,7 @@ def _h2_rows(st: pd.DataFrame, h2c: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "tcp_stream": st["tcp_stream"].to_numpy(np.int64),
+            "quic_connection": [None] * len(st),
             "protocol": "HTTP/2",
             "request_index": [None] * len(st),
             "stream_id": st["stream_id"].to_numpy(dtype=object),
@@ -488,10 +538,70 @@ def _h2_rows(st: pd.DataFrame, h2c: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _h3_rows(st: pd.DataFrame, quic: pd.DataFrame) -> pd.DataFrame:
+    if len(st) == 0:
+        return st
+    st = st.reset_index(drop=True)
+    req_ts = st["request_ts"].fillna(st["first_ts"])
+    seen = dict(zip(quic["quic_connection"].astype(int), quic["start_seen"].astype(bool),
+                    strict=True)) if len(quic) else {}
+    tmp = pd.DataFrame(
+        {
+            "s": st["quic_connection"].to_numpy(np.int64),
+            "t": _sort_key(_ns(req_ts)),
+            "id": st["stream_id"].to_numpy(np.int64),
+        }
+    )
+    rank = (
+        tmp.sort_values(["s", "t", "id"]).groupby("s").cumcount().add(1)
+        .reindex(tmp.index).to_numpy()
+    )
+    reused: list[bool | None] = []
+    position: list[int | None] = []
+    for r, c in zip(rank, st["quic_connection"], strict=True):
+        if seen.get(int(c), False):
+            reused.append(bool(r > 1))
+            position.append(int(r))
+        else:  # the capture started inside the connection
+            reused.append(True if r > 1 else None)
+            position.append(None)
+    reason = st["end_reason"].astype("string")
+    ended = reason.ne("open_at_end").fillna(False)
+    return pd.DataFrame(
+        {
+            "tcp_stream": [None] * len(st),
+            "quic_connection": st["quic_connection"].to_numpy(np.int64),
+            "protocol": "HTTP/3",
+            "request_index": [None] * len(st),
+            "stream_id": st["stream_id"].to_numpy(dtype=object),
+            "method": st["method"].to_numpy(dtype=object),
+            "host": st["authority"].to_numpy(dtype=object),
+            "path": st["path"].to_numpy(dtype=object),
+            "status": st["status"].to_numpy(dtype=object),
+            "content_type": st["content_type"].to_numpy(dtype=object),
+            "position": position,
+            "reused": reused,
+            "request_frame": st["request_frame"].to_numpy(dtype=object),
+            "request_ts": req_ts,
+            "request_sent_ts": st["request_end_ts"].fillna(req_ts),
+            "response_frame": st["response_headers_frame"].to_numpy(dtype=object),
+            "response_start_ts": st["response_headers_ts"],
+            "end_ts": st["end_ts"].where(ended.to_numpy(bool), pd.NaT),
+            "complete": reason.eq("end_stream").fillna(False).to_numpy(bool),
+            "end_reason": reason.to_numpy(dtype=object),
+            "wireshark_filter": [
+                f"quic.connection.number eq {int(c)} && quic.stream.stream_id eq {int(i)}"
+                for c, i in zip(st["quic_connection"], st["stream_id"], strict=True)
+            ],
+        }
+    )
+
+
 # -- SSE -----------------------------------------------------------------------------------
 
 
-def _sse_stats(ev: pd.DataFrame, df: pd.DataFrame) -> dict[str, np.ndarray]:
+def _sse_stats(ev: pd.DataFrame, ev3: pd.DataFrame, df: pd.DataFrame, stream: np.ndarray,
+               qconn: np.ndarray) -> dict[str, np.ndarray]:
     n = len(df)
     out = {
         "events": np.zeros(n, np.int64),
@@ -502,40 +612,43 @@ def _sse_stats(ev: pd.DataFrame, df: pd.DataFrame) -> dict[str, np.ndarray]:
         "gap_p95": np.full(n, np.nan),
         "gap_max": np.full(n, np.nan),
     }
-    if len(ev) == 0:
+    if len(ev) + len(ev3) == 0:
         return out
 
-    # one key per request: HTTP/2 (stream, stream_id), HTTP/1.x (stream, -request_index)
-    def key(stream: Any, sid: Any, idx: Any) -> tuple[int, int] | None:
+    # one key per request: HTTP/2 (0, stream, stream_id), HTTP/1.x (0, stream, -request_index),
+    # HTTP/3 (1, QUIC connection, stream_id)
+    def key(stream: Any, sid: Any, idx: Any) -> tuple[int, int, int] | None:
         if not pd.isna(sid):
-            return int(stream), int(sid)
+            return 0, int(stream), int(sid)
         if not pd.isna(idx):
-            return int(stream), -int(idx)
+            return 0, int(stream), -int(idx)
         return None
 
-    row_of = {
-        key(s, sid, idx): i
-        for i, (s, sid, idx) in enumerate(
-            zip(df["tcp_stream"], df["stream_id"], df["request_index"], strict=True)
-        )
-    }
-    ts = _ns(ev["ts"])
-    text = ev["delta_text"]
-    is_token = (text.notna() & text.astype("string").str.len().gt(0)).fillna(False).to_numpy(bool)
-    rows = np.array(
-        [
-            row_of.get(key(s, sid, idx), -1)
-            for s, sid, idx in zip(
-                ev["tcp_stream"], ev["stream_id"], ev["request_index"], strict=True
-            )
-        ],
-        dtype=np.int64,
-    )
+    row_of: dict[tuple[int, int, int] | None, int] = {}
+    for i, (s, q, sid, idx) in enumerate(
+        zip(stream, qconn, df["stream_id"], df["request_index"], strict=True)
+    ):
+        row_of[(1, int(q), int(sid)) if q >= 0 else key(s, sid, idx)] = i
+    rows_l = [
+        row_of.get(key(s, sid, idx), -1)
+        for s, sid, idx in zip(ev["tcp_stream"], ev["stream_id"], ev["request_index"], strict=True)
+    ]
+    rows_l += [
+        row_of.get((1, int(q), int(sid)), -1)
+        for q, sid in zip(ev3["quic_connection"], ev3["stream_id"], strict=True)
+    ]
+    ts = np.concatenate([_ns(ev["ts"]), _ns(ev3["ts"])])
+    is_token = np.concatenate([
+        (t.notna() & t.astype("string").str.len().gt(0)).fillna(False).to_numpy(bool)
+        for t in (ev["delta_text"], ev3["delta_text"])
+    ])
+    index = np.concatenate([ev["index"].to_numpy(np.int64), ev3["index"].to_numpy(np.int64)])
+    rows = np.array(rows_l, dtype=np.int64)
     known = rows >= 0
     if not known.any():
         return out
     ev_rows, ev_ts, ev_tok = rows[known], ts[known], is_token[known]
-    order = np.lexsort((ev["index"].to_numpy(np.int64)[known], ev_rows))
+    order = np.lexsort((index[known], ev_rows))
     ev_rows, ev_ts, ev_tok = ev_rows[order], ev_ts[order], ev_tok[order]
     np.add.at(out["events"], ev_rows, 1)
     first = np.r_[True, ev_rows[1:] != ev_rows[:-1]]
@@ -567,17 +680,17 @@ def _sse_stats(ev: pd.DataFrame, df: pd.DataFrame) -> dict[str, np.ndarray]:
 
 def _dns_lookups(
     cap: Capture,
-    df: pd.DataFrame,
+    streams: np.ndarray,
     is_first: np.ndarray,
     hosts: np.ndarray,
-    conn: pd.DataFrame,
+    clients: np.ndarray,
     conn_start: np.ndarray,
 ) -> dict[int, tuple[int, int, int] | None]:
     """row index -> (lookup start ns, lookup end ns, first query frame) for the first requests
-    whose lookup was found, or None when the host is an IP address (no lookup needed)."""
+    whose lookup was found, or None when the host is an IP address (no lookup needed).
+    ``clients``: the client address of each row's connection (TCP or QUIC)."""
     out: dict[int, tuple[int, int, int] | None] = {}
     first_rows = [int(i) for i in np.flatnonzero(is_first) if conn_start[i] != _NA]
-    streams = df["tcp_stream"].to_numpy(np.int64)
     if not first_rows:
         return out
     dns = cap.dns
@@ -603,7 +716,6 @@ def _dns_lookups(
         if of is not None and of is not pd.NA and int(of) in udp_start:
             q, frame = udp_start[int(of)], int(of)
         by_name.setdefault(_host_key(name), []).append((int(q), int(r), int(frame), client))
-    client_addr = conn["client_addr"].astype("string")
     used: set[int] = set()
     # connections in the order they started, so a lookup goes to the first that follows it
     for i in sorted(first_rows, key=lambda j: (int(conn_start[j]), int(streams[j]))):
@@ -614,8 +726,7 @@ def _dns_lookups(
         if _is_ip(str(host)):
             out[i] = None
             continue
-        stream = int(streams[i])
-        client = str(client_addr.get(stream, ""))
+        client = str(clients[i])
         cands = [
             c
             for c in by_name.get(key, ())

@@ -468,7 +468,8 @@ def _http_headline(cap: Capture) -> dict[str, Any]:
     return {
         "http_requests": len(lat),
         "http_by_protocol": _counts(lat["protocol"]),
-        "http_connections": int(lat["tcp_stream"].nunique()),
+        "http_connections": int(lat["tcp_stream"].nunique())
+        + int(lat["quic_connection"].nunique()),
         "http_reused": int(lat["reused"].eq(True).fillna(False).sum()),
         "http_status": _counts(status),
         "http_incomplete": int((~lat["complete"]).sum()),

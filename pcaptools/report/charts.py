@@ -381,14 +381,14 @@ def waterfall_rows(lat: pd.DataFrame, t0_ns: int, end_ns: int, max_rows: int) ->
         path = "" if pd.isna(r["path"]) else str(r["path"])
         method = "" if pd.isna(r["method"]) else str(r["method"])
         short = path if len(path) <= 48 else path[:45] + "..."
-        labels.append(html.escape(f"{int(r['tcp_stream'])} {rid} {method} {short}"))
+        labels.append(html.escape(f"{_conn_id(r)} {rid} {method} {short}"))
         status = "" if pd.isna(r["status"]) else f" → {int(r['status'])}"
         parts = [f"{name} {r[col]:.1f} ms" for col, name in (
             ("dns_ms", "DNS"), ("connect_ms", "connect"), ("tls_ms", "TLS"),
             ("ttfb_ms", "TTFB"), ("ttft_ms", "TTFT"), ("total_ms", "total"))
             if not pd.isna(r[col]) and (r[col] or col in ("ttfb_ms", "total_ms"))]
         hovers.append(
-            f"tcp.stream {int(r['tcp_stream'])} {html.escape(rid)} "
+            f"{_conn_name(r)} {html.escape(rid)} "
             f"({html.escape(str(r['protocol']))})<br>"
             f"{html.escape(method)} {html.escape(path[:200])}{status}<br>" + ", ".join(parts)
         )
@@ -458,7 +458,8 @@ def ms_histogram_figure(series: dict[str, pd.Series], xtitle: str, ytitle: str) 
 
 
 def token_cadence_rows(
-    lat: pd.DataFrame, sse_events: pd.DataFrame, max_streams: int
+    lat: pd.DataFrame, sse_events: pd.DataFrame, max_streams: int,
+    http3_sse_events: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """Points of the token cadence chart: for each of the first ``max_streams`` responses with
     token events (by request time), one row per token event: ``key`` (label), ``t_ms`` (since
@@ -469,19 +470,28 @@ def token_cadence_rows(
     streamed = streamed.head(max_streams)
     text = sse_events["delta_text"].fillna("").astype("string")
     ev = sse_events[text.str.len().gt(0).fillna(False)]
+    ev3 = http3_sse_events
+    if ev3 is not None:
+        ev3 = ev3[ev3["delta_text"].fillna("").astype("string").str.len().gt(0).fillna(False)]
     parts = []
     for r in streamed.to_dict("records"):
-        same_conn = ev["tcp_stream"] == r["tcp_stream"]
-        if not pd.isna(r["stream_id"]):
+        if not pd.isna(r.get("quic_connection")):  # HTTP/3: its own events table
+            if ev3 is None:
+                continue
+            sel = ev3[ev3["quic_connection"].eq(r["quic_connection"])
+                      & ev3["stream_id"].eq(r["stream_id"])]
+        elif not pd.isna(r["stream_id"]):
+            same_conn = ev["tcp_stream"] == r["tcp_stream"]
             sel = ev[same_conn & ev["stream_id"].eq(r["stream_id"]).fillna(False)]
         else:
+            same_conn = ev["tcp_stream"] == r["tcp_stream"]
             sel = ev[same_conn & ev["request_index"].eq(r["request_index"]).fillna(False)]
         rid = _request_id(r)
         sel = sel.sort_values("index")
         sent = int(ns(pd.Series([r["request_sent_ts"]]))[0])
         t = (ns(sel["ts"]) - sent) / 1e6
         parts.append(pd.DataFrame({
-            "key": html.escape(f"{int(r['tcp_stream'])} {rid} {_text_or_empty(r['path'])}"[:60]),
+            "key": html.escape(f"{_conn_id(r)} {rid} {_text_or_empty(r['path'])}"[:60]),
             "t_ms": t,
             "tokens": np.arange(1, len(sel) + 1),
         }))
@@ -508,6 +518,22 @@ def token_cadence_figure(points: pd.DataFrame) -> go.Figure | None:
                       xaxis={"title": "ms since the request was sent", "rangemode": "tozero"},
                       yaxis={"title": "token events (cumulative)", "rangemode": "tozero"})
     return fig
+
+
+def _conn_id(r: Mapping[Any, Any]) -> str:
+    """``3`` for tcp.stream 3, ``q0`` for QUIC connection 0 (HTTP/3)."""
+    q = r.get("quic_connection")
+    if q is not None and not pd.isna(q):
+        return f"q{int(q)}"
+    return str(int(r["tcp_stream"]))
+
+
+def _conn_name(r: Mapping[Any, Any]) -> str:
+    """``tcp.stream 3`` or ``QUIC connection 0``."""
+    q = r.get("quic_connection")
+    if q is not None and not pd.isna(q):
+        return f"QUIC connection {int(q)}"
+    return f"tcp.stream {int(r['tcp_stream'])}"
 
 
 def _request_id(r: Mapping[Any, Any]) -> str:

@@ -843,7 +843,7 @@ def http_section(ctx: ReportContext) -> Section:
             source="cap.http_requests / cap.http2_streams (content_encoding)",
         ))
     n = len(lat)
-    conns = int(lat["tcp_stream"].nunique())
+    conns = int(lat["tcp_stream"].nunique()) + int(lat["quic_connection"].nunique())
     note = (
         f"{n:,} request{'' if n == 1 else 's'} on {conns:,} connection{'' if conns == 1 else 's'}. "
         "Waterfall: one row per request, grouped by connection (tcp.stream, then HTTP/2 stream "
@@ -906,7 +906,8 @@ def streaming_section(ctx: ReportContext) -> Section:
                 "LLM text (delta content): no time to first token to show.",
             )
         return Section("streaming", title, None, "No server-sent events in this capture.")
-    points, total = charts.token_cadence_rows(lat, ev, MAX_CADENCE_STREAMS)
+    points, total = charts.token_cadence_rows(lat, ev, MAX_CADENCE_STREAMS,
+                                              ctx.cap.http3_sse_events)
     parts: list[Markup] = []
     fig = charts.token_cadence_figure(points)
     if fig is not None:

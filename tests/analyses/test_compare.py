@@ -15,7 +15,7 @@ from plotly.offline import get_plotlyjs
 
 import pcaptools
 from pcaptools import cli
-from pcaptools.analyses.compare import COMPARISON, METRICS, SSE_METRICS, compare
+from pcaptools.analyses.compare import COMPARISON, METRICS, QUIC_METRICS, SSE_METRICS, compare
 from pcaptools.report import render_comparison
 from pcaptools.report.comparison import comparison_rows
 from tests.analyses import llmcap
@@ -47,8 +47,8 @@ def test_h1_vs_h2_exact_values(pair: dict[str, Path]) -> None:
     df = compare(pcaptools.load(pair["h1"]), pcaptools.load(pair["h2"]))
     COMPARISON.check(df)
     m = _by_metric(df)
-    # no SSE in either capture: the token rows are left out
-    assert list(m) == [x.name for x in METRICS if x.name not in SSE_METRICS]
+    # no SSE and no QUIC in either capture: the token and QUIC rows are left out
+    assert list(m) == [x.name for x in METRICS if x.name not in SSE_METRICS | QUIC_METRICS]
     assert m["requests"] == (3.0, 3.0, None)
     assert m["tcp_connections"] == (3.0, 1.0, "b")
     assert m["tcp_handshakes"] == (3.0, 1.0, "b")
