@@ -108,6 +108,7 @@ class Capture:
     dns: pd.DataFrame
     quic_connections: pd.DataFrame
     quic_packets: pd.DataFrame
+    quic_frames: pd.DataFrame
     icmp_errors: pd.DataFrame
     path_mtu: pd.DataFrame
     packets: pd.DataFrame

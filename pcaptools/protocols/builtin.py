@@ -181,7 +181,7 @@ BUILTIN = (
     # UDP ports (and probes) -> datagram observers; DNS over TCP and HTTPS share the DNS one
     DatagramEntry(name="dns", factory=DnsTracker, ports=(DNS_PORT,)),
     DatagramEntry(name="quic", factory=QuicTracker, ports=(QUIC_PORT,),
-                  probe=looks_like_quic_datagram),
+                  probe=looks_like_quic_datagram, wants_keylog=True),
     # TCP ports -> an observer instead of the TLS/HTTP sniffing
     TcpPortEntry(name="dns", ports=(DNS_PORT,), factory=_dns_tcp),  # DNS over TCP
 )

@@ -53,7 +53,14 @@ from .foundation import CONNECTIONS, PACKETS, TCP_EVENTS, TCP_HANDSHAKES, TCP_LO
 from .http_tables import HTTP_TABLES, HttpTablesBuilder
 from .icmp_tables import ICMP_ERRORS, PATH_MTU, IcmpErrorsBuilder, path_mtu_table
 from .packets import PacketsBuilder
-from .quic_tables import QUIC_CONNECTIONS, QUIC_PACKETS, quic_connections_table, quic_packets_table
+from .quic_tables import (
+    QUIC_CONNECTIONS,
+    QUIC_FRAMES,
+    QUIC_PACKETS,
+    quic_connections_table,
+    quic_frames_table,
+    quic_packets_table,
+)
 from .schema import TableSchema
 from .tcp_tables import (
     connections_table,
@@ -257,7 +264,8 @@ def _quic(ctx: BuildContext) -> Built:
     """the ``quic`` datagram observer of the UDP route (fed by worker 0 only, like all UDP)"""
     tracker = ctx.udp.observer("quic", QuicTracker) if ctx.udp is not None else None
     return Built(frames=lambda: {"quic_connections": quic_connections_table(tracker),
-                                 "quic_packets": quic_packets_table(tracker)},
+                                 "quic_packets": quic_packets_table(tracker),
+                                 "quic_frames": quic_frames_table(tracker)},
                  builder=tracker)
 
 
@@ -306,7 +314,8 @@ for _source in (
     # dns (UDP, TCP, HTTPS)
     TableSource(name="dns", tables=(DNS,), build=_dns,
                 consumes=(HttpBody, HttpExchange, Http2StreamEnded)),
-    TableSource(name="quic", tables=(QUIC_CONNECTIONS, QUIC_PACKETS), build=_quic),
+    TableSource(name="quic", tables=(QUIC_CONNECTIONS, QUIC_PACKETS, QUIC_FRAMES),
+                build=_quic),
     # icmp
     TableSource(name="icmp", tables=(ICMP_ERRORS, PATH_MTU), build=_icmp),
     # per frame, per capture
