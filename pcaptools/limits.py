@@ -387,7 +387,7 @@ LIMITS: tuple[Limit, ...] = (
     ),
     Limit(
         "QUIC packet number ranges",
-        "pcaptools.protocols.quic.observer:MAX_RANGES",
+        "pcaptools.protocols.quic.ranges:MAX_RANGES",
         "ranges",
         None,
         "ranges of one set of packet numbers seen or acknowledged; a set stops growing there "

@@ -21,7 +21,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ..protocols.quic.frames import FRAME_TYPES
-from ..protocols.quic.observer import PACKET_STATUSES, QuicConnection, QuicTracker, RangeSet
+from ..protocols.quic.observer import PACKET_STATUSES, QuicConnection, QuicTracker
+from ..protocols.quic.ranges import RangeSet
 from ..protocols.quic.packets import PACKET_TYPES, version_name
 from ..protocols.tls.fingerprint import ja4
 from ..protocols.tls.suites import group_name, is_grease, suite_name

@@ -25,7 +25,6 @@ Never raises on wire data: what does not parse is a ``quic.*`` row of the warnin
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +52,7 @@ from .initial import (
 )
 from .packets import QuicHeaderError, QuicPacket, looks_like_quic, read_varint, split_datagram
 from .protection import QUIC_SUITES, PacketProtection, suites_for_secret, unprotect
+from .ranges import MAX_RANGES, RangeSet
 from .reassembly import QuicStreamAssembler
 from .streams import QuicAppContext
 from .tparams import EXT_QUIC_TRANSPORT_PARAMETERS, find_extension, parse_transport_parameters
@@ -62,6 +62,7 @@ __all__ = [
     "MAX_QUIC_CONNECTIONS",
     "MAX_QUIC_FRAME_ROWS",
     "MAX_QUIC_PACKET_ROWS",
+    "MAX_RANGES",
     "MAX_RTT_PENDING",
     "PACKET_STATUSES",
     "QUIC_PORT",
@@ -85,8 +86,6 @@ MAX_CRYPTO_BYTES = 65_536
 direction)"""
 MAX_RTT_PENDING = 4096
 """send times kept per direction and packet number space for RTT samples (the most recent)"""
-MAX_RANGES = 4096
-"""ranges of one packet number set (seen, acknowledged); beyond it the set stops growing"""
 
 #: packet status -> meaning (the vocabulary of ``quic_packets.status``)
 PACKET_STATUSES: dict[str, str] = {
@@ -119,73 +118,6 @@ _INITIAL_FRAMES = frozenset({0x00, 0x01, 0x02, 0x03, 0x06, 0x1C})
 def looks_like_quic_datagram(d: UdpDatagram) -> bool:
     """The registry probe: :func:`.packets.looks_like_quic` of the datagram's payload."""
     return looks_like_quic(d.payload)
-
-
-class RangeSet:
-    """A set of packet numbers as sorted disjoint inclusive ranges (at most
-    :data:`MAX_RANGES`; a set that would need more stops growing and says so)."""
-
-    __slots__ = ("_hi", "_lo", "full")
-
-    def __init__(self) -> None:
-        self._lo: list[int] = []
-        self._hi: list[int] = []
-        self.full = False
-
-    def add(self, lo: int, hi: int) -> None:
-        los, his = self._lo, self._hi
-        if his and lo == his[-1] + 1 and lo > los[-1]:  # the common case: appending
-            his[-1] = max(his[-1], hi)
-            return
-        i = bisect.bisect_left(his, lo - 1)
-        j = bisect.bisect_right(los, hi + 1)
-        if i >= j:
-            if len(los) >= MAX_RANGES:
-                self.full = True
-                return
-            los.insert(i, lo)
-            his.insert(i, hi)
-            return
-        nlo = min(lo, los[i])
-        nhi = max(hi, his[j - 1])
-        los[i:j] = [nlo]
-        his[i:j] = [nhi]
-
-    def __contains__(self, pn: object) -> bool:
-        if not isinstance(pn, int):
-            return False
-        i = bisect.bisect_right(self._lo, pn) - 1
-        return i >= 0 and self._hi[i] >= pn
-
-    def count(self, upto: int | None = None) -> int:
-        """numbers in the set (those <= ``upto``)"""
-        n = 0
-        for lo, hi in zip(self._lo, self._hi, strict=True):
-            if upto is not None:
-                if lo > upto:
-                    break
-                hi = min(hi, upto)
-            n += hi - lo + 1
-        return n
-
-    def ranges(self) -> list[tuple[int, int]]:
-        return list(zip(self._lo, self._hi, strict=True))
-
-    def count_not_in(self, other: RangeSet, upto: int) -> int:
-        """numbers of this set <= ``upto`` that are not in ``other``"""
-        n = 0
-        for lo, hi in self.ranges():
-            if lo > upto:
-                break
-            hi = min(hi, upto)
-            n += hi - lo + 1
-            for olo, ohi in other.ranges():
-                if ohi < lo:
-                    continue
-                if olo > hi:
-                    break
-                n -= min(hi, ohi) - max(lo, olo) + 1
-        return n
 
 
 @dataclass(slots=True)

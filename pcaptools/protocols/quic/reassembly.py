@@ -25,6 +25,7 @@ from typing import Any
 
 from ...diagnostics import Diagnostics
 from ...tcp.stream import Direction
+from .ranges import RangeSet
 from .streams import QuicAppContext, QuicStreamObserver
 
 __all__ = ["MAX_QUIC_STREAMS", "MAX_QUIC_STREAM_BUFFER", "QuicStreamAssembler"]
@@ -42,6 +43,7 @@ class _Half:
 
     __slots__ = (
         "bytes",
+        "counted",
         "delivered",
         "dup_bytes",
         "ended",
@@ -68,6 +70,8 @@ class _Half:
         self.reset = False
         self.ended = False
         """fin delivered, or reset"""
+        self.counted: RangeSet | None = None
+        """offsets seen, when the stream is counted only (no observer)"""
 
 
 class QuicStreamAssembler:
@@ -165,12 +169,18 @@ class QuicStreamAssembler:
         end = offset + len(data)
         if fin and h.fin_at is None:
             h.fin_at = end
-        if self.factory is None or self.failed:  # counted only: the highest offset seen
-            if end > h.delivered:
-                h.bytes += end - max(offset, h.delivered)
-                h.delivered = end
-            else:
-                h.dup_bytes += len(data)
+        if self.factory is None or self.failed:  # counted only: the offsets seen
+            if data:
+                rs = h.counted
+                if rs is None:
+                    rs = h.counted = RangeSet()
+                    if h.delivered:
+                        rs.add(0, h.delivered - 1)
+                before = rs.count()
+                rs.add(offset, end - 1)
+                new = rs.count() - before
+                h.bytes += new
+                h.dup_bytes += len(data) - new
             return
         if end <= h.delivered:
             h.dup_bytes += len(data)
