@@ -94,10 +94,13 @@ CATALOGUE: dict[str, str] = {
     # quic
     "quic.malformed_packet": "a UDP datagram of a QUIC flow (port 443, or a QUIC long header on another port) has a packet whose header does not parse (cut short, a connection ID longer than 20 bytes, a Length beyond the datagram, a byte that is not a QUIC packet); the packets before it are kept, the rest of the datagram is not read",
     "quic.initial_decrypt_failed": "a QUIC Initial packet did not decrypt with the keys derived from the client's destination connection ID (RFC 9001 §5.2): corrupted, or its client Initial was not the one captured; it is listed with status decrypt_failed",
-    "quic.malformed_frame": "a decrypted QUIC Initial packet has a frame that is cut short or of a type an Initial may not carry; the frames before it are used, the rest of the packet is not",
+    "quic.malformed_frame": "a decrypted QUIC packet has a frame that is cut short, of an unknown type, or (Initial) of a type an Initial may not carry; the frames before it are used, the rest of the packet is not",
     "quic.tls_malformed": "a TLS handshake message (ClientHello, ServerHello) in the CRYPTO frames of QUIC Initial packets does not parse; the connection has no SNI/ALPN/cipher from it",
     "quic.crypto_overflow": "the CRYPTO data of QUIC Initial packets of one direction ran more than the limit ahead of what could be parsed (a hole never filled, or a huge message); the rest of its handshake is not read",
     "quic.too_many_connections": "more QUIC connections than the per-load limit: datagrams that would open another are not analysed",
+    "quic.decrypt_failed": "a QUIC Handshake, 0-RTT or 1-RTT packet did not decrypt with the secrets the key log has for its connection (corrupted, a key update not followed, or secrets of another session); it is listed with status decrypt_failed",
+    "quic.frame_rows_capped": "more QUIC frames than the quic_frames row limit: later frames are still analysed (streams, ACKs, the close) but not listed",
+    "quic.app_observer_error": "the application observer of a QUIC connection (HTTP/3...) raised: its streams are counted from there on, not parsed; QUIC itself carries on",
     "quic.packet_rows_capped": "more QUIC packets than the quic_packets row limit: later packets are counted in quic_connections but not listed",
     # http3
     "http3.malformed_frame": (

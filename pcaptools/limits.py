@@ -355,6 +355,45 @@ LIMITS: tuple[Limit, ...] = (
         "QUIC connections tracked per load; datagrams that would open another are not analysed",
     ),
     Limit(
+        "QUIC frames listed",
+        "pcaptools.protocols.quic.observer:MAX_QUIC_FRAME_ROWS",
+        "rows",
+        "quic.frame_rows_capped",
+        "quic_frames rows per load; later frames are still analysed (streams, ACKs, the close)",
+    ),
+    Limit(
+        "QUIC stream reassembly",
+        "pcaptools.protocols.quic.reassembly:MAX_QUIC_STREAM_BUFFER",
+        "bytes",
+        None,
+        "bytes of one stream and direction held behind a hole; beyond it the hole is handed to "
+        "the application observer as a gap (quic_connections.stream_gaps) and the bytes after it "
+        "are delivered",
+    ),
+    Limit(
+        "QUIC streams per connection",
+        "pcaptools.protocols.quic.reassembly:MAX_QUIC_STREAMS",
+        "streams",
+        None,
+        "streams per direction tracked per QUIC connection; frames of more are not delivered",
+    ),
+    Limit(
+        "QUIC RTT send times",
+        "pcaptools.protocols.quic.observer:MAX_RTT_PENDING",
+        "packets",
+        None,
+        "send times kept per direction and packet number space for RTT samples (the most "
+        "recent): an ACK of an older packet gives no sample",
+    ),
+    Limit(
+        "QUIC packet number ranges",
+        "pcaptools.protocols.quic.ranges:MAX_RANGES",
+        "ranges",
+        None,
+        "ranges of one set of packet numbers seen or acknowledged; a set stops growing there "
+        "(the lost counts of that connection are then low)",
+    ),
+    Limit(
         "QUIC Initial CRYPTO data",
         "pcaptools.protocols.quic.observer:MAX_CRYPTO_BYTES",
         "bytes",

@@ -197,7 +197,7 @@ class _Sinks:
     """Everything the frame loop feeds, built by :func:`_set_up`."""
 
     __slots__ = ("built", "decoder", "diag", "event_cap", "flows", "icmp_builder", "keys",
-                 "own_k", "own_n", "pb", "tracker", "udp_route")
+                 "own_k", "own_n", "pb", "tracker", "udp_finish", "udp_route")
 
     diag: Diagnostics
     keys: KeyLog
@@ -209,6 +209,8 @@ class _Sinks:
     own_n: int
     udp_route: Callable[[UdpDatagram], None] | None
     """every UDP datagram goes here (protocols.registry.UdpRoute.route), None: no UDP parsing"""
+    udp_finish: Callable[[int, int], None] | None
+    """the end of the capture for the datagram observers (UdpRoute.finish)"""
     icmp_builder: IcmpErrorsBuilder
     """the ``icmp`` source's builder (the frame loop feeds it)"""
     event_cap: EventCap
@@ -231,8 +233,9 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
     s.own_k, s.own_n = own_k, own_n
     # the datagram observers of the registry (DNS over UDP is worker 0's; DNS over TCP and
     # HTTPS belongs to each connection's worker)
-    udp: UdpRoute | None = REGISTRY.udp_route(diag) if o.payloads else None
+    udp: UdpRoute | None = REGISTRY.udp_route(diag, keys) if o.payloads else None
     s.udp_route = udp.route if udp is not None and own_k == 0 else None
+    s.udp_finish = udp.finish if udp is not None and own_k == 0 else None
 
     event_cap = s.event_cap = EventCap(
         o.max_events_per_connection, diag,
@@ -359,6 +362,8 @@ def _read(path: str | os.PathLike[str] | IO[bytes], o: LoadOptions, s: _Sinks,
                     pump.poll()
         decoder.finish()
         tracker.finish(last_ts or 0, n)
+        if s.udp_finish is not None:
+            s.udp_finish(last_ts or 0, n)
         if progress is not None:
             progress(reader.bytes_read, reader.file_size)
         if not reader.size_known:  # a stream: its size is what was read of it

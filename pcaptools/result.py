@@ -108,6 +108,7 @@ class Capture:
     dns: pd.DataFrame
     quic_connections: pd.DataFrame
     quic_packets: pd.DataFrame
+    quic_frames: pd.DataFrame
     http3_frames: pd.DataFrame
     http3_streams: pd.DataFrame
     http3_sse_events: pd.DataFrame

@@ -264,3 +264,85 @@ def test_drop_log_is_the_difference_between_the_two_vantage_points(tshark: str) 
         missing = sorted(set(sent) - set(got))
         assert missing == sorted(d["payload_sha256_16"] for d in log)
         assert all(d["flow"].startswith(src) for d in log)
+
+
+# ------------------------------------------------------- pcaptools with the key log (no tshark)
+
+@pytest.fixture(scope="module")
+def loaded() -> dict[str, Any]:
+    import pcaptools
+    return {p.name: pcaptools.load(p, keylog=_keys(p)) for p in H3_CAPTURES}
+
+
+def test_lost_packets_equal_the_drop_log(loaded: dict[str, Any]) -> None:
+    """The client capture sees the client's dropped datagram (the server never acknowledges
+    it: unacked) and none of the server's (numbers missing); the server capture the reverse.
+    Every dropped datagram holds one QUIC packet."""
+    for path in (LOSSY, LOSSY_SERVER):
+        facts = _facts(path)
+        link = facts["link"]
+        c2s = len(link["client_to_server"]["dropped_datagrams"])
+        s2c = len(link["server_to_client"]["dropped_datagrams"])
+        (row,) = loaded[path.name].quic_connections.itertuples()
+        if facts["vantage"] == "client":
+            assert (row.client_packets_unacked, row.server_packets_missing) == (c2s, s2c)
+            assert (row.client_packets_missing, row.server_packets_unacked) == (0, 0)
+        else:
+            assert (row.server_packets_unacked, row.client_packets_missing) == (s2c, c2s)
+            assert (row.server_packets_missing, row.client_packets_unacked) == (0, 0)
+    (chat0, chat1) = loaded[CHAT.name].quic_connections.itertuples()
+    for r in (chat0, chat1):  # no loss on the chat link
+        assert (r.client_packets_unacked, r.client_packets_missing,
+                r.server_packets_unacked, r.server_packets_missing) == (0, 0, 0, 0)
+
+
+def test_the_dropped_client_datagram_is_the_unacked_packet(loaded: dict[str, Any]) -> None:
+    import hashlib
+    import pcaptools
+    facts = _facts(LOSSY)
+    (drop,) = facts["link"]["client_to_server"]["dropped_datagrams"]
+    cap = loaded[LOSSY.name]
+    frames = [int(f) for f in cap.quic_packets["frame"]]
+    # the frame whose UDP payload hash is the drop log's
+    rows = tshark_fields(LOSSY, ("frame.number", "udp.payload"), display_filter="udp")
+    hit = [int(r[0]) for r in rows
+           if hashlib.sha256(bytes.fromhex(r[1].replace(":", ""))).hexdigest()[:16]
+           == drop["payload_sha256_16"]] if rows else []
+    if not rows:
+        pytest.skip("tshark is not installed")
+    (frame,) = hit
+    assert frame in frames
+    pk = cap.quic_packets[cap.quic_packets["frame"] == frame]
+    (pn,) = pk["packet_number"].tolist()
+    acked = cap.quic_frames[(cap.quic_frames["frame_type"] == "ACK")
+                            & (cap.quic_frames["direction"] == "server_to_client")]
+    for ranges in acked["ack_ranges"]:
+        for part in str(ranges).split(","):
+            lo, _, hi = part.partition("-")
+            assert not int(lo) <= pn <= int(hi or lo)
+    assert pcaptools  # (imported for the loaded fixture's type)
+
+
+def test_connections_handshake_rtt_and_end(loaded: dict[str, Any]) -> None:
+    for path in H3_CAPTURES:
+        facts = _facts(path)
+        qc = loaded[path.name].quic_connections
+        conns = _quic_conns(facts)
+        assert len(qc) == len(conns)
+        for row, c in zip(qc.itertuples(), conns, strict=True):
+            assert row.alpn == "h3" and row.keys_found and not row.needs_keylog
+            want = ("retry" if c["quic"]["retry"] else "0rtt"
+                    if c["quic"]["early_data_accepted"] else "1rtt")
+            assert row.handshake_kind == want
+            assert (row.zero_rtt == "accepted") == c["quic"]["early_data_accepted"]
+            assert row.end == "connection_close_application" and row.closed_by == "client"
+            assert row.close_error_code == 0  # H3_NO_ERROR
+            assert 0 < row.handshake_ms < 1000
+            # the link delays 20 ms each way (40 ms RTT): the RTT of the packets sent at this
+            # vantage point is at least that; the other side's samples are ack delays
+            near = "client" if facts["vantage"] == "client" else "server"
+            far = "server" if near == "client" else "client"
+            delay = facts["link"]["params"]["delay_ms"]
+            assert 2 * delay <= getattr(row, f"{near}_min_rtt_ms") < 2 * delay + 20
+            assert getattr(row, f"{far}_min_rtt_ms") < delay
+            assert row.key_updates == 0 and row.decrypt_failed == 0

@@ -188,7 +188,7 @@ BUILTIN = (
     # UDP ports (and probes) -> datagram observers; DNS over TCP and HTTPS share the DNS one
     DatagramEntry(name="dns", factory=DnsTracker, ports=(DNS_PORT,)),
     DatagramEntry(name="quic", factory=QuicTracker, ports=(QUIC_PORT,),
-                  probe=looks_like_quic_datagram),
+                  probe=looks_like_quic_datagram, wants_keylog=True),
     # ALPN ids negotiated on QUIC connections -> the observer of their streams
     QuicAppEntry(alpn="h3", factory=_h3),
     # TCP ports -> an observer instead of the TLS/HTTP sniffing

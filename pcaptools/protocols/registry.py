@@ -213,10 +213,14 @@ class DatagramEntry:
 
     name: str
     """the observer's name, by which the pipeline and the table builders find it"""
-    factory: Callable[[Diagnostics], DatagramObserver]
+    factory: Callable[..., DatagramObserver]
+    """``factory(diag)``, or with ``wants_keylog`` ``factory(diag, keylog)``"""
     ports: tuple[int, ...] = ()
     probe: Callable[[UdpDatagram], bool] | None = None
     """``probe(datagram)`` -> True when the datagram is this protocol (first bytes, say)"""
+    wants_keylog: bool = False
+    """the factory also takes the load's TLS key log (a ``tls.keylog.KeyLog``: a file's,
+    and the pcapng Decryption Secrets Blocks' as they are read), e.g. QUIC"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -353,9 +357,10 @@ class ProtocolRegistry:
         """The datagram entries, in registration order."""
         return tuple(self._datagrams.values())
 
-    def udp_route(self, diag: Diagnostics) -> UdpRoute:
-        """A new :class:`UdpRoute` for one load: one observer per datagram entry."""
-        return UdpRoute(self, diag)
+    def udp_route(self, diag: Diagnostics, keylog: Any = None) -> UdpRoute:
+        """A new :class:`UdpRoute` for one load: one observer per datagram entry
+        (``keylog``: the load's key log, for the entries that want it)."""
+        return UdpRoute(self, diag, keylog)
 
 
 class UdpRoute:
@@ -369,10 +374,12 @@ class UdpRoute:
 
     __slots__ = ("_diag", "_observers", "_ports", "_probes")
 
-    def __init__(self, registry: ProtocolRegistry, diag: Diagnostics) -> None:
+    def __init__(self, registry: ProtocolRegistry, diag: Diagnostics,
+                 keylog: Any = None) -> None:
         self._diag = diag
         self._observers: dict[str, DatagramObserver] = {
-            e.name: e.factory(diag) for e in registry.datagram_entries
+            e.name: e.factory(diag, keylog) if e.wants_keylog else e.factory(diag)
+            for e in registry.datagram_entries
         }
         obs = self._observers
         self._ports: dict[int, DatagramObserver] = {
@@ -425,6 +432,22 @@ class UdpRoute:
                 f"{d.sport} -> {d.dport}: {str(exc)[:200]}",
                 ts_ns=d.ts_ns, frame=d.frame,
             )
+
+    def finish(self, ts_ns: int, frame: int) -> None:
+        """The end of the capture: ``finish(ts_ns, frame)`` of every observer that has one
+        (guarded as :meth:`route` is)."""
+        for obs in self._observers.values():
+            fin = getattr(obs, "finish", None)
+            if fin is None:
+                continue
+            try:
+                fin(ts_ns, frame)
+            except Exception as exc:  # the boundary
+                self._diag.add(
+                    "udp.observer_error",
+                    f"{type(exc).__name__} in {type(obs).__name__}.finish: {str(exc)[:200]}",
+                    ts_ns=ts_ns, frame=frame,
+                )
 
     def _probe(self, d: UdpDatagram) -> DatagramObserver | None:
         for probe, obs in self._probes:

@@ -55,7 +55,14 @@ from .http3_tables import HTTP3_TABLES, http3_tables
 from .http_tables import HTTP_TABLES, HttpTablesBuilder
 from .icmp_tables import ICMP_ERRORS, PATH_MTU, IcmpErrorsBuilder, path_mtu_table
 from .packets import PacketsBuilder
-from .quic_tables import QUIC_CONNECTIONS, QUIC_PACKETS, quic_connections_table, quic_packets_table
+from .quic_tables import (
+    QUIC_CONNECTIONS,
+    QUIC_FRAMES,
+    QUIC_PACKETS,
+    quic_connections_table,
+    quic_frames_table,
+    quic_packets_table,
+)
 from .schema import TableSchema
 from .tcp_tables import (
     connections_table,
@@ -259,7 +266,8 @@ def _quic(ctx: BuildContext) -> Built:
     """the ``quic`` datagram observer of the UDP route (fed by worker 0 only, like all UDP)"""
     tracker = ctx.udp.observer("quic", QuicTracker) if ctx.udp is not None else None
     return Built(frames=lambda: {"quic_connections": quic_connections_table(tracker),
-                                 "quic_packets": quic_packets_table(tracker)},
+                                 "quic_packets": quic_packets_table(tracker),
+                                 "quic_frames": quic_frames_table(tracker)},
                  builder=tracker)
 
 
@@ -270,7 +278,7 @@ def http3_observers(tracker: QuicTracker | None) -> list[Http3Observer]:
     if tracker is None:
         return out
     for conn in tracker.connections:
-        obs = getattr(getattr(conn, "assembler", None), "observer", None)
+        obs = conn.assembler.observer if conn.assembler is not None else None
         if isinstance(obs, Http3Observer):
             out.append(obs)
     return out
@@ -328,7 +336,8 @@ for _source in (
     # dns (UDP, TCP, HTTPS)
     TableSource(name="dns", tables=(DNS,), build=_dns,
                 consumes=(HttpBody, HttpExchange, Http2StreamEnded)),
-    TableSource(name="quic", tables=(QUIC_CONNECTIONS, QUIC_PACKETS), build=_quic),
+    TableSource(name="quic", tables=(QUIC_CONNECTIONS, QUIC_PACKETS, QUIC_FRAMES),
+                build=_quic),
     # http/3 over QUIC (http3_frames, http3_streams, http3_sse_events)
     TableSource(name="http3", tables=tuple(HTTP3_TABLES.values()), build=_http3),
     # icmp

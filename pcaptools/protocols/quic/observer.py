@@ -5,49 +5,71 @@ to the TLS handshake parser (SNI, ALPN, versions, cipher, key share group, JA4).
 
 Connection IDs map datagrams to connections: the client's first Initial opens a connection
 (its destination connection ID is the ``original_dcid``); every connection ID either side
-announces in a long header (and the one a Retry hands out) is registered to it; a datagram
-whose connection IDs are unknown goes to the connection of its UDP 5-tuple (zero-length
-connection IDs, and short headers after a migration the keys would show). A short header on
+announces in a long header (and the one a Retry hands out, and, once decrypted, the ones of
+NEW_CONNECTION_ID frames) is registered to it; a datagram whose connection IDs are unknown
+goes to the connection of its UDP 5-tuple (zero-length connection IDs). A short header on
 port 443 of an unknown flow opens a connection whose start was not captured; on other ports
 it is ignored (the probe accepts short headers only so that a known flow keeps its packets).
 
-Nothing beyond the Initial packets is decrypted (no key log support yet): Handshake, 0-RTT
-and 1-RTT packets are counted and listed with status ``no_key``. Never raises on wire data:
-what does not parse is a ``quic.*`` row of the warnings table.
+With a TLS key log (a file, or the pcapng Decryption Secrets Blocks: the load's
+:class:`~pcaptools.protocols.tls.keylog.KeyLog`), the secrets of the connection's ClientHello
+random decrypt its Handshake, 0-RTT and 1-RTT packets (:mod:`.protection`; key updates
+followed by the key phase bit). Every decrypted packet's frames (:mod:`.frames`) are kept as
+``quic_frames`` rows; Handshake CRYPTO frames give EncryptedExtensions (the negotiated ALPN,
+0-RTT accepted, the server's transport parameters); STREAM frames are reassembled and handed
+to the application observer of the negotiated ALPN (:mod:`.reassembly`, :mod:`.streams`);
+ACK frames give RTT samples and which packets the peer acknowledged (:class:`PnSpace`).
+
+Never raises on wire data: what does not parse is a ``quic.*`` row of the warnings table.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...diagnostics import Diagnostics
 from ...net.packet import UdpDatagram
 from ...tcp.stream import Direction
+from ..registry import REGISTRY
 from ..tls.handshake import (
     ClientHello,
+    EncryptedExtensions,
     HandshakeParseError,
     ServerHello,
     parse_client_hello,
+    parse_encrypted_extensions,
     parse_server_hello,
 )
+from ..tls.keylog import KeyLog, SessionSecrets
+from .frames import QuicFrame, parse_frames
 from .initial import (
     CryptoStream,
     InitialKeys,
     QuicDecryptError,
     initial_keys,
     open_initial,
-    parse_initial_frames,
 )
-from .packets import QuicPacket, looks_like_quic, split_datagram
+from .packets import QuicHeaderError, QuicPacket, looks_like_quic, read_varint, split_datagram
+from .protection import QUIC_SUITES, PacketProtection, suites_for_secret, unprotect
+from .ranges import MAX_RANGES, RangeSet
+from .reassembly import QuicStreamAssembler
+from .streams import QuicAppContext
+from .tparams import EXT_QUIC_TRANSPORT_PARAMETERS, find_extension, parse_transport_parameters
 
 __all__ = [
     "MAX_CRYPTO_BYTES",
     "MAX_QUIC_CONNECTIONS",
+    "MAX_QUIC_FRAME_ROWS",
     "MAX_QUIC_PACKET_ROWS",
+    "MAX_RANGES",
+    "MAX_RTT_PENDING",
     "PACKET_STATUSES",
     "QUIC_PORT",
+    "PnSpace",
     "QuicConnection",
     "QuicTracker",
+    "RangeSet",
     "looks_like_quic_datagram",
 ]
 
@@ -55,19 +77,33 @@ QUIC_PORT = 443
 """the UDP port QUIC is registered for (HTTP/3)"""
 MAX_QUIC_PACKET_ROWS = 2_000_000
 """quic_packets rows kept per load; later packets are counted in quic_connections only"""
+MAX_QUIC_FRAME_ROWS = 4_000_000
+"""quic_frames rows kept per load; later frames are still analysed (streams, ACKs)"""
 MAX_QUIC_CONNECTIONS = 100_000
 """QUIC connections tracked per load; datagrams that would open more are not analysed"""
 MAX_CRYPTO_BYTES = 65_536
-"""bytes of an Initial CRYPTO stream held ahead of the parsed point (one direction)"""
+"""bytes of an Initial or Handshake CRYPTO stream held ahead of the parsed point (one
+direction)"""
+MAX_RTT_PENDING = 4096
+"""send times kept per direction and packet number space for RTT samples (the most recent)"""
 
 #: packet status -> meaning (the vocabulary of ``quic_packets.status``)
 PACKET_STATUSES: dict[str, str] = {
-    "decrypted": "an Initial packet decrypted with the keys of RFC 9001 §5.2 (no key log needed)",
-    "no_key": "a Handshake, 0-RTT or 1-RTT packet: its keys come from the TLS handshake and "
-    "need a key log (not supported yet), so it stays encrypted",
+    "decrypted": "decrypted: an Initial packet with the keys of RFC 9001 §5.2 (no key log "
+    "needed), a Handshake, 0-RTT or 1-RTT packet with the key log's secrets",
+    "no_key": "a Handshake, 0-RTT or 1-RTT packet of a connection the key log has no secrets "
+    "for (no key log, its ClientHello random is not in it, or its ClientHello was not captured)",
+    "no_epoch_key": "the key log has the connection's session but not the secret of this "
+    "packet's epoch (e.g. no CLIENT_EARLY_TRAFFIC_SECRET for a 0-RTT packet)",
+    "unknown_cid": "a short-header packet whose destination connection ID is not one the "
+    "connection announced: where its packet number starts is unknown, so it is not decrypted",
     "no_client_initial": "an Initial packet of a connection whose client Initial was not "
     "captured: its keys (from the client's destination connection ID) are unknown",
-    "decrypt_failed": "an Initial packet that did not decrypt (a quic.initial_decrypt_failed row)",
+    "decrypt_failed": "a packet that did not decrypt (a quic.initial_decrypt_failed or "
+    "quic.decrypt_failed row)",
+    "stateless_reset": "a short-header datagram that does not decrypt and ends in a stateless "
+    "reset token the peer handed out (RFC 9000 §10.3): the sender has no state for the "
+    "connection",
     "not_protected": "a Retry or Version Negotiation packet: not encrypted",
     "unsupported_version": "a long header of a QUIC version pcaptools does not know",
 }
@@ -75,7 +111,8 @@ PACKET_STATUSES: dict[str, str] = {
 _C2S = Direction.CLIENT_TO_SERVER
 _S2C = Direction.SERVER_TO_CLIENT
 _LABELS = (_C2S.label, _S2C.label)
-_COUNTED = ("initial", "0rtt", "handshake", "1rtt", "retry", "version_negotiation", "unknown")
+_SPACE = {"initial": 0, "handshake": 1, "0rtt": 2, "1rtt": 2}
+_INITIAL_FRAMES = frozenset({0x00, 0x01, 0x02, 0x03, 0x06, 0x1C})
 
 
 def looks_like_quic_datagram(d: UdpDatagram) -> bool:
@@ -84,8 +121,22 @@ def looks_like_quic_datagram(d: UdpDatagram) -> bool:
 
 
 @dataclass(slots=True)
+class PnSpace:
+    """One direction's packets of one packet number space (Initial, Handshake, application):
+    the packet numbers seen, the ones the peer acknowledged, and send times for RTT."""
+
+    seen: RangeSet = field(default_factory=RangeSet)
+    acked: RangeSet = field(default_factory=RangeSet)
+    """packet numbers of this direction the peer's ACK frames acknowledged"""
+    largest_acked: int = -1
+    sent_ts: dict[int, int] = field(default_factory=dict)
+    """packet number -> capture time (the most recent :data:`MAX_RTT_PENDING`)"""
+    retransmitted_frames: int = 0
+
+
+@dataclass(slots=True)
 class QuicConnection:
-    """One QUIC connection, as far as the packets show it without a key log."""
+    """One QUIC connection, as far as its packets (and the key log) show it."""
 
     index: int
     first_frame: int
@@ -115,8 +166,14 @@ class QuicConnection:
     client_hello_frame: int | None = None
     server_hello: ServerHello | None = None
     server_hello_frame: int | None = None
+    encrypted_extensions: EncryptedExtensions | None = None
+    transport_params: tuple[dict[str, int], dict[str, int]] = field(
+        default_factory=lambda: ({}, {}))
+    """(client's, server's) integer transport parameters (ClientHello, EncryptedExtensions)"""
     packets: tuple[dict[str, int], dict[str, int]] = field(default_factory=lambda: ({}, {}))
     """per direction: packet type -> packets"""
+    decrypted: tuple[dict[str, int], dict[str, int]] = field(default_factory=lambda: ({}, {}))
+    """per direction: packet type -> packets decrypted"""
     datagrams: list[int] = field(default_factory=lambda: [0, 0])
     payload_bytes: list[int] = field(default_factory=lambda: [0, 0])
     """UDP payload bytes per direction"""
@@ -124,44 +181,103 @@ class QuicConnection:
     """frame bytes per direction"""
     initial_decrypted: int = 0
     initial_failed: int = 0
+    decrypt_failed: int = 0
+    """Handshake, 0-RTT and 1-RTT packets that did not decrypt"""
     cids: tuple[set[bytes], set[bytes]] = field(default_factory=lambda: (set(), set()))
     """per direction: the destination connection IDs its packets may carry"""
-    largest_pn: list[int] = field(default_factory=lambda: [-1, -1])
-    """largest Initial packet number per direction"""
+    largest_pn: list[list[int]] = field(default_factory=lambda: [[-1, -1, -1], [-1, -1, -1]])
+    """largest packet number per direction and space (Initial, Handshake, application)"""
     crypto: tuple[CryptoStream, CryptoStream] = field(
         default_factory=lambda: (CryptoStream(MAX_CRYPTO_BYTES), CryptoStream(MAX_CRYPTO_BYTES)))
+    hs_crypto: tuple[CryptoStream, CryptoStream] = field(
+        default_factory=lambda: (CryptoStream(MAX_CRYPTO_BYTES), CryptoStream(MAX_CRYPTO_BYTES)))
     keys: tuple[int, bytes, tuple[InitialKeys, InitialKeys] | None] | None = None
-    """(version, dcid, keys) of the latest derivation"""
+    """(version, dcid, keys) of the latest Initial key derivation"""
+    secrets: SessionSecrets | None = None
+    """the key log's secrets of this connection's ClientHello random"""
+    prot: dict[tuple[int, str], PacketProtection | None] = field(default_factory=dict)
+    """(direction, "handshake" | "0rtt") -> keys (None: no secret, or none that decrypts)"""
+    app_keys: tuple[dict[int, PacketProtection], dict[int, PacketProtection]] = field(
+        default_factory=lambda: ({}, {}))
+    """per direction: 1-RTT key generation -> keys"""
+    key_phase: list[int] = field(default_factory=lambda: [0, 0])
+    """current 1-RTT key generation per direction (its key phase bit is generation & 1)"""
+    key_updates: list[int] = field(default_factory=lambda: [0, 0])
+    spaces: tuple[tuple[PnSpace, PnSpace, PnSpace], tuple[PnSpace, PnSpace, PnSpace]] = field(
+        default_factory=lambda: ((PnSpace(), PnSpace(), PnSpace()),
+                                 (PnSpace(), PnSpace(), PnSpace())))
+    rtt: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))
+    """per sending direction: [samples, min_ns, smoothed_ns, latest_ns]"""
+    stream_sent: tuple[dict[int, RangeSet], dict[int, RangeSet]] = field(
+        default_factory=lambda: ({}, {}))
+    """per direction: stream id -> byte offsets sent (to count resent STREAM bytes), as
+    ranges of offsets"""
+    resent_stream_bytes: list[int] = field(default_factory=lambda: [0, 0])
+    resent_stream_frames: list[int] = field(default_factory=lambda: [0, 0])
+    handshake_done_frame: int | None = None
+    handshake_done_ts_ns: int | None = None
+    close: tuple[int, int, int, str, int, str, int | None] | None = None
+    """the first CONNECTION_CLOSE: (frame, ts_ns, direction, "transport" | "application",
+    error code, reason, frame type)"""
+    reset_tokens: tuple[set[bytes], set[bytes]] = field(default_factory=lambda: (set(), set()))
+    """per direction: stateless reset tokens the packets of that direction may end in (the
+    ones the receiver of those packets handed out)"""
+    stateless_reset: tuple[int, int, int] | None = None
+    """(frame, ts_ns, direction) of a stateless reset"""
+    assembler: QuicStreamAssembler | None = None
+    alpn: str | None = None
+    """the negotiated ALPN (EncryptedExtensions, else the only one offered)"""
 
     def count(self, direction: int, ptype: str) -> int:
         return self.packets[direction].get(ptype, 0)
 
     @property
     def needs_keylog(self) -> bool:
-        """Handshake, 0-RTT or 1-RTT packets were seen: a key log would show more"""
-        return any(self.count(d, t) for d in (0, 1) for t in ("handshake", "0rtt", "1rtt"))
+        """Handshake, 0-RTT or 1-RTT packets were seen, not all of them decrypted"""
+        for d in (0, 1):
+            dec = self.decrypted[d]
+            for t in ("handshake", "0rtt", "1rtt"):
+                if self.count(d, t) > dec.get(t, 0):
+                    return True
+        return False
+
+
+_MIN, _SMOOTH, _LATEST, _SAMPLES = 1, 2, 3, 0
 
 
 class QuicTracker:
     """The QUIC observer of one load (a :class:`~..registry.DatagramObserver`). Its
-    ``connections`` and ``packet_rows`` are read by :mod:`pcaptools.tables.quic_tables`."""
+    ``connections``, ``packet_rows`` and ``frame_rows`` are read by
+    :mod:`pcaptools.tables.quic_tables`."""
 
-    __slots__ = ("_by_cid", "_by_flow", "connections", "diag", "max_connections",
-                 "max_packet_rows", "packet_rows", "rows_dropped")
+    __slots__ = ("_by_cid", "_by_flow", "_cid_lens", "connections", "diag", "finished",
+                 "frame_rows", "frames_dropped", "keylog", "last_ts_ns", "max_connections",
+                 "max_frame_rows", "max_packet_rows", "packet_rows", "rows_dropped")
 
-    def __init__(self, diag: Diagnostics, *, max_packet_rows: int = MAX_QUIC_PACKET_ROWS,
+    def __init__(self, diag: Diagnostics, keylog: KeyLog | None = None, *,
+                 max_packet_rows: int = MAX_QUIC_PACKET_ROWS,
+                 max_frame_rows: int = MAX_QUIC_FRAME_ROWS,
                  max_connections: int = MAX_QUIC_CONNECTIONS) -> None:
         self.diag = diag
+        self.keylog = keylog
+        """the load's key log (filled from a file, and from pcapng DSBs as they are read)"""
         self.connections: list[QuicConnection] = []
         self.packet_rows: list[tuple[object, ...]] = []
         """(frame, ts_ns, connection, direction, index, long, type, version, dcid, scid,
         length, packet number, status, frames): see quic_tables.QUIC_PACKETS"""
+        self.frame_rows: list[tuple[object, ...]] = []
+        """see quic_tables.QUIC_FRAMES"""
         self.max_packet_rows = max_packet_rows
+        self.max_frame_rows = max_frame_rows
         self.max_connections = max_connections
         self.rows_dropped = 0
+        self.frames_dropped = 0
+        self.finished = False
+        self.last_ts_ns = 0
         self._by_cid: dict[bytes, tuple[QuicConnection, int]] = {}
         """connection ID -> (connection, direction of the packets that carry it as DCID)"""
         self._by_flow: dict[tuple[bytes, int, bytes, int], tuple[QuicConnection, int]] = {}
+        self._cid_lens: set[int] = set()
 
     # ------------------------------------------------------------------ the datagram
 
@@ -169,6 +285,7 @@ class QuicTracker:
         payload = d.payload
         if not payload or not payload[0] & 0xC0:
             return  # not QUIC (gQUIC's public header, other protocols on port 443)
+        self.last_ts_ns = d.ts_ns
         key = (d.src, d.sport, d.dst, d.dport)
         flow = self._by_flow.get(key)
         known: set[bytes] | tuple[()] = flow[0].cids[flow[1]] if flow is not None else ()
@@ -180,6 +297,8 @@ class QuicTracker:
                     self.diag.add("quic.malformed_packet", f"UDP {d.sport} -> {d.dport}: {error}",
                                   ts_ns=d.ts_ns, frame=d.frame)
                 return
+            if packets and not packets[0].long and packets[0].dcid is None:
+                packets, error = split_datagram(payload, flow[0].cids[flow[1]])
         conn, direction = flow
         conn.last_frame = d.frame
         conn.last_ts_ns = d.ts_ns
@@ -205,6 +324,15 @@ class QuicTracker:
             rev = by_cid.get(p.scid)
             if rev is not None:
                 found = (rev[0], 1 - rev[1])
+        if found is None and not p.long and p.dcid is None:
+            # a short header on a new 5-tuple (a migration, a NAT rebinding): a connection ID
+            # of a known connection (the lengths in use), from a long header or a decrypted
+            # NEW_CONNECTION_ID frame
+            payload = d.payload
+            for n in sorted(self._cid_lens, reverse=True):
+                found = by_cid.get(bytes(payload[1:1 + n]))
+                if found is not None:
+                    break
         key = (d.src, d.sport, d.dst, d.dport)
         if found is None:
             if not p.long and QUIC_PORT not in (d.sport, d.dport):
@@ -240,6 +368,7 @@ class QuicTracker:
         if cid and cid not in conn.cids[direction]:
             conn.cids[direction].add(cid)
             self._by_cid.setdefault(cid, (conn, direction))
+            self._cid_lens.add(len(cid))
 
     # ------------------------------------------------------------------ one packet
 
@@ -249,7 +378,7 @@ class QuicTracker:
         counts = conn.packets[direction]
         counts[ptype] = counts.get(ptype, 0) + 1
         pn: int | None = None
-        frames: str | None = None
+        frames: list[QuicFrame] | None = None
         if pkt.long:
             version = pkt.version
             assert version is not None
@@ -273,6 +402,9 @@ class QuicTracker:
                 if conn.retry_scid is None:
                     conn.retry_scid = scid
                 conn.initial_dcid = scid  # the client's next Initial goes to it, keys from it
+                sp = conn.spaces[_C2S][0]  # the Retry answers the client's Initials so far
+                for lo, hi in sp.seen.ranges():
+                    sp.acked.add(lo, hi)
                 if scid not in conn.key_dcids and len(conn.key_dcids) < 8:
                     conn.key_dcids.append(scid)
             elif ptype != "version_negotiation" and conn.server_scid is None:
@@ -284,15 +416,22 @@ class QuicTracker:
             elif ptype == "unknown":
                 status = "unsupported_version"
             else:
-                status = "no_key"
+                status, pn, frames = self._protected(d, conn, direction, pkt)
         else:
-            status = "no_key"
+            status, pn, frames = self._protected(d, conn, direction, pkt)
+        names: str | None = None
+        if frames is not None:
+            dec = conn.decrypted[direction]
+            dec[ptype] = dec.get(ptype, 0) + 1
+            names = ",".join(f.name for f in frames)
+            assert pn is not None
+            self._frames(d, conn, direction, index, ptype, pn, frames)
         if len(self.packet_rows) < self.max_packet_rows:
             self.packet_rows.append((
                 d.frame, d.ts_ns, conn.index, _LABELS[direction], index, pkt.long, ptype,
                 pkt.version, None if pkt.dcid is None else pkt.dcid.hex(),
                 None if pkt.scid is None else pkt.scid.hex(), pkt.end - pkt.start, pn, status,
-                frames,
+                names,
             ))
         else:
             if not self.rows_dropped:
@@ -303,8 +442,8 @@ class QuicTracker:
             self.rows_dropped += 1
 
     def _initial(self, d: UdpDatagram, conn: QuicConnection, direction: int,
-                 pkt: QuicPacket) -> tuple[str, int | None, str | None]:
-        """Decrypt an Initial packet and take its CRYPTO frames -> (status, pn, frames)."""
+                 pkt: QuicPacket) -> tuple[str, int | None, list[QuicFrame] | None]:
+        """Decrypt an Initial packet -> (status, pn, frames)."""
         version = pkt.version
         assert version is not None and pkt.pn_offset is not None
         if conn.initial_dcid is None:
@@ -317,6 +456,7 @@ class QuicTracker:
         candidates += [c for c in conn.key_dcids if c != conn.initial_dcid]
         opened = None
         error = ""
+        largest = conn.largest_pn[direction]
         for dcid in candidates:
             cached = conn.keys
             if cached is None or cached[0] != version or cached[1] != dcid:
@@ -325,7 +465,7 @@ class QuicTracker:
             if keys is None:
                 return "unsupported_version", None, None
             try:
-                opened = open_initial(raw, pn_offset, keys[direction], conn.largest_pn[direction])
+                opened = open_initial(raw, pn_offset, keys[direction], largest[0])
             except QuicDecryptError as exc:
                 error = str(exc)
                 continue
@@ -339,25 +479,332 @@ class QuicTracker:
             return "decrypt_failed", None, None
         conn.initial_decrypted += 1
         pn = opened.packet_number
-        if pn > conn.largest_pn[direction]:
-            conn.largest_pn[direction] = pn
-        names, crypto, stop = parse_initial_frames(opened.payload)
+        if pn > largest[0]:
+            largest[0] = pn
+        frames, stop = parse_frames(opened.payload)
+        for i, f in enumerate(frames):
+            if f.code not in _INITIAL_FRAMES:
+                stop = f"frame type 0x{f.code:x} not allowed in an Initial packet"
+                del frames[i:]
+                break
         if stop is not None:
             self.diag.add("quic.malformed_frame",
                           f"connection {conn.index} {_LABELS[direction]} Initial {pn}: {stop}",
                           ts_ns=d.ts_ns, frame=d.frame, direction=_LABELS[direction])
-        stream = conn.crypto[direction]
-        for off, data in crypto:
-            was = stream.overflow
-            for mtype, body in stream.add(off, data):
-                self._handshake(d, conn, direction, mtype, body)
-            if stream.overflow and not was:
-                self.diag.add("quic.crypto_overflow",
-                              f"connection {conn.index} {_LABELS[direction]}: Initial CRYPTO "
-                              f"data beyond {stream.max_bytes} bytes not yet parsed; the rest "
-                              "of its handshake is not read",
-                              ts_ns=d.ts_ns, frame=d.frame, direction=_LABELS[direction])
-        return "decrypted", pn, ",".join(names)
+        return "decrypted", pn, frames
+
+    # ------------------------------------------------------------------ key-log epochs
+
+    def _secrets(self, conn: QuicConnection) -> SessionSecrets | None:
+        s = conn.secrets
+        if s is None and self.keylog and conn.client_hello is not None:
+            s = conn.secrets = self.keylog.lookup(conn.client_hello.random)
+        return s
+
+    def _epoch_keys(self, conn: QuicConnection, direction: int, epoch: str,
+                    secret: bytes, version: int, raw: bytes, pn_offset: int, long: bool,
+                    largest: int) -> tuple[PacketProtection, Any] | None:
+        """Keys of an epoch, found by the ServerHello's suite (else by trying the suites the
+        secret's length allows on this packet), and the packet opened with them."""
+        sh = conn.server_hello
+        suites = ((sh.cipher_suite,) if sh is not None and sh.cipher_suite in QUIC_SUITES
+                  else suites_for_secret(secret))
+        for suite in suites:
+            prot = PacketProtection(suite, secret, version)
+            try:
+                u = unprotect(raw, pn_offset, prot, largest, long)
+                return prot, (u, prot.open(u.header, u.ciphertext, u.packet_number))
+            except QuicDecryptError:
+                continue
+        return None
+
+    def _protected(self, d: UdpDatagram, conn: QuicConnection, direction: int,
+                   pkt: QuicPacket) -> tuple[str, int | None, list[QuicFrame] | None]:
+        """Decrypt a Handshake, 0-RTT or 1-RTT packet with the key log -> (status, pn,
+        frames)."""
+        secrets = self._secrets(conn)
+        if secrets is None:
+            return "no_key", None, None
+        ptype = pkt.packet_type
+        long = pkt.long
+        if long:
+            assert pkt.pn_offset is not None
+            pn_offset = pkt.pn_offset - pkt.start
+        else:
+            if pkt.dcid is not None:
+                pn_offset = 1 + len(pkt.dcid)
+            elif (conn.client_scid if direction == _S2C else conn.server_scid) == b"":
+                pn_offset = 1  # the receiver uses a zero-length connection ID
+            else:
+                return "unknown_cid", None, None
+        raw = d.payload[pkt.start:pkt.end]
+        space = _SPACE[ptype]
+        largest = conn.largest_pn[direction]
+        version = conn.version or 1
+        plain: bytes | None = None
+        pn = -1
+        error = "no keys"
+        if ptype == "1rtt":
+            gens = conn.app_keys[direction]
+            if not gens:
+                secret = (secrets.client_traffic if direction == _C2S
+                          else secrets.server_traffic).get(0)
+                if secret is None:
+                    return self._maybe_reset(d, conn, direction, "no_epoch_key")
+                found = self._epoch_keys(conn, direction, "1rtt", secret, version, raw,
+                                         pn_offset, long, largest[space])
+                if found is None:
+                    return self._failed(d, conn, direction, ptype,
+                                        "AEAD authentication failed")
+                gens[0] = found[0]
+                u, plain = found[1]
+                pn = u.packet_number
+            else:
+                cur = conn.key_phase[direction]
+                prot = gens[cur]
+                try:
+                    u = unprotect(raw, pn_offset, prot, largest[space], False)
+                except QuicDecryptError as exc:
+                    return self._failed(d, conn, direction, ptype, str(exc))
+                pn = u.packet_number
+                gen = cur if u.key_phase == (cur & 1) else (
+                    cur + 1 if pn > largest[space] else cur - 1)
+                if gen < 0:
+                    gen = cur + 1
+                keys = gens.get(gen)
+                if keys is None and gen == cur + 1:
+                    keys = gens[gen] = gens[cur].next_generation()
+                    if len(gens) > 3:
+                        del gens[min(gens)]
+                if keys is None:
+                    return self._failed(d, conn, direction, ptype,
+                                        f"key phase {u.key_phase} of an old generation")
+                try:
+                    plain = keys.open(u.header, u.ciphertext, pn)
+                except QuicDecryptError as exc:
+                    if gen == cur + 1:
+                        gens.pop(gen, None)
+                    return self._maybe_reset(d, conn, direction, "decrypt_failed", str(exc),
+                                             ptype)
+                if gen == cur + 1:
+                    conn.key_phase[direction] = gen
+                    conn.key_updates[direction] += 1
+        else:
+            cache_key = (direction, ptype)
+            if cache_key in conn.prot:
+                prot0 = conn.prot[cache_key]
+                if prot0 is None:
+                    return "no_epoch_key", None, None
+                try:
+                    u = unprotect(raw, pn_offset, prot0, largest[space], True)
+                    plain = prot0.open(u.header, u.ciphertext, u.packet_number)
+                    pn = u.packet_number
+                except QuicDecryptError as exc:
+                    return self._failed(d, conn, direction, ptype, str(exc))
+            else:
+                if ptype == "handshake":
+                    secret0 = (secrets.client_handshake if direction == _C2S
+                               else secrets.server_handshake)
+                else:
+                    secret0 = secrets.client_early if direction == _C2S else None
+                if secret0 is None:
+                    conn.prot[cache_key] = None
+                    return "no_epoch_key", None, None
+                found = self._epoch_keys(conn, direction, ptype, secret0, version, raw,
+                                         pn_offset, True, largest[space])
+                if found is None:
+                    return self._failed(d, conn, direction, ptype, error)
+                conn.prot[cache_key] = found[0]
+                u, plain = found[1]
+                pn = u.packet_number
+        assert plain is not None
+        if pn > largest[space]:
+            largest[space] = pn
+        frames, stop = parse_frames(plain)
+        if stop is not None:
+            self.diag.add("quic.malformed_frame",
+                          f"connection {conn.index} {_LABELS[direction]} {ptype} {pn}: {stop}",
+                          ts_ns=d.ts_ns, frame=d.frame, direction=_LABELS[direction])
+        return "decrypted", pn, frames
+
+    def _failed(self, d: UdpDatagram, conn: QuicConnection, direction: int, ptype: str,
+                error: str) -> tuple[str, int | None, list[QuicFrame] | None]:
+        conn.decrypt_failed += 1
+        self.diag.add("quic.decrypt_failed",
+                      f"connection {conn.index} {_LABELS[direction]} {ptype} packet: {error}",
+                      ts_ns=d.ts_ns, frame=d.frame, direction=_LABELS[direction])
+        return "decrypt_failed", None, None
+
+    def _maybe_reset(self, d: UdpDatagram, conn: QuicConnection, direction: int, status: str,
+                     error: str = "", ptype: str = "1rtt"
+                     ) -> tuple[str, int | None, list[QuicFrame] | None]:
+        """A short header that does not decrypt: a stateless reset (RFC 9000 §10.3) when it
+        ends in a token the receiver's peer handed out, else ``status``."""
+        tail = bytes(d.payload[-16:])
+        if len(d.payload) >= 21 and tail in conn.reset_tokens[direction]:
+            if conn.stateless_reset is None:
+                conn.stateless_reset = (d.frame, d.ts_ns, direction)
+            return "stateless_reset", None, None
+        if status == "decrypt_failed":
+            return self._failed(d, conn, direction, ptype, error)
+        return status, None, None
+
+    # ------------------------------------------------------------------ the frames
+
+    def _frames(self, d: UdpDatagram, conn: QuicConnection, direction: int, index: int,
+                ptype: str, pn: int, frames: list[QuicFrame]) -> None:
+        space_i = _SPACE[ptype]
+        space = conn.spaces[direction][space_i]
+        space.seen.add(pn, pn)
+        sent = space.sent_ts
+        sent[pn] = d.ts_ns
+        if len(sent) > MAX_RTT_PENDING:
+            del sent[next(iter(sent))]
+        rows = self.frame_rows
+        keep = len(rows) < self.max_frame_rows
+        label = _LABELS[direction]
+        for fi, f in enumerate(frames):
+            name = f.name
+            ack_delay_us: int | None = None
+            if name == "ACK":
+                ack_delay_us = self._ack(d, conn, direction, space_i, f)
+            elif name == "STREAM":
+                self._stream(d, conn, direction, f)
+            elif name == "CRYPTO":
+                self._crypto(d, conn, direction, space_i, f)
+            elif name == "RESET_STREAM":
+                asm = self._assembler(conn)
+                if asm is not None and f.stream_id is not None:
+                    asm.reset(direction, f.stream_id, f.error_code or 0, f.maximum or 0,
+                              d.ts_ns, d.frame)
+            elif name == "NEW_CONNECTION_ID":
+                if f.connection_id is not None:
+                    self._register(conn, f.connection_id, 1 - direction)
+                if f.reset_token is not None and len(conn.reset_tokens[1 - direction]) < 64:
+                    conn.reset_tokens[1 - direction].add(f.reset_token)
+            elif name == "HANDSHAKE_DONE":
+                if conn.handshake_done_frame is None:
+                    conn.handshake_done_frame = d.frame
+                    conn.handshake_done_ts_ns = d.ts_ns
+            elif name == "CONNECTION_CLOSE" and conn.close is None:
+                conn.close = (d.frame, d.ts_ns, direction,
+                              "application" if f.code == 0x1D else "transport",
+                              f.error_code or 0, f.reason or "", f.error_frame_type)
+                if conn.assembler is not None:
+                    conn.assembler.finish(d.ts_ns, d.frame)
+            if keep:
+                if len(rows) >= self.max_frame_rows:
+                    keep = False
+                    if not self.frames_dropped:
+                        self.diag.add("quic.frame_rows_capped",
+                                      f"more than {self.max_frame_rows} QUIC frames: later "
+                                      "ones are analysed but not listed in quic_frames",
+                                      ts_ns=d.ts_ns, frame=d.frame)
+                    self.frames_dropped += len(frames) - fi
+                    continue
+                ranges = (",".join(f"{lo}-{hi}" if lo != hi else str(lo)
+                                   for lo, hi in f.ack_ranges) if name == "ACK" else None)
+                rows.append((
+                    d.frame, d.ts_ns, conn.index, label, index, ptype, pn, fi, name, f.code,
+                    f.stream_id, f.offset, f.length, f.fin, f.ack_largest, f.ack_delay,
+                    ack_delay_us, ranges,
+                    None if f.ecn is None else ",".join(map(str, f.ecn)),
+                    f.error_code,
+                    None if name != "CONNECTION_CLOSE" else (
+                        "application" if f.code == 0x1D else "transport"),
+                    f.error_frame_type, f.reason, f.maximum, f.sequence, f.retire_prior_to,
+                    None if f.connection_id is None else f.connection_id.hex(),
+                ))
+            else:
+                self.frames_dropped += 1
+
+    def _ack(self, d: UdpDatagram, conn: QuicConnection, direction: int, space_i: int,
+             f: QuicFrame) -> int | None:
+        """An ACK frame sent in ``direction``: the peer's packets it acknowledges, an RTT
+        sample of the peer's packets (RFC 9002 §5) -> the ack delay in microseconds."""
+        peer = 1 - direction
+        space = conn.spaces[peer][space_i]
+        for lo, hi in f.ack_ranges:
+            space.acked.add(lo, hi)
+        largest = f.ack_largest
+        assert largest is not None and f.ack_delay is not None
+        exponent = conn.transport_params[direction].get("ack_delay_exponent", 3)
+        delay_us = f.ack_delay << exponent if space_i == 2 else f.ack_delay << 3
+        if largest <= space.largest_acked:
+            return delay_us
+        space.largest_acked = largest
+        sent = space.sent_ts.get(largest)
+        if sent is None:
+            return delay_us
+        latest = d.ts_ns - sent
+        if latest < 0:
+            return delay_us
+        st = conn.rtt[peer]
+        if not st:
+            st.extend((1.0, float(latest), 0.0, float(latest)))
+        else:
+            st[_SAMPLES] += 1
+            st[_MIN] = min(st[_MIN], float(latest))
+            st[_LATEST] = float(latest)
+        adjusted = float(latest)
+        if space_i == 2:
+            ack_delay = delay_us * 1000
+            if conn.handshake_done_frame is not None:
+                mad = conn.transport_params[direction].get("max_ack_delay", 25)
+                ack_delay = min(ack_delay, mad * 1_000_000)
+            if adjusted >= st[_MIN] + ack_delay:
+                adjusted -= ack_delay
+        st[_SMOOTH] = adjusted if st[_SAMPLES] == 1 else 0.875 * st[_SMOOTH] + 0.125 * adjusted
+        return delay_us
+
+    def _assembler(self, conn: QuicConnection) -> QuicStreamAssembler | None:
+        asm = conn.assembler
+        if asm is None:
+            alpn = conn.alpn
+            if alpn is None and conn.client_hello is not None and len(
+                    conn.client_hello.alpn) == 1:
+                alpn = conn.client_hello.alpn[0].decode("ascii", "replace")
+            ctx = QuicAppContext(connection=conn.index, alpn=alpn or "", diag=self.diag,
+                                 midstream=not conn.start_seen)
+            asm = conn.assembler = QuicStreamAssembler(ctx, REGISTRY.quic_app(alpn))
+        return asm
+
+    def _stream(self, d: UdpDatagram, conn: QuicConnection, direction: int,
+                f: QuicFrame) -> None:
+        sid, off, data = f.stream_id, f.offset, f.data
+        assert sid is not None and off is not None
+        ln = len(data)
+        sent = conn.stream_sent[direction]
+        rs = sent.get(sid)
+        if rs is None and len(sent) < 100_000:
+            rs = sent[sid] = RangeSet()
+        if rs is not None and ln:
+            before = rs.count()
+            rs.add(off, off + ln - 1)
+            new = rs.count() - before
+            if new < ln:
+                conn.resent_stream_bytes[direction] += ln - new
+                conn.resent_stream_frames[direction] += 1
+        asm = self._assembler(conn)
+        if asm is not None:
+            asm.stream(direction, sid, off, data, bool(f.fin), d.ts_ns, d.frame)
+
+    def _crypto(self, d: UdpDatagram, conn: QuicConnection, direction: int, space_i: int,
+                f: QuicFrame) -> None:
+        if space_i == 2:
+            return  # 1-RTT CRYPTO: NewSessionTicket (not read)
+        stream = (conn.crypto if space_i == 0 else conn.hs_crypto)[direction]
+        was = stream.overflow
+        assert f.offset is not None
+        for mtype, body in stream.add(f.offset, f.data):
+            self._handshake(d, conn, direction, mtype, body)
+        if stream.overflow and not was:
+            what = "Initial" if space_i == 0 else "Handshake"
+            self.diag.add("quic.crypto_overflow",
+                          f"connection {conn.index} {_LABELS[direction]}: {what} CRYPTO "
+                          f"data beyond {stream.max_bytes} bytes not yet parsed; the rest "
+                          "of its handshake is not read",
+                          ts_ns=d.ts_ns, frame=d.frame, direction=_LABELS[direction])
 
     def _handshake(self, d: UdpDatagram, conn: QuicConnection, direction: int, mtype: int,
                    body: bytes) -> None:
@@ -365,11 +812,53 @@ class QuicTracker:
             if mtype == 1 and direction == _C2S and conn.client_hello is None:
                 conn.client_hello = parse_client_hello(body)
                 conn.client_hello_frame = d.frame
+                tp = find_extension(body, EXT_QUIC_TRANSPORT_PARAMETERS, client_hello=True)
+                if tp is not None:
+                    conn.transport_params[0].update(parse_transport_parameters(tp))
             elif mtype == 2 and direction == _S2C and conn.server_hello is None:
                 conn.server_hello = parse_server_hello(body)
                 conn.server_hello_frame = d.frame
+            elif mtype == 8 and direction == _S2C and conn.encrypted_extensions is None:
+                ee = conn.encrypted_extensions = parse_encrypted_extensions(body)
+                if ee.alpn is not None:
+                    conn.alpn = ee.alpn.decode("ascii", "replace")
+                tp = find_extension(body, EXT_QUIC_TRANSPORT_PARAMETERS, client_hello=False)
+                if tp is not None:
+                    params = parse_transport_parameters(tp)
+                    conn.transport_params[1].update(params)
+                    token = find_reset_token(tp)
+                    if token is not None:
+                        conn.reset_tokens[_S2C].add(token)
         except HandshakeParseError as exc:
             self.diag.add("quic.tls_malformed",
                           f"connection {conn.index} {_LABELS[direction]} TLS handshake message "
-                          f"{mtype} in Initial CRYPTO frames: {exc}",
+                          f"{mtype} in CRYPTO frames: {exc}",
                           ts_ns=d.ts_ns, frame=d.frame, direction=_LABELS[direction])
+
+    # ------------------------------------------------------------------ the end
+
+    def finish(self, ts_ns: int, frame: int) -> None:
+        """The end of the capture: the application observers of connections still open get
+        their last calls. Called once (later calls do nothing)."""
+        if self.finished:
+            return
+        self.finished = True
+        self.last_ts_ns = max(self.last_ts_ns, ts_ns)
+        for conn in self.connections:
+            if conn.assembler is not None and conn.close is None:
+                conn.assembler.finish(ts_ns, frame)
+
+
+def find_reset_token(tp: bytes) -> bytes | None:
+    """The stateless_reset_token (0x02) of a server's transport parameters."""
+    pos = 0
+    try:
+        while pos < len(tp):
+            pid, pos = read_varint(tp, pos)
+            ln, pos = read_varint(tp, pos)
+            if pid == 0x02 and ln == 16:
+                return bytes(tp[pos:pos + 16])
+            pos += ln
+    except QuicHeaderError:
+        return None
+    return None
