@@ -128,14 +128,16 @@ STREAM_LATENCY = TableSchema(
             "tls_start_ts",
             TS_DTYPE,
             None,
-            "ClientHello of the connection's first TLS session (first requests only)",
+            "ClientHello of the connection's first TLS session (first requests only; HTTP/3: "
+            "the client's first Initial)",
         ),
         Column(
             "tls_ms",
             "float64",
             "ms",
             "TLS handshake (ClientHello to client Finished); 0.0 when reused or cleartext; NaN "
-            "when not captured and, for now, for HTTP/3",
+            "when not captured. HTTP/3: the QUIC handshake, quic_connections.handshake_ms "
+            "(first Initial to HANDSHAKE_DONE at the capture point)",
         ),
         Column(
             "request_frame",
@@ -274,9 +276,12 @@ def stream_latency(cap: Capture) -> pd.DataFrame:
             conn_start = np.where(is_h3, q_start, conn_start)
             inferred = np.where(is_h3, ~q_seen, inferred)
             clients = np.where(is_h3, q_client, clients)
+            q_hs = (_lookup(q["handshake_ms"], qconn, np.nan).astype(np.float64)
+                    if "handshake_ms" in q.columns else np.full(n, np.nan))
         else:
             conn_start = np.where(is_h3, _NA, conn_start)
             inferred = np.where(is_h3, True, inferred)
+            q_hs = np.full(n, np.nan)
     hs = cap.tcp_handshakes
     est = hs[hs["result"].astype("string").eq("established").fillna(False)].set_index("tcp_stream")
     irtt = _lookup(est["irtt_ms"], stream, np.nan).astype(np.float64)
@@ -285,6 +290,9 @@ def stream_latency(cap: Capture) -> pd.DataFrame:
     has_tls = np.isin(stream, tls["tcp_stream"].to_numpy(np.int64)) | is_h3
     tls_ms = _lookup(tls0["handshake_ms"], stream, np.nan).astype(np.float64)
     tls_start = _lookup_ns(tls0["client_hello_ts"], stream)
+    if is_h3.any():  # QUIC: the handshake is TLS's, from the client's first Initial
+        tls_ms = np.where(is_h3, q_hs, tls_ms)
+        tls_start = np.where(is_h3 & ~inferred, conn_start, np.where(is_h3, _NA, tls_start))
 
     reused = df["reused"].to_numpy(dtype=object)
     is_reused = np.array([r is True for r in reused])

@@ -52,7 +52,8 @@ HTTP3_FRAMES = TableSchema(
         _QUIC_CONNECTION,
         _STREAM_ID,
         Column("index", "int64", None,
-               "0-based order of the frame among the connection's frames (capture order)"),
+               "0-based order of the frame among its connection's frames, in the order they "
+               "were parsed"),
         Column("direction", "category", None, "client_to_server or server_to_client"),
         Column("stream_kind", "category", None, "request, push or control"),
         Column("type", "category", None,
@@ -271,9 +272,10 @@ def _sse_rows(connection: int, events: list[SseEvent],
 
 def http3_tables(observers: Iterable[Http3Observer], *,
                  show_secrets: bool = False) -> dict[str, pd.DataFrame]:
-    """The three HTTP/3 tables from the observers of a load's QUIC connections, in
-    connection order (empty, with every column, when there are none). Credentials are
-    redacted as in the HTTP/2 tables unless ``show_secrets``."""
+    """The three HTTP/3 tables from the observers of a load's QUIC connections (empty, with
+    every column, when there are none): frames and events in capture order (frame, then
+    connection), streams by connection and stream id. Credentials are redacted as in the
+    HTTP/2 tables unless ``show_secrets``."""
     redact: Callable[[Any], Any] = (lambda h: h) if show_secrets else redact_headers
     redact_path: Callable[[str | None], str | None] = (
         (lambda u: u) if show_secrets else redact_url)
@@ -287,6 +289,9 @@ def http3_tables(observers: Iterable[Http3Observer], *,
         streams += [_stream_row(e, redact, redact_path, redact_auth)
                     for e in sorted(obs.streams, key=lambda e: e.stream_id)]
         sse += _sse_rows(obs.connection, obs.sse, None if show_secrets else redact_json_texts)
+    # capture order, as every per-record table (and as the parallel load merges them)
+    frames.sort(key=lambda r: (r[0], r[2]))
+    sse.sort(key=lambda r: (r[0], r[2]))
     return {
         "http3_frames": HTTP3_FRAMES.frame(frames),
         "http3_streams": HTTP3_STREAMS.frame(streams),

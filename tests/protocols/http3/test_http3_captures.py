@@ -112,8 +112,15 @@ def test_stream_latency_rows(loaded: Any) -> None:
     first = h3.groupby("quic_connection")["request_ts"].idxmin()
     assert h3.loc[first, "reused"].eq(False).all()
     assert h3.drop(index=first)["reused"].eq(True).all()
-    # TCP connect does not apply to QUIC; the TLS handshake of QUIC is not attributed (yet)
+    # TCP connect does not apply to QUIC; its TLS handshake is QUIC's
     assert h3.loc[first, "connect_ms"].isna().all()
+    q = cap.quic_connections.set_index("quic_connection")
+    for i in first:
+        qc = int(h3.loc[i, "quic_connection"])
+        assert h3.loc[i, "tls_ms"] == q.loc[qc, "handshake_ms"] > 0
+        assert h3.loc[i, "tls_start_ts"] == h3.loc[i, "connection_start_ts"] == q.loc[
+            qc, "first_ts"]
+    assert h3.drop(index=first)["tls_ms"].eq(0.0).all()
 
 
 def test_the_0rtt_request_of_the_resumed_connection(loaded: Any) -> None:
