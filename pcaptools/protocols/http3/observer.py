@@ -100,6 +100,7 @@ _M_DEAD = 8  # desynchronised: bytes counted, not parsed
 _BUFFERED = frozenset({HEADERS, SETTINGS, GOAWAY, PUSH_PROMISE, CANCEL_PUSH, MAX_PUSH_ID})
 _ON_CONTROL = frozenset({SETTINGS, GOAWAY, MAX_PUSH_ID, CANCEL_PUSH})
 _ON_REQUEST = frozenset({DATA, HEADERS, PUSH_PROMISE})
+_ON_PUSH = frozenset({DATA, HEADERS})
 
 
 def _headers(raw: list[tuple[bytes, bytes]]) -> Headers:
@@ -202,6 +203,8 @@ class _Block:
     frame: int
     row: Http3Frame | None
     fed: bool = False
+    promise: bool = False
+    """a PUSH_PROMISE's field section (a pushed request), not the stream's own"""
 
 
 @dataclass(slots=True)
@@ -618,9 +621,12 @@ class Http3Observer:
                 req.client_frames += 1
             else:
                 req.server_frames += 1
-        allowed = _ON_CONTROL if side.kind == "control" else _ON_REQUEST
-        if side.kind == "push":
-            allowed = frozenset({DATA, HEADERS})
+        if side.kind == "control":
+            allowed = _ON_CONTROL
+        elif side.kind == "push" or side.direction == _C2S:
+            allowed = _ON_PUSH  # (PUSH_PROMISE comes from the server only)
+        else:
+            allowed = _ON_REQUEST
         known = ftype in allowed
         missing_settings = False
         if side.kind == "control":
@@ -722,8 +728,8 @@ class Http3Observer:
                 raise Http3FrameError("PUSH_PROMISE: no push id")
             row = self._row(side, ts, frame, push_id=got[0])
             # a pushed request's field section: decoded in order with the stream's others
-            self._submit(_Block(side.stream_id, payload[got[1]:], ts, frame, row), d,
-                         promise=True)
+            self._submit(_Block(side.stream_id, payload[got[1]:], ts, frame, row,
+                                promise=True), d)
         elif t == HEADERS:
             row = self._row(side, ts, frame)
             req = self._requests.get(side.stream_id) if side.kind == "request" else None
@@ -800,7 +806,7 @@ class Http3Observer:
         for sid in unblocked:
             self._drain(q, sid, ts, frame, resumed=True)
 
-    def _submit(self, b: _Block, d: Direction, *, promise: bool = False) -> None:
+    def _submit(self, b: _Block, d: Direction) -> None:
         q = self._qpack[d]
         queue = q.queues.get(b.stream_id)
         if queue is None:
@@ -892,7 +898,7 @@ class Http3Observer:
                     *, final: bool = False) -> None:
         """A field section of a request stream is decoded (``headers``) or never will be."""
         req = self._requests.get(b.stream_id)
-        if req is None or (b.row is not None and b.row.type == PUSH_PROMISE):
+        if req is None or b.promise:
             return
         if d == _C2S:
             req.client_blocks_done += 1

@@ -194,3 +194,17 @@ def test_arbitrary_bytes_never_raise(chunks: list[tuple[int, bool, bytes]]) -> N
         offsets[(sid, d)] = off + len(data)
     obs.finish(99, 99)
     assert all(r.code.startswith("http3.") for r in obs.diag.rows)
+
+
+def test_push_promise_is_not_the_response() -> None:
+    obs = Http3Observer(connection=0, diag=Diagnostics())
+    pushed = static_block([(b":method", b"GET"), (b":scheme", b"https"),
+                           (b":authority", b"a.test"), (b":path", b"/style.css")])
+    conversation(obs, request=frame(1, REQ) + frame(5, v(0) + pushed),
+                 response=frame(5, v(3) + pushed) + frame(1, RESP) + frame(0, b"data: x\n\n"))
+    (s,) = obs.streams
+    assert (s.status, s.content_type, s.sse_events, s.path) == (
+        200, "text/event-stream", 1, "/x")
+    (promise,) = [f for f in obs.frames if f.type == 5 and f.direction == S2C]
+    assert promise.push_id == 3 and dict(promise.headers or ())[":path"] == "/style.css"
+    assert [r.code for r in obs.diag.rows] == ["http3.frame_unexpected"]  # the client's one
