@@ -4,6 +4,8 @@ update label ("quic ku", §6 and A.5), plus the frame parser on hand-built frame
 
 from __future__ import annotations
 
+from typing import Any
+
 from pcaptools.protocols.quic.frames import parse_frames
 from pcaptools.protocols.quic.protection import PacketProtection, unprotect
 
@@ -45,3 +47,69 @@ def test_frames_of_every_kind() -> None:
     close, stop = parse_frames(bytes.fromhex("1d0c03627965") + b"\x1e")
     assert stop is None and close[0].reason == "bye" and close[0].error_code == 12
     assert close[1].name == "HANDSHAKE_DONE"
+
+
+# ------------------------------------------- the tracker: key update, stateless reset (hand-built)
+
+def _protect(prot: PacketProtection, dcid: bytes, pn: int, payload: bytes, phase: int) -> bytes:
+    """A short-header packet (4-byte packet number) protected with ``prot`` (RFC 9001 §5)."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    first = 0x40 | (phase << 2) | 0x03
+    header = bytes([first]) + dcid + pn.to_bytes(4, "big")
+    nonce = (int.from_bytes(prot.iv, "big") ^ pn).to_bytes(12, "big")
+    key = prot._aead
+    assert isinstance(key, AESGCM)
+    sealed = key.encrypt(nonce, payload, header)
+    pn_off = 1 + len(dcid)
+    mask = prot.mask(sealed[4 - 4:16])  # sample starts 4 bytes after the packet number
+    out = bytearray(header + sealed)
+    out[0] ^= mask[0] & 0x1F
+    for i in range(4):
+        out[pn_off + i] ^= mask[1 + i]
+    return bytes(out)
+
+
+def _datagram(frame: int, payload: bytes, *, to_server: bool = True) -> Any:
+    from pcaptools.net.packet import UdpDatagram
+
+    a, b = bytes([192, 0, 2, 10]), bytes([192, 0, 2, 20])
+    src, dst, sport, dport = (a, b, 50000, 443) if to_server else (b, a, 443, 50000)
+    return UdpDatagram(frame=frame, ts_ns=frame * 1_000_000, frame_len=len(payload) + 42,
+                       ip_version=4, src=src, dst=dst, ttl=64, sport=sport, dport=dport,
+                       payload=payload)
+
+
+def test_the_tracker_follows_a_key_update_and_sees_a_stateless_reset() -> None:
+    from pcaptools.diagnostics import Diagnostics
+    from pcaptools.protocols.quic.observer import QuicTracker
+    from pcaptools.protocols.tls.keylog import KeyLog, SessionSecrets
+    from pcaptools.tables.quic_tables import quic_connections_table, quic_packets_table
+
+    secret = bytes(range(32))
+    dcid = bytes.fromhex("c0ffee01")
+    gen0 = PacketProtection(0x1301, secret, 1)
+    gen1 = gen0.next_generation()
+    ping = b"\x01" + b"\x00" * 20  # PING and padding (enough for the sample)
+    diag = Diagnostics()
+    tracker = QuicTracker(diag, KeyLog())
+    tracker.datagram(_datagram(1, _protect(gen0, dcid, 0, ping, 0)))  # opens it (midstream)
+    (conn,) = tracker.connections
+    conn.secrets = SessionSecrets(client_traffic={0: secret})
+    tracker._register(conn, dcid, 0)
+    tracker.datagram(_datagram(2, _protect(gen0, dcid, 1, ping, 0)))
+    tracker.datagram(_datagram(3, _protect(gen1, dcid, 3, ping, 1)))  # the key update
+    tracker.datagram(_datagram(4, _protect(gen0, dcid, 2, ping, 0)))  # reordered, old keys
+    tracker.datagram(_datagram(5, _protect(gen1, dcid, 4, ping, 1)))
+    token = bytes(range(100, 116))
+    conn.reset_tokens[1].add(token)
+    tracker.datagram(_datagram(6, b"\x41" + bytes(20) + token, to_server=False))
+    pk = quic_packets_table(tracker)
+    assert pk["status"].tolist() == ["no_key", "decrypted", "decrypted", "decrypted",
+                                     "decrypted", "stateless_reset"]
+    assert pk["packet_number"].tolist()[1:5] == [1, 3, 2, 4]
+    assert pk["frames"].tolist()[1] == "PING,PADDING"
+    (row,) = quic_connections_table(tracker).itertuples()
+    assert row.key_updates == 1 and row.decrypt_failed == 0
+    assert (row.end, row.closed_by) == ("stateless_reset", "server")
+    assert not diag.counts
