@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from pcaptools.protocols.quic.frames import parse_frames
 from pcaptools.protocols.quic.protection import PacketProtection, unprotect
 
@@ -32,7 +35,7 @@ def test_key_update_secret() -> None:
 def test_frames_of_every_kind() -> None:
     payload = bytes.fromhex(
         "00000001"                    # PADDING x3 (one frame), PING
-        "030502010100000a0b0c"        # ACK ECN: largest 5, delay 2, 1 more range; first 1; gap 0 len 0
+        "030502010100000a0b0c"        # ACK ECN: largest 5, delay 2, 1 range more, first 1, 0, 0
         "0f04400a03616263"            # STREAM id 4 off 10 len 3 fin "abc"
         "040801ff"                    # RESET_STREAM 8 code 1, final size cut short
     )
@@ -113,3 +116,32 @@ def test_the_tracker_follows_a_key_update_and_sees_a_stateless_reset() -> None:
     assert row.key_updates == 1 and row.decrypt_failed == 0
     assert (row.end, row.closed_by) == ("stateless_reset", "server")
     assert not diag.counts
+
+
+# ------------------------------------------------------------------------------ robustness
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_parse_frames_never_raises(payload: bytes) -> None:
+    frames, stop = parse_frames(payload)
+    assert stop is not None or sum(1 for _ in frames) >= (1 if payload else 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=200), max_size=6))
+def test_the_tracker_never_raises_on_garbage_after_a_known_connection(
+        payloads: list[bytes]) -> None:
+    from pcaptools.diagnostics import Diagnostics
+    from pcaptools.protocols.quic.observer import QuicTracker
+    from pcaptools.protocols.tls.keylog import KeyLog, SessionSecrets
+
+    tracker = QuicTracker(Diagnostics(), KeyLog())
+    tracker.datagram(_datagram(1, b"\x41" + bytes(30)))
+    (conn,) = tracker.connections
+    conn.secrets = SessionSecrets(client_traffic={0: bytes(32)}, server_traffic={0: bytes(32)},
+                                  client_handshake=bytes(32), server_handshake=bytes(32))
+    tracker._register(conn, b"\x01\x02\x03\x04", 0)
+    for i, p in enumerate(payloads, 2):
+        tracker.datagram(_datagram(i, bytes([p[0] | 0x40]) + p[1:], to_server=bool(i % 2)))
+    tracker.finish(100_000_000, 99)
+    assert len(tracker.packet_rows) >= 1
