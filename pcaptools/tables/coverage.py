@@ -474,7 +474,8 @@ class FlowCounter:
         a, b = pkt.src, pkt.dst
         # ICMP errors (rows of icmp_errors) apart from the ICMP pcaptools does not parse (echo...)
         err = pkt.icmp is not None
-        key = (transport, pkt.fragment, err, a, b) if a <= b else (transport, pkt.fragment, err, b, a)
+        key = ((transport, pkt.fragment, err, a, b) if a <= b
+               else (transport, pkt.fragment, err, b, a))
         row = self.flows.get(key)
         if row is None:
             if err:
