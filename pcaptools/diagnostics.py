@@ -100,6 +100,7 @@ CATALOGUE: dict[str, str] = {
     "quic.too_many_connections": "more QUIC connections than the per-load limit: datagrams that would open another are not analysed",
     "quic.decrypt_failed": "a QUIC Handshake, 0-RTT or 1-RTT packet did not decrypt with the secrets the key log has for its connection (corrupted, a key update not followed, or secrets of another session); it is listed with status decrypt_failed",
     "quic.frame_rows_capped": "more QUIC frames than the quic_frames row limit: later frames are still analysed (streams, ACKs, the close) but not listed",
+    "quic.too_many_streams": "a QUIC connection used more streams (in one direction) than the per-connection limit: frames of later streams are neither counted nor handed to the application protocol",
     "quic.app_observer_error": "the application observer of a QUIC connection (HTTP/3...) raised: its streams are counted from there on, not parsed; QUIC itself carries on",
     "quic.packet_rows_capped": "more QUIC packets than the quic_packets row limit: later packets are counted in quic_connections but not listed",
     # http3

@@ -374,7 +374,7 @@ LIMITS: tuple[Limit, ...] = (
         "QUIC streams per connection",
         "pcaptools.protocols.quic.reassembly:MAX_QUIC_STREAMS",
         "streams",
-        None,
+        "quic.too_many_streams",
         "streams per direction tracked per QUIC connection; frames of more are not delivered",
     ),
     Limit(
@@ -390,8 +390,8 @@ LIMITS: tuple[Limit, ...] = (
         "pcaptools.protocols.quic.ranges:MAX_RANGES",
         "ranges",
         None,
-        "ranges of one set of packet numbers seen or acknowledged; a set stops growing there "
-        "(the lost counts of that connection are then low)",
+        "ranges of one set of packet numbers seen or acknowledged (or of one stream's offsets "
+        "sent); a set stops growing there and the connection's lost-packet columns are NA",
     ),
     Limit(
         "QUIC Initial CRYPTO data",

@@ -30,8 +30,9 @@ How rows are chosen:
    row in the window.
 5. **quic_connections**: the QUIC connections overlapping the window whose addresses / ports
    match an IP ``host`` / ``port`` filter and whose SNI matches ``sni`` / a ``host`` name
-   (``stream`` matches none: it names TCP connections); **quic_packets**: the packets of the
-   kept QUIC connections inside the window, and ``packets`` keeps their frames.
+   (``stream`` matches none: it names TCP connections); **quic_packets** / **quic_frames**:
+   the packets / frames of the kept QUIC connections inside the window, and ``packets``
+   keeps their frames.
 6. **coverage**: the rows of the kept connections, and the UDP / other rows whose addresses or
    ports match an IP ``host`` / ``port`` filter (all of them without a connection filter) and,
    with a time window and a packets table, that have a kept frame. Rows stay whole (a flow
@@ -106,7 +107,7 @@ def rule_for(schema: TableSchema) -> Rule | None:
         return Rule(None, None, "dns")
     if schema.name == "coverage":
         return Rule("tcp_stream", None, "coverage")
-    if schema.name in ("quic_connections", "quic_packets"):
+    if schema.name in ("quic_connections", "quic_packets", "quic_frames"):
         return Rule(None, None, "quic")
     if schema.name in _PER_PACKET:
         if "tcp_stream" not in names or _PER_PACKET[schema.name] not in names:
@@ -454,7 +455,7 @@ def subset(
 
     # dns first (packets keep its frames), then packets (warnings follow their frames)
     # (and the QUIC tables: packets keeps their frames too)
-    first = {"dns": 0, "quic_connections": 1, "quic_packets": 2, "packets": 3}
+    first = {"dns": 0, "quic_connections": 1, "quic_packets": 2, "quic_frames": 2, "packets": 3}
     order = sorted(cap.tables, key=lambda n: first.get(n, 4))
     dns_frames: set[int] = set()
     quic_kept: set[int] = set()
@@ -467,7 +468,7 @@ def subset(
             for col in ("query_frame", "response_frame", "frame"):
                 dns_frames.update(int(x) for x in tables[name][col].dropna().tolist())
             continue
-        if name in ("quic_connections", "quic_packets") and len(df):
+        if name in ("quic_connections", "quic_packets", "quic_frames") and len(df):
             keep = _quic_mask(df, f, quic_kept)
             tables[name] = df[keep.to_numpy(dtype=bool)].reset_index(drop=True)
             if name == "quic_connections":
@@ -493,8 +494,8 @@ def subset(
 
 def _quic_mask(df: pd.DataFrame, f: _Filter, kept: set[int]) -> pd.Series:
     """quic_connections: the filters on its addresses, ports and SNI, and the window;
-    quic_packets: the packets of the ``kept`` connections inside the window."""
-    if "ts" in df.columns:  # quic_packets
+    quic_packets / quic_frames: the rows of the ``kept`` connections inside the window."""
+    if "ts" in df.columns:  # quic_packets, quic_frames
         ok = df["quic_connection"].isin(kept).astype(bool)
         return ok & _in_window(df["ts"], f)
     ok = pd.Series(f.streams is None, index=df.index)

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import pcaptools
 from tests.conftest import CAPTURES
 from tests.oracle import keylog_options, tshark_fields
 
@@ -270,7 +271,6 @@ def test_drop_log_is_the_difference_between_the_two_vantage_points(tshark: str) 
 
 @pytest.fixture(scope="module")
 def loaded() -> dict[str, Any]:
-    import pcaptools
     return {p.name: pcaptools.load(p, keylog=_keys(p)) for p in H3_CAPTURES}
 
 
@@ -296,9 +296,9 @@ def test_lost_packets_equal_the_drop_log(loaded: dict[str, Any]) -> None:
                 r.server_packets_unacked, r.server_packets_missing) == (0, 0, 0, 0)
 
 
-def test_the_dropped_client_datagram_is_the_unacked_packet(loaded: dict[str, Any]) -> None:
-    import hashlib
-    import pcaptools
+@pytest.mark.tshark
+def test_the_dropped_client_datagram_is_the_unacked_packet(loaded: dict[str, Any],
+                                                           tshark: str) -> None:
     facts = _facts(LOSSY)
     (drop,) = facts["link"]["client_to_server"]["dropped_datagrams"]
     cap = loaded[LOSSY.name]
@@ -307,9 +307,7 @@ def test_the_dropped_client_datagram_is_the_unacked_packet(loaded: dict[str, Any
     rows = tshark_fields(LOSSY, ("frame.number", "udp.payload"), display_filter="udp")
     hit = [int(r[0]) for r in rows
            if hashlib.sha256(bytes.fromhex(r[1].replace(":", ""))).hexdigest()[:16]
-           == drop["payload_sha256_16"]] if rows else []
-    if not rows:
-        pytest.skip("tshark is not installed")
+           == drop["payload_sha256_16"]]
     (frame,) = hit
     assert frame in frames
     pk = cap.quic_packets[cap.quic_packets["frame"] == frame]
@@ -320,7 +318,6 @@ def test_the_dropped_client_datagram_is_the_unacked_packet(loaded: dict[str, Any
         for part in str(ranges).split(","):
             lo, _, hi = part.partition("-")
             assert not int(lo) <= pn <= int(hi or lo)
-    assert pcaptools  # (imported for the loaded fixture's type)
 
 
 def test_connections_handshake_rtt_and_end(loaded: dict[str, Any]) -> None:

@@ -127,7 +127,7 @@ def test_rows_are_written_while_reading(tmp_path: Path) -> None:
     assert set(cap._memory) == {"connections", "tcp_handshakes", "tls_handshakes",
                                 "http2_connections", "ws_connections", "ws_heartbeats", "dns",
                                 "icmp_errors", "path_mtu", "warnings", "coverage", "tcp_losses",
-                                "quic_connections", "quic_packets"}
+                                "quic_connections", "quic_packets", "quic_frames"}
     # part of a table: columns and pyarrow filters
     part = cap.read("packets", columns=["frame", "tcp_stream", "flags"],
                     filters=[("tcp_stream", "==", 3)])

@@ -18,9 +18,10 @@ frame loop):
 - UDP: per flow, from its first datagram (:func:`udp_protocol`: ports and first bytes),
   then :data:`UDP_STATUS` says whether pcaptools analyses it (DNS on port 53; the rest are
   ``not_parsed``). One dict update per UDP frame. A QUIC flow that is a row of
-  ``quic_connections`` is ``encrypted_no_key`` at the end of the load (its Initial packets
-  were decrypted and its handshake's first flight parsed; the rest needs a key log, not
-  supported yet); other QUIC flows stay ``not_parsed``.
+  ``quic_connections`` is ``decrypted`` at the end of the load when the key log decrypted
+  all of its packets, else ``encrypted_no_key`` (its Initial packets were decrypted and its
+  handshake's first flight parsed; the rest needs the key log's secrets); other QUIC flows
+  stay ``not_parsed``.
 - Other IP and non-IP frames: :func:`ip_protocol_name` / :func:`non_ip_protocol`,
   ``not_parsed`` unless :data:`OTHER_STATUS` says otherwise; frames whose headers could
   not be decoded (a ``net.*`` warning on the frame) are ``malformed``.
@@ -63,10 +64,10 @@ __all__ = [
 #: status -> meaning (the vocabulary of ``coverage.status``)
 STATUSES: Final[dict[str, str]] = {
     "analysed": "parsed by pcaptools (TCP without payload: the TCP analysis is all there is)",
-    "decrypted": "TLS decrypted with a key log, and the protocol inside parsed",
+    "decrypted": "TLS (or QUIC) decrypted with a key log, and the protocol inside parsed",
     "encrypted_no_key": "TLS whose payload stayed encrypted (no key for it, hellos not captured, "
     "decryption failed or cipher not supported): only the handshake is analysed; QUIC: the "
-    "Initial packets are decrypted (no key needed), the rest needs a key log (not supported yet)",
+    "Initial packets are decrypted (no key needed), the rest needs the key log's secrets",
     "unknown_payload": "payload of a protocol pcaptools did not recognise",
     "not_parsed": "a protocol pcaptools recognises but does not analyse (yet): QUIC, ICMP "
     "other than errors (echo, neighbour discovery...), "
@@ -473,7 +474,8 @@ class FlowCounter:
         a, b = pkt.src, pkt.dst
         # ICMP errors (rows of icmp_errors) apart from the ICMP pcaptools does not parse (echo...)
         err = pkt.icmp is not None
-        key = (transport, pkt.fragment, err, a, b) if a <= b else (transport, pkt.fragment, err, b, a)
+        key = ((transport, pkt.fragment, err, a, b) if a <= b
+               else (transport, pkt.fragment, err, b, a))
         row = self.flows.get(key)
         if row is None:
             if err:
@@ -601,26 +603,35 @@ def _udp_detail(proto: str, status: str) -> str:
 
 _QUIC_ANALYSED = (
     "QUIC: Initial packets decrypted (versions, connection IDs, SNI, ALPN, TLS version and "
-    "cipher in quic_connections); Handshake, 0-RTT and 1-RTT packets stay encrypted (key-log "
-    "decryption is not supported yet)"
+    "cipher in quic_connections); Handshake, 0-RTT and 1-RTT packets stay encrypted (no "
+    "secrets for them in the key log)"
+)
+_QUIC_DECRYPTED = (
+    "QUIC: every packet decrypted with the key log (quic_packets, quic_frames; streams handed "
+    "to the application protocol of its ALPN)"
 )
 
 
-def _quic_flows(df: pd.DataFrame | None) -> set[tuple[object, ...]]:
-    """(addr, port, addr, port) of the UDP flows of ``quic_connections``, both ways round."""
-    out: set[tuple[object, ...]] = set()
+def _quic_flows(df: pd.DataFrame | None) -> dict[tuple[object, ...], bool]:
+    """(addr, port, addr, port) of the UDP flows of ``quic_connections``, both ways round ->
+    whether all of its packets decrypted (with the key log)."""
+    out: dict[tuple[object, ...], bool] = {}
     if df is None or not len(df):
         return out
-    for ca, cp, sa, sp in zip(df["client_addr"].tolist(), df["client_port"].tolist(),
-                              df["server_addr"].tolist(), df["server_port"].tolist(),
-                              strict=True):
-        out.add((ca, int(cp), sa, int(sp)))
-        out.add((sa, int(sp), ca, int(cp)))
+    done = ((df["keys_found"] & ~df["needs_keylog"]).tolist() if "keys_found" in df.columns
+            else [False] * len(df))
+    for ca, cp, sa, sp, ok in zip(df["client_addr"].tolist(), df["client_port"].tolist(),
+                                  df["server_addr"].tolist(), df["server_port"].tolist(),
+                                  done, strict=True):
+        for key in ((ca, int(cp), sa, int(sp)), (sa, int(sp), ca, int(cp))):
+            out[key] = bool(ok) and out.get(key, True)
     return out
 
 
-def _quic_row(r: tuple[object, ...]) -> tuple[object, ...]:
+def _quic_row(r: tuple[object, ...], decrypted: bool) -> tuple[object, ...]:
     """A UDP flow row of a QUIC connection the QUIC observer analysed."""
+    if decrypted:
+        return (*r[:4], "decrypted", _QUIC_DECRYPTED, *r[6:])
     return (*r[:4], "encrypted_no_key", _QUIC_ANALYSED, *r[6:])
 
 
@@ -738,7 +749,7 @@ def coverage_table(
         )
     if flows is not None:
         quic = _quic_flows(tables.get("quic_connections"))
-        rows += [_quic_row(r) if quic and r[3] == "quic" and r[8:12] in quic else r
-                 for r in flows.rows()]
+        rows += [_quic_row(r, quic[r[8:12]]) if quic and r[3] == "quic" and r[8:12] in quic
+                 else r for r in flows.rows()]
     rows.sort(key=lambda r: r[0])  # type: ignore[arg-type, return-value]
     return COVERAGE.frame(rows)

@@ -22,8 +22,8 @@ import pandas as pd
 
 from ..protocols.quic.frames import FRAME_TYPES
 from ..protocols.quic.observer import PACKET_STATUSES, QuicConnection, QuicTracker
-from ..protocols.quic.ranges import RangeSet
 from ..protocols.quic.packets import PACKET_TYPES, version_name
+from ..protocols.quic.ranges import RangeSet
 from ..protocols.tls.fingerprint import ja4
 from ..protocols.tls.suites import group_name, is_grease, suite_name
 from ..protocols.tls.suites import version_name as tls_version_name
@@ -158,20 +158,21 @@ QUIC_CONNECTIONS = TableSchema(
                "least sample (the path RTT at the server; the client's ack delay at the client)"),
         Column("server_smoothed_rtt_ms", "float64", "ms",
                "smoothed RTT of the server's packets (the client's ack delay subtracted)"),
-        Column("client_packets_unacked", "int64", "packets",
+        Column("client_packets_unacked", "Int64", "packets",
                "decrypted client packets the server's ACK frames never acknowledged though "
                "they acknowledged a larger packet number of the same space: lost after the "
                "capture point (at the client's vantage: on the path), or the ACK carrying them "
-               "lost too (an upper bound)"),
-        Column("client_packets_missing", "int64", "packets",
+               "lost too (an upper bound); NA when a packet number set outgrew its limit "
+               "(limits: QUIC packet number ranges)"),
+        Column("client_packets_missing", "Int64", "packets",
                "client packet numbers between the smallest and the largest decrypted one of a "
                "space that never appeared in the capture: lost before the capture point (at "
                "the server's vantage: on the path); numbers a sender skips on purpose (Chrome "
                "does) count here too"),
-        Column("server_packets_unacked", "int64", "packets",
+        Column("server_packets_unacked", "Int64", "packets",
                "decrypted server packets the client's ACK frames never acknowledged though a "
                "larger one was (see client_packets_unacked)"),
-        Column("server_packets_missing", "int64", "packets",
+        Column("server_packets_missing", "Int64", "packets",
                "server packet numbers a decrypted packet's numbering skips (see "
                "client_packets_missing)"),
         Column("client_resent_stream_bytes", "int64", "bytes",
@@ -296,7 +297,7 @@ def _ms(ns: float | None) -> float | None:
     return None if ns is None else ns / 1e6
 
 
-def _lost(c: QuicConnection, d: int) -> tuple[int, int]:
+def _lost(c: QuicConnection, d: int) -> tuple[int | None, int | None]:
     """(unacked, missing) packets of direction ``d`` over its packet number spaces. Missing:
     the numbers between the smallest and the largest seen of a space that were not seen; a
     sender numbering all its packets with one counter (aioquic) leaves the numbers of its
@@ -304,6 +305,8 @@ def _lost(c: QuicConnection, d: int) -> tuple[int, int]:
     one sequence."""
     unacked = missing = 0
     spaces = c.spaces[d]
+    if any(sp.seen.full or sp.acked.full for sp in spaces):
+        return None, None  # a set stopped growing: the counts would be guesses
     for sp in spaces:
         if sp.largest_acked >= 0:
             unacked += sp.seen.count_not_in(sp.acked, sp.largest_acked)

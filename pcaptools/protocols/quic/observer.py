@@ -522,11 +522,18 @@ class QuicTracker:
                    pkt: QuicPacket) -> tuple[str, int | None, list[QuicFrame] | None]:
         """Decrypt a Handshake, 0-RTT or 1-RTT packet with the key log -> (status, pn,
         frames)."""
+        ptype = pkt.packet_type
+        long = pkt.long
+        tokens = conn.reset_tokens[direction]
+        if not long and tokens and bytes(d.payload[-16:]) in tokens and len(d.payload) >= 21:
+            # a stateless reset (RFC 9000 §10.3): it ends in a token the receiver handed out
+            # (an AEAD tag equals one with probability 2**-128)
+            if conn.stateless_reset is None:
+                conn.stateless_reset = (d.frame, d.ts_ns, direction)
+            return "stateless_reset", None, None
         secrets = self._secrets(conn)
         if secrets is None:
             return "no_key", None, None
-        ptype = pkt.packet_type
-        long = pkt.long
         if long:
             assert pkt.pn_offset is not None
             pn_offset = pkt.pn_offset - pkt.start
@@ -638,13 +645,7 @@ class QuicTracker:
     def _maybe_reset(self, d: UdpDatagram, conn: QuicConnection, direction: int, status: str,
                      error: str = "", ptype: str = "1rtt"
                      ) -> tuple[str, int | None, list[QuicFrame] | None]:
-        """A short header that does not decrypt: a stateless reset (RFC 9000 §10.3) when it
-        ends in a token the receiver's peer handed out, else ``status``."""
-        tail = bytes(d.payload[-16:])
-        if len(d.payload) >= 21 and tail in conn.reset_tokens[direction]:
-            if conn.stateless_reset is None:
-                conn.stateless_reset = (d.frame, d.ts_ns, direction)
-            return "stateless_reset", None, None
+        """A short header that did not decrypt -> ``status`` (with a row when it failed)."""
         if status == "decrypt_failed":
             return self._failed(d, conn, direction, ptype, error)
         return status, None, None

@@ -54,7 +54,8 @@ class PacketProtection:
     """The packet keys of one epoch, direction and key generation: AEAD, IV and header
     protection. Built from a traffic secret; :meth:`next_generation` is the key update."""
 
-    __slots__ = ("_aead", "_hp", "_hp_kind", "generation", "iv", "prefix", "secret", "suite")
+    __slots__ = ("_aead", "_ecb", "_hp", "_hp_kind", "generation", "iv", "prefix", "secret",
+                 "suite")
 
     def __init__(self, suite: int, secret: bytes, version: int, generation: int = 0,
                  hp: bytes | None = None) -> None:
@@ -72,17 +73,20 @@ class PacketProtection:
         self._hp_kind = hp_kind
         self._aead: AESGCM | ChaCha20Poly1305 = (
             ChaCha20Poly1305(key) if hp_kind == "chacha20" else AESGCM(key))
+        # (ECB keeps no state between blocks: one encryptor serves every packet)
+        self._ecb = (None if hp_kind == "chacha20"
+                     else Cipher(algorithms.AES(hp), modes.ECB()).encryptor())
 
     def __repr__(self) -> str:
         return f"<PacketProtection suite=0x{self.suite:04x} generation={self.generation}>"
 
     def mask(self, sample: bytes) -> bytes:
         """The 5-byte header protection mask of a 16-byte ``sample`` (RFC 9001 §5.4)."""
-        if self._hp_kind == "chacha20":
+        ecb = self._ecb
+        if ecb is None:
             enc = Cipher(algorithms.ChaCha20(self._hp, sample), mode=None).encryptor()
             return enc.update(b"\0\0\0\0\0")
-        enc = Cipher(algorithms.AES(self._hp), modes.ECB()).encryptor()
-        return (enc.update(sample) + enc.finalize())[:5]
+        return ecb.update(sample)[:5]
 
     def open(self, header: bytes, ciphertext: bytes, pn: int) -> bytes:
         """The plaintext of a packet (``header``: unprotected, up to the packet number).

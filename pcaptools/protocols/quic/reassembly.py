@@ -79,7 +79,7 @@ class QuicStreamAssembler:
     (None: count only), created lazily on the first byte ready to deliver."""
 
     __slots__ = ("_halves", "_obs", "ctx", "diag", "factory", "failed", "max_buffer",
-                 "resets", "stream_counts")
+                 "resets", "stream_counts", "streams_capped")
 
     def __init__(self, ctx: QuicAppContext, factory: Callable[[Any], Any] | None, *,
                  max_buffer: int = MAX_QUIC_STREAM_BUFFER) -> None:
@@ -92,6 +92,7 @@ class QuicStreamAssembler:
         self._halves: tuple[dict[int, _Half], dict[int, _Half]] = ({}, {})
         self.resets = 0
         self.stream_counts = [0, 0]
+        self.streams_capped = False
 
     @property
     def observer(self) -> QuicStreamObserver | None:
@@ -145,6 +146,12 @@ class QuicStreamAssembler:
         h = halves.get(sid)
         if h is None:
             if len(halves) >= MAX_QUIC_STREAMS:
+                if not self.streams_capped:
+                    self.streams_capped = True
+                    self.diag.add("quic.too_many_streams",
+                                  f"connection {self.ctx.connection}: more than "
+                                  f"{MAX_QUIC_STREAMS} streams in one direction; frames of "
+                                  "later streams are not counted or delivered")
                 return None
             h = halves[sid] = _Half()
             self.stream_counts[d] += 1

@@ -4,6 +4,11 @@ update label ("quic ku", §6 and A.5), plus the frame parser on hand-built frame
 
 from __future__ import annotations
 
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from pcaptools.protocols.quic.frames import parse_frames
 from pcaptools.protocols.quic.protection import PacketProtection, unprotect
 
@@ -30,7 +35,7 @@ def test_key_update_secret() -> None:
 def test_frames_of_every_kind() -> None:
     payload = bytes.fromhex(
         "00000001"                    # PADDING x3 (one frame), PING
-        "030502010100000a0b0c"        # ACK ECN: largest 5, delay 2, 1 more range; first 1; gap 0 len 0
+        "030502010100000a0b0c"        # ACK ECN: largest 5, delay 2, 1 range more, first 1, 0, 0
         "0f04400a03616263"            # STREAM id 4 off 10 len 3 fin "abc"
         "040801ff"                    # RESET_STREAM 8 code 1, final size cut short
     )
@@ -45,3 +50,98 @@ def test_frames_of_every_kind() -> None:
     close, stop = parse_frames(bytes.fromhex("1d0c03627965") + b"\x1e")
     assert stop is None and close[0].reason == "bye" and close[0].error_code == 12
     assert close[1].name == "HANDSHAKE_DONE"
+
+
+# ------------------------------------------- the tracker: key update, stateless reset (hand-built)
+
+def _protect(prot: PacketProtection, dcid: bytes, pn: int, payload: bytes, phase: int) -> bytes:
+    """A short-header packet (4-byte packet number) protected with ``prot`` (RFC 9001 §5)."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    first = 0x40 | (phase << 2) | 0x03
+    header = bytes([first]) + dcid + pn.to_bytes(4, "big")
+    nonce = (int.from_bytes(prot.iv, "big") ^ pn).to_bytes(12, "big")
+    key = prot._aead
+    assert isinstance(key, AESGCM)
+    sealed = key.encrypt(nonce, payload, header)
+    pn_off = 1 + len(dcid)
+    mask = prot.mask(sealed[4 - 4:16])  # sample starts 4 bytes after the packet number
+    out = bytearray(header + sealed)
+    out[0] ^= mask[0] & 0x1F
+    for i in range(4):
+        out[pn_off + i] ^= mask[1 + i]
+    return bytes(out)
+
+
+def _datagram(frame: int, payload: bytes, *, to_server: bool = True) -> Any:
+    from pcaptools.net.packet import UdpDatagram
+
+    a, b = bytes([192, 0, 2, 10]), bytes([192, 0, 2, 20])
+    src, dst, sport, dport = (a, b, 50000, 443) if to_server else (b, a, 443, 50000)
+    return UdpDatagram(frame=frame, ts_ns=frame * 1_000_000, frame_len=len(payload) + 42,
+                       ip_version=4, src=src, dst=dst, ttl=64, sport=sport, dport=dport,
+                       payload=payload)
+
+
+def test_the_tracker_follows_a_key_update_and_sees_a_stateless_reset() -> None:
+    from pcaptools.diagnostics import Diagnostics
+    from pcaptools.protocols.quic.observer import QuicTracker
+    from pcaptools.protocols.tls.keylog import KeyLog, SessionSecrets
+    from pcaptools.tables.quic_tables import quic_connections_table, quic_packets_table
+
+    secret = bytes(range(32))
+    dcid = bytes.fromhex("c0ffee01")
+    gen0 = PacketProtection(0x1301, secret, 1)
+    gen1 = gen0.next_generation()
+    ping = b"\x01" + b"\x00" * 20  # PING and padding (enough for the sample)
+    diag = Diagnostics()
+    tracker = QuicTracker(diag, KeyLog())
+    tracker.datagram(_datagram(1, _protect(gen0, dcid, 0, ping, 0)))  # opens it (midstream)
+    (conn,) = tracker.connections
+    conn.secrets = SessionSecrets(client_traffic={0: secret})
+    tracker._register(conn, dcid, 0)
+    tracker.datagram(_datagram(2, _protect(gen0, dcid, 1, ping, 0)))
+    tracker.datagram(_datagram(3, _protect(gen1, dcid, 3, ping, 1)))  # the key update
+    tracker.datagram(_datagram(4, _protect(gen0, dcid, 2, ping, 0)))  # reordered, old keys
+    tracker.datagram(_datagram(5, _protect(gen1, dcid, 4, ping, 1)))
+    token = bytes(range(100, 116))
+    conn.reset_tokens[1].add(token)
+    tracker.datagram(_datagram(6, b"\x41" + bytes(20) + token, to_server=False))
+    pk = quic_packets_table(tracker)
+    assert pk["status"].tolist() == ["no_key", "decrypted", "decrypted", "decrypted",
+                                     "decrypted", "stateless_reset"]
+    assert pk["packet_number"].tolist()[1:5] == [1, 3, 2, 4]
+    assert pk["frames"].tolist()[1] == "PING,PADDING"
+    (row,) = quic_connections_table(tracker).itertuples()
+    assert row.key_updates == 1 and row.decrypt_failed == 0
+    assert (row.end, row.closed_by) == ("stateless_reset", "server")
+    assert not diag.counts
+
+
+# ------------------------------------------------------------------------------ robustness
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_parse_frames_never_raises(payload: bytes) -> None:
+    frames, stop = parse_frames(payload)
+    assert stop is not None or sum(1 for _ in frames) >= (1 if payload else 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=200), max_size=6))
+def test_the_tracker_never_raises_on_garbage_after_a_known_connection(
+        payloads: list[bytes]) -> None:
+    from pcaptools.diagnostics import Diagnostics
+    from pcaptools.protocols.quic.observer import QuicTracker
+    from pcaptools.protocols.tls.keylog import KeyLog, SessionSecrets
+
+    tracker = QuicTracker(Diagnostics(), KeyLog())
+    tracker.datagram(_datagram(1, b"\x41" + bytes(30)))
+    (conn,) = tracker.connections
+    conn.secrets = SessionSecrets(client_traffic={0: bytes(32)}, server_traffic={0: bytes(32)},
+                                  client_handshake=bytes(32), server_handshake=bytes(32))
+    tracker._register(conn, b"\x01\x02\x03\x04", 0)
+    for i, p in enumerate(payloads, 2):
+        tracker.datagram(_datagram(i, bytes([p[0] | 0x40]) + p[1:], to_server=bool(i % 2)))
+    tracker.finish(100_000_000, 99)
+    assert len(tracker.packet_rows) >= 1

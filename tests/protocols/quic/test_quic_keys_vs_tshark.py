@@ -16,7 +16,6 @@ frames); pcaptools does not (see test_quic_vs_tshark).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pandas as pd

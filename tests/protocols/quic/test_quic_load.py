@@ -45,3 +45,39 @@ def test_subset_keeps_the_quic_connection_and_its_packets(corpus: Path) -> None:
     late = cap.subset(start=20.0)
     assert len(late.quic_connections) == 1
     assert late.quic_packets["ts"].min() >= cap.packets["ts"].iloc[0] + pd.Timedelta(seconds=20)
+
+
+def test_zerortt_has_two_connections_where_tshark_numbers_three(corpus: Path) -> None:
+    """zerortt.pcap: tshark 4.0 gives frames 79-104 a third quic.connection.number, because the
+    client's Initial in frame 79 goes to a destination connection ID it has not seen
+    (3ec82f67). That Initial is connection 1's: same UDP 5-tuple, it decrypts with the keys of
+    connection 1's original destination connection ID and its packet number (1) follows the
+    client's first Initial (0); it acknowledges the server's Initial. So it stays connection
+    1 here (tshark itself loses the connection in frame 80: no quic.connection.number)."""
+    cap = pcaptools.load(_path(corpus, "zerortt.pcap"))
+    qc = cap.quic_connections
+    assert qc["quic_connection"].tolist() == [0, 1]
+    pk = cap.quic_packets
+    f79 = pk[(pk["frame"] == 79) & (pk["packet_type"] == "initial")].iloc[0]
+    assert (f79["quic_connection"], f79["dcid"], f79["status"], f79["packet_number"]) == (
+        1, "3ec82f67", "decrypted", 1)
+    first = pk[(pk["quic_connection"] == 1) & (pk["packet_type"] == "initial")
+               & (pk["direction"] == "client_to_server")]
+    assert first["packet_number"].tolist() == [0, 1]
+    assert int(qc["initial_failed"].iloc[1]) == 0
+    assert set(pk.loc[pk["frame"] >= 79, "quic_connection"]) == {1}
+
+
+def test_keyed_tables_are_the_same_with_two_workers() -> None:
+    from tests.conftest import CAPTURES
+    path = CAPTURES / "h3-sse-chat.pcapng"
+    if not path.exists():
+        pytest.skip("h3-sse-chat.pcapng is absent")
+    keys = path.with_suffix(".keys")
+    one = pcaptools.load(path, keylog=keys)
+    two = pcaptools.load(path, keylog=keys, workers=2)
+    for t in ("quic_connections", "quic_packets", "quic_frames", "coverage"):
+        pd.testing.assert_frame_equal(getattr(one, t), getattr(two, t), check_categorical=False)
+    assert len(one.quic_frames) == 279
+    assert one.coverage.query("protocol == 'quic'")["status"].astype(str).tolist() == [
+        "decrypted"]
