@@ -504,7 +504,8 @@ def open_capture(
     """Open a pcap or pcapng capture, optionally gzip/bzip2/xz/zstd compressed.
 
     ``path`` is a file path (a FIFO too) or a binary file object (``sys.stdin.buffer``, a
-    socket's ``makefile("rb")``, ``io.BytesIO``...). Only a regular file is ever seeked;
+    socket's ``makefile("rb")``, ``io.BytesIO``...); a path is always a path (``"-"`` names a
+    file called ``-``: standard input is ``sys.stdin.buffer``). Only a regular file is ever seeked;
     anything else is read once, front to back, and gives the same frames. A file object
     is not closed by :meth:`CaptureReader.close` (its owner closes it).
 
@@ -532,7 +533,9 @@ def open_capture(
     try:
         raw: Any = open(p, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed by CaptureReader
     except FileNotFoundError:
-        raise CaptureOpenError(f"capture file not found: {p}") from None
+        hint = (" ('-' is standard input only on the pcap-report command line: in Python pass "
+                "sys.stdin.buffer)" if str(path) == "-" else "")
+        raise CaptureOpenError(f"capture file not found: {p}{hint}") from None
     except IsADirectoryError:
         raise CaptureOpenError(f"{p} is a directory, not a capture file") from None
     except PermissionError:

@@ -245,3 +245,15 @@ def test_pcap_report_dash_on_a_terminal_is_bad_usage(
         cli.main(["-", "-q"])
     assert e.value.code == 2
     assert "standard input (-) is a terminal: pipe a capture into it" in capsys.readouterr().err
+
+
+def test_dash_is_a_path_in_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only pcap-report maps ``-`` to standard input; ``load("-")`` opens a file named ``-``
+    (a notebook's stdin is not a pipe), and says what to pass when there is none."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CaptureOpenError, match=r"not found: - .*pass sys\.stdin\.buffer"):
+        pcaptools.load("-")
+    (tmp_path / "-").write_bytes(LOSSY.read_bytes())
+    cap = pcaptools.load("-")
+    assert_same_tables(cap, LOSSY)
+    assert cap.summary.path == "-" and not cap.summary.extra.get("stream")
