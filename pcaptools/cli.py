@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -672,9 +673,10 @@ def _progress(
     from tqdm import tqdm
 
     try:
-        size: int | None = os.path.getsize(path)
-    except OSError:
-        size = None  # load() will say why
+        st = os.stat(path)
+        size: int | None = st.st_size if stat.S_ISREG(st.st_mode) else None  # (a FIFO: unknown)
+    except (OSError, ValueError):
+        size = None  # stdin; or load() will say why
     bar = tqdm(
         total=size,
         unit="B",
