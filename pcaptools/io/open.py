@@ -272,7 +272,7 @@ class _Unseekable:
             self._pending = pending[n:]
         else:
             self._pending = b""
-            parts = [pending]
+            parts = [pending] if pending else []
             if not self.failed:
                 try:
                     if n is None or n < 0:
@@ -288,7 +288,7 @@ class _Unseekable:
                         raise
                     self.failed = True
                     self.on_error(exc, self.consumed + sum(len(x) for x in parts))
-            data = b"".join(parts)
+            data = parts[0] if len(parts) == 1 else b"".join(parts)
         self.consumed += len(data)
         return data
 

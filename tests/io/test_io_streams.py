@@ -189,8 +189,19 @@ def _cli(args: list[str], stdin: Any, cwd: Path) -> subprocess.CompletedProcess[
                           capture_output=True, cwd=cwd, env=env, timeout=300, check=False)
 
 
+@pytest.fixture(scope="module")
+def from_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``pcap-report <file> --json f.json --export f/``, run once for the module."""
+    d = tmp_path_factory.mktemp("from-file")
+    done = _cli([str(SSE), "-q", "--keylog", str(SSE_KEYS), "--json", "f.json",
+                 "--export", "f"], subprocess.DEVNULL, d)
+    assert done.returncode == 0, done.stderr
+    return d
+
+
 @pytest.mark.parametrize("compress", [None, "gzip"])
-def test_pcap_report_dash_reads_a_real_pipe(tmp_path: Path, compress: str | None) -> None:
+def test_pcap_report_dash_reads_a_real_pipe(tmp_path: Path, compress: str | None,
+                                            from_file: Path) -> None:
     """``cat cap | pcap-report - --export t/``: the exported tables equal load(file)'s."""
     proc = cat(SSE, compress=compress)
     try:
@@ -204,17 +215,14 @@ def test_pcap_report_dash_reads_a_real_pipe(tmp_path: Path, compress: str | None
     report = (tmp_path / "stdin.report.html").read_text(encoding="utf-8")
     assert "&lt;stdin&gt;" in report and "<stdin>" not in report  # escaped name, no file path
     # the same command on the file: the same tables, the same headline numbers
-    from_file = _cli([str(SSE), "-q", "--keylog", str(SSE_KEYS), "--json", "f.json",
-                      "--export", "f"], subprocess.DEVNULL, tmp_path)
-    assert from_file.returncode == 0, from_file.stderr
     want = ref(SSE)
     for name in pcaptools.TABLES:
         got = export.read_parquet_table(tmp_path / "t" / f"{name}.parquet")
         pd.testing.assert_frame_equal(
-            got, export.read_parquet_table(tmp_path / "f" / f"{name}.parquet"), obj=name)
+            got, export.read_parquet_table(from_file / "f" / f"{name}.parquet"), obj=name)
         assert len(got) == len(getattr(want, name)), name
     head = json.loads((tmp_path / "s.json").read_text())
-    file_head = json.loads((tmp_path / "f.json").read_text())
+    file_head = json.loads((from_file / "f.json").read_text())
     assert head.pop("file") == "<stdin>" and file_head.pop("file") == SSE.name
     if compress is None:
         assert head == file_head
