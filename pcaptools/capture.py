@@ -135,7 +135,7 @@ def load_with(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions) ->
     if o.out is not None and (o.workers > 1 or o.shard is not None):
         raise ValueError("load(out=...) reads with one process: no workers or shard")
     if (o.workers > 1 or o.shard is not None) and is_stream(path):
-        raise not_for_streams(path, o.workers)
+        raise not_for_streams(path, o.workers, o.shard)
     if o.workers > 1 and o.shard is None:
         assert isinstance(path, (str, os.PathLike))  # (streams were refused above)
         return run_parallel(path, o, workers=o.workers)

@@ -340,3 +340,13 @@ def test_read_error_in_a_regular_file_is_a_row() -> None:
     assert frames == list(range(1, 11))
     assert [r.code for r in diag.rows] == ["capture.read_error"]
     assert "after frame 10 (OSError: Input/output error)" in diag.rows[0].detail
+
+
+def test_shards_and_run_parallel_of_a_stream_name_what_was_asked() -> None:
+    from pcaptools.parallel import run_parallel
+    from pcaptools.pipeline import LoadOptions
+
+    with pytest.raises(UnsupportedInputError, match=r"load\(shard=\(0, 2\)\) reads the capture"):
+        pcaptools.load(io.BytesIO(b""), shard=(0, 2))
+    with pytest.raises(UnsupportedInputError, match=r"load\(workers=3\) reads the capture"):
+        run_parallel(io.BytesIO(b""), LoadOptions(), workers=3)  # type: ignore[arg-type]
