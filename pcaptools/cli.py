@@ -673,6 +673,8 @@ def _progress(
     from tqdm import tqdm
 
     try:
+        if path == STDIN:
+            raise ValueError(path)  # (not a file named "-")
         st = os.stat(path)
         size: int | None = st.st_size if stat.S_ISREG(st.st_mode) else None  # (a FIFO: unknown)
     except (OSError, ValueError):
