@@ -68,16 +68,17 @@ def load(
     """Read ``path`` once and return a :class:`Capture` with every table filled.
 
     ``path`` is a capture file, a FIFO, or a binary file object (``sys.stdin.buffer`` for
-    ``tcpdump -w - | ...``, a socket's ``makefile("rb")``); streams are read without seeking,
+    ``tcpdump -w - | ...``, a socket's ``makefile("rb")``; a path is always a path: ``"-"``
+    means standard input only to ``pcap-report``); streams are read without seeking,
     compressed ones too, and give the same tables as the file they carry (``summary.path`` is
     the stream's name, ``summary.file_size`` the bytes read, ``summary.extra["stream"]`` True).
     A stream cannot be read by ``workers`` > 1 or by :meth:`Capture.wireshark`:
     :class:`~pcaptools.errors.UnsupportedInputError`.
 
-    Raises :class:`~pcaptools.errors.CaptureOpenError` / :class:`~pcaptools.errors.CaptureFormatError`
-    only when the file cannot be read as a capture at all. Anything wrong inside it (a record cut
-    off, a malformed header, an unsupported link type) becomes a row of ``Capture.warnings`` and the
-    rest of the capture is still analysed.
+    Raises :class:`~pcaptools.errors.CaptureOpenError` /
+    :class:`~pcaptools.errors.CaptureFormatError` only when the file cannot be read as a capture
+    at all. Anything wrong inside it (a record cut off, a malformed header, an unsupported link
+    type) becomes a row of ``Capture.warnings`` and the rest of the capture is still analysed.
 
     ``keylog``: an NSS key log file (SSLKEYLOGFILE) for TLS decryption; key logs embedded in a
     pcapng (Decryption Secrets Blocks) are used as well, both at once. Raises
@@ -134,7 +135,7 @@ def load_with(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions) ->
     if o.out is not None and (o.workers > 1 or o.shard is not None):
         raise ValueError("load(out=...) reads with one process: no workers or shard")
     if (o.workers > 1 or o.shard is not None) and is_stream(path):
-        raise not_for_streams(path, o.workers)
+        raise not_for_streams(path, o.workers, o.shard)
     if o.workers > 1 and o.shard is None:
         assert isinstance(path, (str, os.PathLike))  # (streams were refused above)
         return run_parallel(path, o, workers=o.workers)

@@ -16,16 +16,18 @@ seeking, compressed or not; a FIFO path works the same way.
 Outputs never destroy data: before any capture is read, every output path (``-o``, ``--json``,
 the ``--export`` files, the reports and index of several captures) is checked: one that
 resolves (symlinks followed, hard links found) to an input (a capture, the key log), or names
-the same file as another output, is refused with exit status 2, and one whose folder is
-missing or cannot be written with exit status 1, so a long analysis (or a pipe, which cannot
-be read again) is never lost to a typo. Files are written to a temporary file in their
-folder and renamed over the target (:mod:`pcaptools._safewrite`): a symlink there is
-replaced, not written through.
+the same file as another output, is a device, or whose folder is missing or cannot be
+written, is refused with exit status 2 (one line naming the paths), so a long analysis (or
+a pipe, which cannot be read again) is never lost to a typo. Files are written to a
+temporary file in their folder and renamed over the target (:mod:`pcaptools._safewrite`):
+a symlink there is replaced, not written through. ``/dev/stdout``, ``/dev/null`` and named
+pipes are written into (``--json /dev/stdout | jq``).
 
 Exit status: 0 when the report was written (even if the capture had warnings), 1 when the
-capture cannot be read or an output cannot be written (one ``pcap-report: error: ...`` line on
-stderr, no traceback), 2 for bad usage (an output that would overwrite an input or another
-output included).
+capture cannot be read or writing an output fails after the analysis (disk full; one
+``pcap-report: error: ...`` line on stderr, no traceback), 2 for bad usage (an output that
+would overwrite an input or another output, or whose folder is missing or not writable,
+included: found before the capture is read).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import argparse
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -80,13 +83,14 @@ examples:
         (repeatable) too); the header says which filter was applied
 
 outputs are checked before the capture is read, and written to a temporary file in their
-folder that is then renamed over the target (a symlink there is replaced, not followed).
+folder that is then renamed over the target (a symlink there is replaced, not followed);
+/dev/stdout, /dev/null and named pipes are written into (--json /dev/stdout | jq .).
 
 exit status: 0 report written (warnings included), 1 capture unreadable (with several
-captures: any of them; the others' reports are still written) or output not writable
-(e.g. its folder does not exist: found before reading), 2 bad usage (also an output path
-that is an input or another output, -o equal to --json say; a subset option that does not
-fit the capture, e.g. --start after --end).
+captures: any of them; the others' reports are still written) or an output write failed
+after the analysis (e.g. disk full), 2 bad usage (also an output path that is an input or
+another output, -o equal to --json say, or whose folder is missing or not writable: found
+before reading; a subset option that does not fit the capture, e.g. --start after --end).
 """
 
 
@@ -320,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _write_json(args.json_path, head)
         if args.export:
             _export(cap, args)
-    except OSError as exc:
+    except (OSError, OutputPathError) as exc:
         return _fail(err, _message(exc, getattr(exc, "filename", None) or out))
 
     if not args.quiet:
@@ -383,7 +387,7 @@ def _main_compare(args: argparse.Namespace, err: TextIO) -> int:
             doc = {"labels": list(labels), "a": _headline(a), "b": _headline(b),
                    "comparison": rows}
             _write_json(args.json_path, doc)
-    except OSError as exc:
+    except (OSError, OutputPathError) as exc:
         return _fail(err, _message(exc, getattr(exc, "filename", None) or out))
     if not args.quiet:
         print(f"compared {Path(paths[0]).name} ({labels[0]}) with {Path(paths[1]).name} "
@@ -463,7 +467,7 @@ def _main_many(args: argparse.Namespace, err: TextIO) -> int:
             _write_json(args.json_path, {"captures": entries, "errors": many.errors})
         if args.export:
             _export(many, args)
-    except OSError as exc:
+    except (OSError, OutputPathError) as exc:
         return _fail(err, _message(exc, getattr(exc, "filename", None) or out_dir))
 
     if not args.quiet:
@@ -546,13 +550,15 @@ def _export_folders(args: argparse.Namespace) -> list[Labelled]:
 
 def _check(err: TextIO, outputs: Sequence[Labelled], inputs: Sequence[Labelled],
            folders: Sequence[Labelled] = ()) -> int:
-    """0 when the outputs are safe to write, else the exit status after one error line:
-    2 for an output that is an input or another output, 1 for one that cannot be written."""
+    """0 when the outputs are safe to write, else 2 (bad usage) after one error line: an
+    output that is an input or another output, or one that cannot be written (a missing or
+    read-only folder, a device), found before any capture is read."""
     try:
         check_outputs(outputs, inputs, folders=folders)
     except OutputPathError as exc:
-        return _usage(err, str(exc)) if exc.collision else _fail(err, str(exc))
+        return _usage(err, str(exc))
     return 0
+
 
 _FILTERS = ("host", "port", "sni", "stream", "start", "end")
 
@@ -667,9 +673,12 @@ def _progress(
     from tqdm import tqdm
 
     try:
-        size: int | None = os.path.getsize(path)
-    except OSError:
-        size = None  # load() will say why
+        if path == STDIN:
+            raise ValueError(path)  # (not a file named "-")
+        st = os.stat(path)
+        size: int | None = st.st_size if stat.S_ISREG(st.st_mode) else None  # (a FIFO: unknown)
+    except (OSError, ValueError):
+        size = None  # stdin; or load() will say why
     bar = tqdm(
         total=size,
         unit="B",

@@ -9,8 +9,9 @@ Only raised when no analysis can happen at all. Anything wrong *inside* a captur
      ├── CaptureOpenError     the path cannot be opened (missing, a directory, no permission)
      │    └── UnsupportedInputError  a stream cannot do what was asked of it (not binary,
      │                               not readable; read again for workers > 1 or tshark)
-     ├── OutputPathError      an output path would destroy data (an input, another output)
-     │                        or cannot be written (missing folder); found before reading
+     ├── OutputPathError      an output path would destroy data (an input, another output,
+     │                        a device) or cannot be written (missing folder); found before
+     │                        reading
      ├── KeylogError          a key log file was given but cannot be read
      └── WiresharkError       tshark could not give the table :func:`pcaptools.wireshark` asked for
           ├── TsharkNotFoundError     no tshark binary (install Wireshark's command-line tools)
@@ -42,9 +43,10 @@ class UnsupportedInputError(CaptureOpenError):
 
 
 class OutputPathError(PcapToolsError):
-    """An output path would overwrite an input (capture, key log) or another output
-    (``collision`` True: ``pcap-report`` exits 2), or its folder does not exist or cannot be
-    written (``collision`` False: exit 1). Found before the capture is read."""
+    """An output path would overwrite an input (capture, key log) or another output, or is a
+    device pcaptools will not write into (``collision`` True), or its folder does not exist
+    or cannot be written (``collision`` False). Found before the capture is read;
+    ``pcap-report`` exits 2 for either."""
 
     def __init__(self, message: str, *, collision: bool = False) -> None:
         super().__init__(message)

@@ -89,7 +89,7 @@ def run_parallel(path: str | os.PathLike[str], options: LoadOptions, *,
         one = dataclasses.replace(options, workers=1, shard=None)
         return load_streamed(path, one) if one.out is not None else load_capture(path, one)
     if is_stream(path):  # (each shard reads the whole capture)
-        raise not_for_streams(path, 1)
+        raise not_for_streams(path, n)
     base = dataclasses.replace(options, workers=1, progress=None)
     # shards 1..n-1 in worker processes, shard 0 here meanwhile (its tables need no pickling)
     with ProcessPoolExecutor(max_workers=n - 1, mp_context=mp_context()) as pool:

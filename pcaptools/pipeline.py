@@ -184,10 +184,13 @@ def is_stream(path: str | os.PathLike[str] | IO[bytes]) -> bool:
         return False
 
 
-def not_for_streams(path: object, workers: int) -> UnsupportedInputError:
+def not_for_streams(path: object, workers: int,
+                    shard: tuple[int, int] | None = None) -> UnsupportedInputError:
     """The error of a ``workers``/``shard`` load of a stream (read once per process)."""
+    call = f"load(shard={shard})" if shard is not None and workers <= 1 else \
+        f"load(workers={workers})"
     return UnsupportedInputError(
-        f"load(workers={workers}) reads the capture once per process, which a stream (pipe, "
+        f"{call} reads the capture once per process, which a stream (pipe, "
         f"FIFO or file object: {getattr(path, 'name', path)}) cannot do: use workers=1, or "
         "save the stream to a file first"
     )

@@ -156,11 +156,11 @@ def test_oserror_while_loading_exits_1(
     assert capsys.readouterr().err == "pcap-report: error: secret.pcap: Permission denied\n"
 
 
-def test_unwritable_output_exits_1(
+def test_missing_output_folder_exits_2_before_reading(
     tmp_path: Path, fake_load: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "missing-dir" / "r.html"
-    assert cli.main(["x.pcap", "-o", str(out)]) == 1
+    assert cli.main(["x.pcap", "-o", str(out)]) == 2
     assert capsys.readouterr().err == (
         f"pcap-report: error: -o {out}: the folder {out.parent} does not exist\n"
     )

@@ -1,13 +1,17 @@
 """Outputs never destroy data (issue 18): an output naming an input or another output is
-refused (exit 2) before the capture is read; a missing output folder is found before the
-analysis (exit 1); every file is written to a temporary file and renamed, so a symlink at
-the target is replaced instead of written through, and a failed write keeps the old file."""
+refused (exit 2) before the capture is read; a missing or unwritable output folder is found
+before the analysis (exit 2 too); every file is written to a temporary file and renamed, so a
+symlink at the target is replaced instead of written through, and a failed write keeps the
+old file; stdout, /dev/null and named pipes are written into, never replaced, other devices
+refused."""
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +21,7 @@ from conftest import CAPTURES
 
 import pcaptools
 from pcaptools import _safewrite, cli, export
+from pcaptools.errors import OutputPathError
 
 DEMO = CAPTURES / "ws-idle-reset.pcap"  # small: a real load in well under a second
 TLS = CAPTURES / "ws-tls.pcapng"
@@ -140,7 +145,7 @@ def test_unwritable_outputs_are_found_before_the_analysis(
     argv = [str(DEMO), "-q", *(o.format(d=tmp_path) for o in opts)]
     if "-o" not in opts:
         argv += ["-o", str(tmp_path / "r.html")]
-    assert cli.main(argv) == 1
+    assert cli.main(argv) == 2
     assert message.format(d=tmp_path) in _err(capsys)
     assert loads == []
 
@@ -155,7 +160,7 @@ def test_read_only_folder_is_found_before_the_analysis(
         raise OSError(errno.EROFS, "Read-only file system")
 
     monkeypatch.setattr(_safewrite.tempfile, "mkstemp", mkstemp)
-    assert cli.main([str(DEMO), "-q", "-o", str(tmp_path / "r.html")]) == 1
+    assert cli.main([str(DEMO), "-q", "-o", str(tmp_path / "r.html")]) == 2
     assert f"-o {tmp_path}/r.html: cannot write in {tmp_path} (Read-only file system)" in \
         _err(capsys)
     assert loads == []
@@ -242,3 +247,90 @@ def test_report_into_the_capture_folder_is_fine(tmp_path: Path) -> None:
                      "--json", str(tmp_path / "x.json")]) == 0
     assert cap.read_bytes() == DEMO.read_bytes()
     assert (tmp_path / "x.report.html").stat().st_size > 10_000
+
+
+# --------------------------------------------------------------------------- streams and devices
+# Every target below is reached through a symlink in tmp_path (or is a node made there), so a
+# regression replaces only that entry, never the system's /dev/stdout or /dev/null.
+
+
+def test_json_to_stdout_is_written_into_it_not_replaced(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``--json /dev/stdout``: run as root, the old writer renamed a file over the
+    /dev/stdout symlink. Now it writes through stdout's own descriptor."""
+    link = tmp_path / "stdout.json"
+    link.symlink_to("/proc/self/fd/1")
+    null = tmp_path / "null.html"
+    null.symlink_to(os.devnull)
+    assert cli.main([str(DEMO), "-q", "-o", str(null), "--json", str(link)]) == 0
+    out = capfd.readouterr().out
+    assert json.loads(out)["frames"] == 16
+    assert link.is_symlink() and os.readlink(link) == "/proc/self/fd/1"
+    assert null.is_symlink() and os.readlink(null) == os.devnull
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null.html", "stdout.json"]
+    # /dev/null collides with nothing; two outputs into one stream do
+    _safewrite.check_outputs([("-o", null), ("--json", os.devnull)], [])
+    with pytest.raises(OutputPathError, match="are the same file"):
+        _safewrite.check_outputs([("-o", link), ("--json", "/proc/self/fd/1")], [])
+
+
+def test_report_into_a_named_pipe(tmp_path: Path) -> None:
+    """``mkfifo p; reader < p & pcap-report cap -o p``: the reader gets the report, the
+    FIFO stays a FIFO; two outputs into one pipe are refused."""
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def reader() -> None:
+        with open(fifo, "rb") as f:
+            got.append(f.read())
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    assert cli.main([str(DEMO), "-q", "-o", str(fifo)]) == 0
+    t.join(timeout=60)
+    assert got and got[0].startswith(b"<!DOCTYPE html>") and got[0].rstrip().endswith(b"</html>")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    (tmp_path / "also.json").symlink_to(fifo)
+    assert cli.main([str(DEMO), "-q", "-o", str(fifo), "--json", str(tmp_path / "also.json")]
+                    ) == 2
+
+
+def test_other_devices_are_refused_before_reading(
+    tmp_path: Path, loads: list[Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A device node other than /dev/null (here a copy of /dev/zero's, made in tmp_path) is
+    neither written into nor replaced; a symlink to one is replaced like any symlink."""
+    zero = tmp_path / "zero"
+    try:
+        os.mknod(zero, stat.S_IFCHR | 0o600, os.makedev(1, 5))
+    except (PermissionError, OSError) as exc:
+        pytest.skip(f"cannot make a device node here: {exc}")
+    assert cli.main([str(DEMO), "-q", "-o", str(zero)]) == 2
+    assert f"-o {zero} is a device: refusing to write into it or replace it" in _err(capsys)
+    assert loads == [] and stat.S_ISCHR(os.lstat(zero).st_mode)
+    link = tmp_path / "r.html"
+    link.symlink_to(zero)
+    assert _safewrite.target_kind(link) == _safewrite.FILE  # the symlink would be replaced
+    _safewrite.write_text(link, "report")
+    assert not link.is_symlink() and link.read_text() == "report"
+    assert stat.S_ISCHR(os.lstat(zero).st_mode)
+
+
+def test_write_report_refuses_the_capture_it_was_loaded_from(tmp_path: Path) -> None:
+    """The Python API keeps the CLI's promise: ``write_report(cap, <its capture>)``."""
+    from pcaptools.report import write_comparison, write_report
+
+    cap_path = tmp_path / "in.pcap"
+    keys = tmp_path / "in.keys"
+    cap_path.write_bytes(DEMO.read_bytes())
+    keys.write_bytes(TLS_KEYS.read_bytes())
+    cap = pcaptools.load(cap_path, keylog=keys)
+    for target in (cap_path, keys):
+        with pytest.raises(OutputPathError, match=f"is the (capture|key log) \\({target}\\)"):
+            write_report(cap, target)
+        with pytest.raises(OutputPathError, match="refusing to overwrite an input"):
+            write_comparison(cap, cap, target)
+    assert cap_path.read_bytes() == DEMO.read_bytes() and keys.read_bytes() == TLS_KEYS.read_bytes()

@@ -63,6 +63,13 @@ def _decompression_errors() -> tuple[type[BaseException], ...]:
 _DECOMPRESSION_ERRORS = _decompression_errors()
 
 
+def _is_read_error(exc: BaseException) -> bool:
+    """``exc`` came from reading the source (an I/O error, a reset or timed-out socket, a
+    file object that cannot read), not from corrupt compressed data (those carry no errno)."""
+    return isinstance(exc, (io.UnsupportedOperation, TimeoutError, ConnectionError)) or (
+        isinstance(exc, OSError) and exc.errno is not None)
+
+
 class _Stream:
     """The decompressed byte stream the format parsers read (implements ``pcap.Source``).
 
@@ -178,6 +185,17 @@ class _Stream:
                 self._eof = True
         return buf
 
+    def read_failed(self, exc: OSError, nbytes: int) -> None:
+        """The source (a stream) raised ``exc`` after ``nbytes`` bytes: a
+        ``capture.read_error`` row; reading stops once those bytes are parsed (``stopped``:
+        the parser adds no truncation row for the record the error cut)."""
+        self.stopped = True
+        self._diag.add(
+            "capture.read_error",
+            f"reading the capture failed after {nbytes} bytes of the stream "
+            f"({type(exc).__name__}: {exc.strerror or exc}); everything before it was analysed",
+        )
+
     def _limit_row(self) -> None:
         what = f"the {self.compression} stream" if self.compression else "the file"
         self._diag.add(
@@ -196,6 +214,10 @@ class _Stream:
                     break
                 data += more
         except _DECOMPRESSION_ERRORS as exc:
+            if self.stopped:  # the source failed (read_failed): the stream ended early
+                return b""
+            if _is_read_error(exc):
+                raise  # not the data: the parser reports it (read_error / UnsupportedInputError)
             self.stopped = True
             self._diag.add(
                 "capture.decompression_error",
@@ -225,7 +247,7 @@ class _Unseekable:
     need of it. ``close()`` closes the underlying object only if pcaptools opened it.
     """
 
-    __slots__ = ("_fh", "_owned", "_pending", "consumed", "name")
+    __slots__ = ("_fh", "_owned", "_pending", "consumed", "failed", "name", "on_error")
 
     def __init__(self, fh: Any, owned: bool, name: str) -> None:
         self._fh = fh
@@ -233,6 +255,11 @@ class _Unseekable:
         self._pending = b""
         self.consumed = 0
         self.name = name
+        self.failed = False
+        """a read raised: what arrived before it was handed out, then only ``b""``"""
+        self.on_error: Callable[[OSError, int], None] | None = None
+        """set by :func:`_open`: told of a read error (and the bytes read before it) instead
+        of raising it, so the bytes that arrived are still parsed and the error is a row"""
 
     def unread(self, data: bytes) -> None:
         self._pending = data + self._pending
@@ -240,15 +267,28 @@ class _Unseekable:
 
     def read(self, n: int = -1) -> bytes:
         pending = self._pending
-        if n is None or n < 0:
-            data = pending + _read_all(self._fh)
-            self._pending = b""
-        elif len(pending) >= n:
+        if n is not None and 0 <= n <= len(pending):
             data = pending[:n]
             self._pending = pending[n:]
         else:
             self._pending = b""
-            data = pending + _read_exactly(self._fh, n - len(pending))
+            parts = [pending] if pending else []
+            if not self.failed:
+                try:
+                    if n is None or n < 0:
+                        _read_all(self._fh, parts)
+                    else:
+                        _read_exactly(self._fh, n, parts)
+                except io.UnsupportedOperation as exc:
+                    raise UnsupportedInputError(
+                        f"cannot read {self.name}: the file object does not support reading "
+                        f"({exc}); give a binary stream open for reading") from None
+                except OSError as exc:
+                    if self.on_error is None:
+                        raise
+                    self.failed = True
+                    self.on_error(exc, self.consumed + sum(len(x) for x in parts))
+            data = parts[0] if len(parts) == 1 else b"".join(parts)
         self.consumed += len(data)
         return data
 
@@ -291,27 +331,23 @@ def _as_bytes(data: object) -> bytes:
     )
 
 
-def _read_exactly(fh: Any, n: int) -> bytes:
-    data = _as_bytes(fh.read(n))
-    if len(data) >= n or not data:
-        return data
-    parts = [data]
-    have = len(data)
+def _read_exactly(fh: Any, n: int, parts: list[bytes]) -> None:
+    """Append reads of ``fh`` to ``parts`` until they hold ``n`` bytes (``parts`` may start
+    with bytes already) or ``fh`` ends; what was read stays in ``parts`` if a read raises."""
+    have = sum(len(x) for x in parts)
     while have < n:
         more = _as_bytes(fh.read(n - have))
         if not more:
-            break
+            return
         parts.append(more)
         have += len(more)
-    return b"".join(parts)
 
 
-def _read_all(fh: Any) -> bytes:
-    parts: list[bytes] = []
+def _read_all(fh: Any, parts: list[bytes]) -> None:
     while True:
         more = _as_bytes(fh.read(_READ_BUFFER))
         if not more:
-            return b"".join(parts)
+            return
         parts.append(more)
 
 
@@ -504,7 +540,8 @@ def open_capture(
     """Open a pcap or pcapng capture, optionally gzip/bzip2/xz/zstd compressed.
 
     ``path`` is a file path (a FIFO too) or a binary file object (``sys.stdin.buffer``, a
-    socket's ``makefile("rb")``, ``io.BytesIO``...). Only a regular file is ever seeked;
+    socket's ``makefile("rb")``, ``io.BytesIO``...); a path is always a path (``"-"`` names a
+    file called ``-``: standard input is ``sys.stdin.buffer``). Only a regular file is ever seeked;
     anything else is read once, front to back, and gives the same frames. A file object
     is not closed by :meth:`CaptureReader.close` (its owner closes it).
 
@@ -532,7 +569,9 @@ def open_capture(
     try:
         raw: Any = open(p, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed by CaptureReader
     except FileNotFoundError:
-        raise CaptureOpenError(f"capture file not found: {p}") from None
+        hint = (" ('-' is standard input only on the pcap-report command line: in Python pass "
+                "sys.stdin.buffer)" if str(path) == "-" else "")
+        raise CaptureOpenError(f"capture file not found: {p}{hint}") from None
     except IsADirectoryError:
         raise CaptureOpenError(f"{p} is a directory, not a capture file") from None
     except PermissionError:
@@ -575,6 +614,8 @@ def _open(p: Path, raw: Any, diag: Diagnostics, limit: int | None) -> CaptureRea
     compression = next((name for magic, name in COMPRESSION_MAGICS if head.startswith(magic)), None)
     fh = raw if compression is None else _open_decompressor(raw, compression)
     stream = _Stream(fh, compression, diag, limit)
+    if unseekable:
+        raw.on_error = stream.read_failed
     try:
         magic = fh.read(4)
     except _DECOMPRESSION_ERRORS as exc:

@@ -9,12 +9,13 @@ it has been yielded and nothing is raised.
 
 from __future__ import annotations
 
+import io
 import struct
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from ..diagnostics import Diagnostics
-from ..errors import CaptureFormatError
+from ..errors import CaptureFormatError, UnsupportedInputError
 from .frame import RawFrame
 from .linktypes import InterfaceInfo, linktype_name, max_packet_len
 
@@ -37,14 +38,33 @@ class Source(Protocol):
     """What the format parsers read from (see ``open.py``): a byte stream.
 
     ``read(n)`` returns exactly ``n`` bytes, or fewer at the end of the data; ``stopped`` is
-    True when the end came from a decompression error or limit (already reported as a
-    row), not from the end of the file.
+    True when the end came from a decompression error or limit, or a stream's read error
+    (already reported as a row), not from the end of the file.
     """
 
     read: Callable[[int], bytes]
 
     @property
     def stopped(self) -> bool: ...
+
+
+
+def read_failed(diag: Diagnostics, exc: OSError, frame: int, offset: int) -> None:
+    """Reading the capture raised ``exc`` after frame ``frame``, at byte ``offset`` of the
+    (decompressed) stream: a ``capture.read_error`` row, and reading ends there (everything
+    before it is analysed: an I/O error, a socket reset or timeout of a file object). A file
+    object that stops supporting reading (``io.UnsupportedOperation``) is a misuse, not a
+    property of the capture: :class:`~pcaptools.errors.UnsupportedInputError`."""
+    if isinstance(exc, io.UnsupportedOperation):
+        raise UnsupportedInputError(
+            f"the capture stream stopped supporting reading after frame {frame} ({exc}): give "
+            "a binary stream open for reading"
+        ) from None
+    diag.add(
+        "capture.read_error",
+        f"reading the capture failed at byte offset {offset}, after frame {frame} "
+        f"({type(exc).__name__}: {exc.strerror or exc}); everything before it was analysed",
+    )
 
 
 class PcapParser:
@@ -152,5 +172,7 @@ class PcapParser:
                 last_ts = ts
                 yield RawFrame(frame, ts, linktype, data, orig)
                 offset += rechdr + incl
+        except OSError as exc:
+            read_failed(diag, exc, frame, offset)
         finally:
             self.frame_count = frame

@@ -40,7 +40,7 @@ from ..diagnostics import Diagnostics
 from ..errors import CaptureFormatError
 from .frame import RawFrame
 from .linktypes import InterfaceInfo, linktype_name, max_packet_len
-from .pcap import Source
+from .pcap import Source, read_failed
 
 BT_SHB = 0x0A0D0D0A
 BT_IDB = 0x00000001
@@ -548,6 +548,8 @@ class PcapngParser:
                 last_ts = ts
                 yield RawFrame(frame, ts, linktype, data, orig, gidx)
                 offset += blen
+        except OSError as exc:
+            read_failed(diag, exc, frame, offset)
         finally:
             self.frame_count = frame
 

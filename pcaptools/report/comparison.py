@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from .. import __version__
+from .._safewrite import inputs_of, refuse_inputs
 from .._safewrite import write_text as safe_write_text
 from ..analyses.compare import compare_latency
 from ..analyses.summary import fmt_ms
@@ -111,7 +112,10 @@ def write_comparison(
     title: str | None = None,
     max_table_rows: int = MAX_TABLE_ROWS,
 ) -> None:
-    """Write :func:`render_comparison` to ``path`` (UTF-8). Raises OSError if it cannot."""
+    """Write :func:`render_comparison` to ``path`` (UTF-8), atomically. Raises OSError if it
+    cannot, :class:`~pcaptools.errors.OutputPathError` (nothing written) if ``path`` is one
+    of the two capture files or a key log they were loaded from."""
+    refuse_inputs(path, inputs_of(a.summary, b.summary))
     text = render_comparison(a, b, labels=labels, title=title, max_table_rows=max_table_rows)
     safe_write_text(path, text)
 

@@ -40,6 +40,7 @@ import plotly.io as pio
 from markupsafe import Markup
 
 from .. import __version__
+from .._safewrite import inputs_of, refuse_inputs
 from .._safewrite import write_text as safe_write_text
 from ..analyses.coverage import DONE as COVERED
 from ..analyses.coverage import coverage_summary
@@ -1289,7 +1290,10 @@ def write_report(
     max_timeline_bars: int = MAX_TIMELINE_BARS,
     page_rows: int = PAGE_ROWS,
 ) -> None:
-    """Write the report of ``cap`` to ``path`` (UTF-8). Raises OSError if it cannot be written."""
+    """Write the report of ``cap`` to ``path`` (UTF-8), atomically. Raises OSError if it cannot
+    be written, :class:`~pcaptools.errors.OutputPathError` (nothing written) if ``path`` is
+    the capture file or the key log ``cap`` was loaded from."""
+    refuse_inputs(path, inputs_of(cap.summary))
     text = render_report(
         cap, title=title, max_table_rows=max_table_rows, max_timeline_bars=max_timeline_bars,
         page_rows=page_rows,

@@ -189,8 +189,19 @@ def _cli(args: list[str], stdin: Any, cwd: Path) -> subprocess.CompletedProcess[
                           capture_output=True, cwd=cwd, env=env, timeout=300, check=False)
 
 
+@pytest.fixture(scope="module")
+def from_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``pcap-report <file> --json f.json --export f/``, run once for the module."""
+    d = tmp_path_factory.mktemp("from-file")
+    done = _cli([str(SSE), "-q", "--keylog", str(SSE_KEYS), "--json", "f.json",
+                 "--export", "f"], subprocess.DEVNULL, d)
+    assert done.returncode == 0, done.stderr
+    return d
+
+
 @pytest.mark.parametrize("compress", [None, "gzip"])
-def test_pcap_report_dash_reads_a_real_pipe(tmp_path: Path, compress: str | None) -> None:
+def test_pcap_report_dash_reads_a_real_pipe(tmp_path: Path, compress: str | None,
+                                            from_file: Path) -> None:
     """``cat cap | pcap-report - --export t/``: the exported tables equal load(file)'s."""
     proc = cat(SSE, compress=compress)
     try:
@@ -204,17 +215,14 @@ def test_pcap_report_dash_reads_a_real_pipe(tmp_path: Path, compress: str | None
     report = (tmp_path / "stdin.report.html").read_text(encoding="utf-8")
     assert "&lt;stdin&gt;" in report and "<stdin>" not in report  # escaped name, no file path
     # the same command on the file: the same tables, the same headline numbers
-    from_file = _cli([str(SSE), "-q", "--keylog", str(SSE_KEYS), "--json", "f.json",
-                      "--export", "f"], subprocess.DEVNULL, tmp_path)
-    assert from_file.returncode == 0, from_file.stderr
     want = ref(SSE)
     for name in pcaptools.TABLES:
         got = export.read_parquet_table(tmp_path / "t" / f"{name}.parquet")
         pd.testing.assert_frame_equal(
-            got, export.read_parquet_table(tmp_path / "f" / f"{name}.parquet"), obj=name)
+            got, export.read_parquet_table(from_file / "f" / f"{name}.parquet"), obj=name)
         assert len(got) == len(getattr(want, name)), name
     head = json.loads((tmp_path / "s.json").read_text())
-    file_head = json.loads((tmp_path / "f.json").read_text())
+    file_head = json.loads((from_file / "f.json").read_text())
     assert head.pop("file") == "<stdin>" and file_head.pop("file") == SSE.name
     if compress is None:
         assert head == file_head
@@ -245,3 +253,100 @@ def test_pcap_report_dash_on_a_terminal_is_bad_usage(
         cli.main(["-", "-q"])
     assert e.value.code == 2
     assert "standard input (-) is a terminal: pipe a capture into it" in capsys.readouterr().err
+
+
+def test_dash_is_a_path_in_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only pcap-report maps ``-`` to standard input; ``load("-")`` opens a file named ``-``
+    (a notebook's stdin is not a pipe), and says what to pass when there is none."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CaptureOpenError, match=r"not found: - .*pass sys\.stdin\.buffer"):
+        pcaptools.load("-")
+    (tmp_path / "-").write_bytes(LOSSY.read_bytes())
+    cap = pcaptools.load("-")
+    assert_same_tables(cap, LOSSY)
+    assert cap.summary.path == "-" and not cap.summary.extra.get("stream")
+
+
+# --------------------------------------------------------------------------- read errors
+
+
+class _FailsAt(io.RawIOBase):
+    """A file object whose reads raise ``exc`` once ``at`` bytes were handed out (a socket
+    reset or timeout, an I/O error), after reads of at most 4,096 bytes."""
+
+    def __init__(self, data: bytes, at: int, exc: OSError) -> None:
+        self._data, self._at, self._exc, self._pos = data, at, exc, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self._pos >= self._at:
+            raise self._exc
+        k = min(len(b), 4096, self._at - self._pos)
+        b[:k] = self._data[self._pos : self._pos + k]
+        self._pos += k
+        return k
+
+
+@pytest.mark.parametrize("path", [SSE, LOSSY], ids=["pcapng", "pcap"])
+def test_read_error_mid_stream_keeps_every_byte_before_it(path: Path) -> None:
+    """The bytes before the error are parsed (the tables of the file cut there), and one
+    capture.read_error row replaces the truncation row; the load does not raise."""
+    data = path.read_bytes()
+    for exc in (ConnectionResetError(104, "Connection reset by peer"), TimeoutError("timed out")):
+        cap = pcaptools.load(_FailsAt(data, 30_000, exc))
+        cut = pcaptools.load(io.BytesIO(data[:30_000]))
+        for name in pcaptools.TABLES:
+            if name != "warnings":
+                pd.testing.assert_frame_equal(getattr(cap, name), getattr(cut, name), obj=name)
+        rows = cap.warnings[cap.warnings["code"].astype(str).str.startswith("capture.")]
+        assert rows["code"].tolist() == ["capture.read_error"]
+        assert rows["detail"].iloc[0].startswith(
+            f"reading the capture failed after 30000 bytes of the stream ({type(exc).__name__}")
+        assert cap.summary.file_size == 30_000 and cap.summary.frames == cut.summary.frames > 40
+
+
+def test_read_error_inside_a_compressed_stream() -> None:
+    packed = gzip.compress(LOSSY.read_bytes())
+    cap = pcaptools.load(_FailsAt(packed, 30_000, OSError(5, "Input/output error")))
+    assert cap.warnings["code"].astype(str).tolist() == ["capture.read_error"]
+    assert 30 < cap.summary.frames < ref(LOSSY).summary.frames
+
+
+def test_stream_that_stops_supporting_reads_is_a_pcaptools_error() -> None:
+    with pytest.raises(UnsupportedInputError, match="does not support reading"):
+        pcaptools.load(_FailsAt(SSE.read_bytes(), 20_000, io.UnsupportedOperation("read")))
+
+
+def test_read_error_in_a_regular_file_is_a_row() -> None:
+    """A regular file read directly (EIO from a failing disk): the parsers report it."""
+    from pcaptools.diagnostics import Diagnostics
+    from pcaptools.io.open import open_capture
+
+    diag = Diagnostics()
+    with open_capture(LOSSY, diag) as reader:
+        real = reader._stream.read
+        calls = [0]
+
+        def read(n: int) -> bytes:
+            calls[0] += 1
+            if calls[0] > 21:  # 10 records (header and data) after the file header
+                raise OSError(5, "Input/output error")
+            return real(n)
+
+        reader._stream.read = read  # type: ignore[method-assign]
+        frames = [f.frame for f in reader.frames()]
+    assert frames == list(range(1, 11))
+    assert [r.code for r in diag.rows] == ["capture.read_error"]
+    assert "after frame 10 (OSError: Input/output error)" in diag.rows[0].detail
+
+
+def test_shards_and_run_parallel_of_a_stream_name_what_was_asked() -> None:
+    from pcaptools.parallel import run_parallel
+    from pcaptools.pipeline import LoadOptions
+
+    with pytest.raises(UnsupportedInputError, match=r"load\(shard=\(0, 2\)\) reads the capture"):
+        pcaptools.load(io.BytesIO(b""), shard=(0, 2))
+    with pytest.raises(UnsupportedInputError, match=r"load\(workers=3\) reads the capture"):
+        run_parallel(io.BytesIO(b""), LoadOptions(), workers=3)  # type: ignore[arg-type]
