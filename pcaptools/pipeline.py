@@ -118,10 +118,12 @@ class LoadOptions:
     """stops reading after that many bytes of the (decompressed) file, with a
     ``capture.decompression_limit`` row: a guard against decompression bombs (None: no limit)"""
     show_secrets: bool = False
-    """False redacts credentials (Authorization, Cookie, Set-Cookie, API key headers:
-    ``redaction.SECRET_HEADERS``) in every header column, credential query parameters
-    (``?api_key=``, ``X-Amz-Signature``...) in every path and URL, and credential-like WebSocket
-    subprotocols (:mod:`pcaptools.redaction`); True keeps them."""
+    """False redacts credentials in every column a table schema marks (``Column.secret``):
+    secret header values (Authorization, Cookie, ``*-token``, ``*-key``, ``*-secret``...),
+    credential query parameters (``?code=``, ``?access_token=``...) and userinfo passwords in
+    every path, URL and authority, credential-like WebSocket subprotocols, and credential JSON
+    members, URLs and header lines in free text (SSE data, WebSocket previews and close
+    reasons, warning details): :mod:`pcaptools.redaction`; True keeps them."""
     max_packet_rows: int | None = 2_000_000
     """caps the ``packets`` table: frames numbered above it get no row, the first of them a
     ``table.packets_truncated`` warning, and every other table still covers every frame (None:

@@ -5,30 +5,48 @@ Tables and the report show ``<redacted: N bytes>`` in place of a credential unle
 finding), the value does not. What counts as a credential:
 
 - the values of the headers in :data:`SECRET_HEADERS` (Authorization, Cookie, API key
-  headers...) or whose name ends like one of :data:`SECRET_HEADER_SUFFIXES` (any
-  ``*-token`` header: ``Private-Token``, ``X-Amz-Security-Token``, ``X-Vault-Token``...,
-  ``*-api-key``, ``*-secret``...): :func:`is_secret_header`;
+  headers...) or whose name ends like one of :data:`SECRET_HEADER_SUFFIXES`: every
+  ``*-token`` header (``Private-Token``, ``X-Amz-Security-Token``, ``X-Vault-Token``...),
+  every ``*-key`` / ``*_key`` (``X-Client-Key``, ``Ocp-Apim-Subscription-Key``...), every
+  ``*-secret`` (``X-Webhook-Secret``), ``*-password``, ``*-credential(s)``,
+  ``*-authorization``, ``*-signature``; except :data:`NOT_SECRET_HEADERS`
+  (``Sec-WebSocket-Key``, a nonce, and ``Idempotency-Key``, a request id):
+  :func:`is_secret_header`;
 - URL query parameters named in :data:`SECRET_QUERY_PARAMS` or ending like one of
-  :data:`SECRET_PARAM_SUFFIXES` (``?api_key=``, ``?access_token=``, OAuth ``?code=``,
+  :data:`SECRET_PARAM_SUFFIXES` (OAuth ``?code=``, ``?access_token=``, ``?refresh_token=``,
+  ``?id_token=``, ``?client_secret=``, ``?password=``, ``?api_key=``,
   ``X-Amz-Signature``...), and the password of ``scheme://user:password@host`` URLs: in
   request targets, HTTP/2 ``:path`` and the URL-valued headers of :data:`URL_HEADERS`
   (Location, Referer...);
 - the password of ``user:password@host`` in HTTP/2 ``:authority``, ``Host`` and the
   ``authority`` / ``host`` columns (:func:`redact_authority`); a user name alone that looks
   like a token (``ghp_...@github.com``) is hidden too;
-- credential-looking JSON fields (``"api_key"``, ``"token"``, ``"password"``,
-  ``"authorization"``, ``"secret"``, ``"client_secret": {...}``...) inside SSE ``data`` and
-  WebSocket text previews (:func:`redact_json_text`, :func:`is_secret_json_key`): the string
-  or number values are replaced, the JSON around them kept byte for byte;
+- credential-looking JSON fields (``"api_key"``, ``"apikey"``, ``"token"``,
+  ``"access_token"``, ``"refresh_token"``, ``"password"``, ``"authorization"``,
+  ``"secret"``, ``"client_secret": {...}``..., nested too) inside SSE ``data`` and WebSocket
+  text previews (:func:`redact_json_text`, :func:`is_secret_json_key`): the string or number
+  values are replaced, the JSON around them kept byte for byte; found by pattern, so a
+  preview cut inside a value hides the part it shows;
+- in free text (the same SSE data and previews, WebSocket close reasons, GOAWAY debug data,
+  warning details: :func:`redact_text`), those JSON members, credential query parameters and
+  userinfo passwords of URLs anywhere in the text, and ``Name: value`` lines whose name is a
+  secret header;
 - ``Sec-WebSocket-Protocol`` entries that look like credentials (some APIs carry a bearer
   token as a subprotocol, e.g. ``openai-insecure-api-key.<key>``): see
   :func:`is_credential_subprotocol`. Plain protocol names (``realtime``, ``graphql-ws``)
-  are kept; ``Sec-WebSocket-Key`` is a nonce, not a secret, and is kept.
+  are kept.
+
+Where it is applied: one point. Every table schema marks the columns that may carry a
+credential with the kind of value they hold (``Column(secret=...)``, a key of
+:data:`SECRET_KINDS`); the table builders keep the values as seen, and ``load()``
+(``pipeline._finish_tables``, and each chunk of the streaming export) passes every table
+through :func:`redact_frame` unless ``show_secrets=True``. So every output (tables, the
+report, ``--json``, CSV / Parquet exports, ``load(out=...)``, ``workers=N``) shows the same
+redacted values, and a new table is covered by marking its columns.
 
 The functions are pure (str in, str out, never raise on any str) and live in this layer-0
-module so that every layer can use them: the table builders (``tables/http_tables.py``),
-``load()`` for ``ws_connections``, and protocol observers for warning details (which never
-carry a credential, whatever ``show_secrets`` says).
+module so that every layer can use them: the pipeline, and protocol observers for warning
+details (which never carry a credential they recognise, whatever ``show_secrets`` says).
 """
 
 from __future__ import annotations
