@@ -5,7 +5,9 @@ The tables that grow with a connection's traffic get one row per TLS record, HTT
 SSE event, WebSocket frame and WebSocket message (the ``per_record`` event types of the
 table sources in :mod:`pcaptools.tables.registry`: :data:`TABLE_OF`). A hostile or
 pathological capture (a flood of 9-byte HTTP/2 frames, an SSE stream of empty events: 5
-million SSE events cost 1.2 GB) can make millions of them, so both bounds are on by default:
+million SSE events on one connection peak at 1.65 GB uncapped, 0.44 GB with the defaults:
+``benchmarks/sse_caps.py``, ``benchmarks/SSE_CAPS.md``) can make millions of them, so both
+bounds are on by default:
 
 - ``max_events_per_connection`` (default :data:`DEFAULT_MAX_EVENTS_PER_CONNECTION`): past
   ``N`` such rows for one connection (all five tables together), its further per-record

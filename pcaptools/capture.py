@@ -83,10 +83,13 @@ def load(
     ``keylog``: an NSS key log file (SSLKEYLOGFILE) for TLS decryption; key logs embedded in a
     pcapng (Decryption Secrets Blocks) are used as well, both at once. Raises
     :class:`~pcaptools.errors.KeylogError` if the file cannot be read.
-    ``show_secrets=False`` redacts credentials (Authorization, Cookie, Set-Cookie, API key headers:
-    ``redaction.SECRET_HEADERS``) in every header column, credential query parameters
-    (``?api_key=``, ``X-Amz-Signature``...) in every path and URL, and credential-like WebSocket
-    subprotocols (:mod:`pcaptools.redaction`); ``True`` keeps them.
+    ``show_secrets=False`` redacts credentials in every column a table schema marks
+    (``Column.secret``): secret header values (Authorization, Cookie, ``*-token``, ``*-key``,
+    ``*-secret``...), credential query parameters (``?code=``, ``?access_token=``...) and
+    userinfo passwords in every path, URL and authority, credential-like WebSocket
+    subprotocols, and credential JSON members, URLs and header lines in free text (SSE data,
+    WebSocket previews and close reasons, warning details): :mod:`pcaptools.redaction`;
+    ``True`` keeps them.
     ``max_decompressed_bytes`` stops reading after that many bytes of the (decompressed) file, with
     a ``capture.decompression_limit`` row: a guard against decompression bombs (None: no limit).
     ``max_packet_rows`` caps the ``packets`` table: frames numbered above it get no row, the

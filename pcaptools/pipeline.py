@@ -20,7 +20,13 @@ The pass is a chain of one-concern steps, each a function of this module:
    fills the :class:`~pcaptools.result.CaptureSummary`;
 3. :func:`_assemble`: the tables from the builders, one loop in registration order;
 4. :func:`_keep_shard`: a worker's share of the per-connection tables (``shard=(k, n)``);
-5. :func:`_finish_tables`: coverage, redaction and (when not streaming) ws_heartbeats.
+5. :func:`_finish_tables`: coverage, (when not streaming) ws_heartbeats, and the redaction of
+   credentials: every column a table schema marks (``Column.secret``) goes through
+   :func:`pcaptools.redaction.redact_frame` unless ``show_secrets``; while streaming, every
+   chunk a builder hands over goes through it first (:class:`_RedactedDrain`). The builders
+   and observers keep the values as seen: this is the one place where they are hidden, so
+   every output (tables, warnings, report, ``--json``, Parquet/CSV, the streaming export,
+   workers) gets the redacted forms.
 
 Callers: the front door :func:`pcaptools.capture.load` (one process), the workers of
 :mod:`pcaptools.parallel` (``shard``), :mod:`pcaptools.many`, :mod:`pcaptools.distributed`, and
@@ -34,7 +40,7 @@ from __future__ import annotations
 import gc
 import os
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO
@@ -51,14 +57,14 @@ from .net.packet import IpPacket, TcpSegment, UdpDatagram
 from .protocols.dispatch import ConnectionObserver
 from .protocols.registry import REGISTRY, UdpRoute
 from .protocols.tls import KeyLog
-from .redaction import redact_ws_connections
+from .redaction import redact_frame
 from .result import Capture, CaptureSummary
 from .tables.coverage import FlowCounter, coverage_table
 from .tables.heartbeats import websocket_heartbeats
 from .tables.icmp_tables import IcmpErrorsBuilder
 from .tables.packets import PacketsBuilder
 from .tables.registry import SOURCES, TABLES, BuildContext, Built
-from .tables.schema import ChunkPump
+from .tables.schema import ChunkPump, Drainable
 from .tcp.stream import StreamObserver
 from .tcp.tracker import TcpTracker
 
@@ -112,10 +118,12 @@ class LoadOptions:
     """stops reading after that many bytes of the (decompressed) file, with a
     ``capture.decompression_limit`` row: a guard against decompression bombs (None: no limit)"""
     show_secrets: bool = False
-    """False redacts credentials (Authorization, Cookie, Set-Cookie, API key headers:
-    ``redaction.SECRET_HEADERS``) in every header column, credential query parameters
-    (``?api_key=``, ``X-Amz-Signature``...) in every path and URL, and credential-like WebSocket
-    subprotocols (:mod:`pcaptools.redaction`); True keeps them."""
+    """False redacts credentials in every column a table schema marks (``Column.secret``):
+    secret header values (Authorization, Cookie, ``*-token``, ``*-key``, ``*-secret``...),
+    credential query parameters (``?code=``, ``?access_token=``...) and userinfo passwords in
+    every path, URL and authority, credential-like WebSocket subprotocols, and credential JSON
+    members, URLs and header lines in free text (SSE data, WebSocket previews and close
+    reasons, warning details): :mod:`pcaptools.redaction`; True keeps them."""
     max_packet_rows: int | None = 2_000_000
     """caps the ``packets`` table: frames numbered above it get no row, the first of them a
     ``table.packets_truncated`` warning, and every other table still covers every frame (None:
@@ -410,8 +418,8 @@ def _keep_shard(tables: dict[str, pd.DataFrame], own_k: int, own_n: int) -> None
 
 def _finish_tables(tables: dict[str, pd.DataFrame], o: LoadOptions, s: _Sinks,
                    pump: ChunkPump | None, capture_end: int | None) -> None:
-    """Step 5: the coverage table, the redaction of ws_connections and, when not streaming,
-    ws_heartbeats (derived from ws_frames)."""
+    """Step 5: the coverage table, when not streaming ws_heartbeats (derived from ws_frames),
+    and, unless ``show_secrets``, the redaction of every table's credential columns."""
     tables["coverage"] = coverage_table(
         tables, s.flows if s.own_k == 0 else None, payloads=o.payloads,
         extra_streams=pump.sink.streams if pump is not None else None,  # type: ignore[attr-defined]
@@ -419,12 +427,33 @@ def _finish_tables(tables: dict[str, pd.DataFrame], o: LoadOptions, s: _Sinks,
     names = list(TABLES)
     for name in names[names.index("coverage") + 1:]:  # (tables registered after coverage)
         tables[name] = tables.pop(name)
-    if not o.show_secrets:  # (ws_connections URL, host and subprotocol columns)
-        tables["ws_connections"] = redact_ws_connections(tables["ws_connections"])
     if pump is None:
         tables["ws_heartbeats"] = websocket_heartbeats(
             tables["ws_frames"], connections=tables["connections"], capture_end=capture_end
         )
+    if not o.show_secrets:
+        for name, df in tables.items():
+            secret = TABLES[name].secret_columns if name in TABLES else ()
+            if secret:
+                tables[name] = redact_frame(df, secret)
+
+
+class _RedactedDrain:
+    """A table builder's :class:`~pcaptools.tables.schema.Drainable` whose chunks come out
+    redacted (the streaming export's share of step 5)."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: Drainable) -> None:
+        self.inner = inner
+
+    def pending(self) -> Mapping[str, int]:
+        return self.inner.pending()
+
+    def drain(self, table: str) -> pd.DataFrame:
+        df = self.inner.drain(table)
+        secret = TABLES[table].secret_columns if table in TABLES else ()
+        return redact_frame(df, secret) if secret and len(df) else df
 
 
 def run(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions, *,
@@ -437,8 +466,11 @@ def run(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions, *,
     s = _set_up(options, streaming=open_sink is not None)
     pump = None
     if open_sink is not None:  # streaming export: builders hand over finished rows while reading
-        pump = open_sink([b.drain for b in s.built.values()
-                          if b is not None and b.drain is not None])
+        drains = [b.drain for b in s.built.values() if b is not None and b.drain is not None]
+        if not options.show_secrets:
+            drains = [_RedactedDrain(d) if isinstance(d, Drainable)
+                      and not isinstance(d, TcpTracker) else d for d in drains]
+        pump = open_sink(drains)
     summary = _read(path, options, s, pump)
     tables = _assemble(s)
     if options.shard is not None:

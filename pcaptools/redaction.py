@@ -5,46 +5,67 @@ Tables and the report show ``<redacted: N bytes>`` in place of a credential unle
 finding), the value does not. What counts as a credential:
 
 - the values of the headers in :data:`SECRET_HEADERS` (Authorization, Cookie, API key
-  headers...) or whose name ends like one of :data:`SECRET_HEADER_SUFFIXES` (any
-  ``*-token`` header: ``Private-Token``, ``X-Amz-Security-Token``, ``X-Vault-Token``...,
-  ``*-api-key``, ``*-secret``...): :func:`is_secret_header`;
+  headers...) or whose name ends like one of :data:`SECRET_HEADER_SUFFIXES`: every
+  ``*-token`` header (``Private-Token``, ``X-Amz-Security-Token``, ``X-Vault-Token``...),
+  every ``*-key`` / ``*_key`` (``X-Client-Key``, ``Ocp-Apim-Subscription-Key``...), every
+  ``*-secret`` (``X-Webhook-Secret``), ``*-password``, ``*-credential(s)``,
+  ``*-authorization``, ``*-signature``; except :data:`NOT_SECRET_HEADERS`
+  (``Sec-WebSocket-Key``, a nonce, and ``Idempotency-Key``, a request id):
+  :func:`is_secret_header`;
 - URL query parameters named in :data:`SECRET_QUERY_PARAMS` or ending like one of
-  :data:`SECRET_PARAM_SUFFIXES` (``?api_key=``, ``?access_token=``, OAuth ``?code=``,
+  :data:`SECRET_PARAM_SUFFIXES` (OAuth ``?code=``, ``?access_token=``, ``?refresh_token=``,
+  ``?id_token=``, ``?client_secret=``, ``?password=``, ``?api_key=``,
   ``X-Amz-Signature``...), and the password of ``scheme://user:password@host`` URLs: in
   request targets, HTTP/2 ``:path`` and the URL-valued headers of :data:`URL_HEADERS`
   (Location, Referer...);
 - the password of ``user:password@host`` in HTTP/2 ``:authority``, ``Host`` and the
   ``authority`` / ``host`` columns (:func:`redact_authority`); a user name alone that looks
   like a token (``ghp_...@github.com``) is hidden too;
-- credential-looking JSON fields (``"api_key"``, ``"token"``, ``"password"``,
-  ``"authorization"``, ``"secret"``, ``"client_secret": {...}``...) inside SSE ``data`` and
-  WebSocket text previews (:func:`redact_json_text`, :func:`is_secret_json_key`): the string
-  or number values are replaced, the JSON around them kept byte for byte;
+- credential-looking JSON fields (``"api_key"``, ``"apikey"``, ``"token"``,
+  ``"access_token"``, ``"refresh_token"``, ``"password"``, ``"authorization"``,
+  ``"secret"``, ``"client_secret": {...}``..., nested too) inside SSE ``data`` and WebSocket
+  text previews (:func:`redact_json_text`, :func:`is_secret_json_key`): the string or number
+  values are replaced, the JSON around them kept byte for byte; found by pattern, so a
+  preview cut inside a value hides the part it shows;
+- in free text (the same SSE data and previews, WebSocket close reasons, GOAWAY debug data,
+  warning details: :func:`redact_text`), those JSON members, credential query parameters and
+  userinfo passwords of URLs anywhere in the text, and ``Name: value`` lines whose name is a
+  secret header;
 - ``Sec-WebSocket-Protocol`` entries that look like credentials (some APIs carry a bearer
   token as a subprotocol, e.g. ``openai-insecure-api-key.<key>``): see
   :func:`is_credential_subprotocol`. Plain protocol names (``realtime``, ``graphql-ws``)
-  are kept; ``Sec-WebSocket-Key`` is a nonce, not a secret, and is kept.
+  are kept.
+
+Where it is applied: one point. Every table schema marks the columns that may carry a
+credential with the kind of value they hold (``Column(secret=...)``, a key of
+:data:`SECRET_KINDS`); the table builders keep the values as seen, and ``load()``
+(``pipeline._finish_tables``, and each chunk of the streaming export) passes every table
+through :func:`redact_frame` unless ``show_secrets=True``. So every output (tables, the
+report, ``--json``, CSV / Parquet exports, ``load(out=...)``, ``workers=N``) shows the same
+redacted values, and a new table is covered by marking its columns.
 
 The functions are pure (str in, str out, never raise on any str) and live in this layer-0
-module so that every layer can use them: the table builders (``tables/http_tables.py``),
-``load()`` for ``ws_connections``, and protocol observers for warning details (which never
-carry a credential, whatever ``show_secrets`` says).
+module so that every layer can use them: the pipeline, and protocol observers for warning
+details (which never carry a credential they recognise, whatever ``show_secrets`` says).
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "NOT_SECRET_HEADERS",
     "SECRET_HEADERS",
     "SECRET_HEADER_SUFFIXES",
     "SECRET_JSON_KEYS",
     "SECRET_JSON_SUFFIXES",
+    "SECRET_KINDS",
     "SECRET_PARAM_SUFFIXES",
     "SECRET_QUERY_PARAMS",
     "URL_HEADERS",
@@ -53,10 +74,13 @@ __all__ = [
     "is_secret_json_key",
     "is_secret_param",
     "redact_authority",
+    "redact_column",
+    "redact_frame",
     "redact_headers",
     "redact_json_text",
     "redact_json_texts",
     "redact_subprotocols",
+    "redact_text",
     "redact_url",
     "redact_ws_connections",
     "redacted",
@@ -74,9 +98,14 @@ SECRET_HEADERS = frozenset({
 #: header (Private-Token, X-Amz-Security-Token, X-Vault-Token, X-CSRF-Token...), ``*-api-key``,
 #: ``*-secret``, ``*-password``... (``Sec-WebSocket-Key`` does not end like one: a nonce)
 SECRET_HEADER_SUFFIXES = (
-    "token", "api-key", "api_key", "apikey", "-secret", "_secret", "-password", "-passwd",
-    "-credential", "-credentials", "-authorization", "-signature", "-session-key",
+    "token", "-key", "_key", "apikey", "-secret", "_secret", "-password", "-passwd",
+    "-credential", "-credentials", "-authorization", "-signature",
 )  # fmt: skip
+
+#: headers whose name ends like a credential's (:data:`SECRET_HEADER_SUFFIXES`) but whose
+#: value is not one: the WebSocket handshake nonce and idempotency keys (a client-chosen
+#: request id, needed to follow retries) are kept
+NOT_SECRET_HEADERS = frozenset({"sec-websocket-key", "idempotency-key", "x-idempotency-key"})
 
 #: headers whose values are authorities (``[user[:password]@]host[:port]``)
 AUTHORITY_HEADERS = frozenset({":authority", "host"})
@@ -222,7 +251,8 @@ def is_secret_header(name: str) -> bool:
     """Is the header ``name`` (any case) one whose value is a credential: in
     :data:`SECRET_HEADERS` or ending like one of :data:`SECRET_HEADER_SUFFIXES`?"""
     n = name.lower()
-    return n in SECRET_HEADERS or n.endswith(SECRET_HEADER_SUFFIXES)
+    return n in SECRET_HEADERS or (n.endswith(SECRET_HEADER_SUFFIXES)
+                                   and n not in NOT_SECRET_HEADERS)
 
 
 def is_secret_json_key(key: str) -> bool:
@@ -410,7 +440,7 @@ def redact_headers(
     for i, (k, v) in enumerate(headers):
         name = k.lower()
         if name not in _SPECIAL_HEADERS:
-            if not name.endswith(suffixes):
+            if not name.endswith(suffixes) or name in NOT_SECRET_HEADERS:
                 continue
             nv = redacted(v)
         elif name in SECRET_HEADERS:
@@ -428,30 +458,182 @@ def redact_headers(
     return headers if out is None else tuple(out)
 
 
-#: ws_connections columns and how each is redacted
-_WS_COLUMNS = (
-    ("path", redact_url),
-    ("host", redact_authority),
-    ("offered_protocols", redact_subprotocols),
-    ("protocol", redact_subprotocols),
-)
+# --------------------------------------------------------------------------- free text
+
+#: a query parameter anywhere in a text (also after a JSON-escaped ``&``, ``\u0026``): its
+#: value runs to the next separator, quote, backslash or space
+_TEXT_PARAM = re.compile(r'(?:[?&;]|\\u0026)([^=&;#?\s"\'<>\\]{1,100})=([^&;#\s"\'<>\\]+)')
+_TEXT_USERINFO = re.compile(
+    r'([A-Za-z][A-Za-z0-9+.\-]*://[^/?#@:\s"\'<>\\]*):([^/?#@\s"\'<>\\]+)@')
+#: a header line (at the start of the text or of a line): ``Name: value``
+_TEXT_HEADER = re.compile(r"(?m)^[ \t]*([!#$%&'*+.^_`|~0-9A-Za-z\-]{1,100})[ \t]*:[ \t]*"
+                          r"([^\r\n]*?)[ \t]*$")
+
+
+def redact_text(text: str | None) -> str | None:
+    """Free text (a warning's detail, a WebSocket close reason, GOAWAY debug data, an SSE
+    ``data`` line or a WebSocket message preview, JSON or not) with every credential found by
+    its shape hidden: the value of a ``Name: value`` line whose name is a secret header
+    (:func:`is_secret_header`), credential JSON members (:func:`redact_json_text`), and, in
+    any URL or query string inside it, credential parameters (:func:`is_secret_param`) and the
+    password of ``scheme://user:password@``. Everything else is kept byte for byte; redacting
+    twice changes nothing; never raises."""
+    if not text:
+        return text
+    out = text
+    if ":" in out:
+        out = _TEXT_HEADER.sub(_header_line, out)
+        out = redact_json_text(out) or out
+    if "=" in out:
+        out = _TEXT_PARAM.sub(_param, out)
+    if "@" in out:
+        out = _TEXT_USERINFO.sub(_userinfo, out)
+    return out
+
+
+def _header_line(m: re.Match[str]) -> str:
+    name, value = m.group(1), m.group(2)
+    if not value or not is_secret_header(name) or _REDACTED.fullmatch(value):
+        return m.group()
+    a, b = m.span(2)
+    base = m.start()
+    g = m.group()
+    return g[: a - base] + redacted(value) + g[b - base :]
+
+
+def _param(m: re.Match[str]) -> str:
+    if not is_secret_param(m.group(1)):
+        return m.group()
+    g = m.group()
+    return g[: m.start(2) - m.start()] + redacted(m.group(2))
+
+
+def _userinfo(m: re.Match[str]) -> str:
+    return f"{m.group(1)}:{redacted(m.group(2))}@"
+
+
+# --------------------------------------------------------------------------- whole columns
+
+#: what a table column marked with ``Column(secret=KIND)`` holds, and how it is redacted:
+#: ``url`` (a request target, path or URL: :func:`redact_url`), ``authority`` (``Host`` /
+#: ``:authority``: :func:`redact_authority`), ``headers`` (a header list:
+#: :func:`redact_headers`), ``subprotocols`` (``Sec-WebSocket-Protocol``:
+#: :func:`redact_subprotocols`), ``json`` (:func:`redact_json_text`), ``text`` (free text:
+#: :func:`redact_text`)
+SECRET_KINDS: dict[str, Callable[[Any], Any]] = {
+    "url": redact_url,
+    "authority": redact_authority,
+    "headers": redact_headers,
+    "subprotocols": redact_subprotocols,
+    "json": redact_json_text,
+    "text": redact_text,
+}
+
+#: cheap tests (RE2, run by pyarrow over a whole string column) before a value is looked at
+#: in Python: a value they do not match has nothing the kind's function would hide
+_PREFILTER = {
+    "url": r"[?@]",
+    "authority": "@",
+    "json": _JSON_WORDS_RE,
+    "text": _JSON_WORDS_RE + r"|[?&;][^=\s]{1,100}=|\\u0026|://[^/\s]*@",
+}
+
+
+def redact_column(values: pd.Series, kind: str) -> pd.Series | None:
+    """``values`` (a table column) with :data:`SECRET_KINDS` ``[kind]`` applied to every value;
+    None when nothing changed. A ``string`` column is scanned in C first (pyarrow RE2, see
+    :data:`_PREFILTER`), so only the values that may hold a credential are looked at in
+    Python, and the result is built in Arrow (no Python string per row). Dtype, index and
+    name are kept. Raises KeyError for an unknown ``kind``."""
+    import numpy as np
+    import pandas as pd
+
+    fn = SECRET_KINDS[kind]
+    n = len(values)
+    if not n:
+        return None
+    arrow = _arrow_strings(values)
+    if arrow is not None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        pattern = _PREFILTER.get(kind)
+        if pattern is not None:
+            hits = pc.match_substring_regex(arrow, pattern, ignore_case=True)
+            idx = pc.indices_nonzero(hits.fill_null(False)).to_numpy()
+        else:
+            idx = pc.indices_nonzero(pc.is_valid(arrow)).to_numpy()
+        if not len(idx):
+            return None
+        old = arrow.take(pa.array(idx)).to_pylist()
+        changed = [(int(i), nv) for i, v in zip(idx, old, strict=True)
+                   if v is not None and (nv := fn(v)) != v]
+        if not changed:
+            return None
+        mask = np.zeros(n, dtype=bool)
+        mask[[i for i, _ in changed]] = True
+        new = pc.replace_with_mask(arrow, pa.array(mask),
+                                   pa.array([v for _, v in changed], type=arrow.type))
+        return pd.Series(pd.arrays.ArrowStringArray(new), index=values.index, name=values.name)
+    out: np.ndarray | None = None
+    for i, v in enumerate(values.array):
+        if isinstance(v, (str, tuple)):
+            nv = fn(v)
+            if nv != v:
+                if out is None:
+                    out = values.to_numpy(dtype=object, copy=True)
+                out[i] = nv
+    if out is None:
+        return None
+    return pd.Series(out, index=values.index, dtype=values.dtype, name=values.name)
+
+
+def _arrow_strings(values: pd.Series) -> Any:
+    """The large_string Arrow array of a pyarrow-backed ``string`` column, else None."""
+    import pandas as pd
+
+    dt = values.dtype
+    if not isinstance(dt, pd.StringDtype) or dt.storage != "pyarrow":
+        return None
+    import pyarrow as pa
+
+    try:
+        arr = pa.array(values.array)
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if arr.type != pa.large_string():
+            arr = arr.cast(pa.large_string())
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+    return arr
+
+
+def redact_frame(df: pd.DataFrame, columns: Iterable[tuple[str, str]]) -> pd.DataFrame:
+    """``df`` with every ``(column, kind)`` of ``columns`` redacted (:func:`redact_column`;
+    columns ``df`` lacks are skipped): ``df`` itself when nothing changed, else a shallow
+    copy with the changed columns replaced (``df`` is never modified). This is what
+    ``load()`` applies to every table, from the ``secret`` kinds its schema's columns declare
+    (``TableSchema.secret_columns``), unless ``show_secrets=True``."""
+    out = df
+    for col, kind in columns:
+        if col not in df.columns:
+            continue
+        new = redact_column(df[col], kind)
+        if new is not None:
+            if out is df:
+                out = df.copy(deep=False)
+            out[col] = new
+    return out
+
+
+#: ws_connections columns and how each is redacted (the table's schema declares the same)
+_WS_COLUMNS = (("path", "url"), ("host", "authority"), ("offered_protocols", "subprotocols"),
+               ("protocol", "subprotocols"))
 
 
 def redact_ws_connections(df: pd.DataFrame) -> pd.DataFrame:
     """The ``ws_connections`` table with the credentials of its ``path`` (query), ``host``
-    (userinfo) and ``offered_protocols`` / ``protocol`` (subprotocols) columns hidden; ``df``
-    itself when there is nothing to hide (else a copy; dtypes kept). ``load()`` applies it
-    unless ``show_secrets=True``."""
-    import pandas as pd
-
-    out = df
-    for col, fn in _WS_COLUMNS:
-        if col not in df.columns:
-            continue
-        s = df[col]
-        values = [fn(v) if isinstance(v, str) else v for v in s]
-        if any(isinstance(v, str) and v != o for v, o in zip(values, s, strict=True)):
-            if out is df:
-                out = df.copy()
-            out[col] = pd.Series(values, index=df.index, dtype=s.dtype, name=col)
-    return out
+    (userinfo) and ``offered_protocols`` / ``protocol`` (subprotocols) columns hidden: kept
+    for callers of earlier versions; ``load()`` now redacts every table with
+    :func:`redact_frame` and the schemas' ``secret`` columns."""
+    return redact_frame(df, _WS_COLUMNS)

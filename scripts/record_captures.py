@@ -3514,6 +3514,146 @@ def sc_pmtu_blackhole(ctx: Ctx) -> None:
     _pmtu(ctx, icmp=False, stem="pmtu-blackhole")
 
 
+# =========================================================================== credentials, more
+
+#: the credentials of the secrets-more scenario (name -> value), as LAB_SECRETS: every value
+#: unique in the capture and long enough not to occur by chance
+LAB_SECRETS_MORE = {
+    "q_access_token": "QAccessT0ken-h1-4Rk8Wm2z",
+    "q_refresh_token": "QRefreshT0ken-h1-7Tn3Lb6x",
+    "q_client_secret": "QClientSecret-h1-2Vd9Hs5c",
+    "q_id_token": "eyJQIdT0kenH1.9Pz4Qa7w",
+    "q_password": "QPassw0rd-h1-6Gy1Nf8e",
+    "host_password": "HostPassw0rd-h1-3Xc7Jr2k",
+    "hdr_client_key": "ClientKey-h1-8Wb5Mt1q",
+    "hdr_webhook_secret": "whsec_WebhookSecretH1-5Lp2",
+    "hdr_csrf_token": "CsrfT0ken-h1-1Zs6Ky9d",
+    "referer_password": "RefPassw0rd-h1-4Hv8Cq3n",
+    "referer_query_password": "RefQPassw0rd-h1-9Jm2Ft6b",
+    "location_code": "LocCode-h1-6Ar3Ue8p",
+    "location_id_token": "eyJLocIdT0ken.2Sw7Dk4m",
+    "set_cookie_session": "SetCookieSess-h1-7Bq1Yx5t",
+    "resp_session_token": "RespSessT0ken-h1-3Nh9Ge2v",
+    "url_password2": "UrlPassw0rd2-h1-8Kf4Pz1s",
+    "sse_apikey": "sk-SseApikey2-5Tm8Rc3w",
+    "sse_access_token": "SseAccessT0ken-1Qd6Lx9h",
+    "sse_refresh_token": "SseRefreshT0ken-4Wy2Bn7k",
+    "sse_client_secret": "ek_SseClientSecret-8Gp3Vs",
+    "sse_nested_password": "SseNestedPassw0rd-2Jc5Mf",
+    "sse_authorization2": "SseAuthz2-6Xr1Hk4q",
+    "sse_url_sig": "SseUrlSig-9Dn4Tb7y",
+    "sse_text_bearer": "SseTextBearer-3Lw8Qe1u",
+    "h2_authority_password2": "H2AuthPassw0rd2-7Ck2Ns5r",
+    "h2_q_access_token": "H2QAccessT0ken-5Mv9Zt3e",
+    "h2_q_refresh_token": "H2QRefreshT0ken-1Bf6Wg8a",
+    "h2_q_client_secret": "H2QClientSecret-4Yx3Kp7d",
+    "h2_q_id_token": "eyJH2QIdT0ken.8Rn1Jv5s",
+    "h2_q_password": "H2QPassw0rd-6Ht4Sc2m",
+    "h2_client_key": "H2ClientKey-2Pq7Lz9f",
+    "h2_webhook_secret": "whsec_H2WebhookSecret-5Ud1",
+    "h2_resp_session_token": "H2RespSessT0ken-9Ea6Nx4c",
+    "h2_sse_access_token": "H2SseAccessT0ken-3Kg8Vr1w",
+    "h2_sse_refresh_token": "H2SseRefreshT0ken-7Ty2Mb6j",
+    "h2_sse_password": "H2SsePassw0rd-1Fs5Qh8z",
+    "ws_query_access_token": "WsQAccessT0ken-4Nc9Rd2p",
+    "ws_subprotocol_key": "sk-WsSubprotoKey-8Lm3Xa6v",
+    "ws_apikey": "sk-WsApikey2-2Hq7Tn5g",
+    "ws_client_secret2": "ek_WsClientSecret2-6Bw1Ky",
+    "ws_long_access_token": "WsLongAccessT0ken-9Zd4Pc7mQx2Vr8Ht5Ls1",
+    "ws_close_token": "WsCloseT0ken-5Ge8Uj3n",
+}
+
+
+@scenario("secrets-more", outputs=("secrets-more.pcap",),
+          summary="the credentials secrets.pcap does not carry, cleartext: access_token / "
+                  "refresh_token / client_secret / id_token / password query parameters, "
+                  "Host userinfo, *-key / *-secret / *-token request headers, a Referer with "
+                  "userinfo, a 302 Location with code= / id_token=, Set-Cookie and a "
+                  "*-token response header (HTTP/1.1, aiohttp); the same over HTTP/2 prior "
+                  "knowledge (python h2); apikey / access_token / refresh_token / nested "
+                  "client_secret and password JSON fields, a presigned URL and a plain-text "
+                  "Authorization line in SSE events; a WebSocket with ?access_token=, a key "
+                  "in Sec-WebSocket-Protocol, a message whose 256-character preview ends "
+                  "inside a token, and a Close reason holding one (python websockets)")
+def sc_secrets_more(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair()
+    name = "secrets-more.pcap"
+    sfile = ctx.work / "secrets-more.json"
+    sfile.write_text(json.dumps(LAB_SECRETS_MORE))
+    sev, cev = ctx.work / "secretskit-server.jsonl", ctx.work / "secretskit-client.jsonl"
+    spawn_py(ctx, s, SECRETSKIT, ["serve", "--listen", SERVER4, "--secrets", str(sfile),
+                                  "--events", str(sev), "--lifetime", "40"],
+             name="secretskit-server", lifetime_s=45)
+    netlab.wait_for_port(s, "", 8080)
+    netlab.wait_for_port(s, "", 8081)
+    ctx.common["servers"].append({
+        "kind": "secretskit (aiohttp + python h2)", "listen": [f"{SERVER4}:8080",
+                                                               f"{SERVER4}:8081"],
+        "version": f"aiohttp {_pkg_version('aiohttp')}, h2 {_pkg_version('h2')}",
+        "behaviour": "8080: GET /oauth/authorize (302 with Location, Set-Cookie, "
+                     "X-Session-Token), GET /v2/events (SSE with credential JSON fields), "
+                     "GET /ws2 (WebSocket, subprotocol realtime, no compression, closed by "
+                     "the server with 4001); 8081: HTTP/2 prior knowledge, SSE answer with "
+                     "credential JSON fields and an x-session-token header"})
+    ctx.tshark_options(name, "-d", "tcp.port==8081,http2")
+    ctx.capture(c, "eth0", name, vantage="client")
+    t0 = time.time_ns()
+    proc = spawn_py(ctx, c, SECRETSKIT, ["client-more", "--server", SERVER4, "--local",
+                                         CLIENT4, "--secrets", str(sfile), "--events",
+                                         str(cev)],
+                    name="secretskit-client", lifetime_s=40)
+    rc = wait_proc(proc, 35)
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    clog, slog = jsonl(cev), jsonl(sev)
+    t1 = time.time_ns()
+    via = {"more-h1-oauth": "raw socket", "more-h1-sse": "raw socket",
+           "more-h2": f"python h2 {_pkg_version('h2')} on a socket",
+           "more-ws": f"python websockets {_pkg_version('websockets')}"}
+    ports = {"more-h1-oauth": (50811, 8080), "more-h1-sse": (50812, 8080),
+             "more-h2": (50813, 8081), "more-ws": (50814, 8080)}
+    for step, (cport, sport) in ports.items():
+        # Connection: close, GOAWAY and the server's WebSocket Close: the server's FIN first
+        ctx.conn(client=ep(CLIENT4, cport), server=ep(SERVER4, sport), end="fin-server-first",
+                 via=via[step], purpose=f"secrets-more: {step}", t_start_ns=t0, t_end_ns=t1)
+    ctx.truth(name, secrets=LAB_SECRETS_MORE, client_exit=rc, client_log=clog, server_log=slog)
+
+    def more_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
+        cl = f["truth"]["client_log"]
+        sl = f["truth"]["server_log"]
+        steps = {r.get("step") for r in cl if r.get("what") == "h1 done"}
+        sse = next((r for r in sl if r.get("what") == "sse sent"), {})
+        h2d = next((r for r in cl if r.get("what") == "h2 done"), {})
+        closed = next((r for r in cl if r.get("what") == "ws closed"), {})
+        status = {r.get("step"): r.get("status") for r in cl if r.get("what") == "h1 done"}
+        return [
+            {"check": "client finished every step", "ok": f["truth"]["client_exit"] == 0
+             and steps == {"more-h1-oauth", "more-h1-sse"}
+             and any(r.get("what") == "ws done" for r in cl),
+             "detail": f"exit {f['truth']['client_exit']}"},
+            {"check": "302 for the OAuth request, 200 for the SSE one",
+             "ok": status == {"more-h1-oauth": "HTTP/1.1 302", "more-h1-sse": "HTTP/1.1 200"},
+             "detail": str(status)},
+            {"check": "SSE over HTTP/1.1: 6 events sent", "ok": sse.get("events") == 6,
+             "detail": str(sse)},
+            {"check": "HTTP/2 stream ended with 2 SSE events", "ok": bool(h2d.get("ended"))
+             and h2d.get("sse_blocks") == 2, "detail": str({k: h2d.get(k) for k in
+                                                            ("ended", "sse_blocks")})},
+            {"check": "WebSocket closed by the server with 4001",
+             "ok": closed.get("code") == 4001, "detail": str(closed)},
+            {"check": "tshark: 3 HTTP/1.1 requests (2 + the WebSocket upgrade), 1 HTTP/2",
+             "ok": len(f["tshark"]["app"]["http"]["requests"]) == 3
+             and len(f["tshark"]["app"]["http2"]["requests"]) == 1,
+             "detail": f"{len(f['tshark']['app']['http']['requests'])} / "
+                       f"{len(f['tshark']['app']['http2']['requests'])}"},
+        ]
+    ctx.check(name, more_checks)
+    ctx.expect(name, "tcp.streams", "==", 4)
+    ctx.highlight(name, "every credential value is listed under truth.secrets; tshark shows "
+                        "them all (cleartext), pcaptools shows <redacted: N bytes> unless "
+                        "show_secrets; tshark needs -d tcp.port==8081,http2")
+
+
 # =========================================================================== tshark facts
 
 _TSHARK_FIELDS = (

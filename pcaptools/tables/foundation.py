@@ -241,6 +241,6 @@ WARNINGS = TableSchema(
         Column("direction", "category", None, "direction, if it belongs to one"),
         Column("layer", "category", None, "capture, net, tcp, tls, http1, http2, http, sse, ws"),
         Column("code", "category", None, "stable dotted code (see docs/anomalies.md)"),
-        Column("detail", "string", None, "what exactly was seen"),
+        Column("detail", "string", None, "what exactly was seen", secret="text"),
     ),
 )

@@ -41,13 +41,7 @@ from ..protocols.http2 import (
     flags_text,
 )
 from ..protocols.sse import SseEvent
-from ..redaction import (
-    SECRET_HEADERS,
-    redact_authority,
-    redact_headers,
-    redact_json_texts,
-    redact_url,
-)
+from ..redaction import SECRET_HEADERS, redact_headers
 from .schema import TS_DTYPE, Column, TableSchema
 
 __all__ = [
@@ -111,7 +105,8 @@ HTTP2_FRAMES = TableSchema(
             "HEADERS/PUSH_PROMISE/CONTINUATION: HPACK fragment bytes in this frame",
         ),
         Column("method", "string", None, ":method of the header block this frame completed"),
-        Column("path", "string", None, ":path of the header block this frame completed"),
+        Column("path", "string", None, ":path of the header block this frame completed",
+               secret="url"),
         Column("status", "Int64", None, ":status of the header block this frame completed"),
         Column(
             "headers",
@@ -119,6 +114,7 @@ HTTP2_FRAMES = TableSchema(
             None,
             "decoded header list ((name, value) tuples) on the frame that ended a header block; "
             "None when undecodable or not a header frame",
+            secret="headers",
         ),
         Column(
             "settings",
@@ -147,6 +143,7 @@ HTTP2_FRAMES = TableSchema(
             "string",
             None,
             "GOAWAY additional debug data (UTF-8, invalid bytes replaced)",
+            secret="text",
         ),
         Column("promised_stream_id", "Int64", None, "PUSH_PROMISE promised stream id"),
         Column(
@@ -225,8 +222,9 @@ HTTP2_STREAMS = TableSchema(
         ),
         Column("method", "string", None, ":method"),
         Column("scheme", "string", None, ":scheme"),
-        Column("authority", "string", None, ":authority (else the host header)"),
-        Column("path", "string", None, ":path"),
+        Column("authority", "string", None, ":authority (else the host header)",
+               secret="authority"),
+        Column("path", "string", None, ":path", secret="url"),
         Column("status", "Int64", None, ":status of the final (non-1xx) response"),
         Column("content_type", "string", None, "response content-type"),
         Column("informational", "int64", None, "1xx responses before the final one"),
@@ -322,9 +320,11 @@ HTTP2_STREAMS = TableSchema(
             "object",
             None,
             "request header list ((name, value) tuples); None if not decoded",
+            secret="headers",
         ),
         Column(
-            "response_headers", "object", None, "final response header list; None if not decoded"
+            "response_headers", "object", None, "final response header list; None if not decoded",
+            secret="headers",
         ),
     ),
 )
@@ -463,8 +463,8 @@ HTTP_REQUESTS = TableSchema(
             "NA when earlier requests may have been missed (mid-stream start, lost bytes)",
         ),
         Column("method", "string", None, "request method"),
-        Column("host", "string", None, "Host header"),
-        Column("path", "string", None, "request target as sent"),
+        Column("host", "string", None, "Host header", secret="authority"),
+        Column("path", "string", None, "request target as sent", secret="url"),
         Column(
             "http_version", "category", None, "version of the request (else the response): 1.0, 1.1"
         ),
@@ -589,8 +589,10 @@ HTTP_REQUESTS = TableSchema(
             "object",
             None,
             "request header list ((lower-cased name, value) tuples)",
+            secret="headers",
         ),
-        Column("response_headers", "object", None, "final response header list"),
+        Column("response_headers", "object", None, "final response header list",
+               secret="headers"),
     ),
 )
 
@@ -623,8 +625,8 @@ SSE_EVENTS = TableSchema(
             "data",
             "string",
             None,
-            "data lines joined with LF; values of credential-looking JSON fields "
-            '("api_key", "token", "password"...) redacted unless show_secrets',
+            "data lines joined with LF",
+            secret="text",
         ),
         Column(
             "data_bytes",
@@ -704,10 +706,9 @@ class _FrameColumns:
     frame type, flags and direction), and the rare text/object values kept only for the rows
     that have them."""
 
-    __slots__ = ("_code_app", "_codes_of", "codes", "n", "redact", "rows", "sparse")
+    __slots__ = ("_code_app", "_codes_of", "codes", "n", "rows", "sparse")
 
-    def __init__(self, redact: Callable[[Any], Any] = redact_headers) -> None:
-        self.redact = redact
+    def __init__(self) -> None:
         self.rows = array("q")
         """the :data:`_FRAME_INTS` of each frame, row after row"""
         self.codes = {name: CodeColumn() for name in ("direction", "type", "flag_names", "error")}
@@ -745,7 +746,7 @@ class _FrameColumns:
         sp = self.sparse
         st = None
         if h is not None:
-            h = sp["headers"][row] = self.redact(h)  # :path below comes redacted too
+            sp["headers"][row] = h
             for k, v in h:
                 if k == ":method":
                     sp["method"][row] = v
@@ -902,13 +903,9 @@ class _SseColumns:
     come (one list append each, no row built) and every :data:`_SSE_BLOCK` rows moves them into
     typed columns: 8 bytes a row per int column, strings in Arrow blocks (:class:`_TextColumn`)."""
 
-    __slots__ = ("ints", "pending", "redact", "text")
+    __slots__ = ("ints", "pending", "text")
 
-    def __init__(
-        self, redact: Callable[[list[str | None]], list[str | None]] | None = None
-    ) -> None:
-        self.redact = redact
-        """applied to each block of event data (credential JSON fields), None: kept"""
+    def __init__(self) -> None:
         self.pending: list[SseEvent] = []
         """events not yet in the columns"""
         self.ints = {name: IntColumn() for name in (*_SSE_INTS, *_SSE_NULLABLE)}
@@ -926,12 +923,8 @@ class _SseColumns:
         for name, get in _SSE_NULLABLE_FIELDS:
             ints[name].data.extend([NA if v is None else v for v in map(get, rows)])
         ints["json_ok"].data.extend(map(_TRISTATE.__getitem__, map(_JSON_OK, rows)))
-        redact = self.redact
         for name, get in _SSE_TEXT_FIELDS:
-            values = list(map(get, rows))
-            if name == "data" and redact is not None:
-                values = redact(values)
-            text[name].extend(values)
+            text[name].extend(list(map(get, rows)))
         rows.clear()
 
     def columns(self) -> dict[str, Any]:
@@ -966,24 +959,15 @@ def _na(v: int | None) -> int:
 class HttpTablesBuilder:
     """Collects the rows of the HTTP tables from observer events (others are ignored)."""
 
-    def __init__(self, *, show_secrets: bool = False) -> None:
-        """``show_secrets=False`` (the default): credentials are redacted (values of
-        :data:`SECRET_HEADERS`, credential query parameters of paths and URL headers,
-        credential-like WebSocket subprotocols, userinfo passwords of authorities,
-        credential-looking JSON fields of SSE data: :mod:`pcaptools.redaction`)."""
-        self._redact: Callable[[Any], Any] = (lambda h: h) if show_secrets else redact_headers
-        self._redact_url: Callable[[str | None], str | None] = (
-            (lambda u: u) if show_secrets else redact_url
-        )
-        self._redact_authority: Callable[[str | None], str | None] = (
-            (lambda u: u) if show_secrets else redact_authority
-        )
-        self.frames = _FrameColumns(self._redact)
+    def __init__(self) -> None:
+        """The rows are the values as seen: credentials are redacted by ``load()``, on the
+        columns the schemas mark (``Column.secret``: :func:`pcaptools.redaction.redact_frame`)."""
+        self.frames = _FrameColumns()
         """http2_frames rows in typed columns (the table that grows with packets)"""
         self.streams: list[tuple[Any, ...]] = []
         self.connections: list[tuple[Any, ...]] = []
         self.requests: list[tuple[Any, ...]] = []
-        self.sse = _SseColumns(None if show_secrets else redact_json_texts)
+        self.sse = _SseColumns()
         """sse_events rows: the events themselves, moved into typed columns in blocks"""
         self.switches: list[ProtocolSwitched] = []
         self._handlers: dict[type, Callable[[Any], None]] = {
@@ -1057,8 +1041,8 @@ class HttpTablesBuilder:
                 e.partial,
                 e.method,
                 e.scheme,
-                self._redact_authority(e.authority),
-                self._redact_url(e.path),
+                e.authority,
+                e.path,
                 e.status,
                 e.content_type,
                 e.informational,
@@ -1089,8 +1073,8 @@ class HttpTablesBuilder:
                 e.content_encoding,
                 e.decoded_body_bytes,
                 e.content_decoding,
-                self._redact(e.request_headers),
-                self._redact(e.response_headers),
+                e.request_headers,
+                e.response_headers,
             )
         )
 
@@ -1150,8 +1134,8 @@ class HttpTablesBuilder:
                 e.request_index,
                 e.position,
                 q.method if q is not None else None,
-                self._redact_authority(q.header("host")) if q is not None else None,
-                self._redact_url(q.target) if q is not None else None,
+                q.header("host") if q is not None else None,
+                q.target if q is not None else None,
                 q.version if q is not None else (r.version if r is not None else None),
                 r.status if r is not None and r.status else None,  # 0: HTTP/0.9, no status
                 r.reason if r is not None and r.status else None,
@@ -1185,7 +1169,7 @@ class HttpTablesBuilder:
                 e.end_reason,
                 e.paired,
                 e.unpaired_reason,
-                self._redact(q.headers) if q is not None else None,
-                self._redact(r.headers) if r is not None else None,
+                q.headers if q is not None else None,
+                r.headers if r is not None else None,
             )
         )

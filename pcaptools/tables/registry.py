@@ -240,14 +240,14 @@ def _tls(ctx: BuildContext) -> Built:
 
 
 def _http(ctx: BuildContext) -> Built:
-    b = HttpTablesBuilder(show_secrets=ctx.show_secrets)
+    b = HttpTablesBuilder()
     return Built(frames=b.tables, add_all=b.add_all, drain=b, builder=b)
 
 
 def _ws(ctx: BuildContext) -> Built:
     """(ws_heartbeats is derived from ws_frames after the pass: pipeline._finish_tables, or
     the streaming export)"""
-    b = WsTablesBuilder(show_secrets=ctx.show_secrets)
+    b = WsTablesBuilder()
     return Built(frames=b.tables, add_all=b.add_all, drain=b, builder=b)
 
 

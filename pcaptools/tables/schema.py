@@ -31,6 +31,11 @@ class Column:
     """pandas dtype: int64, Int64, float64, boolean, bool, string, category, datetime64[ns, UTC], object"""
     unit: str | None
     doc: str
+    secret: str | None = None
+    """what credentials the values may carry, as a kind of
+    :data:`pcaptools.redaction.SECRET_KINDS` (``url``, ``authority``, ``headers``,
+    ``subprotocols``, ``json``, ``text``): ``load()`` redacts the column with it unless
+    ``show_secrets=True``. None: the column holds no credential."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +49,12 @@ class TableSchema:
     @property
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
+
+    @property
+    def secret_columns(self) -> tuple[tuple[str, str], ...]:
+        """``(column, kind)`` of every column that may carry a credential (``Column.secret``),
+        what :func:`pcaptools.redaction.redact_frame` takes"""
+        return tuple((c.name, c.secret) for c in self.columns if c.secret is not None)
 
     def frame(
         self,
@@ -110,6 +121,8 @@ class TableSchema:
         ]
         for c in self.columns:
             doc = c.doc.replace("|", "\\|")
+            if c.secret is not None:
+                doc += f" (credentials redacted unless `show_secrets`: `{c.secret}`)"
             lines.append(f"| `{c.name}` | {c.dtype} | {c.unit or ''} | {doc} |")
         return "\n".join(lines) + "\n"
 

@@ -35,7 +35,6 @@ from ..protocols.websocket import (
     WsMessage,
     opcode_name,
 )
-from ..redaction import redact_json_text
 from .schema import TS_DTYPE, Column, TableSchema
 
 __all__ = [
@@ -66,15 +65,17 @@ WS_CONNECTIONS = TableSchema(
         Column("handshake_frame", "Int64", None,
                "packet that completed the 101 response (http_requests.response_frame)"),
         Column("handshake_ts", TS_DTYPE, None, "time of handshake_frame"),
-        Column("path", "string", None, "request target of the Upgrade request"),
-        Column("host", "string", None, "Host header"),
-        Column("origin", "string", None, "Origin header"),
+        Column("path", "string", None, "request target of the Upgrade request", secret="url"),
+        Column("host", "string", None, "Host header", secret="authority"),
+        Column("origin", "string", None, "Origin header", secret="url"),
         Column("version", "string", None, "Sec-WebSocket-Version of the request (13)"),
         Column("accept_ok", "boolean", None,
                "Sec-WebSocket-Accept is the SHA-1/base64 of the key and the RFC 6455 GUID; "
                "NA when the request (key) was not captured (see warnings ws.accept_mismatch)"),
-        Column("offered_protocols", "string", None, "Sec-WebSocket-Protocol of the request"),
-        Column("protocol", "string", None, "subprotocol selected by the server"),
+        Column("offered_protocols", "string", None, "Sec-WebSocket-Protocol of the request",
+               secret="subprotocols"),
+        Column("protocol", "string", None, "subprotocol selected by the server",
+               secret="subprotocols"),
         Column("offered_extensions", "string", None, "Sec-WebSocket-Extensions of the request"),
         Column("extensions", "string", None,
                "Sec-WebSocket-Extensions of the response: the extensions in effect"),
@@ -113,9 +114,11 @@ WS_CONNECTIONS = TableSchema(
         Column("close_frame", "Int64", None, "packet of the first Close frame"),
         Column("close_ts", TS_DTYPE, None, "time of close_frame"),
         Column("client_close_code", "Int64", None, "status code of the client's Close frame"),
-        Column("client_close_reason", "string", None, "reason of the client's Close frame"),
+        Column("client_close_reason", "string", None, "reason of the client's Close frame",
+               secret="text"),
         Column("server_close_code", "Int64", None, "status code of the server's Close frame"),
-        Column("server_close_reason", "string", None, "reason of the server's Close frame"),
+        Column("server_close_reason", "string", None, "reason of the server's Close frame",
+               secret="text"),
         Column("end_reason", "category", None,
                "close_handshake (both sides sent Close), close_unanswered (only one side did), "
                "no_close (the TCP connection ended without Close frames), open_at_eof, "
@@ -167,7 +170,8 @@ WS_FRAMES = TableSchema(
                "frames"),
         Column("close_code", "Int64", None, "Close: websocket.payload.close.status_code"),
         Column("close_reason", "string", None,
-               "Close: websocket.payload.close.reason (UTF-8, invalid bytes replaced)"),
+               "Close: websocket.payload.close.reason (UTF-8, invalid bytes replaced)",
+               secret="text"),
         Column("control_payload", "string", None,
                "Ping/Pong/Close: payload unmasked, hex (first 125 bytes)"),
     ),
@@ -212,8 +216,7 @@ WS_MESSAGES = TableSchema(
                "when not all bytes were seen"),
         Column("preview", "string", None,
                f"text messages: the first {DEFAULT_PREVIEW_CHARS} characters "
-               "(decompressed; invalid UTF-8 replaced); values of credential-looking JSON "
-               'fields ("api_key", "token", "password"...) redacted unless show_secrets'),
+               "(decompressed; invalid UTF-8 replaced)", secret="text"),
         Column("preview_truncated", "bool", None, "the text is longer than the preview"),
         Column("json_type", "string", None,
                'value of the first "type": "..." in the preview (the event name of JSON '
@@ -360,14 +363,11 @@ class _MessageColumns:
     """ws_messages rows: numbers packed one struct call each, text values (category values
     and the preview) in one list per column; :meth:`columns` hands over the rows held."""
 
-    __slots__ = ("_rec", "redact", "text")
+    __slots__ = ("_rec", "text")
 
-    def __init__(self, chunk_rows: int = 65536,
-                 redact: Callable[[str | None], str | None] | None = None) -> None:
+    def __init__(self, chunk_rows: int = 65536) -> None:
         self._rec = Records(_MSG_FIELDS, chunk_rows=chunk_rows)
         self.text: dict[str, list[str | None]] = {name: [] for name in _MSG_TEXT}
-        self.redact = redact
-        """applied to each preview (credential JSON fields), None: kept as they are"""
 
     def __len__(self) -> int:
         return len(self.text["type"])
@@ -386,7 +386,7 @@ class _MessageColumns:
         t["type"].append(e.type)
         t["decompress"].append(e.decompress)
         t["end_reason"].append(e.end_reason)
-        t["preview"].append(e.preview if self.redact is None else self.redact(e.preview))
+        t["preview"].append(e.preview)
         t["json_type"].append(e.json_type)
         if len(rec.buf) >= rec.limit:
             rec.seal()
@@ -417,13 +417,11 @@ class WsTablesBuilder:
     """Collects the rows of ws_connections, ws_frames and ws_messages from observer events
     (other event types are ignored)."""
 
-    def __init__(self, *, chunk_rows: int = 65536, show_secrets: bool = False) -> None:
-        """``show_secrets=False`` (the default): credential-looking JSON fields of the
-        ws_messages previews are redacted (:func:`pcaptools.redaction.redact_json_text`); the
-        ws_connections URL / subprotocol columns are redacted by ``load()``
-        (:func:`~pcaptools.redaction.redact_ws_connections`)."""
+    def __init__(self, *, chunk_rows: int = 65536) -> None:
+        """The rows are the values as seen: credentials are redacted by ``load()``, on the
+        columns the schemas mark (``Column.secret``: :func:`pcaptools.redaction.redact_frame`)."""
         self.frames = _FrameColumns(chunk_rows)
-        self.messages = _MessageColumns(chunk_rows, None if show_secrets else redact_json_text)
+        self.messages = _MessageColumns(chunk_rows)
         self.connections: list[tuple[Any, ...]] = []
         self._handlers: dict[type, Callable[[Any], None]] = {
             WsFrame: self.frames.add,
