@@ -143,7 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--keylog",
         metavar="KEYS.txt",
         help="NSS key log file (SSLKEYLOGFILE) to decrypt TLS; key logs embedded in a pcapng "
-        "(Decryption Secrets Blocks) are always used",
+        "(Decryption Secrets Blocks) are always used. Without it, a key log beside the "
+        "capture (X.keys, X.keys.log or X.keylog next to X.pcapng) is used, with a line "
+        "saying so",
+    )
+    p.add_argument(
+        "--no-auto-keylog",
+        action="store_true",
+        help="do not look for a key log beside the capture(s) (X.keys, X.keys.log, X.keylog)",
     )
     p.add_argument("--title", help="report title (default: the capture's file name)")
     p.add_argument(
@@ -172,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--workers",
-        type=int,
+        type=_positive_int,
         metavar="N",
         help="processes to use: with several captures, files read in parallel (default: one "
         "per core); with one capture, N > 1 splits its connections' payload parsing over N "
@@ -294,26 +301,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     outputs: list[Labelled] = [("-o" if args.output else "the report", out)]
     if args.json_path:
         outputs.append(("--json", args.json_path))
-    code = _check(err, outputs + _export_outputs(args), _inputs(args, [args.capture]),
+    keylog = _keylog_for(args, args.capture)
+    code = _check(err, outputs + _export_outputs(args), _inputs(args, [args.capture], [keylog]),
                   _export_folders(args))
+    if code:
+        return code
+    code = _announce_keylogs(err, args, {args.capture: keylog})
     if code:
         return code
 
     source: Any = sys.stdin.buffer if args.capture == STDIN else args.capture
+    kw = {**_load_kwargs(args), "keylog": keylog}
     bar, progress = _progress(err, args.capture, enabled=not args.quiet and _isatty(err))
     try:
         if args.workers is not None and args.workers > 1:
-            cap = load(source, workers=args.workers, **_load_kwargs(args))
+            cap = load(source, workers=args.workers, **kw)
         else:
-            cap = load(source, progress=progress, **_load_kwargs(args))
+            cap = load(source, progress=progress, **kw)
     except (PcapToolsError, OSError) as exc:
         if bar is not None:
             bar.close()  # clear the bar before the error line
         return _fail(err, _message(exc, args.capture))
     if bar is not None:
         bar.close()
+    _say_decryption(err, cap, quiet=args.quiet)
     try:
-        cap = _subset(cap, args)
+        cap = _subset(cap, args, what=args.capture)
     except ValueError as exc:
         return _usage(err, str(exc))
 
@@ -354,31 +367,37 @@ def _main_compare(args: argparse.Namespace, err: TextIO) -> int:
     outputs: list[Labelled] = [("-o" if args.output else "the report", out)]
     if args.json_path:
         outputs.append(("--json", args.json_path))
-    code = _check(err, outputs, _inputs(args, list(paths)))
+    keylogs = {p: _keylog_for(args, p) for p in paths}
+    code = _check(err, outputs, _inputs(args, list(paths), list(keylogs.values())))
     if code:
         return code
-    caps = []
-    for path in paths:
-        bar, progress = _progress(err, path, enabled=not args.quiet and _isatty(err))
-        try:
-            source: Any = sys.stdin.buffer if path == STDIN else path
-            caps.append(load(source, progress=progress, **_load_kwargs(args)))
-        except (PcapToolsError, OSError) as exc:
-            if bar is not None:
-                bar.close()
-            return _fail(err, _message(exc, path))
-        if bar is not None:
-            bar.close()
-    try:
-        a, b = (_subset(c, args) for c in caps)
-    except ValueError as exc:
-        return _usage(err, str(exc))
     labels = ("A", "B")
     if args.labels:
         names = [x.strip() for x in args.labels.split(",")]
         if len(names) != 2 or not all(names):
             return _fail(err, f"--labels {args.labels!r}: give two names, e.g. --labels h1,h2")
         labels = (names[0], names[1])
+    code = _announce_keylogs(err, args, keylogs)
+    if code:
+        return code
+    caps = []
+    for path, label in zip(paths, labels, strict=True):
+        bar, progress = _progress(err, path, enabled=not args.quiet and _isatty(err))
+        try:
+            source: Any = sys.stdin.buffer if path == STDIN else path
+            caps.append(load(source, progress=progress,
+                             **{**_load_kwargs(args), "keylog": keylogs[path]}))
+        except (PcapToolsError, OSError) as exc:
+            if bar is not None:
+                bar.close()
+            return _fail(err, _message(exc, path))
+        if bar is not None:
+            bar.close()
+        _say_decryption(err, caps[-1], quiet=args.quiet, name=label)
+    try:
+        a, b = (_subset(c, args, what=p) for c, p in zip(caps, paths, strict=True))
+    except ValueError as exc:
+        return _usage(err, str(exc))
     try:
         write_comparison(a, b, out, labels=labels, title=args.title, **_report_kw(args))
         if args.json_path:
@@ -417,9 +436,14 @@ def _main_many(args: argparse.Namespace, err: TextIO) -> int:
                 for name in capture_names(files)]
     if args.json_path:
         outputs.append(("--json", args.json_path))
-    code = _check(err, outputs + _export_outputs(args), _inputs(args, files),
+    keylogs = {str(f): _keylog_for(args, f) for f in files}
+    code = _check(err, outputs + _export_outputs(args),
+                  _inputs(args, files, list(keylogs.values())),
                   [("-o" if args.output else "the report folder", out_dir),
                    *_export_folders(args)])
+    if code:
+        return code
+    code = _announce_keylogs(err, args, keylogs)
     if code:
         return code
     bar = None
@@ -433,7 +457,10 @@ def _main_many(args: argparse.Namespace, err: TextIO) -> int:
             bar.update(done - bar.n)
 
     try:
-        many = load_many(files, workers=args.workers, progress=progress, **_load_kwargs(args))
+        kw = _load_kwargs(args)
+        if not args.keylog:
+            kw["keylogs"] = {f: k for f, k in keylogs.items() if k is not None}
+        many = load_many(files, workers=args.workers, progress=progress, **kw)
     except (PcapToolsError, OSError, ValueError) as exc:
         if bar is not None:
             bar.close()
@@ -442,16 +469,24 @@ def _main_many(args: argparse.Namespace, err: TextIO) -> int:
         bar.close()
     for why in many.errors.values():
         print(f"{PROG}: error: {why}", file=err)
+    for name, c in many.captures.items():
+        _say_decryption(err, c, quiet=args.quiet, name=name)
     if _filters(args):
         from .many import ManyCaptures
 
         try:
-            many = ManyCaptures({n: _subset(c, args) for n, c in many.captures.items()},
-                                paths=many.paths, errors=many.errors)
+            subs = {n: _subset(c, args, what=None) for n, c in many.captures.items()}
+            if subs and all(_holds_nothing(c) for c in subs.values()):
+                # nothing anywhere: name the filter, as for one capture (the first one's words)
+                first = next(iter(many.captures.values()))
+                raise ValueError(_why_empty(first, args, f"any of the {len(subs)} captures",
+                                            hint=False))
+            many = ManyCaptures(subs, paths=many.paths, errors=many.errors)
         except ValueError as exc:
             return _usage(err, str(exc))
 
     entries: list[dict[str, Any]] = []
+    facts: dict[str, dict[str, str]] = {}
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, cap in many.captures.items():
@@ -460,9 +495,10 @@ def _main_many(args: argparse.Namespace, err: TextIO) -> int:
             title = f"{args.title}: {name}" if args.title else None
             write_report(cap, report, title=title, **_report_kw(args))
             entries.append({"capture": name, "report": report.name, **head})
+            facts[name] = index_facts(cap, head)
         index = out_dir / "index.html"
         with atomic_open(index, "w") as f:
-            f.write(_index_html(entries, many.errors, args.title))
+            f.write(_index_html(entries, many.errors, args.title, facts))
         if args.json_path:
             _write_json(args.json_path, {"captures": entries, "errors": many.errors})
         if args.export:
@@ -481,15 +517,61 @@ def _main_many(args: argparse.Namespace, err: TextIO) -> int:
     return 1 if many.errors else 0
 
 
-def _index_html(entries: list[dict[str, Any]], errors: dict[str, str], title: str | None) -> str:
-    """A small self-contained page: one row per capture with a link to its report."""
+#: the per-capture answers of the directory index, after the headline counts: (key of
+#: :func:`index_facts`, column heading, what the column means: the heading's tooltip)
+INDEX_FACTS: tuple[tuple[str, str, str], ...] = (
+    ("ttft", "TTFT median",
+     "time to first token (first SSE event with text), median over the requests; "
+     "'no SSE' when no request streamed text"),
+    ("decrypted", "TLS decrypted",
+     "TLS sessions decrypted (fully or partly) of those seen; 'no TLS' when there were none"),
+    ("unclean", "unclean connections",
+     "TCP connections that did not end cleanly (analyses.disconnects), of those seen"),
+    ("missed_heartbeats", "missed heartbeats",
+     "pings (WebSocket, HTTP/2 PING, TCP keep-alive) never answered, of those sent; "
+     "'none sent' when there were none"),
+)
+
+
+def index_facts(cap: Capture, head: dict[str, Any]) -> dict[str, str]:
+    """The :data:`INDEX_FACTS` cells of one capture, as text: what the report's checklist
+    answers first (time to first token, decryption, unclean connections, missed
+    heartbeats), each saying "none" plainly rather than showing a 0 that means "absent"."""
+    from .analyses.disconnects import disconnects
+    from .tables.heartbeats import heartbeats
+
+    ttft = head.get("ttft_ms") or {}
+    median = ttft.get("median")
+    sessions = int(head.get("tls_sessions") or 0)
+    status = head.get("tls_decrypt_status") or {}
+    ok = int(status.get("decrypted", 0)) + int(status.get("partial", 0))
+    conns = len(cap.connections)
+    hb = heartbeats(cap.ws_frames, cap.http2_frames, cap.tcp_events,
+                    connections=cap.connections)
+    missed = int(hb["outcome"].astype(object).eq("unanswered").sum()) if len(hb) else 0
+    return {
+        "ttft": "no SSE" if median is None else f"{float(median):,.1f} ms",
+        "decrypted": "no TLS" if not sessions else f"{ok:,} of {sessions:,}",
+        "unclean": "no TCP" if not conns else f"{len(disconnects(cap)):,} of {conns:,}",
+        "missed_heartbeats": "none sent" if not len(hb) else f"{missed:,} of {len(hb):,}",
+    }
+
+
+def _index_html(entries: list[dict[str, Any]], errors: dict[str, str], title: str | None,
+                facts: dict[str, dict[str, str]] | None = None) -> str:
+    """A small self-contained page: one row per capture with a link to its report, its
+    headline counts and the answers of :data:`INDEX_FACTS`."""
     import html as h
 
     cols = (("frames", "frames"), ("duration_s", "duration s"),
             ("tcp_connections", "TCP connections"), ("lost_segments", "segments lost"),
             ("retransmitted_segments", "retransmissions (tshark)"),
             ("warnings", "warnings"))
+    facts = facts or {}
     head = "".join(f"<th>{h.escape(label)}</th>" for _, label in cols)
+    head += "".join(f"<th title=\"{h.escape(tip)}\">{h.escape(label)}</th>"
+                    for _, label, tip in INDEX_FACTS)
+    ncols = len(cols) + len(INDEX_FACTS)
     rows = []
     for e in entries:
         cells = []
@@ -498,10 +580,13 @@ def _index_html(entries: list[dict[str, Any]], errors: dict[str, str], title: st
             cells.append(f"<td class=n>{v:,.3f}</td>" if isinstance(v, float)
                          else f"<td class=n>{v:,}</td>" if isinstance(v, int)
                          else f"<td>{h.escape(str(v))}</td>")
+        mine = facts.get(e["capture"], {})
+        cells += [f"<td class=n>{h.escape(mine.get(key, 'not computed'))}</td>"
+                  for key, _, _ in INDEX_FACTS]
         rows.append(f"<tr><td><a href=\"{h.escape(e['report'])}\">{h.escape(e['capture'])}</a>"
                     f"</td>{''.join(cells)}</tr>")
     for name, why in errors.items():
-        rows.append(f"<tr><td>{h.escape(name)}</td><td colspan={len(cols)}>unreadable: "
+        rows.append(f"<tr><td>{h.escape(name)}</td><td colspan={ncols}>unreadable: "
                     f"{h.escape(why)}</td></tr>")
     t = h.escape(title or "pcap-report")
     return (
@@ -528,12 +613,14 @@ def _write_json(path: str | os.PathLike[str], doc: Any) -> None:
         f.write("\n")
 
 
-def _inputs(args: argparse.Namespace, captures: Sequence[str | os.PathLike[str]]
-            ) -> list[Labelled]:
-    """The files no output may overwrite: the captures (not stdin) and the key log."""
+def _inputs(args: argparse.Namespace, captures: Sequence[str | os.PathLike[str]],
+            keylogs: Sequence[str | None] = ()) -> list[Labelled]:
+    """The files no output may overwrite: the captures (not stdin) and the key logs (given
+    or found beside a capture)."""
     out: list[Labelled] = [("the capture", c) for c in captures if str(c) != STDIN]
     if args.keylog:
         out.append(("the key log", args.keylog))
+    out += [("the key log", k) for k in dict.fromkeys(keylogs) if k and k != args.keylog]
     return out
 
 
@@ -568,10 +655,78 @@ def _filters(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in _FILTERS if getattr(args, k, None) is not None}
 
 
-def _subset(cap: Capture, args: argparse.Namespace) -> Capture:
-    """``cap`` cut to the subset options (unchanged without any). Raises ValueError."""
+def _subset(cap: Capture, args: argparse.Namespace, *, what: str | None) -> Capture:
+    """``cap`` cut to the subset options (unchanged without any). Raises ValueError for a bad
+    value and, when ``what`` names the capture, for a subset that holds nothing (naming the
+    filter that matched nothing: ``--help`` promises exit status 2)."""
     kw = _filters(args)
-    return subset(cap, **kw) if kw else cap
+    if not kw:
+        return cap
+    sub = subset(cap, **kw)
+    if what is not None and _holds_nothing(sub) and not _holds_nothing(cap):
+        raise ValueError(_why_empty(cap, args, _display_name(what)))
+    return sub
+
+
+def _display_name(capture: str) -> str:
+    return "standard input" if capture == STDIN else Path(capture).name
+
+
+def _holds_nothing(cap: Capture) -> bool:
+    """No row in any table (file-level warnings aside): what a filter that matched nothing
+    leaves."""
+    return all(len(df) == 0 for name, df in cap.tables.items() if name != "warnings")
+
+
+def _filter_groups(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
+    """The subset options given, as (option text, subset keywords): --start/--end together."""
+    groups: list[tuple[str, dict[str, Any]]] = []
+    for k in ("host", "port", "sni"):
+        v = getattr(args, k, None)
+        if v is not None:
+            groups.append((f"--{k} {v}", {k: v}))
+    if args.stream:
+        groups.append((" ".join(f"--stream {n}" for n in args.stream), {"stream": args.stream}))
+    window = {k: getattr(args, k) for k in ("start", "end") if getattr(args, k) is not None}
+    if window:
+        groups.append((" ".join(f"--{k} {v}" for k, v in window.items()), window))
+    return groups
+
+
+def _why_empty(cap: Capture, args: argparse.Namespace, where: str, *, hint: bool = True) -> str:
+    """Which subset option matched nothing in ``cap`` (each one tried on its own), and (with
+    ``hint``) what the capture holds instead."""
+    groups = _filter_groups(args)
+    alone = [(text, kw) for text, kw in groups if _holds_nothing(subset(cap, **kw))]
+    if not alone:
+        return (f"{' and '.join(t for t, _ in groups)} match nothing together in {where} "
+                "(each matches something on its own)")
+    parts = [f"{text} matches nothing in {where}{_what_there_is(cap, kw) if hint else ''}"
+             for text, kw in alone]
+    return "; ".join(parts)
+
+
+def _what_there_is(cap: Capture, kw: dict[str, Any]) -> str:
+    """A hint after "matches nothing": the values the capture does hold for that filter."""
+    conns = cap.connections
+    if "stream" in kw:
+        if not len(conns):
+            return " (it holds no TCP connection)"
+        lo, hi = int(conns["tcp_stream"].min()), int(conns["tcp_stream"].max())
+        return f" (its tcp.stream numbers are {lo} to {hi})" if lo != hi else \
+            f" (its only tcp.stream is {lo})"
+    if "sni" in kw:
+        names = sorted({str(x) for x in cap.tls_handshakes["sni"].dropna().tolist()})
+        if not names:
+            return " (no TLS connection in it has a server name)"
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        return f" (server names seen: {shown})"
+    if "start" in kw or "end" in kw:
+        d = cap.summary.duration_s
+        return "" if d is None else f" (its frames span 0 to {d:,.3f} s after the first one)"
+    if "port" in kw:
+        return " (no TCP connection or UDP packet uses that port)"
+    return " (no address, server name, Host or :authority matches it)"
 
 
 def _headline(cap: Capture) -> dict[str, Any]:
@@ -586,6 +741,98 @@ def _headline(cap: Capture) -> dict[str, Any]:
 
 def _report_kw(args: argparse.Namespace) -> dict[str, Any]:
     return {} if args.max_table_rows is None else {"max_table_rows": args.max_table_rows}
+
+
+KEYLOG_SUFFIXES = (".keys", ".keys.log", ".keylog")
+"""key log names looked for beside a capture ``X.pcapng``: ``X.keys``, ``X.keys.log``,
+``X.keylog`` (the first that is a file wins)"""
+
+
+def keylog_beside(capture: str | os.PathLike[str]) -> Path | None:
+    """The key log next to ``capture``, or None: ``X.keys``, ``X.keys.log`` or ``X.keylog``
+    where ``X`` is the capture's name without its capture and compression suffixes
+    (``run.pcapng``, ``run.pcap.gz`` -> ``run.keys``)."""
+    if str(capture) == STDIN:
+        return None
+    p = Path(capture)
+    stem = default_output(p.name).name.removesuffix(".report.html")
+    for suffix in KEYLOG_SUFFIXES:
+        k = p.with_name(stem + suffix)
+        if k.is_file():
+            return k
+    return None
+
+
+def _keylog_for(args: argparse.Namespace, capture: str | os.PathLike[str]) -> str | None:
+    """--keylog, else (unless --no-auto-keylog) the key log found beside the capture."""
+    if args.keylog:
+        return str(args.keylog)
+    if args.no_auto_keylog:
+        return None
+    found = keylog_beside(capture)
+    return None if found is None else str(found)
+
+
+def _announce_keylogs(err: TextIO, args: argparse.Namespace,
+                      keylogs: dict[str, str | None]) -> int:
+    """Say which key logs found beside the captures are used (unless --quiet), and read each
+    key log once to warn when it holds no key log line at all. 0, or 1 after an error line
+    when one cannot be read (before the long analysis)."""
+    found = {c: k for c, k in keylogs.items() if k is not None and k != args.keylog}
+    if found and not args.quiet:
+        if len(found) == 1:
+            (c, k), = found.items()
+            print(f"{PROG}: using the key log found beside {_display_name(c)}: {k} "
+                  "(--no-auto-keylog: do not)", file=err)
+        else:
+            print(f"{PROG}: using the key logs found beside {len(found)} of the "
+                  f"{len(keylogs)} captures (X.keys next to X.pcapng; --no-auto-keylog: do "
+                  "not)", file=err)
+    from .diagnostics import Diagnostics
+    from .errors import KeylogError
+    from .protocols.tls.keylog import KeyLog
+
+    for k in dict.fromkeys(v for v in keylogs.values() if v is not None):
+        try:
+            kl = KeyLog.from_file(k, Diagnostics(max_rows_per_code=0))
+        except KeylogError as exc:
+            return _fail(err, _message(exc, k))
+        if kl:
+            continue
+        how = "--keylog" if k == args.keylog else "the key log"
+        if kl.ignored_lines:
+            what = (f"only entries pcaptools does not use ({kl.ignored_lines:,} RSA, "
+                    "EXPORTER_SECRET...)")
+        elif kl.bad_lines:
+            what = (f"none of them a key log line (CLIENT_RANDOM or a TLS 1.3 secret; "
+                    f"{kl.bad_lines:,} tls.keylog_bad_line warnings)")
+        else:
+            what = "none of them a key log line (only comments and blank lines)"
+        print(f"{PROG}: warning: {how} {k}: {kl.read_lines:,} "
+              f"line{'' if kl.read_lines == 1 else 's'} read, {what}: it decrypts nothing",
+              file=err)
+    return 0
+
+
+#: decrypt_status values that are a failure to decrypt: said on stderr even with --quiet
+_DECRYPT_FAILURES = frozenset({"no_keys", "failed", "partial", "unsupported_cipher"})
+
+
+def _say_decryption(err: TextIO, cap: Capture, *, quiet: bool, name: str | None = None) -> None:
+    """The report's sentences about the TLS sessions not decrypted, on stderr too (one line
+    each, the capture's name first with several): with ``quiet`` only when some failed
+    (no key for them, bad keys, unsupported cipher), not for "no key log" alone."""
+    from .analyses.summary import tls_decrypt_sentences
+
+    tls = cap.tables.get("tls_handshakes")
+    if tls is None or not len(tls):
+        return
+    counts = {str(k): int(v) for k, v in tls["decrypt_status"].value_counts().items() if v}
+    if quiet and not _DECRYPT_FAILURES.intersection(counts):
+        return
+    where = f"{name}: " if name else ""
+    for sentence in tls_decrypt_sentences(counts):
+        print(f"{PROG}: {where}{sentence}", file=err)
 
 
 def _load_kwargs(args: argparse.Namespace) -> dict[str, Any]:

@@ -236,7 +236,9 @@ def _context() -> multiprocessing.context.BaseContext:
 
 def load_many(paths_or_dir: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *,
               workers: int | None = None, progress: FilesProgress | None = None,
-              strict: bool = False, **load_kwargs: Any) -> ManyCaptures:
+              strict: bool = False,
+              keylogs: Mapping[str | os.PathLike[str], str | os.PathLike[str]] | None = None,
+              **load_kwargs: Any) -> ManyCaptures:
     """Run :func:`pcaptools.load` on every capture file of ``paths_or_dir`` (a directory, a
     file, or a list of them; see :func:`capture_files`) and return a :class:`ManyCaptures`.
 
@@ -244,7 +246,9 @@ def load_many(paths_or_dir: str | os.PathLike[str] | Iterable[str | os.PathLike[
     files one after the other in this process). ``load_kwargs`` go to every ``load()`` call
     (``keylog``, ``packets``, ``tls_records``, ``payloads``, ``max_warnings_per_code``);
     ``load``'s per-file ``progress`` is not available here: ``progress`` is called as
-    ``progress(files_done, files_total)`` instead.
+    ``progress(files_done, files_total)`` instead. ``keylogs`` maps a capture path (as given
+    or found in the directory) to its own key log, used instead of ``keylog`` for that file
+    (``pcap-report DIR`` passes the key logs found beside the captures).
 
     A file that cannot be read at all (missing, not a capture, unreadable key log) does not
     stop the others: it is listed in ``ManyCaptures.errors`` and ``summaries.error``; with
@@ -262,6 +266,11 @@ def load_many(paths_or_dir: str | os.PathLike[str] | Iterable[str | os.PathLike[
     workers = max(1, min(workers, n))
     results: dict[str, tuple[CaptureSummary, dict[str, pd.DataFrame]]] = {}
     errors: dict[str, str] = {}
+    own = {os.fspath(k): os.fspath(v) for k, v in (keylogs or {}).items()}
+
+    def kwargs_for(p: Path) -> dict[str, Any]:
+        k = own.get(str(p))
+        return load_kwargs if k is None else {**load_kwargs, "keylog": k}
 
     def failed(name: str, exc: BaseException) -> None:
         if strict:
@@ -275,7 +284,7 @@ def load_many(paths_or_dir: str | os.PathLike[str] | Iterable[str | os.PathLike[
     if workers == 1:
         for name, p in zip(names, paths, strict=True):
             try:
-                results[name] = _load_one(str(p), load_kwargs)
+                results[name] = _load_one(str(p), kwargs_for(p))
             except (PcapToolsError, OSError) as exc:
                 failed(name, exc)
             done += 1
@@ -285,7 +294,8 @@ def load_many(paths_or_dir: str | os.PathLike[str] | Iterable[str | os.PathLike[
         with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
             # largest files first, so that no worker starts a big file when the others are done
             order = sorted(zip(names, paths, strict=True), key=lambda np: -_size(np[1]))
-            futures = {pool.submit(_load_one, str(p), load_kwargs): name for name, p in order}
+            futures = {pool.submit(_load_one, str(p), kwargs_for(p)): name
+                       for name, p in order}
             try:
                 for fut in as_completed(futures):
                     name = futures[fut]

@@ -6,8 +6,9 @@ This module sits in the pipeline layer, below the scale modules (``parallel``, `
 ``many``, ``select``, ``distributed``) that build and hold Captures, and below the front
 door :func:`pcaptools.capture.load`, which re-exports these names (their documented home).
 :meth:`Capture.to_parquet`, :meth:`Capture.to_csv` and :meth:`Capture.subset` delegate to
-the scale layer with function-local imports: the one place this module looks up
-(``tests/test_import_direction.py`` lists those edges).
+the scale layer, and :meth:`Capture.latency`, :meth:`Capture.disconnects` and
+:meth:`Capture.overhead` to the analyses, with function-local imports: the one place this
+module looks up (``tests/test_import_direction.py`` lists those edges).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import UnsupportedInputError
+from .tables.heartbeats import DEFAULT_ANSWER_TIMEOUT_MS
 from .tables.registry import TABLES as TABLES  # every table of a Capture, registered there
 from .tcp.tracker import RETRANSMISSION_KINDS
 
@@ -124,6 +126,59 @@ class Capture:
         (kind retransmission, fast_retransmission or spurious_retransmission)."""
         ev = self.tcp_events
         return ev[ev["kind"].isin(RETRANSMISSION_KINDS)].reset_index(drop=True)
+
+    # -- the derived analyses, on the capture (pure functions of these tables; each call
+    # computes afresh). Their signatures are those of the functions they call, without the
+    # capture (tests/test_capture_analyses.py compares them).
+
+    def latency(self) -> pd.DataFrame:
+        """One row per HTTP request (HTTP/1.1 and HTTP/2): DNS, TCP connect, TLS, time to
+        first byte, time to first token, token gaps: :func:`pcaptools.analyses.latency.
+        stream_latency` (schema ``STREAM_LATENCY`` in docs/tables.md)."""
+        from .analyses.latency import stream_latency  # (upward: analyses read Captures)
+
+        return stream_latency(self)
+
+    def disconnects(
+        self,
+        *,
+        idle_gap_s: float = 30.0,
+        min_retransmissions: int = 3,
+        heartbeat_grace: float = 2.0,
+        reset_window_s: float = 5.0,
+        fin_grace_s: float = 1.0,
+        pmtu_min_retransmissions: int = 2,
+    ) -> pd.DataFrame:
+        """One row per connection that did not end cleanly, with its verdict, evidence frames
+        and Wireshark filter: :func:`pcaptools.analyses.disconnects` (its parameters are the
+        rules' thresholds). Its repr starts with the count of connections checked, clean and
+        still open, so an empty result says what it means; ``attrs`` holds the same counts."""
+        from .analyses.disconnects import disconnects
+
+        return disconnects(
+            self, idle_gap_s=idle_gap_s, min_retransmissions=min_retransmissions,
+            heartbeat_grace=heartbeat_grace, reset_window_s=reset_window_s,
+            fin_grace_s=fin_grace_s, pmtu_min_retransmissions=pmtu_min_retransmissions,
+        )
+
+    def overhead(self, *, by_direction: bool = False) -> pd.DataFrame:
+        """Wire bytes by layer and purpose, per connection and in total, and goodput:
+        :func:`pcaptools.analyses.overhead`."""
+        from .analyses.overhead import overhead
+
+        return overhead(self, by_direction=by_direction)
+
+    def heartbeats(self, *, answer_timeout_ms: float = DEFAULT_ANSWER_TIMEOUT_MS) -> pd.DataFrame:
+        """Every heartbeat of the three mechanisms (WebSocket ping/pong, HTTP/2 PING, TCP
+        keep-alive) with its answer, in capture order: :func:`pcaptools.analyses.heartbeats.
+        heartbeats` over ``ws_frames``, ``http2_frames`` and ``tcp_events``, bounded by each
+        connection's end (what the report shows; ``ws_heartbeats`` holds the WebSocket rows
+        only). ``answer_timeout_ms``: how long a ping may go unanswered before it counts as
+        ``unanswered``."""
+        from .tables.heartbeats import heartbeats  # (its home is analyses.heartbeats)
+
+        return heartbeats(self.ws_frames, self.http2_frames, self.tcp_events,
+                          connections=self.connections, answer_timeout_ms=answer_timeout_ms)
 
     def to_parquet(self, directory: str | os.PathLike[str], **kw: Any) -> dict[str, Path]:
         """One ``<table>.parquet`` per table (+ ``captures.parquet``): see

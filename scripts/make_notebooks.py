@@ -2,10 +2,12 @@
 
     python scripts/make_notebooks.py
 
-Keeping the source here makes notebook diffs readable; tests/test_notebooks.py executes
+Keeping the source here (and giving cells stable ids) makes notebook diffs readable;
+tests/test_notebooks.py executes
 every notebook top to bottom and checks they are stored without outputs.
 """
 
+# ruff: noqa: E501  (the cells' text: lines as they read in the notebook, not wrapped at 100)
 from __future__ import annotations
 
 from pathlib import Path
@@ -128,15 +130,20 @@ LATENCY = [
     new_code_cell("stream_latency(h2)[cols]"),
     new_markdown_cell("## Side by side\n\nThe same table `pcap-report A --compare B` puts first."),
     new_code_cell("compare(h1, h2)"),
-    new_markdown_cell("## Token cadence\n\nCumulative tokens against time since each request was sent."),
+    new_markdown_cell(
+        "## Token cadence\n\nCumulative SSE events carrying text (`delta_text`) against time since each "
+        "request was sent. An event is one chunk the server flushed; how many model tokens it holds "
+        "is up to the server (here one word each)."),
     new_code_cell(
         "import plotly.express as px\n\n"
         "lat = stream_latency(h2)\n"
         "ev = h2.sse_events[h2.sse_events['delta_text'].notna()].merge(\n"
         "    lat[['tcp_stream', 'stream_id', 'request_sent_ts']], on=['tcp_stream', 'stream_id'])\n"
         "ev = ev.assign(ms=(ev['ts'] - ev['request_sent_ts']).dt.total_seconds() * 1e3)\n"
-        "ev['tokens'] = ev.groupby('stream_id').cumcount() + 1\n"
-        "px.line(ev, x='ms', y='tokens', color='stream_id', title='HTTP/2: tokens per stream')"),
+        "ev['text_events'] = ev.groupby('stream_id').cumcount() + 1\n"
+        "px.line(ev, x='ms', y='text_events', color='stream_id',\n"
+        "        labels={'ms': 'ms since the request was sent', 'text_events': 'SSE events with text'},\n"
+        "        title='HTTP/2: SSE events carrying text, per stream')"),
     new_markdown_cell(
         "## Next, in your own capture\n\n"
         "- Record with `SSLKEYLOGFILE=keys.txt` set for the client, then `pcaptools.load(p, keylog='keys.txt')`.\n"
@@ -155,51 +162,88 @@ HEARTBEATS = [
         "(`*.facts.json`); pcaptools finds it from the packets alone."
     ),
     new_code_cell(_SETUP + "\n"
-        "from pcaptools.analyses import disconnects\n"
         "from pcaptools.analyses.heartbeats import heartbeat_summary\n\n"
         "caps = {n: pcaptools.load(captures / f'{n}.pcap') for n in ('ws-healthy', 'ws-blackhole', 'ws-idle-reset')}\n"
         "caps"),
-    new_markdown_cell("## Were the pings answered, and how fast?"),
+    new_markdown_cell(
+        "## Were the pings answered, and how fast?\n\n`cap.heartbeats()` lists every ping of the three "
+        "mechanisms (WebSocket ping/pong, HTTP/2 PING, TCP keep-alive) with its answer."),
     new_code_cell(
-        "hb = caps['ws-blackhole'].ws_heartbeats\n"
+        "hb = caps['ws-blackhole'].heartbeats()\n"
         "hb[['mechanism', 'sender', 'ping_frame', 'pong_frame', 'rtt_ms', 'interval_ms', 'outcome']]"),
     new_code_cell(
         "c = caps['ws-healthy']\n"
-        "heartbeat_summary(c.ws_heartbeats, connections=c.connections, packets=c.packets)"),
+        "heartbeat_summary(c.heartbeats(), connections=c.connections, packets=c.packets)"),
+    new_markdown_cell(
+        "## The pings on a timeline\n\nEach ping at the time it was sent, its height the time to its "
+        "pong; the unanswered ones of `ws-blackhole` sit on the axis, in red, from the moment the path "
+        "was cut."),
+    new_code_cell(
+        "import pandas as pd\n"
+        "import plotly.express as px\n\n"
+        "rows = []\n"
+        "for name, c in caps.items():\n"
+        "    h = c.heartbeats()\n"
+        "    t0 = c.connections['first_ts'].min()\n"
+        "    rows.append(h.assign(capture=name, s=(h['ping_ts'] - t0).dt.total_seconds(),\n"
+        "                         pong_ms=h['rtt_ms'].fillna(0.0), outcome=h['outcome'].astype(str)))\n"
+        "pings = pd.concat(rows, ignore_index=True)\n"
+        "px.scatter(pings, x='s', y='pong_ms', color='outcome', facet_row='capture', symbol='sender',\n"
+        "           color_discrete_map={'answered': '#1f77b4', 'unanswered': '#d62728', 'cut_off': '#7f7f7f'},\n"
+        "           labels={'s': 's since the connection opened', 'pong_ms': 'time to pong, ms (0: none)'},\n"
+        "           title='Heartbeats: sent when, answered how fast', height=600)"),
     new_markdown_cell(
         "## Which connections died, and how?\n\nOne row per connection that did not end cleanly, with "
-        "the evidence frames and a Wireshark filter to paste. Every threshold is a parameter."),
+        "the evidence frames and a Wireshark filter to paste. Every threshold is a parameter. The first "
+        "line counts the connections checked, so an empty result still says how many were clean."),
     new_code_cell(
         "cols = ['tcp_stream', 'verdict', 'summary', 'detection_delay_ms', 'display_filter']\n"
-        "disconnects(caps['ws-blackhole'])[cols]"),
-    new_code_cell("disconnects(caps['ws-idle-reset'], idle_gap_s=5)[cols]"),
+        "caps['ws-blackhole'].disconnects()[cols]"),
+    new_code_cell("caps['ws-idle-reset'].disconnects(idle_gap_s=5)[cols]"),
+    new_code_cell("caps['ws-healthy'].disconnects()  # nothing wrong: the counts say so"),
     new_markdown_cell(
         "## Next, in your own capture\n\n"
-        "- `cap.ws_heartbeats.query(\"outcome == 'unanswered'\")`: pings into the void.\n"
-        "- `disconnects(cap, idle_gap_s=...)`: set the idle gap to your load balancer's timeout.\n"
+        "- `cap.heartbeats().query(\"outcome == 'unanswered'\")`: pings into the void.\n"
+        "- `cap.disconnects(idle_gap_s=...)`: set the idle gap to your load balancer's timeout.\n"
         "- A `peer_vanished` row's `detection_delay_ms` is how long your client took to notice."
     ),
 ]
 
 OVERHEAD = [
     new_markdown_cell(
-        "# Protocol overhead: where the bytes went\n\n`overhead(cap)` splits every connection's bytes on "
+        "# Protocol overhead: where the bytes went\n\n`cap.overhead()` splits every connection's bytes on "
         "the wire into headers, handshakes, ACKs, retransmissions, TLS, HTTP/2 and WebSocket framing and "
         "payload; the categories add up to the wire bytes. Here: the HTTP/1.1 vs HTTP/2 pair."
     ),
     new_code_cell(_SETUP + "\n"
-        "from pcaptools.analyses import overhead\n\n"
+        "import pandas as pd\n\n"
+        "from pcaptools.analyses.overhead import CATEGORIES\n\n"
         "h1 = pcaptools.load(captures / 'compare-h1.pcapng', keylog=captures / 'compare-h1.keys', packets=False)\n"
         "h2 = pcaptools.load(captures / 'compare-h2.pcapng', keylog=captures / 'compare-h2.keys', packets=False)\n"
-        "o1, o2 = overhead(h1), overhead(h2)\n"
-        "o1.tail(1).T.join(o2.tail(1).T, lsuffix=' HTTP/1.1', rsuffix=' HTTP/2')"),
+        "o1, o2 = h1.overhead(), h2.overhead()\n"
+        "# the total row of each (the last one), side by side: bytes per category, then goodput\n"
+        "totals = pd.DataFrame({'HTTP/1.1': o1[o1['total']].iloc[0], 'HTTP/2': o2[o2['total']].iloc[0]})\n"
+        "totals = totals.loc[['wire_bytes', *CATEGORIES, 'goodput_ratio']].astype('float64')\n"
+        "shown = totals.map('{:,.0f}'.format)  # bytes as whole numbers, the ratio with 3 decimals\n"
+        "shown.loc['goodput_ratio'] = totals.loc['goodput_ratio'].map('{:.3f}'.format)\n"
+        "shown"),
+    new_markdown_cell(
+        "## The same, as a chart\n\nWire bytes of each capture split by category (non-zero ones): "
+        "HTTP/2 saves the handshakes of nine connections and repeats fewer headers."),
+    new_code_cell(
+        "import plotly.express as px\n\n"
+        "cats = [c for c in CATEGORIES if totals.loc[c].astype('float64').sum() > 0]\n"
+        "long = totals.loc[cats].astype('int64').rename_axis('category').reset_index().melt(\n"
+        "    id_vars='category', var_name='capture', value_name='bytes')\n"
+        "px.bar(long, x='capture', y='bytes', color='category', title='Bytes on the wire, by category',\n"
+        "       color_discrete_sequence=px.colors.qualitative.Dark24)"),
     new_markdown_cell("## Goodput per connection"),
-    new_code_cell("o1[['tcp_stream', 'wire_bytes', 'goodput_ratio']]"),
+    new_code_cell("o1[['tcp_stream', 'wire_bytes', 'app_payload_bytes', 'goodput_ratio']]"),
     new_markdown_cell(
         "## Next, in your own capture\n\n"
         "- Without keys, TLS application data shows as encrypted bytes; the layers below are still split.\n"
         "- Many short connections: look at the handshake and teardown categories.\n"
-        "- `overhead(cap, by_direction=True)` separates upload from download."
+        "- `cap.overhead(by_direction=True)` separates upload from download."
     ),
 ]
 
@@ -212,6 +256,8 @@ def main() -> None:
     }
     for name, cells in (("01-quickstart", QUICKSTART), ("02-streaming-latency", LATENCY),
                         ("03-heartbeats-and-disconnects", HEARTBEATS), ("04-protocol-overhead", OVERHEAD)):
+        for i, cell in enumerate(cells):
+            cell["id"] = f"{name[:2]}-{i:02d}"  # stable ids: regenerating changes only what changed
         nbformat.write(new_notebook(cells=cells, metadata=meta), NOTEBOOKS / f"{name}.ipynb")
 
 

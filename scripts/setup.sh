@@ -5,8 +5,17 @@
 #   a virtualenv in .venv with pcaptools installed (editable) and the test dependencies
 #   the optional compiled per-frame modules (scripts/build_accel.py; skipped with PCAPTOOLS_PURE=1)
 # Usage: scripts/setup.sh [--test]     (--test also installs the test dependency group)
+# Every step says what it does and how long it took; a run with nothing left to do takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+say() { echo "setup: $*" >&2; }
+step_start=$SECONDS
+done_step() { say "  done in $((SECONDS - step_start)) s"; step_start=$SECONDS; }
+
+# apt waits this long for a dpkg lock held by another apt/dpkg (unattended-upgrades often runs
+# for minutes on a machine that has just booted) instead of failing at once
+LOCK_WAIT_S=${PCAPTOOLS_APT_LOCK_WAIT:-600}
 
 need=()
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
@@ -16,24 +25,60 @@ if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null 2>&1 && [ ! -x /u
   if [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1; then
     need+=(chromium)
   else
-    echo "setup: chromium is not installed: tests/report/test_browser.py will be skipped" >&2
+    say "chromium is not installed: tests/report/test_browser.py will be skipped"
   fi
 fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
-    echo "setup: please install these system packages: ${need[*]}" >&2
+    say "please install these system packages: ${need[*]}"
     exit 1
   fi
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  echo "setup: installing system packages: ${need[*]}" >&2
+  say "installing system packages with apt: ${need[*]} (1-3 min; if another apt or dpkg" \
+      "holds the dpkg lock, waits up to ${LOCK_WAIT_S} s for it)"
   echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections || true
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # DPkg::Lock::Timeout makes apt wait for the dpkg lock; apt-get update's lock on the package
+  # lists is waited for here (every 10 s, at most LOCK_WAIT_S in all)
+  apt_opts=(-o "DPkg::Lock::Timeout=${LOCK_WAIT_S}")
+  waited=0
+  apt_get() {
+    local out
+    while :; do
+      if out=$(DEBIAN_FRONTEND=noninteractive $SUDO apt-get "${apt_opts[@]}" "$@" 2>&1); then
+        return 0
+      fi
+      if grep -qE "Could not get lock|Unable to acquire|is held by process" <<<"$out" \
+         && [ "$waited" -lt "$LOCK_WAIT_S" ]; then
+        [ "$waited" -eq 0 ] && say "another apt or dpkg holds the apt lock" \
+          "($(grep -oE 'held by process [0-9]+( \([^)]*\))?' <<<"$out" | head -n 1 || true)):" \
+          "waiting for it (at most ${LOCK_WAIT_S} s)"
+        sleep 10; waited=$((waited + 10))
+        continue
+      fi
+      echo "$out" >&2
+      return 1
+    done
+  }
+  if ! apt_get update -qq || ! apt_get install -y -qq --no-install-recommends "${need[@]}"; then
+    say "apt-get failed (its message is above). If it says the dpkg lock is held, another"
+    say "package manager is still running (see: ps -e -o pid,etime,cmd | grep -E 'apt|dpkg'):"
+    say "let it finish, or install ${need[*]} yourself, then run $0 again."
+    exit 1
+  fi
+  done_step
 fi
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
+  say "creating the virtualenv .venv with $("$PY" --version 2>&1)"
   "$PY" -m venv .venv
+fi
+if [ "${1:-}" = "--test" ]; then
+  say "installing pcaptools and its test dependencies into .venv with pip (2-4 min the first" \
+      "time, seconds when they are there)"
+else
+  say "installing pcaptools and its dependencies into .venv with pip (about 1 min the first" \
+      "time, seconds when they are there)"
 fi
 .venv/bin/python -m pip install -q --upgrade "pip>=25.1"
 if [ "${1:-}" = "--test" ]; then
@@ -41,12 +86,18 @@ if [ "${1:-}" = "--test" ]; then
 else
   .venv/bin/python -m pip install -q -e .
 fi
+done_step
 
 # Optional: compile the per-frame modules with Cython (same tables, a quarter less CPU; needs gcc and
 # the Python headers). Without them, or with PCAPTOOLS_PURE=1, pcaptools runs as pure Python.
+# build_accel.py says how long it will take and reports each module as it is compiled.
 if [ -z "${PCAPTOOLS_PURE:-}" ] || [ "${PCAPTOOLS_PURE}" = "0" ]; then
   if ! { .venv/bin/python -m pip install -q --group accel \
          && .venv/bin/python scripts/build_accel.py --if-stale; }; then
-    echo "setup: compiled modules not built: pcaptools runs as pure Python (same results, slower)" >&2
+    say "compiled modules not built: pcaptools runs as pure Python (same results, slower)"
   fi
+  done_step
+else
+  say "PCAPTOOLS_PURE is set: the optional compiled modules are not built (pure Python)"
 fi
+say "ready: .venv/bin/pcap-report --help (or: source .venv/bin/activate; pcap-report --help)"

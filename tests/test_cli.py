@@ -91,8 +91,10 @@ def test_no_packets_is_passed_to_load(tmp_path: Path, fake_load: list[dict[str, 
 
 
 def test_keylog_is_passed_to_load(tmp_path: Path, fake_load: list[dict[str, Any]]) -> None:
-    assert cli.main(["x.pcap", "--keylog", "keys.txt", "-q", "-o", str(tmp_path / "r.html")]) == 0
-    assert fake_load[0]["keylog"] == "keys.txt"
+    keys = tmp_path / "keys.txt"  # (read once before the capture: it must exist)
+    keys.write_text("CLIENT_RANDOM " + "ab" * 32 + " " + "cd" * 48 + "\n")
+    assert cli.main(["x.pcap", "--keylog", str(keys), "-q", "-o", str(tmp_path / "r.html")]) == 0
+    assert fake_load[0]["keylog"] == str(keys)
 
 
 def test_unreadable_keylog_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

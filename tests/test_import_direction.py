@@ -57,6 +57,18 @@ ALLOWED: dict[tuple[str, str], str] = {
         "Capture.subset() is a convenience over select.subset, which builds the subset's Capture "
         "(type(cap)(summary, tables)); imported inside the call"
     ),
+    ("pcaptools.result", "pcaptools.analyses.latency"): (
+        "Capture.latency() is a convenience over analyses.latency.stream_latency(cap), which "
+        "reads a Capture's tables; imported inside the call"
+    ),
+    ("pcaptools.result", "pcaptools.analyses.disconnects"): (
+        "Capture.disconnects() is a convenience over analyses.disconnects(cap); imported "
+        "inside the call"
+    ),
+    ("pcaptools.result", "pcaptools.analyses.overhead"): (
+        "Capture.overhead() is a convenience over analyses.overhead(cap); imported inside the "
+        "call"
+    ),
 }
 
 #: private names (leading underscore) one module imports from another, with the reason;

@@ -25,7 +25,8 @@ def test_notebook_executes(path: Path) -> None:
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if o.output_type == "error"]
     assert errors == []
     # every notebook opens on real captures: its first cell shows the loaded Capture(s)
     first = next(c for c in nb.cells if c.cell_type == "code")
@@ -36,3 +37,10 @@ def test_notebook_executes(path: Path) -> None:
         assert "goodput_ratio" in text
     # and every code cell produced output (a table, a chart or a repr)
     assert all(c.outputs for c in nb.cells if c.cell_type == "code")
+    # and nothing on stderr (a pandas FutureWarning, say)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"] == []
+    charts = [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})]
+    assert len(charts) >= 1  # every notebook draws at least one chart
+    if path.name == "04-protocol-overhead.ipynb":  # its headline columns name the protocols
+        assert text.splitlines()[0].split() == ["HTTP/1.1", "HTTP/2"]

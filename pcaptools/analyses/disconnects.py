@@ -87,7 +87,7 @@ from .overhead import protocol_stacks
 if TYPE_CHECKING:
     from ..capture import Capture
 
-__all__ = ["DISCONNECTS", "VERDICTS", "disconnects"]
+__all__ = ["DISCONNECTS", "VERDICTS", "DisconnectsFrame", "disconnects"]
 
 #: verdicts in the order they are tried
 VERDICTS: tuple[str, ...] = (
@@ -407,13 +407,58 @@ def disconnects(
                 opened += 1
             continue
         rows.append(_row(c, found, ws.get(c.stream), proto.get(c.stream, "tcp")))
-    df = DISCONNECTS.frame(rows)
+    df = DisconnectsFrame(DISCONNECTS.frame(rows))
     df.attrs["clean_connections"] = clean
     df.attrs["open_connections"] = opened
     df.attrs["connections"] = len(conns)
     df.attrs["verdicts"] = {v: int(n) for v, n in df["verdict"].value_counts().items() if n}
     df.attrs["parameters"] = params
     return df
+
+
+class DisconnectsFrame(pd.DataFrame):
+    """What :func:`disconnects` returns: a DataFrame (its rows, columns and ``attrs`` as
+    documented there) whose printed forms, text and notebook HTML, start with one line
+    counting the connections checked, e.g. ``disconnects: 0 of 12 TCP connections ended
+    badly (10 closed cleanly with FIN; 2 still open at the end of the capture)``, so that an
+    empty result reads as "all clean" rather than as nothing. Anything derived from it (a
+    column selection, ``query``, ``copy``...) is a plain DataFrame."""
+
+    @property
+    def _constructor(self) -> Callable[..., pd.DataFrame]:
+        return pd.DataFrame
+
+    def counts_line(self) -> str:
+        """The line the printed forms start with (empty when ``attrs`` lost its counts)."""
+        a = self.attrs
+        if not isinstance(a.get("connections"), int):
+            return ""
+        n, bad = int(a["connections"]), len(self)
+        clean, still = int(a.get("clean_connections", 0)), int(a.get("open_connections", 0))
+        conns = f"{n:,} TCP connection{'' if n == 1 else 's'}"
+        if not n:
+            return "disconnects: the capture holds no TCP connection"
+        head = f"disconnects: {bad:,} of {conns} ended badly"
+        rest = [f"{clean:,} closed cleanly with FIN"] if clean else []
+        if still:
+            rest.append(f"{still:,} still open at the end of the capture")
+        verdicts = a.get("verdicts")
+        if bad and isinstance(verdicts, dict) and verdicts:
+            rest.insert(0, ", ".join(f"{v}: {k:,}" for v, k in verdicts.items()))
+        return head + (f" ({'; '.join(rest)})" if rest else "")
+
+    def __repr__(self) -> str:
+        line = self.counts_line()
+        body = pd.DataFrame(self).__repr__()
+        return f"{line}\n{body}" if line else body
+
+    def _repr_html_(self) -> str | None:
+        import html
+
+        plain: Any = pd.DataFrame(self)  # (_repr_html_ is not in pandas-stubs)
+        body: str | None = plain._repr_html_()
+        line = self.counts_line()
+        return f"<p>{html.escape(line)}</p>{body or ''}" if line else body
 
 
 # ----------------------------------------------------------------------------------- rules

@@ -115,7 +115,7 @@ class KeyLog:
     same client random and label replace earlier ones.
     """
 
-    __slots__ = ("_by_random", "bad_lines", "ignored_lines", "lines", "sources")
+    __slots__ = ("_by_random", "bad_lines", "ignored_lines", "lines", "read_lines", "sources")
 
     def __init__(self) -> None:
         self._by_random: dict[bytes, SessionSecrets] = {}
@@ -125,6 +125,8 @@ class KeyLog:
         """lines that were neither comments, blank nor entries"""
         self.ignored_lines = 0
         """well-formed entries of labels pcaptools does not use (EXPORTER_SECRET, RSA...)"""
+        self.read_lines = 0
+        """lines read from every source, comments and blank lines included"""
         self.sources: list[str] = []
 
     def __repr__(self) -> str:
@@ -167,6 +169,7 @@ class KeyLog:
     def _add_lines(self, lines: Iterable[str | None], diag: Diagnostics, source: str) -> None:
         """Store the entries of ``lines`` (None: a line too long to parse)."""
         for lineno, raw in enumerate(lines, 1):
+            self.read_lines += 1
             if raw is None:
                 self.bad_lines += 1
                 diag.add(

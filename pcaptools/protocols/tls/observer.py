@@ -306,7 +306,8 @@ class TlsObserver:
         self.tcp_stream = tcp_stream
         self._diag = diag
         self._keylog = keylog
-        """consulted when a session needs keys (so secrets added later, e.g. from a pcapng DSB, count)"""
+        """consulted when a session needs keys (so secrets added later, e.g. from a pcapng DSB,
+        count)"""
         self._inner_factory = inner_factory
         self._inner: StreamObserver | None = None
         self._inner_started = False
@@ -760,7 +761,8 @@ class TlsObserver:
             if mlen > MAX_HANDSHAKE_MESSAGE:
                 self._add(
                     "tls.handshake_parse_error",
-                    f"handshake message type {mtype} announces {mlen} bytes; handshake data dropped",
+                    f"handshake message type {mtype} announces {mlen} bytes; "
+                    "handshake data dropped",
                     ts,
                     frame,
                     dirn,
@@ -802,7 +804,8 @@ class TlsObserver:
     def _client_hello_session(
         self, s: _Session, ts: int, frame: int, out: list[object]
     ) -> _Session:
-        """The session a ClientHello belongs to (a new one unless it answers a HelloRetryRequest)."""
+        """The session a ClientHello belongs to (a new one unless it answers a
+        HelloRetryRequest)."""
         if s.ch is None and s.sh is None:
             return s
         if s.hrr and s.sh is None and s.ch_count == 1:
@@ -1007,7 +1010,8 @@ class TlsObserver:
     def _keys_available(self, s: _Session, ts: int, frame: int) -> bool:
         """Whether this session can be decrypted; records why not (status + anomaly)."""
         assert s.suite is not None
-        if self._keylog is None or not self._keylog:
+        if self._keylog is None or not (self._keylog or self._keylog.sources):
+            # no key log at all; one that was given but holds no secret is "no_keys" below
             s.reason = "no_keylog"
             return False
         if s.ch is None:
