@@ -798,7 +798,13 @@ def _attempt_table(cap: Capture, max_gap_s: float) -> tuple[list[tuple[Any, ...]
                              c["server_addr"].astype(str), c["server_port"].tolist(),
                              strict=True):
         groups.setdefault((ca, sa, int(sp)), []).append(int(t))
-    info = c.set_index("tcp_stream")
+    syn_count = dict(zip(hs.index.tolist(), hs["syn_count"].tolist(), strict=True))
+    info: dict[int, dict[str, Any]] = {
+        int(t): {"client_port": port, "first_frame": ff, "server_last_ts": last,
+                 "syn_count": syn_count.get(t, 1)}
+        for t, port, ff, last in zip(c["tcp_stream"].tolist(), c["client_port"].tolist(),
+                                     c["first_frame"].tolist(), c["server_last_ts"].tolist(),
+                                     strict=True)}
 
     def outcome(t: int) -> tuple[str, int | None]:
         h = hs.loc[t] if t in hs.index else None
@@ -819,9 +825,11 @@ def _attempt_table(cap: Capture, max_gap_s: float) -> tuple[list[tuple[Any, ...]
             pts = _ns(p["ts"])
             pts = pts[pts < before]
             return int(pts.max()) if len(pts) else None
-        v = info.loc[t, "server_last_ts"]
-        return int(pd.Timestamp(v).value) if pd.notna(v) and \
-            int(pd.Timestamp(v).value) < before else None
+        v = info[t]["server_last_ts"]
+        if v is None or pd.isna(v):
+            return None
+        last = int(pd.Timestamp(v).value)
+        return last if last < before else None
 
     storms: list[tuple[Any, ...]] = []
     attempts: list[tuple[Any, ...]] = []
@@ -859,7 +867,8 @@ def _attempt_table(cap: Capture, max_gap_s: float) -> tuple[list[tuple[Any, ...]
 
 def _storm(n: int, ca: str, server: str, prev: int | None, verdict: dict[int, str],
            run: list[int], first_ts: dict[int, int], outcome: Any, last_server_before: Any,
-           attempts: list[tuple[Any, ...]], info: pd.DataFrame) -> tuple[Any, ...]:
+           attempts: list[tuple[Any, ...]], info: dict[int, dict[str, Any]]
+           ) -> tuple[Any, ...]:
     starts = [first_ts[t] for t in run]
     intervals = [(b - a) / 1e6 for a, b in pairwise(starts)]
     ratios = [b / a for a, b in pairwise(intervals) if a > 0]
@@ -868,16 +877,16 @@ def _storm(n: int, ca: str, server: str, prev: int | None, verdict: dict[int, st
     connected: tuple[int, int] | None = None
     for k, t in enumerate(run):
         oc, done = outcome(t)
-        syns = int(info.loc[t, "syn_count"]) if "syn_count" in info.columns and \
-            pd.notna(info.loc[t, "syn_count"]) else 1
+        sc = info[t]["syn_count"]
+        syns = 1 if sc is None or pd.isna(sc) else int(sc)
         syns_total += syns - 1
         if oc != "connected":
             failed += 1
         elif done is not None:
             connected = (t, done)
-        port = int(info.loc[t, "client_port"])
+        port = int(info[t]["client_port"])
         attempts.append((n, k + 1, t, f"[{ca}]:{port}" if ":" in ca else f"{ca}:{port}",
-                         server, int(info.loc[t, "first_frame"]), starts[k],
+                         server, int(info[t]["first_frame"]), starts[k],
                          intervals[k - 1] if k else math.nan, syns, oc,
                          done if oc == "connected" else None))
     prev_last = last_server_before(prev, starts[0]) if prev is not None else None
@@ -899,30 +908,14 @@ def reconnect_storms(cap: Capture, *, max_gap_s: float = 300.0) -> pd.DataFrame:
     module docstring). Works with ``load(packets=False)`` (then the failed connection's last
     server packet is ``connections.server_last_ts``, which may be after the first attempt;
     such a time is not used)."""
-    storms, _ = _attempt_table(_joined(cap), max_gap_s)
+    storms, _ = _attempt_table(cap, max_gap_s)
     return RECONNECT_STORMS.frame(storms)
 
 
 def reconnect_attempts(cap: Capture, *, max_gap_s: float = 300.0) -> pd.DataFrame:
     """The attempts of :func:`reconnect_storms`, one row each (:data:`RECONNECT_ATTEMPTS`)."""
-    _, attempts = _attempt_table(_joined(cap), max_gap_s)
+    _, attempts = _attempt_table(cap, max_gap_s)
     return RECONNECT_ATTEMPTS.frame(attempts)
-
-
-class _Joined:
-    """A Capture whose connections carry the handshake's syn_count (read-only view)."""
-
-    def __init__(self, cap: Capture) -> None:
-        self._cap = cap
-        hs = cap.tcp_handshakes[["tcp_stream", "syn_count"]]
-        self.connections = cap.connections.merge(hs, on="tcp_stream", how="left")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cap, name)
-
-
-def _joined(cap: Capture) -> Any:
-    return _Joined(cap)
 
 
 # --------------------------------------------------------------------------- heartbeats
@@ -987,8 +980,8 @@ def heartbeat_audit(cap: Capture) -> pd.DataFrame:
         for to in IDLE_TIMEOUTS:
             v = {"any": idle, "payload": sil["payload"], "server_payload": sil["server"]}[to.what]
             survive.append(None if math.isnan(v) else v < to.seconds * 1000)
-        v = verdict.get(t)
-        died = v == "idle_then_reset"
+        vd = verdict.get(t)
+        died = vd == "idle_then_reset"
         fatal = float(idle_gap.get(t, math.nan)) if died else math.nan
         keep = math.nan
         if died and gaps_all and not math.isnan(fatal):
@@ -1005,7 +998,8 @@ def heartbeat_audit(cap: Capture) -> pd.DataFrame:
             float(rtt.median()) if len(rtt) else math.nan,
             float(rtt.max()) if len(rtt) else math.nan,
             int((h["outcome"].astype(str) == "unanswered").sum()),
-            sil["client"], sil["server"], sil["payload"], idle, *survive, v, died, fatal, keep,
+            sil["client"], sil["server"], sil["payload"], idle, *survive, vd, died, fatal,
+            keep,
         ))
     return HEARTBEAT_AUDIT.frame(rows)
 
