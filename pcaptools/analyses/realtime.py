@@ -87,12 +87,13 @@ each side sent and their median interval, pong latency, and the longest silence 
 direction (the longest time a side sent no packet carrying TCP payload, pings included;
 from the ``packets`` table: NaN with ``load(packets=False)``) and with no packet at all
 either way (``connections.max_idle_ms``). ``survives_*`` compares them with the idle timeouts
-of :data:`IDLE_TIMEOUTS`. A connection that died idle (verdict ``idle_then_reset``: a silence
-ended by a reset) gets ``fatal_idle_ms`` (the silence: the path's timeout is at most that)
-and ``keepalive_interval_ms``: the longest silence the connection survived earlier (traffic
-went on after it), an interval the path is known to tolerate; a heartbeat at least that
-often would have kept the connection alive. NaN when it never survived a silence worth the
-name: then only the upper bound is known.
+of :data:`IDLE_TIMEOUTS`. A connection that died idle (the ``idle_then_reset`` rule of
+:func:`~pcaptools.analyses.disconnects` matched: a silence of at least ``idle_gap_s``, 30 s
+by default, ended by a reset) gets ``fatal_idle_ms`` (the silence: the path's timeout is at
+most that) and ``keepalive_interval_ms``: the longest silence the connection survived
+earlier (traffic went on after it), an interval the path is known to tolerate; a heartbeat
+at least that often would have kept the connection alive. NaN when it never survived a
+silence of a second or more: then only the upper bound is known.
 """
 
 from __future__ import annotations
@@ -133,6 +134,7 @@ __all__ = [
     "heartbeat_audit",
     "reconnect_attempts",
     "reconnect_storms",
+    "session_audio_format",
     "turns",
 ]
 
@@ -431,7 +433,9 @@ HEARTBEAT_AUDIT = TableSchema(
                  "cannot be measured") for t in IDLE_TIMEOUTS),
         Column("verdict", "string", None, "disconnects() verdict; NA when it ended cleanly or "
                                           "is open"),
-        Column("died_idle", "bool", None, "verdict idle_then_reset: a silence ended by a reset"),
+        Column("died_idle", "bool", None,
+               "a silence of at least idle_gap_s (30 s by default) ended by a reset: the "
+               "idle_then_reset rule of disconnects() matched"),
         Column("fatal_idle_ms", "float64", "ms",
                "died idle: the silence that killed it (the path's idle timeout is at most "
                "this)"),
@@ -459,8 +463,9 @@ def _field(fields: str | None, path: str) -> Any:
         return None
 
 
-def _format_from(fields: dict[str, Any], side: str, cur: AudioFormat) -> AudioFormat:
-    """The format a session event sets for side ``input`` / ``output`` (else ``cur``)."""
+def session_audio_format(fields: dict[str, Any], side: str, cur: AudioFormat) -> AudioFormat:
+    """The audio format a session event (its ``realtime_events.fields``, parsed) sets for
+    side ``input`` or ``output``; ``cur`` when it sets none (rules in the module docstring)."""
     fmt = cur
     for path in (f"{side}_audio_format", f"session.{side}_audio_format"):
         v = fields.get(path)
@@ -564,8 +569,8 @@ def _responses(cap: Capture, names: EventNames, type_field: str, binary_audio: b
                 f = json.loads(fields)
             except ValueError:
                 f = {}
-            st["in"] = _format_from(f, "input", st["in"])
-            st["out"] = _format_from(f, "output", st["out"])
+            st["in"] = session_audio_format(f, "input", st["in"])
+            st["out"] = session_audio_format(f, "output", st["out"])
         if direction == _C2S:
             if binary or (typ is not None and typ in names.mic):
                 if abytes is not None and abytes is not pd.NA:
@@ -933,9 +938,11 @@ def _silences(times: np.ndarray, end: int | None) -> tuple[float, list[tuple[int
     return float(g.max()) / 1e6, list(zip(t[:-1].tolist(), t[1:].tolist(), strict=True))
 
 
-def heartbeat_audit(cap: Capture) -> pd.DataFrame:
+def heartbeat_audit(cap: Capture, *, idle_gap_s: float = 30.0) -> pd.DataFrame:
     """Heartbeat settings against idle timeouts, per long-lived connection
-    (:data:`HEARTBEAT_AUDIT`; rules in the module docstring)."""
+    (:data:`HEARTBEAT_AUDIT`; rules in the module docstring). ``idle_gap_s``: the silence
+    before a reset that makes a connection one that died idle (``disconnects(idle_gap_s=)``:
+    its ``idle_then_reset`` rule)."""
     conns = cap.connections
     hb = heartbeats(cap.ws_frames, cap.http2_frames, cap.tcp_events,
                     connections=conns, capture_end=cap.summary.last_ts_ns)
@@ -945,8 +952,10 @@ def heartbeat_audit(cap: Capture) -> pd.DataFrame:
     streams = sorted(ws | h2 | set(hb["tcp_stream"].tolist()))
     if not streams:
         return HEARTBEAT_AUDIT.frame([])
-    d = disconnects(cap)
+    d = disconnects(cap, idle_gap_s=idle_gap_s)
     verdict = dict(zip(d["tcp_stream"].tolist(), d["verdict"].astype(str), strict=True))
+    idle_death = {t for t, sig in zip(d["tcp_stream"].tolist(), d["signals"].astype(str),
+                                      strict=True) if "idle_then_reset" in sig.split(",")}
     idle_gap = dict(zip(d["tcp_stream"].tolist(), d["idle_gap_ms"].tolist(), strict=True))
     pk = cap.packets
     have_packets = len(pk) > 0
@@ -981,7 +990,7 @@ def heartbeat_audit(cap: Capture) -> pd.DataFrame:
             v = {"any": idle, "payload": sil["payload"], "server_payload": sil["server"]}[to.what]
             survive.append(None if math.isnan(v) else v < to.seconds * 1000)
         vd = verdict.get(t)
-        died = vd == "idle_then_reset"
+        died = t in idle_death
         fatal = float(idle_gap.get(t, math.nan)) if died else math.nan
         keep = math.nan
         if died and gaps_all and not math.isnan(fatal):

@@ -26,8 +26,9 @@ connection are capped with its ws_messages rows (the same events: ``max_events_p
 and ``max_record_rows`` drop them before any builder sees them).
 
 Credential-looking members (``api_key``, ``token``, ``client_secret``...:
-:func:`pcaptools.redaction.is_secret_json_key`) are kept in ``fields`` as
-``<redacted: N bytes>`` unless ``show_secrets``.
+:func:`pcaptools.redaction.is_secret_json_key`, and every string inside such an object, e.g.
+``client_secret.value``) are kept in ``fields`` as ``<redacted: N bytes>`` unless
+``show_secrets``.
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ MAX_FIELD_DEPTH: Final = 6
 MAX_FIELDS: Final = 48
 """members kept in ``fields`` per message"""
 AUDIO_KEYS: Final = ("delta", "audio", "chunk", "data", "payload")
-"""member names whose base64 string value is taken as audio even when short (a longer base64
-string under any name is taken too; the largest one wins)"""
+"""member names preferred as the audio: of the base64 strings longer than
+:data:`MAX_FIELD_CHARS` characters (96 bytes, 2 ms of pcm16 at 24 kHz), one under these names
+wins, else the longest (a shorter string is text: ``"delta": "Okay"`` is valid base64)"""
 
 _B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
@@ -96,9 +98,9 @@ REALTIME_EVENTS = TableSchema(
                "top-level response_id, else response.id (response.created / response.done)"),
         Column("item_id", "string", None, "top-level item_id, else item.id"),
         Column("audio_field", "string", None,
-               "dotted path of the base64 string taken as audio: a member named delta, audio, "
-               "chunk, data or payload holding base64, or the longest base64 string over "
-               f"{MAX_FIELD_CHARS} characters; NA when none"),
+               "dotted path of the base64 string taken as audio: of the base64 strings over "
+               f"{MAX_FIELD_CHARS} characters, one named delta, audio, chunk, data or payload, "
+               "else the longest; NA when none"),
         Column("audio_bytes", "Int64", "bytes",
                "decoded size of audio_field (from its length and padding; the audio itself "
                "is not kept)"),
@@ -135,7 +137,7 @@ def summarise_event(obj: dict[str, Any], *, show_secrets: bool = False
     fields: dict[str, Any] = {}
     audio: tuple[int, str, int] | None = None  # (priority, path, bytes)
 
-    def walk(o: dict[str, Any], prefix: str, depth: int) -> None:
+    def walk(o: dict[str, Any], prefix: str, depth: int, secret: bool) -> None:
         nonlocal audio
         for k, v in o.items():
             if not isinstance(k, str):
@@ -143,10 +145,10 @@ def summarise_event(obj: dict[str, Any], *, show_secrets: bool = False
             path = prefix + k
             if isinstance(v, dict):
                 if depth < MAX_FIELD_DEPTH:
-                    walk(v, path + ".", depth + 1)
+                    walk(v, path + ".", depth + 1, secret or is_secret_json_key(k))
                 continue
             if isinstance(v, str):
-                if len(v) > MAX_FIELD_CHARS or k in AUDIO_KEYS:
+                if len(v) > MAX_FIELD_CHARS:
                     size = base64_size(v)
                     if size is not None:
                         # a member named like audio first, then the longest string
@@ -155,14 +157,14 @@ def summarise_event(obj: dict[str, Any], *, show_secrets: bool = False
                             audio = cand
                 if len(v) > MAX_FIELD_CHARS:
                     continue
-                if not show_secrets and is_secret_json_key(k):
+                if not show_secrets and (secret or is_secret_json_key(k)):
                     v = redacted(v)
             elif not (v is None or isinstance(v, (bool, int, float))):
                 continue  # arrays are not read
             if len(fields) < MAX_FIELDS:
                 fields[path] = v
 
-    walk(obj, "", 1)
+    walk(obj, "", 1, False)
     typ = _str(obj.get("type"))
     resp = obj.get("response")
     item = obj.get("item")
