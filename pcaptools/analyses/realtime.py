@@ -27,7 +27,9 @@ client event of ``names.request`` (``response.create``; ``input_audio_buffer.com
 asked for it; a server audio or text event with no open response opens one too (APIs
 without a start event; ``start_frame`` is then NA). Server events carrying a
 ``response_id`` go to that response, others to the latest open one; ``names.end``
-(``response.done``) closes it (``status`` is its ``response.status``). Time to first audio
+(``response.done``) closes it (``status`` is its ``response.status``). ``names.error``
+(``error``) events are counted on the open response; with none open, an error answers the
+pending request as a response of its own (``end_reason`` error). Time to first audio
 is the first audio chunk's packet time minus the request's packet time (NaN when no request
 was seen: the capture started later, or the server responded on its own, e.g. server-side
 voice activity detection; then ``first_audio_ms`` from the start event still says something).
@@ -190,6 +192,9 @@ class EventNames:
     """client events carrying microphone audio (base64)"""
     session: frozenset[str] = field(default_factory=frozenset)
     """events that set the session's audio formats (both directions)"""
+    error: frozenset[str] = field(default_factory=frozenset)
+    """server events reporting an error (counted on the open response; with none open, they
+    answer the pending request as a response of their own, end_reason error)"""
 
 
 OPENAI_REALTIME = EventNames(
@@ -202,6 +207,7 @@ OPENAI_REALTIME = EventNames(
     end=frozenset({"response.done"}),
     mic=frozenset({"input_audio_buffer.append"}),
     session=frozenset({"session.update", "session.created", "session.updated"}),
+    error=frozenset({"error"}),
 )
 """OpenAI Realtime (beta and GA event names)"""
 
@@ -264,8 +270,12 @@ TURNS = TableSchema(
         Column("status", "string", None,
                "response.status of the end event (completed, cancelled, failed, incomplete); "
                "NA when not said"),
+        Column("errors", "int64", "events", "error events during the response"),
+        Column("error_code", "string", None,
+               "error.code (else error.type) of its first error event; NA when none"),
         Column("end_reason", "category", None,
-               "done (end event), superseded (another response started first), "
+               "done (end event), error (an error event answered the request and no "
+               "response started), superseded (another response started first), "
                "connection_ended (the WebSocket ended first), open_at_eof"),
     ),
 )
@@ -499,6 +509,8 @@ class _Resp:
     mic_fmt: AudioFormat | None = None
     text_chars: int = 0
     text_events: int = 0
+    errors: int = 0
+    error_code: str | None = None
     last: tuple[int, int] = (0, 0)
     end: tuple[str, int, int] | None = None
     status: str | None = None
@@ -589,9 +601,17 @@ def _responses(cap: Capture, names: EventNames, type_field: str, binary_audio: b
         is_text = typ is not None and typ in names.text
         is_start = typ is not None and typ in names.start
         is_end = typ is not None and typ in names.end
+        is_error = typ is not None and typ in names.error
         opened: list[_Resp] = st["open"]
         resp: _Resp | None = None
-        if is_start or ((is_audio or is_text) and not opened):
+        if is_error and not opened and st["pending"] is not None:
+            resp = _Resp(index=len(st["all"]), rid=rid, request=st["pending"], start_frame=None,
+                         first=(typ or "", int(frame), int(ts)))
+            resp.end = (typ or "", int(frame), int(ts))
+            resp.end_reason = "error"
+            st["pending"] = None
+            st["all"].append(resp)
+        elif is_start or ((is_audio or is_text) and not opened):
             for r in opened:
                 r.end_reason = "superseded"
             pend = st["pending"]
@@ -618,6 +638,11 @@ def _responses(cap: Capture, names: EventNames, type_field: str, binary_audio: b
         if is_text and tchars is not None and tchars is not pd.NA:
             resp.text_chars += int(tchars)
             resp.text_events += 1
+        if is_error:
+            resp.errors += 1
+            if resp.error_code is None:
+                resp.error_code = (_str(_field(fields, "error.code"))
+                                   or _str(_field(fields, "error.type")))
         if is_end:
             resp.end = (typ or "", int(frame), int(ts))
             resp.end_reason = "done"
@@ -668,7 +693,7 @@ def turns(cap: Capture, *, names: EventNames = OPENAI_REALTIME, type_field: str 
                 fmt.name if fmt.rate_hz else None, fmt.rate_hz,
                 _audio_ms(nbytes, fmt) if r.chunks else 0.0,
                 r.text_chars, r.text_events, r.end[0] if r.end else None, end_frame, end_ts,
-                (end_ts - base) / 1e6, r.status, r.end_reason,
+                (end_ts - base) / 1e6, r.status, r.errors, r.error_code, r.end_reason,
             ))
     return TURNS.frame(rows)
 

@@ -291,3 +291,25 @@ def test_session_formats() -> None:
     opus = rt.session_audio_format({"session.output_audio_format": "opus"}, "output",
                            rt.DEFAULT_OUTPUT_FORMAT)
     assert opus.bytes_per_second is None  # unknown: durations are NaN, not a guess
+
+
+def test_an_error_answers_the_request(cap: Capture) -> None:
+    """A request answered by an ``error`` event (no response.created): a turn of its own."""
+    ev = cap.realtime_events
+    first = ev[ev["type"] == "response.created"].index[0]
+    keep = ev[(ev["tcp_stream"] != 0) | (ev.index < first)].copy()  # conn 0 stops there
+    err = keep[keep["tcp_stream"] == 0].iloc[[-1]].copy()
+    err["type"] = pd.Series(["error"], dtype="string", index=err.index)
+    err["fields"] = json.dumps({"type": "error", "error.type": "invalid_request_error",
+                                "error.code": "session_expired"})
+    err["frame"] = int(ev.loc[first, "frame"])
+    err["ts"] = ev.loc[first, "ts"]
+    err["direction"] = pd.Categorical(["server_to_client"],
+                                      categories=ev["direction"].cat.categories)
+    both = pd.concat([keep, err]).sort_values("frame", kind="stable")
+    t = rt.turns(Capture(cap.summary, {**cap.tables, "realtime_events": both}))
+    e = t[t["tcp_stream"] == 0].iloc[0]
+    assert e["end_reason"] == "error" and e["errors"] == 1
+    assert e["error_code"] == "session_expired" and e["request_type"] == "response.create"
+    assert e["audio_chunks"] == 0 and math.isnan(e["time_to_first_audio_ms"])
+    assert t[t["tcp_stream"] == 4]["errors"].tolist() == [0]
