@@ -428,7 +428,8 @@ LIMITS: tuple[Limit, ...] = (
         "count",
         None,
         "short scalar members kept per event in realtime_events.fields (strings up to "
-        "MAX_FIELD_CHARS characters, MAX_FIELD_DEPTH levels of nesting); the rest are not kept",
+        "MAX_FIELD_CHARS characters, MAX_FIELD_DEPTH levels of nesting, MAX_FIELDS_CHARS "
+        "characters in all); the rest are not kept",
     ),
     Limit(
         "max_packet_rows",

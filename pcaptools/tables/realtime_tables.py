@@ -48,6 +48,7 @@ from .schema import TS_DTYPE, Column, RowBuffer, TableSchema
 __all__ = [
     "AUDIO_KEYS",
     "MAX_FIELDS",
+    "MAX_FIELDS_CHARS",
     "MAX_FIELD_CHARS",
     "MAX_FIELD_DEPTH",
     "REALTIME_EVENTS",
@@ -62,6 +63,9 @@ MAX_FIELD_DEPTH: Final = 6
 """nesting levels of objects read into ``fields``"""
 MAX_FIELDS: Final = 48
 """members kept in ``fields`` per message"""
+MAX_FIELDS_CHARS: Final = 1024
+"""characters of ``fields`` per message (members past it are not kept): a row stays small
+whatever the message holds"""
 AUDIO_KEYS: Final = ("delta", "audio", "chunk", "data", "payload")
 """member names preferred as the audio: of the base64 strings longer than
 :data:`MAX_FIELD_CHARS` characters (96 bytes, 2 ms of pcm16 at 24 kHz), one under these names
@@ -110,7 +114,8 @@ REALTIME_EVENTS = TableSchema(
         Column("fields", "string", None,
                "JSON object of the short scalar members by dotted path (strings up to "
                f"{MAX_FIELD_CHARS} characters, numbers, booleans, null; {MAX_FIELD_DEPTH} "
-               f"levels, {MAX_FIELDS} members; credential-looking ones redacted unless "
+               f"levels, at most {MAX_FIELDS} members and about {MAX_FIELDS_CHARS} "
+               "characters, in message order; credential-looking ones redacted unless "
                "show_secrets); NA unless status is ok"),
     ),
 )
@@ -136,9 +141,10 @@ def summarise_event(obj: dict[str, Any], *, show_secrets: bool = False
     JSON) of one parsed event object (see :data:`REALTIME_EVENTS`)."""
     fields: dict[str, Any] = {}
     audio: tuple[int, str, int] | None = None  # (priority, path, bytes)
+    room = MAX_FIELDS_CHARS
 
     def walk(o: dict[str, Any], prefix: str, depth: int, secret: bool) -> None:
-        nonlocal audio
+        nonlocal audio, room
         for k, v in o.items():
             if not isinstance(k, str):
                 continue
@@ -161,8 +167,10 @@ def summarise_event(obj: dict[str, Any], *, show_secrets: bool = False
                     v = redacted(v)
             elif not (v is None or isinstance(v, (bool, int, float))):
                 continue  # arrays are not read
-            if len(fields) < MAX_FIELDS:
+            cost = len(path) + (len(v) if isinstance(v, str) else 8) + 6
+            if len(fields) < MAX_FIELDS and cost <= room:
                 fields[path] = v
+                room -= cost
 
     walk(obj, "", 1, False)
     typ = _str(obj.get("type"))

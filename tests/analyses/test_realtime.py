@@ -17,7 +17,13 @@ import pcaptools
 from pcaptools.analyses import realtime as rt
 from pcaptools.capture import Capture
 from pcaptools.tables.foundation import PACKETS
-from pcaptools.tables.realtime_tables import REALTIME_EVENTS, base64_size, summarise_event
+from pcaptools.tables.realtime_tables import (
+    MAX_FIELDS,
+    MAX_FIELDS_CHARS,
+    REALTIME_EVENTS,
+    base64_size,
+    summarise_event,
+)
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 VOICE = CAPTURES / "voice-realtime.pcapng"
@@ -313,3 +319,15 @@ def test_an_error_answers_the_request(cap: Capture) -> None:
     assert e["error_code"] == "session_expired" and e["request_type"] == "response.create"
     assert e["audio_chunks"] == 0 and math.isnan(e["time_to_first_audio_ms"])
     assert t[t["tcp_stream"] == 4]["errors"].tolist() == [0]
+
+
+def test_fields_stay_small() -> None:
+    obj = {f"k{i}": "v" * 100 for i in range(200)}
+    f = json.loads(summarise_event(obj)[7])
+    assert 0 < len(f) <= MAX_FIELDS and len(json.dumps(f)) <= MAX_FIELDS_CHARS + 200
+    deep: dict[str, Any] = {"type": "x"}
+    node = deep
+    for _ in range(50):
+        node["n"] = {"v": 1}
+        node = node["n"]
+    assert max(k.count(".") for k in json.loads(summarise_event(deep)[7])) < 6
