@@ -15,6 +15,13 @@ from .analyses.coverage import COVERAGE_SUMMARY
 from .analyses.disconnects import DISCONNECTS
 from .analyses.latency import STREAM_LATENCY
 from .analyses.overhead import OVERHEAD
+from .analyses.realtime import (
+    CADENCE,
+    HEARTBEAT_AUDIT,
+    RECONNECT_ATTEMPTS,
+    RECONNECT_STORMS,
+    TURNS,
+)
 from .diagnostics import CATALOGUE
 from .tables.registry import TABLES
 from .tables.schema import TableSchema
@@ -23,7 +30,8 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 #: tables that analyses compute from a Capture's tables (documented after the Capture tables)
 DERIVED: tuple[TableSchema, ...] = (STREAM_LATENCY, COMPARISON, DISCONNECTS, OVERHEAD,
-                                    COVERAGE_SUMMARY)
+                                    COVERAGE_SUMMARY, TURNS, CADENCE, RECONNECT_STORMS,
+                                    RECONNECT_ATTEMPTS, HEARTBEAT_AUDIT)
 
 
 def tables_markdown() -> str:

@@ -172,6 +172,8 @@ CATALOGUE: dict[str, str] = {
     "ws.frame_after_close": "a data frame was sent after that side's Close frame; reported once per direction",
     "ws.bad_close_payload": "a Close frame's payload is 1 byte, has a status code that may not be sent (RFC 6455 §7.4), or a reason that is not UTF-8",
     "ws.invalid_utf8": "a text message is not valid UTF-8",
+    "ws.bad_json": ("a WebSocket text message starts like a JSON object but is not valid "
+                    "JSON; its realtime_events row has status bad_json"),
     "ws.decompression_limit": "a permessage-deflate message inflates beyond the configured limit (64 MiB by default); its decompression stopped (a decompression bomb is reported, not inflated); with context takeover the rest of it still runs through the shared inflater, output discarded, so later messages inflate (a second row if even that exceeds 256 MiB: the context is given up)",
     "ws.decompress_failed": "a permessage-deflate message did not inflate; with context takeover, later messages of that direction are not decompressed either",
     "ws.truncated_frame": "a WebSocket connection direction ended (FIN/RST) in the middle of a frame",

@@ -484,6 +484,24 @@ LIMITS: tuple[Limit, ...] = (
         "kept per text message",
     ),
     Limit(
+        "WebSocket JSON message parsed",
+        "pcaptools.protocols.websocket:DEFAULT_MAX_JSON_BYTES",
+        "bytes",
+        None,
+        "a text message starting like a JSON object is kept whole (one per direction at a "
+        "time) up to this and parsed into realtime_events; a longer one gets a row with "
+        "status too_large (its preview's type only)",
+    ),
+    Limit(
+        "realtime_events fields",
+        "pcaptools.tables.realtime_tables:MAX_FIELDS",
+        "count",
+        None,
+        "short scalar members kept per event in realtime_events.fields (strings up to "
+        "MAX_FIELD_CHARS characters, MAX_FIELD_DEPTH levels of nesting, MAX_FIELDS_CHARS "
+        "characters in all); the rest are not kept",
+    ),
+    Limit(
         "max_packet_rows",
         "pcaptools.capture:load(max_packet_rows)",
         "rows",

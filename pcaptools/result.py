@@ -107,6 +107,7 @@ class Capture:
     ws_frames: pd.DataFrame
     ws_messages: pd.DataFrame
     ws_heartbeats: pd.DataFrame
+    realtime_events: pd.DataFrame
     dns: pd.DataFrame
     quic_connections: pd.DataFrame
     quic_packets: pd.DataFrame

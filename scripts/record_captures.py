@@ -3652,6 +3652,124 @@ def sc_secrets_more(ctx: Ctx) -> None:
     ctx.highlight(name, "every credential value is listed under truth.secrets; tshark shows "
                         "them all (cleartext), pcaptools shows <redacted: N bytes> unless "
                         "show_secrets; tshark needs -d tcp.port==8081,http2")
+# --------------------------------------------------------------------------- realtime voice
+
+VOICEKIT = SCRIPTS / "servers" / "voicekit.py"
+VOICE_PORT0 = 51001
+
+
+@scenario("voice-realtime", outputs=("voice-realtime.pcapng",),
+          summary="realtime voice over wss (python websockets, OpenAI-Realtime-style JSON "
+                  "events, key log): session.update, two turns of paced microphone chunks "
+                  "and audio deltas (one with jitter and a 700 ms gap), pings both ways, then "
+                  "the path is black-holed: the ping times out and the client reconnects with "
+                  "exponential backoff (3 failed connects with SYN retransmits), one more turn "
+                  "with binary microphone audio, clean close")
+def sc_voice_realtime(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair(hosts={TLS_HOST: SERVER4})
+    sysctls = {"net.ipv4.tcp_retries2": 4, "net.ipv4.tcp_orphan_retries": 1}
+    for k, v in sysctls.items():
+        c.sysctl(k, v)
+    ctx.common["sysctl"] = {"client": sysctls}
+    make_cert(ctx)
+    assert ctx.tls_files is not None
+    sev = ctx.work / "voicekit-server.jsonl"
+    cev = ctx.work / "voicekit-client.jsonl"
+    kl = ctx.work / "keys-voice.txt"
+    spawn_py(ctx, s, VOICEKIT, ["serve", "--listen", f"{SERVER4}:{HTTPS_PORT}", "--events",
+                                str(sev), "--certfile", str(ctx.tls_files[0]), "--keyfile",
+                                str(ctx.tls_files[1]), "--ping-every", "5", "--lifetime", "60"],
+             name="voicekit-server", lifetime_s=65)
+    netlab.wait_for_port(s, "", HTTPS_PORT)
+    ctx.common["servers"].append({
+        "kind": "voicekit (python websockets)", "listen": [f"{SERVER4}:{HTTPS_PORT}"],
+        "version": f"websockets {_pkg_version('websockets')}", "tls": True,
+        "behaviour": "OpenAI-Realtime-style events; response.audio.delta chunks of 100 ms "
+                     "pcm16 24 kHz on a scripted schedule (scripts/servers/voicekit.py "
+                     "RESPONSES); pings every 5 s (server-ping-N); permessage-deflate off"})
+    name = "voice-realtime.pcapng"
+    cap = ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    ctx.event("voice client start")
+    proc = spawn_py(ctx, c, VOICEKIT, [
+        "client", "--url", f"wss://{TLS_HOST}/v1/realtime", "--local-ip", CLIENT4,
+        "--first-port", str(VOICE_PORT0), "--events", str(cev), "--cacert",
+        str(ctx.tls_files[0]), "--keylog", str(kl), "--ping-every", "2", "--ping-timeout", "3",
+        "--open-timeout", "1.2", "--backoff", "1.25", "--buffer-ms", "200",
+        "--deadline", "55"], name="voicekit-client", lifetime_s=60)
+    if wait_for_event(cev, "turns done on connection 1", 25) is None:
+        raise netlab.LabError("voice client did not finish its first two turns")
+    rules = [["iptables", "-I", "INPUT", "-p", "tcp", "-s", CLIENT4, "--dport",
+              str(HTTPS_PORT), "-j", "DROP"],
+             ["iptables", "-I", "OUTPUT", "-p", "tcp", "-d", CLIENT4, "--sport",
+              str(HTTPS_PORT), "-j", "DROP"]]
+    t_hole = time.time_ns()
+    for r in rules:
+        s.run(r)
+    ctx.event("black hole installed", rules=[" ".join(r) for r in rules])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if sum(1 for r in jsonl(cev) if r.get("what") == "connect failed") >= 3:
+            break
+        time.sleep(0.05)
+    t_lift = time.time_ns()
+    for r in rules:
+        s.run(["iptables", "-D", *r[2:]])
+    ctx.event("black hole removed")
+    rc = wait_proc(proc, 40)
+    time.sleep(0.5)
+    ctx.stop_capture(name)
+    ctx.add_keys(name, kl)
+    clog, slog = jsonl(cev), jsonl(sev)
+    attempts = [r for r in clog if r.get("what") == "connect attempt"]
+    failed = {r["attempt"] for r in clog if r.get("what") == "connect failed"}
+    for a in attempts:
+        port = a["local_port"]
+        if a["attempt"] == 1:
+            end, hs, purpose = "black-hole", "completed", (
+                "two realtime turns; then the path is black-holed: the client's ping times "
+                "out (3 s) and it aborts the connection")
+        elif a["attempt"] in failed:
+            end, hs, purpose = "none", "no-answer", (
+                "reconnect attempt into the black hole: SYN and one SYN retransmission, "
+                "then the client's 1.2 s opening timeout")
+        else:
+            # as in ws-tls: close_notify both ways, then the FINs in either order
+            end, hs, purpose = "fin-both", "completed", (
+                "reconnected after the backoff; one turn with binary microphone audio, "
+                "close 1000")
+        ctx.conn(client=ep(CLIENT4, port), server=ep(SERVER4, HTTPS_PORT), end=end,
+                 handshake=hs, via=f"python websockets {_pkg_version('websockets')}",
+                 purpose=purpose, t_start_ns=a["t_ns"], attempt=a["attempt"])
+    turns = [{k: v for k, v in r.items() if k != "what"} for r in clog if r.get("what") == "turn"]
+    ctx.truth(name, client_exit=rc, black_hole={
+        "installed_ns": t_hole, "removed_ns": t_lift, "rules": [" ".join(r) for r in rules],
+        "where": "server netns iptables: the client-side capture shows only what the "
+                 "client sends"},
+        turns=turns, connect_attempts=attempts,
+        connect_failed=[r for r in clog if r.get("what") == "connect failed"],
+        dead=next((r for r in clog if r.get("what") == "connection declared dead"), None),
+        client_log=clog, server_log=slog)
+
+    def voice_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
+        t = f["truth"]
+        ok_turns = [x for x in t["turns"] if x.get("first_audio_ns")]
+        return [
+            {"check": "client finished (exit 0)", "ok": t["client_exit"] == 0,
+             "detail": str(t["client_exit"])},
+            {"check": "three turns with audio", "ok": len(ok_turns) == 3,
+             "detail": str(len(ok_turns))},
+            {"check": "3 failed connects, then a connection", "ok":
+             len(t["connect_failed"]) == 3 and len(t["connect_attempts"]) == 5,
+             "detail": f"{len(t['connect_failed'])} failed of {len(t['connect_attempts'])}"},
+            {"check": "turn 2 underran the 200 ms playout buffer", "ok":
+             len(ok_turns) >= 2 and ok_turns[1]["underruns"] >= 1,
+             "detail": str([x.get("underruns") for x in ok_turns])},
+        ]
+    ctx.check(name, voice_checks)
+    ctx.expect(name, "tcp.streams", "==", 5)
+    ctx.highlight(name, f"decrypt with voice-realtime.keys; black hole from capture-clock "
+                        f"{t_hole / 1e9:.6f} (+{(t_hole - cap._started_ns) / 1e9:.3f} s) to "
+                        f"{t_lift / 1e9:.6f}; attempts from ports {VOICE_PORT0}..")
 
 
 # =========================================================================== tshark facts

@@ -15,11 +15,13 @@ from pcaptools.tables.foundation import CONNECTIONS
 from pcaptools.tables.schema import TableSchema
 
 #: the order of docs/tables.md and Capture.tables before the registry (#14), with the QUIC
-#: tables (#15) after dns, then the HTTP/3 ones (#15)
+#: tables (#15) after dns, then the HTTP/3 ones (#15); realtime_events (#17) after
+#: the WebSocket tables
 ORDER = [
     "connections", "tcp_handshakes", "tcp_events", "tcp_losses", "tls_handshakes",
     "tls_records", "http2_frames", "http2_streams", "http2_connections", "http_requests",
-    "sse_events", "ws_connections", "ws_frames", "ws_messages", "ws_heartbeats", "dns",
+    "sse_events", "ws_connections", "ws_frames", "ws_messages", "ws_heartbeats",
+    "realtime_events", "dns",
     "quic_connections", "quic_packets", "quic_frames", "http3_frames", "http3_streams",
     "http3_sse_events",
     "icmp_errors", "path_mtu", "packets", "warnings", "coverage",

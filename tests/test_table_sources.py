@@ -107,8 +107,8 @@ def test_a_registered_source_is_streamed_to_parquet(toy: TableSource, tmp_path: 
 
 
 def test_builtin_sources_in_table_order() -> None:
-    assert list(registry.SOURCES) == ["tcp", "tls", "http", "websocket", "dns", "quic", "http3",
-                                      "icmp", "packets", "warnings", "coverage"]
+    assert list(registry.SOURCES) == ["tcp", "tls", "http", "websocket", "realtime", "dns",
+                                      "quic", "http3", "icmp", "packets", "warnings", "coverage"]
     tables = [s.name for src in registry.SOURCES.values() for s in src.tables]
     assert tables == list(registry.TABLES)
 

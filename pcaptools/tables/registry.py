@@ -63,6 +63,7 @@ from .quic_tables import (
     quic_frames_table,
     quic_packets_table,
 )
+from .realtime_tables import REALTIME_EVENTS, RealtimeEventsBuilder
 from .schema import TableSchema
 from .tcp_tables import (
     connections_table,
@@ -251,6 +252,13 @@ def _ws(ctx: BuildContext) -> Built:
     return Built(frames=b.tables, add_all=b.add_all, drain=b, builder=b)
 
 
+def _realtime(ctx: BuildContext) -> Built:
+    """(realtime_events: the JSON text messages of the WebSocket observers)"""
+    b = RealtimeEventsBuilder(ctx.diag, show_secrets=ctx.show_secrets)
+    return Built(frames=lambda: {"realtime_events": b.frame()}, add_all=b.add_all, drain=b,
+                 builder=b)
+
+
 # the ``dns`` datagram observer of the UDP route (DNS over UDP and TCP report to it) and the
 # DoH collector feeding it from HTTP events (quoted in docs/adding-a-protocol.md)
 def _dns(ctx: BuildContext) -> Built:
@@ -333,6 +341,9 @@ for _source in (
     TableSource(name="websocket", tables=tuple(WS_TABLES.values()), build=_ws,
                 consumes=(WsFrame, WsMessage, WsConnectionEnded),
                 per_record={WsFrame: "ws_frames", WsMessage: "ws_messages"}),
+    # realtime API events carried as WebSocket JSON messages (rows capped with ws_messages)
+    TableSource(name="realtime", tables=(REALTIME_EVENTS,), build=_realtime,
+                consumes=(WsMessage,)),
     # dns (UDP, TCP, HTTPS)
     TableSource(name="dns", tables=(DNS,), build=_dns,
                 consumes=(HttpBody, HttpExchange, Http2StreamEnded)),

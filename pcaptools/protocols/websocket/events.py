@@ -137,6 +137,10 @@ class WsMessage(Event):
     preview_truncated: bool
     json_type: str | None
     """value of the first ``"type": "..."`` in the preview (realtime APIs name events so)"""
+    json_text: bytes | None = None
+    """the whole text (decompressed, UTF-8) of a text message that starts like a JSON object
+    (``{`` after whitespace), when it was complete, fully captured, valid UTF-8 and at most
+    ``max_json_bytes`` long; None otherwise (the preview still has its start)"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,7 +25,10 @@ Bounded work and memory whatever the wire says:
 - control frames keep at most :data:`CONTROL_KEEP_BYTES` of payload (125 is the legal
   maximum);
 - a message keeps only counters, the first ``preview_chars`` characters
-  (:data:`DEFAULT_PREVIEW_CHARS`) and, when compressed, a zlib inflater (32 KiB window);
+  (:data:`DEFAULT_PREVIEW_CHARS`), a text message that starts like a JSON object its whole
+  text up to ``max_json_bytes`` (:data:`DEFAULT_MAX_JSON_BYTES`; one message per direction
+  at a time: realtime event APIs are parsed from it, ``tables.realtime_tables``) and, when
+  compressed, a zlib inflater (32 KiB window);
   decompressed output is counted and dropped, and stops at ``max_decompressed_bytes`` per
   message (:data:`DEFAULT_MAX_DECOMPRESSED_BYTES`): a decompression bomb becomes a
   ``ws.decompression_limit`` row, not memory or CPU growth. With context takeover the rest
@@ -70,6 +73,7 @@ __all__ = [
     "CONTROL_KEEP_BYTES",
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_MAX_JSON_BYTES",
     "DEFAULT_PREVIEW_CHARS",
     "HUNT_BUDGET_BYTES",
     "WebSocketObserver",
@@ -85,6 +89,9 @@ DEFAULT_MAX_DECOMPRESSED_BYTES: Final = 64 << 20
 """permessage-deflate output per message beyond this stops decompression (ws.decompression_limit)"""
 DEFAULT_PREVIEW_CHARS: Final = 256
 """characters of a text message kept as its preview"""
+DEFAULT_MAX_JSON_BYTES: Final = 1 << 20
+"""a text message that starts like a JSON object is handed over whole (WsMessage.json_text)
+up to this many bytes (decompressed); a longer one only gets its preview"""
 CONTROL_KEEP_BYTES: Final = 4096
 """payload bytes of a control frame kept (the legal maximum is 125)"""
 HUNT_BUDGET_BYTES: Final = 1 << 20
@@ -117,6 +124,7 @@ class WebSocketObserver:
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
         preview_chars: int = DEFAULT_PREVIEW_CHARS,
+        max_json_bytes: int = DEFAULT_MAX_JSON_BYTES,
     ) -> None:
         self.tcp_stream = tcp_stream
         self.stream_id = stream_id
@@ -127,6 +135,7 @@ class WebSocketObserver:
         self._max_out = max_decompressed_bytes
         self._preview_chars = preview_chars
         self._preview_cap = 4 * preview_chars
+        self._max_json = max_json_bytes
         self._deflate = hs.permessage_deflate
         self._no_takeover = (hs.client_no_context_takeover, hs.server_no_context_takeover)
         self._rsv_free = bool(hs.other_extensions)
@@ -388,7 +397,7 @@ class WebSocketObserver:
             st.mode = _PAYLOAD
 
     def _new_message(self, st: _Dir, opcode: int, start: tuple[int, int]) -> _Msg:
-        m = _Msg(st.messages, opcode, start, self._preview_cap)
+        m = _Msg(st.messages, opcode, start, self._preview_cap, self._max_json)
         st.messages += 1
         st.msg = m
         return m
@@ -398,6 +407,7 @@ class WebSocketObserver:
         m.uninspected = True
         m.utf8 = None
         m.preview_cap = len(m.preview)  # the preview ends at the first unknown byte
+        m.body = None
         if m.compressed and m.z is not None:
             m.z = None
             if m.zdrain < 0:  # (a message past its limit stays "limit")
@@ -542,6 +552,9 @@ class WebSocketObserver:
             jm = _JSON_TYPE.search(raw)
             if jm is not None:
                 json_type = jm.group(1).decode("utf-8", "replace")
+        body = m.body
+        json_text = (bytes(body) if body is not None and body and utf8_ok
+                     and (not m.compressed or m.decompress == "ok") else None)
         decompressed = m.zout if m.compressed and m.zout else None
         if m.compressed and m.decompress == "ok":
             decompressed = m.zout
@@ -569,6 +582,7 @@ class WebSocketObserver:
                 preview=preview,
                 preview_truncated=truncated,
                 json_type=json_type,
+                json_text=json_text,
             )
         )
 
@@ -777,6 +791,7 @@ def websocket_factory(
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
     preview_chars: int = DEFAULT_PREVIEW_CHARS,
+    max_json_bytes: int = DEFAULT_MAX_JSON_BYTES,
 ) -> Callable[[HttpRequest | None, HttpResponse], WebSocketObserver]:
     """The ``websocket_factory`` of :class:`~pcaptools.protocols.http1.Http1Observer`: on a
     ``101`` to ``Upgrade: websocket`` it checks the handshake and returns the observer of
@@ -790,6 +805,7 @@ def websocket_factory(
             max_frame_bytes=max_frame_bytes,
             max_decompressed_bytes=max_decompressed_bytes,
             preview_chars=preview_chars,
+            max_json_bytes=max_json_bytes,
         )
 
     return make

@@ -19,6 +19,8 @@ class _Msg:
     permessage-deflate state."""
 
     __slots__ = (
+        "body",
+        "body_cap",
         "compressed",
         "content_bytes",
         "decompress",
@@ -40,7 +42,8 @@ class _Msg:
         "zout",
     )
 
-    def __init__(self, index: int, opcode: int, first: tuple[int, int], preview_cap: int) -> None:
+    def __init__(self, index: int, opcode: int, first: tuple[int, int], preview_cap: int,
+                 body_cap: int = 0) -> None:
         self.index = index
         self.opcode = opcode
         self.first_ts, self.first_frame = first
@@ -61,6 +64,10 @@ class _Msg:
         self.preview_cap = preview_cap if opcode == 1 else 0
         self.utf8: codecs.IncrementalDecoder | None = _Utf8Decoder() if opcode == 1 else None
         self.utf8_ok: bool | None = None
+        self.body_cap = body_cap
+        self.body: bytearray | None = bytearray() if opcode == 1 and body_cap > 0 else None
+        """text that starts like a JSON object, kept whole up to body_cap bytes (None: not
+        JSON-like, too long, or not kept)"""
 
     def wants_content(self) -> bool:
         if self.compressed:
@@ -74,6 +81,18 @@ class _Msg:
         room = self.preview_cap - len(self.preview)
         if room > 0:
             self.preview += data[:room]
+        body = self.body
+        if body is not None:
+            if self.content_bytes > self.body_cap:
+                self.body = None
+            elif body:  # (decided: it starts with "{"; leading whitespace is not kept)
+                body += data
+            else:
+                head = data.lstrip()
+                if head[:1] == b"{":
+                    body += head
+                elif head:
+                    self.body = None
         dec = self.utf8
         if dec is not None:
             try:

@@ -118,4 +118,5 @@ def test_the_old_import_paths_still_resolve() -> None:
         "CONTROL_KEEP_BYTES": 4096,
         "HUNT_BUDGET_BYTES": 1 << 20,
         "DEFAULT_PREVIEW_CHARS": 256,
+        "DEFAULT_MAX_JSON_BYTES": 1 << 20,
     }

@@ -1,0 +1,247 @@
+"""The realtime_events table: WebSocket text messages that are JSON objects, read as the
+events of a realtime API (OpenAI Realtime and the many APIs shaped like it: every message is
+``{"type": "<event name>", ...}``, audio travels as base64 strings).
+
+:class:`RealtimeEventsBuilder` reads the :class:`~pcaptools.protocols.websocket.WsMessage`
+events of the pass (other event types are ignored). A text message gets a row when it starts
+like a JSON object (``{`` after whitespace); the observer hands its whole text over up to
+``max_json_bytes`` (:data:`~pcaptools.protocols.websocket.DEFAULT_MAX_JSON_BYTES`), and it is
+parsed with :func:`json.loads`. The row keeps what the realtime analyses
+(:mod:`pcaptools.analyses.realtime`) need and nothing that grows with the payload: the
+``type``, the ids, the decoded size of the message's base64 audio (never the audio itself),
+the length of its text delta, and ``fields``: every short scalar member (strings up to
+:data:`MAX_FIELD_CHARS` characters, numbers, booleans, null) of the object and of the objects
+nested in it (up to :data:`MAX_FIELD_DEPTH` levels, :data:`MAX_FIELDS` members), as one JSON
+object keyed by dotted path (``session.audio.output.format.rate``). So an API that names its
+events with another member than ``type`` is still readable (the analyses' generic mode:
+``type_field="event"``), and the session's audio format can be read from ``session.update``.
+
+Rows for what could not be read say so (``status``) instead of guessing: ``bad_json`` (also a
+``ws.bad_json`` warning), ``too_large`` (longer than ``max_json_bytes``: only the preview's
+``type`` is known), ``incomplete`` (bytes lost, message cut off, not valid UTF-8 or not
+inflated).
+
+Memory: one row per JSON message, of bounded size (the fields are capped); the rows of a
+connection are capped with its ws_messages rows (the same events: ``max_events_per_connection``
+and ``max_record_rows`` drop them before any builder sees them).
+
+Credential-looking members (``api_key``, ``token``, ``client_secret``...:
+:func:`pcaptools.redaction.is_secret_json_key`, and every string inside such an object, e.g.
+``client_secret.value``) are kept in ``fields`` as ``<redacted: N bytes>`` unless
+``show_secrets``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any, Final
+
+import pandas as pd
+
+from ..diagnostics import Diagnostics
+from ..protocols.websocket import WsMessage
+from ..redaction import is_secret_json_key, redacted
+from .schema import TS_DTYPE, Column, RowBuffer, TableSchema
+
+__all__ = [
+    "AUDIO_KEYS",
+    "MAX_FIELDS",
+    "MAX_FIELDS_CHARS",
+    "MAX_FIELD_CHARS",
+    "MAX_FIELD_DEPTH",
+    "REALTIME_EVENTS",
+    "RealtimeEventsBuilder",
+    "base64_size",
+    "summarise_event",
+]
+
+MAX_FIELD_CHARS: Final = 128
+"""strings longer than this are not kept in ``fields`` (their length is, as audio or text)"""
+MAX_FIELD_DEPTH: Final = 6
+"""nesting levels of objects read into ``fields``"""
+MAX_FIELDS: Final = 48
+"""members kept in ``fields`` per message"""
+MAX_FIELDS_CHARS: Final = 1024
+"""characters of ``fields`` per message (members past it are not kept): a row stays small
+whatever the message holds"""
+AUDIO_KEYS: Final = ("delta", "audio", "chunk", "data", "payload")
+"""member names preferred as the audio: of the base64 strings longer than
+:data:`MAX_FIELD_CHARS` characters (96 bytes, 2 ms of pcm16 at 24 kHz), one under these names
+wins, else the longest (a shorter string is text: ``"delta": "Okay"`` is valid base64)"""
+
+_B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+REALTIME_EVENTS = TableSchema(
+    name="realtime_events",
+    grain="one row per WebSocket text message that starts like a JSON object (realtime API "
+          "events: OpenAI Realtime style {\"type\": ...})",
+    key=("tcp_stream", "stream_id", "direction", "message_index"),
+    columns=(
+        Column("frame", "int64", None, "packet that completed the message (ws_messages.frame)"),
+        Column("ts", TS_DTYPE, None, "time of that packet"),
+        Column("first_frame", "int64", None, "packet that delivered the message's first byte"),
+        Column("first_ts", TS_DTYPE, None, "time of first_frame"),
+        Column("tcp_stream", "int64", None, "Wireshark tcp.stream index of the connection"),
+        Column("stream_id", "Int64", None, "HTTP/2 stream of the WebSocket (RFC 8441); NA over "
+                                           "HTTP/1.1"),
+        Column("direction", "category", None, "client_to_server or server_to_client"),
+        Column("message_index", "int64", None, "ws_messages.index of the message"),
+        Column("status", "category", None,
+               "ok; bad_json (not valid JSON: warning ws.bad_json); too_large (longer than "
+               "max_json_bytes, 1 MiB by default: only the preview's type is known); "
+               "incomplete (bytes lost, cut off, not UTF-8 or not inflated)"),
+        Column("json_bytes", "int64", "bytes",
+               "text size (decompressed when permessage-deflate was used)"),
+        Column("type", "string", None,
+               "the top-level \"type\" member (for too_large and incomplete: the first "
+               "\"type\" of the preview); NA when there is none"),
+        Column("event_id", "string", None, "top-level event_id"),
+        Column("response_id", "string", None,
+               "top-level response_id, else response.id (response.created / response.done)"),
+        Column("item_id", "string", None, "top-level item_id, else item.id"),
+        Column("audio_field", "string", None,
+               "dotted path of the base64 string taken as audio: of the base64 strings over "
+               f"{MAX_FIELD_CHARS} characters, one named delta, audio, chunk, data or payload, "
+               "else the longest; NA when none"),
+        Column("audio_bytes", "Int64", "bytes",
+               "decoded size of audio_field (from its length and padding; the audio itself "
+               "is not kept)"),
+        Column("text_chars", "Int64", "chars",
+               "characters of the top-level text member: delta (when it is not the audio), "
+               "else transcript, else text; NA when none"),
+        Column("fields", "string", None,
+               "JSON object of the short scalar members by dotted path (strings up to "
+               f"{MAX_FIELD_CHARS} characters, numbers, booleans, null; {MAX_FIELD_DEPTH} "
+               f"levels, at most {MAX_FIELDS} members and about {MAX_FIELDS_CHARS} "
+               "characters, in message order; credential-looking ones redacted unless "
+               "show_secrets); NA unless status is ok"),
+    ),
+)
+
+
+def base64_size(s: str) -> int | None:
+    """Decoded size of standard base64 text ``s`` (length a multiple of 4, at most two ``=``);
+    None when ``s`` is not base64 (base64url or unpadded text is not taken as audio)."""
+    n = len(s)
+    if n == 0 or n % 4 or _B64.fullmatch(s) is None:
+        return None
+    return n // 4 * 3 - (2 if s.endswith("==") else 1 if s.endswith("=") else 0)
+
+
+def _str(v: object) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def summarise_event(obj: dict[str, Any], *, show_secrets: bool = False
+                    ) -> tuple[str | None, str | None, str | None, str | None, str | None,
+                               int | None, int | None, str]:
+    """(type, event_id, response_id, item_id, audio_field, audio_bytes, text_chars, fields
+    JSON) of one parsed event object (see :data:`REALTIME_EVENTS`)."""
+    fields: dict[str, Any] = {}
+    audio: tuple[int, str, int] | None = None  # (priority, path, bytes)
+    room = MAX_FIELDS_CHARS
+
+    def walk(o: dict[str, Any], prefix: str, depth: int, secret: bool) -> None:
+        nonlocal audio, room
+        for k, v in o.items():
+            if not isinstance(k, str):
+                continue
+            path = prefix + k
+            if isinstance(v, dict):
+                if depth < MAX_FIELD_DEPTH:
+                    walk(v, path + ".", depth + 1, secret or is_secret_json_key(k))
+                continue
+            if isinstance(v, str):
+                if len(v) > MAX_FIELD_CHARS:
+                    size = base64_size(v)
+                    if size is not None:
+                        # a member named like audio first, then the longest string
+                        cand = ((2 if k in AUDIO_KEYS else 1) * (1 << 40) + len(v), path, size)
+                        if audio is None or cand[0] > audio[0]:
+                            audio = cand
+                if len(v) > MAX_FIELD_CHARS:
+                    continue
+                if not show_secrets and (secret or is_secret_json_key(k)):
+                    v = redacted(v)
+            elif not (v is None or isinstance(v, (bool, int, float))):
+                continue  # arrays are not read
+            cost = len(path) + (len(v) if isinstance(v, str) else 8) + 6
+            if len(fields) < MAX_FIELDS and cost <= room:
+                fields[path] = v
+                room -= cost
+
+    walk(obj, "", 1, False)
+    typ = _str(obj.get("type"))
+    resp = obj.get("response")
+    item = obj.get("item")
+    response_id = _str(obj.get("response_id")) or (
+        _str(resp.get("id")) if isinstance(resp, dict) else None)
+    item_id = _str(obj.get("item_id")) or (_str(item.get("id")) if isinstance(item, dict)
+                                           else None)
+    audio_field = audio[1] if audio is not None else None
+    text_chars: int | None = None
+    for k in ("delta", "transcript", "text"):
+        v = obj.get(k)
+        if isinstance(v, str) and k != audio_field:
+            text_chars = len(v)
+            break
+    return (typ, _str(obj.get("event_id")), response_id, item_id, audio_field,
+            audio[2] if audio is not None else None, text_chars,
+            json.dumps(fields, ensure_ascii=False, separators=(",", ":")))
+
+
+class RealtimeEventsBuilder:
+    """Collects the realtime_events rows from WsMessage events (others are ignored)."""
+
+    def __init__(self, diag: Diagnostics | None = None, *, show_secrets: bool = False) -> None:
+        self.diag = diag if diag is not None else Diagnostics()
+        self.show_secrets = show_secrets
+        self.rows = RowBuffer(REALTIME_EVENTS)
+
+    def add_all(self, events: Iterable[object]) -> None:
+        for e in events:
+            if type(e) is WsMessage and e.type == "text":
+                self.add(e)
+
+    def add(self, e: WsMessage) -> None:
+        text = e.json_text
+        size = e.decompressed_bytes if e.compressed and e.decompressed_bytes is not None \
+            else e.payload_bytes
+        if text is None:
+            p = e.preview
+            if p is None or p.lstrip()[:1] != "{":
+                return
+            status = ("too_large" if e.complete and not e.lost_bytes and e.utf8_ok
+                      and (not e.compressed or e.decompress == "ok") else "incomplete")
+            self._row(e, status, size, (e.json_type, None, None, None, None, None, None, None))
+            return
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            obj = exc
+        if not isinstance(obj, dict):  # (text starting with "{" parses to an object or fails)
+            self.diag.add("ws.bad_json", f"text message {e.index} starts like JSON but is not "
+                          f"valid JSON: {str(obj)[:200]}", ts_ns=e.ts_ns, frame=e.frame,
+                          tcp_stream=e.tcp_stream, direction=e.direction.label)
+            self._row(e, "bad_json", len(text),
+                      (e.json_type, None, None, None, None, None, None, None))
+            return
+        self._row(e, "ok", len(text), summarise_event(obj, show_secrets=self.show_secrets))
+
+    def _row(self, e: WsMessage, status: str, size: int, s: tuple[Any, ...]) -> None:
+        self.rows.append((e.frame, e.ts_ns, e.first_frame, e.first_ts_ns, e.tcp_stream,
+                          e.stream_id, e.direction.label, e.index, status, size, *s))
+
+    def frame(self) -> pd.DataFrame:
+        return self.rows.drain()
+
+    def pending(self) -> dict[str, int]:
+        """rows held (for the streaming export)"""
+        return {"realtime_events": len(self.rows)}
+
+    def drain(self, table: str) -> pd.DataFrame:
+        if table != "realtime_events":
+            raise ValueError(f"RealtimeEventsBuilder cannot drain {table!r}")
+        return self.rows.drain()
