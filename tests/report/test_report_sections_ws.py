@@ -150,7 +150,7 @@ def test_compare_h2_decrypted() -> None:
     assert 'id="fig-heartbeats"' not in hb
     o = _section(html, "overhead")
     assert "<th>goodput</th><td>48.0%</td>" in o
-    assert "<th>tls record overhead</th><td>5,786 (7.5%)</td>" in o
+    assert "<th>TLS record headers, tags and padding</th><td>5,786 (7.5%)</td>" in o
     assert health_verdicts(cap) == [
         "Goodput 48% of bytes on the wire (37,222 of 77,491 bytes are application payload).",
     ]

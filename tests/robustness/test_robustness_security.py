@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from plotly.offline import get_plotlyjs
+from pcaptools.report.html import plotly_js as get_plotlyjs
 
 import pcaptools
 from pcaptools.capture import Capture
