@@ -52,6 +52,11 @@ RETRANSMISSION_COLOURS: dict[str, str] = {
     "retransmission": "#1f77b4",
     "fast_retransmission": "#ff7f0e",
     "spurious_retransmission": "#7f7f7f",
+    # the labels of tcp_losses rows (Retransmissions section)
+    "lost before capture": "#d62728",
+    "lost after capture": "#ff7f0e",
+    "lost": "#9467bd",
+    "spurious resend": "#7f7f7f",
 }
 
 _AXIS = {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8",
@@ -422,8 +427,18 @@ WATERFALL_PHASES: tuple[tuple[str, str, str], ...] = (
     ("send", "request sent", "#7f7f7f"),
     ("wait", "waiting (TTFB)", "#2ca02c"),
     ("download", "download / stream", "#1f77b4"),
+    ("cut", "cut short (reset or closed)", "#d62728"),
     ("open", "still open at capture end", "#c7c7c7"),
 )
+
+#: why a response was cut short, by stream_latency end_reason (TCP RST/FIN named apart)
+_CUT_REASONS = {
+    "rst_stream": "reset by RST_STREAM",
+    "goaway": "refused by GOAWAY",
+    "connection_closed": "the connection closed",
+    "desynced": "bytes lost or unparsable: not followed to its end",
+    "evicted": "given up (too many outstanding)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,10 +463,14 @@ def _rel_s(col: pd.Series, t0_ns: int) -> np.ndarray:
     return out
 
 
-def waterfall_rows(lat: pd.DataFrame, t0_ns: int, end_ns: int, max_rows: int) -> Waterfall:
+def waterfall_rows(lat: pd.DataFrame, t0_ns: int, end_ns: int, max_rows: int,
+                   conns: pd.DataFrame | None = None) -> Waterfall:
     """The requests a waterfall draws (the first ``max_rows`` by connection start, tcp.stream,
-    then request time) and the start/length of each phase. A response that had not ended when
-    the capture did gets an ``open`` bar up to ``end_ns``."""
+    then request time) and the start/length of each phase. A response still open when the
+    capture ended (end_reason open_at_eof) gets an ``open`` bar up to ``end_ns``; one cut
+    short (RST_STREAM, GOAWAY, the connection reset or closed, desynced) a ``cut`` bar from
+    its first byte (or the request, without a response) to its end, or to the end of its
+    connection (``conns``: the connections table, for that time and for who reset it)."""
     n = len(lat)
     df = lat.assign(
         _c=lat["connection_start_ts"].fillna(lat["request_ts"]),
@@ -475,11 +494,32 @@ def waterfall_rows(lat: pd.DataFrame, t0_ns: int, end_ns: int, max_rows: int) ->
     out["wait_ms"] = (first - sent) * 1e3
     out["download_start"] = first
     out["download_ms"] = (end - first) * 1e3
-    still_open = np.isnan(end) & ~np.isnan(first)
+    reason = df["end_reason"].astype(object).where(df["end_reason"].notna(), None).tolist()
+    complete = df["complete"].fillna(False).to_numpy(bool)
+    cut = ~complete & np.asarray([x in _CUT_REASONS for x in reason], dtype=bool)
+    conn_end = np.full(len(df), np.nan)
+    why_conn: list[str] = [""] * len(df)
+    if conns is not None and len(conns):
+        cend = conns.set_index("tcp_stream")
+        ends = dict(zip(cend.index.tolist(), _rel_s(cend["last_ts"], t0_ns).tolist(),
+                        strict=True))
+        how = {int(t): _conn_end_text(r, b, f) for t, r, b, f in zip(
+            cend.index.tolist(), cend["end_reason"].astype(object).tolist(),
+            cend["end_by"].astype(object).tolist(), cend["end_frame"].tolist(), strict=True)}
+        streams = df["tcp_stream"].astype("int64").tolist()
+        conn_end = np.asarray([ends.get(t, np.nan) for t in streams], dtype=np.float64)
+        why_conn = [how.get(t, "") for t in streams]
+    cut_from = np.where(np.isnan(first), sent, first)
+    cut_to = np.where(np.isnan(end), conn_end, end)
+    cut &= ~np.isnan(cut_from) & ~np.isnan(cut_to)
+    out["download_ms"] = np.where(cut, np.nan, out["download_ms"])
+    out["cut_start"] = np.where(cut, cut_from, np.nan)
+    out["cut_ms"] = np.where(cut, (cut_to - cut_from) * 1e3, np.nan)
+    still_open = np.isnan(end) & ~np.isnan(first) & ~cut
     out["open_start"] = np.where(still_open, first, np.nan)
     out["open_ms"] = np.where(still_open, (cap_end - first) * 1e3, np.nan)
     labels, hovers = [], []
-    for r in df.to_dict("records"):
+    for i, r in enumerate(df.to_dict("records")):
         rid = _request_id(r)
         path = "" if pd.isna(r["path"]) else str(r["path"])
         method = "" if pd.isna(r["method"]) else str(r["method"])
@@ -490,14 +530,36 @@ def waterfall_rows(lat: pd.DataFrame, t0_ns: int, end_ns: int, max_rows: int) ->
             ("dns_ms", "DNS"), ("connect_ms", "connect"), ("tls_ms", "TLS"),
             ("ttfb_ms", "TTFB"), ("ttft_ms", "TTFT"), ("total_ms", "total"))
             if not pd.isna(r[col]) and (r[col] or col in ("ttfb_ms", "total_ms"))]
+        ended = ""
+        if cut[i]:
+            why = _CUT_REASONS[str(reason[i])]
+            if reason[i] == "connection_closed" and why_conn[i]:
+                why = why_conn[i]
+            ended = f"<br>cut short: {html.escape(why)}"
+        elif still_open[i]:
+            ended = "<br>still open when the capture ended"
         hovers.append(
             f"tcp.stream {int(r['tcp_stream'])} {html.escape(rid)} "
             f"({html.escape(str(r['protocol']))})<br>"
             f"{html.escape(method)} {html.escape(path[:200])}{status}<br>" + ", ".join(parts)
+            + ended
         )
     out["label"] = labels
     out["hover"] = hovers
     return Waterfall(out.reset_index(drop=True), n)
+
+
+def _conn_end_text(reason: object, by: object, frame: object) -> str:
+    """How a connection ended, for a response it cut short: ``"TCP RST from the server
+    (frame 26)"``; "" when it did not end by RST or FIN."""
+    r = "" if reason is None or pd.isna(reason) else str(reason)  # type: ignore[call-overload]
+    who = "" if by is None or pd.isna(by) else f" from the {by}"  # type: ignore[call-overload]
+    at = "" if frame is None or pd.isna(frame) else f" (frame {int(frame)})"  # type: ignore
+    if r == "rst":
+        return f"TCP RST{who}{at}"
+    if r in ("fin", "half_closed"):
+        return f"the connection was closed (FIN{who}{at})"
+    return ""
 
 
 def waterfall_figure(wf: Waterfall) -> Figure | None:
@@ -738,11 +800,11 @@ def _lane_key(lane: str) -> tuple[int, str]:
 
 #: colour per overhead category: each its own colour (neighbours in the stack differ in hue
 #: and lightness), green for the application payload, grey for what was not parsed
-OVERHEAD_COLOURS: dict[str, str] = {
-    "tcp_handshake_bytes": "#1f4e9c",
-    "tcp_teardown_bytes": "#17becf",
-    "tcp_ack_bytes": "#9ecae1",
-    "tcp_header_bytes": "#6a51a3",
+OVERHEAD_COLOURS: dict[str, str] = {  # the 20 colours of Tableau's tab20, two left out
+    "tcp_handshake_bytes": "#1f77b4",
+    "tcp_teardown_bytes": "#aec7e8",
+    "tcp_ack_bytes": "#17becf",
+    "tcp_header_bytes": "#393b79",
     "tcp_resent_bytes": "#d62728",
     "tls_handshake_bytes": "#e377c2",
     "tls_record_overhead_bytes": "#8c564b",
@@ -750,10 +812,10 @@ OVERHEAD_COLOURS: dict[str, str] = {
     "http2_frame_header_bytes": "#ff7f0e",
     "http2_control_bytes": "#bcbd22",
     "hpack_bytes": "#ffbb78",
-    "http1_header_bytes": "#f5a623",
+    "http1_header_bytes": "#f7b6d2",
     "http1_framing_bytes": "#c49c94",
     "ws_frame_header_bytes": "#9467bd",
-    "ws_control_bytes": "#393b79",
+    "ws_control_bytes": "#c5b0d5",
     "sse_framing_bytes": "#dbdb8d",
     "app_payload_bytes": "#2ca02c",
     "other_bytes": "#c7c7c7",

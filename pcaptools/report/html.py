@@ -27,7 +27,6 @@ block with ``<``, ``>`` and ``&`` escaped, and the script writes capture strings
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import html
 import json
@@ -51,11 +50,12 @@ from ..analyses.disconnects import disconnects
 from ..analyses.heartbeats import heartbeat_summary, heartbeats
 from ..analyses.latency import stream_latency
 from ..analyses.overhead import CATEGORIES, overhead
-from ..analyses.summary import fmt_ms, headline, health_verdicts, tls_decrypt_sentences, verdicts
+from ..analyses.summary import fmt_ms, headline, tls_decrypt_sentences
 from ..diagnostics import CATALOGUE
 from ..io.linktypes import LINKTYPE_LABELS
 from ..tcp.analysis import KIND_NAMES
 from . import charts
+from .checklist import STATUSES, checklist
 
 if TYPE_CHECKING:
     from ..capture import Capture
@@ -138,6 +138,19 @@ class ReportContext:
                 c.ws_frames, c.http2_frames, c.tcp_events, connections=c.connections
             )
         df: pd.DataFrame = self._cache["heartbeats"]
+        return df
+
+    def heartbeat_summary(self) -> pd.DataFrame:
+        """``heartbeat_summary(...)`` of :meth:`heartbeats` (idle WebSocket and HTTP/2
+        connections included), computed once per report."""
+        if "heartbeat_summary" not in self._cache:
+            c = self.cap
+            self._cache["heartbeat_summary"] = heartbeat_summary(
+                self.heartbeats(), connections=c.connections, packets=c.packets,
+                capture_end=c.summary.last_ts_ns,
+                ws_connections=c.ws_connections, http2_connections=c.http2_connections,
+            )
+        df: pd.DataFrame = self._cache["heartbeat_summary"]
         return df
 
     def overhead(self) -> pd.DataFrame:
@@ -239,18 +252,25 @@ SectionBuilder = Callable[[ReportContext], Section]
 
 
 def verdicts_section(ctx: ReportContext) -> Section:
-    v = verdicts(ctx.cap, ctx.head)
-    # a failure here must not cost the TCP verdicts; the sections say what failed
-    with contextlib.suppress(Exception):
-        v += health_verdicts(
-            ctx.cap, disc=ctx.disconnects(), hb=ctx.heartbeats(), ovh=ctx.overhead()
-        )
-    return Section(
-        "verdicts",
-        "Verdicts",
-        ctx.items(v, css="verdicts") if v else None,
-        None if v else "Nothing to report.",
-    )
+    """The checklist (:func:`.checklist.checklist`): one line per question, linked to the
+    section that backs it, naming the worst request or connection with its filter."""
+    lines = [
+        {
+            "status": c.status,
+            "mark": STATUSES[c.status][0],
+            "title": STATUSES[c.status][1],
+            "label": c.label,
+            "text": c.text,
+            "href": ctx.id_prefix + c.section,
+            "worst": c.worst,
+            "filter": c.filter,
+        }
+        for c in checklist(ctx)
+    ]
+    note = ("One line per question; \u2713 fine, ! look at this, \u2717 problem, \u00b7 a "
+            "fact, \u2013 not in this capture. Each line links to its section; a filter "
+            "selects the request or connection named.")
+    return Section("verdicts", "Verdicts", Markup(ctx._parts.checklist(lines)), note)
 
 
 def capture_section(ctx: ReportContext) -> Section:
@@ -643,7 +663,8 @@ def warnings_section(ctx: ReportContext) -> Section:
         total=len(w),
         source="cap.warnings",
     )
-    note = f"{ctx.head['warnings']:,} warnings; the rows of cap.warnings follow the summary."
+    note = (f"{count_of(ctx.head['warnings'], 'warning')}; the rows of cap.warnings follow "
+            "the summary.")
     return Section("warnings", title, Markup(summary + listing), note)
 
 
@@ -802,7 +823,7 @@ def http_section(ctx: ReportContext) -> Section:
     s = ctx.cap.summary
     end_ns = s.last_ts_ns if s.last_ts_ns is not None else ctx.t0_ns
     parts: list[Markup] = []
-    wf = charts.waterfall_rows(lat, ctx.t0_ns, end_ns, MAX_WATERFALL_ROWS)
+    wf = charts.waterfall_rows(lat, ctx.t0_ns, end_ns, MAX_WATERFALL_ROWS, ctx.cap.connections)
     fig = charts.waterfall_figure(wf)
     if fig is not None:
         parts.append(ctx.figure(fig, "waterfall"))
@@ -823,7 +844,8 @@ def http_section(ctx: ReportContext) -> Section:
             _text(r["path"]),
             None if pd.isna(r["status"]) else int(r["status"]),
             "?" if pd.isna(r["reused"]) else bool(r["reused"]),
-            _f(r["dns_ms"]), _f(r["connect_ms"]), _f(r["tls_ms"]), _f(r["ttfb_ms"]),
+            *_setup_cells(r),
+            _f(r["ttfb_ms"]),
             _f(r["ttft_ms"]),
             int(r["token_events"]) if r["token_events"] else None,
             _f(r["total_ms"]),
@@ -852,7 +874,8 @@ def http_section(ctx: ReportContext) -> Section:
         "Waterfall: one row per request, grouped by connection (tcp.stream, then HTTP/2 stream "
         "or #exchange); DNS, TCP connect and TLS bars appear on the first request of a "
         "connection; then request sent, waiting for the first byte (TTFB) and download. "
-        "Reused requests paid 0 ms for DNS, connect and TLS; blank means unknown. "
+        "\u2013: does not apply (a reused connection paid no DNS, connect or TLS time; no TLS "
+        "on a cleartext connection); blank means unknown. "
         "Columns are pcaptools.analyses.latency.stream_latency(cap)."
     )
     unpaired = h.get("http_unpaired") or {}
@@ -874,6 +897,15 @@ def http_section(ctx: ReportContext) -> Section:
             "see the http.content_* warnings)."
         )
     return Section("http", title, Markup("".join(parts)), note)
+
+
+def _setup_cells(r: dict[str, Any]) -> list[Cell]:
+    """DNS, connect and TLS ms of a request: NOT_APPLICABLE where it does not apply (a reused
+    connection paid none of them; no TLS on a cleartext connection), empty when unknown."""
+    if r["reused"] is True:
+        return [NOT_APPLICABLE] * 3
+    tls: Cell = NOT_APPLICABLE if r["tls"] is False else _f(r["tls_ms"])
+    return [_f(r["dns_ms"]), _f(r["connect_ms"]), tls]
 
 
 def _encoded_bodies(ctx: ReportContext) -> list[list[Cell]]:
@@ -954,13 +986,8 @@ _HB_FILTERS = {
 
 def heartbeats_section(ctx: ReportContext) -> Section:
     title = "WebSocket and heartbeats"
-    cap = ctx.cap
     hb = ctx.heartbeats()
-    summ = heartbeat_summary(
-        hb, connections=cap.connections, packets=cap.packets,
-        capture_end=cap.summary.last_ts_ns,
-        ws_connections=cap.ws_connections, http2_connections=cap.http2_connections,
-    )
+    summ = ctx.heartbeat_summary()
     if len(summ) == 0:
         return Section(
             "heartbeats", title, None,
@@ -1302,13 +1329,20 @@ def write_report(
 
 @functools.cache
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("pcaptools.report", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["count_of"] = count_of
+    return env
+
+
+def count_of(n: int, singular: str, plural: str | None = None) -> str:
+    """``"1 warning"``, ``"2 warnings"``, ``"1,204 frames"``: a count and its noun."""
+    return f"{int(n):,} {singular if int(n) == 1 else (plural or singular + 's')}"
 
 
 #: the plotly.js partial bundle the page inlines (traces: bar, pie, scatter)
@@ -1363,8 +1397,27 @@ def _cell(v: Cell) -> Cell:
     if isinstance(v, int):
         return f"{v:,}"
     if isinstance(v, float):
-        return "" if math.isnan(v) else f"{v:,.3f}"
+        return "" if math.isnan(v) else num_text(v)
     return str(v)
+
+
+#: a cell that does not apply (a reused connection's DNS, connect and TLS time), set apart
+#: from an empty cell (unknown: the capture does not show it)
+NOT_APPLICABLE = "\u2013"
+
+
+def num_text(v: float) -> str:
+    """A measurement (milliseconds mostly) with the precision that matters: ``1,204``,
+    ``12.4``, ``0.042``, ``0``; as :func:`~pcaptools.analyses.summary.fmt_ms` without the
+    unit."""
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 1:
+        return f"{v:.1f}"
+    return f"{v:.3g}"
 
 
 _FILTER_CODE = re.compile(r'<code class="filter">([^<]*)</code>')
