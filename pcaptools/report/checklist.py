@@ -388,10 +388,16 @@ def _connections(ctx: ReportContext) -> Check:
     if not n:
         return Check("connections", "TCP connections", "absent", "no TCP traffic.",
                      "connections")
+    # exclusive groups: an unanswered SYN is also open at the end; count it once
+    hs, conns = ctx.cap.tcp_handshakes, ctx.cap.connections
+    unanswered = set(hs.loc[hs["result"].astype("string").eq("no_answer").fillna(False),
+                            "tcp_stream"].tolist())
+    open_ = conns["end_reason"].astype("string").eq("open_at_eof").fillna(False)
+    open_other = int((open_ & ~conns["tcp_stream"].isin(unanswered)).sum())
     parts = [f"{int(c):,} {label}" for c, label in (
         (h["closed_fin"], "closed with FIN"), (h["reset"], "reset (RST)"),
         (h["refused"], "refused"), (h["no_answer"], "SYN never answered"),
-        (h["half_closed"], "half-closed"), (h["open_at_eof"], "open at the end of the capture"),
+        (h["half_closed"], "half-closed"), (open_other, "open at the end of the capture"),
     ) if c]
     status = "warn" if h["reset"] or h["refused"] or h["no_answer"] else "info"
     text = _n(n, "connection") + (": " + ", ".join(parts) if parts else "")

@@ -8,17 +8,17 @@ import re
 from pathlib import Path
 
 import pytest
-from pcaptools.report.html import plotly_js as get_plotlyjs
 
 import pcaptools
 from pcaptools.analyses.summary import headline, tls_decrypt_sentences, verdicts
 from pcaptools.report import SECTIONS, render_report
 from pcaptools.report.html import dns_section, http_section, streaming_section, tls_section
+from pcaptools.report.html import plotly_js as get_plotlyjs
 from tests.analyses import llmcap
 from tests.conftest import CAPTURES
 from tests.protocols.dns.dnsbuild import A, message
 from tests.protocols.tls import _tls_build as tb
-from tests.report.factory import XSS, empty_capture, report_tables
+from tests.report.factory import XSS, checklist_lines, empty_capture, report_tables
 
 MINE = [dns_section, tls_section, http_section, streaming_section]
 
@@ -78,8 +78,18 @@ def test_h1_chat_report(chat1: tuple[pcaptools.Capture, str]) -> None:
         in v
     )
     assert "2 DNS queries, median answer time 13.8 ms (max 19.5 ms)." in v
-    for sentence in v:
-        assert f"<li>{sentence}</li>" in html
+    lines = checklist_lines(html)
+    assert lines["HTTP"] == ("ok", (
+        "2 requests (2 HTTP/1.1) on 1 connection; time to first byte median 105.0 ms (p95 "
+        "190.5 ms, max 200.0 ms, 2 requests). slowest first byte: tcp.stream 0 #1 POST "
+        "/v1/chat/completions, 200.0 ms tcp.stream eq 0 && frame.number >= 8 && "
+        "frame.number <= 15"))
+    assert lines["Time to first token"][1].startswith(
+        "218.0 ms (1 streamed response); median gap between tokens 40.0 ms. slowest: "
+        "tcp.stream 0 #1 POST /v1/chat/completions, 218.0 ms")
+    assert lines["DNS"] == ("ok", "2 queries, answer time median 13.8 ms (p95 18.9 ms, max "
+                                  "19.5 ms, 2 answers).")
+    assert lines["TLS"] == ("absent", "no TLS handshake seen.")
     dns = _section(html, "dns")
     assert '<code class="filter">dns.id == 0x0101 &amp;&amp; udp.port == 53001</code>' in dns
     assert '<td class="wrap">A 192.0.2.10</td>' in dns
@@ -90,7 +100,7 @@ def test_h1_chat_report(chat1: tuple[pcaptools.Capture, str]) -> None:
         '<code class="filter">tcp.stream eq 0 &amp;&amp; frame.number &gt;= 8 &amp;&amp; '
         "frame.number &lt;= 15</code>"
     ) in http
-    # first row: DNS 20, connect 10.5, TLS 0 (cleartext), TTFB 200, TTFT 218, 5 tokens, total 370
+    # first row: DNS 20, connect 10.5, TLS - (cleartext), TTFB 200, TTFT 218, 5 tokens, total 370
     row = re.search(r"<tr><td class=\"num\">0</td><td class=\"num\">#1</td>(.*?)</tr>", http).group(
         1
     )
@@ -102,14 +112,14 @@ def test_h1_chat_report(chat1: tuple[pcaptools.Capture, str]) -> None:
         "/v1/chat/completions",
         "200",
         "no",
-        "20.000",
-        "10.500",
-        "0.000",
-        "200.000",
-        "218.000",
+        "20.0",
+        "10.5",
+        "\u2013",  # cleartext: no TLS time (does not apply)
+        "200.0",
+        "218.0",
         "5",
-        "370.000",
-        "381.000",
+        "370.0",
+        "381.0",
     ]
     stream = _section(html, "streaming")
     assert 'id="fig-token-cadence"' in stream
@@ -138,7 +148,7 @@ def test_h2_waterfall_and_cadence_data(tmp_path: Path) -> None:
     assert pts["tokens"].tolist() == [1, 2, 3, 4, 5]
     html = render_report(cap)
     assert '<code class="filter">tcp.stream eq 0 &amp;&amp; http2.streamid eq 1</code>' in html
-    assert "HTTP/2 reused 1 connection for 2 requests." in html
+    assert checklist_lines(html)["HTTP"][1].startswith("2 requests (2 HTTP/2) on 1 connection")
 
 
 def test_waterfall_cap_is_stated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -165,7 +175,7 @@ def test_tls_section_decrypted(corpus: Path) -> None:
         "TLS_AES_256_GCM_SHA384",
         "h2 (offered h2,http/1.1)",
         "no",
-        "28.853",
+        "28.9",
         "decrypted",
         "8",
     ]
@@ -307,7 +317,13 @@ def test_recorded_h2_sse_chat_follows_the_servers_plan() -> None:
     stream = _section(html, "streaming")
     assert "5 streamed responses with text" in stream
     assert stream.count('<code class="filter">tcp.stream eq 0 &amp;&amp; http2.streamid eq ') == 5
-    assert "HTTP/2 reused 1 connection for 7 requests." in _section(html, "verdicts")
+    lines = checklist_lines(html)
+    assert lines["HTTP"][1].startswith("7 requests (7 HTTP/2) on 1 connection")
+    assert lines["Time to first token"][1].endswith(" 5 streamed responses); median gap between "
+                                                    "tokens 40.2 ms. slowest: tcp.stream 0 "
+                                                    "stream 7 POST /v1/chat/completions, 361.7 ms "
+                                                    "tcp.stream eq 0 && http2.streamid eq 7")
+    assert lines["TLS"] == ("ok", "1 session (TLS 1.3), decrypted, handshake 66.1 ms.")
 
 
 def test_recorded_tls_resumption_and_missing_key() -> None:
