@@ -42,7 +42,7 @@ from typing import Any, TextIO
 from . import __version__, _accel
 from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS
 from ._safewrite import Labelled, atomic_open, check_outputs, export_files
-from .analyses.summary import headline
+from .analyses.summary import fmt_ms, headline
 from .capture import TABLES, Capture, load
 from .errors import OutputPathError, PcapToolsError
 from .report import write_report
@@ -454,8 +454,8 @@ def _main_many(args: argparse.Namespace, err: TextIO) -> int:
             head = _headline(cap)
             report = out_dir / _report_name(name)
             title = f"{args.title}: {name}" if args.title else None
-            write_report(cap, report, title=title, **_report_kw(args))
-            entries.append({"capture": name, "report": report.name, **head})
+            facts = write_report(cap, report, title=title, **_report_kw(args))
+            entries.append({"capture": name, "report": report.name, **head, **facts})
         index = out_dir / "index.html"
         with atomic_open(index, "w") as f:
             f.write(_index_html(entries, many.errors, args.title))
@@ -484,16 +484,23 @@ def _index_html(entries: list[dict[str, Any]], errors: dict[str, str], title: st
     cols = (("frames", "frames"), ("duration_s", "duration s"),
             ("tcp_connections", "TCP connections"), ("lost_segments", "segments lost"),
             ("retransmitted_segments", "retransmissions (tshark)"),
-            ("warnings", "warnings"))
+            ("ttft_median_ms", "TTFT median ms"), ("tls_decrypted", "TLS decrypted"),
+            ("unclean_connections", "unclean connections"),
+            ("missed_heartbeats", "missed heartbeats"), ("warnings", "warnings"))
     head = "".join(f"<th>{h.escape(label)}</th>" for _, label in cols)
     rows = []
     for e in entries:
         cells = []
         for key, _ in cols:
             v = e.get(key)
-            cells.append(f"<td class=n>{v:,.3f}</td>" if isinstance(v, float)
+            if key == "tls_decrypted" and v is not None:  # "2 of 3" sessions
+                v = f"{v:,} of {e['tls_sessions']:,}"
+            elif key == "ttft_median_ms" and v is not None:
+                v = fmt_ms(v).removesuffix(" ms")
+            cells.append("<td class=n>\u2013</td>" if v is None  # does not apply
+                         else f"<td class=n>{v:,.3f}</td>" if isinstance(v, float)
                          else f"<td class=n>{v:,}</td>" if isinstance(v, int)
-                         else f"<td>{h.escape(str(v))}</td>")
+                         else f"<td class=n>{h.escape(str(v))}</td>")
         rows.append(f"<tr><td><a href=\"{h.escape(e['report'])}\">{h.escape(e['capture'])}</a>"
                     f"</td>{''.join(cells)}</tr>")
     for name, why in errors.items():

@@ -431,7 +431,8 @@ def health_verdicts(
                     out.append(
                         f"Goodput {_pct(app, wire)} of the TCP bytes on the wire "
                         f"({app:,} of {wire:,} bytes are application payload); the TCP "
-                        f"connections hold {share_text(wire, whole)} of the capture's {whole:,} bytes."
+                        f"connections hold {share_text(wire, whole)} of the capture's "
+                        f"{whole:,} bytes."
                     )
     return out
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from ..analyses.coverage import DONE as COVERED
@@ -107,6 +108,16 @@ def _request_text(r: Mapping[str, Any]) -> str:
     return f"{_rid(r)} {method} {path}".rstrip()
 
 
+def _row(df: pd.DataFrame, i: int) -> dict[str, Any]:
+    """Row ``i`` (by position) as a dict."""
+    return {str(k): v for k, v in df.iloc[i].items()}
+
+
+def _max_row(df: pd.DataFrame, col: str) -> dict[str, Any]:
+    """The first row with the largest ``col`` (NaN left out; ``col`` has a value)."""
+    return _row(df, int(np.nanargmax(df[col].to_numpy(dtype=np.float64))))
+
+
 # -- the questions -----------------------------------------------------------------------------
 
 
@@ -149,7 +160,7 @@ def _not_analysed(ctx: ReportContext) -> Check:
         st = t["decrypt_status"].astype("string")
         bad = t[~st.isin(["decrypted", "not_encrypted"]).fillna(True).to_numpy(bool)]
         if len(bad):
-            r = bad.sort_values(["tcp_stream", "session"]).iloc[0]
+            r = _row(bad.sort_values(["tcp_stream", "session"]), 0)
             worst = (f"tcp.stream {int(r['tcp_stream'])}: "
                      f"{str(r['decrypt_status']).replace('_', ' ')}")
             flt = f"tcp.stream eq {int(r['tcp_stream'])} && tls"
@@ -208,7 +219,7 @@ def _ttft(ctx: ReportContext) -> Check:
     gap = ctx.head["token_gap_ms"]
     if gap["count"]:
         text += f"; median gap between tokens {fmt_ms(gap['median'])}"
-    r = streamed.loc[streamed["ttft_ms"].idxmax()]
+    r = _max_row(streamed, "ttft_ms")
     worst = f"slowest: {_request_text(r)}, {fmt_ms(float(r['ttft_ms']))}"
     return Check("ttft", "Time to first token", "info", text + ".", "streaming", worst,
                  str(r["wireshark_filter"]))
@@ -242,12 +253,12 @@ def _http(ctx: ReportContext) -> Check:
     worst = flt = None
     incomplete = lat[~lat["complete"].fillna(False).astype(bool)]
     if len(incomplete):
-        r = incomplete.iloc[0]
+        r = _row(incomplete, 0)
         why = "" if pd.isna(r["end_reason"]) else str(r["end_reason"]).replace("_", " ")
         worst = f"{_request_text(r)}: {why or 'did not end normally'}"
         flt = str(r["wireshark_filter"])
     elif lat["ttfb_ms"].notna().any():
-        r = lat.loc[lat["ttfb_ms"].idxmax()]
+        r = _max_row(lat, "ttfb_ms")
         worst = f"slowest first byte: {_request_text(r)}, {fmt_ms(float(r['ttfb_ms']))}"
         flt = str(r["wireshark_filter"])
     return Check("http", "HTTP", status, text + ".", "http", worst, flt)
@@ -296,10 +307,13 @@ def _heartbeats(ctx: ReportContext) -> Check:
         text += (f"; {_n(unanswered, 'ping')} never answered, {missed:,} of them missed "
                  "(the connection lived on 2 s or more)")
         bad = hb[(oc == "unanswered").to_numpy(bool)]
-        counts = bad.groupby(["tcp_stream", bad["mechanism"].astype(object)]).size()
-        (tcp, m), k = max(counts.items(), key=lambda kv: (kv[1], -kv[0][0]))
-        worst = f"tcp.stream {int(tcp)}: {_n(int(k), 'unanswered ping')}"
-        flt = _HB_FILTERS.get(str(m), "tcp.stream eq {}").format(int(tcp))
+        counts: dict[tuple[int, str], int] = {}
+        for t, m in zip(bad["tcp_stream"].tolist(), bad["mechanism"].astype(object).tolist(),
+                        strict=True):
+            counts[(int(t), str(m))] = counts.get((int(t), str(m)), 0) + 1
+        (tcp, mname), k = max(counts.items(), key=lambda kv: (kv[1], -kv[0][0]))
+        worst = f"tcp.stream {tcp}: {_n(k, 'unanswered ping')}"
+        flt = _HB_FILTERS.get(mname, "tcp.stream eq {}").format(tcp)
     return Check("heartbeats", "Heartbeats", status, text + ".", "heartbeats", worst, flt)
 
 
@@ -326,7 +340,7 @@ def _tls(ctx: ReportContext) -> Check:
     elif len(hs):
         text += (f", handshake median {fmt_ms(float(hs.median()))} "
                  f"(max {fmt_ms(float(hs.max()))})")
-        r = t.loc[t["handshake_ms"].idxmax()]
+        r = _max_row(t, "handshake_ms")
         worst = f"slowest: tcp.stream {int(r['tcp_stream'])}, {fmt_ms(float(r['handshake_ms']))}"
         flt = f"tcp.stream eq {int(r['tcp_stream'])} && tls.handshake"
     if h["tls_resumed"]:
@@ -334,7 +348,7 @@ def _tls(ctx: ReportContext) -> Check:
     if status != "ok":
         bad = t[~t["decrypt_status"].astype("string").isin(["decrypted"]).fillna(True)
                 .to_numpy(bool)]
-        r = bad.iloc[0]
+        r = _row(bad, 0)
         worst = (f"tcp.stream {int(r['tcp_stream'])}: "
                  f"{str(r['decrypt_status']).replace('_', ' ')}")
         flt = f"tcp.stream eq {int(r['tcp_stream'])} && tls"
@@ -357,12 +371,12 @@ def _loss(ctx: ReportContext) -> Check:
             if ds else f"{_n(lost, 'segment')} lost and resent ({where})")
     if sp:
         text += f"; {_n(sp, 'spurious resend')}"
-    per = conns["client_lost_segments"] + conns["server_lost_segments"]
+    per = (conns["client_lost_segments"] + conns["server_lost_segments"]).to_numpy(np.int64)
     worst = flt = None
-    if int(per.max()) > 0:
-        i = per.idxmax()
-        tcp = int(conns.loc[i, "tcp_stream"])
-        worst = f"tcp.stream {tcp}: {_n(int(per.loc[i]), 'segment')} lost"
+    if per.max() > 0:
+        i = int(per.argmax())
+        tcp = int(conns["tcp_stream"].iloc[i])
+        worst = f"tcp.stream {tcp}: {_n(int(per[i]), 'segment')} lost"
         flt = f"tcp.stream eq {tcp}"
     return Check("loss", "Loss", "warn", text + ".", "retransmissions", worst, flt)
 
@@ -375,7 +389,7 @@ def _irtt(ctx: ReportContext) -> Check:
     hs = ctx.cap.tcp_handshakes
     worst = flt = None
     if irtt["count"] > 1:
-        r = hs.loc[hs["irtt_ms"].idxmax()]
+        r = _max_row(hs, "irtt_ms")
         worst = f"slowest: tcp.stream {int(r['tcp_stream'])}, {fmt_ms(float(r['irtt_ms']))}"
         flt = f"tcp.stream eq {int(r['tcp_stream'])}"
     return Check("irtt", "TCP handshake RTT", "info", _stats(irtt, "connection") + ".", "irtt",

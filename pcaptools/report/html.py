@@ -793,7 +793,7 @@ def tls_section(ctx: ReportContext) -> Section:
     parts.append(ctx.table(
         ["tcp.stream", "session", "SNI", "version", "cipher suite", "ALPN", "resumed",
          "handshake ms", "decryption", "ClientHello frame", "Wireshark filter"],
-        rows, numeric=(0, 1, 7, 9), total=n, source="cap.tls_handshakes",
+        rows, numeric=(0, 1, 7, 9), wrap=(4, 5), total=n, source="cap.tls_handshakes",
     ))
     conns = int(t["tcp_stream"].nunique())
     note = (
@@ -1214,12 +1214,13 @@ def render_report(
     max_timeline_bars: int = MAX_TIMELINE_BARS,
     sections: Sequence[SectionBuilder] | None = None,
     page_rows: int = PAGE_ROWS,
+    facts: dict[str, Any] | None = None,
 ) -> str:
     """The report of ``cap`` as one HTML document (str). A builder that raises does not
     lose the report: its section says it failed and why. ``max_table_rows``: rows embedded
     per table (the rest are left out, and the table says so); ``page_rows``: rows per page
     of the paged tables when the page opens. A subset (:meth:`Capture.subset`) says so in
-    the header."""
+    the header. ``facts``: a dict to fill with :func:`index_facts` of the report."""
     env = _env()
     built, ctx = build_sections(
         cap,
@@ -1230,6 +1231,8 @@ def render_report(
     )
     head = ctx.head
     sub = subset_info(cap)
+    if facts is not None:
+        facts.update(index_facts(ctx))
     return env.get_template("report.html.j2").render(
         title=title or f"{head['file']}{' (subset)' if sub else ''}: pcap-report",
         head=head,
@@ -1318,13 +1321,43 @@ def write_report(
     max_table_rows: int = MAX_TABLE_ROWS,
     max_timeline_bars: int = MAX_TIMELINE_BARS,
     page_rows: int = PAGE_ROWS,
-) -> None:
-    """Write the report of ``cap`` to ``path`` (UTF-8). Raises OSError if it cannot be written."""
+) -> dict[str, Any]:
+    """Write the report of ``cap`` to ``path`` (UTF-8). Raises OSError if it cannot be written.
+    Returns :func:`index_facts` of the report (what a directory index shows of it)."""
+    facts: dict[str, Any] = {}
     text = render_report(
         cap, title=title, max_table_rows=max_table_rows, max_timeline_bars=max_timeline_bars,
-        page_rows=page_rows,
+        page_rows=page_rows, facts=facts,
     )
     safe_write_text(path, text)
+    return facts
+
+
+def index_facts(ctx: ReportContext) -> dict[str, Any]:
+    """The per-capture columns of a directory index (``pcap-report DIR``), from the analyses
+    the report ran (JSON values; None where the capture has nothing to say):
+
+    - ``ttft_median_ms``: median time to first token of the streamed responses
+    - ``tls_sessions`` / ``tls_decrypted``: TLS sessions, and those decrypted
+    - ``unclean_connections``: connections that did not end cleanly (rows of
+      ``disconnects(cap)``), of ``tcp_connections``
+    - ``heartbeat_pings`` / ``missed_heartbeats``: pings of every mechanism, and those
+      missed (no pong although the connection lived on 2 s or more; heartbeat_summary)
+    """
+    h = ctx.head
+    hb = ctx.heartbeats()
+    summ = ctx.heartbeat_summary()
+    missed = (int(summ["client_missed"].sum()) + int(summ["server_missed"].sum())
+              if len(summ) else 0)
+    n_tls = int(h["tls_sessions"])
+    return {
+        "ttft_median_ms": h["ttft_ms"]["median"],
+        "tls_sessions": n_tls,
+        "tls_decrypted": int(h["tls_decrypt_status"].get("decrypted", 0)) if n_tls else None,
+        "unclean_connections": len(ctx.disconnects()) if len(ctx.cap.connections) else None,
+        "heartbeat_pings": len(hb),
+        "missed_heartbeats": missed if len(hb) else None,
+    }
 
 
 @functools.cache

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import pcaptools
@@ -341,3 +342,45 @@ def test_recorded_tls_resumption_and_missing_key() -> None:
     )
     assert line in verdicts(cap)
     assert f"<li>{line}</li>" in _section(render_report(cap, sections=MINE), "tls")
+
+
+def test_waterfall_response_cut_by_a_reset_is_not_open() -> None:
+    """tcp-reset.pcap: the server resets /abort after 6,000 of 24,000 body bytes (facts: end
+    rst-server on port 9002), the client resets two /stream responses (port 9003), and one
+    stream is still running when the capture stops (open-at-capture-end, port 9001). Only
+    that one is drawn as still open; the others are cut short at their connection's end,
+    and the hover says who reset it."""
+    import json
+
+    path = CAPTURES / "tcp-reset.pcap"
+    if not path.is_file():
+        pytest.skip("captures/tcp-reset.pcap absent")
+    facts = json.loads(path.with_name(path.name + ".facts.json").read_text())
+    ends = {int(c["server"].rsplit(":", 1)[1]) * 100000 + int(c["client"].rsplit(":", 1)[1]):
+            c["end"] for c in facts["connections"]}
+    cap = pcaptools.load(path)
+    from pcaptools.analyses.latency import stream_latency
+    from pcaptools.report import charts
+
+    lat = stream_latency(cap)
+    t0, end = cap.summary.first_ts_ns, cap.summary.last_ts_ns
+    assert t0 is not None and end is not None
+    wf = charts.waterfall_rows(lat, t0, end, 100, cap.connections)
+    conns = cap.connections.set_index("tcp_stream")
+    order = lat.assign(_c=lat["connection_start_ts"].fillna(lat["request_ts"])).sort_values(
+        ["_c", "tcp_stream", "request_ts"], kind="stable")  # the waterfall's row order
+    for (_, r), (_, w) in zip(order.iterrows(), wf.rows.iterrows(), strict=True):
+        c = conns.loc[r["tcp_stream"]]
+        truth = ends[int(c["server_port"]) * 100000 + int(c["client_port"])]
+        if truth == "open-at-capture-end":
+            assert w["open_ms"] > 0 and pd.isna(w["cut_ms"])
+            assert "still open when the capture ended" in w["hover"]
+            continue
+        assert truth in ("rst-server", "rst-client")
+        assert pd.isna(w["open_ms"]) and pd.isna(w["download_ms"])
+        # cut from the first response byte to the connection's last packet
+        last = (int(c["last_ts"].value) - t0) / 1e9
+        assert w["cut_start"] + w["cut_ms"] / 1e3 == pytest.approx(last, abs=1e-9)
+        who = "server" if truth == "rst-server" else "client"
+        assert f"cut short: TCP RST from the {who} (frame {int(c['end_frame'])})" in w["hover"]
+    assert (wf.rows["cut_ms"].notna().sum(), wf.rows["open_ms"].notna().sum()) == (3, 1)
