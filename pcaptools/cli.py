@@ -45,7 +45,7 @@ from typing import Any, TextIO
 from . import __version__, _accel
 from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS
 from ._safewrite import Labelled, atomic_open, check_outputs, export_files
-from .analyses.summary import headline
+from .analyses.summary import fmt_ms, headline
 from .capture import TABLES, Capture, load
 from .errors import OutputPathError, PcapToolsError
 from .report import write_report
@@ -486,19 +486,17 @@ def _main_many(args: argparse.Namespace, err: TextIO) -> int:
             return _usage(err, str(exc))
 
     entries: list[dict[str, Any]] = []
-    facts: dict[str, dict[str, str]] = {}
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, cap in many.captures.items():
             head = _headline(cap)
             report = out_dir / _report_name(name)
             title = f"{args.title}: {name}" if args.title else None
-            write_report(cap, report, title=title, **_report_kw(args))
-            entries.append({"capture": name, "report": report.name, **head})
-            facts[name] = index_facts(cap, head)
+            facts = write_report(cap, report, title=title, **_report_kw(args))
+            entries.append({"capture": name, "report": report.name, **head, **facts})
         index = out_dir / "index.html"
         with atomic_open(index, "w") as f:
-            f.write(_index_html(entries, many.errors, args.title, facts))
+            f.write(_index_html(entries, many.errors, args.title))
         if args.json_path:
             _write_json(args.json_path, {"captures": entries, "errors": many.errors})
         if args.export:
@@ -517,72 +515,32 @@ def _main_many(args: argparse.Namespace, err: TextIO) -> int:
     return 1 if many.errors else 0
 
 
-#: the per-capture answers of the directory index, after the headline counts: (key of
-#: :func:`index_facts`, column heading, what the column means: the heading's tooltip)
-INDEX_FACTS: tuple[tuple[str, str, str], ...] = (
-    ("ttft", "TTFT median",
-     "time to first token (first SSE event with text), median over the requests; "
-     "'no SSE' when no request streamed text"),
-    ("decrypted", "TLS decrypted",
-     "TLS sessions decrypted (fully or partly) of those seen; 'no TLS' when there were none"),
-    ("unclean", "unclean connections",
-     "TCP connections that did not end cleanly (analyses.disconnects), of those seen"),
-    ("missed_heartbeats", "missed heartbeats",
-     "pings (WebSocket, HTTP/2 PING, TCP keep-alive) never answered, of those sent; "
-     "'none sent' when there were none"),
-)
-
-
-def index_facts(cap: Capture, head: dict[str, Any]) -> dict[str, str]:
-    """The :data:`INDEX_FACTS` cells of one capture, as text: what the report's checklist
-    answers first (time to first token, decryption, unclean connections, missed
-    heartbeats), each saying "none" plainly rather than showing a 0 that means "absent"."""
-    from .analyses.disconnects import disconnects
-    from .tables.heartbeats import heartbeats
-
-    ttft = head.get("ttft_ms") or {}
-    median = ttft.get("median")
-    sessions = int(head.get("tls_sessions") or 0)
-    status = head.get("tls_decrypt_status") or {}
-    ok = int(status.get("decrypted", 0)) + int(status.get("partial", 0))
-    conns = len(cap.connections)
-    hb = heartbeats(cap.ws_frames, cap.http2_frames, cap.tcp_events,
-                    connections=cap.connections)
-    missed = int(hb["outcome"].astype(object).eq("unanswered").sum()) if len(hb) else 0
-    return {
-        "ttft": "no SSE" if median is None else f"{float(median):,.1f} ms",
-        "decrypted": "no TLS" if not sessions else f"{ok:,} of {sessions:,}",
-        "unclean": "no TCP" if not conns else f"{len(disconnects(cap)):,} of {conns:,}",
-        "missed_heartbeats": "none sent" if not len(hb) else f"{missed:,} of {len(hb):,}",
-    }
-
-
-def _index_html(entries: list[dict[str, Any]], errors: dict[str, str], title: str | None,
-                facts: dict[str, dict[str, str]] | None = None) -> str:
+def _index_html(entries: list[dict[str, Any]], errors: dict[str, str], title: str | None) -> str:
     """A small self-contained page: one row per capture with a link to its report, its
-    headline counts and the answers of :data:`INDEX_FACTS`."""
+    headline counts and what its report's checklist answers first."""
     import html as h
 
     cols = (("frames", "frames"), ("duration_s", "duration s"),
             ("tcp_connections", "TCP connections"), ("lost_segments", "segments lost"),
             ("retransmitted_segments", "retransmissions (tshark)"),
-            ("warnings", "warnings"))
-    facts = facts or {}
+            ("ttft_median_ms", "TTFT median ms"), ("tls_decrypted", "TLS decrypted"),
+            ("unclean_connections", "unclean connections"),
+            ("missed_heartbeats", "missed heartbeats"), ("warnings", "warnings"))
     head = "".join(f"<th>{h.escape(label)}</th>" for _, label in cols)
-    head += "".join(f"<th title=\"{h.escape(tip)}\">{h.escape(label)}</th>"
-                    for _, label, tip in INDEX_FACTS)
-    ncols = len(cols) + len(INDEX_FACTS)
+    ncols = len(cols)
     rows = []
     for e in entries:
         cells = []
         for key, _ in cols:
             v = e.get(key)
-            cells.append(f"<td class=n>{v:,.3f}</td>" if isinstance(v, float)
+            if key == "tls_decrypted" and v is not None:  # "2 of 3" sessions
+                v = f"{v:,} of {e['tls_sessions']:,}"
+            elif key == "ttft_median_ms" and v is not None:
+                v = fmt_ms(v).removesuffix(" ms")
+            cells.append("<td class=n>\u2013</td>" if v is None  # does not apply
+                         else f"<td class=n>{v:,.3f}</td>" if isinstance(v, float)
                          else f"<td class=n>{v:,}</td>" if isinstance(v, int)
-                         else f"<td>{h.escape(str(v))}</td>")
-        mine = facts.get(e["capture"], {})
-        cells += [f"<td class=n>{h.escape(mine.get(key, 'not computed'))}</td>"
-                  for key, _, _ in INDEX_FACTS]
+                         else f"<td class=n>{h.escape(str(v))}</td>")
         rows.append(f"<tr><td><a href=\"{h.escape(e['report'])}\">{h.escape(e['capture'])}</a>"
                     f"</td>{''.join(cells)}</tr>")
     for name, why in errors.items():

@@ -1324,52 +1324,6 @@ DEMO_LINK = LinkParams(delay_ms=20.0, loss_ab=0.02, loss_ba=0.02, reorder_prob=0
                        lifetime_s=120)
 
 
-@scenario("demo", outputs=("demo.pcapng",),
-          summary="README demo for pcap-report: keep-alive and fresh HTTP/1.1 connections, a "
-                  "200 KB download and a 32 KB upload over a 20 ms / 2% loss link, one refused "
-                  "connection, one server reset; pcapng written by dumpcap", attempts=3)
-def sc_demo(ctx: Ctx) -> None:
-    c, s, tl = ctx.pair(link=DEMO_LINK)
-    access = start_nginx(ctx, s, [f"{SERVER4}:80"])
-    ev = start_tcpkit(ctx, s, [f"abort:6000@{SERVER4}:9002"], lifetime_s=60)
-    name = "demo.pcapng"
-    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
-    t1 = curl(ctx, c, SERVER4, [Req("/index.html"), Req("/data/200k.bin"),
-                                Req("/data/small.json")], local_port=47001)
-    t2 = curl(ctx, c, SERVER4, [Req("/index.html")], local_port=47002)
-    t3 = curl(ctx, c, SERVER4, [Req("/upload/demo.bin", "PUT",
-                                    random.Random(47003).randbytes(32768))], local_port=47003)
-    at = sock_connect(c, (CLIENT4, 47004), (SERVER4, 81))
-    refused_conn(ctx, at, client=ep(CLIENT4, 47004), server=ep(SERVER4, 81),
-                 handshake="refused", purpose="nothing listens on port 81")
-    b_at = sock_connect(c, (CLIENT4, 47005), (SERVER4, 9002))
-    bk = b_at.connected()
-    bk.sendall(http_get_bytes("/abort", SERVER4))
-    b_rx, b_how = drain(bk, 3.0)
-    bk.close()
-    ctx.conn(client=ep(CLIENT4, 47005), server=ep(SERVER4, 9002), end="rst-server",
-             via="python socket", t_start_ns=b_at.t_start_ns, client_bytes_received=b_rx,
-             client_read_result=b_how,
-             purpose="server sends 6000 of 24000 promised body bytes, then RST")
-    t6 = curl(ctx, c, SERVER4, [Req("/close/index.html")], local_port=47006)
-    time.sleep(0.3)
-    ctx.stop_capture(name)
-    ctx.link_stats(tl)
-    log = nginx_log(access)
-    curl_conns(ctx, t1, client_ip=CLIENT4, server_ip=SERVER4, port=80, local_port=47001,
-               end="fin-client-first", access=log, purpose="keep-alive, 200 KB download")
-    curl_conns(ctx, t2, client_ip=CLIENT4, server_ip=SERVER4, port=80, local_port=47002,
-               end="fin-client-first", access=log, purpose="fresh connection")
-    curl_conns(ctx, t3, client_ip=CLIENT4, server_ip=SERVER4, port=80, local_port=47003,
-               end="fin-client-first", access=log, purpose="32 KB PUT upload")
-    curl_conns(ctx, t6, client_ip=CLIENT4, server_ip=SERVER4, port=80, local_port=47006,
-               end="fin-both", access=log, purpose="Connection: close")
-    ctx.common["server_events"] = tcpkit_events(ev)
-    ctx.expect(name, "tcp.streams", "==", 6)
-    ctx.expect(name, "tcp.retransmission", ">=", 1)
-    ctx.expect(name, "http.requests", "==", 7)  # tshark's heuristic also finds GET /abort
-
-
 # --------------------------------------------------------------------------- TLS scenarios
 
 def _tls_conn(ctx: Ctx, out: CurlOut, *, local_port: int, rows: list[dict[str, Any]],
@@ -3770,6 +3724,94 @@ def sc_voice_realtime(ctx: Ctx) -> None:
     ctx.highlight(name, f"decrypt with voice-realtime.keys; black hole from capture-clock "
                         f"{t_hole / 1e9:.6f} (+{(t_hole - cap._started_ns) / 1e9:.3f} s) to "
                         f"{t_lift / 1e9:.6f}; attempts from ports {VOICE_PORT0}..")
+
+# =========================================================================== the demo capture
+
+DEMO_WS_PORT = 8443
+
+
+@scenario("demo", outputs=("demo.pcapng",),
+          summary="README demo for pcap-report, with its key log (demo.keys): an HTTP/2 "
+                  "streamed chat over TLS (3 SSE responses, time to first token), a wss "
+                  "WebSocket with pings both ways that closes cleanly, and a second one whose "
+                  "path vanishes (silent death: pings unanswered, retransmissions into the "
+                  "void); 20 ms one-way delay, 2% seeded loss; pcapng written by dumpcap",
+          attempts=3)
+def sc_demo(ctx: Ctx) -> None:
+    c, s, tl = ctx.pair(link=DEMO_LINK, hosts={TLS_HOST: SERVER4})
+    sysctls = {"net.ipv4.tcp_retries2": 4, "net.ipv4.tcp_orphan_retries": 2}
+    for k, v in sysctls.items():
+        c.sysctl(k, v)
+    ctx.common["sysctl"] = {"client": sysctls}
+    ev, access = _chat_server(ctx, s)  # makes the certificate (ctx.tls_files)
+    sev = start_wskit(ctx, s, f"{SERVER4}:{DEMO_WS_PORT}", ping_every=1.5, tls=True)
+    name = "demo.pcapng"
+    cap = ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    url = f"wss://{TLS_HOST}:{DEMO_WS_PORT}/chat"
+    ok_port, bh_port = 50711, 50712
+    ok_proc, ok_ev, ok_kl = start_wsclient(ctx, c, url, local_port=ok_port, script="healthy",
+                                           args=["--ping-every", "1", "--duration", "5"])
+    bh_proc, bh_ev, bh_kl = start_wsclient(ctx, c, url, local_port=bh_port, script="blackhole",
+                                           args=["--ping-every", "1", "--ping-timeout", "3",
+                                                 "--close-timeout", "2"])
+    if wait_for_event(bh_ev, "open", 10) is None or wait_for_event(ok_ev, "open", 10) is None:
+        raise netlab.LabError("websocket clients did not connect")
+    t_open = time.monotonic()
+    plan = [chat_plan_request("chat-1", 0, tokens=12, seed=21),
+            chat_plan_request("chat-2", 400, tokens=12, first_ms=250, seed=22),
+            chat_plan_request("chat-3", 800, tokens=12, first_ms=100, every_ms=30, seed=23)]
+    res, kl = run_chatclient(ctx, c, plan, tag="h2", http2=True, timeout_s=30)
+    time.sleep(max(0.0, t_open + 2.5 - time.monotonic()))
+    rules = [["iptables", "-I", "INPUT", "-p", "tcp", "-s", CLIENT4, "--sport", str(bh_port),
+              "-j", "DROP"],
+             ["iptables", "-I", "OUTPUT", "-p", "tcp", "-d", CLIENT4, "--dport", str(bh_port),
+              "-j", "DROP"]]
+    t_before = time.time_ns()
+    for r in rules:
+        s.run(r)
+    ctx.event("black hole installed", rules=[" ".join(r) for r in rules])
+    ok_rc = wait_proc(ok_proc, 30)
+    bh_rc = wait_proc(bh_proc, 30)
+    time.sleep(1.0)
+    ctx.stop_capture(name)
+    ctx.link_stats(tl)
+    for k in (kl, ok_kl, bh_kl):
+        ctx.add_keys(name, k)
+    reqs = chat_request_facts(plan, res, jsonl(ev))
+    ports = sorted({r["client_port"] for r in reqs if r["client_port"]})
+    port = ports[0] if ports else 0
+    mine = [r for r in nginx_log(access) if str(r.get("rport")) == str(port)]
+    ctx.conn(client=ep(CLIENT4, port), server=ep(SERVER4, HTTPS_PORT), end="fin-both",
+             via=f"httpx {res.get('httpx')} (http2=True)",
+             purpose="3 streamed chat requests multiplexed on one HTTP/2 connection",
+             t_start_ns=res["t_start_ns"], t_end_ns=res["t_end_ns"], client_exit=res["exit"],
+             requests=reqs, server_log=mine, tls=tls_truth(mine[0] if mine else None, keys=True))
+    ok_log, bh_log, slog = jsonl(ok_ev), jsonl(bh_ev), jsonl(sev)
+    _ws_conn(ctx, ok_log, ok_port, end="fin-both", server_port=DEMO_WS_PORT, client_exit=ok_rc,
+             purpose="wss session for 5 s: client pings every 1 s, server every 1.5 s; "
+                     "close 1000")
+    _ws_conn(ctx, bh_log, bh_port, end="black-hole", server_port=DEMO_WS_PORT,
+             client_exit=bh_rc,
+             purpose="wss session whose path vanishes ~2.5 s after it opened (iptables DROP "
+                     "both ways in the server netns): its pings go unanswered and its data is "
+                     "retransmitted into the void until the client's 3 s ping timeout gives up")
+    ctx.truth(name, plan=plan, client_ports=ports,
+              time_to_first_token_ms=[
+                  round((r["client_event_times_ns"][0] - r["t_start_ns"]) / 1e6, 1)
+                  if r["client_event_times_ns"] else None for r in reqs],
+              websocket_ok=ws_truth(ok_log, [r for r in slog
+                                             if str(r.get("peer", "")).endswith(f":{ok_port}")]),
+              websocket_blackhole={"client_log": bh_log, "installed_ns": t_before,
+                                   "rules": [" ".join(r) for r in rules],
+                                   "client_exit": bh_rc})
+    ctx.check(name, _sse_checks())
+    ctx.expect(name, "tcp.streams", "==", 3)
+    ctx.expect(name, "tcp.retransmission", ">=", 2)
+    ctx.highlight(name, "decrypt with demo.keys; the healthy WebSocket, the one that dies "
+                        "silently (black hole installed "
+                        f"+{(t_before - cap._started_ns) / 1e9:.3f} s after the capture "
+                        "started) and the HTTP/2 chat")
+
 
 
 # =========================================================================== tshark facts

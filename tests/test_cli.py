@@ -326,7 +326,7 @@ def test_subset_report_json_and_header(
         '<div class="subset">Subset: tcp.stream 3, 5 (Wireshark: <code class="filter">'
         f"tcp.stream in {{3,5}}</code>); {frames} of 627 frames."
     ) in html
-    assert "<li>2 TCP connections: 2 closed with FIN.</li>" in html
+    assert 'TCP connections</a>: 2 connections: 2 closed with FIN.</li>' in html
     assert '<code class="filter">tcp.stream eq 0</code>' not in html
 
 
@@ -353,28 +353,28 @@ def test_subset_export_and_compare(tmp_path: Path) -> None:
     import pandas as pd
 
     demo = CAPTURES / "demo.pcapng"
-    assert cli.main([str(demo), "-q", "-o", str(tmp_path / "r.html"), "--port", "80",
+    assert cli.main([str(demo), "-q", "-o", str(tmp_path / "r.html"), "--port", "8443",
                      "--export", str(tmp_path / "t")]) == 0
     conns = pd.read_parquet(tmp_path / "t" / "connections.parquet")
-    assert conns["client_port"].tolist() == [47001, 47002, 47003, 47006]
+    assert conns["client_port"].tolist() == [50711, 50712]  # the two WebSockets (facts)
     # --compare: both captures cut the same way
     out = tmp_path / "c.html"
-    argv = [str(demo), "--compare", str(demo), "-q", "-o", str(out), "--port", "9002"]
+    argv = [str(demo), "--compare", str(demo), "-q", "-o", str(out), "--port", "443"]
     assert cli.main(argv) == 0
     html = out.read_text(encoding="utf-8")
     assert html.count('<div class="subset">') == 2
-    assert "A is a subset: port 9002" in html and "B is a subset: port 9002" in html
+    assert "A is a subset: port 443" in html and "B is a subset: port 443" in html
 
 
 def test_subset_several_captures(tmp_path: Path) -> None:
     files = [str(CAPTURES / n) for n in ("demo.pcapng", "tcp-refused.pcap")]
     js = tmp_path / "all.json"
-    assert cli.main([*files, "-q", "-o", str(tmp_path / "out"), "--json", str(js), "--port", "80",
-                     "--workers", "1"]) == 0
+    assert cli.main([*files, "-q", "-o", str(tmp_path / "out"), "--json", str(js), "--host",
+                     "192.0.2.20", "--workers", "1"]) == 0
     doc = json.loads(js.read_text())
     assert [(e["capture"], e["subset"]) for e in doc["captures"]] == [
-        ("demo.pcapng", "port 80"), ("tcp-refused.pcap", "port 80")]
-    assert doc["captures"][0]["tcp_connections"] == 4
+        ("demo.pcapng", "host 192.0.2.20"), ("tcp-refused.pcap", "host 192.0.2.20")]
+    assert doc["captures"][0]["tcp_connections"] == 3
 
 
 @pytest.mark.parametrize(

@@ -162,6 +162,18 @@ def test_cli_directory_one_report_per_capture(capdir: Path, tmp_path: Path,
     data = json.loads(js.read_text())
     assert [(c["capture"], c["frames"]) for c in data["captures"]] == [
         (f, tshark_counts(f)[0]) for f in FILES]
+    # the index's per-capture columns (pcaptools.report.html.index_facts): no key log here, so
+    # demo's 3 TLS sessions stay encrypted (no TTFT, no WebSocket pings to miss); its black-holed
+    # connection is unclean all the same, as are tcp-reset's 3 reset connections
+    facts = {c["capture"]: [c[k] for k in ("ttft_median_ms", "tls_sessions", "tls_decrypted",
+                                           "unclean_connections", "missed_heartbeats")]
+             for c in data["captures"]}
+    assert facts == {"demo.pcapng": [None, 3, 0, 1, None],
+                     "http1-basic.pcap": [None, 0, None, 0, None],
+                     "tcp-reset.pcap": [None, 0, None, 3, None]}
+    assert ("<th>TTFT median ms</th><th>TLS decrypted</th><th>unclean connections</th>"
+            "<th>missed heartbeats</th>") in index
+    assert "<td class=n>0 of 3</td>" in index
     table = pd.read_parquet(exp / "connections.parquet")
     assert table.groupby("capture", observed=True).size().to_dict() == {
         f: tshark_counts(f)[1] for f in FILES}

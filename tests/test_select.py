@@ -144,10 +144,11 @@ def test_stream_subset_keeps_per_request_numbers() -> None:
 @pytest.mark.parametrize(
     ("kw", "flt", "streams"),
     [
-        ({"port": 80}, "tcp.port == 80", [0, 1, 2, 5]),
-        ({"port": 9002}, "tcp.port == 9002", [4]),
-        ({"host": "192.0.2.20", "port": 81}, "ip.addr == 192.0.2.20 && tcp.port == 81", [3]),
-        ({"host": "192.0.2.10"}, "ip.addr == 192.0.2.10", [0, 1, 2, 3, 4, 5]),
+        # demo: two WebSockets on port 8443 (tcp.stream 0 and 1), the HTTP/2 chat on 443
+        ({"port": 8443}, "tcp.port == 8443", [0, 1]),
+        ({"port": 443}, "tcp.port == 443", [2]),
+        ({"host": "192.0.2.20", "port": 443}, "ip.addr == 192.0.2.20 && tcp.port == 443", [2]),
+        ({"host": "192.0.2.10"}, "ip.addr == 192.0.2.10", [0, 1, 2]),
         ({"host": "192.0.2.99"}, "ip.addr == 192.0.2.99", []),
     ],
 )
@@ -163,21 +164,20 @@ def test_host_and_port_match_tshark(
 
 
 def test_port_subset_facts_and_warnings() -> None:
-    cap = _cap("demo.pcapng")
-    facts = _facts("demo.pcapng")
-    ports = [
-        int(c["client"].rsplit(":", 1)[1]) if isinstance(c.get("client"), str) else None
-        for c in facts["connections"]
-    ]
+    cap = _cap("tcp-reset.pcap")
+    facts = _facts("tcp-reset.pcap")
+    ends = {int(c["client"].rsplit(":", 1)[1]): c["end"] for c in facts["connections"]}
     sub = cap.subset(port=9002)  # the server that sends 6000 of 24000 bytes, then RST
-    assert sub.connections["client_port"].tolist() == [47005] and 47005 in ports
+    assert sub.connections["client_port"].tolist() == [43002] and ends[43002] == "rst-server"
     assert sub.connections["end_reason"].astype(str).tolist() == ["rst"]
-    # its truncated response is the capture's one warning, kept with it
+    # its truncated response is one of the capture's warnings, kept with it; the others
+    # (the client's two resets on port 9003, the mid-stream start on 9001) are not
     assert sub.warnings[["frame", "code"]].astype(object).values.tolist() == [
-        [307, "http1.truncated_message"]
+        [26, "http1.truncated_message"]
     ]
-    assert len(cap.subset(port=80).warnings) == 0
-    assert cap.subset(port=80).summary.extra["subset"] == "port 80"
+    assert len(cap.warnings) == 4
+    assert cap.subset(port=9003).warnings["frame"].tolist() == [61, 93]
+    assert cap.subset(port=9002).summary.extra["subset"] == "port 9002"
 
 
 def test_sni_and_host_names() -> None:
@@ -314,10 +314,10 @@ def test_dns_rows_follow_the_connections(corpus: Path) -> None:
 
 def test_without_packets_table() -> None:
     cap = _cap("demo.pcapng", packets=False)
-    sub = cap.subset(port=80)
+    sub = cap.subset(port=8443)
     facts = {s["stream"]: s for s in _facts("demo.pcapng")["tshark"]["streams"]}
-    assert sub.summary.tcp_frames == sum(sum(facts[s]["frames"]) for s in (0, 1, 2, 5))
-    assert sub.summary.wire_bytes == sum(sum(facts[s]["bytes"]) for s in (0, 1, 2, 5))
+    assert sub.summary.tcp_frames == sum(sum(facts[s]["frames"]) for s in (0, 1))
+    assert sub.summary.wire_bytes == sum(sum(facts[s]["bytes"]) for s in (0, 1))
     assert "subset_counts" in sub.summary.extra
     _check_schemas(sub)
 
@@ -329,7 +329,8 @@ def test_no_filter_copies_everything() -> None:
     assert sub.summary.extra["subset"] == "everything"
     for name in TABLES:
         pd.testing.assert_frame_equal(getattr(sub, name), getattr(cap, name))
-    assert sub.summary.frames == cap.summary.frames == 321
+    assert sub.summary.frames == cap.summary.frames == int(
+        _facts("demo.pcapng")["capinfos"]["Number of packets"])
     assert sub.summary.extra["tcp_data_segments"] == cap.summary.extra["tcp_data_segments"]
     assert "warning_counts" not in sub.summary.extra
     assert cap.summary.extra.get("subset") is None  # the original is untouched

@@ -34,9 +34,10 @@ __all__ = [
 _SUPPRESSED = re.compile(r"^(\d+) more occurrences of (\S+) were counted but not listed$")
 
 
-def headline(cap: Capture) -> dict[str, Any]:
+def headline(cap: Capture, *, latency: pd.DataFrame | None = None) -> dict[str, Any]:
     """The headline numbers of ``cap`` as a JSON-serialisable dict (ints, floats, str, None,
-    lists and dicts only; never NaN).
+    lists and dicts only; never NaN). ``latency``: ``stream_latency(cap)`` when the caller
+    already has it (the report does).
 
     Keys (all counts are exact):
 
@@ -183,7 +184,7 @@ def headline(cap: Capture) -> dict[str, Any]:
         "tcp_events": _counts(cap.tcp_events["kind"]),
         "warnings": sum(wcounts.values()),
         "warnings_by_code": wcounts,
-        **_http_headline(cap),
+        **_http_headline(cap, latency),
         **_tls_headline(cap),
         **_dns_headline(cap),
         "tcp_wire_bytes": int(conns["client_wire_bytes"].sum() + conns["server_wire_bytes"].sum()),
@@ -430,7 +431,8 @@ def health_verdicts(
                     out.append(
                         f"Goodput {_pct(app, wire)} of the TCP bytes on the wire "
                         f"({app:,} of {wire:,} bytes are application payload); the TCP "
-                        f"connections hold {share_text(wire, whole)} of the capture's {whole:,} bytes."
+                        f"connections hold {share_text(wire, whole)} of the capture's "
+                        f"{whole:,} bytes."
                     )
     return out
 
@@ -460,10 +462,11 @@ def _stats(values: pd.Series) -> dict[str, Any]:
     }
 
 
-def _http_headline(cap: Capture) -> dict[str, Any]:
+def _http_headline(cap: Capture, lat: pd.DataFrame | None = None) -> dict[str, Any]:
     from .latency import stream_latency  # same layer; imported here to keep summary light
 
-    lat = stream_latency(cap)
+    if lat is None:
+        lat = stream_latency(cap)
     status = lat["status"].dropna().astype("int64").astype(str)
     return {
         "http_requests": len(lat),

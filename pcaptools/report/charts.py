@@ -1,13 +1,20 @@
 """Plotly figures of the report, and the small data preparations behind them.
 
-Each ``*_figure`` function returns a :class:`plotly.graph_objects.Figure`, or ``None`` when
-there is nothing to draw; the preparation functions (``timeline_rows``, ``retransmission_bins``)
+Each ``*_figure`` function returns a :class:`Figure` (plain plotly.js traces and layout: the
+report draws them with a partial plotly.js bundle, see :mod:`.html`), or ``None`` when there
+is nothing to draw; the preparation functions (``timeline_rows``, ``retransmission_bins``)
 are separate so tests can check the numbers without parsing plotly JSON. Times on every x
 axis are seconds since the first packet of the capture, as Wireshark shows them by default.
 
 Every string that comes from the capture (addresses today; SNI, paths later) is passed
 through :func:`html.escape` before it reaches plotly: plotly.js renders a subset of HTML
 in hover labels and legend names.
+
+Figures are plain dicts rather than :mod:`plotly.graph_objects`: building and validating
+graph objects cost about 0.3 s per figure (1-2 s per report) and the partial bundle only
+needs the JSON. :class:`Figure` keeps the attribute access of graph objects for reading
+(``fig.data[0].x``, ``fig.layout.barmode``). Counts are drawn as bars computed here (also
+the histograms), so the page needs only plotly.js's bar and scatter traces.
 """
 
 from __future__ import annotations
@@ -15,12 +22,11 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from ..analyses.summary import fmt_ms
 
@@ -46,15 +52,117 @@ RETRANSMISSION_COLOURS: dict[str, str] = {
     "retransmission": "#1f77b4",
     "fast_retransmission": "#ff7f0e",
     "spurious_retransmission": "#7f7f7f",
+    # the labels of tcp_losses rows (Retransmissions section)
+    "lost before capture": "#d62728",
+    "lost after capture": "#ff7f0e",
+    "lost": "#9467bd",
+    "spurious resend": "#7f7f7f",
 }
 
-_LAYOUT = {
-    "template": "plotly_white",
+_AXIS = {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8",
+         "automargin": True, "ticks": "", "zerolinewidth": 2}
+
+#: the layout every figure starts from (the look of plotly's plotly_white template)
+_LAYOUT: dict[str, Any] = {
+    "paper_bgcolor": "white",
+    "plot_bgcolor": "white",
     "margin": {"l": 60, "r": 20, "t": 30, "b": 50},
-    "font": {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 12},
+    "font": {"family": "system-ui, -apple-system, 'Segoe UI', sans-serif", "size": 12,
+             "color": "#2a3f5f"},
     "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
     "hoverlabel": {"align": "left"},
+    "hovermode": "closest",
+    "xaxis": dict(_AXIS),
+    "yaxis": dict(_AXIS),
 }
+
+#: the plotly.js trace types the figures use: the partial bundle must have them
+TRACE_TYPES = frozenset({"bar", "scatter"})
+
+
+class Props(dict[str, Any]):
+    """A plotly property dict read like plotly's graph objects: ``p.x`` is ``p["x"]``
+    (nested dicts as Props, lists of dicts as lists of Props), an unset property is None."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _props(self.get(name))
+
+
+def _props(v: Any) -> Any:
+    if isinstance(v, dict) and not isinstance(v, Props):
+        return Props(v)
+    if isinstance(v, list) and v and isinstance(v[0], dict):
+        return [_props(x) for x in v]
+    return v
+
+
+def _merge(into: dict[str, Any], more: Mapping[str, Any]) -> None:
+    """Deep-merge ``more`` into ``into`` (dicts merge, everything else replaces)."""
+    for k, v in more.items():
+        cur = into.get(k)
+        if isinstance(v, Mapping) and isinstance(cur, dict):
+            _merge(cur, v)
+        else:
+            into[k] = dict(v) if isinstance(v, Mapping) else v
+
+
+@dataclass(slots=True)
+class Figure:
+    """One chart: plotly.js traces (``{"type": "bar", ...}``) and a layout."""
+
+    data: list[Props] = field(default_factory=list)
+    layout: Props = field(default_factory=lambda: Props(_copy(_LAYOUT)))
+
+    def add_trace(self, trace: Mapping[str, Any]) -> None:
+        assert trace["type"] in TRACE_TYPES, trace["type"]
+        self.data.append(Props(trace))
+
+    def update_layout(self, **kw: Any) -> None:
+        for k, v in kw.items():  # plotly.js 3+: a title is {"text": ...}, not a string
+            if k.endswith("axis") and isinstance(v, Mapping) and isinstance(v.get("title"), str):
+                kw[k] = {**v, "title": {"text": v["title"]}}
+        _merge(self.layout, kw)
+
+    def add_vline(self, x: float, *, line: Mapping[str, Any], annotation_text: str,
+                  annotation_position: str = "top right") -> None:
+        """A vertical line across the plot at ``x`` with a label at its top, as plotly's
+        ``Figure.add_vline``."""
+        self.layout.setdefault("shapes", []).append({
+            "type": "line", "x0": x, "x1": x, "xref": "x", "y0": 0, "y1": 1,
+            "yref": "y domain", "line": dict(line)})
+        right = annotation_position.endswith("right")
+        self.layout.setdefault("annotations", []).append({
+            "x": x, "xref": "x", "y": 1, "yref": "y domain", "text": annotation_text,
+            "showarrow": False, "xanchor": "left" if right else "right", "yanchor": "top"})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"data": [dict(t) for t in self.data], "layout": dict(self.layout)}
+
+
+def _copy(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _copy(v) if isinstance(v, Mapping) else v for k, v in d.items()}
+
+
+def count_axis(title: str, max_count: float) -> dict[str, Any]:
+    """A y axis of counts: integer ticks only (a step of 1 up to 10, then plotly's own,
+    which are integers from there), starting at 0."""
+    axis: dict[str, Any] = {"title": title, "rangemode": "tozero", "tickformat": ",d"}
+    if max_count <= 10:
+        axis |= {"dtick": 1, "tick0": 0}
+    return axis
+
+
+def histogram_bars(v: np.ndarray, start: float, size: float) -> tuple[np.ndarray, np.ndarray]:
+    """(bin centres, counts) of ``v`` in bins of ``size`` from ``start``; empty bins left out.
+    A value on a bin edge goes to the bin it starts (as plotly's histograms count)."""
+    idx = np.floor((v - start) / size + 1e-9).astype(np.int64)
+    bins, counts = np.unique(idx, return_counts=True)
+    centres = np.round(start + (bins + 0.5) * size, 12)
+    return centres, counts.astype(np.int64)
 
 
 def endpoint(addr: str, port: int) -> str:
@@ -97,7 +205,7 @@ def timeline_rows(conns: pd.DataFrame, max_bars: int) -> Timeline:
     return Timeline(keep, n)
 
 
-def timeline_figure(tl: Timeline, t0_ns: int, span_s: float) -> go.Figure | None:
+def timeline_figure(tl: Timeline, t0_ns: int, span_s: float) -> Figure | None:
     """One horizontal bar per connection from its first to its last packet, coloured by
     conn_state, y = tcp.stream (stream 0 at the top). Bars shorter than 0.3% of the capture
     are drawn at that width so single-packet connections stay visible (hover shows the
@@ -120,7 +228,7 @@ def timeline_figure(tl: Timeline, t0_ns: int, span_s: float) -> go.Figure | None
         for r, s, d in zip(records, start, dur, strict=True)
     ]
     states = conns["conn_state"].astype("string").fillna("?").to_numpy()
-    fig = go.Figure()
+    fig = Figure()
     order = [s for s in CONN_STATE_COLOURS if s in set(states)] + sorted(
         set(states) - set(CONN_STATE_COLOURS)
     )
@@ -128,26 +236,25 @@ def timeline_figure(tl: Timeline, t0_ns: int, span_s: float) -> go.Figure | None
     hover_arr = np.asarray(hover, dtype=object)
     for state in order:
         m = states == state
-        fig.add_trace(
-            go.Bar(
-                name=html.escape(state),
-                orientation="h",
-                y=streams[m],
-                x=width[m],
-                base=start[m],
-                marker={"color": CONN_STATE_COLOURS.get(state, "#333333")},
-                hovertext=hover_arr[m],
-                hoverinfo="text",
-                width=0.7,
-            )
-        )
+        fig.add_trace({
+            "type": "bar",
+            "name": html.escape(state),
+            "orientation": "h",
+            "y": streams[m],
+            "x": width[m],
+            "base": start[m],
+            "marker": {"color": CONN_STATE_COLOURS.get(state, "#333333")},
+            "hovertext": hover_arr[m],
+            "hoverinfo": "text",
+            "width": 0.7,
+        })
     n = len(conns)
     height = int(min(900, max(170, 22 * n + 130)))
-    yaxis: dict[str, object] = {"title": "tcp.stream", "autorange": "reversed", "zeroline": False}
+    yaxis: dict[str, object] = {"title": "tcp.stream", "autorange": "reversed", "zeroline": False,
+                                "tickformat": "d"}
     if n <= 40:
         yaxis |= {"tickmode": "array", "tickvals": streams.tolist()}
     fig.update_layout(
-        **_LAYOUT,
         height=height,
         barmode="overlay",
         showlegend=True,
@@ -160,21 +267,24 @@ def timeline_figure(tl: Timeline, t0_ns: int, span_s: float) -> go.Figure | None
 # -- handshake RTT ------------------------------------------------------------------------------
 
 
-def irtt_figure(irtt_ms: pd.Series) -> go.Figure | None:
+def irtt_figure(irtt_ms: pd.Series) -> Figure | None:
     """Histogram of tshark's tcp.analysis.initial_rtt (ms), with the median and p95 marked."""
     v = irtt_ms.dropna().to_numpy(dtype=np.float64)
     if v.size == 0:
         return None
     start, size = histogram_bins(v)
-    fig = go.Figure(
-        go.Histogram(
-            x=v,
-            xbins={"start": start, "size": size},
-            marker={"color": "#1f77b4"},
-            name="handshakes",
-            hovertemplate="%{x} ms: %{y} connections<extra></extra>",
-        )
-    )
+    centres, counts = histogram_bars(v, start, size)
+    fig = Figure()
+    fig.add_trace({
+        "type": "bar",
+        "x": centres,
+        "y": counts,
+        "width": size,
+        "marker": {"color": "#1f77b4"},
+        "name": "handshakes",
+        "customdata": np.round(centres - size / 2, 12),
+        "hovertemplate": f"%{{customdata}} to +{size:g} ms: %{{y}} connections<extra></extra>",
+    })
     med, p95 = float(np.median(v)), float(np.percentile(v, 95))
     fig.add_vline(
         x=med,
@@ -193,12 +303,11 @@ def irtt_figure(irtt_ms: pd.Series) -> go.Figure | None:
     if v.min() == v.max():  # one bin: show it in context rather than across the whole width
         xaxis["range"] = [0, 2 * float(v.max())] if v.max() > 0 else [-1, 1]
     fig.update_layout(
-        **_LAYOUT,
         height=300,
         showlegend=False,
         bargap=0.05,
         xaxis=xaxis,
-        yaxis={"title": "connections"},
+        yaxis=count_axis("connections", int(counts.max())),
     )
     return fig
 
@@ -258,32 +367,31 @@ def retransmission_bins(retrans: pd.DataFrame, t0_ns: int, width_s: float) -> pd
     )
 
 
-def retransmissions_figure(bins: pd.DataFrame, width_s: float, span_s: float) -> go.Figure | None:
+def retransmissions_figure(bins: pd.DataFrame, width_s: float, span_s: float) -> Figure | None:
     """Stacked bars: retransmitted segments per bin, one colour per kind."""
     if len(bins) == 0:
         return None
-    fig = go.Figure()
+    fig = Figure()
     kinds = [k for k in RETRANSMISSION_COLOURS if k in set(bins["kind"])] + sorted(
         set(bins["kind"]) - set(RETRANSMISSION_COLOURS)
     )
     unit = unit_label(width_s)
     for kind in kinds:
         sub = bins[bins["kind"] == kind]
-        fig.add_trace(
-            go.Bar(
-                name=html.escape(kind.replace("_", " ")),
-                x=sub["bin_s"],
-                y=sub["segments"],
-                width=width_s,
-                offset=0,
-                marker={"color": RETRANSMISSION_COLOURS.get(kind, "#333333")},
-                hovertemplate=(
-                    f"%{{y}} segments in [%{{x}} s, +{unit})<extra>{html.escape(kind)}</extra>"
-                ),
-            )
-        )
+        fig.add_trace({
+            "type": "bar",
+            "name": html.escape(kind.replace("_", " ")),
+            "x": sub["bin_s"].to_numpy(),
+            "y": sub["segments"].to_numpy(),
+            "width": width_s,
+            "offset": 0,
+            "marker": {"color": RETRANSMISSION_COLOURS.get(kind, "#333333")},
+            "hovertemplate": (
+                f"%{{y}} segments in [%{{x}} s, +{unit})<extra>{html.escape(kind)}</extra>"
+            ),
+        })
+    peak = int(bins.groupby("bin_s")["segments"].sum().max())
     fig.update_layout(
-        **_LAYOUT,
         height=320,
         barmode="stack",
         bargap=0,
@@ -291,7 +399,7 @@ def retransmissions_figure(bins: pd.DataFrame, width_s: float, span_s: float) ->
             "title": "seconds since the first packet",
             "range": [0, max(span_s, width_s) * 1.01],
         },
-        yaxis={"title": f"segments per {unit}"},
+        yaxis=count_axis(f"segments per {unit}", peak),
     )
     return fig
 
@@ -319,8 +427,18 @@ WATERFALL_PHASES: tuple[tuple[str, str, str], ...] = (
     ("send", "request sent", "#7f7f7f"),
     ("wait", "waiting (TTFB)", "#2ca02c"),
     ("download", "download / stream", "#1f77b4"),
+    ("cut", "cut short (reset or closed)", "#d62728"),
     ("open", "still open at capture end", "#c7c7c7"),
 )
+
+#: why a response was cut short, by stream_latency end_reason (TCP RST/FIN named apart)
+_CUT_REASONS = {
+    "rst_stream": "reset by RST_STREAM",
+    "goaway": "refused by GOAWAY",
+    "connection_closed": "the connection closed",
+    "desynced": "bytes lost or unparsable: not followed to its end",
+    "evicted": "given up (too many outstanding)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,10 +463,14 @@ def _rel_s(col: pd.Series, t0_ns: int) -> np.ndarray:
     return out
 
 
-def waterfall_rows(lat: pd.DataFrame, t0_ns: int, end_ns: int, max_rows: int) -> Waterfall:
+def waterfall_rows(lat: pd.DataFrame, t0_ns: int, end_ns: int, max_rows: int,
+                   conns: pd.DataFrame | None = None) -> Waterfall:
     """The requests a waterfall draws (the first ``max_rows`` by connection start, tcp.stream,
-    then request time) and the start/length of each phase. A response that had not ended when
-    the capture did gets an ``open`` bar up to ``end_ns``."""
+    then request time) and the start/length of each phase. A response still open when the
+    capture ended (end_reason open_at_eof) gets an ``open`` bar up to ``end_ns``; one cut
+    short (RST_STREAM, GOAWAY, the connection reset or closed, desynced) a ``cut`` bar from
+    its first byte (or the request, without a response) to its end, or to the end of its
+    connection (``conns``: the connections table, for that time and for who reset it)."""
     n = len(lat)
     df = lat.assign(
         _c=lat["connection_start_ts"].fillna(lat["request_ts"]),
@@ -372,11 +494,32 @@ def waterfall_rows(lat: pd.DataFrame, t0_ns: int, end_ns: int, max_rows: int) ->
     out["wait_ms"] = (first - sent) * 1e3
     out["download_start"] = first
     out["download_ms"] = (end - first) * 1e3
-    still_open = np.isnan(end) & ~np.isnan(first)
+    reason = df["end_reason"].astype(object).where(df["end_reason"].notna(), None).tolist()
+    complete = df["complete"].fillna(False).to_numpy(bool)
+    cut = ~complete & np.asarray([x in _CUT_REASONS for x in reason], dtype=bool)
+    conn_end = np.full(len(df), np.nan)
+    why_conn: list[str] = [""] * len(df)
+    if conns is not None and len(conns):
+        cend = conns.set_index("tcp_stream")
+        ends = dict(zip(cend.index.tolist(), _rel_s(cend["last_ts"], t0_ns).tolist(),
+                        strict=True))
+        how = {int(t): _conn_end_text(r, b, f) for t, r, b, f in zip(
+            cend.index.tolist(), cend["end_reason"].astype(object).tolist(),
+            cend["end_by"].astype(object).tolist(), cend["end_frame"].tolist(), strict=True)}
+        streams = df["tcp_stream"].astype("int64").tolist()
+        conn_end = np.asarray([ends.get(t, np.nan) for t in streams], dtype=np.float64)
+        why_conn = [how.get(t, "") for t in streams]
+    cut_from = np.where(np.isnan(first), sent, first)
+    cut_to = np.where(np.isnan(end), conn_end, end)
+    cut &= ~np.isnan(cut_from) & ~np.isnan(cut_to)
+    out["download_ms"] = np.where(cut, np.nan, out["download_ms"])
+    out["cut_start"] = np.where(cut, cut_from, np.nan)
+    out["cut_ms"] = np.where(cut, (cut_to - cut_from) * 1e3, np.nan)
+    still_open = np.isnan(end) & ~np.isnan(first) & ~cut
     out["open_start"] = np.where(still_open, first, np.nan)
     out["open_ms"] = np.where(still_open, (cap_end - first) * 1e3, np.nan)
     labels, hovers = [], []
-    for r in df.to_dict("records"):
+    for i, r in enumerate(df.to_dict("records")):
         rid = _request_id(r)
         path = "" if pd.isna(r["path"]) else str(r["path"])
         method = "" if pd.isna(r["method"]) else str(r["method"])
@@ -387,23 +530,45 @@ def waterfall_rows(lat: pd.DataFrame, t0_ns: int, end_ns: int, max_rows: int) ->
             ("dns_ms", "DNS"), ("connect_ms", "connect"), ("tls_ms", "TLS"),
             ("ttfb_ms", "TTFB"), ("ttft_ms", "TTFT"), ("total_ms", "total"))
             if not pd.isna(r[col]) and (r[col] or col in ("ttfb_ms", "total_ms"))]
+        ended = ""
+        if cut[i]:
+            why = _CUT_REASONS[str(reason[i])]
+            if reason[i] == "connection_closed" and why_conn[i]:
+                why = why_conn[i]
+            ended = f"<br>cut short: {html.escape(why)}"
+        elif still_open[i]:
+            ended = "<br>still open when the capture ended"
         hovers.append(
             f"{_conn_name(r)} {html.escape(rid)} "
             f"({html.escape(str(r['protocol']))})<br>"
             f"{html.escape(method)} {html.escape(path[:200])}{status}<br>" + ", ".join(parts)
+            + ended
         )
     out["label"] = labels
     out["hover"] = hovers
     return Waterfall(out.reset_index(drop=True), n)
 
 
-def waterfall_figure(wf: Waterfall) -> go.Figure | None:
+def _conn_end_text(reason: object, by: object, frame: object) -> str:
+    """How a connection ended, for a response it cut short: ``"TCP RST from the server
+    (frame 26)"``; "" when it did not end by RST or FIN."""
+    r = "" if reason is None or pd.isna(reason) else str(reason)  # type: ignore[call-overload]
+    who = "" if by is None or pd.isna(by) else f" from the {by}"  # type: ignore[call-overload]
+    at = "" if frame is None or pd.isna(frame) else f" (frame {int(frame)})"  # type: ignore
+    if r == "rst":
+        return f"TCP RST{who}{at}"
+    if r in ("fin", "half_closed"):
+        return f"the connection was closed (FIN{who}{at})"
+    return ""
+
+
+def waterfall_figure(wf: Waterfall) -> Figure | None:
     """A browser-style network panel: one horizontal row per request (grouped by connection),
     stacked phase bars on a time axis of seconds since the first packet."""
     rows = wf.rows
     if len(rows) == 0:
         return None
-    fig = go.Figure()
+    fig = Figure()
     labels = rows["label"].to_numpy(dtype=object)
     hover = rows["hover"].to_numpy(dtype=object)
     for col, name, colour in WATERFALL_PHASES:
@@ -412,13 +577,13 @@ def waterfall_figure(wf: Waterfall) -> go.Figure | None:
         m = ~(np.isnan(start) | np.isnan(width)) & (width >= 0)
         if not m.any():
             continue
-        fig.add_trace(go.Bar(
-            name=name, orientation="h", y=labels[m], x=width[m], base=start[m],
-            marker={"color": colour}, hovertext=hover[m], hoverinfo="text", width=0.6,
-        ))
+        fig.add_trace({
+            "type": "bar", "name": name, "orientation": "h", "y": labels[m], "x": width[m],
+            "base": start[m], "marker": {"color": colour}, "hovertext": hover[m],
+            "hoverinfo": "text", "width": 0.6,
+        })
     n = len(rows)
     fig.update_layout(
-        **_LAYOUT,
         height=int(min(1400, max(200, 22 * n + 130))),
         barmode="overlay",
         xaxis={"title": "seconds since the first packet"},
@@ -428,7 +593,7 @@ def waterfall_figure(wf: Waterfall) -> go.Figure | None:
     return fig
 
 
-def ms_histogram_figure(series: dict[str, pd.Series], xtitle: str, ytitle: str) -> go.Figure | None:
+def ms_histogram_figure(series: dict[str, pd.Series], xtitle: str, ytitle: str) -> Figure | None:
     """Overlaid histograms of millisecond values (one trace per named series, NaN dropped),
     sharing one set of 1/2/5 x 10^k bins, with each series' median marked."""
     data = {k: v.dropna().to_numpy(dtype=np.float64) for k, v in series.items()}
@@ -438,13 +603,18 @@ def ms_histogram_figure(series: dict[str, pd.Series], xtitle: str, ytitle: str) 
     allv = np.concatenate(list(data.values()))
     start, size = histogram_bins(allv)
     colours = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd")
-    fig = go.Figure()
+    fig = Figure()
+    peak = 0
     for (name, v), colour in zip(data.items(), colours, strict=False):
-        fig.add_trace(go.Histogram(
-            x=v, name=html.escape(name), xbins={"start": start, "size": size},
-            marker={"color": colour}, opacity=0.65 if len(data) > 1 else 1.0,
-            hovertemplate=f"%{{x}} ms: %{{y}}<extra>{html.escape(name)}</extra>",
-        ))
+        centres, counts = histogram_bars(v, start, size)
+        peak = max(peak, int(counts.max()))
+        fig.add_trace({
+            "type": "bar", "x": centres, "y": counts, "width": size, "name": html.escape(name),
+            "marker": {"color": colour}, "opacity": 0.65 if len(data) > 1 else 1.0,
+            "customdata": np.round(centres - size / 2, 12),
+            "hovertemplate": (f"%{{customdata}} to +{size:g} ms: %{{y}}"
+                              f"<extra>{html.escape(name)}</extra>"),
+        })
         med = float(np.median(v))
         fig.add_vline(x=med, line={"color": colour, "dash": "dash"},
                       annotation_text=f"{html.escape(name)} median {fmt_ms(med)}",
@@ -452,8 +622,8 @@ def ms_histogram_figure(series: dict[str, pd.Series], xtitle: str, ytitle: str) 
     xaxis: dict[str, object] = {"title": xtitle}
     if allv.min() == allv.max():
         xaxis["range"] = [0, 2 * float(allv.max())] if allv.max() > 0 else [-1, 1]
-    fig.update_layout(**_LAYOUT, height=320, barmode="overlay", bargap=0.05,
-                      showlegend=len(data) > 1, xaxis=xaxis, yaxis={"title": ytitle})
+    fig.update_layout(height=320, barmode="overlay", bargap=0.05,
+                      showlegend=len(data) > 1, xaxis=xaxis, yaxis=count_axis(ytitle, peak))
     return fig
 
 
@@ -501,22 +671,23 @@ def token_cadence_rows(
     return pd.concat(parts, ignore_index=True), total
 
 
-def token_cadence_figure(points: pd.DataFrame) -> go.Figure | None:
+def token_cadence_figure(points: pd.DataFrame) -> Figure | None:
     """Cumulative token events against time since the request was sent, one step line per
     streamed response: a flat stretch is a stall, the slope is the token rate."""
     if len(points) == 0:
         return None
-    fig = go.Figure()
+    fig = Figure()
     for key, sub in points.groupby("key", sort=False):
-        fig.add_trace(go.Scatter(
-            x=sub["t_ms"], y=sub["tokens"], mode="lines+markers", line={"shape": "hv"},
-            marker={"size": 4}, name=str(key),
-            hovertemplate="%{x:.1f} ms: %{y} token events<extra>" + str(key) + "</extra>",
-        ))
-    fig.update_layout(**_LAYOUT, height=360,
+        fig.add_trace({
+            "type": "scatter", "x": sub["t_ms"].to_numpy(), "y": sub["tokens"].to_numpy(),
+            "mode": "lines+markers", "line": {"shape": "hv"}, "marker": {"size": 4},
+            "name": str(key),
+            "hovertemplate": "%{x:.1f} ms: %{y} token events<extra>" + str(key) + "</extra>",
+        })
+    fig.update_layout(height=360,
                       showlegend=points["key"].nunique() <= 12,
                       xaxis={"title": "ms since the request was sent", "rangemode": "tozero"},
-                      yaxis={"title": "token events (cumulative)", "rangemode": "tozero"})
+                      yaxis=count_axis("token events (cumulative)", int(points["tokens"].max())))
     return fig
 
 
@@ -597,21 +768,23 @@ def heartbeat_points(hb: pd.DataFrame, t0_ns: int) -> pd.DataFrame:
     return pd.concat([ping, pong], ignore_index=True)[cols]
 
 
-def heartbeat_figure(points: pd.DataFrame) -> go.Figure | None:
+def heartbeat_figure(points: pd.DataFrame) -> Figure | None:
     """Scatter of pings (coloured by outcome; unanswered ones as red crosses) and pongs
     (small diamonds) per lane; None without points."""
     if len(points) == 0:
         return None
     lanes = sorted(set(points["lane"]), key=_lane_key)
-    fig = go.Figure()
+    fig = Figure()
     pings = points[points["kind"] == "ping"]
     for outcome, (colour, symbol) in HEARTBEAT_OUTCOMES.items():
         p = pings[pings["outcome"] == outcome]
         if len(p) == 0:
             continue
         size = 12 if outcome == "unanswered" else 9
-        fig.add_trace(go.Scatter(
-            name=f"ping {outcome.replace('_', ' ')}", mode="markers", x=p["t_s"], y=p["lane"],
+        fig.add_trace(dict(
+            type="scatter",
+            name=f"ping {outcome.replace('_', ' ')}", mode="markers", x=p["t_s"].to_numpy(),
+            y=p["lane"].to_numpy(),
             marker={"color": colour, "symbol": symbol, "size": size,
                     "line": {"width": 2, "color": colour}},
             hovertext=[
@@ -623,8 +796,9 @@ def heartbeat_figure(points: pd.DataFrame) -> go.Figure | None:
         ))
     pongs = points[points["kind"] == "pong"]
     if len(pongs):
-        fig.add_trace(go.Scatter(
-            name="pong", mode="markers", x=pongs["t_s"], y=pongs["lane"],
+        fig.add_trace(dict(
+            type="scatter",
+            name="pong", mode="markers", x=pongs["t_s"].to_numpy(), y=pongs["lane"].to_numpy(),
             marker={"color": "#1f77b4", "symbol": "diamond", "size": 7},
             hovertext=[
                 f"pong, frame {int(f)}<br>{t:.6f} s<br>{fmt_ms(float(r))} after the ping"
@@ -633,7 +807,6 @@ def heartbeat_figure(points: pd.DataFrame) -> go.Figure | None:
             hoverinfo="text",
         ))
     fig.update_layout(
-        **_LAYOUT,
         height=int(min(900, max(200, 40 * len(lanes) + 140))),
         xaxis={"title": "seconds since the first packet", "rangemode": "tozero"},
         yaxis={"categoryorder": "array", "categoryarray": lanes[::-1], "type": "category"},
@@ -651,30 +824,59 @@ def _lane_key(lane: str) -> tuple[int, str]:
 
 # -- overhead -----------------------------------------------------------------------------------
 
-#: colour per overhead category (layer families share a hue)
-OVERHEAD_COLOURS: dict[str, str] = {
-    "tcp_handshake_bytes": "#08306b",
-    "tcp_teardown_bytes": "#2171b5",
-    "tcp_ack_bytes": "#6baed6",
-    "tcp_header_bytes": "#9ecae1",
+#: colour per overhead category: each its own colour (neighbours in the stack differ in hue
+#: and lightness), green for the application payload, grey for what was not parsed
+OVERHEAD_COLOURS: dict[str, str] = {  # the 20 colours of Tableau's tab20, two left out
+    "tcp_handshake_bytes": "#1f77b4",
+    "tcp_teardown_bytes": "#aec7e8",
+    "tcp_ack_bytes": "#17becf",
+    "tcp_header_bytes": "#393b79",
     "tcp_resent_bytes": "#d62728",
-    "tls_handshake_bytes": "#54278f",
-    "tls_record_overhead_bytes": "#9e9ac8",
-    "tls_encrypted_bytes": "#bcbddc",
-    "http2_frame_header_bytes": "#a63603",
-    "http2_control_bytes": "#e6550d",
-    "hpack_bytes": "#fd8d3c",
-    "http1_header_bytes": "#fdae6b",
-    "http1_framing_bytes": "#fdd0a2",
-    "ws_frame_header_bytes": "#8c6d31",
-    "ws_control_bytes": "#bd9e39",
-    "sse_framing_bytes": "#e7cb94",
+    "tls_handshake_bytes": "#e377c2",
+    "tls_record_overhead_bytes": "#8c564b",
+    "tls_encrypted_bytes": "#7f7f7f",
+    "http2_frame_header_bytes": "#ff7f0e",
+    "http2_control_bytes": "#bcbd22",
+    "hpack_bytes": "#ffbb78",
+    "http1_header_bytes": "#f7b6d2",
+    "http1_framing_bytes": "#c49c94",
+    "ws_frame_header_bytes": "#9467bd",
+    "ws_control_bytes": "#c5b0d5",
+    "sse_framing_bytes": "#dbdb8d",
     "app_payload_bytes": "#2ca02c",
     "other_bytes": "#c7c7c7",
 }
 
+#: what the report calls each overhead category (legend and table): the TCP ones name the
+#: headers they count (frame bytes: link layer, IP and TCP headers)
+OVERHEAD_LABELS: dict[str, str] = {
+    "tcp_handshake_bytes": "TCP handshake packets (link+IP+TCP headers)",
+    "tcp_teardown_bytes": "TCP teardown packets (FIN, RST, last ACKs)",
+    "tcp_ack_bytes": "pure ACKs and window updates (link+IP+TCP headers)",
+    "tcp_header_bytes": "link+IP+TCP headers of data packets",
+    "tcp_resent_bytes": "resent TCP payload",
+    "tls_handshake_bytes": "TLS handshake and alert records",
+    "tls_record_overhead_bytes": "TLS record headers, tags and padding",
+    "tls_encrypted_bytes": "TLS data not decrypted",
+    "http2_frame_header_bytes": "HTTP/2 frame headers",
+    "http2_control_bytes": "HTTP/2 control frames",
+    "hpack_bytes": "HPACK header blocks",
+    "http1_header_bytes": "HTTP/1.x headers",
+    "http1_framing_bytes": "HTTP/1.x chunked framing",
+    "ws_frame_header_bytes": "WebSocket frame headers",
+    "ws_control_bytes": "WebSocket control frames",
+    "sse_framing_bytes": "SSE framing",
+    "app_payload_bytes": "application payload",
+    "other_bytes": "other (not parsed)",
+}
 
-def overhead_figure(rows: pd.DataFrame, categories: tuple[str, ...]) -> go.Figure | None:
+
+def overhead_label(category: str) -> str:
+    """The report's name of an ``analyses.overhead`` category column."""
+    return OVERHEAD_LABELS.get(category, category.removesuffix("_bytes").replace("_", " "))
+
+
+def overhead_figure(rows: pd.DataFrame, categories: tuple[str, ...]) -> Figure | None:
     """Stacked horizontal bars of ``rows`` (rows of ``analyses.overhead``: connections and
     the total row), one segment per category with bytes, as a share of the row's wire bytes;
     hover gives bytes. None without rows."""
@@ -687,13 +889,14 @@ def overhead_figure(rows: pd.DataFrame, categories: tuple[str, ...]) -> go.Figur
     wire = rows["wire_bytes"].to_numpy(dtype=np.float64)
     denom = np.where(wire > 0, wire, 1.0)
     goodput = rows["goodput_ratio"].to_numpy(dtype=np.float64)
-    fig = go.Figure()
+    fig = Figure()
     for c in categories:
         v = rows[c].to_numpy(dtype=np.int64)
         if not v.any():
             continue
-        name = c.removesuffix("_bytes").replace("_", " ")
-        fig.add_trace(go.Bar(
+        name = overhead_label(c)
+        fig.add_trace(dict(
+            type="bar",
             name=name, orientation="h", y=labels, x=100.0 * v / denom,
             marker={"color": OVERHEAD_COLOURS.get(c, "#333333")},
             hovertext=[
@@ -705,7 +908,6 @@ def overhead_figure(rows: pd.DataFrame, categories: tuple[str, ...]) -> go.Figur
         ))
     n = len(rows)
     fig.update_layout(
-        **_LAYOUT,
         barmode="stack",
         height=int(min(1000, max(220, 26 * n + 160))),
         xaxis={"title": "% of bytes on the wire", "range": [0, 100]},

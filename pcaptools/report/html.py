@@ -10,8 +10,12 @@ page shows ``note`` as the one line that says so.
 Escaping: the page is rendered by jinja2 with ``autoescape=True``; the helpers
 (:meth:`ReportContext.table`, :meth:`~ReportContext.pairs`, :meth:`~ReportContext.items`)
 render through the same environment, so every string from the capture is escaped exactly
-once. Plotly figures are embedded with ``plotly.io.to_html`` (their JSON escapes ``<``,
-``>`` and ``&``) and plotly.js is inlined once, from :func:`plotly.offline.get_plotlyjs`.
+once. Figures (:class:`.charts.Figure`: plain plotly.js traces and layout) are embedded as a
+``Plotly.newPlot`` call whose JSON has ``<``, ``>`` and ``&`` written as \\u escapes, and
+plotly.js is inlined once per page: the *basic* partial bundle of plotly.js (bar, scatter and
+pie traces, 1.2 MB instead of the full 4.8 MB; ``vendor/plotly-basic.min.js``, MIT licence
+beside it), the same plotly.js version as the plotly Python package this release was tested
+with. A page without figures carries no plotly.js.
 
 Tables: every row (up to :data:`MAX_TABLE_ROWS`, then the table says how many were left out)
 is in the page. A table of more than one page is paged by a small inlined script
@@ -23,7 +27,6 @@ block with ``<``, ``>`` and ``&`` escaped, and the script writes capture strings
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import html
 import json
@@ -35,8 +38,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import jinja2
+import numpy as np
 import pandas as pd
-import plotly.io as pio
 from markupsafe import Markup
 
 from .. import __version__
@@ -48,15 +51,14 @@ from ..analyses.disconnects import disconnects
 from ..analyses.heartbeats import heartbeat_summary, heartbeats
 from ..analyses.latency import stream_latency
 from ..analyses.overhead import CATEGORIES, overhead
-from ..analyses.summary import fmt_ms, headline, health_verdicts, tls_decrypt_sentences, verdicts
+from ..analyses.summary import fmt_ms, headline, tls_decrypt_sentences
 from ..diagnostics import CATALOGUE
 from ..io.linktypes import LINKTYPE_LABELS
 from ..tcp.analysis import KIND_NAMES
 from . import charts
+from .checklist import STATUSES, checklist
 
 if TYPE_CHECKING:
-    import plotly.graph_objects as go
-
     from ..capture import Capture
 
 __all__ = [
@@ -139,6 +141,19 @@ class ReportContext:
         df: pd.DataFrame = self._cache["heartbeats"]
         return df
 
+    def heartbeat_summary(self) -> pd.DataFrame:
+        """``heartbeat_summary(...)`` of :meth:`heartbeats` (idle WebSocket and HTTP/2
+        connections included), computed once per report."""
+        if "heartbeat_summary" not in self._cache:
+            c = self.cap
+            self._cache["heartbeat_summary"] = heartbeat_summary(
+                self.heartbeats(), connections=c.connections, packets=c.packets,
+                capture_end=c.summary.last_ts_ns,
+                ws_connections=c.ws_connections, http2_connections=c.http2_connections,
+            )
+        df: pd.DataFrame = self._cache["heartbeat_summary"]
+        return df
+
     def overhead(self) -> pd.DataFrame:
         """``analyses.overhead(cap)``, computed once per report."""
         if "overhead" not in self._cache:
@@ -211,18 +226,19 @@ class ReportContext:
         """A bulleted list."""
         return Markup(self._parts.items([_cell(i) for i in items], css))
 
-    def figure(self, fig: go.Figure, fig_id: str) -> Markup:
-        """Embed a plotly figure (no plotly.js: the page inlines it once)."""
+    def figure(self, fig: charts.Figure, fig_id: str) -> Markup:
+        """Embed a figure: its div and the ``Plotly.newPlot`` call that draws it (no
+        plotly.js: the page inlines it once)."""
         self.figures += 1
+        div = f"fig-{self.id_prefix}{fig_id}"
+        d = fig.to_dict()
+        height = d["layout"].get("height")
+        style = f"height:{int(height)}px; width:100%;" if height else "width:100%;"
+        args = ", ".join(_js_value(x) for x in (div, d["data"], d["layout"], _FIG_CONFIG))
         return Markup(
-            pio.to_html(
-                fig,
-                full_html=False,
-                include_plotlyjs=False,
-                div_id=f"fig-{self.id_prefix}{fig_id}",
-                config={"displaylogo": False, "responsive": True},
-            )
-        )
+            '<div id="{}" class="plotly-graph-div" style="{}"></div>\n'
+            "<script>if (window.Plotly) {{ Plotly.newPlot({}); }}</script>"
+        ).format(div, style, Markup(args))
 
     @staticmethod
     def code(text: str) -> Markup:
@@ -237,18 +253,25 @@ SectionBuilder = Callable[[ReportContext], Section]
 
 
 def verdicts_section(ctx: ReportContext) -> Section:
-    v = verdicts(ctx.cap, ctx.head)
-    # a failure here must not cost the TCP verdicts; the sections say what failed
-    with contextlib.suppress(Exception):
-        v += health_verdicts(
-            ctx.cap, disc=ctx.disconnects(), hb=ctx.heartbeats(), ovh=ctx.overhead()
-        )
-    return Section(
-        "verdicts",
-        "Verdicts",
-        ctx.items(v, css="verdicts") if v else None,
-        None if v else "Nothing to report.",
-    )
+    """The checklist (:func:`.checklist.checklist`): one line per question, linked to the
+    section that backs it, naming the worst request or connection with its filter."""
+    lines = [
+        {
+            "status": c.status,
+            "mark": STATUSES[c.status][0],
+            "title": STATUSES[c.status][1],
+            "label": c.label,
+            "text": c.text,
+            "href": ctx.id_prefix + c.section,
+            "worst": c.worst,
+            "filter": c.filter,
+        }
+        for c in checklist(ctx)
+    ]
+    note = ("One line per question; \u2713 fine, ! look at this, \u2717 problem, \u00b7 a "
+            "fact, \u2013 not in this capture. Each line links to its section; a filter "
+            "selects the request or connection named.")
+    return Section("verdicts", "Verdicts", Markup(ctx._parts.checklist(lines)), note)
 
 
 def capture_section(ctx: ReportContext) -> Section:
@@ -641,7 +664,8 @@ def warnings_section(ctx: ReportContext) -> Section:
         total=len(w),
         source="cap.warnings",
     )
-    note = f"{ctx.head['warnings']:,} warnings; the rows of cap.warnings follow the summary."
+    note = (f"{count_of(ctx.head['warnings'], 'warning')}; the rows of cap.warnings follow "
+            "the summary.")
     return Section("warnings", title, Markup(summary + listing), note)
 
 
@@ -770,7 +794,7 @@ def tls_section(ctx: ReportContext) -> Section:
     parts.append(ctx.table(
         ["tcp.stream", "session", "SNI", "version", "cipher suite", "ALPN", "resumed",
          "handshake ms", "decryption", "ClientHello frame", "Wireshark filter"],
-        rows, numeric=(0, 1, 7, 9), total=n, source="cap.tls_handshakes",
+        rows, numeric=(0, 1, 7, 9), wrap=(4, 5), total=n, source="cap.tls_handshakes",
     ))
     conns = int(t["tcp_stream"].nunique())
     note = (
@@ -800,7 +824,7 @@ def http_section(ctx: ReportContext) -> Section:
     s = ctx.cap.summary
     end_ns = s.last_ts_ns if s.last_ts_ns is not None else ctx.t0_ns
     parts: list[Markup] = []
-    wf = charts.waterfall_rows(lat, ctx.t0_ns, end_ns, MAX_WATERFALL_ROWS)
+    wf = charts.waterfall_rows(lat, ctx.t0_ns, end_ns, MAX_WATERFALL_ROWS, ctx.cap.connections)
     fig = charts.waterfall_figure(wf)
     if fig is not None:
         parts.append(ctx.figure(fig, "waterfall"))
@@ -821,7 +845,8 @@ def http_section(ctx: ReportContext) -> Section:
             _text(r["path"]),
             None if pd.isna(r["status"]) else int(r["status"]),
             "?" if pd.isna(r["reused"]) else bool(r["reused"]),
-            _f(r["dns_ms"]), _f(r["connect_ms"]), _f(r["tls_ms"]), _f(r["ttfb_ms"]),
+            *_setup_cells(r),
+            _f(r["ttfb_ms"]),
             _f(r["ttft_ms"]),
             int(r["token_events"]) if r["token_events"] else None,
             _f(r["total_ms"]),
@@ -850,7 +875,8 @@ def http_section(ctx: ReportContext) -> Section:
         "Waterfall: one row per request, grouped by connection (tcp.stream, then HTTP/2 stream "
         "or #exchange); DNS, TCP connect and TLS bars appear on the first request of a "
         "connection; then request sent, waiting for the first byte (TTFB) and download. "
-        "Reused requests paid 0 ms for DNS, connect and TLS; blank means unknown. "
+        "\u2013: does not apply (a reused connection paid no DNS, connect or TLS time; no TLS "
+        "on a cleartext connection); blank means unknown. "
         "Columns are pcaptools.analyses.latency.stream_latency(cap)."
     )
     unpaired = h.get("http_unpaired") or {}
@@ -872,6 +898,15 @@ def http_section(ctx: ReportContext) -> Section:
             "see the http.content_* warnings)."
         )
     return Section("http", title, Markup("".join(parts)), note)
+
+
+def _setup_cells(r: dict[str, Any]) -> list[Cell]:
+    """DNS, connect and TLS ms of a request: NOT_APPLICABLE where it does not apply (a reused
+    connection paid none of them; no TLS on a cleartext connection), empty when unknown."""
+    if r["reused"] is True:
+        return [NOT_APPLICABLE] * 3
+    tls: Cell = NOT_APPLICABLE if r["tls"] is False else _f(r["tls_ms"])
+    return [_f(r["dns_ms"]), _f(r["connect_ms"]), tls]
 
 
 def _encoded_bodies(ctx: ReportContext) -> list[list[Cell]]:
@@ -953,13 +988,8 @@ _HB_FILTERS = {
 
 def heartbeats_section(ctx: ReportContext) -> Section:
     title = "WebSocket and heartbeats"
-    cap = ctx.cap
     hb = ctx.heartbeats()
-    summ = heartbeat_summary(
-        hb, connections=cap.connections, packets=cap.packets,
-        capture_end=cap.summary.last_ts_ns,
-        ws_connections=cap.ws_connections, http2_connections=cap.http2_connections,
-    )
+    summ = ctx.heartbeat_summary()
     if len(summ) == 0:
         return Section(
             "heartbeats", title, None,
@@ -1097,8 +1127,7 @@ def overhead_section(ctx: ReportContext) -> Section:
         if fig is not None:
             parts.append(ctx.figure(fig, "overhead"))
     pairs: list[tuple[str, Cell]] = [
-        (c.removesuffix("_bytes").replace("_", " "),
-         f"{int(tot[c]):,} ({100.0 * int(tot[c]) / wire:.1f}%)")
+        (charts.overhead_label(c), f"{int(tot[c]):,} ({100.0 * int(tot[c]) / wire:.1f}%)")
         for c in CATEGORIES if int(tot[c])
     ]
     pairs.append(("bytes on the wire", f"{wire:,}"))
@@ -1187,12 +1216,13 @@ def render_report(
     max_timeline_bars: int = MAX_TIMELINE_BARS,
     sections: Sequence[SectionBuilder] | None = None,
     page_rows: int = PAGE_ROWS,
+    facts: dict[str, Any] | None = None,
 ) -> str:
     """The report of ``cap`` as one HTML document (str). A builder that raises does not
     lose the report: its section says it failed and why. ``max_table_rows``: rows embedded
     per table (the rest are left out, and the table says so); ``page_rows``: rows per page
     of the paged tables when the page opens. A subset (:meth:`Capture.subset`) says so in
-    the header."""
+    the header. ``facts``: a dict to fill with :func:`index_facts` of the report."""
     env = _env()
     built, ctx = build_sections(
         cap,
@@ -1203,6 +1233,8 @@ def render_report(
     )
     head = ctx.head
     sub = subset_info(cap)
+    if facts is not None:
+        facts.update(index_facts(ctx))
     return env.get_template("report.html.j2").render(
         title=title or f"{head['file']}{' (subset)' if sub else ''}: pcap-report",
         head=head,
@@ -1246,7 +1278,8 @@ def build_sections(
     its seconds are those of ``--start``/``--end`` and of the whole capture's report)."""
     env = _env()
     s = cap.summary
-    head = headline(cap)
+    lat = stream_latency(cap)
+    head = headline(cap, latency=lat)
     t0 = s.first_ts_ns if s.first_ts_ns is not None else 0
     origin = s.extra.get("subset_origin_ts_ns")
     if isinstance(origin, int) and origin <= t0:
@@ -1263,6 +1296,7 @@ def build_sections(
         _parts=env.get_template("_parts.html.j2").module,
         id_prefix=id_prefix,
     )
+    ctx._cache["latency"] = lat
     built: list[Section] = []
     for builder in SECTIONS if sections is None else sections:
         try:
@@ -1289,37 +1323,102 @@ def write_report(
     max_table_rows: int = MAX_TABLE_ROWS,
     max_timeline_bars: int = MAX_TIMELINE_BARS,
     page_rows: int = PAGE_ROWS,
-) -> None:
+) -> dict[str, Any]:
     """Write the report of ``cap`` to ``path`` (UTF-8), atomically. Raises OSError if it cannot
     be written, :class:`~pcaptools.errors.OutputPathError` (nothing written) if ``path`` is
-    the capture file or the key log ``cap`` was loaded from."""
+    the capture file or the key log ``cap`` was loaded from. Returns :func:`index_facts` of the
+    report (what a directory index shows of it)."""
     refuse_inputs(path, inputs_of(cap.summary))
+    facts: dict[str, Any] = {}
     text = render_report(
         cap, title=title, max_table_rows=max_table_rows, max_timeline_bars=max_timeline_bars,
-        page_rows=page_rows,
+        page_rows=page_rows, facts=facts,
     )
     safe_write_text(path, text)
+    return facts
+
+
+def index_facts(ctx: ReportContext) -> dict[str, Any]:
+    """The per-capture columns of a directory index (``pcap-report DIR``), from the analyses
+    the report ran (JSON values; None where the capture has nothing to say):
+
+    - ``ttft_median_ms``: median time to first token of the streamed responses
+    - ``tls_sessions`` / ``tls_decrypted``: TLS sessions, and those decrypted
+    - ``unclean_connections``: connections that did not end cleanly (rows of
+      ``disconnects(cap)``), of ``tcp_connections``
+    - ``heartbeat_pings`` / ``missed_heartbeats``: pings of every mechanism, and those
+      missed (no pong although the connection lived on 2 s or more; heartbeat_summary)
+    """
+    h = ctx.head
+    hb = ctx.heartbeats()
+    summ = ctx.heartbeat_summary()
+    missed = (int(summ["client_missed"].sum()) + int(summ["server_missed"].sum())
+              if len(summ) else 0)
+    n_tls = int(h["tls_sessions"])
+    return {
+        "ttft_median_ms": h["ttft_ms"]["median"],
+        "tls_sessions": n_tls,
+        "tls_decrypted": int(h["tls_decrypt_status"].get("decrypted", 0)) if n_tls else None,
+        "unclean_connections": len(ctx.disconnects()) if len(ctx.cap.connections) else None,
+        "heartbeat_pings": len(hb),
+        "missed_heartbeats": missed if len(hb) else None,
+    }
 
 
 @functools.cache
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("pcaptools.report", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["count_of"] = count_of
+    return env
+
+
+def count_of(n: int, singular: str, plural: str | None = None) -> str:
+    """``"1 warning"``, ``"2 warnings"``, ``"1,204 frames"``: a count and its noun."""
+    return f"{int(n):,} {singular if int(n) == 1 else (plural or singular + 's')}"
+
+
+#: the plotly.js partial bundle the page inlines (traces: bar, pie, scatter)
+PLOTLY_BUNDLE = "vendor/plotly-basic.min.js"
+_FIG_CONFIG = {"displaylogo": False, "responsive": True}
+
+
+def plotly_js() -> str:
+    """The plotly.js code the report inlines (the partial bundle :data:`PLOTLY_BUNDLE`)."""
+    return str(_plotly_js())
 
 
 @functools.cache
 def _plotly_js() -> Markup:
-    from plotly.offline import get_plotlyjs
+    from importlib.resources import files
 
-    js: str = get_plotlyjs()
+    js = (files("pcaptools.report") / PLOTLY_BUNDLE).read_text(encoding="utf-8")
     # inlined in a <script> element: it must not close it
     assert "</script" not in js.lower()
     return Markup(js)
+
+
+def _js_default(o: Any) -> Any:
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, Markup):
+        return str(o)
+    raise TypeError(f"{type(o).__name__} is not JSON serialisable")
+
+
+def _js_value(obj: object) -> str:
+    """``obj`` as a JavaScript literal inside a ``<script>`` element: JSON (NaN as ``NaN``,
+    which plotly.js draws as a gap) with ``<``, ``>`` and ``&`` written as \\u escapes, so
+    that no string from the capture can end or change the element."""
+    text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), default=_js_default)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 # -- small formatting helpers ------------------------------------------------------------
@@ -1336,8 +1435,27 @@ def _cell(v: Cell) -> Cell:
     if isinstance(v, int):
         return f"{v:,}"
     if isinstance(v, float):
-        return "" if math.isnan(v) else f"{v:,.3f}"
+        return "" if math.isnan(v) else num_text(v)
     return str(v)
+
+
+#: a cell that does not apply (a reused connection's DNS, connect and TLS time), set apart
+#: from an empty cell (unknown: the capture does not show it)
+NOT_APPLICABLE = "\u2013"
+
+
+def num_text(v: float) -> str:
+    """A measurement (milliseconds mostly) with the precision that matters: ``1,204``,
+    ``12.4``, ``0.042``, ``0``; as :func:`~pcaptools.analyses.summary.fmt_ms` without the
+    unit."""
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 1:
+        return f"{v:.1f}"
+    return f"{v:.3g}"
 
 
 _FILTER_CODE = re.compile(r'<code class="filter">([^<]*)</code>')
@@ -1366,8 +1484,11 @@ def _json_block(obj: object) -> Markup:
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rows as dicts (NA stays pd.NA); for the few hundred rows a table shows."""
-    return df.to_dict("records")  # type: ignore[return-value]
+    """Rows as dicts of Python values (NA stays pd.NA), as ``df.to_dict("records")`` gives
+    them, column by column (``Series.tolist``: several times faster on small tables)."""
+    cols = [str(c) for c in df.columns]
+    values = [df.iloc[:, i].tolist() for i in range(len(cols))]
+    return [dict(zip(cols, row, strict=True)) for row in zip(*values, strict=True)]
 
 
 def _text(v: Any) -> str:

@@ -440,3 +440,21 @@ def report_tables(fragment: str) -> list[list[list[str]]]:
             out.append(rows)
             pos = end
     return out
+
+
+def checklist_lines(page: str) -> dict[str, tuple[str, str]]:
+    """The Verdicts checklist of a rendered report: label -> (status, text after the label,
+    tags removed and entities decoded, the worst-case part and its filter included)."""
+    import html
+    import re
+
+    m = re.search(r'<ul class="checklist">(.*?)</ul>', page, re.S)
+    assert m, "no checklist in the page"
+    out: dict[str, tuple[str, str]] = {}
+    for status, body in re.findall(r'<li class="chk-(\w+)">(.*?)</li>', m.group(1), re.S):
+        body = re.sub(r'^<span class="mark"[^>]*>[^<]*</span>', "", body)
+        label_m = re.match(r'<a href="#[^"]*">(.*?)</a>: ', body)
+        assert label_m, body
+        text = html.unescape(re.sub(r"<[^>]+>", "", body[label_m.end():]))
+        out[html.unescape(label_m.group(1))] = (status, text)
+    return out

@@ -56,7 +56,7 @@ FLAGS = [
     "--disable-extensions",
     "--disable-default-apps",
     "--mute-audio",
-    "--window-size=1280,900",
+    "--window-size=1400,900",
     "--remote-debugging-port=0",
 ]
 
@@ -298,6 +298,34 @@ def _png_pixels_vary(png: bytes) -> bool:
     return len(set(raw)) > 8 and height > 0
 
 
+#: what overflows a 1400 px wide window: the page itself, a table (its scroll box wider than
+#: the box), a Wireshark filter or a nav link beyond the right edge
+LAYOUT_JS = """(() => {
+  const w = window.innerWidth, out = [];
+  if (document.documentElement.scrollWidth > w) {
+    out.push('page ' + document.documentElement.scrollWidth + ' > ' + w);
+  }
+  document.querySelectorAll('.table-wrap').forEach((t) => {
+    if (t.scrollWidth > t.clientWidth + 1) {
+      out.push('table in #' + t.closest('section').id + ' ' + t.scrollWidth + ' > ' + t.clientWidth);
+    }
+  });
+  document.querySelectorAll('code.filter, nav a').forEach((e) => {
+    const r = e.getBoundingClientRect();
+    if (r.width && r.right > w) { out.push(e.textContent + ' ends at ' + r.right); }
+  });
+  return [w, out];
+})()"""
+
+
+def _check_layout(page: Page) -> None:
+    """Nothing wider than the 1400 px window: the nav wraps, every table fits without a
+    horizontal scroll, every Wireshark filter is in view."""
+    width, overflow = page.evaluate(LAYOUT_JS)
+    assert width == 1400
+    assert overflow == [], "\n".join(overflow)
+
+
 def _check_page(page: Page, html: str, shot: Path) -> dict[str, Any]:
     """The checks every report gets; returns facts for the caller's own asserts."""
     figures = html.count("Plotly.newPlot(")
@@ -316,6 +344,7 @@ def _check_page(page: Page, html: str, shot: Path) -> dict[str, Any]:
     assert page.evaluate("document.querySelectorAll('.pt-nojs').length") == 0
     assert page.evaluate("document.querySelectorAll('img[src=x]').length") == 0
     assert page.errors() == []
+    _check_layout(page)
     bad = [u for u in page.requests() if not u.startswith(("file:", "data:", "about:", "blob:"))]
     assert bad == []
     png = base64.b64decode(page.send("Page.captureScreenshot", {"format": "png"})["data"])
@@ -361,7 +390,8 @@ def _table_index(page: Page, section: str) -> int:
 @pytest.mark.parametrize(
     ("name", "figures"),
     [
-        ("demo.pcapng", ["timeline", "irtt", "retransmissions", "waterfall", "ttfb", "overhead"]),
+        ("demo.pcapng", ["timeline", "irtt", "retransmissions", "tls-handshake", "waterfall",
+                         "ttfb", "token-cadence", "heartbeats", "overhead"]),
         (
             "h2-sse-chat.pcapng",
             ["timeline", "irtt", "waterfall", "ttfb", "token-cadence", "overhead"],
@@ -386,42 +416,53 @@ def test_shipped_capture_report_in_chromium(
     # every section made it into the page, the verdicts first
     ids = page.evaluate("[...document.querySelectorAll('main > section')].map(s => s.id)")
     assert ids[:3] == ["verdicts", "capture", "connections"] and "overhead" in ids
+    # every checklist line links to a section of the page
+    links = page.evaluate("[...document.querySelectorAll('ul.checklist > li > a')]"
+                          ".map(a => a.getAttribute('href').slice(1))")
+    assert len(links) == 14 and set(links) <= set(ids)
+    # the nav wraps onto more lines instead of running off the window
+    assert page.evaluate("document.querySelector('nav').getBoundingClientRect().height") > 30
 
 
 def test_demo_pagination_and_filter(browser: Browser, tmp_path: Path) -> None:
     cap = _load("demo.pcapng")
-    html = render_report(cap, page_rows=4)
+    html = render_report(cap, page_rows=2)
     page = browser.new_page()
     page.open(_write(tmp_path, "demo-paged", html))
     _check_page(page, html, tmp_path / "demo-paged.png")
     i = _table_index(page, "connections")
-    assert page.evaluate(ROWS_JS.format(i)) == ["0", "1", "2", "3"]
-    assert page.evaluate(INFO_JS.format(i)) == ["page 1 of 2", "rows 1\u20134 of 6", True, False]
+    assert page.evaluate(ROWS_JS.format(i)) == ["0", "1"]
+    assert page.evaluate(INFO_JS.format(i)) == ["page 1 of 2", "rows 1\u20132 of 3", True, False]
     _click(page, i, "pt-next")
-    assert page.evaluate(ROWS_JS.format(i)) == ["4", "5"]
-    assert page.evaluate(INFO_JS.format(i)) == ["page 2 of 2", "rows 5\u20136 of 6", False, True]
+    assert page.evaluate(ROWS_JS.format(i)) == ["2"]
+    assert page.evaluate(INFO_JS.format(i)) == ["page 2 of 2", "rows 3\u20133 of 3", False, True]
     _click(page, i, "pt-prev")
-    assert page.evaluate(ROWS_JS.format(i)) == ["0", "1", "2", "3"]
-    # the filter: every word must appear in the row (here the client port of tcp.stream 4)
-    _type(page, i, "47005")
-    page.wait_for(f"{ROWS_JS.format(i)}.join() === '4'", timeout=10)
+    assert page.evaluate(ROWS_JS.format(i)) == ["0", "1"]
+    # the filter: every word must appear in the row (here the client port of the WebSocket
+    # whose path vanished, from the recorded facts)
+    facts = json.loads((CAPTURES / "demo.pcapng.facts.json").read_text())
+    dead = next(c for c in facts["connections"] if c["end"] == "black-hole")
+    port = dead["client"].rsplit(":", 1)[1]
+    stream = cap.connections.loc[cap.connections["client_port"] == int(port), "tcp_stream"]
+    _type(page, i, port)
+    page.wait_for(f"{ROWS_JS.format(i)}.join() === '{int(stream.iloc[0])}'", timeout=10)
     assert page.evaluate(INFO_JS.format(i)) == [
         "page 1 of 1",
-        "rows 1\u20131 of 1 (filtered from 6)",
+        "rows 1\u20131 of 1 (filtered from 3)",
         True,
         True,
     ]
-    _type(page, i, "RSTO no-such-thing")
+    _type(page, i, "SF no-such-thing")
     page.wait_for(f"{ROWS_JS.format(i)}.length === 0", timeout=10)
-    assert page.evaluate(INFO_JS.format(i))[1] == "no row matches (of 6)"
+    assert page.evaluate(INFO_JS.format(i))[1] == "no row matches (of 3)"
     _type(page, i, "")
-    page.wait_for(f"{ROWS_JS.format(i)}.length === 4", timeout=10)
+    page.wait_for(f"{ROWS_JS.format(i)}.length === 2", timeout=10)
     # the Wireshark filter cells are code elements again after paging
     assert (
         page.evaluate(
             f"{BOX}[{i}].querySelectorAll('tbody code.filter').length"
         )
-        == 4
+        == 2
     )
     assert page.errors() == []
 

@@ -138,10 +138,33 @@ def test_irtt_figure() -> None:
     assert charts.irtt_figure(pd.Series([None, float("nan")], dtype="float64")) is None
     fig = charts.irtt_figure(make_capture().tcp_handshakes["irtt_ms"])
     assert fig is not None
-    assert list(fig.data[0].x) == [10.0, 20.0, 30.0]
+    # the histogram is drawn as bars counted here: bins of 1 ms from 10 ms, one value in each
+    # of [10, 11), [20, 21) and [30, 31), bars at the bin centres
+    bars = fig.data[0]
+    assert bars.type == "bar" and bars.width == 1.0
+    assert list(bars.x) == [10.5, 20.5, 30.5] and list(bars.y) == [1, 1, 1]
     texts = [a.text for a in fig.layout.annotations]
     assert texts == ["median 20 ms", "p95 29 ms"]
-    assert (fig.data[0].xbins.start, fig.data[0].xbins.size) == (10.0, 1.0)
+    # counts: integer ticks only
+    assert fig.layout.yaxis.dtick == 1 and fig.layout.yaxis.tickformat == ",d"
+    assert fig.layout.yaxis.title.text == "connections"
+
+
+def test_histogram_bars_count_like_plotly() -> None:
+    import numpy as np
+
+    v = np.asarray([0.0, 0.04, 0.05, 0.05, 0.149, 1.0])
+    centres, counts = charts.histogram_bars(v, 0.0, 0.05)
+    # a value on an edge counts in the bin it starts; empty bins are left out
+    assert centres.tolist() == [0.025, 0.075, 0.125, 1.025]
+    assert counts.tolist() == [2, 2, 1, 1]
+    assert sum(counts) == len(v)
+
+
+def test_count_axis_integer_ticks() -> None:
+    assert charts.count_axis("n", 3) == {"title": "n", "rangemode": "tozero", "tickformat": ",d",
+                                         "dtick": 1, "tick0": 0}
+    assert "dtick" not in charts.count_axis("n", 11)
 
 
 @pytest.mark.parametrize(

@@ -8,12 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
-from plotly.offline import get_plotlyjs
 
 from pcaptools.capture import Capture
 from pcaptools.report import SECTIONS, ReportContext, Section, render_report, write_report
+from pcaptools.report.html import plotly_js as get_plotlyjs
 from tests.conftest import CAPTURES, CORPUS
-from tests.report.factory import XSS, empty_capture, make_capture, report_tables
+from tests.report.factory import XSS, checklist_lines, empty_capture, make_capture, report_tables
 
 TITLES = [
     "Verdicts",
@@ -60,6 +60,23 @@ def test_plotly_inlined_once_and_nothing_external() -> None:
         assert f'id="{fig_id}"' in html
 
 
+def test_plotly_partial_bundle() -> None:
+    """The page inlines plotly.js's basic partial bundle (bar, pie, scatter: 1.2 MB, not the
+    full 4.8 MB), of the plotly.js version the plotly package installed here ships, and the
+    charts use no other trace type."""
+    from plotly.offline import get_plotlyjs_version
+
+    from pcaptools.report import charts
+
+    js = get_plotlyjs()
+    assert js.startswith(f"/**\n* plotly.js (basic - minified) v{get_plotlyjs_version()}\n")
+    assert len(js) < 1_300_000
+    assert {"bar", "pie", "scatter"} >= charts.TRACE_TYPES
+    html = mixed_html()
+    used = set(re.findall(r'"type":"(\w+)"', html.replace(js, "")))
+    assert used - {"line"} <= charts.TRACE_TYPES  # "line": the median/p95 shapes
+
+
 def test_every_section_title_and_anchor_present() -> None:
     html = mixed_html()
     names = [b.__name__ for b in SECTIONS]
@@ -91,8 +108,25 @@ def test_every_section_title_and_anchor_present() -> None:
 def test_verdicts_come_first() -> None:
     html = mixed_html()
     assert html.index("<h2>Verdicts</h2>") < html.index("<h2>Capture</h2>")
-    assert ("<li>2.0% of data segments were lost and resent (4 of 200: 0 lost before the "
-            "capture point, 4 after it).</li>") in html
+    lines = checklist_lines(html)
+    # one line per question, in this order, also when the answer is good or absent
+    assert list(lines) == ["Capture", "Not analysed", "Disconnects", "Time to first token",
+                           "HTTP", "Heartbeats", "TLS", "Loss", "TCP handshake RTT",
+                           "TCP connections", "DNS", "Path MTU", "Overhead", "Warnings"]
+    assert lines["Loss"] == ("warn", "2.0% of data segments lost and resent (4 of 200: 0 before "
+                             "the capture point, 4 after it); 1 spurious resend. tcp.stream 0: "
+                             "4 segments lost tcp.stream eq 0")
+    assert lines["TCP connections"] == ("warn", (
+        "6 connections: 2 closed with FIN, 1 reset (RST), 1 refused, 1 SYN never answered, 1 "
+        "open at the end of the capture; 1 started before the capture."))
+    assert lines["Heartbeats"] == ("absent", "no heartbeats seen (no WebSocket ping, HTTP/2 "
+                                             "PING or TCP keep-alive).")
+    assert lines["Warnings"] == ("warn", "8 warnings: net.bad_ip_total_length (7), "
+                                         "tcp.capture_started_mid_stream (1).")
+    # each line links to its section
+    for href in re.findall(r'<li class="chk-\w+"><span[^>]*>[^<]*</span><a href="#([^"]+)"',
+                           html):
+        assert f'<section id="{href}">' in html
 
 
 def test_connections_table_rows_and_filters() -> None:
@@ -270,7 +304,7 @@ def test_quic_only_report_has_no_tcp_sections(
 ) -> None:
     _cap, html = _report(corpus / "illustrated-quic-capture.pcap", real_reports)
     assert '<p class="nodata">No TCP connections in this capture.</p>' in html
-    assert "<li>No TCP traffic.</li>" in html
+    assert checklist_lines(html)["TCP connections"] == ("absent", "no TCP traffic.")
     assert "Plotly.newPlot(" not in html
 
 
@@ -283,7 +317,8 @@ def test_table_script_cannot_open_or_close_a_script_element() -> None:
     assert html.count("<script") == html.count("</script>")
     opening = '<script type="application/json" class="pt-data">'
     blocks = re.findall(re.escape(opening) + "(.*?)</script>", html, re.S)
-    assert len(blocks) == 4  # the tables of more than 2 rows (page_rows=2, tcp_losses too) are paged
+    # the tables of more than 2 rows (page_rows=2, tcp_losses too) are paged
+    assert len(blocks) == 4
     for b in blocks:
         assert "<" not in b and ">" not in b and "&" not in b
     # and the hostile strings come back intact from the JSON, for textContent

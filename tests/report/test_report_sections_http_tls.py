@@ -7,18 +7,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
-from plotly.offline import get_plotlyjs
 
 import pcaptools
 from pcaptools.analyses.summary import headline, tls_decrypt_sentences, verdicts
 from pcaptools.report import SECTIONS, render_report
 from pcaptools.report.html import dns_section, http_section, streaming_section, tls_section
+from pcaptools.report.html import plotly_js as get_plotlyjs
 from tests.analyses import llmcap
 from tests.conftest import CAPTURES
 from tests.protocols.dns.dnsbuild import A, message
 from tests.protocols.tls import _tls_build as tb
-from tests.report.factory import XSS, empty_capture, report_tables
+from tests.report.factory import XSS, checklist_lines, empty_capture, report_tables
 
 MINE = [dns_section, tls_section, http_section, streaming_section]
 
@@ -78,8 +79,18 @@ def test_h1_chat_report(chat1: tuple[pcaptools.Capture, str]) -> None:
         in v
     )
     assert "2 DNS queries, median answer time 13.8 ms (max 19.5 ms)." in v
-    for sentence in v:
-        assert f"<li>{sentence}</li>" in html
+    lines = checklist_lines(html)
+    assert lines["HTTP"] == ("ok", (
+        "2 requests (2 HTTP/1.1) on 1 connection; time to first byte median 105.0 ms (p95 "
+        "190.5 ms, max 200.0 ms, 2 requests). slowest first byte: tcp.stream 0 #1 POST "
+        "/v1/chat/completions, 200.0 ms tcp.stream eq 0 && frame.number >= 8 && "
+        "frame.number <= 15"))
+    assert lines["Time to first token"][1].startswith(
+        "218.0 ms (1 streamed response); median gap between tokens 40.0 ms. slowest: "
+        "tcp.stream 0 #1 POST /v1/chat/completions, 218.0 ms")
+    assert lines["DNS"] == ("ok", "2 queries, answer time median 13.8 ms (p95 18.9 ms, max "
+                                  "19.5 ms, 2 answers).")
+    assert lines["TLS"] == ("absent", "no TLS handshake seen.")
     dns = _section(html, "dns")
     assert '<code class="filter">dns.id == 0x0101 &amp;&amp; udp.port == 53001</code>' in dns
     assert '<td class="wrap">A 192.0.2.10</td>' in dns
@@ -90,7 +101,7 @@ def test_h1_chat_report(chat1: tuple[pcaptools.Capture, str]) -> None:
         '<code class="filter">tcp.stream eq 0 &amp;&amp; frame.number &gt;= 8 &amp;&amp; '
         "frame.number &lt;= 15</code>"
     ) in http
-    # first row: DNS 20, connect 10.5, TLS 0 (cleartext), TTFB 200, TTFT 218, 5 tokens, total 370
+    # first row: DNS 20, connect 10.5, TLS - (cleartext), TTFB 200, TTFT 218, 5 tokens, total 370
     row = re.search(r"<tr><td class=\"num\">0</td><td class=\"num\">#1</td>(.*?)</tr>", http).group(
         1
     )
@@ -102,14 +113,14 @@ def test_h1_chat_report(chat1: tuple[pcaptools.Capture, str]) -> None:
         "/v1/chat/completions",
         "200",
         "no",
-        "20.000",
-        "10.500",
-        "0.000",
-        "200.000",
-        "218.000",
+        "20.0",
+        "10.5",
+        "\u2013",  # cleartext: no TLS time (does not apply)
+        "200.0",
+        "218.0",
         "5",
-        "370.000",
-        "381.000",
+        "370.0",
+        "381.0",
     ]
     stream = _section(html, "streaming")
     assert 'id="fig-token-cadence"' in stream
@@ -138,7 +149,7 @@ def test_h2_waterfall_and_cadence_data(tmp_path: Path) -> None:
     assert pts["tokens"].tolist() == [1, 2, 3, 4, 5]
     html = render_report(cap)
     assert '<code class="filter">tcp.stream eq 0 &amp;&amp; http2.streamid eq 1</code>' in html
-    assert "HTTP/2 reused 1 connection for 2 requests." in html
+    assert checklist_lines(html)["HTTP"][1].startswith("2 requests (2 HTTP/2) on 1 connection")
 
 
 def test_waterfall_cap_is_stated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -165,7 +176,7 @@ def test_tls_section_decrypted(corpus: Path) -> None:
         "TLS_AES_256_GCM_SHA384",
         "h2 (offered h2,http/1.1)",
         "no",
-        "28.853",
+        "28.9",
         "decrypted",
         "8",
     ]
@@ -307,7 +318,13 @@ def test_recorded_h2_sse_chat_follows_the_servers_plan() -> None:
     stream = _section(html, "streaming")
     assert "5 streamed responses with text" in stream
     assert stream.count('<code class="filter">tcp.stream eq 0 &amp;&amp; http2.streamid eq ') == 5
-    assert "HTTP/2 reused 1 connection for 7 requests." in _section(html, "verdicts")
+    lines = checklist_lines(html)
+    assert lines["HTTP"][1].startswith("7 requests (7 HTTP/2) on 1 connection")
+    assert lines["Time to first token"][1].endswith(" 5 streamed responses); median gap between "
+                                                    "tokens 40.2 ms. slowest: tcp.stream 0 "
+                                                    "stream 7 POST /v1/chat/completions, 361.7 ms "
+                                                    "tcp.stream eq 0 && http2.streamid eq 7")
+    assert lines["TLS"] == ("ok", "1 session (TLS 1.3), decrypted, handshake 66.1 ms.")
 
 
 def test_recorded_tls_resumption_and_missing_key() -> None:
@@ -325,3 +342,45 @@ def test_recorded_tls_resumption_and_missing_key() -> None:
     )
     assert line in verdicts(cap)
     assert f"<li>{line}</li>" in _section(render_report(cap, sections=MINE), "tls")
+
+
+def test_waterfall_response_cut_by_a_reset_is_not_open() -> None:
+    """tcp-reset.pcap: the server resets /abort after 6,000 of 24,000 body bytes (facts: end
+    rst-server on port 9002), the client resets two /stream responses (port 9003), and one
+    stream is still running when the capture stops (open-at-capture-end, port 9001). Only
+    that one is drawn as still open; the others are cut short at their connection's end,
+    and the hover says who reset it."""
+    import json
+
+    path = CAPTURES / "tcp-reset.pcap"
+    if not path.is_file():
+        pytest.skip("captures/tcp-reset.pcap absent")
+    facts = json.loads(path.with_name(path.name + ".facts.json").read_text())
+    ends = {int(c["server"].rsplit(":", 1)[1]) * 100000 + int(c["client"].rsplit(":", 1)[1]):
+            c["end"] for c in facts["connections"]}
+    cap = pcaptools.load(path)
+    from pcaptools.analyses.latency import stream_latency
+    from pcaptools.report import charts
+
+    lat = stream_latency(cap)
+    t0, end = cap.summary.first_ts_ns, cap.summary.last_ts_ns
+    assert t0 is not None and end is not None
+    wf = charts.waterfall_rows(lat, t0, end, 100, cap.connections)
+    conns = cap.connections.set_index("tcp_stream")
+    order = lat.assign(_c=lat["connection_start_ts"].fillna(lat["request_ts"])).sort_values(
+        ["_c", "tcp_stream", "request_ts"], kind="stable")  # the waterfall's row order
+    for (_, r), (_, w) in zip(order.iterrows(), wf.rows.iterrows(), strict=True):
+        c = conns.loc[r["tcp_stream"]]
+        truth = ends[int(c["server_port"]) * 100000 + int(c["client_port"])]
+        if truth == "open-at-capture-end":
+            assert w["open_ms"] > 0 and pd.isna(w["cut_ms"])
+            assert "still open when the capture ended" in w["hover"]
+            continue
+        assert truth in ("rst-server", "rst-client")
+        assert pd.isna(w["open_ms"]) and pd.isna(w["download_ms"])
+        # cut from the first response byte to the connection's last packet
+        last = (int(c["last_ts"].value) - t0) / 1e9
+        assert w["cut_start"] + w["cut_ms"] / 1e3 == pytest.approx(last, abs=1e-9)
+        who = "server" if truth == "rst-server" else "client"
+        assert f"cut short: TCP RST from the {who} (frame {int(c['end_frame'])})" in w["hover"]
+    assert (wf.rows["cut_ms"].notna().sum(), wf.rows["open_ms"].notna().sum()) == (3, 1)

@@ -12,12 +12,12 @@ import re
 from pathlib import Path
 
 import pytest
-from plotly.offline import get_plotlyjs
 
 import pcaptools
 from pcaptools.capture import Capture
 from pcaptools.cli import main as cli_main
 from pcaptools.report import write_report
+from pcaptools.report.html import plotly_js as get_plotlyjs
 from tests.robustness._hostile import BEARER, COOKIE, SET_COOKIE, XSS1, XSS2, hostile_capture_bytes
 
 
