@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Sets up (system packages + .venv) and runs the whole test suite. Extra arguments go to pytest.
+# Sets up (system packages + .venv) and runs the whole test suite, one pytest process per core.
+# Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test
-exec .venv/bin/python -m pytest -q "$@"
+# the tests run in one process per core (pytest-xdist; a file's tests stay in one process, so a
+# capture a test module loads once is loaded once); PCAPTOOLS_TEST_WORKERS=0 runs them in this one
+exec .venv/bin/python -m pytest -q -n "${PCAPTOOLS_TEST_WORKERS:-auto}" --dist loadfile \
+  --durations=15 "$@"
