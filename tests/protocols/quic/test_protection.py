@@ -145,3 +145,21 @@ def test_the_tracker_never_raises_on_garbage_after_a_known_connection(
         tracker.datagram(_datagram(i, bytes([p[0] | 0x40]) + p[1:], to_server=bool(i % 2)))
     tracker.finish(100_000_000, 99)
     assert len(tracker.packet_rows) >= 1
+
+
+def test_key_log_keys_follow_the_version_labels() -> None:
+    """The same derivation as the Initial keys (RFC 9001 A.1, RFC 9369 A.1: "quic key" for v1,
+    "quicv2 key" for v2) from the Initial secrets of the RFCs' connection ID."""
+    from pcaptools.protocols.quic.initial import initial_keys
+    from pcaptools.protocols.quic.packets import VERSION_1, VERSION_2
+
+    dcid = bytes.fromhex("8394c8f03e515708")
+    for version, iv in ((VERSION_1, "fa044b2f42a3fd3b46fb255c"),
+                        (VERSION_2, "91f73e2351d8fa91660e909f")):
+        keys = initial_keys(version, dcid)
+        assert keys is not None
+        client = keys[0]
+        prot = PacketProtection(0x1301, client.secret, version)
+        assert prot.iv == client.iv and prot.iv.hex() == iv
+        assert prot.mask(bytes(16)) == PacketProtection(0x1301, client.secret, version,
+                                                        hp=client.hp).mask(bytes(16))
