@@ -163,3 +163,29 @@ def test_key_log_keys_follow_the_version_labels() -> None:
         assert prot.iv == client.iv and prot.iv.hex() == iv
         assert prot.mask(bytes(16)) == PacketProtection(0x1301, client.secret, version,
                                                         hp=client.hp).mask(bytes(16))
+
+
+def test_a_packet_that_does_not_decrypt_is_a_row_and_the_next_ones_still_decrypt() -> None:
+    from pcaptools.diagnostics import Diagnostics
+    from pcaptools.protocols.quic.observer import QuicTracker
+    from pcaptools.protocols.tls.keylog import KeyLog, SessionSecrets
+    from pcaptools.tables.quic_tables import quic_connections_table, quic_packets_table
+
+    secret, dcid = bytes(range(32)), bytes.fromhex("c0ffee01")
+    good = PacketProtection(0x1301, secret, 1)
+    bad = PacketProtection(0x1301, bytes(32), 1)
+    ping = b"\x01" + b"\x00" * 20
+    diag = Diagnostics()
+    tracker = QuicTracker(diag, KeyLog())
+    tracker.datagram(_datagram(1, _protect(good, dcid, 0, ping, 0)))
+    (conn,) = tracker.connections
+    conn.secrets = SessionSecrets(client_traffic={0: secret})
+    tracker._register(conn, dcid, 0)
+    tracker.datagram(_datagram(2, _protect(bad, dcid, 1, ping, 0)))  # corrupted / other keys
+    tracker.datagram(_datagram(3, _protect(good, dcid, 2, ping, 0)))
+    tracker.datagram(_datagram(4, _protect(good, dcid, 3, ping, 0)))
+    assert quic_packets_table(tracker)["status"].tolist() == [
+        "no_key", "decrypt_failed", "decrypted", "decrypted"]
+    (row,) = quic_connections_table(tracker).itertuples()
+    assert row.decrypt_failed == 1 and row.needs_keylog
+    assert diag.counts["quic.decrypt_failed"] == 1
