@@ -120,14 +120,14 @@ def test_the_tracker_follows_a_key_update_and_sees_a_stateless_reset() -> None:
 
 # ------------------------------------------------------------------------------ robustness
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.binary(max_size=300))
 def test_parse_frames_never_raises(payload: bytes) -> None:
     frames, stop = parse_frames(payload)
     assert stop is not None or sum(1 for _ in frames) >= (1 if payload else 0)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(st.binary(min_size=1, max_size=200), max_size=6))
 def test_the_tracker_never_raises_on_garbage_after_a_known_connection(
         payloads: list[bytes]) -> None:
