@@ -14,9 +14,10 @@ Comparing with tshark (4.0; ``-o tls.keylog_file:KEYS`` for the same key log): a
 ``quic_frames`` row one frame of it (``quic.frame_type``, ``quic.stream.stream_id``,
 ``quic.stream.offset``, ``quic.stream.length``, ``quic.ack.largest_acknowledged``,
 ``quic.ack.ack_delay``, ``quic.crypto.offset``/``length``); ``quic_connections.sni`` /
-``alpn_offered`` are ``tls.handshake.extensions_server_name`` / ``tls.handshake.extensions_alpn_str`` of the
-ClientHello in the Initial CRYPTO frames; ``quic_connection`` numbers connections in
-first-seen order as ``quic.connection.number`` does.
+``alpn_offered`` are ``tls.handshake.extensions_server_name`` /
+``tls.handshake.extensions_alpn_str`` of the ClientHello in the Initial CRYPTO frames;
+``quic_connection`` numbers connections in first-seen order as ``quic.connection.number``
+does.
 """
 
 from __future__ import annotations
