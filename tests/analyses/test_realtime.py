@@ -338,3 +338,14 @@ def test_fields_stay_small() -> None:
         node["n"] = {"v": 1}
         node = node["n"]
     assert max(k.count(".") for k in json.loads(summarise_event(deep)[7])) < 6
+
+
+def test_microphone_audio_of_no_response_is_still_counted(cap: Capture) -> None:
+    ev = cap.realtime_events
+    server4 = (ev["tcp_stream"] == 4) & (ev["direction"] == "server_to_client")
+    other = Capture(cap.summary, {**cap.tables, "realtime_events": ev[~server4]})
+    assert rt.turns(other)["tcp_stream"].tolist() == [0, 0]
+    c = rt.audio_cadence(other)
+    mic4 = c[(c["kind"] == "mic") & (c["tcp_stream"] == 4)]
+    assert len(mic4) == 1 and pd.isna(mic4["response_index"].iloc[0])
+    assert mic4["chunks"].iloc[0] == 15 and mic4["media_ms"].iloc[0] == pytest.approx(600)
