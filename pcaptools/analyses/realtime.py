@@ -48,7 +48,9 @@ pcaptools does not know (opus...) gives NaN durations, never a guess.
 
 **Cadence** (:func:`audio_cadence`, :data:`CADENCE`). For each response's audio (server to
 client), each turn's microphone audio (client to server: the chunks sent since the previous
-request, attributed to the response that request started), and each SSE token stream (one
+request, attributed to the response that request started; chunks no request took along, e.g.
+with server-side turn detection, make a row of their own with response_index NA), and each
+SSE token stream (one
 row per HTTP request whose response was text/event-stream, so both kinds compare): the
 chunks' packet times ``R_i`` and media times ``S_i`` (the audio before chunk i; for SSE,
 where no media clock exists, ``i`` times the median inter-arrival, the stream's own nominal
@@ -292,7 +294,9 @@ CADENCE = TableSchema(
         *_KEY,
         Column("direction", "category", None, "client_to_server or server_to_client"),
         Column("response_index", "Int64", None,
-               "audio and mic: realtime_turns.response_index; sse: sse_events.request_index"),
+               "audio and mic: realtime_turns.response_index (mic: NA for microphone audio "
+               "no request took along: server-side turn detection, or the capture ended "
+               "first); sse: sse_events.request_index"),
         Column("response_id", "string", None, "audio and mic: the response's id"),
         Column("chunks", "int64", "chunks", "audio chunks or SSE events"),
         Column("first_frame", "int64", None, "packet of the first chunk"),
@@ -654,6 +658,15 @@ def _responses(cap: Capture, names: EventNames, type_field: str, binary_audio: b
         for r in resps:
             if r.end_reason == "open_at_eof" and end_frame is not None:
                 r.end_reason = "connection_ended"
+        # microphone audio no request took along (server-side turn detection, or the capture
+        # ended first): a stream of its own, so no chunk goes uncounted
+        st = state[key]
+        rest = st.get("pending_mic", []) + st["mic"]
+        if rest:
+            resps.append(_Resp(index=-1, rid=None, request=None, start_frame=None,
+                               first=("", rest[0][0], rest[0][1]), mic=rest,
+                               mic_fmt=st.get("pending_mic_fmt") or st.get("mic_fmt")
+                               or st["in"]))
     return out
 
 
@@ -673,6 +686,8 @@ def turns(cap: Capture, *, names: EventNames = OPENAI_REALTIME, type_field: str 
     for (tcp, sid), resps in _responses(cap, names, type_field, binary_audio,
                                         default_format).items():
         for r in resps:
+            if r.index < 0:  # (microphone audio of no response: audio_cadence only)
+                continue
             req = r.request
             req_ts = req[2] if req else None
             first_audio = r.chunks[0] if r.chunks else None
@@ -783,8 +798,9 @@ def audio_cadence(cap: Capture, *, buffer_ms: float = DEFAULT_BUFFER_MS,
     for (tcp, sid), resps in _responses(cap, names, type_field, binary_audio,
                                         default_format).items():
         for r in resps:
-            add("audio", tcp, sid, _S2C, r.index, r.rid, r.chunks, r.fmt or default_format)
-            add("mic", tcp, sid, _C2S, r.index, r.rid, r.mic, r.mic_fmt or default_format)
+            idx = r.index if r.index >= 0 else None
+            add("audio", tcp, sid, _S2C, idx, r.rid, r.chunks, r.fmt or default_format)
+            add("mic", tcp, sid, _C2S, idx, r.rid, r.mic, r.mic_fmt or default_format)
     if sse:
         ev = cap.sse_events
         ev = ev[~ev["done"]]

@@ -104,6 +104,13 @@ def test_turns_match_the_client_log(turns: pd.DataFrame, facts: dict[str, Any]) 
         assert row["audio_bytes"] == t["audio_bytes"]
         assert row["audio_ms"] == pytest.approx(t["audio_ms"])
         assert row["transcript_chars"] == t["transcript_chars"]
+    # and the same frames and times as tshark (its websocket.payload.text, decrypted)
+    for (_, row), w in zip(turns.iterrows(), facts["truth"]["tshark_turns"], strict=True):
+        assert (row["request_frame"], row["first_audio_frame"]) == (
+            w["create_frame"], w["first_audio_frame"])
+        assert row["time_to_first_audio_ms"] == pytest.approx(w["time_to_first_audio_ms"],
+                                                              abs=0.001)
+        assert row["audio_chunks"] == w["audio_chunks"]
     assert turns["audio_format"].tolist() == ["pcm16"] * 3
     assert turns["sample_rate_hz"].tolist() == [24000] * 3
     assert turns["status"].tolist() == ["completed"] * 3
@@ -205,7 +212,7 @@ def test_reconnect_storm_matches_the_client_log(cap: Capture, facts: dict[str, A
     logged = facts["truth"]["connect_attempts"][1:]  # attempt 1 is the first connection
     assert s["attempts"] == len(logged) == 4
     assert s["failed_attempts"] == len(facts["truth"]["connect_failed"]) == 3
-    assert s["previous_tcp_stream"] == 0 and s["previous_verdict"] == "unanswered_heartbeats"
+    assert s["previous_tcp_stream"] == 0 and s["previous_verdict"] == "peer_vanished"
     assert s["outcome"] == "connected" and s["connected_tcp_stream"] == 4
     assert s["syn_retransmissions"] == 3  # one SYN retransmission per failed attempt
     want = np.diff([a["t_ns"] for a in logged]) / 1e6
@@ -238,7 +245,7 @@ def test_heartbeat_audit_of_the_voice_session(cap: Capture, facts: dict[str, Any
     assert row["client_pings"] == len(first)
     assert abs(row["client_ping_interval_ms"] - float(np.median(np.diff(first))) / 1e6) < 100
     assert row["unanswered_pings"] == 1  # the ping into the black hole
-    assert row["verdict"] == "unanswered_heartbeats" and not row["died_idle"]
+    assert row["verdict"] == "peer_vanished" and not row["died_idle"]
     assert bool(row["survives_nat_30s"]) and bool(row["survives_aws_alb_60s"])
     assert row["longest_idle_ms"] <= row["longest_payload_silence_ms"] + 1e-6
     assert (a["protocol"] == "websocket").all()
@@ -331,3 +338,14 @@ def test_fields_stay_small() -> None:
         node["n"] = {"v": 1}
         node = node["n"]
     assert max(k.count(".") for k in json.loads(summarise_event(deep)[7])) < 6
+
+
+def test_microphone_audio_of_no_response_is_still_counted(cap: Capture) -> None:
+    ev = cap.realtime_events
+    server4 = (ev["tcp_stream"] == 4) & (ev["direction"] == "server_to_client")
+    other = Capture(cap.summary, {**cap.tables, "realtime_events": ev[~server4]})
+    assert rt.turns(other)["tcp_stream"].tolist() == [0, 0]
+    c = rt.audio_cadence(other)
+    mic4 = c[(c["kind"] == "mic") & (c["tcp_stream"] == 4)]
+    assert len(mic4) == 1 and pd.isna(mic4["response_index"].iloc[0])
+    assert mic4["chunks"].iloc[0] == 15 and mic4["media_ms"].iloc[0] == pytest.approx(600)
