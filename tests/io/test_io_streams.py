@@ -350,3 +350,26 @@ def test_shards_and_run_parallel_of_a_stream_name_what_was_asked() -> None:
         pcaptools.load(io.BytesIO(b""), shard=(0, 2))
     with pytest.raises(UnsupportedInputError, match=r"load\(workers=3\) reads the capture"):
         run_parallel(io.BytesIO(b""), LoadOptions(), workers=3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "codec"),
+    [("h3-sse-chat.pcapng", "zstd"), ("dns-transports.pcap", "bzip2"),
+     ("loopback-any-sll1.pcap", None), ("coverage-mixed.pcap", "xz")],
+)
+def test_file_objects_give_the_tables_of_the_file(name: str, codec: str | None) -> None:
+    """More traffic through a file object (QUIC with its key log, DNS over UDP and TCP, Linux
+    cooked captures, a mix of protocols), compressed or not: every table as from the file."""
+    import zstandard
+
+    path = CAPTURES / name
+    keys = path.with_suffix(".keys")
+    keylog = keys if keys.exists() else None
+    data = path.read_bytes()
+    packed = {None: lambda b: b, "zstd": zstandard.ZstdCompressor().compress,
+              "bzip2": bz2.compress, "xz": lzma.compress}[codec](data)
+    cap = pcaptools.load(io.BytesIO(packed), keylog=keylog)
+    want = pcaptools.load(path, keylog=keylog)
+    for table in pcaptools.TABLES:
+        pd.testing.assert_frame_equal(getattr(cap, table), getattr(want, table), obj=table)
+    assert cap.summary.compression == codec and cap.summary.frames == want.summary.frames > 0
