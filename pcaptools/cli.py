@@ -11,7 +11,10 @@ only mean something within one file. The merged tables (a ``capture`` column add
 what ``--export DIR`` writes, for analysis across captures.
 
 The capture ``-`` is standard input (``tcpdump -w - | pcap-report -``), read once without
-seeking, compressed or not; a FIFO path works the same way.
+seeking, compressed or not; a FIFO path works the same way. Ctrl-C stops such a live run
+the way it stops tcpdump: the first one lets pcap-report read on to the end of the stream
+(tcpdump got it too, flushes and closes the pipe) and write the report; a second one stops
+it without a report (exit 130).
 
 Outputs never destroy data: before any capture is read, every output path (``-o``, ``--json``,
 the ``--export`` files, the reports and index of several captures) is checked: one that
@@ -33,12 +36,15 @@ included: found before the capture is read).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
+import signal
 import stat
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -46,7 +52,7 @@ from . import __version__, _accel
 from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS
 from ._safewrite import Labelled, atomic_open, check_outputs, export_files
 from .analyses.summary import fmt_ms, headline
-from .capture import TABLES, Capture, load
+from .capture import TABLES, Capture, is_stream, load
 from .errors import OutputPathError, PcapToolsError
 from .report import write_report
 from .select import parse_time, subset
@@ -63,7 +69,8 @@ examples:
   pcap-report capture.pcap.gz -o /tmp/report.html --json /tmp/summary.json
         compressed captures are read directly; --json also writes the headline numbers
   tcpdump -i eth0 -c 10000 -w - | pcap-report - -o live.html
-        '-' reads the capture from standard input (gzip'd too), without seeking
+        '-' reads the capture from standard input (gzip'd too), without seeking; without
+        -c, Ctrl-C stops tcpdump and the report covers what it wrote (twice: no report)
   pcap-report tls.pcapng --keylog sslkeys.txt
         decrypts TLS with the key log your client wrote (SSLKEYLOGFILE=sslkeys.txt)
   pcap-report big.pcapng --no-packets --quiet
@@ -314,13 +321,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     kw = {**_load_kwargs(args), "keylog": keylog}
     bar, progress = _progress(err, args.capture, enabled=not args.quiet and _isatty(err))
     try:
-        if args.workers is not None and args.workers > 1:
-            cap = load(source, workers=args.workers, **kw)
-        else:
-            cap = load(source, progress=progress, **kw)
-    except (PcapToolsError, OSError) as exc:
+        with _live_interrupt(err, args.capture):
+            if args.workers is not None and args.workers > 1:
+                cap = load(source, workers=args.workers, **kw)
+            else:
+                cap = load(source, progress=progress, **kw)
+    except (PcapToolsError, OSError, KeyboardInterrupt) as exc:
         if bar is not None:
             bar.close()  # clear the bar before the error line
+        if isinstance(exc, KeyboardInterrupt):
+            return _interrupted(err)
         return _fail(err, _message(exc, args.capture))
     if bar is not None:
         bar.close()
@@ -859,6 +869,39 @@ def _message(exc: BaseException, path: object) -> str:
 
 def _n(count: int, word: str) -> str:
     return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+@contextlib.contextmanager
+def _live_interrupt(err: TextIO, capture: str) -> Iterator[None]:
+    """While standard input or a FIFO is read (``tcpdump -w - | pcap-report -``), the first
+    Ctrl-C does not stop pcap-report: the terminal sent it to tcpdump too, which flushes and
+    closes the pipe, and the report of everything it wrote is then made as at any end of
+    the stream. A second Ctrl-C stops pcap-report without a report (exit 130). Only in the
+    main thread, and only over Python's default handler (one set by a caller is kept)."""
+    if capture != STDIN and not is_stream(capture):
+        yield
+        return
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+
+    def first(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        print(f"{PROG}: interrupted: the report is written when the stream ends (a writer in "
+              "this terminal, such as tcpdump, got the Ctrl-C too); Ctrl-C again to stop "
+              "without a report", file=err)
+
+    signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _interrupted(err: TextIO) -> int:
+    print(f"{PROG}: interrupted: no report written", file=err)
+    return 130
 
 
 def _isatty(stream: TextIO) -> bool:

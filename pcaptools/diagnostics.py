@@ -25,7 +25,9 @@ CATALOGUE: dict[str, str] = {
     "capture.unsupported_linktype": "packets of this link type are counted but not decoded",
     "capture.decompression_error": "the compressed stream is corrupt; everything before the error was analysed",
     "capture.decompression_limit": "decompression stopped at the configured size limit",
-    "capture.read_error": "reading the capture failed part-way (an I/O error, a pipe or socket reset or timeout): reading stopped there and everything before it was analysed",
+    "capture.read_error": (
+        "reading the capture failed part-way (an I/O error, a pipe or socket reset or "
+        "timeout): reading stopped there and everything before it was analysed"),
     "capture.timestamp_out_of_range": "a packet's timestamp (with its interface's if_tsresol and if_tsoffset) is outside years 1677-2262, what int64 nanoseconds hold: the frame gets the previous frame's time",
     "capture.timestamp_out_of_order": "a packet's timestamp is earlier than the previous packet's",
     "capture.secrets_unsupported": "a Decryption Secrets Block of a type other than TLS key log was ignored",

@@ -350,3 +350,87 @@ def test_shards_and_run_parallel_of_a_stream_name_what_was_asked() -> None:
         pcaptools.load(io.BytesIO(b""), shard=(0, 2))
     with pytest.raises(UnsupportedInputError, match=r"load\(workers=3\) reads the capture"):
         run_parallel(io.BytesIO(b""), LoadOptions(), workers=3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "codec"),
+    [("h3-sse-chat.pcapng", "zstd"), ("dns-transports.pcap", "bzip2"),
+     ("loopback-any-sll1.pcap", None), ("coverage-mixed.pcap", "xz")],
+)
+def test_file_objects_give_the_tables_of_the_file(name: str, codec: str | None) -> None:
+    """More traffic through a file object (QUIC with its key log, DNS over UDP and TCP, Linux
+    cooked captures, a mix of protocols), compressed or not: every table as from the file."""
+    import zstandard
+
+    path = CAPTURES / name
+    keys = path.with_suffix(".keys")
+    keylog = keys if keys.exists() else None
+    data = path.read_bytes()
+    packed = {None: lambda b: b, "zstd": zstandard.ZstdCompressor().compress,
+              "bzip2": bz2.compress, "xz": lzma.compress}[codec](data)
+    cap = pcaptools.load(io.BytesIO(packed), keylog=keylog)
+    want = pcaptools.load(path, keylog=keylog)
+    for table in pcaptools.TABLES:
+        pd.testing.assert_frame_equal(getattr(cap, table), getattr(want, table), obj=table)
+    assert cap.summary.compression == codec and cap.summary.frames == want.summary.frames > 0
+
+
+def test_ctrl_c_while_reading_a_pipe_still_writes_the_report(tmp_path: Path) -> None:
+    """``tcpdump -w - | pcap-report -`` stopped with Ctrl-C: the terminal signals both; the
+    first SIGINT lets pcap-report read on to the end of the pipe and write the report of
+    everything that came through."""
+    import select
+    import signal
+
+    path = CAPTURES / "h2-sse-lossy.pcapng"
+    data = path.read_bytes()
+    head, rest = data[:80_000], data[80_000:]  # > the pipe's 64 KiB: read once written
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PCAPTOOLS_PURE="1")
+    out = tmp_path / "r.html"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pcaptools.cli", "-", "-q", "-o", str(out),
+         "--json", str(out.with_suffix(".json"))],
+        stdin=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, env=env)
+    assert proc.stdin is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(head)
+        proc.stdin.flush()  # returned: pcap-report is reading, its handler is set
+        proc.send_signal(signal.SIGINT)
+        ready, _, _ = select.select([proc.stderr], [], [], 120)
+        assert ready, "no interrupt message"
+        line = proc.stderr.readline().decode()
+        assert "interrupted: the report is written when the stream ends" in line
+        proc.stdin.write(rest)
+    finally:
+        proc.stdin.close()
+        rc = proc.wait(timeout=300)
+        err = proc.stderr.read().decode()
+        proc.stderr.close()
+    assert rc == 0, err
+    doc = json.loads(out.with_suffix(".json").read_text())
+    assert doc["frames"] == pcaptools.load(path).summary.frames > 100
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_second_ctrl_c_stops_reading(capsys: pytest.CaptureFixture[str]) -> None:
+    """In-process: the first SIGINT only prints; the second raises KeyboardInterrupt (which
+    pcap-report turns into exit 130); the default handler is back afterwards. A file (not a
+    stream) gets no grace at all."""
+    import signal
+
+    from pcaptools import cli
+
+    with pytest.raises(KeyboardInterrupt), cli._live_interrupt(sys.stderr, "-"):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs between bytecodes: give it some
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                break
+        assert "Ctrl-C again to stop without a report" in capsys.readouterr().err
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):
+            pass
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with cli._live_interrupt(sys.stderr, str(LOSSY)):
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert cli._interrupted(sys.stderr) == 130
+    assert capsys.readouterr().err == "pcap-report: interrupted: no report written\n"
