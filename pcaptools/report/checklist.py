@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -27,7 +27,21 @@ from ..analyses.coverage import DONE as COVERED
 from ..analyses.summary import DECRYPT_REASONS, fmt_ms
 
 if TYPE_CHECKING:
-    from .html import ReportContext
+    from ..capture import Capture
+
+
+class ReportContext(Protocol):
+    """What the checklist needs of :class:`pcaptools.report.html.ReportContext` (the
+    analyses, computed once per report, and the headline)."""
+
+    cap: Capture
+    head: dict[str, Any]
+
+    def latency(self) -> pd.DataFrame: ...
+    def disconnects(self) -> pd.DataFrame: ...
+    def heartbeats(self) -> pd.DataFrame: ...
+    def heartbeat_summary(self) -> pd.DataFrame: ...
+    def overhead(self) -> pd.DataFrame: ...
 
 __all__ = ["QUESTIONS", "STATUSES", "Check", "checklist"]
 

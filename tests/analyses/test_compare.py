@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from plotly.offline import get_plotlyjs
 
 import pcaptools
 from pcaptools import cli
 from pcaptools.analyses.compare import COMPARISON, METRICS, QUIC_METRICS, SSE_METRICS, compare
 from pcaptools.report import render_comparison
 from pcaptools.report.comparison import comparison_rows
+from pcaptools.report.html import plotly_js as get_plotlyjs
 from tests.analyses import llmcap
 from tests.conftest import CAPTURES
 from tests.oracle import tshark_fields

@@ -307,7 +307,8 @@ LAYOUT_JS = """(() => {
   }
   document.querySelectorAll('.table-wrap').forEach((t) => {
     if (t.scrollWidth > t.clientWidth + 1) {
-      out.push('table in #' + t.closest('section').id + ' ' + t.scrollWidth + ' > ' + t.clientWidth);
+      out.push('table in #' + t.closest('section').id + ' ' + t.scrollWidth + ' > '
+               + t.clientWidth);
     }
   });
   document.querySelectorAll('code.filter, nav a').forEach((e) => {
