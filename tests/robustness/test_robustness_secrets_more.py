@@ -23,6 +23,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import pcaptools
 from pcaptools.capture import Capture
@@ -340,3 +342,17 @@ def test_every_wire_text_column_is_marked() -> None:
     assert missing == []
     kinds = {c.secret for sch in pcaptools.TABLES.values() for c in sch.columns}
     assert kinds - {None} <= set(SECRET_KINDS)
+
+
+_PIECES = st.sampled_from(["?", "&", ";", "=", ":", "@", "://", "\n", " ", '"', "\\u0026",
+                           "token", "code", "sig", "X-Api-Key", "Authorization", "http",
+                           "user", "pw", '{"password":', "}", "abc", "<redacted: 3 bytes>"])
+
+
+@given(st.lists(_PIECES, max_size=24).map("".join) | st.text(max_size=60))
+def test_redact_text_is_idempotent_and_keeps_plain_text(text: str) -> None:
+    got = redact_text(text)
+    assert isinstance(got, str)
+    assert redact_text(got) == got
+    if "redacted" not in got:
+        assert got == text  # nothing hidden: byte for byte the same
