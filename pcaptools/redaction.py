@@ -464,10 +464,11 @@ def redact_headers(
 #: value runs to the next separator, quote, backslash or space
 _TEXT_PARAM = re.compile(r'(?:[?&;]|\\u0026)([^=&;#?\s"\'<>\\]{1,100})=([^&;#\s"\'<>\\]+)')
 _TEXT_USERINFO = re.compile(
-    r'([A-Za-z][A-Za-z0-9+.\-]*://[^/?#@:\s"\'<>\\]*):([^/?#@\s"\'<>\\]+)@')
+    r'([A-Za-z][A-Za-z0-9+.\-]{0,31}://[^/?#@:\s"\'<>\\]{0,256}):([^/?#@\s"\'<>\\]{1,256})@')
 #: a header line (at the start of the text or of a line): ``Name: value``
+#: (every part bounded or greedy without backtracking: linear in the text's length)
 _TEXT_HEADER = re.compile(r"(?m)^[ \t]*([!#$%&'*+.^_`|~0-9A-Za-z\-]{1,100})[ \t]*:[ \t]*"
-                          r"([^\r\n]*?)[ \t]*$")
+                          r"([^\r\n]*)")
 
 
 def redact_text(text: str | None) -> str | None:
@@ -492,13 +493,12 @@ def redact_text(text: str | None) -> str | None:
 
 
 def _header_line(m: re.Match[str]) -> str:
-    name, value = m.group(1), m.group(2)
+    name, value = m.group(1), m.group(2).rstrip(" \t")
     if not value or not is_secret_header(name) or _REDACTED.fullmatch(value):
         return m.group()
-    a, b = m.span(2)
-    base = m.start()
+    a = m.start(2) - m.start()
     g = m.group()
-    return g[: a - base] + redacted(value) + g[b - base :]
+    return g[:a] + redacted(value) + g[a + len(value) :]
 
 
 def _param(m: re.Match[str]) -> str:

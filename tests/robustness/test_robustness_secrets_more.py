@@ -23,6 +23,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import pcaptools
 from pcaptools.capture import Capture
@@ -340,3 +342,34 @@ def test_every_wire_text_column_is_marked() -> None:
     assert missing == []
     kinds = {c.secret for sch in pcaptools.TABLES.values() for c in sch.columns}
     assert kinds - {None} <= set(SECRET_KINDS)
+
+
+_PIECES = st.sampled_from(["?", "&", ";", "=", ":", "@", "://", "\n", " ", '"', "\\u0026",
+                           "token", "code", "sig", "X-Api-Key", "Authorization", "http",
+                           "user", "pw", '{"password":', "}", "abc", "<redacted: 3 bytes>"])
+
+
+@given(st.lists(_PIECES, max_size=24).map("".join) | st.text(max_size=60))
+def test_redact_text_is_idempotent_and_keeps_plain_text(text: str) -> None:
+    got = redact_text(text)
+    assert isinstance(got, str)
+    assert redact_text(got) == got
+    if "redacted" not in got:
+        assert got == text  # nothing hidden: byte for byte the same
+
+
+def test_redact_text_on_long_hostile_text() -> None:
+    """Inputs that make a backtracking pattern quadratic (long runs without the separator
+    it waits for) are handled, with the same results as short ones."""
+    letters = "a" * 100_000
+    assert redact_text(letters + "@") == letters + "@"
+    assert redact_text(letters + "://u:pw@h") == letters + "://u:<redacted: 2 bytes>@h"
+    spaced = "X-Api-Key: k" + (" " * 1000 + "y") * 100 + "  "
+    assert redact_text(spaced) == f"X-Api-Key: {redacted_len(len(spaced) - 13)}  "
+    many = "?" + "b" * 50_000 + "=1" + "&token=t" * 1000
+    got = redact_text(many)
+    assert got is not None and got.count("&token=<redacted: 1 bytes>") == 1000
+
+
+def redacted_len(n: int) -> str:
+    return f"<redacted: {n} bytes>"
