@@ -466,7 +466,10 @@ def _path_mtu(ctx: ReportContext) -> Check:
     if ie:
         parts.append(_n(ie, "ICMP error"))
     if rows:
-        parts.append(f"{_n(len(rows), 'connection direction')} lowered its segment size")
+        mtus = sorted({int(r["mtu"]) for r in rows if r.get("mtu") is not None})
+        learnt = f" ({', '.join(map(str, mtus))} bytes)" if mtus else ""
+        parts.append(f"{_n(len(rows), 'connection direction')} learnt a smaller path MTU"
+                     f"{learnt}")
     worst = flt = None
     if holes:
         parts.append(f"{_n(len(holes), 'path-MTU black hole')}")

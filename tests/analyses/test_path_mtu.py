@@ -225,7 +225,7 @@ def test_json_and_report_show_the_facts(tmp_path: Path) -> None:
     html = out.read_text()
     assert '<section id="path-mtu">' in html
     assert "path-MTU black hole toward the client" in html
-    assert "2 connections hit a path-MTU black hole" in html
+    assert "2 path-MTU black holes." in html  # the checklist's Path MTU line
     assert "pmtu_black_hole" in html  # the Disconnects table's verdict column
     assert main([str(_need(ICMP_SRV)), "-o", str(out), "--json", str(js), "-q"]) == 0
     h = json.loads(js.read_text())
@@ -237,8 +237,8 @@ def test_json_and_report_show_the_facts(tmp_path: Path) -> None:
     assert h["pmtu_black_holes"] == []
     html = out.read_text()
     assert "path-MTU discovery by the server: ICMP said MTU 1400 (frame 7)" in html
-    assert "Path-MTU discovery: 2 connection directions learnt a smaller path MTU (1400 bytes)" \
-        in html
+    assert "20 ICMP errors; 2 connection directions learnt a smaller path MTU (1400 bytes)." \
+        in html  # the checklist's Path MTU line
 
 
 # ------------------------------------------------------------------ hand-built flows
