@@ -66,6 +66,18 @@ def test_every_request_of_the_timeline_is_a_stream_row(loaded: Any) -> None:
         assert row["content_decoding"] == "identity"
         assert row["request_frame"] <= row["response_headers_frame"] <= row["end_frame"]
     assert not cap.warnings["code"].astype(str).str.startswith("http3.").any()
+    # the connections: aioquic's SETTINGS (a 4096-byte QPACK table, 16 blocked streams)
+    conns = cap.http3_connections.set_index("quic_connection")
+    assert sorted(conns.index) == sorted({qi for qi, _ in reqs})
+    for qi, c in conns.iterrows():
+        assert c["request_streams"] == sum(1 for q, _ in reqs if q == qi)
+        assert c["client_qpack_max_table_capacity"] == 4096 == c[
+            "server_qpack_max_table_capacity"]
+        assert c["client_qpack_blocked_streams"] == 16 == c["server_qpack_blocked_streams"]
+        assert (c["client_control_stream"], c["server_control_stream"]) == (2, 3)
+        assert c["client_field_sections"] == c["server_field_sections"] == c[
+            "request_streams"]
+        assert c["client_undecoded_field_sections"] == c["server_undecoded_field_sections"] == 0
 
 
 def test_tokens_and_their_times(loaded: Any) -> None:
