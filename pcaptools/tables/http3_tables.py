@@ -1,6 +1,7 @@
 """The HTTP/3 tables: ``http3_connections`` (SETTINGS, QPACK and GOAWAY per connection),
 ``http3_frames`` (one row per HTTP/3 frame), ``http3_streams`` (one row per request stream, the
-shape of ``http2_streams``) and ``http3_sse_events`` (the server-sent events of ``text/event-stream`` responses, the shape of ``sse_events``), built from the
+shape of ``http2_streams``) and ``http3_sse_events`` (the server-sent events of
+``text/event-stream`` responses, the shape of ``sse_events``), built from the
 :class:`~pcaptools.protocols.http3.Http3Observer` of every QUIC connection that negotiated
 ALPN ``h3``.
 
