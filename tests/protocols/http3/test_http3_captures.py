@@ -148,3 +148,19 @@ def test_the_0rtt_request_of_the_resumed_connection(loaded: Any) -> None:
         zero = frames[frames["quic_connection"].eq(qi)
                       & frames["packet_type"].astype(str).eq("0rtt")]
         assert int(row["request_frame"]) in set(zero["frame"].astype(int))
+
+
+def test_report_charts_take_http3_rows(loaded: Any) -> None:
+    from pcaptools.report import charts
+
+    _, cap, facts, lat = loaded
+    points, total = charts.token_cadence_rows(lat, cap.sse_events, 50, cap.http3_sse_events)
+    reqs = _requests(facts)
+    assert total == len(reqs)
+    counts = points.groupby("key").size()
+    for qi, r in reqs:
+        key = f"q{qi} s{r['quic_stream_id']} {r['path']}"[:60]
+        assert counts[key] == r["tokens_received"]
+    t0 = int(lat["request_ts"].min().value)
+    wf = charts.waterfall_rows(lat, t0, int(lat["end_ts"].max().value), 50)
+    assert wf.rows["label"].str.match(r"q\d+ s\d+ POST ").all()
