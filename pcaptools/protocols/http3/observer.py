@@ -66,8 +66,10 @@ __all__ = [
     "MAX_HTTP3_FRAME_BYTES",
     "MAX_HTTP3_FRAME_ROWS",
     "MAX_HTTP3_OPEN_STREAMS",
+    "MAX_HTTP3_SSE_ROWS",
     "MAX_QPACK_PENDING_BYTES",
     "Http3Observer",
+    "QpackState",
 ]
 
 MAX_HTTP3_FRAME_BYTES: Final = 1 << 20
@@ -75,6 +77,9 @@ MAX_HTTP3_FRAME_BYTES: Final = 1 << 20
 longer one is skipped (``http3.frame_too_long``)"""
 MAX_HTTP3_FRAME_ROWS: Final = 1_000_000
 """http3_frames rows kept per QUIC connection; later frames are parsed but not listed"""
+MAX_HTTP3_SSE_ROWS: Final = 1_000_000
+"""http3_sse_events rows kept per QUIC connection; later events are counted
+(``http3_streams.sse_events``) but not listed"""
 MAX_HTTP3_OPEN_STREAMS: Final = 100_000
 """QUIC streams of one connection tracked at once; bytes of further streams are not parsed"""
 MAX_QPACK_PENDING_BYTES: Final = 1 << 20
@@ -260,6 +265,7 @@ class Http3Observer:
         self.streams: list[Http3StreamEnded] = []
         self.sse: list[SseEvent] = []
         self.frame_rows_dropped = 0
+        self.sse_rows_dropped = 0
         self.settings: dict[Direction, tuple[tuple[int, int], ...]] = {}
         """the SETTINGS each side sent"""
         self.goaway: dict[Direction, int] = {}
@@ -1031,7 +1037,18 @@ class Http3Observer:
     def _events(self, req: _Request, events: list[Any]) -> None:
         for e in events:
             if isinstance(e, SseEvent):
-                self.sse.append(e)
+                if len(self.sse) < MAX_HTTP3_SSE_ROWS:
+                    self.sse.append(e)
+                    continue
+                if not self.sse_rows_dropped:
+                    self.diag.add(
+                        "http3.sse_rows_capped",
+                        f"connection {self.connection}: more than {MAX_HTTP3_SSE_ROWS} "
+                        "server-sent events; later ones are counted in http3_streams.sse_events "
+                        "but not listed in http3_sse_events",
+                        ts_ns=e.ts_ns, frame=e.frame,
+                    )
+                self.sse_rows_dropped += 1
 
     def _close_body(self, req: _Request, ts: int, frame: int, *, complete: bool,
                     at_eof: bool = False) -> None:
