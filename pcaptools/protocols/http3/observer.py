@@ -708,8 +708,12 @@ class Http3Observer:
                 side.mode = _M_PAYLOAD
         else:  # pragma: no cover - every allowed type is DATA or buffered
             side.mode = _M_SKIP
-        if side.mode != _M_PAYLOAD and flen == 0:
-            self._end_frame(side, ts, frame)
+        if flen == 0:  # nothing to wait for: the frame is complete now
+            if side.mode == _M_PAYLOAD:
+                side.mode = _M_FRAME
+                self._payload(side, b"", ts, frame)
+            else:
+                self._end_frame(side, ts, frame)
 
     def _row(self, side: _Side, ts: int, frame: int, **kw: Any) -> Http3Frame | None:
         if len(self.frames) >= self.max_frame_rows:
