@@ -7,13 +7,17 @@ destination connection ID, RFC 9001 §5.2); Handshake, 0-RTT and 1-RTT packets w
 log (a file, or the capture's pcapng Decryption Secrets Blocks). Without the secrets the
 tables show those packets' headers and sizes, and ``status`` says why they stayed encrypted.
 
-Comparing with tshark (4.0, no key log): a ``quic_packets`` row is one ``quic`` tree of the
-frame (``quic.header_form``, ``quic.long.packet_type`` for version 1, ``quic.version``,
-``quic.dcid``, ``quic.scid``, ``quic.packet_number`` of Initial packets, in the order of the
-packets in the datagram); ``quic_connections.sni`` / ``alpn_offered`` are
-``tls.handshake.extensions_server_name`` / ``tls.handshake.extensions_alpn_str`` of the
-ClientHello in the Initial CRYPTO frames; ``quic_connection`` numbers connections in
-first-seen order as ``quic.connection.number`` does.
+Comparing with tshark (4.0; ``-o tls.keylog_file:KEYS`` for the same key log): a
+``quic_packets`` row is one ``quic`` tree of the frame (``quic.header_form``,
+``quic.long.packet_type`` for version 1, ``quic.version``, ``quic.dcid``, ``quic.scid``,
+``quic.packet_number`` of decrypted packets, in the order of the packets in the datagram); a
+``quic_frames`` row one frame of it (``quic.frame_type``, ``quic.stream.stream_id``,
+``quic.stream.offset``, ``quic.stream.length``, ``quic.ack.largest_acknowledged``,
+``quic.ack.ack_delay``, ``quic.crypto.offset``/``length``); ``quic_connections.sni`` /
+``alpn_offered`` are ``tls.handshake.extensions_server_name`` /
+``tls.handshake.extensions_alpn_str`` of the ClientHello in the Initial CRYPTO frames;
+``quic_connection`` numbers connections in first-seen order as ``quic.connection.number``
+does.
 """
 
 from __future__ import annotations
@@ -230,12 +234,13 @@ QUIC_PACKETS = TableSchema(
         Column("length", "int64", "bytes",
                "bytes of the packet in the datagram (header, payload and AEAD tag)"),
         Column("packet_number", "Int64", None,
-               "full packet number (quic.packet_number) of a decrypted Initial; NA where the "
-               "header protection could not be removed"),
+               "full packet number (quic.packet_number) of a decrypted packet (decoded against "
+               "the largest of its direction and packet number space); NA where the header "
+               "protection could not be removed"),
         Column("status", "category", None, f"{_STATUSES}"),
         Column("frames", "string", None,
-               "frame types of a decrypted Initial in order (CRYPTO, ACK, PING, PADDING, "
-               "CONNECTION_CLOSE; a run of PADDING once); NA when not decrypted"),
+               "frame types of a decrypted packet in order, comma separated (a run of PADDING "
+               "once; quic_frames has one row per frame); NA when not decrypted"),
     ),
 )
 

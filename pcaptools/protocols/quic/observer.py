@@ -113,6 +113,7 @@ _S2C = Direction.SERVER_TO_CLIENT
 _LABELS = (_C2S.label, _S2C.label)
 _SPACE = {"initial": 0, "handshake": 1, "0rtt": 2, "1rtt": 2}
 _INITIAL_FRAMES = frozenset({0x00, 0x01, 0x02, 0x03, 0x06, 0x1C})
+_FAILED = "AEAD authentication failed with the key log's secret"
 
 
 def looks_like_quic_datagram(d: UdpDatagram) -> bool:
@@ -518,6 +519,14 @@ class QuicTracker:
                 continue
         return None
 
+    def _known_suite_keys(self, conn: QuicConnection, secret: bytes,
+                          version: int) -> PacketProtection | None:
+        """The keys of ``secret`` when the ServerHello named the suite (no trial needed)."""
+        sh = conn.server_hello
+        if sh is not None and sh.cipher_suite in QUIC_SUITES:
+            return PacketProtection(sh.cipher_suite, secret, version)
+        return None
+
     def _protected(self, d: UdpDatagram, conn: QuicConnection, direction: int,
                    pkt: QuicPacket) -> tuple[str, int | None, list[QuicFrame] | None]:
         """Decrypt a Handshake, 0-RTT or 1-RTT packet with the key log -> (status, pn,
@@ -550,7 +559,6 @@ class QuicTracker:
         version = conn.version or 1
         plain: bytes | None = None
         pn = -1
-        error = "no keys"
         if ptype == "1rtt":
             gens = conn.app_keys[direction]
             if not gens:
@@ -561,8 +569,10 @@ class QuicTracker:
                 found = self._epoch_keys(conn, direction, "1rtt", secret, version, raw,
                                          pn_offset, long, largest[space])
                 if found is None:
-                    return self._failed(d, conn, direction, ptype,
-                                        "AEAD authentication failed")
+                    known = self._known_suite_keys(conn, secret, version)
+                    if known is not None:  # the next packets try these keys, once each
+                        gens[0] = known
+                    return self._failed(d, conn, direction, ptype, _FAILED)
                 gens[0] = found[0]
                 u, plain = found[1]
                 pn = u.packet_number
@@ -620,7 +630,10 @@ class QuicTracker:
                 found = self._epoch_keys(conn, direction, ptype, secret0, version, raw,
                                          pn_offset, True, largest[space])
                 if found is None:
-                    return self._failed(d, conn, direction, ptype, error)
+                    known = self._known_suite_keys(conn, secret0, version)
+                    if known is not None:  # the next packets try these keys, once each
+                        conn.prot[cache_key] = known
+                    return self._failed(d, conn, direction, ptype, _FAILED)
                 conn.prot[cache_key] = found[0]
                 u, plain = found[1]
                 pn = u.packet_number

@@ -80,4 +80,4 @@ def test_keyed_tables_are_the_same_with_two_workers() -> None:
         pd.testing.assert_frame_equal(getattr(one, t), getattr(two, t), check_categorical=False)
     assert len(one.quic_frames) == 279
     assert one.coverage.query("protocol == 'quic'")["status"].astype(str).tolist() == [
-        "decrypted"]
+        "decrypted", "decrypted"]  # (two connections, two UDP flows)
