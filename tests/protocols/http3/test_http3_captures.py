@@ -164,3 +164,15 @@ def test_report_charts_take_http3_rows(loaded: Any) -> None:
     t0 = int(lat["request_ts"].min().value)
     wf = charts.waterfall_rows(lat, t0, int(lat["end_ts"].max().value), 50)
     assert wf.rows["label"].str.match(r"q\d+ s\d+ POST ").all()
+
+
+def test_the_http3_tables_are_the_same_with_two_workers() -> None:
+    path = CAPTURES / "h3-sse-chat.pcapng"
+    if not path.exists():
+        pytest.skip("h3-sse-chat.pcapng is absent")
+    keys = path.with_suffix(".keys")
+    one = pcaptools.load(path, keylog=keys)
+    two = pcaptools.load(path, keylog=keys, workers=2)
+    for t in ("http3_connections", "http3_frames", "http3_streams", "http3_sse_events"):
+        assert len(getattr(one, t))
+        pd.testing.assert_frame_equal(getattr(one, t), getattr(two, t), check_categorical=False)
