@@ -265,3 +265,19 @@ def test_tables_have_their_schemas_and_redact(
     empty = http3_tables([])
     assert all(len(v) == 0 for v in empty.values())
     HTTP3_STREAMS.check(empty["http3_streams"])
+
+
+def test_encoder_bytes_before_the_receivers_settings_wait_for_them(ex: Exchange) -> None:
+    # the client's control stream (its SETTINGS: the table the server's encoder may use)
+    # reaches the observer last: the server's encoder-stream bytes and every field section
+    # that uses the dynamic table wait, then decode with the announced capacity
+    ctrl = [d for d in ex.deliveries if d.direction == C2S and d.stream_id % 4 == 2
+            and d.offset == 0 and d.data[:1] == b"\x00"]
+    assert ctrl
+    held = [d for d in ex.deliveries if d.stream_id == ctrl[0].stream_id and d.direction == C2S]
+    rest = [d for d in ex.deliveries if d not in held]
+    obs, diag = feed(rest[:-1] + held + rest[-1:])
+    assert _key(obs)[0] == _key(feed(ex.deliveries)[0])[0]
+    assert dict(obs.settings[C2S])[0x01] == 4096
+    assert obs.qpack(S2C).decoded == 4 and obs.qpack(S2C).blocked >= 1
+    assert diag.rows == []
