@@ -152,6 +152,9 @@ CATALOGUE: dict[str, str] = {
     "http3.too_many_streams": (
         "more QUIC streams open at once on one HTTP/3 connection than the limit: the bytes of "
         "further new streams are not parsed"),
+    "http3.sse_rows_capped": (
+        "more server-sent events on one HTTP/3 connection than the http3_sse_events row "
+        "limit: later events are counted (http3_streams.sse_events) but not listed"),
     "http3.frame_rows_capped": (
         "more HTTP/3 frames on one connection than the http3_frames row limit: later frames are "
         "parsed (streams, SSE) but not listed"),

@@ -417,6 +417,13 @@ LIMITS: tuple[Limit, ...] = (
         "http3_frames rows per QUIC connection; later frames are still parsed",
     ),
     Limit(
+        "HTTP/3 server-sent events listed",
+        "pcaptools.protocols.http3.observer:MAX_HTTP3_SSE_ROWS",
+        "rows",
+        "http3.sse_rows_capped",
+        "http3_sse_events rows per QUIC connection; later events are still counted",
+    ),
+    Limit(
         "HTTP/3 open streams",
         "pcaptools.protocols.http3.observer:MAX_HTTP3_OPEN_STREAMS",
         "streams",

@@ -112,6 +112,7 @@ class Capture:
     quic_connections: pd.DataFrame
     quic_packets: pd.DataFrame
     quic_frames: pd.DataFrame
+    http3_connections: pd.DataFrame
     http3_frames: pd.DataFrame
     http3_streams: pd.DataFrame
     http3_sse_events: pd.DataFrame

@@ -22,8 +22,8 @@ ORDER = [
     "tls_records", "http2_frames", "http2_streams", "http2_connections", "http_requests",
     "sse_events", "ws_connections", "ws_frames", "ws_messages", "ws_heartbeats",
     "realtime_events", "dns",
-    "quic_connections", "quic_packets", "quic_frames", "http3_frames", "http3_streams",
-    "http3_sse_events",
+    "quic_connections", "quic_packets", "quic_frames", "http3_connections", "http3_frames",
+    "http3_streams", "http3_sse_events",
     "icmp_errors", "path_mtu", "packets", "warnings", "coverage",
 ]
 

@@ -1,8 +1,9 @@
 """Per-request latency, from the DNS lookup to the last streamed token.
 
 :func:`stream_latency` is a pure function of a capture's tables (``http_requests``,
-``http2_streams``, ``sse_events``, ``connections``, ``tcp_handshakes``, ``tls_handshakes``,
-``http2_connections``, ``dns``): one row per HTTP request, HTTP/1.x exchange or HTTP/2 stream,
+``http2_streams``, ``http3_streams``, ``sse_events``, ``http3_sse_events``, ``connections``,
+``quic_connections``, ``tcp_handshakes``, ``tls_handshakes``, ``http2_connections``, ``dns``):
+one row per HTTP request, HTTP/1.x exchange or HTTP/2 or HTTP/3 stream,
 with the phases a browser's network panel shows (DNS, TCP connect, TLS, waiting, download)
 and, for streamed responses (server-sent events), the time to the first token and the
 cadence of the tokens after it. Its columns are documented by :data:`STREAM_LATENCY`

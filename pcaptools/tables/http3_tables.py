@@ -1,6 +1,7 @@
-"""The HTTP/3 tables: ``http3_frames`` (one row per HTTP/3 frame), ``http3_streams`` (one row
-per request stream, the shape of ``http2_streams``) and ``http3_sse_events`` (the server-sent
-events of ``text/event-stream`` responses, the shape of ``sse_events``), built from the
+"""The HTTP/3 tables: ``http3_connections`` (SETTINGS, QPACK and GOAWAY per connection),
+``http3_frames`` (one row per HTTP/3 frame), ``http3_streams`` (one row per request stream, the
+shape of ``http2_streams``) and ``http3_sse_events`` (the server-sent events of
+``text/event-stream`` responses, the shape of ``sse_events``), built from the
 :class:`~pcaptools.protocols.http3.Http3Observer` of every QUIC connection that negotiated
 ALPN ``h3``.
 
@@ -31,7 +32,14 @@ from ..tcp.stream import Direction
 from .http_tables import _coding_columns
 from .schema import TS_DTYPE, Column, TableSchema
 
-__all__ = ["HTTP3_FRAMES", "HTTP3_SSE_EVENTS", "HTTP3_STREAMS", "HTTP3_TABLES", "http3_tables"]
+__all__ = [
+    "HTTP3_CONNECTIONS",
+    "HTTP3_FRAMES",
+    "HTTP3_SSE_EVENTS",
+    "HTTP3_STREAMS",
+    "HTTP3_TABLES",
+    "http3_tables",
+]
 
 _QUIC_CONNECTION = Column("quic_connection", "int64", None,
                           "quic_connections.quic_connection of the connection (tshark "
@@ -195,7 +203,51 @@ HTTP3_SSE_EVENTS = TableSchema(
     ),
 )
 
+def _sides(what: str, dtype: str, unit: str | None, meaning: str) -> tuple[Column, ...]:
+    return (
+        Column(f"client_{what}", dtype, unit, f"{meaning} (client)"),
+        Column(f"server_{what}", dtype, unit, f"{meaning} (server)"),
+    )
+
+
+HTTP3_CONNECTIONS = TableSchema(
+    name="http3_connections",
+    grain="one row per QUIC connection whose streams reached the HTTP/3 observer (ALPN h3 "
+    "and a key log)",
+    key=("quic_connection",),
+    columns=(
+        _QUIC_CONNECTION,
+        *_sides("settings", "string", None,
+                "SETTINGS sent, NAME=value;... (NA: no SETTINGS captured)"),
+        *_sides("qpack_max_table_capacity", "Int64", "bytes",
+                "SETTINGS_QPACK_MAX_TABLE_CAPACITY announced: the dynamic table the other "
+                "side's encoder may use"),
+        *_sides("qpack_blocked_streams", "Int64", "streams",
+                "SETTINGS_QPACK_BLOCKED_STREAMS announced"),
+        *_sides("control_stream", "Int64", None, "stream id of the control stream"),
+        *_sides("encoder_stream_bytes", "int64", "bytes", "QPACK encoder stream bytes"),
+        *_sides("field_sections", "int64", None,
+                "QPACK field sections sent (HEADERS, PUSH_PROMISE) that were decoded"),
+        *_sides("blocked_field_sections", "int64", None,
+                "of those, the ones that waited for encoder-stream bytes"),
+        *_sides("undecoded_field_sections", "int64", None,
+                "field sections never decoded (http3.qpack_blocked) or that failed "
+                "(http3.qpack_decode_failed)"),
+        Column("request_streams", "int64", "streams", "rows of http3_streams"),
+        Column("desynced_streams", "int64", "streams",
+               "request streams with a part not parsed (http3_streams.desynced)"),
+        Column("frames", "int64", "frames",
+               "HTTP/3 frames parsed on request, push and control streams (rows of "
+               "http3_frames, plus any past its row limit)"),
+        Column("reserved_frames", "int64", "frames", "reserved (grease) frames skipped"),
+        Column("unknown_frames", "int64", "frames", "frames of unknown types skipped"),
+        Column("goaway_by", "category", None, "client or server: who sent the last GOAWAY"),
+        Column("goaway_id", "Int64", None, "its stream id (server) or push id (client)"),
+    ),
+)
+
 HTTP3_TABLES: dict[str, TableSchema] = {
+    "http3_connections": HTTP3_CONNECTIONS,
     "http3_frames": HTTP3_FRAMES,
     "http3_streams": HTTP3_STREAMS,
     "http3_sse_events": HTTP3_SSE_EVENTS,
@@ -270,9 +322,33 @@ def _sse_rows(connection: int, events: list[SseEvent],
     ]
 
 
+def _connection_row(obs: Http3Observer) -> tuple[Any, ...]:
+    c2s, s2c = Direction.CLIENT_TO_SERVER, Direction.SERVER_TO_CLIENT
+    cs, ss = obs.settings.get(c2s), obs.settings.get(s2c)
+    qc, qs = obs.qpack(c2s), obs.qpack(s2c)
+    by: Direction | None = None
+    if obs.goaway:
+        by = s2c if s2c in obs.goaway else c2s  # the server's GOAWAY counts if both sent one
+    return (
+        obs.connection,
+        settings_text(cs) if cs is not None else None,
+        settings_text(ss) if ss is not None else None,
+        dict(cs).get(0x01, 0) if cs is not None else None,
+        dict(ss).get(0x01, 0) if ss is not None else None,
+        dict(cs).get(0x07, 0) if cs is not None else None,
+        dict(ss).get(0x07, 0) if ss is not None else None,
+        obs.uni_stream(c2s, "control"), obs.uni_stream(s2c, "control"),
+        qc.encoder_bytes, qs.encoder_bytes, qc.decoded, qs.decoded, qc.blocked, qs.blocked,
+        qc.failed + qc.never, qs.failed + qs.never,
+        len(obs.streams), obs.desynced_streams, len(obs.frames) + obs.frame_rows_dropped,
+        obs.reserved_frames, obs.unknown_frames,
+        _party(by), obs.goaway[by] if by is not None else None,
+    )
+
+
 def http3_tables(observers: Iterable[Http3Observer], *,
                  show_secrets: bool = False) -> dict[str, pd.DataFrame]:
-    """The three HTTP/3 tables from the observers of a load's QUIC connections (empty, with
+    """The four HTTP/3 tables from the observers of a load's QUIC connections (empty, with
     every column, when there are none): frames and events in capture order (frame, then
     connection), streams by connection and stream id. Credentials are redacted as in the
     HTTP/2 tables unless ``show_secrets``."""
@@ -284,7 +360,9 @@ def http3_tables(observers: Iterable[Http3Observer], *,
     frames: list[tuple[Any, ...]] = []
     streams: list[tuple[Any, ...]] = []
     sse: list[tuple[Any, ...]] = []
+    conns: list[tuple[Any, ...]] = []
     for obs in sorted(observers, key=lambda o: o.connection):
+        conns.append(_connection_row(obs))
         frames += [_frame_row(i, f, redact, redact_path) for i, f in enumerate(obs.frames)]
         streams += [_stream_row(e, redact, redact_path, redact_auth)
                     for e in sorted(obs.streams, key=lambda e: e.stream_id)]
@@ -293,6 +371,7 @@ def http3_tables(observers: Iterable[Http3Observer], *,
     frames.sort(key=lambda r: (r[0], r[2]))
     sse.sort(key=lambda r: (r[0], r[2]))
     return {
+        "http3_connections": HTTP3_CONNECTIONS.frame(conns),
         "http3_frames": HTTP3_FRAMES.frame(frames),
         "http3_streams": HTTP3_STREAMS.frame(streams),
         "http3_sse_events": HTTP3_SSE_EVENTS.frame(sse),

@@ -598,7 +598,8 @@ HTTP_REQUESTS = TableSchema(
 
 SSE_EVENTS = TableSchema(
     name="sse_events",
-    grain="one row per server-sent event (text/event-stream responses over HTTP/1.x or HTTP/2)",
+    grain="one row per server-sent event (text/event-stream responses over HTTP/1.x or HTTP/2; "
+    "those of HTTP/3 are in http3_sse_events)",
     key=("tcp_stream", "stream_id", "request_index", "index"),
     columns=(
         Column("frame", "int64", None, "packet that delivered the blank line ending the event"),

@@ -66,8 +66,10 @@ __all__ = [
     "MAX_HTTP3_FRAME_BYTES",
     "MAX_HTTP3_FRAME_ROWS",
     "MAX_HTTP3_OPEN_STREAMS",
+    "MAX_HTTP3_SSE_ROWS",
     "MAX_QPACK_PENDING_BYTES",
     "Http3Observer",
+    "QpackState",
 ]
 
 MAX_HTTP3_FRAME_BYTES: Final = 1 << 20
@@ -75,6 +77,9 @@ MAX_HTTP3_FRAME_BYTES: Final = 1 << 20
 longer one is skipped (``http3.frame_too_long``)"""
 MAX_HTTP3_FRAME_ROWS: Final = 1_000_000
 """http3_frames rows kept per QUIC connection; later frames are parsed but not listed"""
+MAX_HTTP3_SSE_ROWS: Final = 1_000_000
+"""http3_sse_events rows kept per QUIC connection; later events are counted
+(``http3_streams.sse_events``) but not listed"""
 MAX_HTTP3_OPEN_STREAMS: Final = 100_000
 """QUIC streams of one connection tracked at once; bytes of further streams are not parsed"""
 MAX_QPACK_PENDING_BYTES: Final = 1 << 20
@@ -208,7 +213,7 @@ class _Block:
 
 
 @dataclass(slots=True)
-class _Qpack:
+class QpackState:
     """The QPACK decoding of the field sections one side sends."""
 
     direction: Direction
@@ -223,7 +228,13 @@ class _Qpack:
     broken: bool = False
     """the encoder stream did not parse: no dynamic-table reference can be decoded"""
     queues: dict[int, deque[_Block]] = field(default_factory=dict)
+    decoded: int = 0
+    """field sections decoded"""
+    blocked: int = 0
+    """of those, the ones that waited for encoder-stream bytes (or SETTINGS)"""
     failed: int = 0
+    never: int = 0
+    """field sections never decoded (http3.qpack_blocked)"""
 
 
 class Http3Observer:
@@ -254,6 +265,7 @@ class Http3Observer:
         self.streams: list[Http3StreamEnded] = []
         self.sse: list[SseEvent] = []
         self.frame_rows_dropped = 0
+        self.sse_rows_dropped = 0
         self.settings: dict[Direction, tuple[tuple[int, int], ...]] = {}
         """the SETTINGS each side sent"""
         self.goaway: dict[Direction, int] = {}
@@ -265,7 +277,7 @@ class Http3Observer:
         self._requests: dict[int, _Request] = {}
         self._uni: dict[tuple[Direction, str], int] = {}
         """(sender, control | qpack_encoder | qpack_decoder) -> the stream id"""
-        self._qpack = (_Qpack(_C2S), _Qpack(_S2C))
+        self._qpack = (QpackState(_C2S), QpackState(_S2C))
         """by the direction of the field sections decoded"""
         self._last_ts = 0
         self._last_frame = 0
@@ -346,6 +358,22 @@ class Http3Observer:
         for req in list(self._requests.values()):
             self._report(req, ts, fr, final=True)
         self._requests.clear()
+
+    # ------------------------------------------------------------------ facts
+
+    def uni_stream(self, sender: Direction, kind: str) -> int | None:
+        """the id of ``sender``'s ``control``, ``qpack_encoder`` or ``qpack_decoder`` stream"""
+        return self._uni.get((sender, kind))
+
+    def qpack(self, sender: Direction) -> QpackState:
+        """QPACK facts of the field sections ``sender`` sent (counts, encoder-stream bytes,
+        the table capacity the receiver announced)"""
+        return self._qpack[sender]
+
+    @property
+    def desynced_streams(self) -> int:
+        """request streams summarised with a part not parsed"""
+        return sum(1 for s in self.streams if s.desynced)
 
     # ------------------------------------------------------------------ streams
 
@@ -680,8 +708,12 @@ class Http3Observer:
                 side.mode = _M_PAYLOAD
         else:  # pragma: no cover - every allowed type is DATA or buffered
             side.mode = _M_SKIP
-        if side.mode != _M_PAYLOAD and flen == 0:
-            self._end_frame(side, ts, frame)
+        if flen == 0:  # nothing to wait for: the frame is complete now
+            if side.mode == _M_PAYLOAD:
+                side.mode = _M_FRAME
+                self._payload(side, b"", ts, frame)
+            else:
+                self._end_frame(side, ts, frame)
 
     def _row(self, side: _Side, ts: int, frame: int, **kw: Any) -> Http3Frame | None:
         if len(self.frames) >= self.max_frame_rows:
@@ -790,7 +822,7 @@ class Http3Observer:
             return
         self._feed_encoder(q, data, ts, frame)
 
-    def _feed_encoder(self, q: _Qpack, data: bytes, ts: int, frame: int) -> None:
+    def _feed_encoder(self, q: QpackState, data: bytes, ts: int, frame: int) -> None:
         try:
             unblocked = q.decoder.feed_encoder(data)
         except EncoderStreamError as exc:
@@ -817,7 +849,7 @@ class Http3Observer:
         if len(queue) == 1:
             self._drain(q, b.stream_id, b.ts, b.frame, resumed=False)
 
-    def _drain(self, q: _Qpack, sid: int, ts: int, frame: int, *, resumed: bool) -> None:
+    def _drain(self, q: QpackState, sid: int, ts: int, frame: int, *, resumed: bool) -> None:
         """Decode the field sections queued on ``sid``, in order, as far as possible."""
         queue = q.queues.get(sid)
         while queue:
@@ -859,6 +891,9 @@ class Http3Observer:
             else:
                 assert raw is not None
                 headers = _headers(raw)
+                q.decoded += 1
+                if frame != b.frame:
+                    q.blocked += 1
                 if b.row is not None:
                     b.row.headers = headers
                     b.row.qpack = "decoded" if frame == b.frame else "blocked"
@@ -867,7 +902,7 @@ class Http3Observer:
         if queue is not None and not queue:
             del q.queues[sid]
 
-    def _never_decoded(self, q: _Qpack, b: _Block) -> None:
+    def _never_decoded(self, q: QpackState, b: _Block) -> None:
         why = (
             "encoder-stream bytes were not captured" if q.lost
             else "the receiver's SETTINGS were not captured" if q.decoder is None
@@ -880,11 +915,12 @@ class Http3Observer:
             f"never inserted in what was captured ({why}); it is not decoded",
             ts_ns=b.ts, frame=b.frame, direction=q.direction.label,
         )
+        q.never += 1
         if b.row is not None:
             b.row.qpack = "never_decoded"
         self._block_done(q.direction, b, None, self._last_frame, final=True)
 
-    def _pending_overflow(self, q: _Qpack, what: str, ts: int, frame: int) -> None:
+    def _pending_overflow(self, q: QpackState, what: str, ts: int, frame: int) -> None:
         self.diag.add(
             "http3.qpack_pending_overflow",
             f"connection {self.connection} {q.direction.label}: more than "
@@ -1005,7 +1041,18 @@ class Http3Observer:
     def _events(self, req: _Request, events: list[Any]) -> None:
         for e in events:
             if isinstance(e, SseEvent):
-                self.sse.append(e)
+                if len(self.sse) < MAX_HTTP3_SSE_ROWS:
+                    self.sse.append(e)
+                    continue
+                if not self.sse_rows_dropped:
+                    self.diag.add(
+                        "http3.sse_rows_capped",
+                        f"connection {self.connection}: more than {MAX_HTTP3_SSE_ROWS} "
+                        "server-sent events; later ones are counted in http3_streams.sse_events "
+                        "but not listed in http3_sse_events",
+                        ts_ns=e.ts_ns, frame=e.frame,
+                    )
+                self.sse_rows_dropped += 1
 
     def _close_body(self, req: _Request, ts: int, frame: int, *, complete: bool,
                     at_eof: bool = False) -> None:

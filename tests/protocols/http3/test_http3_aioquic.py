@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 
+import pandas as pd
 import pytest
 
 pytest.importorskip("aioquic")
@@ -17,6 +18,7 @@ pytest.importorskip("aioquic")
 from pcaptools.diagnostics import Diagnostics
 from pcaptools.protocols.http3 import Http3Observer
 from pcaptools.tables.http3_tables import (
+    HTTP3_CONNECTIONS,
     HTTP3_FRAMES,
     HTTP3_SSE_EVENTS,
     HTTP3_STREAMS,
@@ -251,6 +253,31 @@ def test_tables_have_their_schemas_and_redact(
     assert fr.loc[fr["type"].eq("SETTINGS"), "settings"].str.contains(
         "QPACK_MAX_TABLE_CAPACITY=4096").all()
     assert fr["index"].tolist() == list(range(len(fr)))
+    HTTP3_CONNECTIONS.check(t["http3_connections"])
+    (c,) = t["http3_connections"].to_dict("records")
+    assert c["quic_connection"] == 7 and c["request_streams"] == 4
+    assert c["client_qpack_max_table_capacity"] == c["server_qpack_max_table_capacity"] == 4096
+    assert c["client_control_stream"] == 2 and c["server_control_stream"] == 3
+    assert c["client_field_sections"] == 4 and c["server_field_sections"] == 4
+    assert c["client_blocked_field_sections"] == c["server_blocked_field_sections"] == 0
+    assert c["server_encoder_stream_bytes"] > 0 and c["frames"] == len(fr)
+    assert c["desynced_streams"] == 0 and pd.isna(c["goaway_by"])
     empty = http3_tables([])
     assert all(len(v) == 0 for v in empty.values())
     HTTP3_STREAMS.check(empty["http3_streams"])
+
+
+def test_encoder_bytes_before_the_receivers_settings_wait_for_them(ex: Exchange) -> None:
+    # the client's control stream (its SETTINGS: the table the server's encoder may use)
+    # reaches the observer last: the server's encoder-stream bytes and every field section
+    # that uses the dynamic table wait, then decode with the announced capacity
+    ctrl = [d for d in ex.deliveries if d.direction == C2S and d.stream_id % 4 == 2
+            and d.offset == 0 and d.data[:1] == b"\x00"]
+    assert ctrl
+    held = [d for d in ex.deliveries if d.stream_id == ctrl[0].stream_id and d.direction == C2S]
+    rest = [d for d in ex.deliveries if d not in held]
+    obs, diag = feed(rest[:-1] + held + rest[-1:])
+    assert _key(obs)[0] == _key(feed(ex.deliveries)[0])[0]
+    assert dict(obs.settings[C2S])[0x01] == 4096
+    assert obs.qpack(S2C).decoded == 4 and obs.qpack(S2C).blocked >= 1
+    assert diag.rows == []

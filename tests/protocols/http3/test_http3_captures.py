@@ -66,6 +66,18 @@ def test_every_request_of_the_timeline_is_a_stream_row(loaded: Any) -> None:
         assert row["content_decoding"] == "identity"
         assert row["request_frame"] <= row["response_headers_frame"] <= row["end_frame"]
     assert not cap.warnings["code"].astype(str).str.startswith("http3.").any()
+    # the connections: aioquic's SETTINGS (a 4096-byte QPACK table, 16 blocked streams)
+    conns = cap.http3_connections.set_index("quic_connection")
+    assert sorted(conns.index) == sorted({qi for qi, _ in reqs})
+    for qi, c in conns.iterrows():
+        assert c["request_streams"] == sum(1 for q, _ in reqs if q == qi)
+        assert c["client_qpack_max_table_capacity"] == 4096 == c[
+            "server_qpack_max_table_capacity"]
+        assert c["client_qpack_blocked_streams"] == 16 == c["server_qpack_blocked_streams"]
+        assert (c["client_control_stream"], c["server_control_stream"]) == (2, 3)
+        assert c["client_field_sections"] == c["server_field_sections"] == c[
+            "request_streams"]
+        assert c["client_undecoded_field_sections"] == c["server_undecoded_field_sections"] == 0
 
 
 def test_tokens_and_their_times(loaded: Any) -> None:
@@ -136,3 +148,31 @@ def test_the_0rtt_request_of_the_resumed_connection(loaded: Any) -> None:
         zero = frames[frames["quic_connection"].eq(qi)
                       & frames["packet_type"].astype(str).eq("0rtt")]
         assert int(row["request_frame"]) in set(zero["frame"].astype(int))
+
+
+def test_report_charts_take_http3_rows(loaded: Any) -> None:
+    from pcaptools.report import charts
+
+    _, cap, facts, lat = loaded
+    points, total = charts.token_cadence_rows(lat, cap.sse_events, 50, cap.http3_sse_events)
+    reqs = _requests(facts)
+    assert total == len(reqs)
+    counts = points.groupby("key").size()
+    for qi, r in reqs:
+        key = f"q{qi} s{r['quic_stream_id']} {r['path']}"[:60]
+        assert counts[key] == r["tokens_received"]
+    t0 = int(lat["request_ts"].min().value)
+    wf = charts.waterfall_rows(lat, t0, int(lat["end_ts"].max().value), 50)
+    assert wf.rows["label"].str.match(r"q\d+ s\d+ POST ").all()
+
+
+def test_the_http3_tables_are_the_same_with_two_workers() -> None:
+    path = CAPTURES / "h3-sse-chat.pcapng"
+    if not path.exists():
+        pytest.skip("h3-sse-chat.pcapng is absent")
+    keys = path.with_suffix(".keys")
+    one = pcaptools.load(path, keylog=keys)
+    two = pcaptools.load(path, keylog=keys, workers=2)
+    for t in ("http3_connections", "http3_frames", "http3_streams", "http3_sse_events"):
+        assert len(getattr(one, t))
+        pd.testing.assert_frame_equal(getattr(one, t), getattr(two, t), check_categorical=False)

@@ -4,6 +4,7 @@ and arbitrary bytes (never raises)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pylsqpack import Encoder
@@ -208,3 +209,15 @@ def test_push_promise_is_not_the_response() -> None:
     (promise,) = [f for f in obs.frames if f.type == 5 and f.direction == S2C]
     assert promise.push_id == 3 and dict(promise.headers or ())[":path"] == "/style.css"
     assert [r.code for r in obs.diag.rows] == ["http3.frame_unexpected"]  # the client's one
+
+
+def test_row_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pcaptools.protocols.http3 import observer as mod
+
+    monkeypatch.setattr(mod, "MAX_HTTP3_SSE_ROWS", 1)
+    obs = Http3Observer(connection=0, diag=Diagnostics(), max_frame_rows=3)
+    conversation(obs)
+    (s,) = obs.streams
+    assert s.sse_events == 2 and len(obs.sse) == 1 and obs.sse_rows_dropped == 1
+    assert len(obs.frames) == 3 and obs.frame_rows_dropped == 3
+    assert [r.code for r in obs.diag.rows] == ["http3.frame_rows_capped", "http3.sse_rows_capped"]
