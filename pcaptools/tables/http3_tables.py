@@ -19,7 +19,7 @@ recorded timelines of the shipped captures.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
@@ -27,7 +27,6 @@ import pandas as pd
 from ..protocols.http3 import Http3Frame, Http3Observer, Http3StreamEnded
 from ..protocols.http3.frames import error_name, frame_type_name, settings_text
 from ..protocols.sse import SseEvent
-from ..redaction import redact_authority, redact_headers, redact_json_texts, redact_url
 from ..tcp.stream import Direction
 from .http_tables import _coding_columns
 from .schema import TS_DTYPE, Column, TableSchema
@@ -71,7 +70,7 @@ HTTP3_FRAMES = TableSchema(
         Column("type_code", "int64", None, "frame type code"),
         Column("length", "int64", "bytes", "payload length from the frame header"),
         Column("method", "string", None, "HEADERS of a request: :method"),
-        Column("path", "string", None, "HEADERS of a request: :path"),
+        Column("path", "string", None, "HEADERS of a request: :path", secret="url"),
         Column("status", "Int64", None, "HEADERS of a response: :status"),
         Column("qpack", "category", None,
                "HEADERS / PUSH_PROMISE field section: decoded (at once), blocked (waited "
@@ -91,7 +90,8 @@ HTTP3_FRAMES = TableSchema(
         Column("push_id", "Int64", None, "PUSH_PROMISE, CANCEL_PUSH, MAX_PUSH_ID: push id"),
         Column("headers", "object", None,
                "HEADERS / PUSH_PROMISE: decoded field list ((name, value) tuples; "
-               "credentials redacted unless show_secrets); None if not decoded"),
+               "credentials redacted unless show_secrets); None if not decoded",
+               secret="headers"),
     ),
 )
 
@@ -108,8 +108,9 @@ HTTP3_STREAMS = TableSchema(
                "missing)"),
         Column("method", "string", None, ":method"),
         Column("scheme", "string", None, ":scheme"),
-        Column("authority", "string", None, ":authority (else the host header)"),
-        Column("path", "string", None, ":path"),
+        Column("authority", "string", None, ":authority (else the host header)",
+               secret="authority"),
+        Column("path", "string", None, ":path", secret="url"),
         Column("status", "Int64", None,
                ":status of the final (non-1xx) response; NA when its field section was not "
                "decoded"),
@@ -165,9 +166,10 @@ HTTP3_STREAMS = TableSchema(
                "content decoding (http3_sse_events)"),
         *_coding_columns("server_data_bytes (the wire body bytes)"),
         Column("request_headers", "object", None,
-               "request field list ((name, value) tuples); None if not decoded"),
+               "request field list ((name, value) tuples); None if not decoded",
+               secret="headers"),
         Column("response_headers", "object", None,
-               "final response field list; None if not decoded"),
+               "final response field list; None if not decoded", secret="headers"),
     ),
 )
 
@@ -189,7 +191,7 @@ HTTP3_SSE_EVENTS = TableSchema(
         Column("retry_ms", "Int64", "ms", "retry field of this event"),
         Column("data", "string", None,
                "data lines joined with LF; values of credential-looking JSON fields "
-               "redacted unless show_secrets"),
+               "redacted unless show_secrets", secret="text"),
         Column("data_bytes", "int64", "bytes",
                "bytes of the data lines as received, joined with LF"),
         Column("json_ok", "boolean", None,
@@ -274,28 +276,25 @@ def _field(headers: Any, name: str) -> str | None:
     return None
 
 
-def _frame_row(i: int, f: Http3Frame, redact: Callable[[Any], Any],
-               redact_path: Callable[[str | None], str | None]) -> tuple[Any, ...]:
+def _frame_row(i: int, f: Http3Frame) -> tuple[Any, ...]:
     h = f.headers
     status = _field(h, ":status")
     return (
         f.frame, f.ts_ns, f.quic_connection, f.stream_id, i, f.direction.label, f.stream_kind,
         frame_type_name(f.type), f.type, f.length, _field(h, ":method"),
-        redact_path(_field(h, ":path")),
+        _field(h, ":path"),
         int(status) if status is not None and status.isdigit() else None,
         f.qpack, f.decoded_frame,
         settings_text(f.settings) if f.settings is not None else None,
-        f.goaway_id, f.push_id, redact(h),
+        f.goaway_id, f.push_id, h,
     )
 
 
-def _stream_row(e: Http3StreamEnded, redact: Callable[[Any], Any],
-                redact_path: Callable[[str | None], str | None],
-                redact_auth: Callable[[str | None], str | None]) -> tuple[Any, ...]:
+def _stream_row(e: Http3StreamEnded) -> tuple[Any, ...]:
     req_t = e.request_end_ts_ns if e.request_end_ts_ns is not None else e.request_ts_ns
     return (
         e.quic_connection, e.stream_id, e.partial, e.method, e.scheme,
-        redact_auth(e.authority), redact_path(e.path), e.status, e.content_type,
+        e.authority, e.path, e.status, e.content_type,
         e.informational, e.first_frame, e.first_ts_ns, e.request_frame, e.request_ts_ns,
         e.request_end_ts_ns, e.response_headers_frame, e.response_headers_ts_ns,
         e.first_data_ts_ns, e.end_frame, e.end_ts_ns,
@@ -305,20 +304,15 @@ def _stream_row(e: Http3StreamEnded, redact: Callable[[Any], Any],
         e.server_header_bytes, e.client_frames, e.server_frames, e.end_reason,
         error_name(e.reset_error_code), e.reset_error_code, _party(e.reset_by), e.desynced,
         e.sse_events, e.content_encoding, e.decoded_body_bytes, e.content_decoding,
-        redact(e.request_headers), redact(e.response_headers),
+        e.request_headers, e.response_headers,
     )
 
 
-def _sse_rows(connection: int, events: list[SseEvent],
-              redact: Callable[[list[str | None]], list[str | None]] | None
-              ) -> list[tuple[Any, ...]]:
-    data: list[str | None] = [e.data for e in events]
-    if redact is not None:
-        data = redact(data)
+def _sse_rows(connection: int, events: list[SseEvent]) -> list[tuple[Any, ...]]:
     return [
         (e.frame, e.ts_ns, connection, "3", e.stream_id, e.index, e.event_type, e.event_id,
-         e.retry_ms, d, e.data_bytes, e.json_ok, e.delta_text, e.done, e.finish_reason)
-        for e, d in zip(events, data, strict=True)
+         e.retry_ms, e.data, e.data_bytes, e.json_ok, e.delta_text, e.done, e.finish_reason)
+        for e in events
     ]
 
 
@@ -346,27 +340,20 @@ def _connection_row(obs: Http3Observer) -> tuple[Any, ...]:
     )
 
 
-def http3_tables(observers: Iterable[Http3Observer], *,
-                 show_secrets: bool = False) -> dict[str, pd.DataFrame]:
+def http3_tables(observers: Iterable[Http3Observer]) -> dict[str, pd.DataFrame]:
     """The four HTTP/3 tables from the observers of a load's QUIC connections (empty, with
     every column, when there are none): frames and events in capture order (frame, then
-    connection), streams by connection and stream id. Credentials are redacted as in the
-    HTTP/2 tables unless ``show_secrets``."""
-    redact: Callable[[Any], Any] = (lambda h: h) if show_secrets else redact_headers
-    redact_path: Callable[[str | None], str | None] = (
-        (lambda u: u) if show_secrets else redact_url)
-    redact_auth: Callable[[str | None], str | None] = (
-        (lambda u: u) if show_secrets else redact_authority)
+    connection), streams by connection and stream id. Values are kept as seen: ``load()``
+    redacts the columns marked ``secret`` (as every table's) unless ``show_secrets``."""
     frames: list[tuple[Any, ...]] = []
     streams: list[tuple[Any, ...]] = []
     sse: list[tuple[Any, ...]] = []
     conns: list[tuple[Any, ...]] = []
     for obs in sorted(observers, key=lambda o: o.connection):
         conns.append(_connection_row(obs))
-        frames += [_frame_row(i, f, redact, redact_path) for i, f in enumerate(obs.frames)]
-        streams += [_stream_row(e, redact, redact_path, redact_auth)
-                    for e in sorted(obs.streams, key=lambda e: e.stream_id)]
-        sse += _sse_rows(obs.connection, obs.sse, None if show_secrets else redact_json_texts)
+        frames += [_frame_row(i, f) for i, f in enumerate(obs.frames)]
+        streams += [_stream_row(e) for e in sorted(obs.streams, key=lambda e: e.stream_id)]
+        sse += _sse_rows(obs.connection, obs.sse)
     # capture order, as every per-record table (and as the parallel load merges them)
     frames.sort(key=lambda r: (r[0], r[2]))
     sse.sort(key=lambda r: (r[0], r[2]))

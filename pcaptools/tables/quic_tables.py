@@ -210,7 +210,7 @@ QUIC_CONNECTIONS = TableSchema(
         Column("close_error_code", "Int64", None,
                "its error code (transport: RFC 9000 §20.1; application: e.g. HTTP/3's)"),
         Column("close_reason", "string", None,
-               "its reason phrase (from the capture: untrusted text)"),
+               "its reason phrase (from the capture: untrusted text)", secret="text"),
     ),
 )
 

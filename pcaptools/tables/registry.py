@@ -295,8 +295,7 @@ def http3_observers(tracker: QuicTracker | None) -> list[Http3Observer]:
 def _http3(ctx: BuildContext) -> Built:
     """HTTP/3: the application observers the ``quic`` datagram observer created (worker 0)"""
     tracker = ctx.udp.observer("quic", QuicTracker) if ctx.udp is not None else None
-    show = ctx.show_secrets
-    return Built(frames=lambda: http3_tables(http3_observers(tracker), show_secrets=show))
+    return Built(frames=lambda: http3_tables(http3_observers(tracker)))
 
 
 def _icmp(ctx: BuildContext) -> Built:

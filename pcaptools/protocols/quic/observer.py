@@ -514,7 +514,7 @@ class QuicTracker:
             prot = PacketProtection(suite, secret, version)
             try:
                 u = unprotect(raw, pn_offset, prot, largest, long)
-                return prot, (u, prot.open(u.header, u.ciphertext, u.packet_number))
+                return prot, (u, prot.decrypt(u.header, u.ciphertext, u.packet_number))
             except QuicDecryptError:
                 continue
         return None
@@ -597,7 +597,7 @@ class QuicTracker:
                     return self._failed(d, conn, direction, ptype,
                                         f"key phase {u.key_phase} of an old generation")
                 try:
-                    plain = keys.open(u.header, u.ciphertext, pn)
+                    plain = keys.decrypt(u.header, u.ciphertext, pn)
                 except QuicDecryptError as exc:
                     if gen == cur + 1:
                         gens.pop(gen, None)
@@ -614,7 +614,7 @@ class QuicTracker:
                     return "no_epoch_key", None, None
                 try:
                     u = unprotect(raw, pn_offset, prot0, largest[space], True)
-                    plain = prot0.open(u.header, u.ciphertext, u.packet_number)
+                    plain = prot0.decrypt(u.header, u.ciphertext, u.packet_number)
                     pn = u.packet_number
                 except QuicDecryptError as exc:
                     return self._failed(d, conn, direction, ptype, str(exc))

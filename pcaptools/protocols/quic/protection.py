@@ -88,7 +88,7 @@ class PacketProtection:
             return enc.update(b"\0\0\0\0\0")
         return ecb.update(sample)[:5]
 
-    def open(self, header: bytes, ciphertext: bytes, pn: int) -> bytes:
+    def decrypt(self, header: bytes, ciphertext: bytes, pn: int) -> bytes:
         """The plaintext of a packet (``header``: unprotected, up to the packet number).
         Raises QuicDecryptError when authentication fails."""
         iv = self.iv

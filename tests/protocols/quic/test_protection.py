@@ -23,7 +23,7 @@ def test_rfc9001_a5_chacha20_short_header() -> None:
     u = unprotect(PACKET, 1, prot, 654360563, long_header=False)
     assert u.packet_number == 654360564 and u.pn_len == 3
     assert u.header.hex() == "4200bff4" and u.key_phase == 0
-    assert prot.open(u.header, u.ciphertext, u.packet_number) == b"\x01"  # PING
+    assert prot.decrypt(u.header, u.ciphertext, u.packet_number) == b"\x01"  # PING
 
 
 def test_key_update_secret() -> None:
