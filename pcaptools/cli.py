@@ -13,6 +13,14 @@ what ``--export DIR`` writes, for analysis across captures.
 The capture ``-`` is standard input (``tcpdump -w - | pcap-report -``), read once without
 seeking, compressed or not; a FIFO path works the same way.
 
+Key logs: ``--keylog`` is used for every capture given. Without it, each capture ``X.pcapng``
+(``X.pcap.gz``...) is decrypted with ``X.keys``, ``X.keys.log`` or ``X.keylog`` beside it
+when there is one (:func:`keylog_beside`; in directory mode and with ``--compare`` too), and
+a line on stderr says so (``--no-auto-keylog`` turns this off). Every key log is read once
+before the capture: one that cannot be read is exit status 1 before any analysis, one with
+no key log line in it is a warning naming how many lines it read. TLS sessions that were
+not decrypted are said on stderr in the report's words.
+
 Outputs never destroy data: before any capture is read, every output path (``-o``, ``--json``,
 the ``--export`` files, the reports and index of several captures) is checked: one that
 resolves (symlinks followed, hard links found) to an input (a capture, the key log), or names
@@ -62,7 +70,9 @@ examples:
   tcpdump -i eth0 -c 10000 -w - | pcap-report - -o live.html
         '-' reads the capture from standard input (gzip'd too), without seeking
   pcap-report tls.pcapng --keylog sslkeys.txt
-        decrypts TLS with the key log your client wrote (SSLKEYLOGFILE=sslkeys.txt)
+        decrypts TLS with the key log your client wrote (SSLKEYLOGFILE=sslkeys.txt);
+        without --keylog, tls.keys (or tls.keys.log, tls.keylog) beside tls.pcapng is
+        used, with a line saying so (--no-auto-keylog: not)
   pcap-report big.pcapng --no-packets --quiet
         skips the per-frame table (less memory for multi-GB captures) and the progress bar
 
@@ -86,7 +96,11 @@ exit status: 0 report written (warnings included), 1 capture unreadable (with se
 captures: any of them; the others' reports are still written) or output not writable
 (e.g. its folder does not exist: found before reading), 2 bad usage (also an output path
 that is an input or another output, -o equal to --json say; a subset option that does not
-fit the capture, e.g. --start after --end).
+fit the capture, e.g. --start after --end, or that matches nothing in it: the message names
+the filter).
+
+TLS sessions that could not be decrypted are said on stderr too (with --quiet only when
+keys were given and failed, not for "no key log").
 """
 
 
@@ -255,7 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "window are kept whole, packets and TCP events are cut to it")
     sub.add_argument("--end", metavar="T", help="until T (same forms as --start)")
     p.add_argument(
-        "-q", "--quiet", action="store_true", help="no progress bar and no final summary line"
+        "-q", "--quiet", action="store_true",
+        help="no progress bar, no final summary line and no notes (a key log found beside "
+        "the capture, TLS not decrypted for want of a key log); warnings and errors still print"
     )
     p.add_argument("--version", action="version",
                    version=f"%(prog)s {__version__} ({_accel.summary()})")
