@@ -318,9 +318,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                   _export_folders(args))
     if code:
         return code
-    code = _announce_keylogs(err, args, {args.capture: keylog})
+    found = {args.capture: keylog}
+    code = _announce_keylogs(err, args, found)
     if code:
         return code
+    keylog = found[args.capture]  # (None when the one found beside it cannot be read)
 
     source: Any = sys.stdin.buffer if args.capture == STDIN else args.capture
     kw = {**_load_kwargs(args), "keylog": keylog}
@@ -787,17 +789,8 @@ def _announce_keylogs(err: TextIO, args: argparse.Namespace,
                       keylogs: dict[str, str | None]) -> int:
     """Say which key logs found beside the captures are used (unless --quiet), and read each
     key log once to warn when it holds no key log line at all. 0, or 1 after an error line
-    when one cannot be read (before the long analysis)."""
-    found = {c: k for c, k in keylogs.items() if k is not None and k != args.keylog}
-    if found and not args.quiet:
-        if len(found) == 1:
-            (c, k), = found.items()
-            print(f"{PROG}: using the key log found beside {_display_name(c)}: {k} "
-                  "(--no-auto-keylog: do not)", file=err)
-        else:
-            print(f"{PROG}: using the key logs found beside {len(found)} of the "
-                  f"{len(keylogs)} captures (X.keys next to X.pcapng; --no-auto-keylog: do "
-                  "not)", file=err)
+    when --keylog cannot be read (before the long analysis); a key log found beside a
+    capture that cannot be read is left out of ``keylogs`` (set to None) with a warning."""
     from .diagnostics import Diagnostics
     from .errors import KeylogError
     from .protocols.tls.keylog import KeyLog
@@ -806,7 +799,14 @@ def _announce_keylogs(err: TextIO, args: argparse.Namespace,
         try:
             kl = KeyLog.from_file(k, Diagnostics(max_rows_per_code=0))
         except KeylogError as exc:
-            return _fail(err, _message(exc, k))
+            if k == args.keylog:
+                return _fail(err, _message(exc, k))
+            # one found beside a capture that cannot be read: not used, and said
+            print(f"{PROG}: warning: {_message(exc, k)}: not used", file=err)
+            for c, v in keylogs.items():
+                if v == k:
+                    keylogs[c] = None
+            continue
         if kl:
             continue
         how = "--keylog" if k == args.keylog else "the key log"
@@ -821,6 +821,16 @@ def _announce_keylogs(err: TextIO, args: argparse.Namespace,
         print(f"{PROG}: warning: {how} {k}: {kl.read_lines:,} "
               f"line{'' if kl.read_lines == 1 else 's'} read, {what}: it decrypts nothing",
               file=err)
+    found = {c: k for c, k in keylogs.items() if k is not None and k != args.keylog}
+    if found and not args.quiet:
+        if len(found) == 1:
+            (c, k), = found.items()
+            print(f"{PROG}: using the key log found beside {_display_name(c)}: {k} "
+                  "(--no-auto-keylog: do not)", file=err)
+        else:
+            print(f"{PROG}: using the key logs found beside {len(found)} of the "
+                  f"{len(keylogs)} captures (X.keys next to X.pcapng; --no-auto-keylog: do "
+                  "not)", file=err)
     return 0
 
 
