@@ -551,22 +551,18 @@ def index_facts(cap: Capture, head: dict[str, Any]) -> dict[str, str]:
     """The :data:`INDEX_FACTS` cells of one capture, as text: what the report's checklist
     answers first (time to first token, decryption, unclean connections, missed
     heartbeats), each saying "none" plainly rather than showing a 0 that means "absent"."""
-    from .analyses.disconnects import disconnects
-    from .tables.heartbeats import heartbeats
-
     ttft = head.get("ttft_ms") or {}
     median = ttft.get("median")
     sessions = int(head.get("tls_sessions") or 0)
     status = head.get("tls_decrypt_status") or {}
     ok = int(status.get("decrypted", 0)) + int(status.get("partial", 0))
     conns = len(cap.connections)
-    hb = heartbeats(cap.ws_frames, cap.http2_frames, cap.tcp_events,
-                    connections=cap.connections)
+    hb = cap.heartbeats()
     missed = int(hb["outcome"].astype(object).eq("unanswered").sum()) if len(hb) else 0
     return {
         "ttft": "no SSE" if median is None else f"{float(median):,.1f} ms",
         "decrypted": "no TLS" if not sessions else f"{ok:,} of {sessions:,}",
-        "unclean": "no TCP" if not conns else f"{len(disconnects(cap)):,} of {conns:,}",
+        "unclean": "no TCP" if not conns else f"{len(cap.disconnects()):,} of {conns:,}",
         "missed_heartbeats": "none sent" if not len(hb) else f"{missed:,} of {len(hb):,}",
     }
 
