@@ -16,6 +16,14 @@ the way it stops tcpdump: the first one lets pcap-report read on to the end of t
 (tcpdump got it too, flushes and closes the pipe) and write the report; a second one stops
 it without a report (exit 130).
 
+Key logs: ``--keylog`` is used for every capture given. Without it, each capture ``X.pcapng``
+(``X.pcap.gz``...) is decrypted with ``X.keys``, ``X.keys.log`` or ``X.keylog`` beside it
+when there is one (:func:`keylog_beside`; in directory mode and with ``--compare`` too), and
+a line on stderr says so (``--no-auto-keylog`` turns this off). Every key log is read once
+before the capture: one that cannot be read is exit status 1 before any analysis, one with
+no key log line in it is a warning naming how many lines it read. TLS sessions that were
+not decrypted are said on stderr in the report's words.
+
 Outputs never destroy data: before any capture is read, every output path (``-o``, ``--json``,
 the ``--export`` files, the reports and index of several captures) is checked: one that
 resolves (symlinks followed, hard links found) to an input (a capture, the key log), or names
@@ -72,7 +80,9 @@ examples:
         '-' reads the capture from standard input (gzip'd too), without seeking; without
         -c, Ctrl-C stops tcpdump and the report covers what it wrote (twice: no report)
   pcap-report tls.pcapng --keylog sslkeys.txt
-        decrypts TLS with the key log your client wrote (SSLKEYLOGFILE=sslkeys.txt)
+        decrypts TLS with the key log your client wrote (SSLKEYLOGFILE=sslkeys.txt);
+        without --keylog, tls.keys (or tls.keys.log, tls.keylog) beside tls.pcapng is
+        used, with a line saying so (--no-auto-keylog: not)
   pcap-report big.pcapng --no-packets --quiet
         skips the per-frame table (less memory for multi-GB captures) and the progress bar
 
@@ -97,7 +107,11 @@ exit status: 0 report written (warnings included), 1 capture unreadable (with se
 captures: any of them; the others' reports are still written) or an output write failed
 after the analysis (e.g. disk full), 2 bad usage (also an output path that is an input or
 another output, -o equal to --json say, or whose folder is missing or not writable: found
-before reading; a subset option that does not fit the capture, e.g. --start after --end).
+before reading; a subset option that does not fit the capture, e.g. --start after --end,
+or that matches nothing in it: the message names the filter).
+
+TLS sessions that could not be decrypted are said on stderr too (with --quiet only when
+keys were given and failed, not for "no key log").
 """
 
 
@@ -266,7 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "window are kept whole, packets and TCP events are cut to it")
     sub.add_argument("--end", metavar="T", help="until T (same forms as --start)")
     p.add_argument(
-        "-q", "--quiet", action="store_true", help="no progress bar and no final summary line"
+        "-q", "--quiet", action="store_true",
+        help="no progress bar, no final summary line and no notes (a key log found beside "
+        "the capture, TLS not decrypted for want of a key log); warnings and errors still print"
     )
     p.add_argument("--version", action="version",
                    version=f"%(prog)s {__version__} ({_accel.summary()})")
@@ -313,9 +329,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                   _export_folders(args))
     if code:
         return code
-    code = _announce_keylogs(err, args, {args.capture: keylog})
+    found = {args.capture: keylog}
+    code = _announce_keylogs(err, args, found)
     if code:
         return code
+    keylog = found[args.capture]  # (None when the one found beside it cannot be read)
 
     source: Any = sys.stdin.buffer if args.capture == STDIN else args.capture
     kw = {**_load_kwargs(args), "keylog": keylog}
@@ -745,17 +763,8 @@ def _announce_keylogs(err: TextIO, args: argparse.Namespace,
                       keylogs: dict[str, str | None]) -> int:
     """Say which key logs found beside the captures are used (unless --quiet), and read each
     key log once to warn when it holds no key log line at all. 0, or 1 after an error line
-    when one cannot be read (before the long analysis)."""
-    found = {c: k for c, k in keylogs.items() if k is not None and k != args.keylog}
-    if found and not args.quiet:
-        if len(found) == 1:
-            (c, k), = found.items()
-            print(f"{PROG}: using the key log found beside {_display_name(c)}: {k} "
-                  "(--no-auto-keylog: do not)", file=err)
-        else:
-            print(f"{PROG}: using the key logs found beside {len(found)} of the "
-                  f"{len(keylogs)} captures (X.keys next to X.pcapng; --no-auto-keylog: do "
-                  "not)", file=err)
+    when --keylog cannot be read (before the long analysis); a key log found beside a
+    capture that cannot be read is left out of ``keylogs`` (set to None) with a warning."""
     from .diagnostics import Diagnostics
     from .errors import KeylogError
     from .protocols.tls.keylog import KeyLog
@@ -764,7 +773,14 @@ def _announce_keylogs(err: TextIO, args: argparse.Namespace,
         try:
             kl = KeyLog.from_file(k, Diagnostics(max_rows_per_code=0))
         except KeylogError as exc:
-            return _fail(err, _message(exc, k))
+            if k == args.keylog:
+                return _fail(err, _message(exc, k))
+            # one found beside a capture that cannot be read: not used, and said
+            print(f"{PROG}: warning: {_message(exc, k)}: not used", file=err)
+            for c, v in keylogs.items():
+                if v == k:
+                    keylogs[c] = None
+            continue
         if kl:
             continue
         how = "--keylog" if k == args.keylog else "the key log"
@@ -779,6 +795,16 @@ def _announce_keylogs(err: TextIO, args: argparse.Namespace,
         print(f"{PROG}: warning: {how} {k}: {kl.read_lines:,} "
               f"line{'' if kl.read_lines == 1 else 's'} read, {what}: it decrypts nothing",
               file=err)
+    found = {c: k for c, k in keylogs.items() if k is not None and k != args.keylog}
+    if found and not args.quiet:
+        if len(found) == 1:
+            (c, k), = found.items()
+            print(f"{PROG}: using the key log found beside {_display_name(c)}: {k} "
+                  "(--no-auto-keylog: do not)", file=err)
+        else:
+            print(f"{PROG}: using the key logs found beside {len(found)} of the "
+                  f"{len(keylogs)} captures (X.keys next to X.pcapng; --no-auto-keylog: do "
+                  "not)", file=err)
     return 0
 
 

@@ -34,8 +34,8 @@ if [ ${#need[@]} -gt 0 ]; then
     exit 1
   fi
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  say "installing system packages with apt: ${need[*]} (1-3 min; if another apt or dpkg" \
-      "holds the dpkg lock, waits up to ${LOCK_WAIT_S} s for it)"
+  say "installing system packages with apt: ${need[*]} (a minute or two, mostly downloads;" \
+      "if another apt or dpkg holds the dpkg lock, waits up to ${LOCK_WAIT_S} s for it)"
   echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections || true
   # DPkg::Lock::Timeout makes apt wait for the dpkg lock; apt-get update's lock on the package
   # lists is waited for here (every 10 s, at most LOCK_WAIT_S in all)
@@ -74,11 +74,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 if [ "${1:-}" = "--test" ]; then
-  say "installing pcaptools and its test dependencies into .venv with pip (2-4 min the first" \
-      "time, seconds when they are there)"
+  say "installing pcaptools and its test dependencies into .venv with pip (a few minutes the" \
+      "first time, mostly downloads; seconds when they are there)"
 else
-  say "installing pcaptools and its dependencies into .venv with pip (about 1 min the first" \
-      "time, seconds when they are there)"
+  say "installing pcaptools and its dependencies into .venv with pip (about a minute the first" \
+      "time, mostly downloads; seconds when they are there)"
 fi
 .venv/bin/python -m pip install -q --upgrade "pip>=25.1"
 if [ "${1:-}" = "--test" ]; then

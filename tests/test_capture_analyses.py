@@ -5,6 +5,7 @@ return the same tables; ``disconnects()`` prints its connection counts, also whe
 from __future__ import annotations
 
 import inspect
+import json
 
 import pandas as pd
 import pytest
@@ -54,8 +55,13 @@ def test_same_options_as_the_function(method: object, function: object, skip: in
 
 
 def test_same_tables_as_the_functions(ws: Capture, h2: Capture) -> None:
-    pd.testing.assert_frame_equal(h2.latency(), stream_latency(h2))
-    assert len(h2.latency()) == 1 and h2.latency()["ttft_ms"].notna().all()
+    lat = h2.latency()
+    pd.testing.assert_frame_equal(lat, stream_latency(h2))
+    # the recorded plan: one row per request, the chat ones with their scripted token counts
+    plan = json.loads((CAPTURES / "h2-sse-chat.pcapng.facts.json").read_text())["truth"]["plan"]
+    assert len(lat) == len(plan)
+    chats = sorted(int(r["lab"]["tokens"]) for r in plan if "lab" in r)
+    assert sorted(lat.loc[lat["ttft_ms"].notna(), "token_events"].astype(int)) == chats
     pd.testing.assert_frame_equal(ws.disconnects(idle_gap_s=5), disconnects(ws, idle_gap_s=5))
     pd.testing.assert_frame_equal(h2.overhead(by_direction=True), overhead(h2, by_direction=True))
     hb = ws.heartbeats()

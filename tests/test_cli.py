@@ -101,7 +101,8 @@ def test_unreadable_keylog_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture
     src = ROOT_CAPTURES / "http1-basic.pcap"
     if not src.is_file():
         pytest.skip("captures/http1-basic.pcap is absent")
-    code = cli.main([str(src), "--keylog", str(tmp_path / "missing.keys"), "-q", "-o", str(tmp_path / "r.html")])
+    code = cli.main([str(src), "--keylog", str(tmp_path / "missing.keys"), "-q",
+                     "-o", str(tmp_path / "r.html")])
     assert code == 1
     err = capsys.readouterr().err
     assert err.startswith("pcap-report: error: ") and "missing.keys" in err

@@ -22,6 +22,23 @@ pytestmark = pytest.mark.skipif(not (H2.is_file() and WS.is_file()),
                                 reason="shipped captures absent")
 
 
+@pytest.fixture
+def no_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The HTML report replaced by a stub (these tests read stderr, the JSON and the index;
+    the report itself is tested in tests/report): a CLI run takes a fraction of the time."""
+    import pcaptools.report as report
+
+    def write(cap: object, out: object, *a: object, **kw: object) -> dict[str, object]:
+        Path(str(out)).write_text("<!DOCTYPE html>stub\n", encoding="utf-8")
+        return {}  # no index facts (write_report returns what the directory index shows)
+
+    def write_two(a: object, b: object, out: object, *x: object, **kw: object) -> None:
+        Path(str(out)).write_text("<!DOCTYPE html>stub\n", encoding="utf-8")
+
+    monkeypatch.setattr(cli, "write_report", write)
+    monkeypatch.setattr(report, "write_comparison", write_two)
+
+
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     code = cli.main(argv)
     return code, capsys.readouterr().err
@@ -38,7 +55,9 @@ def test_keylog_beside_the_capture_is_found(suffix: str, tmp_path: Path) -> None
     assert cli.keylog_beside("-") is None
 
 
-def test_keylog_beside_is_used_and_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_keylog_beside_is_used_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_report: None
+) -> None:
     cap = tmp_path / "chat.pcapng"
     shutil.copy(H2, cap)
     shutil.copy(H2.with_suffix(".keys"), tmp_path / "chat.keys")
@@ -121,7 +140,9 @@ def test_workers_0_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert "argument --workers: 0 is not at least 1" in capsys.readouterr().err
 
 
-def test_directory_key_logs_and_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_directory_key_logs_and_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:  # the real reports: the index shows what they computed
     src = tmp_path / "in"
     src.mkdir()
     for p in (H2, H2.with_suffix(".keys"), WS):
@@ -153,7 +174,7 @@ def test_directory_key_logs_and_index(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_compare_uses_each_capture_s_own_key_log(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_report: None
 ) -> None:
     a, b = tmp_path / "a.pcapng", tmp_path / "b.pcapng"
     shutil.copy(H2, a)
