@@ -32,7 +32,9 @@ How rows are chosen:
    match an IP ``host`` / ``port`` filter and whose SNI matches ``sni`` / a ``host`` name
    (``stream`` matches none: it names TCP connections); **quic_packets** / **quic_frames**:
    the packets / frames of the kept QUIC connections inside the window, and ``packets``
-   keeps their frames.
+   keeps their frames; the HTTP/3 tables (``http3_*``): the rows of the kept QUIC
+   connections (``http3_frames`` / ``http3_sse_events``: inside the window; streams and
+   connections whole).
 6. **coverage**: the rows of the kept connections, and the UDP / other rows whose addresses or
    ports match an IP ``host`` / ``port`` filter (all of them without a connection filter) and,
    with a time window and a packets table, that have a kept frame. Rows stay whole (a flow
@@ -93,6 +95,9 @@ class Rule:
 
 #: tables cut by time as well as by connection (one row per packet or per event of a packet)
 _PER_PACKET: dict[str, str] = {"packets": "ts", "tcp_events": "ts", "warnings": "ts"}
+QUIC_TABLES = ("quic_connections", "quic_packets", "quic_frames", "http3_connections",
+               "http3_frames", "http3_streams", "http3_sse_events")
+"""the tables keyed by ``quic_connection`` (cut by the kept QUIC connections, not tcp_stream)"""
 
 
 def rule_for(schema: TableSchema) -> Rule | None:
@@ -107,7 +112,7 @@ def rule_for(schema: TableSchema) -> Rule | None:
         return Rule(None, None, "dns")
     if schema.name == "coverage":
         return Rule("tcp_stream", None, "coverage")
-    if schema.name in ("quic_connections", "quic_packets", "quic_frames"):
+    if schema.name in QUIC_TABLES:
         return Rule(None, None, "quic")
     if schema.name in _PER_PACKET:
         if "tcp_stream" not in names or _PER_PACKET[schema.name] not in names:
@@ -455,7 +460,7 @@ def subset(
 
     # dns first (packets keep its frames), then packets (warnings follow their frames)
     # (and the QUIC tables: packets keeps their frames too)
-    first = {"dns": 0, "quic_connections": 1, "quic_packets": 2, "quic_frames": 2, "packets": 3}
+    first = {"dns": 0, "quic_connections": 1, **dict.fromkeys(QUIC_TABLES[1:], 2), "packets": 3}
     order = sorted(cap.tables, key=lambda n: first.get(n, 4))
     dns_frames: set[int] = set()
     quic_kept: set[int] = set()
@@ -468,12 +473,12 @@ def subset(
             for col in ("query_frame", "response_frame", "frame"):
                 dns_frames.update(int(x) for x in tables[name][col].dropna().tolist())
             continue
-        if name in ("quic_connections", "quic_packets", "quic_frames") and len(df):
-            keep = _quic_mask(df, f, quic_kept)
+        if name in QUIC_TABLES and len(df):
+            keep = _quic_mask(name, df, f, quic_kept)
             tables[name] = df[keep.to_numpy(dtype=bool)].reset_index(drop=True)
             if name == "quic_connections":
                 quic_kept = {int(x) for x in tables[name]["quic_connection"].tolist()}
-            else:
+            elif "frame" in df.columns:
                 dns_frames.update(int(x) for x in tables[name]["frame"].tolist())
             continue
         rule = rules.get(name)
@@ -492,12 +497,13 @@ def subset(
     return type(cap)(summary, tables)
 
 
-def _quic_mask(df: pd.DataFrame, f: _Filter, kept: set[int]) -> pd.Series:
-    """quic_connections: the filters on its addresses, ports and SNI, and the window;
-    quic_packets / quic_frames: the rows of the ``kept`` connections inside the window."""
-    if "ts" in df.columns:  # quic_packets, quic_frames
+def _quic_mask(name: str, df: pd.DataFrame, f: _Filter, kept: set[int]) -> pd.Series:
+    """quic_connections: the filters on its addresses, ports and SNI, and the window; the
+    other QUIC and HTTP/3 tables: the rows of the ``kept`` connections (inside the window when
+    the rows are packets, frames or events: they have a ``ts``)."""
+    if name != "quic_connections":
         ok = df["quic_connection"].isin(kept).astype(bool)
-        return ok & _in_window(df["ts"], f)
+        return ok & _in_window(df["ts"], f) if "ts" in df.columns else ok
     ok = pd.Series(f.streams is None, index=df.index)
     if f.host_ip is not None:
         ok &= (df["client_addr"].eq(f.host_ip) | df["server_addr"].eq(f.host_ip)).fillna(

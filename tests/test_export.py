@@ -73,13 +73,13 @@ def test_to_csv(demo: pcaptools.Capture, tmp_path: Path) -> None:
     first = dict(zip(lines[0].split(","), lines[1].split(","), strict=True))
     c0 = demo.connections.iloc[0]
     assert (first["tcp_stream"], first["client_port"], first["server_port"]) == (
-        "0", str(c0["client_port"]), "80")
+        "0", str(c0["client_port"]), "8443")  # the demo's first connection: its wss WebSocket
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{9}\+00:00", first["first_ts"])
     assert pd.Timestamp(first["first_ts"]) == c0["first_ts"]  # nanoseconds kept
     assert len(pd.read_csv(written["packets"])) == DEMO_FRAMES
     # an empty table is a header line only
-    assert written["tls_records"].read_text().splitlines() == [
-        ",".join(pcaptools.TABLES["tls_records"].names)]
+    assert written["dns"].read_text().splitlines() == [
+        ",".join(pcaptools.TABLES["dns"].names)]
 
 
 def test_csv_header_lists_are_json(corpus: Path, tmp_path: Path) -> None:
@@ -107,8 +107,8 @@ def test_partitions_by_capture(demo: pcaptools.Capture, tmp_path: Path) -> None:
     only = export.read_table(ds, "tcp_events", captures=["odd name=1/2.pcap"])
     assert len(only) == len(reset.tcp_events)
     # empty in both captures: still the table's columns
-    tls = export.read_table(ds, "tls_records")
-    assert len(tls) == 0 and list(tls.columns)[1:] == pcaptools.TABLES["tls_records"].names
+    dns = export.read_table(ds, "dns")
+    assert len(dns) == 0 and list(dns.columns)[1:] == pcaptools.TABLES["dns"].names
     summ = export.read_table(ds, "captures")
     assert summ.set_index("capture")["frames"].to_dict() == {
         "demo.pcapng": DEMO_FRAMES, "odd name=1/2.pcap": tshark_counts("tcp-reset.pcap")[0]}

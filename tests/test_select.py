@@ -352,3 +352,23 @@ def test_no_filter_copies_everything() -> None:
 def test_bad_filters_raise_value_error(kw: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(".", r"\.")):
         _cap("demo.pcapng").subset(**kw)
+
+
+def test_http3_rows_follow_their_quic_connections() -> None:
+    """HTTP/3 rows are keyed by quic_connection: an SNI or time filter keeps those of the kept
+    QUIC connections, a tcp.stream filter (TCP only) none; the second connection of
+    h3-sse-chat (the 0-RTT one) is cut out by a window that ends before it starts."""
+    path = CAPTURES / "h3-sse-chat.pcapng"
+    if not path.is_file():
+        pytest.skip("shipped captures absent")
+    cap = pcaptools.load(path, keylog=path.with_suffix(".keys"))
+    assert cap.http3_streams["quic_connection"].tolist() == [0, 0, 0, 1, 1]
+    by_sni = cap.subset(sni="lab.test")
+    for name in ("http3_connections", "http3_frames", "http3_streams", "http3_sse_events"):
+        assert len(getattr(by_sni, name)) == len(getattr(cap, name)) > 0, name
+    assert len(cap.subset(stream=0).http3_streams) == 0
+    second = cap.quic_connections["first_ts"].iloc[1]
+    early = cap.subset(end=second - pd.Timedelta(1, "ns"))
+    assert early.http3_streams["quic_connection"].tolist() == [0, 0, 0]
+    assert set(early.http3_sse_events["quic_connection"]) == {0}
+    assert early.http3_sse_events["ts"].max() < second

@@ -123,11 +123,13 @@ def test_rows_are_written_while_reading(tmp_path: Path) -> None:
         first = pq.ParquetFile(cap.paths[table]).metadata.row_group(0).num_rows
         assert 64 <= first < len(getattr(ref, table)), table
     # per-connection tables are held in memory, the others read from their file (the QUIC
-    # tables are built at the end, not streamed, for now: issue #15)
+    # and HTTP/3 tables are built at the end, not streamed, for now: issue #15)
     assert set(cap._memory) == {"connections", "tcp_handshakes", "tls_handshakes",
                                 "http2_connections", "ws_connections", "ws_heartbeats", "dns",
                                 "icmp_errors", "path_mtu", "warnings", "coverage", "tcp_losses",
-                                "quic_connections", "quic_packets", "quic_frames"}
+                                "quic_connections", "quic_packets", "quic_frames",
+                                "http3_connections", "http3_frames", "http3_streams",
+                                "http3_sse_events"}
     # part of a table: columns and pyarrow filters
     part = cap.read("packets", columns=["frame", "tcp_stream", "flags"],
                     filters=[("tcp_stream", "==", 3)])
