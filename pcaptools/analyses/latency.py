@@ -478,50 +478,32 @@ def _h1_filter(stream: int, req_frame: Any, resp_frame: Any) -> str:
     return f
 
 
-def _h2_rows(st: pd.DataFrame, h2c: pd.DataFrame) -> pd.DataFrame:
-    if len(st) == 0:
-        return st
-    st = st[st["end_reason"].astype("string").ne("idle").fillna(True)].reset_index(drop=True)
-    if len(st) == 0:
-        return st
-    req_ts = st["request_ts"].fillna(st["first_ts"])
-    start = h2c.set_index("tcp_stream")["start"].astype("string")
-    conn_start = np.array([start.get(int(s), "mid_stream") for s in st["tcp_stream"]], dtype=object)
-    # order of the streams on their connection, by request time then stream id
+def _rank_on_connection(conn: pd.Series, req_ts: pd.Series, stream_id: pd.Series) -> np.ndarray:
+    """Position (1, 2...) of each stream on its connection, by request time then stream id."""
     tmp = pd.DataFrame(
         {
-            "s": st["tcp_stream"].to_numpy(np.int64),
+            "s": conn.to_numpy(np.int64),
             "t": _sort_key(_ns(req_ts)),
-            "id": st["stream_id"].to_numpy(np.int64),
+            "id": stream_id.to_numpy(np.int64),
         }
     )
-    rank = (
-        tmp.sort_values(["s", "t", "id"])
-        .groupby("s")
-        .cumcount()
-        .add(1)
-        .reindex(tmp.index)
-        .to_numpy()
+    return (
+        tmp.sort_values(["s", "t", "id"]).groupby("s").cumcount().add(1)
+        .reindex(tmp.index).to_numpy()
     )
-    reused: list[bool | None] = []
-    position: list[int | None] = []
-    for r, cs in zip(rank, conn_start, strict=True):
-        if cs == "upgrade":  # the HTTP/1.1 Upgrade request came first
-            reused.append(True)
-            position.append(None)
-        elif cs == "preface":
-            reused.append(bool(r > 1))
-            position.append(int(r))
-        else:  # mid-stream: earlier streams may not have been captured
-            reused.append(True if r > 1 else None)
-            position.append(None)
+
+
+def _multiplexed_rows(st: pd.DataFrame, *, protocol: str, req_ts: pd.Series,
+                      position: list[int | None], reused: list[bool | None],
+                      ended: np.ndarray, tcp_stream: Any, quic_connection: Any,
+                      wireshark_filter: list[str]) -> pd.DataFrame:
+    """The stream_latency rows of an HTTP/2 or HTTP/3 streams table (same column names)."""
     reason = st["end_reason"].astype("string")
-    ended = ~reason.isin(_H2_UNENDED).fillna(False)
     return pd.DataFrame(
         {
-            "tcp_stream": st["tcp_stream"].to_numpy(np.int64),
-            "quic_connection": [None] * len(st),
-            "protocol": "HTTP/2",
+            "tcp_stream": tcp_stream,
+            "quic_connection": quic_connection,
+            "protocol": protocol,
             "request_index": [None] * len(st),
             "stream_id": st["stream_id"].to_numpy(dtype=object),
             "method": st["method"].to_numpy(dtype=object),
@@ -539,11 +521,40 @@ def _h2_rows(st: pd.DataFrame, h2c: pd.DataFrame) -> pd.DataFrame:
             "end_ts": st["end_ts"].where(ended, pd.NaT),
             "complete": reason.eq("end_stream").fillna(False).to_numpy(bool),
             "end_reason": reason.to_numpy(dtype=object),
-            "wireshark_filter": [
-                f"tcp.stream eq {int(s)} && http2.streamid eq {int(i)}"
-                for s, i in zip(st["tcp_stream"], st["stream_id"], strict=True)
-            ],
+            "wireshark_filter": wireshark_filter,
         }
+    )
+
+
+def _h2_rows(st: pd.DataFrame, h2c: pd.DataFrame) -> pd.DataFrame:
+    if len(st) == 0:
+        return st
+    st = st[st["end_reason"].astype("string").ne("idle").fillna(True)].reset_index(drop=True)
+    if len(st) == 0:
+        return st
+    req_ts = st["request_ts"].fillna(st["first_ts"])
+    start = h2c.set_index("tcp_stream")["start"].astype("string")
+    conn_start = np.array([start.get(int(s), "mid_stream") for s in st["tcp_stream"]], dtype=object)
+    rank = _rank_on_connection(st["tcp_stream"], req_ts, st["stream_id"])
+    reused: list[bool | None] = []
+    position: list[int | None] = []
+    for r, cs in zip(rank, conn_start, strict=True):
+        if cs == "upgrade":  # the HTTP/1.1 Upgrade request came first
+            reused.append(True)
+            position.append(None)
+        elif cs == "preface":
+            reused.append(bool(r > 1))
+            position.append(int(r))
+        else:  # mid-stream: earlier streams may not have been captured
+            reused.append(True if r > 1 else None)
+            position.append(None)
+    ended = ~st["end_reason"].astype("string").isin(_H2_UNENDED).fillna(False)
+    return _multiplexed_rows(
+        st, protocol="HTTP/2", req_ts=req_ts, position=position, reused=reused,
+        ended=ended.to_numpy(bool), tcp_stream=st["tcp_stream"].to_numpy(np.int64),
+        quic_connection=[None] * len(st),
+        wireshark_filter=[f"tcp.stream eq {int(s)} && http2.streamid eq {int(i)}"
+                          for s, i in zip(st["tcp_stream"], st["stream_id"], strict=True)],
     )
 
 
@@ -554,17 +565,7 @@ def _h3_rows(st: pd.DataFrame, quic: pd.DataFrame) -> pd.DataFrame:
     req_ts = st["request_ts"].fillna(st["first_ts"])
     seen = dict(zip(quic["quic_connection"].astype(int), quic["start_seen"].astype(bool),
                     strict=True)) if len(quic) else {}
-    tmp = pd.DataFrame(
-        {
-            "s": st["quic_connection"].to_numpy(np.int64),
-            "t": _sort_key(_ns(req_ts)),
-            "id": st["stream_id"].to_numpy(np.int64),
-        }
-    )
-    rank = (
-        tmp.sort_values(["s", "t", "id"]).groupby("s").cumcount().add(1)
-        .reindex(tmp.index).to_numpy()
-    )
+    rank = _rank_on_connection(st["quic_connection"], req_ts, st["stream_id"])
     reused: list[bool | None] = []
     position: list[int | None] = []
     for r, c in zip(rank, st["quic_connection"], strict=True):
@@ -574,35 +575,14 @@ def _h3_rows(st: pd.DataFrame, quic: pd.DataFrame) -> pd.DataFrame:
         else:  # the capture started inside the connection
             reused.append(True if r > 1 else None)
             position.append(None)
-    reason = st["end_reason"].astype("string")
-    ended = reason.ne("open_at_end").fillna(False)
-    return pd.DataFrame(
-        {
-            "tcp_stream": [None] * len(st),
-            "quic_connection": st["quic_connection"].to_numpy(np.int64),
-            "protocol": "HTTP/3",
-            "request_index": [None] * len(st),
-            "stream_id": st["stream_id"].to_numpy(dtype=object),
-            "method": st["method"].to_numpy(dtype=object),
-            "host": st["authority"].to_numpy(dtype=object),
-            "path": st["path"].to_numpy(dtype=object),
-            "status": st["status"].to_numpy(dtype=object),
-            "content_type": st["content_type"].to_numpy(dtype=object),
-            "position": position,
-            "reused": reused,
-            "request_frame": st["request_frame"].to_numpy(dtype=object),
-            "request_ts": req_ts,
-            "request_sent_ts": st["request_end_ts"].fillna(req_ts),
-            "response_frame": st["response_headers_frame"].to_numpy(dtype=object),
-            "response_start_ts": st["response_headers_ts"],
-            "end_ts": st["end_ts"].where(ended.to_numpy(bool), pd.NaT),
-            "complete": reason.eq("end_stream").fillna(False).to_numpy(bool),
-            "end_reason": reason.to_numpy(dtype=object),
-            "wireshark_filter": [
-                f"quic.connection.number eq {int(c)} && quic.stream.stream_id eq {int(i)}"
-                for c, i in zip(st["quic_connection"], st["stream_id"], strict=True)
-            ],
-        }
+    ended = st["end_reason"].astype("string").ne("open_at_end").fillna(False)
+    return _multiplexed_rows(
+        st, protocol="HTTP/3", req_ts=req_ts, position=position, reused=reused,
+        ended=ended.to_numpy(bool), tcp_stream=[None] * len(st),
+        quic_connection=st["quic_connection"].to_numpy(np.int64),
+        wireshark_filter=[
+            f"quic.connection.number eq {int(c)} && quic.stream.stream_id eq {int(i)}"
+            for c, i in zip(st["quic_connection"], st["stream_id"], strict=True)],
     )
 
 
