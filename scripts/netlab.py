@@ -12,8 +12,9 @@ Everything here runs as root on Linux and touches only what it creates itself:
   to the namespace (``netns.socket()`` does this for you).
 * ``TapLink`` + ``tap_forward_main()``: a user-space Ethernet link between two namespaces made
   of two TAP devices and a forwarder process that delays frames by a fixed one-way delay, drops
-  TCP frames (and, with ``loss_udp``, UDP datagrams) at random with a *seeded* RNG, can
-  reorder a few frames and can limit the rate with
+  TCP frames (and, with ``loss_udp``, UDP datagrams) at random with a *seeded* RNG, drops
+  chosen TCP frames on purpose (``DropRule``: e.g. the first big server segment after a
+  trigger file appears), can reorder a few frames and can limit the rate with
   a bounded queue.  The kernel here has no netem/tbf qdiscs, which is why this exists.  The
   forwarder writes its statistics and the exact list of frames it dropped / reordered as JSON
   (per frame: its 1-based index among the frames read in that direction, the time since the
@@ -301,6 +302,30 @@ class LinkParams:
     spare_syn: bool = True
     lifetime_s: float = 300.0
     loss_udp: bool = False
+    #: targeted drops (see ``DropRule``), as dicts so the params stay JSON
+    drop_rules: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DropRule:
+    """Drop chosen TCP frames on purpose (``LinkParams.drop_rules`` holds ``asdict()`` of these).
+
+    The rule drops the first ``count`` TCP frames going ``direction`` (``a_to_b`` or
+    ``b_to_a``) whose TCP payload is at least ``min_len`` bytes (and, when ``src_port`` is not
+    0, come from that port), counted from the moment the file ``arm_file`` exists (at once
+    when it is empty).  A sender creates ``arm_file`` just before writing the segment it wants
+    lost, so a scripted event can lose one specific segment (e.g. the last one of a
+    response).  Every frame a rule drops is logged under ``targeted_drops`` in the statistics
+    with the rule's ``name``, the wall-clock time (``t_epoch``, the capture clock) and the
+    same fields as the random drops.  Targeted drops apply to SYNs too, if asked.
+    """
+
+    name: str
+    direction: str = "b_to_a"
+    min_len: int = 1
+    count: int = 1
+    arm_file: str = ""
+    src_port: int = 0
 
 
 @dataclass(slots=True)
@@ -711,6 +736,8 @@ class _DirStats:
     udp_lost: int = 0
     dropped_datagrams: list[dict[str, Any]] = field(default_factory=list)
     reordered_segments: list[dict[str, Any]] = field(default_factory=list)
+    targeted_lost: int = 0
+    targeted_drops: list[dict[str, Any]] = field(default_factory=list)
 
 
 def tap_forward_main(argv: Sequence[str]) -> int:
@@ -738,6 +765,12 @@ def tap_forward_main(argv: Sequence[str]) -> int:
     signal.signal(signal.SIGINT, on_signal)
     print("ready", flush=True)
 
+    rules: tuple[list[list[Any]], list[list[Any]]] = ([], [])  # per direction: [rule, left]
+    for raw in p.drop_rules:
+        rule = DropRule(**raw)
+        if rule.direction not in ("a_to_b", "b_to_a") or rule.count < 1:
+            raise LabError(f"bad drop rule {raw!r}")
+        rules[0 if rule.direction == "a_to_b" else 1].append([rule, rule.count])
     delay = p.delay_ms / 1000.0
     losses = (p.loss_ab, p.loss_ba)
     rngs = (random.Random(p.seed * 2 + 0), random.Random(p.seed * 2 + 1))
@@ -785,6 +818,26 @@ def tap_forward_main(argv: Sequence[str]) -> int:
                 idx = st.frames_in
                 info = _tcp_info(frame)
                 is_syn = info is not None and bool(info[3] & 0x02)
+                hit = None
+                if rules[d] and info is not None:
+                    for r in rules[d]:
+                        rule = r[0]
+                        if (r[1] > 0 and info[2] >= rule.min_len
+                                and (not rule.src_port or info[0].split(">")[0].endswith(
+                                    f":{rule.src_port}"))
+                                and (not rule.arm_file or os.path.exists(rule.arm_file))):
+                            r[1] -= 1
+                            hit = rule
+                            break
+                if hit is not None and info is not None:
+                    st.targeted_lost += 1
+                    if len(st.targeted_drops) < max_list:
+                        st.targeted_drops.append({
+                            "rule": hit.name, "frame_index": idx,
+                            "t_rel_ms": round((now - t0) * 1000, 3), "t_epoch": time.time(),
+                            "flow": info[0], "seq": info[1], "ack": info[4], "len": info[2],
+                            "flags": f"0x{info[3]:02x}"})
+                    continue
                 if (info is not None and not (is_syn and p.spare_syn) and losses[d] > 0
                         and rngs[d].random() < losses[d]):
                     st.lost += 1

@@ -31,9 +31,11 @@ import argparse
 import contextlib
 import functools
 import hashlib
+import itertools
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -4413,7 +4415,9 @@ def write_readme(out_dir: Path) -> Path:
     """captures/README.md: one table per capture, built from the facts files."""
     facts = []
     for p in sorted(out_dir.glob("*.facts.json")):
-        facts.append(json.loads(p.read_text()))
+        f = json.loads(p.read_text())
+        if "schema" in f:  # not slow-causes.facts.json (its own shape, agreed for #16)
+            facts.append(f)
     lines = [
         "# Test captures recorded from real traffic",
         "",
@@ -4580,6 +4584,10 @@ def _readme_section(f: dict[str, Any]) -> list[str]:
             ls += (f"; the link dropped {c2s.get('lost')} client->server and {s2c.get('lost')} "
                    f"server->client TCP frames and reordered {c2s.get('reordered', 0)} / "
                    f"{s2c.get('reordered', 0)}")
+        targeted = [d["rule"] for k in (c2s, s2c) for d in k.get("targeted_drops") or []]
+        if targeted:
+            ls += (f"; drop rules (netlab.DropRule) dropped {len(targeted)} chosen frame(s) "
+                   f"on purpose: {', '.join(targeted)}")
     elif link.get("kind") == "veth":
         ls = "veth pair (gso_max_segs 1, so MTU-sized segments), no delay, no loss"
     else:
@@ -4719,6 +4727,555 @@ def main(argv: list[str] | None = None) -> int:
     for f in failures:
         print(f"  - {f}")
     return 1 if failures else 0
+
+
+# =========================================================================== slow causes (#16)
+
+SLOWKIT = SCRIPTS / "servers" / "slowkit.py"
+SLOW_NAME = "slow-causes.pcapng"
+SLOW_FACTS = "slow-causes.facts.json"
+SLOW_DELAY_MS = 20.0
+SLOW_EVERY_MS = 40.0
+#: client port per connection (fixed, so re-recording gives the same endpoints)
+SLOW_PORTS = {"A": 50001, "B": 50002, "C": 50003}
+SLOW_PAD = 700  # bytes of the SSE event whose segment a drop rule loses (others are 160)
+#: the token whose first segment the fast-retransmit rule loses: 4000 bytes (three segments,
+#: so with the other streams' tokens right behind it the client sends >= 3 duplicate ACKs at
+#: once and the sender's RACK retransmits at the third, as classic fast retransmit does)
+SLOW_BIG_TOKEN = 4000
+
+
+def slow_plan() -> list[dict[str, Any]]:
+    """The client plan of slow-causes (three connections, one after the other).
+
+    A: three concurrent token streams (40 ms cadence, their tokens go out together); stream
+    3's server pauses 800 ms after token 18; about 1.5 s later the first segment of stream 1's
+    token 55 (4000 bytes, three segments) is dropped with the rest of it and the other two
+    streams' tokens right behind it (fast retransmit, three streams blocked); then, alone on
+    the connection, stream 7's last segment is dropped (tail loss).  B: a 384 KiB download
+    into a small SO_RCVBUF; the client stops reading for 1.5 s after 64 KiB (zero window).
+    C: SETTINGS_INITIAL_WINDOW_SIZE 4096; the client sends stream 1's WINDOW_UPDATE 800 ms
+    after its window ran out, stream 3 is acked normally.
+    """
+    tok = {"every_ms": SLOW_EVERY_MS, "headers_ms": 50, "first_ms": 150, "size": 160}
+    return [
+        {"name": "A", "local_port": SLOW_PORTS["A"], "close_after_ms": 7500,
+         "connection_window": 16 << 20, "requests": [
+             {"id": "a1", "at_ms": 0, "method": "POST",
+              "lab": {**tok, "tokens": 90, "arm_at": 55, "arm": "loss-a",
+                      "pad": SLOW_BIG_TOKEN}},
+             {"id": "a2", "at_ms": 2, "method": "POST",
+              "lab": {**tok, "tokens": 80, "pause_after": 18, "pause_ms": 800}},
+             {"id": "a3", "at_ms": 4, "method": "POST", "lab": {**tok, "tokens": 90}},
+             {"id": "a4", "at_ms": 5200, "method": "POST",
+              "lab": {**tok, "tokens": 12, "arm_at": 12, "arm": "tail-a", "pad": SLOW_PAD}}]},
+        {"name": "B", "local_port": SLOW_PORTS["B"], "close_after_ms": 4000,
+         "rcvbuf": 16384, "initial_window": 4 << 20, "connection_window": 16 << 20,
+         "requests": [
+             {"id": "b1", "at_ms": 0, "method": "GET", "path": "/v1/files/large.bin",
+              "query": {"bytes": 393216},
+              "stop_reading": {"after_bytes": 65536, "for_ms": 1500}}]},
+        {"name": "C", "local_port": SLOW_PORTS["C"], "close_after_ms": 4000,
+         "initial_window": 4096, "connection_window": 16 << 20, "requests": [
+             {"id": "c1", "at_ms": 0, "method": "POST", "lab": {**tok, "tokens": 60},
+              "late_window_update_ms": 800},
+             {"id": "c2", "at_ms": 20, "method": "POST", "lab": {**tok, "tokens": 60}}]},
+    ]
+
+
+_SLOW_FIELDS = (
+    "frame.number", "frame.time_epoch", "tcp.stream", "tcp.srcport", "tcp.dstport", "tcp.len",
+    "tcp.seq_raw", "tcp.window_size", "tcp.analysis.retransmission",
+    "tcp.analysis.fast_retransmission", "tcp.analysis.duplicate_ack",
+    "tcp.analysis.out_of_order", "tcp.analysis.spurious_retransmission",
+    "tcp.analysis.zero_window", "tcp.analysis.zero_window_probe", "tcp.analysis.keep_alive",
+    "tcp.analysis.window_full", "tcp.analysis.window_update", "tcp.analysis.lost_segment",
+    "http2.type", "http2.streamid", "http2.window_update.window_size_increment",
+    "http2.headers.method",
+)
+
+
+def slow_tshark_frames(path: Path, keylog: Path) -> list[dict[str, Any]]:
+    """Every TCP frame of ``path`` as tshark 4.0 sees it (decrypted with ``keylog``): number,
+    time, stream, ports, length, raw seq, window, the analysis flags set, and the HTTP/2
+    frames it completes as (type, stream id) pairs."""
+    env, tmp = _tshark_env()
+    with tmp:
+        args = ["tshark", "-n", "-r", str(path), "-o", f"tls.keylog_file:{keylog}",
+                "-Y", "tcp", "-T", "fields", "-E", "separator=\t", "-E", "occurrence=a",
+                "-E", "aggregator=|"]
+        for f in _SLOW_FIELDS:
+            args += ["-e", f]
+        res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300,
+                             check=False)
+    out = []
+    for line in res.stdout.splitlines():
+        col = dict(zip(_SLOW_FIELDS, line.split("\t") + [""] * len(_SLOW_FIELDS),
+                       strict=False))
+        types = [int(x) for x in col["http2.type"].split("|") if x]
+        sids = [int(x) for x in col["http2.streamid"].split("|") if x]
+        flags = {f.rsplit(".", 1)[1] for f in _SLOW_FIELDS
+                 if f.startswith("tcp.analysis.") and col[f]}
+        out.append({"frame": int(col["frame.number"]), "t": float(col["frame.time_epoch"]),
+                    "stream": int(col["tcp.stream"]), "sport": int(col["tcp.srcport"]),
+                    "dport": int(col["tcp.dstport"]), "len": int(col["tcp.len"] or 0),
+                    "seq": int(col["tcp.seq_raw"] or 0),
+                    "win": int(col["tcp.window_size"] or 0), "flags": sorted(flags),
+                    "h2": list(zip(types, sids, strict=False)),
+                    "h2_requests": len([x for x in col["http2.headers.method"].split("|")
+                                        if x])})
+    return out
+
+
+def parse_tcptrace(text: str) -> list[dict[str, Any]]:
+    """``tcptrace -l -r -n`` output: per connection its two hosts and the two columns of
+    numbers (``a_to_b`` / ``b_to_a``; keys as tcptrace prints them, a unit after the key when
+    tcptrace gives one: ``RTT avg (ms)``, ``initial window (pkts)``)."""
+    conns: list[dict[str, Any]] = []
+    unit = r"(?: (ms|bytes|pkts|times|secs|Bps))?"
+    pat = re.compile(r"^\s*([^:]+?):\s+(\S+)" + unit + r"\s+([^:]+?):\s+(\S+)" + unit + r"\s*$")
+    cur: dict[str, Any] | None = None
+    for line in text.splitlines():
+        m = re.match(r"^TCP connection (\d+):", line)
+        if m:
+            cur = {"index": int(m.group(1)), "a_to_b": {}, "b_to_a": {}}
+            conns.append(cur)
+            continue
+        if cur is None:
+            continue
+        m = re.match(r"^\s+host ([a-z]+):\s+(\S+)", line)  # a/b, then c/d, ...
+        if m:
+            cur["host_b" if "host_a" in cur else "host_a"] = m.group(2)
+            continue
+        m = pat.match(line)
+        if m and not line.strip().startswith("a->b"):
+            for key, val, un, side in ((m.group(1), m.group(2), m.group(3), "a_to_b"),
+                                        (m.group(4), m.group(5), m.group(6), "b_to_a")):
+                k = key.strip() + (f" ({un})" if un else "")
+                try:
+                    v: Any = float(val) if "." in val else int(val)
+                except ValueError:
+                    v = val
+                cur[side].setdefault(k, v)
+    return conns
+
+
+def slow_tcptrace(path: Path) -> dict[str, Any]:
+    """The ``tcptrace`` section of the slow-causes facts (see SLOW_FACTS)."""
+    res = subprocess.run(["tcptrace", "-l", "-r", "-n", str(path)], capture_output=True,
+                         text=True, timeout=120, check=False)
+    out: dict[str, Any] = {"version": netlab.tool_version(["tcptrace", "-v"]).replace(
+        "Version: ", ""), "argv": "tcptrace -l -r -n " + path.name, "connections": []}
+    for c in parse_tcptrace(res.stdout):
+        a, b = c.get("host_a", ""), c.get("host_b", "")
+        # the client is the end that is not the server's :443
+        c2s, s2c = ("a_to_b", "b_to_a") if b.endswith(":443") else ("b_to_a", "a_to_b")
+        client = a if c2s == "a_to_b" else b
+        sv = c[s2c]
+        out["connections"].append({
+            "client_port": int(client.rsplit(":", 1)[1]),
+            "tcptrace_index": c["index"],
+            # the server's data direction: its segments and the client's ACKs for them
+            "direction": "server_to_client",
+            "rtt_samples": sv.get("RTT samples"), "rtt_min_ms": sv.get("RTT min (ms)"),
+            "rtt_max_ms": sv.get("RTT max (ms)"), "rtt_avg_ms": sv.get("RTT avg (ms)"),
+            "rtt_stdev_ms": sv.get("RTT stdev (ms)"),
+            "rtt_3whs_ms": sv.get("RTT from 3WHS (ms)"),
+            "rexmt_data_pkts": sv.get("rexmt data pkts"),
+            "rexmt_data_bytes": sv.get("rexmt data bytes"),
+            "zwnd_probe_pkts": sv.get("zwnd probe pkts"),
+            "actual_data_pkts": sv.get("actual data pkts"),
+            "unique_bytes_sent": sv.get("unique bytes sent"),
+            "client_zero_win_adv": c[c2s].get("zero win adv (times)"),
+            "client_duplicate_acks": c[c2s].get("duplicate acks"),
+            "client_triple_dupacks": c[c2s].get("triple dupacks"),
+            "client_to_server": c[c2s], "server_to_client": c[s2c]})
+    return out
+
+
+def _data_frames(frames: list[dict[str, Any]], stream: int, h2_stream: int
+                 ) -> list[dict[str, Any]]:
+    """Server frames of TCP stream ``stream`` that complete a DATA frame of ``h2_stream``."""
+    return [f for f in frames if f["stream"] == stream and f["sport"] == HTTPS_PORT
+            and (0, h2_stream) in f["h2"]]
+
+
+def _gap_in(fr: list[dict[str, Any]], lo: float, hi: float) -> tuple[dict[str, Any],
+                                                                      dict[str, Any]]:
+    """The two consecutive frames of ``fr`` with the longest gap that starts in [lo, hi]."""
+    best: tuple[float, int] = (-1.0, -1)
+    for i in range(len(fr) - 1):
+        if lo <= fr[i]["t"] <= hi and fr[i + 1]["t"] - fr[i]["t"] > best[0]:
+            best = (fr[i + 1]["t"] - fr[i]["t"], i)
+    if best[1] < 0:
+        raise netlab.LabError(f"no frames between {lo} and {hi}")
+    return fr[best[1]], fr[best[1] + 1]
+
+
+def _counter_deltas(slog: list[dict[str, Any]], t0: float, t1: float) -> dict[str, int]:
+    """Sum of the server's kernel counter changes logged between t0 and t1."""
+    out: dict[str, int] = {}
+    for r in slog:
+        if r["what"] == "kernel_counters_changed" and t0 <= r["t"] <= t1:
+            for k, v in r["delta"].items():
+                out[k] = out.get(k, 0) + v
+    return out
+
+
+def slow_injected(frames: list[dict[str, Any]], slog: list[dict[str, Any]],
+                  clog: list[dict[str, Any]], drops: list[dict[str, Any]],
+                  streams: dict[int, int]) -> list[dict[str, Any]]:
+    """The injected list of the slow-causes facts, measured at the capture point (server).
+
+    ``streams`` maps client port -> tcp.stream.  Raises LabError when an event is missing.
+    """
+    out: list[dict[str, Any]] = []
+
+    def srv(what: str, **match: Any) -> dict[str, Any]:
+        for r in slog:
+            if r["what"] == what and all(r.get(k) == v for k, v in match.items()):
+                return r
+        raise netlab.LabError(f"server log has no {what} {match}")
+
+    def cli(what: str, **match: Any) -> dict[str, Any]:
+        for r in clog:
+            if r["what"] == what and all(r.get(k) == v for k, v in match.items()):
+                return r
+        raise netlab.LabError(f"client log has no {what} {match}")
+
+    # 1. the scripted server pause (A, stream of a2)
+    pa = srv("pause_start", rid="a2")
+    port, sid = pa["conn"], pa["stream"]
+    ts = streams[port]
+    before, after = _gap_in(_data_frames(frames, ts, sid), pa["t"] - 0.2, pa["t"] + 0.2)
+    out.append({
+        "id": "server-pause-a2", "cause": "server_pause", "mechanism": None,
+        "tcp_stream": ts, "client_port": port, "h2_streams": [sid],
+        "start": before["t"], "duration_s": round(after["t"] - before["t"], 6),
+        "frames": [before["frame"], after["frame"]],
+        "source": "tshark (decrypted): the longest gap between two server frames carrying "
+                  "DATA of this stream around the server's logged pause; start = the frame "
+                  "of the last token before the pause, duration = until the frame of the "
+                  "next token (the pause plus one 40 ms token interval)",
+        "detail": {"server_pause_ms": pa["pause_ms"], "server_pause_logged": pa["t"],
+                   "after_token": pa["after_token"]}})
+
+    # 2./3. the two targeted drops
+    for rule, rid, ident in (("fast-retransmit", "a1", "loss-fast-retransmit-a1"),
+                             ("tail-loss", "a4", "loss-tail-a4")):
+        d = next((x for x in drops if x["rule"] == rule), None)
+        if d is None:
+            raise netlab.LabError(f"the forwarder dropped nothing for rule {rule}")
+        port = int(d["flow"].split(">")[1].rsplit(":", 1)[1])
+        ts = streams[port]
+        mine = [f for f in frames if f["stream"] == ts and f["sport"] == HTTPS_PORT]
+        orig = next(f for f in mine if f["seq"] == d["seq"] and f["len"] == d["len"])
+        resend = next((f for f in mine if f["frame"] > orig["frame"] and f["seq"] == d["seq"]
+                       and f["len"] > 0), None)
+        if resend is None:
+            raise netlab.LabError(f"no resend of the segment dropped by {rule}")
+        # the client's duplicate ACKs for the hole: until its first ACK past the lost bytes
+        healed = next((f["frame"] for f in frames if f["stream"] == ts
+                       and f["dport"] == HTTPS_PORT and f["frame"] > resend["frame"]
+                       and "duplicate_ack" not in f["flags"]), resend["frame"])
+        dupacks = [f["frame"] for f in frames if f["stream"] == ts and f["dport"] == HTTPS_PORT
+                   and orig["frame"] < f["frame"] < healed and "duplicate_ack" in f["flags"]]
+        dup_before = [x for x in dupacks if x < resend["frame"]]
+        behind = sorted({s for f in mine if orig["frame"] <= f["frame"] < resend["frame"]
+                         for (ty, s) in f["h2"] if ty == 0})
+        deltas = _counter_deltas(slog, orig["t"] - 0.01, resend["t"] + 0.05)
+        if rule == "fast-retransmit":
+            mech = "fast_retransmit"
+            ok = "fast_retransmission" in resend["flags"] and len(dupacks) >= 3 and \
+                deltas.get("TCPLossProbes", 0) == 0 and deltas.get("TCPTimeouts", 0) == 0
+        elif deltas.get("TCPLossProbes", 0) > 0:
+            mech = "tail_loss_probe"
+            ok = "retransmission" in resend["flags"]
+        elif deltas.get("TCPTimeouts", 0) > 0:
+            mech = "rto"
+            ok = "retransmission" in resend["flags"]
+        else:
+            mech, ok = "unknown", False
+        arm = srv("armed", rid=rid)
+        out.append({
+            "id": ident, "cause": "loss_recovery", "mechanism": mech,
+            "tcp_stream": ts, "client_port": port, "h2_streams": behind,
+            "start": orig["t"], "duration_s": round(resend["t"] - orig["t"], 6),
+            "frames": sorted([orig["frame"], resend["frame"]]),
+            "source": "forwarder drop log (rule " + rule + ": raw seq, length) matched to the "
+                      "capture with tshark: start = the lost segment passing the capture point "
+                      "(the forwarder dropped it after that), duration = until its resend "
+                      "passed it; h2_streams = the streams of every DATA frame from the lost "
+                      "segment up to the resend; mechanism from tshark's flags, the duplicate "
+                      "ACKs and the server's kernel counters (TcpExt) in that window",
+            "detail": {"lost_frame": orig["frame"], "resend_frame": resend["frame"],
+                       "resend_tshark_flags": resend["flags"], "dup_ack_frames": dupacks,
+                       "dup_acks_before_resend": len(dup_before),
+                       "lost_segment_h2": [list(x) for x in orig["h2"]],
+                       "dropped_by_forwarder": d, "server_armed": arm["t"],
+                       "kernel_counter_deltas": deltas, "consistent": ok}})
+
+    # 4. receive window: the client stopped reading (B)
+    sr, rr = cli("stop_reading"), None
+    port = sr["conn"]
+    rr = next(r for r in clog if r["what"] == "resume_reading" and r["conn"] == port)
+    ts = streams[port]
+    data = [f for f in frames if f["stream"] == ts and f["sport"] == HTTPS_PORT
+            and f["len"] > 1 and not {"retransmission", "zero_window_probe", "keep_alive"}
+            & set(f["flags"])]
+    before, after = _gap_in(data, sr["t"] - 0.5, rr["t"] + 0.1)
+    win = [f for f in frames
+           if f["stream"] == ts and before["frame"] <= f["frame"] <= after["frame"]]
+    zw = [f["frame"] for f in win if "zero_window" in f["flags"]]
+    probes = [f["frame"] for f in win if {"zero_window_probe", "keep_alive"} & set(f["flags"])]
+    full = [f["frame"] for f in win if "window_full" in f["flags"]]
+    reopen = next((f["frame"] for f in win if f["dport"] == HTTPS_PORT and f["win"] > 0
+                   and f["frame"] > (zw[-1] if zw else 0)), None)
+    out.append({
+        "id": "receive-window-b1", "cause": "receive_window", "mechanism": None,
+        "tcp_stream": ts, "client_port": port, "h2_streams": [sr["stream"]],
+        "start": before["t"], "duration_s": round(after["t"] - before["t"], 6),
+        "frames": sorted({*full, *zw, *probes, *([reopen] if reopen else [])}),
+        "source": "tshark: the longest gap between server data segments (not probes, not "
+                  "resends) around the client's logged stop/resume reading; frames = window "
+                  "full, the client's zero-window ACKs, the server's probes (tshark calls "
+                  "Linux's zero-window probes keep-alives) and the client's first ACK that "
+                  "opens the window again",
+        "detail": {"client_stop_reading": sr["t"], "client_resume_reading": rr["t"],
+                   "client_pause_ms": sr["for_ms"], "window_full_frames": full,
+                   "zero_window_frames": zw, "probe_frames": probes,
+                   "window_reopened_frame": reopen,
+                   "probe_tshark_flags": sorted({fl for f in win if f["frame"] in probes
+                                                 for fl in f["flags"]})}})
+
+    # 5. HTTP/2 flow control: the late WINDOW_UPDATE (C)
+    we, wu = cli("window_exhausted"), cli("window_update_sent")
+    port, sid = we["conn"], we["stream"]
+    ts = streams[port]
+    wuf = next(f for f in frames if f["stream"] == ts and f["dport"] == HTTPS_PORT
+               and (8, sid) in f["h2"] and f["t"] >= wu["t"] - 0.005)
+    df = _data_frames(frames, ts, sid)
+    before = max((f for f in df if f["frame"] < wuf["frame"]), key=lambda f: f["frame"])
+    after = min((f for f in df if f["frame"] > wuf["frame"]), key=lambda f: f["frame"])
+    blocked = next((r for r in slog if r["what"] == "flow_blocked" and r["conn"] == port
+                    and r["stream"] == sid), None)
+    out.append({
+        "id": "h2-flow-control-c1", "cause": "h2_flow_control", "mechanism": None,
+        "tcp_stream": ts, "client_port": port, "h2_streams": [sid],
+        "start": before["t"], "duration_s": round(after["t"] - before["t"], 6),
+        "frames": [before["frame"], wuf["frame"]],
+        "source": "tshark (decrypted): the last DATA frame of the stream before the client's "
+                  "late WINDOW_UPDATE (it used up the 4096-byte stream window) to the first "
+                  "DATA frame after it; cross-checked with the client's logged window "
+                  "exhaustion / WINDOW_UPDATE times and the server's flow_blocked log",
+        "detail": {"initial_window_size": 4096, "window_update_frame": wuf["frame"],
+                   "last_data_frame": before["frame"], "next_data_frame": after["frame"],
+                   "client_window_exhausted": we["t"], "client_window_update_sent": wu["t"],
+                   "late_ms": wu["late_ms"], "server_flow_blocked": (blocked or {}).get("t")}})
+    return sorted(out, key=lambda e: e["start"])
+
+
+def slow_other_gaps(frames: list[dict[str, Any]], requests: list[dict[str, Any]],
+                    injected: list[dict[str, Any]], limit_s: float) -> list[dict[str, Any]]:
+    """Delivery gaps longer than ``limit_s`` that no injected event explains, at the capture
+    point: between consecutive DATA frames of each token stream (from its first to its last
+    one), and between consecutive server data segments of each connection while one of its
+    responses is under way (from a response's first DATA frame to its last)."""
+    out = []
+
+    def known(ts: int, h2s: int | None, t: float) -> bool:
+        return any(e["tcp_stream"] == ts and (h2s is None or h2s in e["h2_streams"])
+                   and e["start"] - 0.1 <= t <= e["start"] + e["duration_s"]
+                   for e in injected)
+
+    busy: dict[int, list[tuple[float, float]]] = {}
+    for r in requests:
+        fr = _data_frames(frames, r["tcp_stream"], r["h2_stream"])
+        if fr:
+            busy.setdefault(r["tcp_stream"], []).append((fr[0]["t"], fr[-1]["t"]))
+        if not r["tokens"]:
+            continue
+        for a, b in itertools.pairwise(fr):
+            if b["t"] - a["t"] > limit_s and not known(r["tcp_stream"], r["h2_stream"], a["t"]):
+                out.append({"tcp_stream": r["tcp_stream"], "h2_stream": r["h2_stream"],
+                            "after_frame": a["frame"], "gap_s": round(b["t"] - a["t"], 6)})
+    for ts, spans in busy.items():
+        seg = [f for f in frames if f["stream"] == ts and f["sport"] == HTTPS_PORT
+               and f["len"] > 1 and any(lo <= f["t"] <= hi for lo, hi in spans)]
+        for a, b in itertools.pairwise(seg):
+            inside = any(lo <= a["t"] and b["t"] <= hi for lo, hi in spans)
+            if inside and b["t"] - a["t"] > limit_s and not known(ts, None, a["t"]):
+                out.append({"tcp_stream": ts, "h2_stream": None, "after_frame": a["frame"],
+                            "gap_s": round(b["t"] - a["t"], 6)})
+    return out
+
+
+@scenario("slow-causes", outputs=(SLOW_NAME,), attempts=3,
+          summary="HTTP/2 over TLS (python h2 client and server) across a TAP link with 20 ms "
+                  "one-way delay, captured at the server, with five causes of stalls injected "
+                  "at logged times on token streams (SSE, 40 ms cadence): a server pause on "
+                  "one of three concurrent streams, one dropped segment while three streams "
+                  "are active (fast retransmit), a dropped last segment (tail loss), a client "
+                  "that stops reading into a small receive buffer (zero window) and a late "
+                  "HTTP/2 WINDOW_UPDATE on a 4096-byte stream window; the exact list is in "
+                  "slow-causes.facts.json")
+def sc_slow_causes(ctx: Ctx) -> None:
+    arm = ctx.work / "arm"
+    arm.mkdir()
+    rules = [asdict(netlab.DropRule(name="fast-retransmit", direction="b_to_a",
+                                    min_len=SLOW_PAD, src_port=HTTPS_PORT,
+                                    arm_file=str(arm / "loss-a"))),
+             asdict(netlab.DropRule(name="tail-loss", direction="b_to_a", min_len=SLOW_PAD,
+                                    src_port=HTTPS_PORT, arm_file=str(arm / "tail-a")))]
+    link = LinkParams(delay_ms=SLOW_DELAY_MS, seed=1616, lifetime_s=90, drop_rules=rules)
+    c, s, tl = ctx.pair(link=link, hosts={TLS_HOST: SERVER4})
+    # classic dup-ACK fast retransmit at the sender (no RACK), as in h2-sse-lossy
+    s.sysctl("net.ipv4.tcp_recovery", 0)
+    ctx.common["sysctl"] = {"server": {"net.ipv4.tcp_recovery": 0, **{
+        k: sysctl_value(s, k) for k in ("net.ipv4.tcp_early_retrans", "net.ipv4.tcp_sack",
+                                        "net.ipv4.tcp_congestion_control")}}}
+    cert, key = make_cert(ctx)
+    slog_path, clog_path = ctx.work / "slowkit-server.jsonl", ctx.work / "slowkit-client.jsonl"
+    spawn_py(ctx, s, SLOWKIT, ["serve", "--listen", f"{SERVER4}:{HTTPS_PORT}", "--cert",
+                               str(cert), "--key", str(key), "--log", str(slog_path),
+                               "--arm-dir", str(arm), "--lifetime", "60"],
+             name="slowkit-server", lifetime_s=65)
+    netlab.wait_for_port(s, SERVER4, HTTPS_PORT)
+    ctx.common["servers"].append({
+        "kind": "slowkit serve (python h2 over stdlib ssl)", "listen": [f"{SERVER4}:443"],
+        "version": f"h2 {_pkg_version('h2')}",
+        "behaviour": "POST /v1/chat/completions streams SSE tokens on the plan in the "
+                     "request body (pauses, armed drops); GET /v1/files/large.bin?bytes=N"})
+    ctx.capture(s, "eth0", SLOW_NAME, vantage="server", tool="dumpcap")
+    plan = slow_plan()
+    planf, outf, kl = ctx.work / "slow-plan.json", ctx.work / "slow-result.json", \
+        ctx.work / "slow-keys.txt"
+    planf.write_text(json.dumps(plan))
+    ctx.event("slowkit client start")
+    proc = spawn_py(ctx, c, SLOWKIT, ["client", "--connect", f"{SERVER4}:{HTTPS_PORT}",
+                                      "--server-name", TLS_HOST, "--cafile", str(cert),
+                                      "--keylog", str(kl), "--plan", str(planf), "--log",
+                                      str(clog_path), "--out", str(outf), "--deadline", "45"],
+                    name="slowkit-client", lifetime_s=55)
+    rc = wait_proc(proc, 60)
+    ctx.event("slowkit client end", exit=rc)
+    time.sleep(0.3)
+    ctx.stop_capture(SLOW_NAME)
+    ctx.link_stats(tl)
+    ctx.add_keys(SLOW_NAME, kl)
+    if not outf.exists():
+        log = proc.log_path.read_text()[-2000:] if proc.log_path else ""
+        raise netlab.LabError(f"slowkit client wrote no result (exit {rc}): {log}")
+    res = json.loads(outf.read_text())
+    slog, clog = jsonl(slog_path), jsonl(clog_path)
+    keyf = ctx.work / "slow-causes.keys"
+    keyf.write_text("".join(ln + "\n" for ln in ctx.keys[SLOW_NAME]))
+    frames = slow_tshark_frames(ctx.work / SLOW_NAME, keyf)
+    streams: dict[int, int] = {}
+    for f in frames:
+        if f["dport"] == HTTPS_PORT:
+            streams.setdefault(f["sport"], f["stream"])
+    purposes = {
+        "A": "three concurrent token streams (server pause on stream 3, a lost segment "
+             "recovered by fast retransmit), then a lone stream 7 whose last segment is lost",
+        "B": "a 384 KiB download into a 16 KiB SO_RCVBUF; the client stops reading for "
+             "1.5 s (zero window, probes)",
+        "C": "SETTINGS_INITIAL_WINDOW_SIZE 4096: stream 1's WINDOW_UPDATE sent 800 ms late, "
+             "stream 3 healthy"}
+    connections, requests = [], []
+    for cr in res["connections"]:
+        port = cr["client_port"]
+        ts = streams.get(port, -1)
+        connections.append({"client_port": port, "tcp_stream": ts,
+                            "purpose": purposes.get(cr["name"], "")})
+        ctx.conn(client=ep(CLIENT4, port), server=ep(SERVER4, HTTPS_PORT),
+                 end="fin-client-first", via=f"slowkit client (python h2 {res.get('h2')})",
+                 purpose=purposes.get(cr["name"], ""), t_start_ns=int(cr["t_connect"] * 1e9),
+                 tcp_stream=ts)
+        for r in cr["requests"]:
+            toks = r["tokens"]
+            requests.append({
+                "client_port": port, "tcp_stream": ts, "h2_stream": r["h2_stream"],
+                "path": r["path"], "id": r["id"], "method": r["method"],
+                "sent": r["sent"], "headers": r["headers"],
+                "first_token": toks[0]["t"] if toks else None,
+                "last_token": toks[-1]["t"] if toks else None, "tokens": len(toks),
+                "end": r["end"], "status": r["status"], "body_bytes": r["body_bytes"]})
+    drops = (ctx.common["link"].get("server_to_client") or {}).get("targeted_drops", [])
+    injected = slow_injected(frames, slog, clog, drops, streams)
+    other = slow_other_gaps(frames, requests, injected, limit_s=3 * SLOW_EVERY_MS / 1000)
+    largest = max((g["gap_s"] for g in slow_other_gaps(frames, requests, injected, 0.0)),
+                  default=0.0)
+    slow = {
+        "scenario": "slow-causes",
+        "capture": SLOW_NAME,
+        "capture_point": "server",
+        "capture_point_why": "the sender's side sees every lost segment and its resend (a "
+                             "capture at the client cannot show a lost last segment at all: "
+                             "its resend looks like new data), so tshark and tcptrace can "
+                             "mark the retransmissions; the RTT stays visible (SYN/ACK -> ACK "
+                             "and data -> ACK take two link delays)",
+        "link": {"one_way_delay_ms": SLOW_DELAY_MS, "rtt_ms": 2 * SLOW_DELAY_MS,
+                 "kind": "tap+forwarder (scripts/netlab.py)", "random_loss": 0.0,
+                 "mtu": 1500, "framing": "Ethernet",
+                 "targeted_drops": drops,
+                 "sysctl_server": ctx.common["sysctl"]["server"]},
+        "token_cadence_ms": SLOW_EVERY_MS,
+        "connections": connections,
+        "requests": requests,
+        "injected": injected,
+        "other_gaps_over_120ms": other,
+        "largest_other_gap_s": largest,
+        "notes": [
+            "injected is complete: slow_other_gaps() found no other gap over 120 ms (3 token "
+            "intervals) in any token stream's DATA frames, nor in any connection's server "
+            "data segments while a response was under way (largest_other_gap_s is the "
+            "longest gap not explained by an injected event)",
+            "connection B is receive-window limited all along (16 KiB SO_RCVBUF, so tshark "
+            "flags window_full on most flights); its only stall is the injected one",
+            "the loss h2_streams list every stream with a DATA frame completed between the "
+            "lost segment and its resend at the capture point (all of it waits in the "
+            "client's reassembly queue)",
+            "tcptrace numbers are for the server's data direction (server_to_client); "
+            "tcptrace 6.6.7 does not count Linux's zero-window probes (a zero-length segment "
+            "one below snd.una, which tshark calls TCP Keep-Alive) as zwnd probes"],
+        "tcptrace": slow_tcptrace(ctx.work / SLOW_NAME),
+        "plan": plan,
+        "times": "epoch seconds (float), the capture's clock (time.time() on the same host)",
+    }
+    (ctx.out_dir / SLOW_FACTS).write_text(json.dumps(slow, indent=1) + "\n")
+    ctx.truth(SLOW_NAME, slow_facts=SLOW_FACTS, injected=[
+        {k: e[k] for k in ("id", "cause", "mechanism", "tcp_stream", "h2_streams", "start",
+                           "duration_s", "frames")} for e in injected],
+        client_exit=rc)
+    ctx.expect(SLOW_NAME, "tcp.streams", "==", 3)
+    ctx.expect(SLOW_NAME, "tcp.fast_retransmission", ">=", 1)
+    ctx.expect(SLOW_NAME, "tcp.zero_window", ">=", 1)
+
+    def slow_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
+        ev = {e["id"]: e for e in injected}
+        want = {"server-pause-a2": (0.75, 1.0), "loss-fast-retransmit-a1": (0.04, 0.2),
+                "loss-tail-a4": (0.1, 1.5), "receive-window-b1": (0.8, 1.8),
+                "h2-flow-control-c1": (0.75, 1.0)}
+        out = [{"check": f"{k}: injected, stall {lo}-{hi} s", "ok": k in ev and lo <= ev[k][
+            "duration_s"] <= hi and ev[k].get("detail", {}).get("consistent", True),
+                "detail": f"{ev[k]['duration_s'] if k in ev else 'missing'} s, "
+                          f"{ev.get(k, {}).get('mechanism')}"} for k, (lo, hi) in want.items()]
+        fr = ev.get("loss-fast-retransmit-a1", {})
+        out.append({"check": "the fast-retransmitted segment blocked all three streams",
+                    "ok": fr.get("h2_streams") == [1, 3, 5], "detail": f"{fr.get('h2_streams')}"})
+        out.append({"check": "no other token gap over 120 ms", "ok": not other,
+                    "detail": f"{other[:5]}"})
+        n_req = sum(len(c["requests"]) for c in res["connections"])
+        ok_req = all(r["status"] == "200" and r["end"] for c in res["connections"]
+                     for r in c["requests"])
+        out.append({"check": "7 requests, all complete with 200", "ok": n_req == 7 and ok_req,
+                    "detail": f"{n_req} requests"})
+        return out
+    ctx.check(SLOW_NAME, slow_checks)
+    ctx.highlight(SLOW_NAME, "every injected stall with its cause, start, duration and "
+                             "frames is in slow-causes.facts.json (injected); tcptrace's "
+                             "RTT and retransmission numbers too")
 
 
 if __name__ == "__main__":
