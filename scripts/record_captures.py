@@ -4752,7 +4752,7 @@ def slow_plan() -> list[dict[str, Any]]:
     3's server pauses 800 ms after token 18; about 1.5 s later the first segment of stream 1's
     token 55 (4000 bytes, three segments) is dropped with the rest of it and the other two
     streams' tokens right behind it (fast retransmit, three streams blocked); then, alone on
-    the connection, stream 7's last segment is dropped (tail loss).  B: a 384 KiB download
+    the connection, stream 7's last segment is dropped (tail loss).  B: a 256 KiB download
     into a small SO_RCVBUF; the client stops reading for 1.5 s after 64 KiB (zero window).
     C: SETTINGS_INITIAL_WINDOW_SIZE 4096; the client sends stream 1's WINDOW_UPDATE 800 ms
     after its window ran out, stream 3 is acked normally.
@@ -4773,7 +4773,7 @@ def slow_plan() -> list[dict[str, Any]]:
          "rcvbuf": 16384, "initial_window": 4 << 20, "connection_window": 16 << 20,
          "requests": [
              {"id": "b1", "at_ms": 0, "method": "GET", "path": "/v1/files/large.bin",
-              "query": {"bytes": 393216},
+              "query": {"bytes": 262144},
               "stop_reading": {"after_bytes": 65536, "for_ms": 1500}}]},
         {"name": "C", "local_port": SLOW_PORTS["C"], "close_after_ms": 4000,
          "initial_window": 4096, "connection_window": 16 << 20, "requests": [
@@ -5178,7 +5178,7 @@ def sc_slow_causes(ctx: Ctx) -> None:
     purposes = {
         "A": "three concurrent token streams (server pause on stream 3, a lost segment "
              "recovered by fast retransmit), then a lone stream 7 whose last segment is lost",
-        "B": "a 384 KiB download into a 16 KiB SO_RCVBUF; the client stops reading for "
+        "B": "a 256 KiB download into a 16 KiB SO_RCVBUF; the client stops reading for "
              "1.5 s (zero window, probes)",
         "C": "SETTINGS_INITIAL_WINDOW_SIZE 4096: stream 1's WINDOW_UPDATE sent 800 ms late, "
              "stream 3 healthy"}
@@ -5188,10 +5188,18 @@ def sc_slow_causes(ctx: Ctx) -> None:
         ts = streams.get(port, -1)
         connections.append({"client_port": port, "tcp_stream": ts,
                             "purpose": purposes.get(cr["name"], "")})
+        acc = next((r for r in slog if r["what"] == "accepted" and r["conn"] == port), {})
+        tls = {"version": acc.get("tls"), "cipher": acc.get("cipher"),
+               "cipher_id": cipher_id(acc.get("cipher")), "sni": TLS_HOST,
+               "alpn": acc.get("alpn"), "resumed": False, "keys_in_keylog": True,
+               "client_view": {"openssl": res.get("openssl")}}
         ctx.conn(client=ep(CLIENT4, port), server=ep(SERVER4, HTTPS_PORT),
                  end="fin-client-first", via=f"slowkit client (python h2 {res.get('h2')})",
                  purpose=purposes.get(cr["name"], ""), t_start_ns=int(cr["t_connect"] * 1e9),
-                 tcp_stream=ts)
+                 tcp_stream=ts, tls=tls,
+                 requests=[{k: r[k] for k in ("id", "h2_stream", "method", "path", "status",
+                                              "sent", "headers", "end", "body_bytes")}
+                           for r in cr["requests"]])
         for r in cr["requests"]:
             toks = r["tokens"]
             requests.append({

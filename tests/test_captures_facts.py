@@ -104,6 +104,10 @@ def test_facts_connections_and_checks(capture: Path) -> None:
 
 def test_every_facts_file_has_its_capture() -> None:
     for facts in sorted(CAPTURES.glob("*.facts.json")):
+        if facts.name.startswith("slow-") and not facts.name.endswith(".pcapng.facts.json"):
+            # the #16 "injected causes" facts (their own shape): they name their capture
+            assert (CAPTURES / json.loads(facts.read_text())["capture"]).is_file(), facts.name
+            continue
         assert (CAPTURES / facts.name.removesuffix(".facts.json")).is_file(), facts.name
 
 
