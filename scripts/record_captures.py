@@ -4743,6 +4743,7 @@ SLOW_PAD = 700  # bytes of the SSE event whose segment a drop rule loses (others
 #: so with the other streams' tokens right behind it the client sends >= 3 duplicate ACKs at
 #: once and the sender's RACK retransmits at the third, as classic fast retransmit does)
 SLOW_BIG_TOKEN = 4000
+SLOW_THINK_MS = 700  # the client waits this long after a1..a3 ended before it sends a4
 
 
 def slow_plan() -> list[dict[str, Any]]:
@@ -4751,15 +4752,16 @@ def slow_plan() -> list[dict[str, Any]]:
     A: three concurrent token streams (40 ms cadence, their tokens go out together); stream
     3's server pauses 800 ms after token 18; about 1.5 s later the first segment of stream 1's
     token 55 (4000 bytes, three segments) is dropped with the rest of it and the other two
-    streams' tokens right behind it (fast retransmit, three streams blocked); then, alone on
-    the connection, stream 7's last segment is dropped (tail loss).  B: a 256 KiB download
+    streams' tokens right behind it (fast retransmit, three streams blocked); the client sends
+    the next request only 700 ms after those three responses ended (client pause), and that
+    stream 7's last segment is dropped, alone on the connection (tail loss).  B: a 256 KiB download
     into a small SO_RCVBUF; the client stops reading for 1.5 s after 64 KiB (zero window).
     C: SETTINGS_INITIAL_WINDOW_SIZE 4096; the client sends stream 1's WINDOW_UPDATE 800 ms
     after its window ran out, stream 3 is acked normally.
     """
     tok = {"every_ms": SLOW_EVERY_MS, "headers_ms": 50, "first_ms": 150, "size": 160}
     return [
-        {"name": "A", "local_port": SLOW_PORTS["A"], "close_after_ms": 7500,
+        {"name": "A", "local_port": SLOW_PORTS["A"], "close_after_ms": 7000,
          "connection_window": 16 << 20, "requests": [
              {"id": "a1", "at_ms": 0, "method": "POST",
               "lab": {**tok, "tokens": 90, "arm_at": 55, "arm": "loss-a",
@@ -4767,7 +4769,8 @@ def slow_plan() -> list[dict[str, Any]]:
              {"id": "a2", "at_ms": 2, "method": "POST",
               "lab": {**tok, "tokens": 80, "pause_after": 18, "pause_ms": 800}},
              {"id": "a3", "at_ms": 4, "method": "POST", "lab": {**tok, "tokens": 90}},
-             {"id": "a4", "at_ms": 5200, "method": "POST",
+             {"id": "a4", "after": ["a1", "a2", "a3"], "delay_ms": SLOW_THINK_MS,
+              "method": "POST",
               "lab": {**tok, "tokens": 12, "arm_at": 12, "arm": "tail-a", "pad": SLOW_PAD}}]},
         {"name": "B", "local_port": SLOW_PORTS["B"], "close_after_ms": 4000,
          "rcvbuf": 16384, "initial_window": 4 << 20, "connection_window": 16 << 20,
@@ -5015,6 +5018,29 @@ def slow_injected(frames: list[dict[str, Any]], slog: list[dict[str, Any]],
                        "dropped_by_forwarder": d, "server_armed": arm["t"],
                        "kernel_counter_deltas": deltas, "consistent": ok}})
 
+    # client pause: the next request (a4) sent SLOW_THINK_MS after a1..a3 ended (A)
+    due = cli("request_due", rid="a4")
+    sent = cli("request_sent", rid="a4")
+    port, sid = sent["conn"], sent["stream"]
+    ts = streams[port]
+    prev = [f for f in frames if f["stream"] == ts and f["sport"] == HTTPS_PORT
+            and any(ty == 0 and s in (1, 3, 5) for ty, s in f["h2"])]
+    last = max(prev, key=lambda f: f["frame"])
+    req = next(f for f in frames if f["stream"] == ts and f["dport"] == HTTPS_PORT
+               and (1, sid) in f["h2"])
+    out.append({
+        "id": "client-pause-a4", "cause": "client_pause", "mechanism": None,
+        "tcp_stream": ts, "client_port": port, "h2_streams": [sid],
+        "start": last["t"], "duration_s": round(req["t"] - last["t"], 6),
+        "frames": [last["frame"], req["frame"]],
+        "source": "tshark (decrypted): from the last DATA frame of the three earlier responses "
+                  "(streams 1, 3, 5) to the HEADERS frame of the next request (stream 7) at "
+                  "the capture point; the client logged that it waited "
+                  f"{SLOW_THINK_MS} ms after those responses ended (its think time) before it "
+                  "sent the request; the connection was idle in between",
+        "detail": {"client_think_ms": SLOW_THINK_MS, "previous_responses_ended": due["last_end"],
+                   "request_sent": sent["t"], "previous_streams": [1, 3, 5]}})
+
     # 4. receive window: the client stopped reading (B)
     sr, rr = cli("stop_reading"), None
     port = sr["conn"]
@@ -5115,10 +5141,10 @@ def slow_other_gaps(frames: list[dict[str, Any]], requests: list[dict[str, Any]]
                   "one-way delay, captured at the server, with five causes of stalls injected "
                   "at logged times on token streams (SSE, 40 ms cadence): a server pause on "
                   "one of three concurrent streams, one dropped segment while three streams "
-                  "are active (fast retransmit), a dropped last segment (tail loss), a client "
-                  "that stops reading into a small receive buffer (zero window) and a late "
-                  "HTTP/2 WINDOW_UPDATE on a 4096-byte stream window; the exact list is in "
-                  "slow-causes.facts.json")
+                  "are active (fast retransmit), a next request sent 700 ms late (client "
+                  "pause), a dropped last segment (tail loss), a client that stops reading "
+                  "into a small receive buffer (zero window) and a late HTTP/2 WINDOW_UPDATE "
+                  "on a 4096-byte stream window; the exact list is in slow-causes.facts.json")
 def sc_slow_causes(ctx: Ctx) -> None:
     arm = ctx.work / "arm"
     arm.mkdir()
@@ -5177,7 +5203,8 @@ def sc_slow_causes(ctx: Ctx) -> None:
             streams.setdefault(f["sport"], f["stream"])
     purposes = {
         "A": "three concurrent token streams (server pause on stream 3, a lost segment "
-             "recovered by fast retransmit), then a lone stream 7 whose last segment is lost",
+             "recovered by fast retransmit), then, 700 ms after they ended (client pause), a "
+             "lone stream 7 whose last segment is lost",
         "B": "a 256 KiB download into a 16 KiB SO_RCVBUF; the client stops reading for "
              "1.5 s (zero window, probes)",
         "C": "SETTINGS_INITIAL_WINDOW_SIZE 4096: stream 1's WINDOW_UPDATE sent 800 ms late, "
@@ -5262,7 +5289,8 @@ def sc_slow_causes(ctx: Ctx) -> None:
 
     def slow_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
         ev = {e["id"]: e for e in injected}
-        want = {"server-pause-a2": (0.75, 1.0), "loss-fast-retransmit-a1": (0.04, 0.2),
+        want = {"server-pause-a2": (0.75, 1.0), "loss-fast-retransmit-a1": (0.03, 0.2),
+                "client-pause-a4": (0.7, 0.8),
                 "loss-tail-a4": (0.1, 1.5), "receive-window-b1": (0.8, 1.8),
                 "h2-flow-control-c1": (0.75, 1.0)}
         out = [{"check": f"{k}: injected, stall {lo}-{hi} s", "ok": k in ev and lo <= ev[k][

@@ -95,7 +95,7 @@ def test_shape(facts: dict[str, Any]) -> None:
             assert k in r
     # every cause the recording injects is there once (two losses), in time order
     assert sorted((e["cause"], e["mechanism"]) for e in facts["injected"]) == [
-        ("h2_flow_control", None), ("loss_recovery", "fast_retransmit"),
+        ("client_pause", None), ("h2_flow_control", None), ("loss_recovery", "fast_retransmit"),
         ("loss_recovery", "tail_loss_probe"), ("receive_window", None),
         ("server_pause", None)]
     starts = [(e["start"], e["start"] + e["duration_s"]) for e in facts["injected"]]

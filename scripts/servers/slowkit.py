@@ -47,7 +47,8 @@ while the client does not read); ``initial_window`` is the client's
 SETTINGS_INITIAL_WINDOW_SIZE; ``late_window_update_ms``: the client sends no WINDOW_UPDATE
 for that stream until its window is used up, then waits that long before sending one;
 ``stop_reading``: once that many body bytes of the stream arrived, the client stops reading
-the socket for ``for_ms``.
+the socket for ``for_ms``; ``"after": ["a1", "a2"], "delay_ms": 700`` (instead of ``at_ms``):
+the request goes out 700 ms after the last of those responses ended (client think time).
 
 Both ends write JSON lines with ``time.time()`` (``t``, epoch seconds, the capture's clock)
 for every scripted event (request sent, HEADERS, each token sent / received, pause, arm,
@@ -254,11 +255,11 @@ class ServerConn:
                              by_stream=ev.stream_id, increment=ev.delta)
                     st.blocked_since = None
         elif isinstance(ev, h2.events.StreamReset):
-            st = self.out.get(ev.stream_id or 0)
-            if st is not None:
-                st.done = True
-                st.queue.clear()
-                st.blob_left = 0
+            gone = self.out.get(ev.stream_id or 0)
+            if gone is not None:
+                gone.done = True
+                gone.queue.clear()
+                gone.blob_left = 0
 
     def start_response(self, sid: int) -> None:
         hdr = self.headers.get(sid, {})
@@ -388,7 +389,7 @@ def serve_main(args: argparse.Namespace) -> int:
     lsock.settimeout(0.2)
     deadline = time.monotonic() + args.lifetime
     log("listening", listen=args.listen)
-    threads = []
+    threads: list[threading.Thread] = []
     while time.monotonic() < deadline and len(threads) < 32:
         try:
             raw, peer = lsock.accept()
@@ -462,7 +463,10 @@ def run_connection(plan: dict[str, Any], args: argparse.Namespace, log: Log,
         conn.increment_flow_control_window(cwin - 65535)
     sk.sendall(conn.data_to_send())
     t0 = time.time()
-    pending = sorted(plan["requests"], key=lambda r: r["at_ms"])
+    pending = sorted((r for r in plan["requests"] if "after" not in r),
+                     key=lambda r: r["at_ms"])
+    # requests sent ``delay_ms`` after the responses they wait for ended (client think time)
+    waiting = [r for r in plan["requests"] if "after" in r]
     streams: dict[int, _InStream] = {}
     close_at = t0 + float(plan.get("close_after_ms", 5000)) / 1000
     hard_end = min(run_deadline, close_at + 10.0)
@@ -538,6 +542,17 @@ def run_connection(plan: dict[str, Any], args: argparse.Namespace, log: Log,
         now = time.time()
         while pending and t0 + pending[0]["at_ms"] / 1000 <= time.time():
             send_request(pending.pop(0))
+        for req in list(waiting):
+            ends = [st.t_end for st in streams.values() if st.req["id"] in req["after"]]
+            if len(ends) == len(req["after"]) and all(e is not None for e in ends):
+                last = max(e for e in ends if e is not None)
+                if "_due" not in req:
+                    req["_due"] = last + float(req.get("delay_ms", 0)) / 1000
+                    log("request_due", rid=req["id"], after=req["after"], last_end=last,
+                        delay_ms=req.get("delay_ms", 0), due=req["_due"])
+                if time.time() >= req["_due"]:
+                    waiting.remove(req)
+                    send_request(req)
         for sid, st in streams.items():
             if st.late_state == "due" and st.late_due is not None and now >= st.late_due:
                 conn.increment_flow_control_window(st.unacked, stream_id=sid)
@@ -546,7 +561,7 @@ def run_connection(plan: dict[str, Any], args: argparse.Namespace, log: Log,
                     increment=st.unacked, late_ms=st.req["late_window_update_ms"])
                 st.unacked = 0
                 st.late_state = "done"
-        if not pending and now >= close_at and not goaway_sent:
+        if not pending and not waiting and now >= close_at and not goaway_sent:
             conn.close_connection()
             sk.sendall(conn.data_to_send())
             log("goaway_sent", conn=lport)
@@ -565,6 +580,9 @@ def run_connection(plan: dict[str, Any], args: argparse.Namespace, log: Log,
         timeout = 0.02
         if pending:
             timeout = max(0.0, min(timeout, t0 + pending[0]["at_ms"] / 1000 - time.time()))
+        for req in waiting:
+            if "_due" in req:
+                timeout = max(0.0, min(timeout, req["_due"] - time.time()))
         if sk.pending() or select.select([sk], [], [], timeout)[0]:
             try:
                 data = sk.recv(65536)
@@ -578,20 +596,20 @@ def run_connection(plan: dict[str, Any], args: argparse.Namespace, log: Log,
                 continue  # no longer decrypted (see above): wait for the server's FIN
             for ev in conn.receive_data(data):
                 if isinstance(ev, h2.events.ResponseReceived):
-                    st = streams.get(ev.stream_id or 0)
-                    if st is not None:
-                        st.t_headers = time.time()
-                        st.status = dict(ev.headers or []).get(":status")
-                        log("headers", conn=lport, stream=ev.stream_id, rid=st.req["id"],
-                            status=st.status)
+                    rs = streams.get(ev.stream_id or 0)
+                    if rs is not None:
+                        rs.t_headers = time.time()
+                        rs.status = {str(k): str(v) for k, v in ev.headers or []}.get(":status")
+                        log("headers", conn=lport, stream=ev.stream_id, rid=rs.req["id"],
+                            status=rs.status)
                 elif isinstance(ev, h2.events.DataReceived):
                     on_data(ev)
                 elif isinstance(ev, h2.events.StreamEnded):
-                    st = streams.get(ev.stream_id or 0)
-                    if st is not None:
-                        st.t_end = time.time()
-                        log("stream_end", conn=lport, stream=ev.stream_id, rid=st.req["id"],
-                            tokens=len(st.tokens), body_bytes=st.body_bytes)
+                    es = streams.get(ev.stream_id or 0)
+                    if es is not None:
+                        es.t_end = time.time()
+                        log("stream_end", conn=lport, stream=ev.stream_id, rid=es.req["id"],
+                            tokens=len(es.tokens), body_bytes=es.body_bytes)
             out = conn.data_to_send()
             if out and not goaway_sent:
                 sk.sendall(out)
