@@ -147,26 +147,35 @@ def test_server_pause(facts: dict[str, Any], frames: dict[int, dict[str, Any]]) 
 def test_losses(facts: dict[str, Any], frames: dict[int, dict[str, Any]],
                 mechanism: str) -> None:
     e = _event(facts, "loss_recovery", mechanism)
-    lost, resend = (frames[n] for n in e["frames"])
-    drop = e["detail"]["dropped_by_forwarder"]
-    assert lost["from_server"] and lost["stream"] == e["tcp_stream"]
-    assert lost["seq"] == resend["seq"] == drop["seq"] and lost["len"] == drop["len"]
-    assert "retransmission" in resend["flags"] and "retransmission" not in lost["flags"]
-    _check_times(e, lost, resend)
+    d = e["detail"]
+    lost = [frames[n] for n in d["lost_frames"]]
+    resent = [frames[n] for n in d["resend_frames"]]
+    assert sorted(d["lost_frames"] + d["resend_frames"]) == e["frames"]
+    for drop, a, b in zip(d["dropped_by_forwarder"], lost, resent, strict=True):
+        assert a["from_server"] and a["stream"] == e["tcp_stream"]
+        assert a["seq"] == b["seq"] == drop["seq"] and a["len"] == drop["len"]
+        assert "retransmission" in b["flags"] and "retransmission" not in a["flags"]
+    _check_times(e, lost[0], max(resent, key=lambda f: f["t"]))
+    dup = d["dup_ack_frames"]
+    assert all("duplicate_ack" in frames[n]["flags"] and not frames[n]["from_server"]
+               for n in dup)
     if mechanism == "fast_retransmit":
-        assert "fast_retransmission" in resend["flags"]
-        dup = e["detail"]["dup_ack_frames"]
+        assert len(lost) == 1 and "fast_retransmission" in resent[0]["flags"]
         assert len(dup) >= 3
-        assert all("duplicate_ack" in frames[n]["flags"] and not frames[n]["from_server"]
-                   for n in dup)
         assert e["h2_streams"] == [1, 3, 5]  # head-of-line blocking: all three streams
         assert e["duration_s"] < 0.2
     else:
-        assert e["h2_streams"] == [7] and e["detail"]["dup_ack_frames"] == []
-        assert e["detail"]["kernel_counter_deltas"].get("TCPLossProbes") == 1
-        # nothing from the server between the lost last segment and its resend
-        assert not [f for n, f in frames.items() if e["frames"][0] < n < e["frames"][1]
-                    and f["stream"] == e["tcp_stream"] and f["from_server"] and f["len"]]
+        # the last two segments of stream 7's response; nothing else from the server until
+        # the probe resends the highest one (no duplicate ACK before it), then the older one
+        assert len(lost) == 2 and e["h2_streams"] == [7]
+        assert d["first_resend_frame"] == d["resend_frames"][1] and d["dup_acks_before_resend"] == 0
+        assert d["kernel_counter_deltas"].get("TCPLossProbes", 0) >= 1
+        assert not d["kernel_counter_deltas"].get("TCPTimeouts")
+        assert not [f for n, f in frames.items() if d["lost_frames"][1] < n < d[
+            "first_resend_frame"] and f["stream"] == e["tcp_stream"] and f["from_server"]
+            and f["len"]]
+        # the probe fires after about two round trips, well before a 200 ms+ timeout
+        assert frames[d["first_resend_frame"]]["t"] - lost[1]["t"] < 0.15
 
 
 def test_receive_window(facts: dict[str, Any], frames: dict[int, dict[str, Any]]) -> None:
@@ -220,4 +229,5 @@ def test_tcptrace_agrees_with_tshark(facts: dict[str, Any],
         zw = sum(1 for f in frames.values() if f["stream"] == c["tcp_stream"]
                  and "zero_window" in f["flags"])
         assert t["client_zero_win_adv"] == zw
-    assert tt[50001]["rexmt_data_pkts"] == 2  # the fast retransmit and the tail-loss probe
+    # the fast retransmit, the tail-loss probe and the resend of the older tail segment
+    assert tt[50001]["rexmt_data_pkts"] == 3

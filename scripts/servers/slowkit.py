@@ -219,6 +219,9 @@ class ServerConn:
             self.send_due()
             self.flush()
         self.log("server_conn_end", conn=self.port, eof=eof)
+        if eof:  # the client's close_notify: answer it
+            with contextlib.suppress(OSError, ssl.SSLError):
+                self.sock.unwrap()
         with contextlib.suppress(OSError):
             self.sock.close()
 
@@ -381,6 +384,8 @@ def serve_main(args: argparse.Namespace) -> int:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
     ctx.set_alpn_protocols(["h2"])
+    # a client that closes without close_notify gets a FIN, not a decode_error alert (as nginx)
+    ctx.options |= ssl.OP_IGNORE_UNEXPECTED_EOF
     host, _, port = args.listen.rpartition(":")
     lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -566,11 +571,15 @@ def run_connection(plan: dict[str, Any], args: argparse.Namespace, log: Log,
             sk.sendall(conn.data_to_send())
             log("goaway_sent", conn=lport)
             goaway_sent = True
-            # FIN without close_notify (as many HTTP/2 clients do); wrap_socket took over
-            # raw's descriptor, so shut down through sk (it stops decrypting, which is fine:
-            # all that is left to read is the server's FIN)
-            with contextlib.suppress(OSError):
-                sk.shutdown(socket.SHUT_WR)
+            # close_notify, then the server's close_notify and FIN (unwrap waits for them)
+            sk.settimeout(3.0)
+            try:
+                sk.unwrap()
+                eof = True
+            except (OSError, ssl.SSLError) as exc:
+                log("tls_close", conn=lport, error=repr(exc))
+            log("tls_closed", conn=lport)
+            break
         if paused_until is not None:
             if now < paused_until:
                 time.sleep(min(0.01, paused_until - now))
@@ -592,8 +601,6 @@ def run_connection(plan: dict[str, Any], args: argparse.Namespace, log: Log,
             if not data:
                 eof = True
                 break
-            if goaway_sent:
-                continue  # no longer decrypted (see above): wait for the server's FIN
             for ev in conn.receive_data(data):
                 if isinstance(ev, h2.events.ResponseReceived):
                     rs = streams.get(ev.stream_id or 0)
@@ -611,7 +618,7 @@ def run_connection(plan: dict[str, Any], args: argparse.Namespace, log: Log,
                         log("stream_end", conn=lport, stream=ev.stream_id, rid=es.req["id"],
                             tokens=len(es.tokens), body_bytes=es.body_bytes)
             out = conn.data_to_send()
-            if out and not goaway_sent:
+            if out:
                 sk.sendall(out)
     log("closed", conn=lport, eof=eof)
     with contextlib.suppress(OSError):
