@@ -4425,7 +4425,8 @@ def write_readme(out_dir: Path) -> Path:
         "(nginx, `scripts/servers/tcpkit.py`, an aiohttp chat/SSE server "
         "`scripts/servers/chatsse.py`, a python-websockets server `scripts/servers/wskit.py`, "
         "a DNS server over UDP, TCP and HTTPS `scripts/servers/dnskit.py`, an aioquic HTTP/3 "
-        "chat server `scripts/servers/h3kit.py`) "
+        "chat server `scripts/servers/h3kit.py`, a python-h2 chat server and client that "
+        "inject stalls at logged times `scripts/servers/slowkit.py`) "
         "and clients (curl, openssl s_client, httpx via `scripts/servers/chatclient.py`, "
         "python-websockets, python h2, aioquic via `h3kit.py client`, Python sockets) "
         "talking inside "
@@ -4438,6 +4439,12 @@ def write_readme(out_dir: Path) -> Path:
         "messages, when a black hole or reset rule was installed), tshark 4.0's counts and "
         "per-stream table under `tshark` (TLS, HTTP/2 and WebSocket counts under "
         "`tshark.app`, QUIC under `tshark.quic`), and `checks` comparing the two.",
+        "",
+        "`slow-causes.facts.json` (issue #16, its own shape) lists every stall the "
+        "slow-causes recording injected on purpose (`injected`: cause, loss-recovery "
+        "mechanism, tcp.stream, HTTP/2 streams, start and duration at the capture point, the "
+        "Wireshark frames that show it and how each was measured), the requests as the "
+        "client logged them, and tcptrace's RTT and retransmission numbers per connection.",
         "",
         "TLS captures come with a key log named like the capture with `.keys` instead of "
         "`.pcap`/`.pcapng` (`h2-sse-chat.pcapng` -> `h2-sse-chat.keys`): the NSS key log "
