@@ -317,7 +317,9 @@ class DropRule:
     lost, so a scripted event can lose one specific segment (e.g. the last one of a
     response).  Every frame a rule drops is logged under ``targeted_drops`` in the statistics
     with the rule's ``name``, the wall-clock time (``t_epoch``, the capture clock) and the
-    same fields as the random drops.  Targeted drops apply to SYNs too, if asked.
+    same fields as the random drops (they are not counted in ``lost`` but in
+    ``targeted_lost``, and they draw nothing from the seeded RNG).  ``min_len`` 0 lets a rule
+    drop SYNs and pure ACKs too.
     """
 
     name: str
@@ -753,6 +755,12 @@ def tap_forward_main(argv: Sequence[str]) -> int:
     ap.add_argument("--stats", required=True, type=Path)
     args = ap.parse_args(argv)
     p = LinkParams(**json.loads(args.params))
+    rules: tuple[list[list[Any]], list[list[Any]]] = ([], [])  # per direction: [rule, left]
+    for raw in p.drop_rules:
+        rule = DropRule(**raw)
+        if rule.direction not in ("a_to_b", "b_to_a") or rule.count < 1:
+            raise LabError(f"bad drop rule {raw!r}")
+        rules[0 if rule.direction == "a_to_b" else 1].append([rule, rule.count])
     fds = [_open_tap(args.tap_a), _open_tap(args.tap_b)]
     # a plain flag: the handler runs several times (killpg, then timeout forwards the signal)
     # and threading.Event.set() is not reentrant, so an Event can deadlock here
@@ -765,12 +773,6 @@ def tap_forward_main(argv: Sequence[str]) -> int:
     signal.signal(signal.SIGINT, on_signal)
     print("ready", flush=True)
 
-    rules: tuple[list[list[Any]], list[list[Any]]] = ([], [])  # per direction: [rule, left]
-    for raw in p.drop_rules:
-        rule = DropRule(**raw)
-        if rule.direction not in ("a_to_b", "b_to_a") or rule.count < 1:
-            raise LabError(f"bad drop rule {raw!r}")
-        rules[0 if rule.direction == "a_to_b" else 1].append([rule, rule.count])
     delay = p.delay_ms / 1000.0
     losses = (p.loss_ab, p.loss_ba)
     rngs = (random.Random(p.seed * 2 + 0), random.Random(p.seed * 2 + 1))
