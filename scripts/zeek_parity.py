@@ -38,9 +38,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-import pcaptools  # noqa: E402
+import pcaptools
 
 MIRROR = "/work/.mirror/zeek+zeek/repo"
 _TRACE = re.compile(r"-r\s+\$TRACES/(\S+)")
