@@ -55,10 +55,12 @@ class _Dir:
 class SeqFollower:
     """Sequence-space follower of one connection (both directions). Never raises."""
 
-    __slots__ = ("dirs",)
+    __slots__ = ("dirs", "hi")
 
     def __init__(self) -> None:
         self.dirs = (_Dir(), _Dir())
+        self.hi = [-1, -1]
+        """the caller's unwrapping state: last unwrapped relative sequence number per direction"""
 
     @classmethod
     def from_reassembly(cls, bases: Sequence[int | None], next_offsets: Sequence[int],

@@ -230,8 +230,6 @@ class Connection:
     streams: _Streams | None = None
     follow: SeqFollower | None = None
     """sequence-space follower of a connection no observer parses (content gaps, no payload)"""
-    follow_hi: list[int] = field(default_factory=lambda: [-1, -1])
-    """last unwrapped relative sequence number per direction, for ``follow``"""
     side: tuple[DirStats, DirStats] = field(default_factory=lambda: (DirStats(), DirStats()))
     """(client, server): per-direction timeline and overhead counters"""
     rst_ttl: int = -1
@@ -427,7 +425,7 @@ class TcpTracker:
         flags = seg.flags
         if flags & RST:
             return
-        hi = conn.follow_hi
+        hi = f.hi
         out: list[Gap] = []
         if seg.seg_len or flags & (SYN | FIN):
             seq = hi[d] = _unwrap(hi[d], a.rel_seq)
@@ -462,7 +460,7 @@ class TcpTracker:
         conn.follow = SeqFollower.from_reassembly(
             (r[0].base, r[1].base), (r[0].next_offset, r[1].next_offset),
             (r[0].buffered_ranges, r[1].buffered_ranges), (r[0].fin_offset, r[1].fin_offset))
-        conn.follow_hi = list(st.seq_hi)
+        conn.follow.hi = list(st.seq_hi)
 
     def bad_checksum(self, seg: TcpSegment, a: SegmentAnalysis) -> None:
         """``load(check_checksums=True)`` found the segment's checksum bad: a ``tcp_events`` row
