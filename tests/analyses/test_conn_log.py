@@ -248,3 +248,14 @@ def test_seq_follower_gaps() -> None:
     f.segment(0, 40, 4, 4, False, True, out)       # a hole before the FIN
     f.finish(out)
     assert out == [(0, 33, 6, "end")]
+
+
+def test_analysis_limit_is_one_x() -> None:
+    from pcaptools.tcp.connstate import ConnHistory
+
+    h = ConnHistory()
+    h.packet(True, 0x02, 0)
+    h.analysis_limit()
+    h.packet(False, 0x12, 0)
+    h.analysis_limit()  # logged once per connection, whoever hit the limit
+    assert h.history == "SXh"
