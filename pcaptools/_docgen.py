@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from .analyses.compare import COMPARISON
+from .analyses.conn_log import CONN_LOG
 from .analyses.coverage import COVERAGE_SUMMARY
 from .analyses.disconnects import DISCONNECTS
 from .analyses.latency import STREAM_LATENCY
@@ -31,7 +32,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 #: tables that analyses compute from a Capture's tables (documented after the Capture tables)
 DERIVED: tuple[TableSchema, ...] = (STREAM_LATENCY, COMPARISON, DISCONNECTS, OVERHEAD,
                                     COVERAGE_SUMMARY, TURNS, CADENCE, RECONNECT_STORMS,
-                                    RECONNECT_ATTEMPTS, HEARTBEAT_AUDIT)
+                                    RECONNECT_ATTEMPTS, HEARTBEAT_AUDIT, CONN_LOG)
 
 
 def tables_markdown() -> str:
@@ -47,6 +48,17 @@ def tables_markdown() -> str:
         "The `packets` table is the only one that grows with the number of frames (~170 bytes per "
         "frame in memory): load with `pcaptools.load(path, packets=False)` for captures of many "
         "millions of frames when you do not need per-packet plots.\n\n"
+        "Checksums: like tshark, `load()` does not validate TCP checksums by default, and every "
+        "table analyses a segment whatever its checksum. `load(check_checksums=True)` validates "
+        "them (IPv4 and IPv6 pseudo-header): a bad one adds a `tcp_events` row of kind "
+        "`bad_checksum` and a `tcp.bad_checksum` warning, and no other table changes (they "
+        "follow tshark, which analyses bad segments too); partial checksums (offloaded to the "
+        "NIC, loopback) are counted in `summary.extra[\"tcp_checksums\"]`, never called bad. "
+        "Only `conn_log` (derived, below) follows Zeek's default and drops bad segments "
+        "(history `C`); `conn_log(cap, check_checksums=False)` is `zeek -C`. `connections` "
+        "keeps Wireshark's `tcp.stream` boundaries and tshark's retransmission flags for its "
+        "Zeek letters; `conn_log` applies Zeek's own connection boundaries and `T` rule "
+        "(docs/analyses/zeek-conn-log.md).\n\n"
     )
     derived = (
         "\n# Derived tables\n\n"

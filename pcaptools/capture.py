@@ -64,6 +64,7 @@ def load(
     shard: tuple[int, int] | None = None,
     out: str | os.PathLike[str] | None = None,
     chunk_rows: int = 65536,
+    check_checksums: bool = False,
 ) -> Capture:
     """Read ``path`` once and return a :class:`Capture` with every table filled.
 
@@ -126,7 +127,7 @@ def load(
         max_decompressed_bytes=max_decompressed_bytes, show_secrets=show_secrets,
         max_packet_rows=max_packet_rows, max_events_per_connection=max_events_per_connection,
         max_record_rows=max_record_rows, workers=workers, shard=shard, out=out,
-        chunk_rows=chunk_rows,
+        chunk_rows=chunk_rows, check_checksums=check_checksums,
     ))
 
 

@@ -49,6 +49,8 @@ CATALOGUE: dict[str, str] = {
     "tcp.capture_started_mid_stream": "the first packet of a connection is not a SYN: roles are inferred",
     "tcp.reassembly_gap": "bytes of a TCP byte stream were never captured; the layers above resynchronise",
     "tcp.reassembly_limit": "out-of-order data exceeded the reassembly buffer limit: the first hole was given up as a gap",
+    "tcp.bad_checksum": "a TCP segment's checksum is wrong (load(check_checksums=True)): tshark analyses it anyway, Zeek drops it (a tcp_events row of kind bad_checksum; analyses.conn_log's C)",
+    "tcp.checksum_offloaded": "TCP segments carry a partial checksum (checksumming offloaded to the NIC, or loopback): they were not verified and are not counted as bad",
     "tcp.capture_drop": "bytes the receiver acknowledged were never captured: the capture missed packets (not a network loss; a tcp_losses row of kind capture_drop)",
     "tcp.unresolved_gap": "sequence ranges never captured, neither resent nor acknowledged before the capture ended (tcp_losses rows of kind unresolved)",
     "tcp.loss_holes_limit": "too many uncaptured sequence ranges in one direction: the oldest is given up as unresolved",

@@ -52,6 +52,7 @@ from .diagnostics import Diagnostics, ShardDiagnostics
 from .errors import UnsupportedInputError
 from .io import open_capture
 from .io.pcapng import SECRETS_TLS_KEYLOG
+from .net.checksum import BAD, PARTIAL, ChecksumChecker
 from .net.decode import PacketDecoder
 from .net.packet import IpPacket, TcpSegment, UdpDatagram
 from .protocols.dispatch import ConnectionObserver
@@ -65,6 +66,7 @@ from .tables.icmp_tables import IcmpErrorsBuilder
 from .tables.packets import PacketsBuilder
 from .tables.registry import SOURCES, TABLES, BuildContext, Built
 from .tables.schema import ChunkPump, Drainable
+from .tcp.analysis import SegmentAnalysis
 from .tcp.stream import StreamObserver
 from .tcp.tracker import TcpTracker
 
@@ -151,6 +153,14 @@ class LoadOptions:
     :class:`~pcaptools.export.StreamedCapture`. Not with ``workers`` > 1 or ``shard``."""
     chunk_rows: int = 65536
     """rows per Parquet row group with ``out``"""
+    check_checksums: bool = False
+    """True validates every TCP checksum (IPv4 and IPv6 pseudo-header; off by default, as in
+    tshark): a bad one adds a ``tcp_events`` row of kind ``bad_checksum`` and a
+    ``tcp.bad_checksum`` warning; partial checksums (offloaded to the NIC, every loopback
+    packet) are counted, not flagged (one ``tcp.checksum_offloaded`` row); the counts per status
+    are in ``summary.extra["tcp_checksums"]`` (:mod:`pcaptools.net.checksum`). Every other
+    table follows tshark and analyses bad segments as any other; ``analyses.conn_log`` drops
+    them, as Zeek does"""
 
 
 @dataclass(slots=True)
@@ -207,8 +217,8 @@ def not_for_streams(path: object, workers: int,
 class _Sinks:
     """Everything the frame loop feeds, built by :func:`_set_up`."""
 
-    __slots__ = ("built", "decoder", "diag", "event_cap", "flows", "icmp_builder", "keys",
-                 "own_k", "own_n", "pb", "tracker", "udp_finish", "udp_route")
+    __slots__ = ("built", "checksums", "decoder", "diag", "event_cap", "flows", "icmp_builder",
+                 "keys", "own_k", "own_n", "pb", "tracker", "udp_finish", "udp_route")
 
     diag: Diagnostics
     keys: KeyLog
@@ -229,6 +239,8 @@ class _Sinks:
     flows: FlowCounter
     pb: PacketsBuilder | None
     """the ``packets`` source's builder (the frame loop feeds it), None with packets=False"""
+    checksums: ChecksumChecker | None
+    """TCP checksum validation (check_checksums=True), else None"""
 
 
 def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
@@ -297,6 +309,7 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
     s.icmp_builder = icmp.get(IcmpErrorsBuilder)
     s.pb = packets.get(PacketsBuilder) if packets is not None else None
     s.flows = FlowCounter(diag)
+    s.checksums = ChecksumChecker() if o.check_checksums else None
     return s
 
 
@@ -306,6 +319,7 @@ def _read(path: str | os.PathLike[str] | IO[bytes], o: LoadOptions, s: _Sinks,
     the filled :class:`CaptureSummary` (``last_ts_ns`` is the capture's end)."""
     diag, keys, decoder, tracker, flows = s.diag, s.keys, s.decoder, s.tracker, s.flows
     udp_route, icmp_builder, pb, own_k, own_n = s.udp_route, s.icmp_builder, s.pb, s.own_k, s.own_n
+    checksums = s.checksums
     progress, keylog = o.progress, o.keylog
     secrets_seen = 0
     with (open_capture(path, diag, max_decompressed_bytes=o.max_decompressed_bytes) as reader,
@@ -348,6 +362,8 @@ def _read(path: str | os.PathLike[str] | IO[bytes], o: LoadOptions, s: _Sinks,
             elif type(pkt) is TcpSegment:
                 tcp_n += 1
                 a = track(pkt)
+                if checksums is not None:
+                    _check(checksums, tracker, raw.data, pkt, a)
                 if pkt.seg_len:
                     data_segs += 1
             elif type(pkt) is UdpDatagram:
@@ -386,9 +402,26 @@ def _read(path: str | os.PathLike[str] | IO[bytes], o: LoadOptions, s: _Sinks,
     summary.other_ip_frames, summary.non_ip_frames, summary.wire_bytes = other_n, nonip_n, wire
     summary.first_ts_ns, summary.last_ts_ns = first_ts, last_ts
     summary.extra["tcp_data_segments"] = data_segs
+    if checksums is not None:
+        summary.extra["tcp_checksums"] = checksums.summary()
+        if checksums.first_partial is not None:
+            n_part = checksums.counts[PARTIAL]
+            diag.add("tcp.checksum_offloaded",
+                     f"{n_part} TCP segment(s) carry a partial checksum (the pseudo-header sum "
+                     "only: checksumming offloaded to the NIC, or loopback): not verified, not "
+                     "counted as bad", frame=checksums.first_partial[0],
+                     ts_ns=checksums.first_partial[1])
     summary.extra["warning_counts"] = dict(s.diag.counts)
     summary.extra.update(s.event_cap.summary())
     return summary
+
+
+def _check(checksums: ChecksumChecker, tracker: TcpTracker, data: bytes, seg: TcpSegment,
+           a: SegmentAnalysis) -> None:
+    """check_checksums: validate one segment; a bad one goes to the tracker."""
+    if checksums.check(data, seg.frame, seg.ts_ns, seg.ip_version, seg.src, seg.dst, seg.sport,
+                       seg.dport) == BAD:
+        tracker.bad_checksum(seg, a)
 
 
 def _assemble(s: _Sinks) -> dict[str, pd.DataFrame]:

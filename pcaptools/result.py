@@ -163,6 +163,26 @@ class Capture:
             fin_grace_s=fin_grace_s, pmtu_min_retransmissions=pmtu_min_retransmissions,
         )
 
+    def conn_log(
+        self,
+        *,
+        attempt_delay_s: float = 5.0,
+        inactivity_timeout_s: float = 300.0,
+        close_delay_s: float = 5.0,
+        check_checksums: bool | None = None,
+        likely_server_ports: frozenset[int] | set[int] | None = None,
+    ) -> pd.DataFrame:
+        """One row per connection as Zeek logs it (Zeek's connection boundaries, roles and
+        letters; several rows can share a tcp_stream): :func:`pcaptools.analyses.conn_log`
+        (schema ``CONN_LOG`` in docs/tables.md; the parameters are Zeek's timers)."""
+        from .analyses.conn_log import conn_log
+
+        return conn_log(
+            self, attempt_delay_s=attempt_delay_s, inactivity_timeout_s=inactivity_timeout_s,
+            close_delay_s=close_delay_s, check_checksums=check_checksums,
+            likely_server_ports=likely_server_ports,
+        )
+
     def overhead(self, *, by_direction: bool = False) -> pd.DataFrame:
         """Wire bytes by layer and purpose, per connection and in total, and goodput:
         :func:`pcaptools.analyses.overhead`."""

@@ -3859,6 +3859,126 @@ def sc_demo(ctx: Ctx) -> None:
 
 
 
+# =========================================================================== Zeek's rules (#21)
+
+ZEEK_GAP_MARK = b"DROPME:"
+"""payload prefix of the one segment removed from zeek-rules.pcap to make zeek-rules-drops.pcap"""
+
+
+def _nodelay_send(s: socket.socket, data: bytes, pause_s: float) -> None:
+    """One send, its own segment (TCP_NODELAY, then a pause so the peer ACKs it alone)."""
+    s.sendall(data)
+    time.sleep(pause_s)
+
+
+@scenario("zeek-rules", outputs=("zeek-rules.pcap", "zeek-rules-drops.pcap"),
+          summary="the connection boundaries and letters of Zeek's conn.log (#21): three "
+                  "refused attempts on one 4-tuple, a SYN after a closed connection on the same "
+                  "4-tuple, an attempt unanswered for 8 s, a connection idle for 2.5 s, and a "
+                  "non-HTTP connection (port 2121); the -drops capture is the same file with "
+                  "that connection's middle data segment removed (acknowledged, never captured)")
+def sc_zeek_rules(ctx: Ctx) -> None:
+    c, s, _ = ctx.pair()
+    ev = start_tcpkit(ctx, s, [f"sink@{SERVER4}:2121", f"stream:20:3@{SERVER4}:2122",
+                               f"sink@{SERVER4}:2123"], lifetime_s=60)
+    s.run(["iptables", "-A", "INPUT", "-p", "tcp", "--dport", "82", "-j", "DROP"])
+    ctx.common["firewall"] = ["server: iptables -A INPUT -p tcp --dport 82 -j DROP"]
+    name, drops = "zeek-rules.pcap", "zeek-rules-drops.pcap"
+    ctx.capture(c, "eth0", name, vantage="client")
+    # three refused attempts from one client port: three REJ connections for Zeek
+    for i in range(3):
+        at = sock_connect(c, (CLIENT4, 45001), (SERVER4, 81), reuse=True)
+        refused_conn(ctx, at, client=ep(CLIENT4, 45001), server=ep(SERVER4, 81),
+                     handshake="refused", attempt=i + 1,
+                     purpose="nothing listens on port 81: RST/ACK; the same 4-tuple each time")
+        time.sleep(0.2)
+    # a connection the server closes, then a new SYN on the same 4-tuple
+    for i in range(2):
+        at = sock_connect(c, (CLIENT4, 45010), (SERVER4, 2122), reuse=True)
+        sk = at.connected()
+        sk.sendall(http_get_bytes("/stream", SERVER4))
+        rx, how = drain(sk, 3.0, until_eof=True)
+        sk.close()
+        ctx.conn(client=ep(CLIENT4, 45010), server=ep(SERVER4, 2122), end="fin-server-first",
+                 via="python socket", attempt=i + 1, t_start_ns=at.t_start_ns,
+                 client_bytes_received=rx, client_read_result=how,
+                 purpose="tcpkit stream: 3 chunks then the server's FIN; the second attempt "
+                         "reuses the 4-tuple (a SYN after the close)")
+        time.sleep(0.3)
+    # an attempt nobody answers for longer than Zeek's tcp_attempt_delay (5 s)
+    at = sock_connect(c, (CLIENT4, 45002), (SERVER4, 82), timeout=8.0)
+    refused_conn(ctx, at, client=ep(CLIENT4, 45002), server=ep(SERVER4, 82),
+                 handshake="no-answer", client_timeout_s=8.0,
+                 purpose="firewall drops the SYN: the client retransmits it for 8 s, past "
+                         "Zeek's 5 s tcp_attempt_delay")
+    # a connection that stays idle for 2.5 s (conn_log(inactivity_timeout_s=2) splits it)
+    at = sock_connect(c, (CLIENT4, 45030), (SERVER4, 2123))
+    sk = at.connected()
+    sk.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    _nodelay_send(sk, b"before the pause\n", 2.5)
+    _nodelay_send(sk, b"after the pause\n", 0.1)
+    sk.shutdown(socket.SHUT_WR)
+    rx, how = drain(sk, 3.0, until_eof=True)
+    sk.close()
+    ctx.conn(client=ep(CLIENT4, 45030), server=ep(SERVER4, 2123), end="fin-client-first",
+             via="python socket", t_start_ns=at.t_start_ns, client_bytes_received=rx,
+             client_read_result=how, idle_s=2.5,
+             purpose="tcpkit sink: one line, 2.5 s of silence, one line, then the client's FIN")
+    time.sleep(0.2)
+    # a non-HTTP connection with three data segments (the middle one is removed in -drops)
+    at = sock_connect(c, (CLIENT4, 45020), (SERVER4, 2121))
+    sk = at.connected()
+    sk.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    parts = (b"HELLO zeek\n", ZEEK_GAP_MARK + b" never captured\n", b"GOODBYE zeek\n")
+    for p in parts:
+        _nodelay_send(sk, p, 0.2)
+    sk.shutdown(socket.SHUT_WR)
+    rx, how = drain(sk, 3.0, until_eof=True)
+    sk.close()
+    ctx.conn(client=ep(CLIENT4, 45020), server=ep(SERVER4, 2121), end="fin-client-first",
+             via="python socket", t_start_ns=at.t_start_ns, client_bytes_received=rx,
+             client_read_result=how, segments=[len(p) for p in parts],
+             purpose="tcpkit sink on a port no parser claims: three data segments (one send "
+                     "each, TCP_NODELAY), the client's FIN, the server's byte count")
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    ctx.common["server_events"] = tcpkit_events(ev)
+    src = ctx.work / name
+    frames = [int(r["frame.number"]) for r in tshark_rows(
+        src, ("frame.number",),
+        display_filter="tcp.dstport == 2121 && tcp.len > 0 && "
+                       f"tcp.payload[0:{len(ZEEK_GAP_MARK)}] == "
+                       + ":".join(f"{b:02x}" for b in ZEEK_GAP_MARK))]
+    if len(frames) != 1:
+        raise netlab.LabError(f"expected one {ZEEK_GAP_MARK!r} segment, found {frames}")
+    subprocess.run(["editcap", "-F", "pcap", str(src), str(ctx.work / drops), str(frames[0])],
+                   check=True, capture_output=True, timeout=60)
+    dropped = [{"frame": frames[0], "what": "the middle data segment of the port 2121 "
+                                            "connection", "bytes": len(parts[1])}]
+    ctx.per_capture[drops] = {
+        **ctx.per_capture[name],
+        "recorder": ctx.per_capture[name].get("recorder", {}),
+        "derived": {"from": name, "tool": "editcap",
+                    "argv": ["editcap", "-F", "pcap", name, drops, str(frames[0])],
+                    "dropped_frames": dropped,
+                    "how": "a frame removed from the recorded capture, as a capture that "
+                           "missed it would show it: the server received and acknowledged it"}}
+    zeek = {"attempt_delay_s": 5.0, "inactivity_timeout_s_used_in_tests": 2.0,
+            "rej_attempts_on_one_4tuple": 3, "syn_after_close_4tuple": ep(CLIENT4, 45010),
+            "unanswered_4tuple": ep(CLIENT4, 45002), "idle_4tuple": ep(CLIENT4, 45030),
+            "idle_s": 2.5, "gap_4tuple": ep(CLIENT4, 45020), "gap_bytes": len(parts[1])}
+    ctx.truth(name, zeek=zeek)
+    ctx.truth(drops, zeek=zeek, dropped_frames=dropped)
+    for f in (name, drops):
+        ctx.expect(f, "tcp.rst", "==", 3)
+    ctx.highlight(name, "analyses.conn_log(cap): 3 REJ rows for port 45001, two S0 rows for "
+                        "the 8 s attempt (5 s tcp_attempt_delay), two SF rows for port 45010")
+    ctx.highlight(drops, f"frame {frames[0]} of zeek-rules.pcap removed: connections.history "
+                         "of the port 2121 connection has G (a gap no parser reported before)")
+    ctx.note("the -drops capture is derived, not recorded: the frame named under "
+             "derived.dropped_frames (frame number of zeek-rules.pcap) was removed")
+
+
 # =========================================================================== tshark facts
 
 _TSHARK_FIELDS = (

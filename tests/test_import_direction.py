@@ -69,6 +69,10 @@ ALLOWED: dict[tuple[str, str], str] = {
         "Capture.overhead() is a convenience over analyses.overhead(cap); imported inside the "
         "call"
     ),
+    ("pcaptools.result", "pcaptools.analyses.conn_log"): (
+        "Capture.conn_log() is a convenience over analyses.conn_log(cap); imported inside the "
+        "call"
+    ),
 }
 
 #: private names (leading underscore) one module imports from another, with the reason;

@@ -219,7 +219,8 @@ TCP_EVENTS = TableSchema(
                "retransmission, fast_retransmission, spurious_retransmission, out_of_order (mutually exclusive, as tshark's expert info); "
                "lost_segment (tshark: previous segment not captured), ack_lost_segment (ACKed unseen segment), duplicate_ack, keep_alive, "
                "keep_alive_ack, zero_window, zero_window_probe, zero_window_probe_ack, window_full, window_update, reused_ports; "
-               "resent (every byte of the payload was already seen in this direction: the plain fact, no heuristic). "
+               "resent (every byte of the payload was already seen in this direction: the plain fact, no heuristic); "
+               "bad_checksum (only with load(check_checksums=True): tshark's tcp.checksum.bad with tcp.check_checksum on). "
                "Per-ACK RTTs (tcp.analysis.ack_rtt) are in packets.ack_rtt_ms / packets.acks_frame, "
                "so that this table grows with problems, not with packets"),
         Column("seq", "Int64", None, "relative sequence number of the frame"),

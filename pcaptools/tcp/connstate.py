@@ -24,6 +24,7 @@ T     retransmitted payload                                              1, 10, 
 W     zero window advertised                                             1, 10, 100, ...
 G     content gap (only while both endpoints are cleanly established)   1, 10, 100, ...
 ^     roles flipped                                                      see below
+X     an analysis limit was reached (conn_log only)                      once
 ====  =================================================================  ==================
 
 "once *": S, H, F and R are logged again when the packet's sequence number differs from
@@ -32,7 +33,8 @@ for S/H Zeek re-bases the endpoint's sequence numbers on every new SYN while the
 connection is open, so in practice they repeat only after that side closed or reset).
 "1, 10, 100, ...": the letter is logged at the 1st, 10th, 100th, 1000th ... occurrence
 (``ScaledHistoryEntry``, base 10). A, D, I, Q are logged at most once per direction.
-Zeek's ``x`` (analysis partial) is not produced.
+Zeek's ``X`` (an analysis limit reached) is logged by :meth:`ConnHistory.analysis_limit`
+(``analyses.conn_log`` calls it; the ``connections`` table does not).
 
 Roles and ``^``: Zeek's originator is the sender of the first packet unless its
 heuristic (likely server ports) flips the roles when that packet is not a pure SYN, or
@@ -97,6 +99,7 @@ _H_FIN_RST = 0x8
 _H_DATA = 0x10
 _H_ACK = 0x20
 _H_MULTI = 0x40
+_H_LIMIT = 0x80000000  # HIST_ANALYZER_LIMIT_REACHED: connection-wide, not per endpoint
 
 _RSTOS0 = re.compile(r"\^?S[^HAFGIQ]*R.*")
 
@@ -286,6 +289,13 @@ class ConnHistory:
         ep, peer = (self._orig, self._resp) if client_stream else (self._resp, self._orig)
         if ep.clean() and peer.clean():
             self._scaled(ep.gap, "G", client_stream)
+
+    def analysis_limit(self) -> None:
+        """A limit of the analysis was reached on this connection: Zeek's ``X`` (once, upper
+        case whoever caused it: ``Connection::LimitReachedWeird`` in Zeek's ``src/Conn.cc``)."""
+        if not self._seen & _H_LIMIT:
+            self._seen |= _H_LIMIT
+            self._hist.append("X")
 
     def flip_roles(self) -> None:
         """The caller swapped its client/server labels: do what Zeek's ``FlipRoles`` does.

@@ -211,6 +211,11 @@ class Reassembler:
         """Stream offset where the FIN sits (= stream length), if a FIN was seen."""
         return self._fin_off
 
+    @property
+    def buffered_ranges(self) -> list[tuple[int, int]]:
+        """(stream offset, length) of the out-of-order pieces held above the next offset."""
+        return [(o, len(p)) for o, p in zip(self._starts, self._pieces, strict=True)]
+
     # ------------------------------------------------------------------ input
 
     def segment(

@@ -23,6 +23,7 @@ from .stream import Direction, StreamChunk, StreamObserver
 from .analysis import RETRANSMISSION_KINDS as RETRANSMISSION_KINDS  # (re-exported: its home)
 from .analysis import SegmentAnalysis, TcpAnalyzer, TcpConversation
 from .connstate import ConnHistory
+from .gaps import Gap, SeqFollower
 from .losses import LossDirection, LossRecorder, vantage
 from .options import parse_options
 from .reassembly import Reassembler, StreamGap
@@ -227,6 +228,8 @@ class Connection:
     history: ConnHistory = field(default_factory=ConnHistory)
     handshake: Handshake | None = None
     streams: _Streams | None = None
+    follow: SeqFollower | None = None
+    """sequence-space follower of a connection no observer parses (content gaps, no payload)"""
     side: tuple[DirStats, DirStats] = field(default_factory=lambda: (DirStats(), DirStats()))
     """(client, server): per-direction timeline and overhead counters"""
     rst_ttl: int = -1
@@ -412,7 +415,67 @@ class TcpTracker:
         st = conn.streams
         if st is not None:
             self._bytes(conn, st, seg, a, d)
+        elif conn.follow is not None:
+            self._follow(conn, conn.follow, seg, a, d)
         return a
+
+    def _follow(self, conn: Connection, f: SeqFollower, seg: TcpSegment, a: SegmentAnalysis,
+                d: int) -> None:
+        """A connection nobody parses: follow its sequence space for content gaps."""
+        flags = seg.flags
+        if flags & RST:
+            return
+        hi = f.hi
+        out: list[Gap] = []
+        if seg.seg_len or flags & (SYN | FIN):
+            seq = hi[d] = _unwrap(hi[d], a.rel_seq)
+            f.segment(d, seq, seg.seg_len, len(seg.payload), bool(flags & SYN),
+                      bool(flags & FIN), out)
+        rel_ack = a.rel_ack
+        if flags & ACK and rel_ack is not None:
+            f.acked(1 - d, _unwrap(hi[1 - d], rel_ack), out)
+        if out:
+            self._gaps(conn, out, seg.ts_ns, seg.frame)
+
+    def _gaps(self, conn: Connection, gaps: list[Gap], ts_ns: int, frame: int) -> None:
+        """Report a followed connection's gaps as the reassembler's are reported."""
+        for x, off, n, reason in gaps:
+            direction = Direction(x)
+            self.diag.add(
+                "tcp.reassembly_gap",
+                f"{n} bytes at stream offset {off} never captured ({reason})",
+                ts_ns=ts_ns, frame=frame, tcp_stream=conn.conv.tcp_stream,
+                direction=direction.label,
+            )
+            if reason in _GAP_REASONS_IN_HISTORY:
+                conn.history.content_gap(x == 0)
+
+    @staticmethod
+    def _start_following(conn: Connection, st: _Streams | None) -> None:
+        """No observer wants the connection's bytes (any more): follow it without payload."""
+        if st is None:
+            conn.follow = SeqFollower()
+            return
+        r = st.reasm
+        conn.follow = SeqFollower.from_reassembly(
+            (r[0].base, r[1].base), (r[0].next_offset, r[1].next_offset),
+            (r[0].buffered_ranges, r[1].buffered_ranges), (r[0].fin_offset, r[1].fin_offset))
+        conn.follow.hi = list(st.seq_hi)
+
+    def bad_checksum(self, seg: TcpSegment, a: SegmentAnalysis) -> None:
+        """``load(check_checksums=True)`` found the segment's checksum bad: a ``tcp_events`` row
+        of kind ``bad_checksum`` and a ``tcp.bad_checksum`` warning (the segment was analysed
+        as any other, as tshark does)."""
+        d = 0 if a.from_client else 1
+        self.events.add(seg, a.tcp_stream, d, "bad_checksum", a.rel_seq,
+                        NA if a.rel_ack is None else a.rel_ack, NA, NA)
+        self.diag.add(
+            "tcp.bad_checksum",
+            f"TCP checksum of the segment is wrong ({seg.seg_len} payload bytes): corrupted on "
+            "the way to the capture point; tshark analyses it, Zeek drops it",
+            ts_ns=seg.ts_ns, frame=seg.frame, tcp_stream=a.tcp_stream,
+            direction=("client_to_server", "server_to_client")[d],
+        )
 
     def _loss_data(self, conn: Connection, ld: LossDirection, seg: TcpSegment,
                    a: SegmentAnalysis, d: int) -> None:
@@ -463,6 +526,7 @@ class TcpTracker:
                 self.emit(obs.feed(chunk))
             if not obs.wants_bytes:
                 conn.streams = None  # nothing parses this connection: stop reassembling it
+                self._start_following(conn, st)
             return
         mine, peer = st.reasm[d], st.reasm[1 - d]
         items: list[StreamChunk | StreamGap] = []
@@ -488,6 +552,7 @@ class TcpTracker:
                     self.emit(st.observer.close(Direction(x), seg.ts_ns, seg.frame))
         if not st.observer.wants_bytes:
             conn.streams = None  # nothing parses this connection: stop reassembling it
+            self._start_following(conn, st)
 
     def _deliver(self, conn: Connection, st: _Streams, items: list[StreamChunk | StreamGap]) -> None:
         obs = st.observer
@@ -523,6 +588,12 @@ class TcpTracker:
                     self.losses.finish(conn.loss[x], conn.conv.tcp_stream, x)
             st = conn.streams
             if st is None:
+                if conn.follow is not None:
+                    out: list[Gap] = []
+                    conn.follow.finish(out)
+                    conn.follow = None
+                    if out:
+                        self._gaps(conn, out, ts_ns, frame)
                 continue
             items = st.reasm[0].finish(ts_ns, frame) + st.reasm[1].finish(ts_ns, frame)
             if items:
@@ -556,6 +627,8 @@ class TcpTracker:
                 mb = self.max_buffer_bytes
                 conn.streams = _Streams(obs, (Reassembler(Direction.CLIENT_TO_SERVER, max_buffer_bytes=mb),
                                               Reassembler(Direction.SERVER_TO_CLIENT, max_buffer_bytes=mb)))
+        if conn.streams is None:
+            self._start_following(conn, None)
         return conn
 
     @staticmethod
