@@ -136,6 +136,7 @@ __all__ = [
     "audio_cadence",
     "cadence_stats",
     "heartbeat_audit",
+    "playout_stalls",
     "reconnect_attempts",
     "reconnect_storms",
     "session_audio_format",
@@ -753,18 +754,33 @@ def cadence_stats(arrivals_ns: Sequence[int], media_ms: Sequence[float] | None, 
         j += (abs(d) - j) / 16.0
     best = np.minimum.accumulate(transit)
     late = int(((transit - best) > late_ms).sum())
+    stalls = playout_stalls(r, dur, buffer_ms=buffer_ms)
+    out.update(jitter_ms=j, late_chunks=late, underruns=len(stalls),
+               underrun_ms=sum(ms for _, ms in stalls),
+               first_underrun_index=stalls[0][0] if stalls else None)
+    return out
+
+
+def playout_stalls(arrivals_ns: Sequence[int] | np.ndarray,
+                   media_ms: Sequence[float] | np.ndarray, *,
+                   buffer_ms: float = DEFAULT_BUFFER_MS) -> list[tuple[int, float]]:
+    """The playout-buffer underruns of one stream of chunks (the rule of the module
+    docstring: playback starts ``buffer_ms`` after the first chunk arrives and plays the
+    chunks back to back; a chunk arriving after its playback time stalls playback until it
+    arrives): ``(chunk index, stall ms)`` per underrun, in order. ``media_ms``: each chunk's
+    audio duration (no NaN)."""
+    r = np.asarray(arrivals_ns, dtype=np.int64)
+    dur = np.asarray(media_ms, dtype=np.float64)
+    if not len(r):
+        return []
+    arr_ms = (r - r[0]).astype(np.float64) / 1e6
     play = buffer_ms
-    under, under_ms, first_under = 0, 0.0, None
-    for i in range(n):
+    out: list[tuple[int, float]] = []
+    for i in range(len(r)):
         if i and arr_ms[i] > play:
-            under += 1
-            under_ms += arr_ms[i] - play
-            if first_under is None:
-                first_under = i
+            out.append((i, float(arr_ms[i] - play)))
             play = arr_ms[i]
         play += dur[i]
-    out.update(jitter_ms=j, late_chunks=late, underruns=under, underrun_ms=under_ms,
-               first_underrun_index=first_under)
     return out
 
 

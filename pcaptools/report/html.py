@@ -246,7 +246,9 @@ class ReportContext:
         return Markup('<code class="filter">{}</code>').format(text)
 
 
-SectionBuilder = Callable[[ReportContext], Section]
+SectionBuilder = Callable[[ReportContext], Section | None]
+"""A section builder; None: the section does not apply to this capture and is left out of
+the page (the QUIC and voice sections of a capture without QUIC or realtime events)."""
 
 
 # -- the sections ---------------------------------------------------------------------------------
@@ -837,7 +839,7 @@ def http_section(ctx: ReportContext) -> Section:
     for r in _records(shown):
         rid = int(r["stream_id"]) if not pd.isna(r["stream_id"]) else f"#{int(r['request_index'])}"
         rows.append([
-            int(r["tcp_stream"]),
+            _conn_cell(r),
             rid,
             _text(r["protocol"]),
             _text(r["method"]),
@@ -900,6 +902,13 @@ def http_section(ctx: ReportContext) -> Section:
     return Section("http", title, Markup("".join(parts)), note)
 
 
+def _conn_cell(r: dict[str, Any]) -> Cell:
+    """The connection of a stream_latency row: its tcp.stream, or ``QUIC n`` for HTTP/3."""
+    if pd.isna(r["tcp_stream"]) and not pd.isna(r["quic_connection"]):
+        return f"QUIC {int(r['quic_connection'])}"
+    return int(r["tcp_stream"])
+
+
 def _setup_cells(r: dict[str, Any]) -> list[Cell]:
     """DNS, connect and TLS ms of a request: NOT_APPLICABLE where it does not apply (a reused
     connection paid none of them; no TLS on a cleartext connection), empty when unknown."""
@@ -952,7 +961,7 @@ def streaming_section(ctx: ReportContext) -> Section:
     for r in _records(streamed.head(ctx.max_table_rows)):
         rid = int(r["stream_id"]) if not pd.isna(r["stream_id"]) else f"#{int(r['request_index'])}"
         rows.append([
-            int(r["tcp_stream"]), rid, _text(r["path"]), _f(r["ttfb_ms"]), _f(r["ttft_ms"]),
+            _conn_cell(r), rid, _text(r["path"]), _f(r["ttfb_ms"]), _f(r["ttft_ms"]),
             int(r["token_events"]), _f(r["token_gap_median_ms"]), _f(r["token_gap_p95_ms"]),
             _f(r["token_gap_max_ms"]), _f(r["total_ms"]), ctx.code(str(r["wireshark_filter"])),
         ])
@@ -1183,6 +1192,20 @@ def _counts_text(col: pd.Series, top: int | None = None) -> str:
     return ", ".join(items)
 
 
+def quic_section(ctx: ReportContext) -> Section | None:
+    """QUIC and HTTP/3 (:mod:`.quic_section`); left out without QUIC connections."""
+    from .quic_section import quic_section as build  # (it imports this module)
+
+    return build(ctx)
+
+
+def voice_section(ctx: ReportContext) -> Section | None:
+    """Realtime voice (:mod:`.voice_section`); left out without realtime events."""
+    from .voice_section import voice_section as build  # (it imports this module)
+
+    return build(ctx)
+
+
 #: the report's sections, in page order. Append a builder to add a section.
 SECTIONS: list[SectionBuilder] = [
     verdicts_section,
@@ -1197,7 +1220,9 @@ SECTIONS: list[SectionBuilder] = [
     tls_section,
     http_section,
     streaming_section,
+    quic_section,
     heartbeats_section,
+    voice_section,
     disconnects_section,
     overhead_section,
     coverage_section,
@@ -1309,6 +1334,8 @@ def build_sections(
                 None,
                 f"This section failed: {type(exc).__name__}: {exc}",
             )
+        if sec is None:  # not for this capture
+            continue
         if id_prefix:
             sec = Section(id_prefix + sec.id, sec.title, sec.html, sec.note)
         built.append(sec)
