@@ -7,7 +7,7 @@ builder returns None and the page has no such section. It shows:
   random are named plainly (only their Initial packets, which need no key, are read);
 - one row per QUIC connection (at most :data:`MAX_QUIC_CONNECTIONS`, worst first: those that
   did not end cleanly, then those that lost packets, then the slowest handshakes): server
-  name, ALPN, version, handshake kind (1-RTT, 0-RTT accepted / rejected, Retry), handshake
+  name, ALPN, version, handshake kind (full, resumed, 0-RTT accepted / rejected, Retry), handshake
   time, RTT samples from ACK frames (both directions: which one is the path RTT depends on
   where the capture was made), packets lost, how it ended, and what was decrypted;
 - the HTTP/3 requests (rows of ``stream_latency`` with protocol HTTP/3): TTFB and time to
@@ -56,8 +56,6 @@ TRANSPORT_ERRORS: dict[int, str] = {
 #: stacks send for a plain close)
 _APP_CLEAN = frozenset({0x0, 0x100})
 
-_KIND = {"1rtt": "1-RTT", "0rtt": "0-RTT", "retry": "Retry, 1-RTT", "retry_0rtt": "Retry, 0-RTT"}
-
 
 def _n(k: int, one: str, many: str | None = None) -> str:
     return f"{int(k):,} {one if int(k) == 1 else (many or one + 's')}"
@@ -68,17 +66,21 @@ def _int(v: Any) -> int | None:
 
 
 def handshake_text(r: dict[str, Any]) -> str:
-    """``1-RTT``, ``0-RTT accepted``, ``Retry, 0-RTT rejected``, ``started before the
-    capture`` of a quic_connections row."""
+    """``full``, ``resumed``, ``resumed, 0-RTT accepted``, ``Retry, full``, ``started before
+    the capture`` of a quic_connections row (``resumed``: the ServerHello accepted a
+    pre-shared key; not said when the ServerHello was not captured)."""
     kind = _text(r["handshake_kind"])
     if not kind:
         return "started before the capture"
-    out = _KIND.get(kind, kind)
+    res = r["resumed"]
+    out = "Retry, " if kind.startswith("retry") else ""
     if "0rtt" in kind:
+        out += "resumed, 0-RTT" if res is True else "0-RTT"
         z = _text(r["zero_rtt"])
         out += {"accepted": " accepted", "rejected": " rejected",
                 "unknown": " (accepted or not: not decrypted)"}.get(z, "")
-    return out
+        return out
+    return out + ("resumed" if res is True else "full" if res is False else "1-RTT")
 
 
 def error_name(code: int, application: bool) -> str:
@@ -285,8 +287,8 @@ def _article_lines(v: QuicView, tcp: pd.DataFrame) -> list[str]:
                      + waited(z_first))
         f_first = first[first["quic_connection"].isin(list(full_ids))]
         if len(f_first):
-            line += (f". Without 0-RTT ({_n(len(f_first), 'connection')} with a full "
-                     f"handshake): {waited(f_first)}")
+            line += (f". On the {_n(len(f_first), 'connection')} without 0-RTT: "
+                     f"{waited(f_first)}")
         out.append(line + ".")
     elif len(first):
         hs = c["handshake_ms"].dropna()
@@ -429,9 +431,10 @@ def quic_section(ctx: ReportContext) -> Section | None:
         "packets lost, then by handshake time"
         + (f"; the table lists {MAX_QUIC_CONNECTIONS:,} of {len(c):,}" if len(c) >
            min(ctx.max_table_rows, MAX_QUIC_CONNECTIONS) else "")
-        + ". Handshake: first Initial to HANDSHAKE_DONE at the capture point (1-RTT also "
-        "covers a resumed handshake without early data: quic_connections does not tell "
-        "them apart). RTT: samples from ACK frames, per direction of the acknowledged "
+        + ". Handshake: full, or resumed (the ServerHello accepted a pre-shared key), with "
+        "0-RTT when the client sent 0-RTT packets (accepted or rejected by the server's "
+        "EncryptedExtensions); its time is the first Initial to HANDSHAKE_DONE at the "
+        "capture point. RTT: samples from ACK frames, per direction of the acknowledged "
         "packets; at the client the c\u2192s column is the path RTT and the s\u2192c one the "
         "client's own ack delay (the other way round at the server). Lost: packets the "
         "peer's ACKs skipped (unacked: lost after the capture point) / packet numbers never "
@@ -492,6 +495,9 @@ def quic_check(ctx: ReportContext) -> Check | None:
         text += "; 0-RTT: " + ", ".join(f"{int(k):,} {s}" for s, k in acc.items())
     else:
         text += "; no 0-RTT"
+    resumed = int(c["resumed"].eq(True).fillna(False).sum())
+    if resumed:
+        text += f"; {resumed:,} resumed"
     retry = int(kinds.isin(["retry", "retry_0rtt"]).sum())
     if retry:
         text += f"; {_n(retry, 'Retry', 'Retries')}"
@@ -500,6 +506,9 @@ def quic_check(ctx: ReportContext) -> Check | None:
         text += f"; {_n(len(v.requests), 'HTTP/3 request')}"
         if len(fb):
             text += f", TTFB median {fmt_ms(float(fb.median()))}"
+    lost = int(c["_lost"].sum())
+    if lost:
+        text += f"; {_n(lost, 'packet')} lost"
     status = "info"
     nokey = int((c["_decrypt"] == "no_key").sum())
     if nokey:
