@@ -835,8 +835,8 @@ def audio_cadence(cap: Capture, *, buffer_ms: float = DEFAULT_BUFFER_MS,
 
 # --------------------------------------------------------------------------- reconnects
 
-def _attempt_table(cap: Capture, max_gap_s: float) -> tuple[list[tuple[Any, ...]],
-                                                            list[tuple[Any, ...]]]:
+def _attempt_table(cap: Capture, max_gap_s: float, verdicts: pd.DataFrame | None = None
+                   ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     conns = cap.connections
     if not len(conns):
         return [], []
@@ -848,7 +848,8 @@ def _attempt_table(cap: Capture, max_gap_s: float) -> tuple[list[tuple[Any, ...]
         for t, f, ok in zip(tls["tcp_stream"].tolist(), fin.tolist(),
                             tls["client_finished_ts"].notna().tolist(), strict=True):
             tls_done.setdefault(int(t), int(f) if ok else None)
-    verdicts = disconnects(cap)
+    if verdicts is None:
+        verdicts = disconnects(cap)
     verdict = dict(zip(verdicts["tcp_stream"].tolist(), verdicts["verdict"].astype(str),
                        strict=True))
     c = conns.sort_values(["first_ts", "tcp_stream"], kind="stable")
@@ -965,18 +966,22 @@ def _storm(n: int, ca: str, server: str, prev: int | None, verdict: dict[int, st
             (connected[1] - base) / 1e6 if connected else math.nan)
 
 
-def reconnect_storms(cap: Capture, *, max_gap_s: float = 300.0) -> pd.DataFrame:
+def reconnect_storms(cap: Capture, *, max_gap_s: float = 300.0,
+                     verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
     """Series of connection attempts after a failure (:data:`RECONNECT_STORMS`; rules in the
     module docstring). Works with ``load(packets=False)`` (then the failed connection's last
     server packet is ``connections.server_last_ts``, which may be after the first attempt;
-    such a time is not used)."""
-    storms, _ = _attempt_table(cap, max_gap_s)
+    such a time is not used). ``verdicts``: ``disconnects(cap)`` when the caller has it
+    already (computed here otherwise)."""
+    storms, _ = _attempt_table(cap, max_gap_s, verdicts)
     return RECONNECT_STORMS.frame(storms)
 
 
-def reconnect_attempts(cap: Capture, *, max_gap_s: float = 300.0) -> pd.DataFrame:
-    """The attempts of :func:`reconnect_storms`, one row each (:data:`RECONNECT_ATTEMPTS`)."""
-    _, attempts = _attempt_table(cap, max_gap_s)
+def reconnect_attempts(cap: Capture, *, max_gap_s: float = 300.0,
+                       verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The attempts of :func:`reconnect_storms`, one row each (:data:`RECONNECT_ATTEMPTS`;
+    ``verdicts`` as there)."""
+    _, attempts = _attempt_table(cap, max_gap_s, verdicts)
     return RECONNECT_ATTEMPTS.frame(attempts)
 
 
@@ -995,11 +1000,13 @@ def _silences(times: np.ndarray, end: int | None) -> tuple[float, list[tuple[int
     return float(g.max()) / 1e6, list(zip(t[:-1].tolist(), t[1:].tolist(), strict=True))
 
 
-def heartbeat_audit(cap: Capture, *, idle_gap_s: float = 30.0) -> pd.DataFrame:
+def heartbeat_audit(cap: Capture, *, idle_gap_s: float = 30.0,
+                    verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
     """Heartbeat settings against idle timeouts, per long-lived connection
     (:data:`HEARTBEAT_AUDIT`; rules in the module docstring). ``idle_gap_s``: the silence
     before a reset that makes a connection one that died idle (``disconnects(idle_gap_s=)``:
-    its ``idle_then_reset`` rule)."""
+    its ``idle_then_reset`` rule). ``verdicts``: ``disconnects(cap, idle_gap_s=idle_gap_s)``
+    when the caller has it already (computed here otherwise)."""
     conns = cap.connections
     hb = heartbeats(cap.ws_frames, cap.http2_frames, cap.tcp_events,
                     connections=conns, capture_end=cap.summary.last_ts_ns)
@@ -1009,7 +1016,7 @@ def heartbeat_audit(cap: Capture, *, idle_gap_s: float = 30.0) -> pd.DataFrame:
     streams = sorted(ws | h2 | set(hb["tcp_stream"].tolist()))
     if not streams:
         return HEARTBEAT_AUDIT.frame([])
-    d = disconnects(cap, idle_gap_s=idle_gap_s)
+    d = disconnects(cap, idle_gap_s=idle_gap_s) if verdicts is None else verdicts
     verdict = dict(zip(d["tcp_stream"].tolist(), d["verdict"].astype(str), strict=True))
     idle_death = {t for t, sig in zip(d["tcp_stream"].tolist(), d["signals"].astype(str),
                                       strict=True) if "idle_then_reset" in sig.split(",")}

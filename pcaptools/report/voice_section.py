@@ -85,10 +85,12 @@ def voice_analyses(ctx: ReportContext) -> VoiceAnalyses | None:
         sessions = (ev.assign(stream_id=ev["stream_id"].astype("Int64"))
                     .groupby(["tcp_stream", "stream_id"], dropna=False, sort=True)
                     .size().rename("events").reset_index())
-        audit = heartbeat_audit(cap)
+        d = ctx.disconnects()  # (the report's, with the default thresholds)
+        audit = heartbeat_audit(cap, verdicts=d)
         audit = audit[audit["tcp_stream"].isin(sessions["tcp_stream"].tolist())]
-        out = VoiceAnalyses(turns(cap), cad, reconnect_storms(cap), reconnect_attempts(cap),
-                            audit.reset_index(drop=True), sessions)
+        out = VoiceAnalyses(turns(cap), cad, reconnect_storms(cap, verdicts=d),
+                            reconnect_attempts(cap, verdicts=d), audit.reset_index(drop=True),
+                            sessions)
     ctx._cache["voice"] = out
     return out
 
