@@ -27,6 +27,8 @@ import pandas as pd
 
 from ..analyses.coverage import DONE as COVERED
 from ..analyses.summary import DECRYPT_REASONS, fmt_ms
+from .quic_section import quic_check
+from .voice_section import voice_check
 
 if TYPE_CHECKING:
     from ..capture import Capture
@@ -516,15 +518,15 @@ def _warnings(ctx: ReportContext) -> Check:
 
 
 def _quic(ctx: ReportContext) -> Check | None:
-    from .quic_section import quic_check  # (it imports this module)
-
-    return quic_check(ctx)  # type: ignore[arg-type]
+    p = quic_check(ctx)
+    return None if p is None else Check("quic", "QUIC / HTTP/3", p.status, p.text, "quic",
+                                        p.worst, p.filter)
 
 
 def _voice(ctx: ReportContext) -> Check | None:
-    from .voice_section import voice_check  # (it imports this module)
-
-    return voice_check(ctx)  # type: ignore[arg-type]
+    p = voice_check(ctx)
+    return None if p is None else Check("voice", "Voice", p.status, p.text, "voice", p.worst,
+                                        p.filter)
 
 
 #: the questions in page order: (key, builder); a builder returning None has no line for

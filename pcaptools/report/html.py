@@ -57,6 +57,8 @@ from ..io.linktypes import LINKTYPE_LABELS
 from ..tcp.analysis import KIND_NAMES
 from . import charts
 from .checklist import STATUSES, checklist
+from .quic_section import quic_parts
+from .voice_section import voice_parts
 
 if TYPE_CHECKING:
     from ..capture import Capture
@@ -1193,17 +1195,15 @@ def _counts_text(col: pd.Series, top: int | None = None) -> str:
 
 
 def quic_section(ctx: ReportContext) -> Section | None:
-    """QUIC and HTTP/3 (:mod:`.quic_section`); left out without QUIC connections."""
-    from .quic_section import quic_section as build  # (it imports this module)
-
-    return build(ctx)
+    """QUIC and HTTP/3 (:func:`.quic_section.quic_parts`); left out without QUIC."""
+    parts = quic_parts(ctx)
+    return None if parts is None else Section("quic", "QUIC and HTTP/3", *parts)
 
 
 def voice_section(ctx: ReportContext) -> Section | None:
-    """Realtime voice (:mod:`.voice_section`); left out without realtime events."""
-    from .voice_section import voice_section as build  # (it imports this module)
-
-    return build(ctx)
+    """Realtime voice (:func:`.voice_section.voice_parts`); left out without realtime events."""
+    parts = voice_parts(ctx)
+    return None if parts is None else Section("voice", "Realtime voice", *parts)
 
 
 #: the report's sections, in page order. Append a builder to add a section.

@@ -32,16 +32,20 @@ from markupsafe import Markup
 from ..analyses.summary import fmt_ms
 from ..protocols.http3.frames import ERROR_CODES as H3_ERROR_CODES
 from . import charts
-from .checklist import Check
-from .html import MAX_CADENCE_STREAMS, Cell, ReportContext, Section, _f, _records, _text
+from .context import CheckContext, CheckParts, SectionContext, cached, store
+from .context import opt_float as _f
+from .context import records as _records
+from .context import text as _text
 
-__all__ = ["MAX_QUIC_CONNECTIONS", "QuicView", "quic_check", "quic_section", "quic_view"]
+__all__ = ["MAX_H3_CADENCE_STREAMS", "MAX_QUIC_CONNECTIONS", "QuicView", "quic_check",
+           "quic_parts", "quic_view"]
 
 #: QUIC connections listed in the section's table (worst first; all are in cap.quic_connections)
 MAX_QUIC_CONNECTIONS = 200
+#: HTTP/3 responses drawn in the token cadence chart (as the streaming section's)
+MAX_H3_CADENCE_STREAMS = 30
 
-_SECTION = "quic"
-_TITLE = "QUIC and HTTP/3"
+Cell = Any
 
 #: QUIC transport error codes (RFC 9000 §20.1); 0x0100-0x01ff is CRYPTO_ERROR (a TLS alert)
 TRANSPORT_ERRORS: dict[int, str] = {
@@ -196,11 +200,13 @@ class QuicView:
     went in a 0-RTT packet)"""
 
 
-def quic_view(ctx: ReportContext) -> QuicView | None:
-    """The section's data, or None when the capture has no QUIC connection."""
-    if "quic" in ctx._cache:
-        cached: QuicView | None = ctx._cache["quic"]
-        return cached
+def quic_view(ctx: CheckContext) -> QuicView | None:
+    """The section's data, or None when the capture has no QUIC connection (computed once per
+    report)."""
+    found, value = cached(ctx, "quic")
+    if found:
+        known: QuicView | None = value
+        return known
     cap = ctx.cap
     q = cap.quic_connections
     view: QuicView | None = None
@@ -225,7 +231,7 @@ def quic_view(ctx: ReportContext) -> QuicView | None:
                for c, s in zip(req["quic_connection"].tolist(), req["stream_id"].tolist(),
                                strict=True)]
         view = QuicView(conns.drop(columns=["_hs"]), req.assign(in_0rtt=in0))
-    ctx._cache["quic"] = view
+    store(ctx, "quic", view)
     return view
 
 
@@ -334,7 +340,7 @@ def _article_lines(v: QuicView, tcp: pd.DataFrame) -> list[str]:
     return out
 
 
-def _conn_table(ctx: ReportContext, c: pd.DataFrame) -> Markup:
+def _conn_table(ctx: SectionContext, c: pd.DataFrame) -> Markup:
     shown = c.head(min(ctx.max_table_rows, MAX_QUIC_CONNECTIONS))
     rows: list[list[Cell]] = []
     for r in _records(shown):
@@ -362,7 +368,7 @@ def _conn_table(ctx: ReportContext, c: pd.DataFrame) -> Markup:
     )
 
 
-def _request_table(ctx: ReportContext, req: pd.DataFrame) -> Markup:
+def _request_table(ctx: SectionContext, req: pd.DataFrame) -> Markup:
     rows: list[list[Cell]] = []
     for r in _records(req.head(ctx.max_table_rows)):
         rows.append([
@@ -383,7 +389,7 @@ def _request_table(ctx: ReportContext, req: pd.DataFrame) -> Markup:
 _QPACK_BAD = ("never_decoded", "failed", "too_long")
 
 
-def _qpack(ctx: ReportContext) -> tuple[list[str], Markup | None]:
+def _qpack(ctx: SectionContext) -> tuple[list[str], Markup | None]:
     cap = ctx.cap
     h = cap.http3_connections
     if not len(h):
@@ -414,8 +420,9 @@ def _qpack(ctx: ReportContext) -> tuple[list[str], Markup | None]:
     )
 
 
-def quic_section(ctx: ReportContext) -> Section | None:
-    """The QUIC / HTTP/3 section; None (no section on the page) without QUIC connections."""
+def quic_parts(ctx: SectionContext) -> tuple[Markup, str] | None:
+    """The QUIC / HTTP/3 section's body and note; None (no section on the page) without QUIC
+    connections."""
     v = quic_view(ctx)
     if v is None:
         return None
@@ -446,7 +453,8 @@ def quic_section(ctx: ReportContext) -> Section | None:
                                           "milliseconds after the request was sent", "requests")
         if dist is not None:
             parts.append(ctx.figure(dist, "quic-ttfb"))
-        points, total = charts.token_cadence_rows(req, ctx.cap.sse_events, MAX_CADENCE_STREAMS,
+        points, total = charts.token_cadence_rows(req, ctx.cap.sse_events,
+                                                  MAX_H3_CADENCE_STREAMS,
                                                   ctx.cap.http3_sse_events)
         fig = charts.token_cadence_figure(points)
         if fig is not None:
@@ -456,18 +464,18 @@ def quic_section(ctx: ReportContext) -> Section | None:
             f" HTTP/3 requests: {len(req):,} (stream_latency rows with protocol HTTP/3); "
             "TTFB and TTFT from the request's end (FIN), the token chart as in Streamed "
             "responses"
-            + (f" (first {MAX_CADENCE_STREAMS} of {total:,} responses)"
-               if total > MAX_CADENCE_STREAMS else "")
+            + (f" (first {MAX_H3_CADENCE_STREAMS} of {total:,} responses)"
+               if total > MAX_H3_CADENCE_STREAMS else "")
             + "; 0-RTT: the request's first STREAM frame went in a 0-RTT packet."
         )
     elif len(c):
         note += " No HTTP/3 request was read (no h3 connection decrypted)."
     if qtable is not None:
         parts.append(qtable)
-    return Section(_SECTION, _TITLE, Markup("".join(parts)), note)
+    return Markup("".join(parts)), note
 
 
-def quic_check(ctx: ReportContext) -> Check | None:
+def quic_check(ctx: CheckContext) -> CheckParts | None:
     """The checklist line: was QUIC / HTTP/3 used, how fast were its handshakes, was 0-RTT
     used; None without QUIC connections (no line)."""
     v = quic_view(ctx)
@@ -521,4 +529,4 @@ def quic_check(ctx: ReportContext) -> Check | None:
         text += f"; {_n(len(unclean), 'connection')} did not end cleanly"
         worst = f"QUIC connection {int(r['quic_connection'])}: {end_text(r)}"
         flt = f"quic.connection.number eq {int(r['quic_connection'])}"
-    return Check("quic", "QUIC / HTTP/3", status, text + ".", _SECTION, worst, flt)
+    return CheckParts(status, text + ".", worst, flt)

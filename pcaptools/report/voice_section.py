@@ -39,19 +39,21 @@ from ..analyses.realtime import (
 )
 from ..analyses.summary import fmt_ms
 from . import charts, proto_charts
-from .checklist import Check
-from .html import Cell, ReportContext, Section, _f, _records, _text
+from .context import CheckContext, CheckParts, SectionContext, cached, store
+from .context import opt_float as _f
+from .context import records as _records
+from .context import text as _text
 
 __all__ = ["MAX_AUDIO_STREAMS", "MAX_TURN_BARS", "VoiceAnalyses", "voice_analyses",
-           "voice_check", "voice_section"]
+           "voice_check", "voice_parts"]
+
+Cell = Any
 
 #: turns drawn in the turn-latency chart (the table has every one)
 MAX_TURN_BARS = 200
 #: audio streams drawn in the cadence chart (the table has every one)
 MAX_AUDIO_STREAMS = 40
 
-_SECTION = "voice"
-_TITLE = "Realtime voice"
 _AUDIT_TIMEOUTS = (("survives_nat_30s", "NAT 30 s"), ("survives_aws_alb_60s", "ALB 60 s"),
                    ("survives_nginx_proxy_read_60s", "nginx 60 s"))
 
@@ -71,12 +73,13 @@ class VoiceAnalyses:
     """one row per (tcp_stream, stream_id) with realtime events: ``events``, ``types``"""
 
 
-def voice_analyses(ctx: ReportContext) -> VoiceAnalyses | None:
+def voice_analyses(ctx: CheckContext) -> VoiceAnalyses | None:
     """The analyses for the section and its checklist line (computed once per report), or
     None when the capture has no realtime events."""
-    if "voice" in ctx._cache:
-        cached: VoiceAnalyses | None = ctx._cache["voice"]
-        return cached
+    found, value = cached(ctx, "voice")
+    if found:
+        known: VoiceAnalyses | None = value
+        return known
     cap = ctx.cap
     ev = cap.realtime_events
     out: VoiceAnalyses | None = None
@@ -91,7 +94,7 @@ def voice_analyses(ctx: ReportContext) -> VoiceAnalyses | None:
         out = VoiceAnalyses(turns(cap), cad, reconnect_storms(cap, verdicts=d),
                             reconnect_attempts(cap, verdicts=d), audit.reset_index(drop=True),
                             sessions)
-    ctx._cache["voice"] = out
+    store(ctx, "voice", out)
     return out
 
 
@@ -114,7 +117,7 @@ def _same(df: pd.DataFrame, tcp: int, sid: Any) -> pd.DataFrame:
     return out
 
 
-def _session_lines(ctx: ReportContext, va: VoiceAnalyses) -> list[Cell]:
+def _session_lines(ctx: SectionContext, va: VoiceAnalyses) -> list[Cell]:
     cap = ctx.cap
     ends = {int(r["tcp_stream"]): (
         f"{charts.endpoint(str(r['client_addr']), int(r['client_port']))} \u2192 "
@@ -210,7 +213,7 @@ def _turn_filter(r: dict[str, Any]) -> str:
     return f
 
 
-def _turns_table(ctx: ReportContext, t: pd.DataFrame) -> Markup:
+def _turns_table(ctx: SectionContext, t: pd.DataFrame) -> Markup:
     rows: list[list[Cell]] = []
     for r in _records(t.head(ctx.max_table_rows)):
         fmt = _text(r["audio_format"])
@@ -235,7 +238,7 @@ def _turns_table(ctx: ReportContext, t: pd.DataFrame) -> Markup:
     )
 
 
-def _cadence_table(ctx: ReportContext, cd: pd.DataFrame) -> Markup:
+def _cadence_table(ctx: SectionContext, cd: pd.DataFrame) -> Markup:
     rows: list[list[Cell]] = []
     for r in _records(cd.head(ctx.max_table_rows)):
         rows.append([
@@ -257,7 +260,7 @@ def _cadence_table(ctx: ReportContext, cd: pd.DataFrame) -> Markup:
     )
 
 
-def _storms_tables(ctx: ReportContext, va: VoiceAnalyses) -> Markup:
+def _storms_tables(ctx: SectionContext, va: VoiceAnalyses) -> Markup:
     rows: list[list[Cell]] = []
     for s in _records(va.storms.head(ctx.max_table_rows)):
         rows.append([
@@ -292,7 +295,7 @@ def _storms_tables(ctx: ReportContext, va: VoiceAnalyses) -> Markup:
     )
 
 
-def _audit_table(ctx: ReportContext, au: pd.DataFrame) -> Markup:
+def _audit_table(ctx: SectionContext, au: pd.DataFrame) -> Markup:
     rows: list[list[Cell]] = []
     for r in _records(au.head(ctx.max_table_rows)):
         fails = [label for col, label in _AUDIT_TIMEOUTS if r[col] is False]
@@ -322,9 +325,9 @@ def _audit_table(ctx: ReportContext, au: pd.DataFrame) -> Markup:
     )
 
 
-def voice_section(ctx: ReportContext) -> Section | None:
-    """The realtime voice section; None (no section on the page) when the capture has no
-    realtime events."""
+def voice_parts(ctx: SectionContext) -> tuple[Markup, str | None] | None:
+    """The realtime voice section's body and note; None (no section on the page) when the
+    capture has no realtime events."""
     va = voice_analyses(ctx)
     if va is None:
         return None
@@ -382,22 +385,21 @@ def voice_section(ctx: ReportContext) -> Section | None:
         parts.append(_audit_table(ctx, va.audit))
         notes.append("Heartbeat audit of the sessions' connections: longest silences against "
                      "common idle timeouts (analyses.realtime.heartbeat_audit).")
-    return Section(_SECTION, _TITLE, Markup("".join(parts)), " ".join(notes) or None)
+    return Markup("".join(parts)), " ".join(notes) or None
 
 
-def voice_check(ctx: ReportContext) -> Check | None:
+def voice_check(ctx: CheckContext) -> CheckParts | None:
     """The checklist line: voice turn latency and audio underruns; None without realtime
     events (no line)."""
     va = voice_analyses(ctx)
     if va is None:
         return None
-    label = "Voice"
     t = va.turns
     n_sess = len(va.sessions)
     if not len(t):
-        return Check("voice", label, "info",
+        return CheckParts("info",
                      f"{_n(int(va.sessions['events'].sum()), 'realtime event')} on "
-                     f"{_n(n_sess, 'session')}, no response.", _SECTION)
+                     f"{_n(n_sess, 'session')}, no response.")
     text = f"{_n(len(t), 'turn')} on {_n(n_sess, 'session')}"
     ttfa = t["time_to_first_audio_ms"].dropna()
     worst = flt = None
@@ -432,4 +434,4 @@ def voice_check(ctx: ReportContext) -> Check | None:
         k = int(va.storms["attempts"].sum())
         text += f"; {_n(len(va.storms), 'reconnect storm')} ({_n(k, 'attempt')})"
         status = "warn"
-    return Check("voice", label, status, text + ".", _SECTION, worst, flt)
+    return CheckParts(status, text + ".", worst, flt)

@@ -19,7 +19,7 @@ from pcaptools.analyses.latency import stream_latency
 from pcaptools.analyses.realtime import audio_cadence, playout_stalls, turns
 from pcaptools.report import SECTIONS, proto_charts, quic_section, render_report, voice_section
 from pcaptools.report import html as report_html
-from pcaptools.report.checklist import Check, checklist
+from pcaptools.report.checklist import QUESTIONS, Check, checklist
 from pcaptools.report.html import ReportContext, Section, build_sections, num_text
 from pcaptools.result import Capture
 from tests.conftest import CAPTURES, CORPUS
@@ -95,9 +95,9 @@ def voice() -> VoiceFix:
     """The voice section alone and its checklist line (the rest of the report is not needed)."""
     cap = _load("voice-realtime.pcapng")
     ctx = _ctx(cap)
-    sec = voice_section.voice_section(ctx)
+    sec = report_html.voice_section(ctx)
     assert sec is not None and sec.id == "voice" and sec.title == "Realtime voice"
-    return cap, f'<section id="voice">{_body(sec)}</section>', voice_section.voice_check(ctx)
+    return cap, f'<section id="voice">{_body(sec)}</section>', dict(QUESTIONS)["voice"](ctx)
 
 
 def test_sections_are_listed_in_page_order() -> None:
@@ -189,7 +189,7 @@ def test_h3_chat_checklist(h3chat: tuple[Capture, str]) -> None:
                                            ("h3-sse-lossy-server.pcapng", "server")])
 def test_lost_packets_match_the_links_drop_log(name: str, vantage: str) -> None:
     cap = _load(name)
-    sec = _body(quic_section.quic_section(_ctx(cap)))
+    sec = _body(report_html.quic_section(_ctx(cap)))
     row = _rows(sec, "QUIC conn.")[0]
     link = _facts(name)["link"]
     c2s = len(link["client_to_server"]["dropped_datagrams"])
@@ -209,7 +209,7 @@ def test_corpus_quic_without_keys() -> None:
         pytest.skip("../shared/corpus is absent")
     cap = pcaptools.load(path)
     ctx = _ctx(cap)
-    sec = _body(quic_section.quic_section(ctx))
+    sec = _body(report_html.quic_section(ctx))
     items = _items(sec)
     assert items[0] == "2 QUIC connections: 0 decrypted."
     assert items[1].startswith("2 QUIC connections not decrypted: no key for their client "
@@ -231,7 +231,7 @@ def test_corpus_chrome_quic_close_reason() -> None:
     if not path.exists():
         pytest.skip("../shared/corpus is absent")
     cap = pcaptools.load(path)
-    row = _rows(_body(quic_section.quic_section(_ctx(cap))), "QUIC conn.")[0]
+    row = _rows(_body(report_html.quic_section(_ctx(cap))), "QUIC conn.")[0]
     q = cap.quic_connections.iloc[0]
     assert row[3] == "cloudflare-quic.com" and row[4] == "h3"
     assert row[12] == (f"CONNECTION_CLOSE (transport) by the client, 0x0 NO_ERROR, frame "
@@ -294,7 +294,7 @@ def test_voice_sessions_storms_and_checklist(voice: VoiceFix) -> None:
     truth = _facts("voice-realtime.pcapng")["truth"]
     att = _rows(sec, "storm")  # the storm table, then its attempts
     assert len(att) == 1 and int(att[0][6]) == len(truth["connect_attempts"]) - 1
-    assert check is not None and check.label == "Voice" and check.section == "voice"
+    assert check is not None and (check.label, check.section) == ("Voice", "voice")
     status, text = check.status, f"{check.text} {check.worst} {check.filter}"
     assert status == "warn"
     t = turns(cap)["time_to_first_audio_ms"]
@@ -327,13 +327,13 @@ def test_capture_strings_are_escaped(h3chat: tuple[Capture, str],
         q[col] = XSS
     q["end"] = "connection_close_transport"
     cap = _with(h3chat[0], quic_connections=q)
-    page = _body(quic_section.quic_section(_ctx(cap)))
+    page = _body(report_html.quic_section(_ctx(cap)))
     ev = voice[0].realtime_events.copy()
     ev["response_id"] = ev["response_id"].where(ev["response_id"].isna(), XSS)
     ws = voice[0].ws_connections.copy()
     ws["path"] = XSS
     vcap = _with(voice[0], realtime_events=ev, ws_connections=ws)
-    vpage = _body(voice_section.voice_section(_ctx(vcap)))
+    vpage = _body(report_html.voice_section(_ctx(vcap)))
     esc = htmlmod.escape(XSS, quote=False)
     for p in (page, vpage):
         assert XSS not in p
@@ -348,7 +348,7 @@ def test_tables_are_bounded(h3chat: tuple[Capture, str], voice: VoiceFix) -> Non
     q = cap.quic_connections
     many = pd.concat([q] * 150, ignore_index=True)
     many["quic_connection"] = np.arange(len(many))
-    sec = _body(quic_section.quic_section(_ctx(_with(cap, quic_connections=many))))
+    sec = _body(report_html.quic_section(_ctx(_with(cap, quic_connections=many))))
     assert f"Showing first {quic_section.MAX_QUIC_CONNECTIONS:,} of 300 rows" in sec
     assert len(sec) < 400_000
     big = pd.concat([turns(voice[0])] * 150, ignore_index=True)
