@@ -130,6 +130,7 @@ def turn_latency_figure(rows: pd.DataFrame) -> Figure | None:
     n = len(rows)
     fig.update_layout(
         height=int(min(900, max(200, 26 * n + 140))), barmode="stack",
+        legend={"traceorder": "normal"},
         xaxis={"title": "ms after the request event", "rangemode": "tozero"},
         yaxis={"autorange": "reversed", "type": "category", "categoryorder": "array",
                "categoryarray": labels, "automargin": True},

@@ -192,7 +192,7 @@ def _storm_text(s: dict[str, Any]) -> str:
     out = (f"reconnect storm {int(s['storm'])}: {_n(int(s['attempts']), 'attempt')} "
            f"({int(s['failed_attempts']):,} failed)")
     if _text(s["intervals_ms"]):
-        out += f", intervals {s['intervals_ms']} ms"
+        out += f", intervals {str(s['intervals_ms']).replace(',', ', ')} ms"
     if _f(s["backoff_ratio"]) is not None:
         out += f" (backoff \u00d7{float(s['backoff_ratio']):.2f})"
     if str(s["outcome"]) == "connected":
@@ -268,7 +268,9 @@ def _storms_tables(ctx: SectionContext, va: VoiceAnalyses) -> Markup:
             None if pd.isna(s["previous_tcp_stream"]) else int(s["previous_tcp_stream"]),
             _text(s["previous_verdict"]).replace("_", " "), _f(s["detect_ms"]),
             int(s["attempts"]), int(s["failed_attempts"]), int(s["syn_retransmissions"]),
-            _text(s["intervals_ms"]), _f(s["backoff_ratio"]), _text(s["outcome"]),
+            _text(s["intervals_ms"]).replace(",", ", "),
+            "" if _f(s["backoff_ratio"]) is None else f"\u00d7{float(s['backoff_ratio']):.2f}",
+            _text(s["outcome"]),
             None if pd.isna(s["connected_tcp_stream"]) else int(s["connected_tcp_stream"]),
             _f(s["down_ms"]),
         ])
@@ -300,7 +302,7 @@ def _audit_table(ctx: SectionContext, au: pd.DataFrame) -> Markup:
     for r in _records(au.head(ctx.max_table_rows)):
         fails = [label for col, label in _AUDIT_TIMEOUTS if r[col] is False]
         unknown = [label for col, label in _AUDIT_TIMEOUTS if pd.isna(r[col])]
-        survives = ("all" if not fails and not unknown
+        survives = ("survives all" if not fails and not unknown
                     else "fails " + ", ".join(fails) if fails else "unknown")
         died = ""
         if r["died_idle"]:
