@@ -183,6 +183,8 @@ def test_h3_chat_checklist(h3chat: tuple[Capture, str]) -> None:
     # the HTTP and token lines name HTTP/3 requests by their QUIC connection
     assert lines["HTTP"][1].startswith("5 requests (5 HTTP/3)")
     assert "QUIC connection " in lines["Time to first token"][1]
+    assert '<td class="num">QUIC 1</td>' in _section(page, "http")
+    assert '<td class="num">QUIC 0</td>' in _section(page, "streaming")
     assert '<a href="#quic">QUIC / HTTP/3</a>' in page
 
 
@@ -379,3 +381,25 @@ def test_quic_text_helpers() -> None:
     assert quic_section.clean_end(end) is False
     assert quic_section.clean_end({**end, "end": "connection_close_application",
                                    "close_error_code": 0x100}) is True
+
+
+def test_qpack_never_decoded_is_listed(h3chat: tuple[Capture, str]) -> None:
+    cap = h3chat[0]
+    fr = cap.http3_frames.copy()
+    heads = fr.index[fr["type"].astype(str).eq("HEADERS")]
+    i = heads[-1]  # a response's HEADERS whose encoder-stream bytes "were not captured"
+    fr["qpack"] = fr["qpack"].cat.add_categories(["never_decoded"]) \
+        if "never_decoded" not in fr["qpack"].cat.categories else fr["qpack"]
+    fr.loc[i, "qpack"] = "never_decoded"
+    h3 = cap.http3_connections.copy()
+    side = "server" if str(fr.loc[i, "direction"]) == "server_to_client" else "client"
+    q = int(fr.loc[i, "quic_connection"])
+    h3.loc[h3["quic_connection"] == q, f"{side}_undecoded_field_sections"] = 1
+    sec = _body(report_html.quic_section(_ctx(_with(cap, http3_frames=fr,
+                                                    http3_connections=h3))))
+    assert "; 1 field section never decoded or failed (their headers are unknown: listed " \
+           "below)." in _items(sec)[3]
+    row = _rows(re.findall(r"<table>.*?</table>", sec, re.S)[-1], "QUIC conn.")  # QPACK's
+    assert len(row) == 1 and row[-1][:6] == [str(q), str(int(fr.loc[i, "stream_id"])),
+                           str(fr.loc[i, "direction"]), "HEADERS", str(int(fr.loc[i, "frame"])),
+                           "never decoded"]
