@@ -179,7 +179,20 @@ def lost_packets(r: dict[str, Any]) -> int | None:
 
 def _lost_text(r: dict[str, Any], side: str) -> str:
     unacked, missing = _lost(r, side)
-    return f"{'?' if unacked is None else unacked} / {'?' if missing is None else missing}"
+    out = f"{'?' if unacked is None else unacked} / {'?' if missing is None else missing}"
+    if str(r["_decrypt"]) in ("no_key", "initial_only"):
+        out += " (Initial packets only)"  # (the only packet numbers it could read)
+    return out
+
+
+#: how the 0-RTT outcomes read
+_ZERO_RTT = {"accepted": "accepted", "rejected": "rejected",
+             "unknown": "accepted or not: not decrypted"}
+
+
+def _zero_rtt_counts(zero: pd.DataFrame) -> str:
+    acc = zero["zero_rtt"].astype(object).value_counts()
+    return ", ".join(f"{int(k):,} {_ZERO_RTT.get(str(s), str(s))}" for s, k in acc.items())
 
 
 def _rtt_text(r: dict[str, Any], side: str) -> str:
@@ -283,9 +296,8 @@ def _article_lines(v: QuicView, tcp: pd.DataFrame) -> list[str]:
         return txt + (f" (medians of {len(rows):,})" if len(rows) > 1 else "")
 
     if len(zero):
-        acc = zero["zero_rtt"].astype(object).value_counts()
-        how = ", ".join(f"{int(k):,} {s}" for s, k in acc.items())
-        line = f"0-RTT: {_n(len(zero), 'connection')} sent 0-RTT packets ({how})"
+        line = (f"0-RTT: {_n(len(zero), 'connection')} sent 0-RTT packets "
+                f"({_zero_rtt_counts(zero)})")
         z_first = first[first["quic_connection"].isin(zero["quic_connection"].tolist())
                         & first["in_0rtt"]]
         if len(z_first):
@@ -499,8 +511,7 @@ def quic_check(ctx: CheckContext) -> CheckParts | None:
     kinds = c["handshake_kind"].astype(object)
     zero = c[kinds.isin(["0rtt", "retry_0rtt"]).to_numpy(bool)]
     if len(zero):
-        acc = zero["zero_rtt"].astype(object).value_counts()
-        text += "; 0-RTT: " + ", ".join(f"{int(k):,} {s}" for s, k in acc.items())
+        text += "; 0-RTT: " + _zero_rtt_counts(zero)
     else:
         text += "; no 0-RTT"
     resumed = int(c["resumed"].eq(True).fillna(False).sum())

@@ -17,7 +17,14 @@ import pytest
 import pcaptools
 from pcaptools.analyses.latency import stream_latency
 from pcaptools.analyses.realtime import audio_cadence, playout_stalls, turns
-from pcaptools.report import SECTIONS, proto_charts, quic_section, render_report, voice_section
+from pcaptools.report import (
+    SECTIONS,
+    charts,
+    proto_charts,
+    quic_section,
+    render_report,
+    voice_section,
+)
 from pcaptools.report import html as report_html
 from pcaptools.report.checklist import QUESTIONS, Check, checklist
 from pcaptools.report.html import ReportContext, Section, build_sections, num_text
@@ -224,6 +231,8 @@ def test_corpus_quic_without_keys() -> None:
     for r in rows.values():
         assert r[12] == "unknown: packets not decrypted (a close would not show)"
         assert r[13] == "no: no key for its client random"
+        assert r[10] == r[11] == "0 / 0 (Initial packets only)"
+    assert items[2] == "0-RTT: 1 connection sent 0-RTT packets (1 accepted or not: not decrypted)."
     check = quic_section.quic_check(ctx)
     assert check is not None and check.status == "warn"
     assert "; 2 not decrypted: no key for their client random." in check.text
@@ -239,6 +248,14 @@ def test_corpus_chrome_quic_close_reason() -> None:
     assert row[3] == "cloudflare-quic.com" and row[4] == "h3"
     assert row[12] == (f"CONNECTION_CLOSE (transport) by the client, 0x0 NO_ERROR, frame "
                        f"{int(q['close_frame'])}: \u201c70:net error\u201d")
+    # HTTP/2 over TCP and HTTP/3 in one capture: the waterfall draws both (it failed on the
+    # HTTP/3 row's missing tcp.stream)
+    lat = stream_latency(cap)
+    assert sorted(lat["protocol"].astype(str)) == ["HTTP/2", "HTTP/3"]
+    t0, end = cap.summary.first_ts_ns, cap.summary.last_ts_ns
+    assert t0 is not None and end is not None
+    wf = charts.waterfall_rows(lat, t0, end, 300, cap.connections)
+    assert len(wf.rows) == 2 and wf.rows["label"].str.startswith("q0 s0 GET").sum() == 1
 
 
 # -- realtime voice --------------------------------------------------------------------------
