@@ -209,7 +209,7 @@ class QuicView:
     conns: pd.DataFrame
     """quic_connections, worst first, with ``_decrypt`` (:func:`decrypt_status`)"""
     requests: pd.DataFrame
-    """the HTTP/3 rows of stream_latency, with ``in_0rtt`` (the request's first STREAM frame
+    """the HTTP/3 rows of stream_latency, with ``in_0rtt`` (STREAM frames of the request
     went in a 0-RTT packet)"""
 
 
@@ -478,7 +478,7 @@ def quic_parts(ctx: SectionContext) -> tuple[Markup, str] | None:
             "responses"
             + (f" (first {MAX_H3_CADENCE_STREAMS} of {total:,} responses)"
                if total > MAX_H3_CADENCE_STREAMS else "")
-            + "; 0-RTT: the request's first STREAM frame went in a 0-RTT packet."
+            + "; 0-RTT: the request went (in part or whole) in 0-RTT packets."
         )
     elif len(c):
         note += " No HTTP/3 request was read (no h3 connection decrypted)."
