@@ -5,7 +5,10 @@ The page is a list of sections. Each section comes from a *builder*, a function
 WebSocket...) means writing one builder and appending it. A builder returns
 ``Section(id, title, html, note)``: ``html`` is the body (a :class:`markupsafe.Markup`
 made with the context's helpers) or ``None`` when there is no data, in which case the
-page shows ``note`` as the one line that says so.
+page shows ``note`` as the one line that says so. A builder may also return ``None`` instead
+of a Section: the section does not apply to this capture and is left out of the page (the
+QUIC / HTTP/3 and realtime voice sections, which live in :mod:`.quic_section` and
+:mod:`.voice_section` and read the report through :mod:`.context`).
 
 Escaping: the page is rendered by jinja2 with ``autoescape=True``; the helpers
 (:meth:`ReportContext.table`, :meth:`~ReportContext.pairs`, :meth:`~ReportContext.items`)
