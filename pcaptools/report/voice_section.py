@@ -1,7 +1,9 @@
 """The report's realtime voice section (issue #17) and its checklist line.
 
 Shown only when the capture has realtime events (``cap.realtime_events``: WebSocket JSON
-text messages); otherwise the builder returns None and the page has no such section. It reads
+text messages) that name their type (a top-level ``type``) or carry audio; otherwise the
+builder returns None and the page has no such section (other JSON over WebSocket is an app's
+own protocol, not a voice session). It reads
 the analyses of :mod:`pcaptools.analyses.realtime` (computed once per report):
 
 - one summary line per session (WebSocket connection with realtime events): turns, time to
@@ -70,7 +72,8 @@ class VoiceAnalyses:
     audit: pd.DataFrame
     """heartbeat_audit rows of the sessions' connections"""
     sessions: pd.DataFrame
-    """one row per (tcp_stream, stream_id) with realtime events: ``events``, ``types``"""
+    """one row per (tcp_stream, stream_id) with realtime events: ``events`` (those with a
+    type or audio)"""
 
 
 def voice_analyses(ctx: CheckContext) -> VoiceAnalyses | None:
@@ -82,6 +85,9 @@ def voice_analyses(ctx: CheckContext) -> VoiceAnalyses | None:
         return known
     cap = ctx.cap
     ev = cap.realtime_events
+    # realtime API events name themselves (a top-level "type") or carry audio; other JSON
+    # over WebSocket (an app's own messages) is not a voice session
+    ev = ev[(ev["type"].notna() | ev["audio_bytes"].notna()).to_numpy(bool)]
     out: VoiceAnalyses | None = None
     if len(ev):
         cad = audio_cadence(cap, sse=False)

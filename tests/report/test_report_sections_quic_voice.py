@@ -336,6 +336,15 @@ def test_absent_without_quic_or_realtime_events() -> None:
     assert "quic" not in keys and "voice" not in keys and "tls" in keys
 
 
+def test_no_voice_section_for_untyped_json_over_websocket() -> None:
+    path = CORPUS / "wsapp.pcap"
+    if not path.exists():
+        pytest.skip("../shared/corpus is absent")
+    cap = pcaptools.load(path)
+    assert len(cap.realtime_events) and cap.realtime_events["type"].isna().all()
+    assert report_html.voice_section(_ctx(cap)) is None
+
+
 def _with(cap: Capture, **tables: pd.DataFrame) -> Capture:
     return Capture(cap.summary, {**cap.tables, **tables})
 
