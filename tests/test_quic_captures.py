@@ -332,6 +332,7 @@ def test_connections_handshake_rtt_and_end(loaded: dict[str, Any]) -> None:
                     if c["quic"]["early_data_accepted"] else "1rtt")
             assert row.handshake_kind == want
             assert (row.zero_rtt == "accepted") == c["quic"]["early_data_accepted"]
+            assert row.resumed == c["quic"]["resumed"]  # (the ServerHello's pre_shared_key)
             assert row.end == "connection_close_application" and row.closed_by == "client"
             assert row.close_error_code == 0  # H3_NO_ERROR
             assert 0 < row.handshake_ms < 1000

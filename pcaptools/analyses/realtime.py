@@ -136,6 +136,7 @@ __all__ = [
     "audio_cadence",
     "cadence_stats",
     "heartbeat_audit",
+    "playout_stalls",
     "reconnect_attempts",
     "reconnect_storms",
     "session_audio_format",
@@ -753,18 +754,33 @@ def cadence_stats(arrivals_ns: Sequence[int], media_ms: Sequence[float] | None, 
         j += (abs(d) - j) / 16.0
     best = np.minimum.accumulate(transit)
     late = int(((transit - best) > late_ms).sum())
+    stalls = playout_stalls(r, dur, buffer_ms=buffer_ms)
+    out.update(jitter_ms=j, late_chunks=late, underruns=len(stalls),
+               underrun_ms=sum(ms for _, ms in stalls),
+               first_underrun_index=stalls[0][0] if stalls else None)
+    return out
+
+
+def playout_stalls(arrivals_ns: Sequence[int] | np.ndarray,
+                   media_ms: Sequence[float] | np.ndarray, *,
+                   buffer_ms: float = DEFAULT_BUFFER_MS) -> list[tuple[int, float]]:
+    """The playout-buffer underruns of one stream of chunks (the rule of the module
+    docstring: playback starts ``buffer_ms`` after the first chunk arrives and plays the
+    chunks back to back; a chunk arriving after its playback time stalls playback until it
+    arrives): ``(chunk index, stall ms)`` per underrun, in order. ``media_ms``: each chunk's
+    audio duration (no NaN)."""
+    r = np.asarray(arrivals_ns, dtype=np.int64)
+    dur = np.asarray(media_ms, dtype=np.float64)
+    if not len(r):
+        return []
+    arr_ms = (r - r[0]).astype(np.float64) / 1e6
     play = buffer_ms
-    under, under_ms, first_under = 0, 0.0, None
-    for i in range(n):
+    out: list[tuple[int, float]] = []
+    for i in range(len(r)):
         if i and arr_ms[i] > play:
-            under += 1
-            under_ms += arr_ms[i] - play
-            if first_under is None:
-                first_under = i
+            out.append((i, float(arr_ms[i] - play)))
             play = arr_ms[i]
         play += dur[i]
-    out.update(jitter_ms=j, late_chunks=late, underruns=under, underrun_ms=under_ms,
-               first_underrun_index=first_under)
     return out
 
 
@@ -819,8 +835,8 @@ def audio_cadence(cap: Capture, *, buffer_ms: float = DEFAULT_BUFFER_MS,
 
 # --------------------------------------------------------------------------- reconnects
 
-def _attempt_table(cap: Capture, max_gap_s: float) -> tuple[list[tuple[Any, ...]],
-                                                            list[tuple[Any, ...]]]:
+def _attempt_table(cap: Capture, max_gap_s: float, verdicts: pd.DataFrame | None = None
+                   ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     conns = cap.connections
     if not len(conns):
         return [], []
@@ -832,7 +848,8 @@ def _attempt_table(cap: Capture, max_gap_s: float) -> tuple[list[tuple[Any, ...]
         for t, f, ok in zip(tls["tcp_stream"].tolist(), fin.tolist(),
                             tls["client_finished_ts"].notna().tolist(), strict=True):
             tls_done.setdefault(int(t), int(f) if ok else None)
-    verdicts = disconnects(cap)
+    if verdicts is None:
+        verdicts = disconnects(cap)
     verdict = dict(zip(verdicts["tcp_stream"].tolist(), verdicts["verdict"].astype(str),
                        strict=True))
     c = conns.sort_values(["first_ts", "tcp_stream"], kind="stable")
@@ -949,18 +966,22 @@ def _storm(n: int, ca: str, server: str, prev: int | None, verdict: dict[int, st
             (connected[1] - base) / 1e6 if connected else math.nan)
 
 
-def reconnect_storms(cap: Capture, *, max_gap_s: float = 300.0) -> pd.DataFrame:
+def reconnect_storms(cap: Capture, *, max_gap_s: float = 300.0,
+                     verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
     """Series of connection attempts after a failure (:data:`RECONNECT_STORMS`; rules in the
     module docstring). Works with ``load(packets=False)`` (then the failed connection's last
     server packet is ``connections.server_last_ts``, which may be after the first attempt;
-    such a time is not used)."""
-    storms, _ = _attempt_table(cap, max_gap_s)
+    such a time is not used). ``verdicts``: ``disconnects(cap)`` when the caller has it
+    already (computed here otherwise)."""
+    storms, _ = _attempt_table(cap, max_gap_s, verdicts)
     return RECONNECT_STORMS.frame(storms)
 
 
-def reconnect_attempts(cap: Capture, *, max_gap_s: float = 300.0) -> pd.DataFrame:
-    """The attempts of :func:`reconnect_storms`, one row each (:data:`RECONNECT_ATTEMPTS`)."""
-    _, attempts = _attempt_table(cap, max_gap_s)
+def reconnect_attempts(cap: Capture, *, max_gap_s: float = 300.0,
+                       verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The attempts of :func:`reconnect_storms`, one row each (:data:`RECONNECT_ATTEMPTS`;
+    ``verdicts`` as there)."""
+    _, attempts = _attempt_table(cap, max_gap_s, verdicts)
     return RECONNECT_ATTEMPTS.frame(attempts)
 
 
@@ -979,11 +1000,13 @@ def _silences(times: np.ndarray, end: int | None) -> tuple[float, list[tuple[int
     return float(g.max()) / 1e6, list(zip(t[:-1].tolist(), t[1:].tolist(), strict=True))
 
 
-def heartbeat_audit(cap: Capture, *, idle_gap_s: float = 30.0) -> pd.DataFrame:
+def heartbeat_audit(cap: Capture, *, idle_gap_s: float = 30.0,
+                    verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
     """Heartbeat settings against idle timeouts, per long-lived connection
     (:data:`HEARTBEAT_AUDIT`; rules in the module docstring). ``idle_gap_s``: the silence
     before a reset that makes a connection one that died idle (``disconnects(idle_gap_s=)``:
-    its ``idle_then_reset`` rule)."""
+    its ``idle_then_reset`` rule). ``verdicts``: ``disconnects(cap, idle_gap_s=idle_gap_s)``
+    when the caller has it already (computed here otherwise)."""
     conns = cap.connections
     hb = heartbeats(cap.ws_frames, cap.http2_frames, cap.tcp_events,
                     connections=conns, capture_end=cap.summary.last_ts_ns)
@@ -993,7 +1016,7 @@ def heartbeat_audit(cap: Capture, *, idle_gap_s: float = 30.0) -> pd.DataFrame:
     streams = sorted(ws | h2 | set(hb["tcp_stream"].tolist()))
     if not streams:
         return HEARTBEAT_AUDIT.frame([])
-    d = disconnects(cap, idle_gap_s=idle_gap_s)
+    d = disconnects(cap, idle_gap_s=idle_gap_s) if verdicts is None else verdicts
     verdict = dict(zip(d["tcp_stream"].tolist(), d["verdict"].astype(str), strict=True))
     idle_death = {t for t, sig in zip(d["tcp_stream"].tolist(), d["signals"].astype(str),
                                       strict=True) if "idle_then_reset" in sig.split(",")}

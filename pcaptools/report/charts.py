@@ -506,7 +506,8 @@ def waterfall_rows(lat: pd.DataFrame, t0_ns: int, end_ns: int, max_rows: int,
         how = {int(t): _conn_end_text(r, b, f) for t, r, b, f in zip(
             cend.index.tolist(), cend["end_reason"].astype(object).tolist(),
             cend["end_by"].astype(object).tolist(), cend["end_frame"].tolist(), strict=True)}
-        streams = df["tcp_stream"].astype("int64").tolist()
+        # (HTTP/3 rows have no tcp.stream: no TCP connection end applies to them)
+        streams = [-1 if pd.isna(t) else int(t) for t in df["tcp_stream"].tolist()]
         conn_end = np.asarray([ends.get(t, np.nan) for t in streams], dtype=np.float64)
         why_conn = [how.get(t, "") for t in streams]
     cut_from = np.where(np.isnan(first), sent, first)

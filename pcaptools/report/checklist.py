@@ -8,8 +8,10 @@ where one request or connection stands out, names it with its Wireshark display 
 :class:`~pcaptools.report.html.ReportContext`, so the analyses run once per report.
 
 The questions, in page order (:data:`QUESTIONS`): what was analysed and what was not; did
-any connection die (silently or not); time to first token; HTTP requests; heartbeats; TLS;
-loss; TCP handshake RTT; how the connections ended; DNS; path MTU; overhead; warnings.
+any connection die (silently or not); time to first token; HTTP requests; heartbeats; realtime
+voice (turn latency, audio underruns: only for a capture with realtime events); TLS; QUIC and
+HTTP/3 (handshake time, 0-RTT: only for a capture with QUIC); loss; TCP handshake RTT; how the
+connections ended; DNS; path MTU; overhead; warnings.
 A question whose computation fails says so on its line (status ``error``) rather than
 costing the others.
 """
@@ -25,6 +27,8 @@ import pandas as pd
 
 from ..analyses.coverage import DONE as COVERED
 from ..analyses.summary import DECRYPT_REASONS, fmt_ms
+from .quic_section import quic_check
+from .voice_section import voice_check
 
 if TYPE_CHECKING:
     from ..capture import Capture
@@ -111,6 +115,9 @@ def _rid(r: Mapping[str, Any]) -> str:
     sid = r.get("stream_id")
     one = f"stream {int(sid)}" if sid is not None and not pd.isna(sid) else \
         f"#{int(r['request_index'])}"
+    q = r.get("quic_connection")
+    if pd.isna(r["tcp_stream"]) and q is not None and not pd.isna(q):  # HTTP/3
+        return f"QUIC connection {int(q)} {one}"
     return f"tcp.stream {int(r['tcp_stream'])} {one}"
 
 
@@ -510,15 +517,30 @@ def _warnings(ctx: ReportContext) -> Check:
                  "warnings")
 
 
-#: the questions in page order: (key, builder)
-QUESTIONS: tuple[tuple[str, Callable[[ReportContext], Check]], ...] = (
+def _quic(ctx: ReportContext) -> Check | None:
+    p = quic_check(ctx)
+    return None if p is None else Check("quic", "QUIC / HTTP/3", p.status, p.text, "quic",
+                                        p.worst, p.filter)
+
+
+def _voice(ctx: ReportContext) -> Check | None:
+    p = voice_check(ctx)
+    return None if p is None else Check("voice", "Voice", p.status, p.text, "voice", p.worst,
+                                        p.filter)
+
+
+#: the questions in page order: (key, builder); a builder returning None has no line for
+#: this capture (QUIC and voice, when the capture has none)
+QUESTIONS: tuple[tuple[str, Callable[[ReportContext], Check | None]], ...] = (
     ("coverage", _coverage),
     ("not-analysed", _not_analysed),
     ("disconnects", _disconnects),
     ("ttft", _ttft),
     ("http", _http),
     ("heartbeats", _heartbeats),
+    ("voice", _voice),
     ("tls", _tls),
+    ("quic", _quic),
     ("loss", _loss),
     ("irtt", _irtt),
     ("connections", _connections),
@@ -534,7 +556,9 @@ def checklist(ctx: ReportContext) -> list[Check]:
     out = []
     for key, fn in QUESTIONS:
         try:
-            out.append(fn(ctx))
+            c = fn(ctx)
+            if c is not None:
+                out.append(c)
         except Exception as exc:  # one question must not cost the others
             out.append(Check(key, key.replace("-", " ").capitalize(), "error",
                              f"could not be computed: {type(exc).__name__}: {exc}", key))

@@ -5,7 +5,10 @@ The page is a list of sections. Each section comes from a *builder*, a function
 WebSocket...) means writing one builder and appending it. A builder returns
 ``Section(id, title, html, note)``: ``html`` is the body (a :class:`markupsafe.Markup`
 made with the context's helpers) or ``None`` when there is no data, in which case the
-page shows ``note`` as the one line that says so.
+page shows ``note`` as the one line that says so. A builder may also return ``None`` instead
+of a Section: the section does not apply to this capture and is left out of the page (the
+QUIC / HTTP/3 and realtime voice sections, which live in :mod:`.quic_section` and
+:mod:`.voice_section` and read the report through :mod:`.context`).
 
 Escaping: the page is rendered by jinja2 with ``autoescape=True``; the helpers
 (:meth:`ReportContext.table`, :meth:`~ReportContext.pairs`, :meth:`~ReportContext.items`)
@@ -57,6 +60,8 @@ from ..io.linktypes import LINKTYPE_LABELS
 from ..tcp.analysis import KIND_NAMES
 from . import charts
 from .checklist import STATUSES, checklist
+from .quic_section import quic_parts
+from .voice_section import voice_parts
 
 if TYPE_CHECKING:
     from ..capture import Capture
@@ -246,7 +251,9 @@ class ReportContext:
         return Markup('<code class="filter">{}</code>').format(text)
 
 
-SectionBuilder = Callable[[ReportContext], Section]
+SectionBuilder = Callable[[ReportContext], Section | None]
+"""A section builder; None: the section does not apply to this capture and is left out of
+the page (the QUIC and voice sections of a capture without QUIC or realtime events)."""
 
 
 # -- the sections ---------------------------------------------------------------------------------
@@ -837,7 +844,7 @@ def http_section(ctx: ReportContext) -> Section:
     for r in _records(shown):
         rid = int(r["stream_id"]) if not pd.isna(r["stream_id"]) else f"#{int(r['request_index'])}"
         rows.append([
-            int(r["tcp_stream"]),
+            _conn_cell(r),
             rid,
             _text(r["protocol"]),
             _text(r["method"]),
@@ -900,6 +907,13 @@ def http_section(ctx: ReportContext) -> Section:
     return Section("http", title, Markup("".join(parts)), note)
 
 
+def _conn_cell(r: dict[str, Any]) -> Cell:
+    """The connection of a stream_latency row: its tcp.stream, or ``QUIC n`` for HTTP/3."""
+    if pd.isna(r["tcp_stream"]) and not pd.isna(r["quic_connection"]):
+        return f"QUIC {int(r['quic_connection'])}"
+    return int(r["tcp_stream"])
+
+
 def _setup_cells(r: dict[str, Any]) -> list[Cell]:
     """DNS, connect and TLS ms of a request: NOT_APPLICABLE where it does not apply (a reused
     connection paid none of them; no TLS on a cleartext connection), empty when unknown."""
@@ -952,7 +966,7 @@ def streaming_section(ctx: ReportContext) -> Section:
     for r in _records(streamed.head(ctx.max_table_rows)):
         rid = int(r["stream_id"]) if not pd.isna(r["stream_id"]) else f"#{int(r['request_index'])}"
         rows.append([
-            int(r["tcp_stream"]), rid, _text(r["path"]), _f(r["ttfb_ms"]), _f(r["ttft_ms"]),
+            _conn_cell(r), rid, _text(r["path"]), _f(r["ttfb_ms"]), _f(r["ttft_ms"]),
             int(r["token_events"]), _f(r["token_gap_median_ms"]), _f(r["token_gap_p95_ms"]),
             _f(r["token_gap_max_ms"]), _f(r["total_ms"]), ctx.code(str(r["wireshark_filter"])),
         ])
@@ -1183,6 +1197,18 @@ def _counts_text(col: pd.Series, top: int | None = None) -> str:
     return ", ".join(items)
 
 
+def quic_section(ctx: ReportContext) -> Section | None:
+    """QUIC and HTTP/3 (:func:`.quic_section.quic_parts`); left out without QUIC."""
+    parts = quic_parts(ctx)
+    return None if parts is None else Section("quic", "QUIC and HTTP/3", *parts)
+
+
+def voice_section(ctx: ReportContext) -> Section | None:
+    """Realtime voice (:func:`.voice_section.voice_parts`); left out without realtime events."""
+    parts = voice_parts(ctx)
+    return None if parts is None else Section("voice", "Realtime voice", *parts)
+
+
 #: the report's sections, in page order. Append a builder to add a section.
 SECTIONS: list[SectionBuilder] = [
     verdicts_section,
@@ -1197,7 +1223,9 @@ SECTIONS: list[SectionBuilder] = [
     tls_section,
     http_section,
     streaming_section,
+    quic_section,
     heartbeats_section,
+    voice_section,
     disconnects_section,
     overhead_section,
     coverage_section,
@@ -1309,6 +1337,8 @@ def build_sections(
                 None,
                 f"This section failed: {type(exc).__name__}: {exc}",
             )
+        if sec is None:  # not for this capture
+            continue
         if id_prefix:
             sec = Section(id_prefix + sec.id, sec.title, sec.html, sec.note)
         built.append(sec)

@@ -141,6 +141,10 @@ QUIC_CONNECTIONS = TableSchema(
         Column("zero_rtt", "category", None,
                "accepted | rejected (the server's EncryptedExtensions has / lacks early_data) "
                "| unknown (0-RTT sent, EncryptedExtensions not decrypted); NA: no 0-RTT"),
+        Column("resumed", "boolean", None,
+               "the ServerHello accepted a pre-shared key (pre_shared_key extension, RFC 8446 "
+               "§4.2.11): a resumed TLS 1.3 session, with or without 0-RTT; NA when the "
+               "ServerHello was not captured"),
         Column("handshake_done_frame", "Int64", None,
                "frame of the first HANDSHAKE_DONE (server, 1-RTT; needs the key log)"),
         Column("handshake_ms", "float64", "ms",
@@ -404,7 +408,9 @@ def _more(c: QuicConnection, capture_end: int) -> tuple[object, ...]:
     tpc, tps = c.transport_params
     return (
         c.secrets is not None, c.alpn, dec[0], dec[1], c.decrypt_failed,
-        c.key_updates[0] + c.key_updates[1], kind, zero_rtt, c.handshake_done_frame, hs_ms,
+        c.key_updates[0] + c.key_updates[1], kind, zero_rtt,
+        None if c.server_hello is None else c.server_hello.psk_selected,
+        c.handshake_done_frame, hs_ms,
         *rtt,
         lost[0][0], lost[0][1], lost[1][0], lost[1][1],
         c.resent_stream_bytes[0], c.resent_stream_bytes[1],

@@ -36,7 +36,8 @@ def _stream(cap: Any, endpoint: str) -> int:
 
 def test_one_line_per_question(demo: tuple[Any, dict[str, Any], dict[str, Any]]) -> None:
     _, checks, _ = demo
-    assert list(checks) == [k for k, _ in QUESTIONS]
+    # (no QUIC and no realtime events in the demo: those two questions have no line)
+    assert list(checks) == [k for k, _ in QUESTIONS if k not in ("quic", "voice")]
     assert all(c.status in STATUSES and c.status != "error" for c in checks.values())
 
 
