@@ -163,12 +163,13 @@ class Capture:
             fin_grace_s=fin_grace_s, pmtu_min_retransmissions=pmtu_min_retransmissions,
         )
 
-    def overhead(self, *, by_direction: bool = False) -> pd.DataFrame:
-        """Wire bytes by layer and purpose, per connection and in total, and goodput:
-        :func:`pcaptools.analyses.overhead`."""
+    def overhead(self, *, by_direction: bool = False, quic: bool = True) -> pd.DataFrame:
+        """Wire bytes by layer and purpose, per connection (TCP, then QUIC) and in total, and
+        goodput: :func:`pcaptools.analyses.overhead` (``quic=False``: TCP connections only,
+        the function's default)."""
         from .analyses.overhead import overhead
 
-        return overhead(self, by_direction=by_direction)
+        return overhead(self, by_direction=by_direction, quic=quic)
 
     def heartbeats(self, *, answer_timeout_ms: float = DEFAULT_ANSWER_TIMEOUT_MS) -> pd.DataFrame:
         """Every heartbeat of the three mechanisms (WebSocket ping/pong, HTTP/2 PING, TCP

@@ -241,6 +241,12 @@ QUIC_PACKETS = TableSchema(
         Column("frames", "string", None,
                "frame types of a decrypted packet in order, comma separated (a run of PADDING "
                "once; quic_frames has one row per frame); NA when not decrypted"),
+        Column("header_bytes", "Int64", "bytes",
+               "bytes of the header: of a decrypted packet, up to and including the packet "
+               "number (length minus the plaintext and the 16-byte AEAD tag); of a protected "
+               "packet not decrypted, the bytes before its (protected) packet number; of a "
+               "Retry, all but its 16-byte integrity tag; of a Version Negotiation packet, all "
+               "of it; NA for a stateless reset or an unknown version"),
     ),
 )
 
@@ -294,6 +300,9 @@ QUIC_FRAMES = TableSchema(
         Column("sequence", "Int64", None, "NEW_CONNECTION_ID / RETIRE_CONNECTION_ID sequence"),
         Column("retire_prior_to", "Int64", None, "NEW_CONNECTION_ID Retire Prior To"),
         Column("connection_id", "string", None, "NEW_CONNECTION_ID: hex connection ID"),
+        Column("frame_bytes", "int64", "bytes",
+               "bytes of the whole frame in the packet (type, fields and data; of a PADDING "
+               "run, the run: tshark quic.padding_length)"),
     ),
 )
 

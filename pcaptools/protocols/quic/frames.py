@@ -94,15 +94,20 @@ class QuicFrame:
     """NEW_CONNECTION_ID: the connection ID"""
     reset_token: bytes | None = None
     """NEW_CONNECTION_ID: the stateless reset token of that connection ID"""
+    size: int = 0
+    """bytes of the whole frame in the packet payload (type to the end of its data)"""
 
 
 def parse_frames(payload: bytes) -> tuple[list[QuicFrame], str | None]:
     """The frames of a decrypted packet payload, and None or why the walk stopped early."""
     out: list[QuicFrame] = []
-    pos = 0
+    pos = begin = 0
     n = len(payload)
     try:
         while pos < n:
+            if out:
+                out[-1].size = pos - begin
+            begin = pos
             ftype, pos = read_varint(payload, pos)
             if ftype == 0x00:
                 start = pos - 1
@@ -236,4 +241,6 @@ def parse_frames(payload: bytes) -> tuple[list[QuicFrame], str | None]:
                 return out, f"unknown frame type 0x{ftype:x}"
     except QuicHeaderError as exc:
         return out, f"frame cut short: {exc}"
+    if out:
+        out[-1].size = pos - begin
     return out, None

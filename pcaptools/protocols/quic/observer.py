@@ -114,6 +114,8 @@ _LABELS = (_C2S.label, _S2C.label)
 _SPACE = {"initial": 0, "handshake": 1, "0rtt": 2, "1rtt": 2}
 _INITIAL_FRAMES = frozenset({0x00, 0x01, 0x02, 0x03, 0x06, 0x1C})
 _FAILED = "AEAD authentication failed with the key log's secret"
+_TAG = 16
+"""AEAD tag bytes of a protected packet (every QUIC v1/v2 suite; the Retry integrity tag)"""
 
 
 def looks_like_quic_datagram(d: UdpDatagram) -> bool:
@@ -251,7 +253,7 @@ class QuicTracker:
     ``connections``, ``packet_rows`` and ``frame_rows`` are read by
     :mod:`pcaptools.tables.quic_tables`."""
 
-    __slots__ = ("_by_cid", "_by_flow", "_cid_lens", "connections", "diag", "finished",
+    __slots__ = ("_by_cid", "_by_flow", "_cid_lens", "_plain_len", "connections", "diag", "finished",
                  "frame_rows", "frames_dropped", "keylog", "last_ts_ns", "max_connections",
                  "max_frame_rows", "max_packet_rows", "packet_rows", "rows_dropped")
 
@@ -265,7 +267,7 @@ class QuicTracker:
         self.connections: list[QuicConnection] = []
         self.packet_rows: list[tuple[object, ...]] = []
         """(frame, ts_ns, connection, direction, index, long, type, version, dcid, scid,
-        length, packet number, status, frames): see quic_tables.QUIC_PACKETS"""
+        length, packet number, status, frames, header bytes): see quic_tables.QUIC_PACKETS"""
         self.frame_rows: list[tuple[object, ...]] = []
         """see quic_tables.QUIC_FRAMES"""
         self.max_packet_rows = max_packet_rows
@@ -279,6 +281,8 @@ class QuicTracker:
         """connection ID -> (connection, direction of the packets that carry it as DCID)"""
         self._by_flow: dict[tuple[bytes, int, bytes, int], tuple[QuicConnection, int]] = {}
         self._cid_lens: set[int] = set()
+        self._plain_len = 0
+        """plaintext bytes of the packet just decrypted (for its header_bytes)"""
 
     # ------------------------------------------------------------------ the datagram
 
@@ -421,6 +425,21 @@ class QuicTracker:
         else:
             status, pn, frames = self._protected(d, conn, direction, pkt)
         names: str | None = None
+        size = pkt.end - pkt.start
+        header: int | None
+        if frames is not None:
+            header = size - self._plain_len - _TAG
+        elif status in ("no_key", "no_epoch_key", "unknown_cid", "no_client_initial",
+                        "decrypt_failed"):
+            # the bytes before the (protected) packet number
+            header = ((pkt.pn_offset - pkt.start) if pkt.pn_offset is not None
+                      else 1 + (len(pkt.dcid) if pkt.dcid is not None else 0))
+        elif ptype == "retry":
+            header = max(size - _TAG, 0)
+        elif ptype == "version_negotiation":
+            header = size
+        else:  # stateless_reset, unsupported_version: no header to speak of
+            header = None
         if frames is not None:
             dec = conn.decrypted[direction]
             dec[ptype] = dec.get(ptype, 0) + 1
@@ -431,8 +450,8 @@ class QuicTracker:
             self.packet_rows.append((
                 d.frame, d.ts_ns, conn.index, _LABELS[direction], index, pkt.long, ptype,
                 pkt.version, None if pkt.dcid is None else pkt.dcid.hex(),
-                None if pkt.scid is None else pkt.scid.hex(), pkt.end - pkt.start, pn, status,
-                names,
+                None if pkt.scid is None else pkt.scid.hex(), size, pn, status,
+                names, header,
             ))
         else:
             if not self.rows_dropped:
@@ -479,6 +498,7 @@ class QuicTracker:
                           ts_ns=d.ts_ns, frame=d.frame, direction=_LABELS[direction])
             return "decrypt_failed", None, None
         conn.initial_decrypted += 1
+        self._plain_len = len(opened.payload)
         pn = opened.packet_number
         if pn > largest[0]:
             largest[0] = pn
@@ -638,6 +658,7 @@ class QuicTracker:
                 u, plain = found[1]
                 pn = u.packet_number
         assert plain is not None
+        self._plain_len = len(plain)
         if pn > largest[space]:
             largest[space] = pn
         frames, stop = parse_frames(plain)
@@ -727,7 +748,7 @@ class QuicTracker:
                     None if name != "CONNECTION_CLOSE" else (
                         "application" if f.code == 0x1D else "transport"),
                     f.error_frame_type, f.reason, f.maximum, f.sequence, f.retire_prior_to,
-                    None if f.connection_id is None else f.connection_id.hex(),
+                    None if f.connection_id is None else f.connection_id.hex(), f.size,
                 ))
             else:
                 self.frames_dropped += 1
