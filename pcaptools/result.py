@@ -172,16 +172,17 @@ class Capture:
         return overhead(self, by_direction=by_direction, quic=quic)
 
     def heartbeats(self, *, answer_timeout_ms: float = DEFAULT_ANSWER_TIMEOUT_MS) -> pd.DataFrame:
-        """Every heartbeat of the three mechanisms (WebSocket ping/pong, HTTP/2 PING, TCP
-        keep-alive) with its answer, in capture order: :func:`pcaptools.analyses.heartbeats.
-        heartbeats` over ``ws_frames``, ``http2_frames`` and ``tcp_events``, bounded by each
-        connection's end (what the report shows; ``ws_heartbeats`` holds the WebSocket rows
-        only). ``answer_timeout_ms``: how long a ping may go unanswered before it counts as
-        ``unanswered``."""
+        """Every heartbeat of the four mechanisms (WebSocket ping/pong, HTTP/2 PING, TCP
+        keep-alive, QUIC PING) with its answer, in capture order: :func:`pcaptools.analyses.
+        heartbeats.heartbeats` over ``ws_frames``, ``http2_frames``, ``tcp_events`` and
+        ``quic_frames``, bounded by each connection's end (``ws_heartbeats`` holds the
+        WebSocket rows only). ``answer_timeout_ms``: how long a ping may go unanswered before
+        it counts as ``unanswered``."""
         from .tables.heartbeats import heartbeats  # (its home is analyses.heartbeats)
 
         return heartbeats(self.ws_frames, self.http2_frames, self.tcp_events,
-                          connections=self.connections, answer_timeout_ms=answer_timeout_ms)
+                          connections=self.connections, answer_timeout_ms=answer_timeout_ms,
+                          quic_frames=self.quic_frames, quic_connections=self.quic_connections)
 
     def to_parquet(self, directory: str | os.PathLike[str], **kw: Any) -> dict[str, Path]:
         """One ``<table>.parquet`` per table (+ ``captures.parquet``): see
