@@ -150,17 +150,21 @@ class Capture:
         reset_window_s: float = 5.0,
         fin_grace_s: float = 1.0,
         pmtu_min_retransmissions: int = 2,
+        quic: bool = True,
     ) -> pd.DataFrame:
-        """One row per connection that did not end cleanly, with its verdict, evidence frames
-        and Wireshark filter: :func:`pcaptools.analyses.disconnects` (its parameters are the
-        rules' thresholds). Its repr starts with the count of connections checked, clean and
-        still open, so an empty result says what it means; ``attrs`` holds the same counts."""
+        """One row per connection (TCP, then QUIC) that did not end cleanly, with its verdict,
+        evidence frames and Wireshark filter: :func:`pcaptools.analyses.disconnects` (its
+        parameters are the rules' thresholds; ``quic=False``: TCP connections only, the
+        function's default). Its repr starts with the count of connections checked, clean
+        and still open, so an empty result says what it means; ``attrs`` holds the same
+        counts."""
         from .analyses.disconnects import disconnects
 
         return disconnects(
             self, idle_gap_s=idle_gap_s, min_retransmissions=min_retransmissions,
             heartbeat_grace=heartbeat_grace, reset_window_s=reset_window_s,
             fin_grace_s=fin_grace_s, pmtu_min_retransmissions=pmtu_min_retransmissions,
+            quic=quic,
         )
 
     def overhead(self, *, by_direction: bool = False, quic: bool = True) -> pd.DataFrame:
