@@ -1657,20 +1657,21 @@ def _quic_handshake(q: _Quic, lim: _Limits, eof_ts: int) -> _Finding | None:
     if not ended and eof_ts - q.last[1] < lim.grace:
         return None  # still in progress at the end of the capture
     c2s, s2c = q.sent
+    noticed: tuple[int | None, int, str] = (None, eof_ts, "eof")
     if not s2c:
         peer = 1
         what = f"the server never answered the client's {len(c2s)} datagram(s)"
+    elif q.close is not None and q.closed_by is not None:
+        peer = q.closed_by  # the side that refused the handshake
+        what = (f"the {_SIDE[peer]} ended the handshake with a CONNECTION_CLOSE "
+                f"({_quic_error_name(q)}) in frame {q.close[0]}")
+        noticed = (q.close[0], q.close[1], "close_received")
     else:
-        peer = 1 if s2c[-1][0] < c2s[-1][0] else 0 if c2s else 1
+        peer = 1 if not c2s or s2c[-1][0] < c2s[-1][0] else 0
         what = (f"the handshake never completed (no HANDSHAKE_DONE, no 1-RTT packet from the "
                 f"client); the {_SIDE[peer]} fell silent first")
-    noticed: tuple[int | None, int, str]
-    if q.close is not None and q.closed_by is not None:
-        noticed = (q.close[0], q.close[1],
-                   "close_sent" if q.closed_by == 1 - peer else "close_received")
-        what += f"; the {_SIDE[q.closed_by]} closed it (frame {q.close[0]})"
-    else:
-        noticed = (None, eof_ts, "eof")
+    if q.reset is not None:
+        noticed = (q.reset[0], q.reset[1], "reset_received")
     life = (s2c[-1][1], s2c[-1][0]) if peer == 1 and s2c else (
         (c2s[-1][1], c2s[-1][0]) if peer == 0 and c2s else None)
     return _Finding("handshake_incomplete", peer, what, last_peer=life, noticed=noticed,
@@ -1728,8 +1729,8 @@ def _quic_error_name(q: _Quic) -> str | None:
 
 def _quic_vanished(q: _Quic, lim: _Limits, eof_ts: int) -> _Finding | None:
     """peer_vanished (QUIC): after the peer's last packet the sender sent at least
-    ``min_retransmissions`` more datagrams (its probes: QUIC retransmits on PTO) over at
-    least ``heartbeat_grace``, and nothing came back."""
+    ``min_retransmissions`` more datagrams (its probes: QUIC retransmits on PTO; a
+    CONNECTION_CLOSE of its own not counted), and nothing came back."""
     best: _Finding | None = None
     for s in (0, 1):
         p = 1 - s
@@ -1738,7 +1739,7 @@ def _quic_vanished(q: _Quic, lim: _Limits, eof_ts: int) -> _Finding | None:
         after = [(t, f) for t, f in q.sent[s] if t > since]
         if q.close is not None and q.closed_by == s:
             after = [(t, f) for t, f in after if f != q.close[0]]
-        if len(after) < lim.min_retx or after[-1][0] - max(since, after[0][0]) < lim.grace:
+        if len(after) < lim.min_retx:
             continue
         if best is not None and len(after) <= best.retx_after:
             continue

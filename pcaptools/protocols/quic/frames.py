@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..tls.observer import ALERT_NAMES
 from .packets import QuicHeaderError, read_varint
 
 __all__ = ["FRAME_TYPES", "TRANSPORT_ERRORS", "QuicFrame", "frame_type_name", "parse_frames",
@@ -76,13 +77,13 @@ TRANSPORT_ERRORS: dict[int, str] = {
 
 
 def transport_error_name(code: int) -> str:
-    """``0x0a`` -> ``PROTOCOL_VIOLATION``; ``0x0128`` -> ``CRYPTO_ERROR(alert 40)``; others
-    hex."""
+    """``0x0a`` -> ``PROTOCOL_VIOLATION``; ``0x0178`` -> ``CRYPTO_ERROR(no_application_protocol)``
+    (the TLS alert, RFC 9001 §4.8); others hex."""
     name = TRANSPORT_ERRORS.get(code)
     if name is not None:
         return name
     if 0x100 <= code <= 0x1FF:
-        return f"CRYPTO_ERROR(alert {code - 0x100})"
+        return f"CRYPTO_ERROR({ALERT_NAMES.get(code - 0x100, f'alert {code - 0x100}')})"
     return f"0x{code:x}"
 
 
