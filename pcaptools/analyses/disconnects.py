@@ -1672,6 +1672,8 @@ def _quic_handshake(q: _Quic, lim: _Limits, eof_ts: int) -> _Finding | None:
                 f"client); the {_SIDE[peer]} fell silent first")
     if q.reset is not None:
         noticed = (q.reset[0], q.reset[1], "reset_received")
+    elif noticed[2] == "eof" and c2s and eof_ts - c2s[-1][0] >= lim.grace:
+        noticed = (c2s[-1][1], c2s[-1][0], "gave_up")  # the client stopped trying
     life = (s2c[-1][1], s2c[-1][0]) if peer == 1 and s2c else (
         (c2s[-1][1], c2s[-1][0]) if peer == 0 and c2s else None)
     return _Finding("handshake_incomplete", peer, what, last_peer=life, noticed=noticed,

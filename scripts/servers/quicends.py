@@ -35,9 +35,11 @@ The client opens one connection per case, one after the other, each from its own
   ``--ping-s`` seconds, then closes with NO_ERROR.
 
 RESULT.json: per case its local port, connection IDs, and the times (ns, CLOCK_REALTIME) of
-the request, the answer, the close or the last send and every PING; the server's events
-file logs per connection the case, the answer time, and every datagram dropped or answered
-with a reset (time, length, token). The TLS key log is appended to ``--keylog``.
+the request, the answer, the close or the last send and every PING, and every expiry of
+aioquic's loss detection timer (``timers``: ``pto`` or ``loss``, with aioquic's PTO count);
+the server's events file logs per connection the case, the answer time, every datagram
+dropped or answered with a reset (time, length, token) and its timer expiries. The TLS key
+log is appended to ``--keylog``.
 
 Bounded: the server exits after ``--lifetime`` s, each case has a 10 s timeout and the
 whole run ``--deadline`` s. Loopback / lab namespaces only.
@@ -70,6 +72,21 @@ def now_ns() -> int:
     return time.time_ns()
 
 
+def watch_timers(quic: Any, log: list[dict[str, Any]]) -> None:
+    """Log every expiry of ``quic``'s loss detection timer (aioquic's own view): ``pto`` when
+    no packet was waiting for the time threshold (a probe timeout, RFC 9002 §6.2: its probes
+    follow), ``loss`` otherwise (time-threshold loss detection, §6.1.2)."""
+    loss = quic._loss
+    orig = loss.on_loss_detection_timeout
+
+    def expired(*, now: float) -> None:
+        kind = "loss" if loss._get_loss_space() is not None else "pto"
+        orig(now=now)
+        log.append({"t_ns": now_ns(), "timer": kind, "pto_count": loss._pto_count})
+
+    loss.on_loss_detection_timeout = expired
+
+
 class Events:
     def __init__(self, path: Path) -> None:
         self.fh = path.open("a")
@@ -90,6 +107,8 @@ class LabServer(QuicConnectionProtocol):
         self.dropping = False
         self.resetting = False
         self.resets = 0
+        self.timers: list[dict[str, Any]] = []
+        watch_timers(self._quic, self.timers)
 
     def datagram_received(self, data: bytes | str, addr: Any) -> None:
         raw = bytes(data)
@@ -143,7 +162,8 @@ class LabServer(QuicConnectionProtocol):
                 self.resetting = True
         elif isinstance(event, ConnectionTerminated):
             self.events.log("terminated", case=self.case, error_code=event.error_code,
-                            reason=event.reason_phrase)
+                            reason=event.reason_phrase, timers=self.timers,
+                            dcid=self._quic.original_destination_connection_id.hex())
 
 
 async def serve_main(args: argparse.Namespace) -> None:
@@ -165,6 +185,8 @@ class LabClient(QuicConnectionProtocol):
         super().__init__(*args, **kw)
         self.answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.terminated: dict[str, Any] | None = None
+        self.timers: list[dict[str, Any]] = []
+        watch_timers(self._quic, self.timers)
 
     def quic_event_received(self, event: QuicEvent) -> None:
         if isinstance(event, StreamDataReceived) and not self.answer.done():
@@ -186,11 +208,13 @@ async def one_case(args: argparse.Namespace, case: str, local_port: int) -> dict
     cfg.secrets_log_file = open(args.keylog, "a")  # noqa: SIM115 (closed below)
     out: dict[str, Any] = {"case": case, "local_port": local_port, "idle_timeout_s": idle,
                            "t_start_ns": now_ns()}
+    timers: list[dict[str, Any]] = []
     dport = int(args.unanswered_port) if case == "unanswered" else int(port)
     try:
         async with connect(host, dport, configuration=cfg, create_protocol=LabClient,
                            local_port=local_port, wait_connected=False) as p:
             assert isinstance(p, LabClient)
+            timers = p.timers
             p.transmit()  # the first Initial (connect() held it back: wait_connected=False)
             q = p._quic
             out["original_dcid"] = q.original_destination_connection_id.hex()
@@ -200,7 +224,9 @@ async def one_case(args: argparse.Namespace, case: str, local_port: int) -> dict
             except (ConnectionError, asyncio.TimeoutError) as exc:
                 out["handshake"] = f"failed: {type(exc).__name__}"
                 out["terminated"] = p.terminated
+                out["timers"] = p.timers
                 await asyncio.sleep(0.3)
+                out["t_end_ns"] = now_ns()
                 return out
             out["handshake"] = "completed"
             out["server_cid"] = q._peer_cid.cid.hex()
@@ -219,6 +245,7 @@ async def one_case(args: argparse.Namespace, case: str, local_port: int) -> dict
     finally:
         cfg.secrets_log_file.close()
     out["t_end_ns"] = now_ns()
+    out["timers"] = timers
     return out
 
 

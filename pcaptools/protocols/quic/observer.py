@@ -67,6 +67,7 @@ __all__ = [
     "PACKET_STATUSES",
     "QUIC_PORT",
     "PnSpace",
+    "PtoTrack",
     "QuicConnection",
     "QuicTracker",
     "RangeSet",
@@ -115,6 +116,7 @@ _SPACE = {"initial": 0, "handshake": 1, "0rtt": 2, "1rtt": 2}
 _INITIAL_FRAMES = frozenset({0x00, 0x01, 0x02, 0x03, 0x06, 0x1C})
 _FAILED = "AEAD authentication failed with the key log's secret"
 _TAG = 16
+_NOT_ELICITING = frozenset({"ACK", "PADDING", "CONNECTION_CLOSE"})
 """AEAD tag bytes of a protected packet (every QUIC v1/v2 suite; the Retry integrity tag)"""
 
 
@@ -135,6 +137,28 @@ class PnSpace:
     sent_ts: dict[int, int] = field(default_factory=dict)
     """packet number -> capture time (the most recent :data:`MAX_RTT_PENDING`)"""
     retransmitted_frames: int = 0
+
+
+@dataclass(slots=True)
+class PtoTrack:
+    """One direction's PTO probes (RFC 9002 §6.2): packets carrying a PING or data sent
+    before (STREAM or CRYPTO offsets already sent) that left after a silence of the peer's
+    ACKs longer than a probe timeout could be. See ``quic_connections.*_pto_*``."""
+
+    last_ack_ts: int = -1
+    """capture time of the peer's last ACK frame that acknowledged a new largest packet"""
+    last_ae_ts: int = -1
+    """capture time of this direction's last ack-eliciting packet"""
+    last_ae: tuple[int, int] = (-1, -1)
+    """its (packet number space, packet number)"""
+    episodes: int = 0
+    probes: int = 0
+    first_frame: int | None = None
+    in_episode: bool = False
+    start_ts: int = 0
+    """the packet before the episode's first probe (when the timer was armed, at the latest)"""
+    longest_ns: int = -1
+    """longest episode ended by the peer's ACK (-1: none ended)"""
 
 
 @dataclass(slots=True)
@@ -227,6 +251,11 @@ class QuicConnection:
     ones the receiver of those packets handed out)"""
     stateless_reset: tuple[int, int, int] | None = None
     """(frame, ts_ns, direction) of a stateless reset"""
+    crypto_sent: tuple[tuple[RangeSet, RangeSet, RangeSet], tuple[RangeSet, RangeSet, RangeSet]] = (
+        field(default_factory=lambda: ((RangeSet(), RangeSet(), RangeSet()),
+                                       (RangeSet(), RangeSet(), RangeSet()))))
+    """per direction and packet number space: CRYPTO offsets sent (to tell resent ones)"""
+    pto: tuple[PtoTrack, PtoTrack] = field(default_factory=lambda: (PtoTrack(), PtoTrack()))
     assembler: QuicStreamAssembler | None = None
     alpn: str | None = None
     """the negotiated ALPN (EncryptedExtensions, else the only one offered)"""
@@ -410,6 +439,9 @@ class QuicTracker:
                 sp = conn.spaces[_C2S][0]  # the Retry answers the client's Initials so far
                 for lo, hi in sp.seen.ranges():
                     sp.acked.add(lo, hi)
+                # the client's next Initial starts its handshake again: not a probe
+                conn.pto[_C2S].last_ack_ts = d.ts_ns
+                conn.crypto_sent[_C2S][0].clear()
                 if scid not in conn.key_dcids and len(conn.key_dcids) < 8:
                     conn.key_dcids.append(scid)
             elif ptype != "version_negotiation" and conn.server_scid is None:
@@ -698,15 +730,20 @@ class QuicTracker:
         rows = self.frame_rows
         keep = len(rows) < self.max_frame_rows
         label = _LABELS[direction]
+        probe = eliciting = False
         for fi, f in enumerate(frames):
             name = f.name
+            if name not in _NOT_ELICITING:
+                eliciting = True
             ack_delay_us: int | None = None
             if name == "ACK":
                 ack_delay_us = self._ack(d, conn, direction, space_i, f)
             elif name == "STREAM":
-                self._stream(d, conn, direction, f)
+                probe |= self._stream(d, conn, direction, f)
             elif name == "CRYPTO":
-                self._crypto(d, conn, direction, space_i, f)
+                probe |= self._crypto(d, conn, direction, space_i, f)
+            elif name == "PING":
+                probe = True
             elif name == "RESET_STREAM":
                 asm = self._assembler(conn)
                 if asm is not None and f.stream_id is not None:
@@ -752,6 +789,37 @@ class QuicTracker:
                 ))
             else:
                 self.frames_dropped += 1
+        if eliciting:
+            self._pto(conn, direction, space_i, pn, probe, d.ts_ns, d.frame)
+
+    def _pto(self, conn: QuicConnection, direction: int, space_i: int, pn: int, probe: bool,
+             ts: int, frame: int) -> None:
+        """Is this ack-eliciting packet a PTO probe (RFC 9002 §6.2.4)? It carries a PING or
+        data sent before; this direction's previous ack-eliciting packet is still
+        unacknowledged; and the probe timer's start (that packet, or the peer's last ACK of
+        a new largest packet number if later: §6.2.1) is at least the RTT ago (the larger
+        smoothed RTT of the two directions: at either vantage one of them is the path's)
+        plus, in the application space, the peer's max_ack_delay: a PTO is never shorter,
+        and loss detection after an ACK (§6.1) retransmits sooner."""
+        t = conn.pto[direction]
+        prev_ts, (prev_space, prev_pn) = t.last_ae_ts, t.last_ae
+        t.last_ae_ts, t.last_ae = ts, (space_i, pn)
+        if not probe or prev_ts < 0 or prev_pn in conn.spaces[direction][prev_space].acked:
+            return
+        rtts = [st[_SMOOTH] for st in conn.rtt if st]
+        wait = max(rtts) if rtts else 0.0
+        if space_i == 2:
+            wait += conn.transport_params[1 - direction].get("max_ack_delay", 25) * 1e6
+        start = max(prev_ts, t.last_ack_ts)
+        if ts - start < wait:
+            return
+        t.probes += 1
+        if not t.in_episode:
+            t.in_episode = True
+            t.episodes += 1
+            t.start_ts = start
+            if t.first_frame is None:
+                t.first_frame = frame
 
     def _ack(self, d: UdpDatagram, conn: QuicConnection, direction: int, space_i: int,
              f: QuicFrame) -> int | None:
@@ -768,6 +836,11 @@ class QuicTracker:
         if largest <= space.largest_acked:
             return delay_us
         space.largest_acked = largest
+        pto = conn.pto[peer]
+        pto.last_ack_ts = d.ts_ns
+        if pto.in_episode:
+            pto.in_episode = False
+            pto.longest_ns = max(pto.longest_ns, d.ts_ns - pto.start_ts)
         sent = space.sent_ts.get(largest)
         if sent is None:
             return delay_us
@@ -805,7 +878,9 @@ class QuicTracker:
         return asm
 
     def _stream(self, d: UdpDatagram, conn: QuicConnection, direction: int,
-                f: QuicFrame) -> None:
+                f: QuicFrame) -> bool:
+        """Hand a STREAM frame on; True when it resends bytes already sent."""
+        resent = False
         sid, off, data = f.stream_id, f.offset, f.data
         assert sid is not None and off is not None
         ln = len(data)
@@ -820,17 +895,26 @@ class QuicTracker:
             if new < ln:
                 conn.resent_stream_bytes[direction] += ln - new
                 conn.resent_stream_frames[direction] += 1
+                resent = True
         asm = self._assembler(conn)
         if asm is not None:
             asm.stream(direction, sid, off, data, bool(f.fin), d.ts_ns, d.frame)
+        return resent
 
     def _crypto(self, d: UdpDatagram, conn: QuicConnection, direction: int, space_i: int,
-                f: QuicFrame) -> None:
+                f: QuicFrame) -> bool:
+        """Read a CRYPTO frame; True when it resends handshake bytes already sent."""
+        assert f.offset is not None
+        resent = False
+        if f.length:
+            sent = conn.crypto_sent[direction][space_i]
+            before = sent.count()
+            sent.add(f.offset, f.offset + f.length - 1)
+            resent = sent.count() - before < f.length
         if space_i == 2:
-            return  # 1-RTT CRYPTO: NewSessionTicket (not read)
+            return resent  # 1-RTT CRYPTO: NewSessionTicket (not read)
         stream = (conn.crypto if space_i == 0 else conn.hs_crypto)[direction]
         was = stream.overflow
-        assert f.offset is not None
         for mtype, body in stream.add(f.offset, f.data):
             self._handshake(d, conn, direction, mtype, body)
         if stream.overflow and not was:
@@ -840,6 +924,7 @@ class QuicTracker:
                           f"data beyond {stream.max_bytes} bytes not yet parsed; the rest "
                           "of its handshake is not read",
                           ts_ns=d.ts_ns, frame=d.frame, direction=_LABELS[direction])
+        return resent
 
     def _handshake(self, d: UdpDatagram, conn: QuicConnection, direction: int, mtype: int,
                    body: bytes) -> None:
