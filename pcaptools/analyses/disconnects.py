@@ -61,6 +61,42 @@ still open at the end of the capture without any finding (or closing: a lone FIN
 ``clean_connections``, ``open_connections``, ``connections`` (all), ``verdicts`` (rows by
 verdict) and ``parameters``.
 
+**QUIC** (``quic=True``, the default of :meth:`pcaptools.Capture.disconnects`; from
+``quic_connections``, ``quic_packets`` and the QUIC PING heartbeats of ``quic_frames``): one
+row per QUIC connection that did not end cleanly, keyed by ``quic_connection`` (``tcp_stream``
+NA, ``transport`` quic). Verdicts, in the order they are tried:
+
+- ``handshake_incomplete``: the client's first Initial was captured and neither a
+  HANDSHAKE_DONE (decrypted) nor a 1-RTT packet from the client (it sends one only once it
+  has the server's Finished) followed, and the connection ended or the capture went on for
+  ``heartbeat_grace`` after its last packet (peer: the server when it never answered, the
+  side that sent a CONNECTION_CLOSE during the handshake, e.g. CRYPTO_ERROR
+  (no_application_protocol) for an ALPN it refused, else the side that fell silent first).
+- ``stateless_reset``: a datagram ended in a stateless reset token the receiver had been
+  given (``quic_packets.status`` stateless_reset, RFC 9000 §10.3): the peer (its sender) had
+  no state for the connection: restarted, or the packets reached another server.
+- ``close_transport_error`` / ``close_application_error``: the first CONNECTION_CLOSE (0x1c /
+  0x1d) carries an error code (peer: its sender; ``close_error_code``, ``close_error`` and
+  ``close_reason``). Transport NO_ERROR (0x0), application 0x0 and, for HTTP/3, H3_NO_ERROR
+  (0x100) are clean closes (aioquic closes its HTTP/3 connections with application code 0).
+- ``peer_vanished``: after the peer's last packet the sender sent at least
+  ``min_retransmissions`` more datagrams (its PTO probes, with the backoff in
+  ``backoff_ratio``: about 2) and nothing came back; ``noticed_how`` close_sent (it closed),
+  gave_up (it fell silent for ``heartbeat_grace`` before the end: its idle timeout), or eof.
+- ``idle_timeout``: no CONNECTION_CLOSE nor stateless reset, and no packet either way for
+  longer than the idle timeout (``idle_timeout_ms``: the smaller non-zero max_idle_timeout of
+  the two sides, RFC 9000 §10.1) before the end of the capture: both ends dropped the
+  connection silently. Needs decrypted 1-RTT packets (``quic_connections.end`` idle_timeout):
+  without them a CONNECTION_CLOSE would not show.
+- ``unanswered_heartbeats``: QUIC PINGs of the sender that no ACK answered although the
+  connection lasted ``heartbeat_grace`` after them.
+
+The QUIC connections that get no row are counted in ``attrs``: ``quic_clean_connections``
+(a clean CONNECTION_CLOSE), ``quic_open_connections`` (still open at the end of the capture,
+within its idle timeout; like TCP's open connections, no row) and
+``quic_unknown_connections`` (packets not decrypted: how they ended cannot be seen, so no
+verdict is guessed), with ``quic_connections`` (all).
+
 ``middlebox_hint``: for verdicts that involve a RST, set when the RST's IP TTL is outside the
 range of TTLs its supposed sender used on its other packets, or (IPv4) when the RST's IP ID is
 non-zero and is not a plausible continuation (within 1024 after) of that side's last IP ID.
@@ -1545,7 +1581,9 @@ class _Quic:
     """per side: frames of its PINGs with outcome unanswered"""
 
 
-def _quic(cap: Capture, limits: _Limits, eof_ts: int) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
+def _quic(
+    cap: Capture, limits: _Limits, eof_ts: int
+) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
     """Rows of the QUIC connections that did not end cleanly, and the attrs counts."""
     qc = _table(cap, "quic_connections")
     counts = {"quic_connections": 0 if qc is None else len(qc), "quic_clean_connections": 0,
@@ -1688,7 +1726,6 @@ def _quic_reset(q: _Quic, lim: _Limits, eof_ts: int) -> _Finding | None:
     if q.reset is None:
         return None
     fr, ts = q.reset
-    c2s, s2c = q.sent
     p = next((d for d, side in enumerate(q.sent) if any(f == fr for _t, f in side)), 1)
     before = [(f, t) for t, f in q.sent[p] if t < ts]
     life = before[-1] if before else None

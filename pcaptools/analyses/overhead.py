@@ -2,11 +2,13 @@
 
 :func:`overhead` is a pure function of a capture's tables (``connections`` and its counters,
 ``tls_records``, ``tls_handshakes``, ``http2_frames``, ``http2_connections``, ``http2_streams``,
-``http_requests``, ``sse_events``, ``ws_frames``, ``ws_connections``): one row per TCP
-connection (or per connection and direction) and a total row, splitting the connection's
-wire bytes (``frame.len`` summed: link, IP and TCP headers included) into categories that add
-up to them exactly. Columns: :data:`OVERHEAD` (``docs/tables.md``). No per-frame table is
-needed (``load(packets=False)`` works).
+``http_requests``, ``sse_events``, ``ws_frames``, ``ws_connections``; with ``quic=True`` also
+``quic_connections``, ``quic_packets``, ``quic_frames``, ``http3_frames``,
+``http3_connections``, ``http3_streams``, ``http3_sse_events``): one row per TCP connection
+(or per connection and direction), then one per QUIC connection, and a total row, splitting
+the connection's wire bytes (``frame.len`` summed: link, IP and TCP or UDP headers included)
+into categories that add up to them exactly. Columns: :data:`OVERHEAD` (``docs/tables.md``).
+No per-frame table is needed (``load(packets=False)`` works).
 
 How the bytes are split, layer by layer (per direction):
 
@@ -37,21 +39,52 @@ How the bytes are split, layer by layer (per direction):
    events: of a text/event-stream body, the event data (``sse_events.data_bytes``) stays
    ``app_payload_bytes``, the rest (field names, ``data: ``, line ends, comments, ids) ->
    ``sse_framing_bytes``.
-4. **Residual** ``other_bytes`` = wire bytes minus every category above: TCP payload that no
+4. **QUIC** (``quic=True``; rows with ``transport`` quic, keyed by ``quic_connection``).
+   ``frame.len`` minus the UDP payload -> ``udp_header_bytes`` (link, IP, UDP). Per packet
+   (``quic_packets``): the header (``header_bytes``: through the packet number when decrypted,
+   the bytes before it when not) -> ``quic_header_bytes``; 16 bytes of AEAD tag of every
+   protected packet (the Retry integrity tag too) -> ``quic_aead_tag_bytes``; of packets not
+   decrypted (no key log, no secret for the epoch...) the packet number and payload ->
+   ``quic_undecrypted_bytes`` (their own category, like ``tls_encrypted_bytes``: content
+   unknown); Version Negotiation packets whole -> header; stateless resets whole ->
+   ``quic_control_bytes``. UDP payload after a datagram's last packet (zeros padding an
+   Initial datagram) and PADDING frames -> ``quic_padding_bytes``. Per frame of decrypted
+   packets (``quic_frames.frame_bytes``): ACK -> ``quic_ack_bytes``; CRYPTO (the handshake,
+   session tickets) -> ``quic_crypto_bytes``; STREAM and DATAGRAM headers ->
+   ``quic_stream_header_bytes``; DATAGRAM payloads -> ``app_payload_bytes``; every other
+   frame -> ``quic_control_bytes``. STREAM data already sent on its stream
+   (``quic_connections.*_resent_stream_bytes``) -> ``quic_resent_bytes``; the distinct stream
+   bytes go on to HTTP/3: frame headers (type and length varints) ->
+   ``http3_frame_header_bytes``; HEADERS and PUSH_PROMISE field sections and the QPACK encoder
+   streams -> ``qpack_bytes``; SETTINGS, GOAWAY, other control frames and the control streams'
+   type byte -> ``http3_control_bytes``; DATA payloads -> ``app_payload_bytes``, less the
+   text/event-stream framing of ``http3_sse_events`` -> ``sse_framing_bytes``. When frame
+   lengths claim more than the stream bytes captured (a hole), the HTTP/3 categories are
+   scaled down to them, as with TLS compression.
+5. **Residual** ``other_bytes`` = wire bytes minus every category above: TCP payload that no
    parser accounted for. That is the whole stream of a protocol pcaptools does not parse,
    and for parsed ones the bytes a parser skipped or could not place: a capture that started
    mid-connection, lost segments, HTTP/1.x interim (1xx) responses, request chunk framing, a
-   record or frame cut off by the end of the capture. It is never negative on the test
-   captures; a negative value would mean a parser counted bytes the capture does not hold.
+   record or frame cut off by the end of the capture. QUIC: decrypted stream bytes of an
+   application pcaptools does not parse (an ALPN other than h3), the HTTP/3 unidirectional
+   stream types of the QPACK streams and the QPACK decoder streams (not in the tables), frames
+   past the quic_frames row limit. It is never negative on the test captures; a negative
+   value would mean a parser counted bytes the capture does not hold.
 
 ``goodput_ratio`` = ``app_payload_bytes / wire_bytes``; ``goodput_max_ratio`` adds the bytes
-whose content is invisible (``tls_encrypted_bytes``, ``other_bytes``): the goodput if all
-of them were payload, an upper bound.
+whose content is invisible (``tls_encrypted_bytes``, ``quic_undecrypted_bytes``,
+``other_bytes``): the goodput if all of them were payload, an upper bound.
 
-Which bytes: every row, the total row included, covers **TCP frames only** (the
-``connections`` counters). UDP (QUIC, DNS...), ICMP and non-IP frames are in no row, so
-every ratio and share here is over the TCP bytes, not the capture's; ``capture_wire_share``
-says how much of the capture that is (``Capture.coverage`` accounts for the rest).
+Which bytes: by default (``quic=False``) every row, the total row included, covers **TCP
+frames only** (the ``connections`` counters). With ``quic=True`` (the default of
+:meth:`pcaptools.Capture.overhead`) the QUIC connections' rows follow the TCP ones and the
+total row sums both: each category over every row above it (TCP rows have zeros in the
+QUIC categories and QUIC rows in the TCP, TLS, HTTP/1, HTTP/2 and WebSocket ones; the shared
+``sse_framing_bytes``, ``app_payload_bytes`` and ``other_bytes`` add up across both), its
+``packets`` the TCP packets plus the QUIC datagrams. UDP other than QUIC (DNS...), ICMP and
+non-IP frames are in no row, so every ratio and share here is over the bytes of the rows,
+not the capture's; ``capture_wire_share`` says how much of the capture that is
+(``Capture.coverage`` accounts for the rest).
 """
 
 from __future__ import annotations
@@ -67,7 +100,7 @@ from ..tables.schema import Column, TableSchema
 if TYPE_CHECKING:
     from ..capture import Capture
 
-__all__ = ["CATEGORIES", "OVERHEAD", "overhead", "protocol_stacks"]
+__all__ = ["CATEGORIES", "OVERHEAD", "QUIC_CATEGORIES", "overhead", "protocol_stacks"]
 
 #: the byte categories, in layer order; they add up to wire_bytes
 CATEGORIES: tuple[str, ...] = (
@@ -807,8 +840,8 @@ def _quic_rows(cap: Capture, by_direction: bool) -> list[list[Any]]:
     distinct = stream_data - resent
     _http3(cap, pos, acc)
     for i in range(n):  # bytes lost inside HTTP/3 frames: the layers stay within the stream
-        for d in (0, 1):
-            _squeeze(acc, i, d, int(distinct[i, d]), _QUIC_INNER)
+        for side in (0, 1):
+            _squeeze(acc, i, side, int(distinct[i, side]), _QUIC_INNER)
     acc["app_payload_bytes"] += datagrams["app_payload_bytes"]
     acc["other_bytes"][:] = wire - sum(acc[c] for c in CATEGORIES if c != "other_bytes")
     whole = int(cap.summary.wire_bytes)
@@ -825,15 +858,15 @@ def _quic_rows(cap: Capture, by_direction: bool) -> list[list[Any]]:
         sides = (
             [(0, "client_to_server"), (1, "server_to_client")] if by_direction else [(-1, "both")]
         )
-        for d, label in sides:
-            if d < 0:
+        for side, label in sides:
+            if side < 0:
                 rows.append(_out_row(None, q, "quic", label, False, client[i], server[i], proto,
                                      int(packets[i].sum()), int(wire[i].sum()),
                                      [int(acc[c][i].sum()) for c in CATEGORIES], whole))
             else:
                 rows.append(_out_row(None, q, "quic", label, False, client[i], server[i], proto,
-                                     int(packets[i, d]), int(wire[i, d]),
-                                     [int(acc[c][i, d]) for c in CATEGORIES], whole))
+                                     int(packets[i, side]), int(wire[i, side]),
+                                     [int(acc[c][i, side]) for c in CATEGORIES], whole))
     return rows
 
 

@@ -379,7 +379,7 @@ def quic_ping_heartbeats(
     interval: list[float | None] = [None] * len(order)
     outcome: list[str] = [""] * len(order)
     big = np.iinfo(np.int64).max
-    for (conn, _side_), idx in by_sender.items():
+    for (conn, _sender), idx in by_sender.items():
         prev: int | None = None
         for i in idx:
             t = order[i][1][1]

@@ -61,7 +61,7 @@ def _pto(who: str) -> tuple[Column, ...]:
                f"{who}'s previous packet; an episode ends at the peer's next ACK of a new "
                f"largest packet number. NA when some of the {who}'s packets were not decrypted "
                "(probes would not show)"),
-        Column(f"{who}_pto_probes", "Int64", "packets", f"probe packets of those episodes"),
+        Column(f"{who}_pto_probes", "Int64", "packets", "probe packets of those episodes"),
         Column(f"{who}_pto_first_frame", "Int64", None, "frame of the first probe"),
         Column(f"{who}_pto_max_ms", "float64", "ms",
                "longest episode: from the packet before its first probe (the PTO timer runs "
@@ -453,8 +453,8 @@ def _more(c: QuicConnection, capture_end: int) -> tuple[object, ...]:
 def _pto_values(c: QuicConnection, d: int) -> tuple[object, ...]:
     hidden = c.initial_failed > 0 if d == 0 else False
     dec = c.decrypted[d]
-    for t in ("initial", "handshake", "0rtt", "1rtt"):
-        if c.count(d, t) > dec.get(t, 0):
+    for ptype in ("initial", "handshake", "0rtt", "1rtt"):
+        if c.count(d, ptype) > dec.get(ptype, 0):
             hidden = True
     if hidden or not sum(dec.values()):
         return (None, None, None, None)

@@ -221,7 +221,7 @@ async def one_case(args: argparse.Namespace, case: str, local_port: int) -> dict
             out["client_scid"] = q.host_cid.hex()
             try:
                 await asyncio.wait_for(p.wait_connected(), timeout=idle + 1.0)
-            except (ConnectionError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, ConnectionError) as exc:
                 out["handshake"] = f"failed: {type(exc).__name__}"
                 out["terminated"] = p.terminated
                 out["timers"] = p.timers
@@ -237,7 +237,7 @@ async def one_case(args: argparse.Namespace, case: str, local_port: int) -> dict
             try:
                 out["answer"] = await asyncio.wait_for(asyncio.shield(p.answer), 3.0)
                 out["t_answer_ns"] = now_ns()
-            except (ConnectionError, asyncio.TimeoutError):
+            except (TimeoutError, ConnectionError):
                 out["answer"] = None
             await _finish(p, case, sid, out, args)
     except (ConnectionError, OSError) as exc:
@@ -299,7 +299,7 @@ async def client_main(args: argparse.Namespace) -> dict[str, Any]:
             continue
         try:
             r = await asyncio.wait_for(one_case(args, case, 50460 + i), CASE_TIMEOUT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             r = {"case": case, "local_port": 50460 + i, "error": "case timeout"}
         res["cases"].append(r)
         Path(args.out).write_text(json.dumps(res, indent=1))
@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         res = asyncio.run(asyncio.wait_for(client_main(args), args.deadline + 5))
-    except asyncio.TimeoutError:
+    except TimeoutError:
         res = {"error": "deadline"}
     import aioquic
 

@@ -282,9 +282,10 @@ class QuicTracker:
     ``connections``, ``packet_rows`` and ``frame_rows`` are read by
     :mod:`pcaptools.tables.quic_tables`."""
 
-    __slots__ = ("_by_cid", "_by_flow", "_cid_lens", "_plain_len", "connections", "diag", "finished",
-                 "frame_rows", "frames_dropped", "keylog", "last_ts_ns", "max_connections",
-                 "max_frame_rows", "max_packet_rows", "packet_rows", "rows_dropped")
+    __slots__ = ("_by_cid", "_by_flow", "_cid_lens", "_plain_len", "connections", "diag",
+                 "finished", "frame_rows", "frames_dropped", "keylog", "last_ts_ns",
+                 "max_connections", "max_frame_rows", "max_packet_rows", "packet_rows",
+                 "rows_dropped")
 
     def __init__(self, diag: Diagnostics, keylog: KeyLog | None = None, *,
                  max_packet_rows: int = MAX_QUIC_PACKET_ROWS,
