@@ -1630,44 +1630,44 @@ def _quic_facts(qc: pd.DataFrame, qp: pd.DataFrame | None, hb: pd.DataFrame) -> 
                                  un["ping_frame"].to_numpy(np.int64).tolist(), strict=True):
             if conn is not None:
                 pings.setdefault((conn, 0 if snd == "client" else 1), []).append(fr)
-    cols = {c: qc[c] for c in qc.columns}
-    last_ts = _ns(qc["last_ts"])
-    for i, (conn, ca, cp, sa, sp) in enumerate(zip(
-        qc["quic_connection"].to_numpy(np.int64).tolist(), _strs(qc["client_addr"]),
-        qc["client_port"].tolist(), _strs(qc["server_addr"]), qc["server_port"].tolist(),
-        strict=True,
-    )):
-        end = _strs(cols["end"].iloc[i:i + 1])[0]
-        by = _strs(cols["closed_by"].iloc[i:i + 1])[0]
-        close_fr = _ints(cols["close_frame"].iloc[i:i + 1])[0]
-        timeouts = [t for t in (_ints(cols["client_idle_timeout_ms"].iloc[i:i + 1])[0],
-                                _ints(cols["server_idle_timeout_ms"].iloc[i:i + 1])[0])
-                    if t is not None and t > 0]
+    ints = {c: _ints(qc[c]) for c in (
+        "close_frame", "client_idle_timeout_ms", "server_idle_timeout_ms", "close_error_code",
+        "handshake_done_frame", "client_1rtt_packets", "client_decrypted_packets",
+        "server_decrypted_packets", "first_frame", "last_frame", "client_port", "server_port",
+        "quic_connection")}
+    strs = {c: _strs(qc[c]) for c in ("end", "closed_by", "alpn", "close_reason",
+                                      "client_addr", "server_addr")}
+    start_seen = qc["start_seen"].astype(bool).tolist()
+    last_ts = _ns(qc["last_ts"]).tolist()
+    for i in range(len(qc)):
+        conn = int(ints["quic_connection"][i] or 0)
+        end, by, close_fr = strs["end"][i], strs["closed_by"][i], ints["close_frame"][i]
+        timeouts = [t for t in (ints["client_idle_timeout_ms"][i],
+                                ints["server_idle_timeout_ms"][i]) if t is not None and t > 0]
         c2s, s2c = sent.get((conn, 0), []), sent.get((conn, 1), [])
         close_ts = None
         if close_fr is not None:
             side = c2s if by == "client" else s2c
             close_ts = next((t for t, f in side if f == close_fr), None)
-        decrypted = int(cols["client_decrypted_packets"].iloc[i]) + int(
-            cols["server_decrypted_packets"].iloc[i]) > 0
         yield _Quic(
             index=conn,
-            client=_endpoint(ca or "?", cp),
-            server=_endpoint(sa or "?", sp),
-            alpn=_strs(cols["alpn"].iloc[i:i + 1])[0],
-            start_seen=bool(cols["start_seen"].iloc[i]),
-            first_frame=int(cols["first_frame"].iloc[i]),
-            last=(int(cols["last_frame"].iloc[i]), int(last_ts[i])),
+            client=_endpoint(strs["client_addr"][i] or "?", ints["client_port"][i] or 0),
+            server=_endpoint(strs["server_addr"][i] or "?", ints["server_port"][i] or 0),
+            alpn=strs["alpn"][i],
+            start_seen=bool(start_seen[i]),
+            first_frame=int(ints["first_frame"][i] or 0),
+            last=(int(ints["last_frame"][i] or 0), int(last_ts[i])),
             end=end,
             closed_by=None if by is None else (0 if by == "client" else 1),
             close=None if close_fr is None or close_ts is None else (close_fr, close_ts),
             close_space=(None if end not in _CLOSED else end.removeprefix("connection_close_")),
-            close_code=_ints(cols["close_error_code"].iloc[i:i + 1])[0],
-            close_reason=_strs(cols["close_reason"].iloc[i:i + 1])[0],
+            close_code=ints["close_error_code"][i],
+            close_reason=strs["close_reason"][i],
             reset=resets.get(conn),
-            handshake_done=_ints(cols["handshake_done_frame"].iloc[i:i + 1])[0] is not None,
-            client_1rtt=int(cols["client_1rtt_packets"].iloc[i]),
-            decrypted=decrypted,
+            handshake_done=ints["handshake_done_frame"][i] is not None,
+            client_1rtt=int(ints["client_1rtt_packets"][i] or 0),
+            decrypted=(ints["client_decrypted_packets"][i] or 0)
+            + (ints["server_decrypted_packets"][i] or 0) > 0,
             idle_timeout_ms=min(timeouts) if timeouts else None,
             sent=(c2s, s2c),
             unanswered_pings=(pings.get((conn, 0), []), pings.get((conn, 1), [])),

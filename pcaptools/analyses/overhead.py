@@ -787,6 +787,7 @@ def _quic_rows(cap: Capture, by_direction: bool) -> list[list[Any]]:
     qp = _table(cap, "quic_packets")
     if qp is not None and len(qp):
         conn = qp["quic_connection"].to_numpy(np.int64)
+        rows = _rows(pos, conn)
         d = _dir(qp["direction"])
         length = qp["length"].to_numpy(np.int64)
         status = qp["status"].astype("string").fillna("").to_numpy(object)
@@ -798,16 +799,13 @@ def _quic_rows(cap: Capture, by_direction: bool) -> list[list[Any]]:
         reset = status == "stateless_reset"
         tagged = decrypted | hidden | retry
         tag = np.where(tagged, np.minimum(_QUIC_TAG, length - hdr), 0)
-        _add(acc, pos, "quic_header_bytes", _frame(conn, d, np.where(hdr_na, 0, hdr)))
-        _add(acc, pos, "quic_aead_tag_bytes", _frame(conn, d, tag))
+        _at(acc["quic_header_bytes"], rows, d, np.where(hdr_na, 0, hdr))
+        _at(acc["quic_aead_tag_bytes"], rows, d, tag)
         undecrypted = np.where(hidden, length - hdr - tag, 0)
         undecrypted = np.where(hdr_na & ~reset, length, undecrypted)
-        _add(acc, pos, "quic_undecrypted_bytes", _frame(conn, d, undecrypted))
-        _add(acc, pos, "quic_control_bytes", _frame(conn, d, np.where(reset, length, 0)))
-        for c, dd, v in zip(conn.tolist(), d.tolist(), length.tolist(), strict=True):
-            i = pos.get(c)
-            if i is not None:
-                in_packets[i, dd] += v
+        _at(acc["quic_undecrypted_bytes"], rows, d, undecrypted)
+        _at(acc["quic_control_bytes"], rows, d, np.where(reset, length, 0))
+        _at(in_packets, rows, d, length)
     # a datagram's bytes after its last packet: padding (the zeros of a padded Initial)
     acc["quic_padding_bytes"][:] = np.maximum(payload - in_packets, 0)
     stream_data = np.zeros((n, 2), np.int64)
@@ -815,6 +813,7 @@ def _quic_rows(cap: Capture, by_direction: bool) -> list[list[Any]]:
     qf = _table(cap, "quic_frames")
     if qf is not None and len(qf):
         conn = qf["quic_connection"].to_numpy(np.int64)
+        rows = _rows(pos, conn)
         d = _dir(qf["direction"])
         size = qf["frame_bytes"].to_numpy(np.int64)
         data = _nz(qf["length"])
@@ -823,18 +822,13 @@ def _quic_rows(cap: Capture, by_direction: bool) -> list[list[Any]]:
         is_crypto, is_stream, is_dgram = typ == "CRYPTO", typ == "STREAM", typ == "DATAGRAM"
         control = ~(is_pad | is_ack | is_crypto | is_stream | is_dgram)
         carrying = is_stream | is_dgram
-        _add(acc, pos, "quic_padding_bytes", _frame(conn, d, np.where(is_pad, size, 0)))
-        _add(acc, pos, "quic_ack_bytes", _frame(conn, d, np.where(is_ack, size, 0)))
-        _add(acc, pos, "quic_crypto_bytes", _frame(conn, d, np.where(is_crypto, size, 0)))
-        _add(acc, pos, "quic_control_bytes", _frame(conn, d, np.where(control, size, 0)))
-        _add(acc, pos, "quic_stream_header_bytes",
-             _frame(conn, d, np.where(carrying, size - data, 0)))
-        _add(datagrams, pos, "app_payload_bytes", _frame(conn, d, np.where(is_dgram, data, 0)))
-        for c, dd, v in zip(conn[is_stream].tolist(), d[is_stream].tolist(),
-                            data[is_stream].tolist(), strict=True):
-            i = pos.get(c)
-            if i is not None:
-                stream_data[i, dd] += v
+        _at(acc["quic_padding_bytes"], rows, d, np.where(is_pad, size, 0))
+        _at(acc["quic_ack_bytes"], rows, d, np.where(is_ack, size, 0))
+        _at(acc["quic_crypto_bytes"], rows, d, np.where(is_crypto, size, 0))
+        _at(acc["quic_control_bytes"], rows, d, np.where(control, size, 0))
+        _at(acc["quic_stream_header_bytes"], rows, d, np.where(carrying, size - data, 0))
+        _at(datagrams["app_payload_bytes"], rows, d, np.where(is_dgram, data, 0))
+        _at(stream_data, rows, d, np.where(is_stream, data, 0))
     resent = np.minimum(_pair(qc, "resent_stream_bytes"), stream_data)
     acc["quic_resent_bytes"][:] = resent
     distinct = stream_data - resent
@@ -851,7 +845,7 @@ def _quic_rows(cap: Capture, by_direction: bool) -> list[list[Any]]:
                                                 qc["client_port"].tolist(), strict=True)]
     server = [_endpoint(a, p) for a, p in zip(qc["server_addr"].astype(object).tolist(),
                                                 qc["server_port"].tolist(), strict=True)]
-    rows: list[list[Any]] = []
+    out: list[list[Any]] = []
     for i in range(n):
         q = int(index[i])
         proto = "quic/http3" if q in with_h3 else "quic"
@@ -860,14 +854,26 @@ def _quic_rows(cap: Capture, by_direction: bool) -> list[list[Any]]:
         )
         for side, label in sides:
             if side < 0:
-                rows.append(_out_row(None, q, "quic", label, False, client[i], server[i], proto,
-                                     int(packets[i].sum()), int(wire[i].sum()),
+                out.append(_out_row(None, q, "quic", label, False, client[i], server[i], proto,
+                                    int(packets[i].sum()), int(wire[i].sum()),
                                      [int(acc[c][i].sum()) for c in CATEGORIES], whole))
             else:
-                rows.append(_out_row(None, q, "quic", label, False, client[i], server[i], proto,
-                                     int(packets[i, side]), int(wire[i, side]),
+                out.append(_out_row(None, q, "quic", label, False, client[i], server[i], proto,
+                                    int(packets[i, side]), int(wire[i, side]),
                                      [int(acc[c][i, side]) for c in CATEGORIES], whole))
-    return rows
+    return out
+
+
+def _rows(pos: dict[int, int], keys: np.ndarray) -> np.ndarray:
+    """Row of each key (-1 for keys not in ``pos``)."""
+    return np.array([pos.get(k, -1) for k in keys.tolist()], np.int64)
+
+
+def _at(target: np.ndarray, rows: np.ndarray, d: np.ndarray, v: Any) -> None:
+    """``target[rows, d] += v`` for the rows that exist (repeated rows add up)."""
+    ok = rows >= 0
+    vals = np.broadcast_to(np.asarray(v, np.int64), rows.shape)
+    np.add.at(target, (rows[ok], d[ok]), vals[ok])
 
 
 def _http3(cap: Capture, pos: dict[int, int], acc: dict[str, np.ndarray]) -> None:
@@ -875,18 +881,17 @@ def _http3(cap: Capture, pos: dict[int, int], acc: dict[str, np.ndarray]) -> Non
     fr = _table(cap, "http3_frames")
     if fr is not None and len(fr):
         conn = fr["quic_connection"].to_numpy(np.int64)
+        rows = _rows(pos, conn)
         d = _dir(fr["direction"])
         code = fr["type_code"].to_numpy(np.int64)
         length = fr["length"].to_numpy(np.int64)
         typ = fr["type"].astype("string").fillna("").to_numpy(object)
         is_data = typ == "DATA"
         is_block = np.isin(typ, list(_QUIC_CONTROL_H3))
-        _add(acc, pos, "http3_frame_header_bytes",
-             _frame(conn, d, _varint_len(code) + _varint_len(length)))
-        _add(acc, pos, "app_payload_bytes", _frame(conn, d, np.where(is_data, length, 0)))
-        _add(acc, pos, "qpack_bytes", _frame(conn, d, np.where(is_block, length, 0)))
-        _add(acc, pos, "http3_control_bytes",
-             _frame(conn, d, np.where(is_data | is_block, 0, length)))
+        _at(acc["http3_frame_header_bytes"], rows, d, _varint_len(code) + _varint_len(length))
+        _at(acc["app_payload_bytes"], rows, d, np.where(is_data, length, 0))
+        _at(acc["qpack_bytes"], rows, d, np.where(is_block, length, 0))
+        _at(acc["http3_control_bytes"], rows, d, np.where(is_data | is_block, 0, length))
     hc = _table(cap, "http3_connections")
     if hc is not None and len(hc):
         conn = hc["quic_connection"].to_numpy(np.int64)
