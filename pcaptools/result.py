@@ -150,14 +150,13 @@ class Capture:
         reset_window_s: float = 5.0,
         fin_grace_s: float = 1.0,
         pmtu_min_retransmissions: int = 2,
-        quic: bool = True,
+        quic: bool = False,
     ) -> pd.DataFrame:
-        """One row per connection (TCP, then QUIC) that did not end cleanly, with its verdict,
-        evidence frames and Wireshark filter: :func:`pcaptools.analyses.disconnects` (its
-        parameters are the rules' thresholds; ``quic=False``: TCP connections only, the
-        function's default). Its repr starts with the count of connections checked, clean
-        and still open, so an empty result says what it means; ``attrs`` holds the same
-        counts."""
+        """One row per connection that did not end cleanly, with its verdict, evidence frames
+        and Wireshark filter: :func:`pcaptools.analyses.disconnects` (its parameters are the
+        rules' thresholds; ``quic=True``: QUIC connections too). Its repr starts with the
+        count of connections checked, clean and still open, so an empty result says what it
+        means; ``attrs`` holds the same counts."""
         from .analyses.disconnects import disconnects
 
         return disconnects(
@@ -167,10 +166,9 @@ class Capture:
             quic=quic,
         )
 
-    def overhead(self, *, by_direction: bool = False, quic: bool = True) -> pd.DataFrame:
-        """Wire bytes by layer and purpose, per connection (TCP, then QUIC) and in total, and
-        goodput: :func:`pcaptools.analyses.overhead` (``quic=False``: TCP connections only,
-        the function's default)."""
+    def overhead(self, *, by_direction: bool = False, quic: bool = False) -> pd.DataFrame:
+        """Wire bytes by layer and purpose, per connection and in total, and goodput:
+        :func:`pcaptools.analyses.overhead` (``quic=True``: QUIC connections too)."""
         from .analyses.overhead import overhead
 
         return overhead(self, by_direction=by_direction, quic=quic)

@@ -61,7 +61,7 @@ still open at the end of the capture without any finding (or closing: a lone FIN
 ``clean_connections``, ``open_connections``, ``connections`` (all), ``verdicts`` (rows by
 verdict) and ``parameters``.
 
-**QUIC** (``quic=True``, the default of :meth:`pcaptools.Capture.disconnects`; from
+**QUIC** (``quic=True``; from
 ``quic_connections``, ``quic_packets`` and the QUIC PING heartbeats of ``quic_frames``): one
 row per QUIC connection that did not end cleanly, keyed by ``quic_connection`` (``tcp_stream``
 NA, ``transport`` quic). Verdicts, in the order they are tried:
@@ -125,18 +125,11 @@ from .overhead import protocol_stacks
 if TYPE_CHECKING:
     from ..capture import Capture
 
-__all__ = ["DISCONNECTS", "VERDICTS", "DisconnectsFrame", "disconnects"]
+__all__ = ["DISCONNECTS", "QUIC_VERDICTS", "VERDICTS", "DisconnectsFrame", "disconnects"]
 
 #: the verdicts of QUIC connections, in the order they are tried (peer_vanished and
-#: unanswered_heartbeats are shared with TCP, in VERDICTS once)
+#: unanswered_heartbeats are TCP's too, with QUIC rules)
 QUIC_VERDICTS: tuple[str, ...] = (
-    "handshake_incomplete",
-    "stateless_reset",
-    "close_transport_error",
-    "close_application_error",
-    "idle_timeout",
-)
-_QUIC_ORDER: tuple[str, ...] = (
     "handshake_incomplete",
     "stateless_reset",
     "close_transport_error",
@@ -146,7 +139,7 @@ _QUIC_ORDER: tuple[str, ...] = (
     "unanswered_heartbeats",
 )
 
-#: verdicts in the order they are tried (TCP, then the QUIC-only ones)
+#: the TCP verdicts in the order they are tried (QUIC's: QUIC_VERDICTS)
 VERDICTS: tuple[str, ...] = (
     "refused",
     "syn_unanswered",
@@ -160,7 +153,6 @@ VERDICTS: tuple[str, ...] = (
     "half_open_at_eof",
     "reset",
     "one_sided_fin",
-    *QUIC_VERDICTS,
 )
 
 DISCONNECTS = TableSchema(
@@ -442,9 +434,8 @@ def disconnects(
     not ``one_sided_fin``. ``pmtu_min_retransmissions``: retransmissions of too-large
     segments that make a ``pmtu_black_hole`` (2: one retransmission is ordinary loss).
 
-    ``quic``: QUIC connections get rows too (off by default here so that callers reading
-    every row as a TCP connection keep doing so; :meth:`pcaptools.Capture.disconnects` turns
-    it on).
+    ``quic``: QUIC connections get rows too (off by default so that callers reading every
+    row as a TCP connection, like the report's Disconnects section, keep doing so).
 
     The result's ``attrs`` hold ``clean_connections``, ``open_connections``, ``connections``
     (TCP), ``verdicts`` ({verdict: rows}) and ``parameters``; with ``quic=True`` also
@@ -553,17 +544,18 @@ class DisconnectsFrame(pd.DataFrame):
         clean, still = int(a.get("clean_connections", 0)), int(a.get("open_connections", 0))
         conns = f"{n:,} TCP connection{'' if n == 1 else 's'}"
         q = a.get("quic_connections")
-        if isinstance(q, int):
+        if not isinstance(q, int) or not q:
+            q = None  # no QUIC connection (or quic=False): the TCP line as it always was
+        else:
             conns += f" and {q:,} QUIC connection{'' if q == 1 else 's'}"
             n += q
         if not n:
-            what = "TCP or QUIC connection" if isinstance(q, int) else "TCP connection"
-            return f"disconnects: the capture holds no {what}"
+            return "disconnects: the capture holds no TCP connection"
         head = f"disconnects: {bad:,} of {conns} ended badly"
         rest = [f"{clean:,} closed cleanly with FIN"] if clean else []
         if still:
             rest.append(f"{still:,} still open at the end of the capture")
-        if isinstance(q, int):
+        if q is not None:
             qc = int(a.get("quic_clean_connections", 0))
             qo = int(a.get("quic_open_connections", 0))
             qu = int(a.get("quic_unknown_connections", 0))

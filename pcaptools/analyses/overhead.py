@@ -76,10 +76,10 @@ whose content is invisible (``tls_encrypted_bytes``, ``quic_undecrypted_bytes``,
 ``other_bytes``): the goodput if all of them were payload, an upper bound.
 
 Which bytes: by default (``quic=False``) every row, the total row included, covers **TCP
-frames only** (the ``connections`` counters). With ``quic=True`` (the default of
-:meth:`pcaptools.Capture.overhead`) the QUIC connections' rows follow the TCP ones and the
-total row sums both: each category over every row above it (TCP rows have zeros in the
-QUIC categories and QUIC rows in the TCP, TLS, HTTP/1, HTTP/2 and WebSocket ones; the shared
+frames only** (the ``connections`` counters). With ``quic=True`` the QUIC connections' rows
+follow the TCP ones and the total row sums both: each category over every row above it
+(TCP rows have zeros in the QUIC categories and QUIC rows in the TCP, TLS, HTTP/1, HTTP/2
+and WebSocket ones; the shared
 ``sse_framing_bytes``, ``app_payload_bytes`` and ``other_bytes`` add up across both), its
 ``packets`` the TCP packets plus the QUIC datagrams. UDP other than QUIC (DNS...), ICMP and
 non-IP frames are in no row, so every ratio and share here is over the bytes of the rows,
@@ -318,8 +318,8 @@ def overhead(cap: Capture, *, by_direction: bool = False, quic: bool = False) ->
     per QUIC connection in quic_connection order, then the total row (over the rows above
     it: TCP, and QUIC with ``quic=True``). The categories of every row add up to its
     ``wire_bytes``; the rules are in the module docstring. An empty capture gives just the
-    total row of zeros. (``quic`` is off by default here so that callers that read the rows
-    as TCP connections keep doing so; :meth:`pcaptools.Capture.overhead` turns it on.)"""
+    total row of zeros. (``quic`` is off by default so that callers that read every row as a
+    TCP connection, like the report's Overhead section, keep doing so.)"""
     rows = _tcp_rows(cap, by_direction)
     totals = [r for r in rows]
     if quic:

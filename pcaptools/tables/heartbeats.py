@@ -440,9 +440,9 @@ def heartbeats(
     *,
     connections: pd.DataFrame | None = None,
     capture_end: Any = None,
-    answer_timeout_ms: float = DEFAULT_ANSWER_TIMEOUT_MS,
     quic_frames: pd.DataFrame | None = None,
     quic_connections: pd.DataFrame | None = None,
+    answer_timeout_ms: float = DEFAULT_ANSWER_TIMEOUT_MS,
 ) -> pd.DataFrame:
     """Every heartbeat of the mechanisms (:data:`HEARTBEATS` columns), in capture order.
     Any table may be None (that mechanism is left out): QUIC PINGs are included when

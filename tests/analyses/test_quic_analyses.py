@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import pcaptools
-from pcaptools.analyses.disconnects import disconnects
+from pcaptools.analyses.disconnects import QUIC_VERDICTS, disconnects
 from pcaptools.analyses.heartbeats import HEARTBEATS, heartbeat_summary, heartbeats
 from pcaptools.analyses.overhead import CATEGORIES, OVERHEAD, QUIC_CATEGORIES, overhead
 from tests.conftest import CAPTURES, CORPUS
@@ -48,7 +48,7 @@ def _overhead(cap: pcaptools.Capture, by_direction: bool = False) -> pd.DataFram
 
 def _disconnects(cap: pcaptools.Capture) -> pd.DataFrame:
     if id(cap) not in _DISCONNECTS:
-        _DISCONNECTS[id(cap)] = cap.disconnects()
+        _DISCONNECTS[id(cap)] = cap.disconnects(quic=True)
     return _DISCONNECTS[id(cap)]
 
 
@@ -272,7 +272,8 @@ def test_every_quic_ending_gets_its_verdict(endings: Any, cases: dict[str, Any])
     assert d.attrs["quic_open_connections"] == d.attrs["quic_unknown_connections"] == 0
     assert d.counts_line().startswith(
         "disconnects: 7 of 0 TCP connections and 9 QUIC connections ended badly")
-    assert disconnects(endings).attrs.get("quic_connections") is None  # the function's default
+    assert disconnects(endings).attrs.get("quic_connections") is None  # the default
+    assert set(d["verdict"].astype(object)) <= set(QUIC_VERDICTS)
 
 
 def test_quic_verdict_details(endings: Any, cases: dict[str, Any]) -> None:
