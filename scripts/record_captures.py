@@ -3920,8 +3920,10 @@ def sc_quic_endings(ctx: Ctx) -> None:
                 or (case == "alpn_mismatch" and e.get("case") is None
                     and e.get("what") == "terminated")]
         ctx.conn(client=ep(CLIENT4, r["local_port"]), server=ep(SERVER4, port),
-                 transport="quic", handshake={"alpn_mismatch": "refused",
-                                              "unanswered": "no-answer"}.get(case, "completed"),
+                 # not TCP's refused / no-answer (the facts summary counts TCP handshakes)
+                 transport="quic", handshake={"alpn_mismatch": "quic-refused",
+                                              "unanswered": "quic-unanswered"}.get(case,
+                                                                                   "completed"),
                  end=end, via=f"aioquic {res.get('aioquic')} "
                  "(scripts/servers/quicends.py client)",
                  purpose=f"case {case}: expected verdict {want.get(case)}",
