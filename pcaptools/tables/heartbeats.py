@@ -54,6 +54,7 @@ __all__ = [
     "DEFAULT_ANSWER_TIMEOUT_MS",
     "HEARTBEATS",
     "HEARTBEAT_SUMMARY",
+    "MAX_ACKS_PER_QUIC_PING",
     "heartbeat_summary",
     "heartbeats",
     "http2_heartbeats",
@@ -295,6 +296,9 @@ def tcp_keepalive_heartbeats(
 
 
 _SPACES = {"initial": 0, "handshake": 1, "0rtt": 2, "1rtt": 2}
+MAX_ACKS_PER_QUIC_PING = 256
+"""ACK frames of the peer a QUIC PING is checked against: an ACK this many frames later no
+longer answers it (peers stop repeating old ranges), and the matching stays linear"""
 
 
 def _ranges(text: object) -> list[tuple[int, int]]:
@@ -353,10 +357,10 @@ def quic_ping_heartbeats(
         answers = acks.get((conn, 1 - side, space), [])
         plist.sort()
         k = 0
-        pending: list[tuple[int, int]] = []
+        pending: list[tuple[int, int, int]] = []  # (frame, packet number, ACKs seen since)
         for afr, at, rng in answers:
             while k < len(plist) and plist[k][0] < afr:
-                pending.append(plist[k])
+                pending.append((*plist[k], 0))
                 k += 1
             if not pending:
                 if k >= len(plist):
@@ -364,11 +368,11 @@ def quic_ping_heartbeats(
                 continue
             ranges = _ranges(rng)
             still = []
-            for pfr, pn in pending:
+            for pfr, pn, seen in pending:
                 if any(lo <= pn <= hi for lo, hi in ranges):
                     pong[(conn, side, space, pn)] = (afr, at)
-                else:
-                    still.append((pfr, pn))
+                elif seen < MAX_ACKS_PER_QUIC_PING:
+                    still.append((pfr, pn, seen + 1))
             pending = still
     end = _quic_ends(quic_connections, _capture_end(capture_end), int(ts.max()))
     timeout_ns = int(answer_timeout_ms * 1e6)
