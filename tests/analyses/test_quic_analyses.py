@@ -365,3 +365,21 @@ def test_against_live_tshark(tshark: str, endings: Any) -> None:
     qf = endings.quic_frames
     assert (qf["frame_type_code"] == 1).sum() == types.count(1)
     assert int(qf.loc[qf["frame_type_code"] == 0, "frame_bytes"].sum()) == pad
+
+
+@pytest.mark.parametrize("name", ["endings", "lossy", "chrome", "zerortt"])
+def test_header_frames_and_tag_are_the_packet(name: str, request: Any) -> None:
+    """quic_packets.header_bytes + the quic_frames.frame_bytes of its frames + the 16-byte
+    AEAD tag is the packet's length, for every decrypted packet."""
+    cap = request.getfixturevalue(name)
+    qp, qf = cap.quic_packets, cap.quic_frames
+    dec = qp[qp["status"].astype(object) == "decrypted"].set_index(["frame", "index"])
+    assert len(dec)
+    sizes = qf.groupby(["frame", "packet_index"])["frame_bytes"].sum()
+    sizes.index = sizes.index.set_names(["frame", "index"])
+    got = dec["header_bytes"].astype("int64") + sizes.reindex(dec.index).fillna(0).astype("int64")
+    assert (got + 16 == dec["length"]).all()
+    # a short header: 1 byte, the destination connection ID, a 1-4 byte packet number
+    short = dec[~dec["long_header"]]
+    extra = short["header_bytes"] - 1 - short["dcid"].str.len() // 2
+    assert extra.between(1, 4).all()
