@@ -362,6 +362,14 @@ LIMITS: tuple[Limit, ...] = (
         "quic_frames rows per load; later frames are still analysed (streams, ACKs, the close)",
     ),
     Limit(
+        "ACKs checked per QUIC PING",
+        "pcaptools.tables.heartbeats:MAX_ACKS_PER_QUIC_PING",
+        "ACK frames",
+        None,
+        "heartbeats' quic_ping matching: a PING not covered by the peer's next this many ACK "
+        "frames (of its packet number space) stays unanswered; keeps the matching linear",
+    ),
+    Limit(
         "QUIC stream reassembly",
         "pcaptools.protocols.quic.reassembly:MAX_QUIC_STREAM_BUFFER",
         "bytes",

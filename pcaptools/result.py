@@ -150,17 +150,20 @@ class Capture:
         reset_window_s: float = 5.0,
         fin_grace_s: float = 1.0,
         pmtu_min_retransmissions: int = 2,
+        quic: bool = False,
     ) -> pd.DataFrame:
         """One row per connection that did not end cleanly, with its verdict, evidence frames
         and Wireshark filter: :func:`pcaptools.analyses.disconnects` (its parameters are the
-        rules' thresholds). Its repr starts with the count of connections checked, clean and
-        still open, so an empty result says what it means; ``attrs`` holds the same counts."""
+        rules' thresholds; ``quic=True``: QUIC connections too). Its repr starts with the
+        count of connections checked, clean and still open, so an empty result says what it
+        means; ``attrs`` holds the same counts."""
         from .analyses.disconnects import disconnects
 
         return disconnects(
             self, idle_gap_s=idle_gap_s, min_retransmissions=min_retransmissions,
             heartbeat_grace=heartbeat_grace, reset_window_s=reset_window_s,
             fin_grace_s=fin_grace_s, pmtu_min_retransmissions=pmtu_min_retransmissions,
+            quic=quic,
         )
 
     def conn_log(
@@ -183,24 +186,25 @@ class Capture:
             likely_server_ports=likely_server_ports,
         )
 
-    def overhead(self, *, by_direction: bool = False) -> pd.DataFrame:
+    def overhead(self, *, by_direction: bool = False, quic: bool = False) -> pd.DataFrame:
         """Wire bytes by layer and purpose, per connection and in total, and goodput:
-        :func:`pcaptools.analyses.overhead`."""
+        :func:`pcaptools.analyses.overhead` (``quic=True``: QUIC connections too)."""
         from .analyses.overhead import overhead
 
-        return overhead(self, by_direction=by_direction)
+        return overhead(self, by_direction=by_direction, quic=quic)
 
     def heartbeats(self, *, answer_timeout_ms: float = DEFAULT_ANSWER_TIMEOUT_MS) -> pd.DataFrame:
-        """Every heartbeat of the three mechanisms (WebSocket ping/pong, HTTP/2 PING, TCP
-        keep-alive) with its answer, in capture order: :func:`pcaptools.analyses.heartbeats.
-        heartbeats` over ``ws_frames``, ``http2_frames`` and ``tcp_events``, bounded by each
-        connection's end (what the report shows; ``ws_heartbeats`` holds the WebSocket rows
-        only). ``answer_timeout_ms``: how long a ping may go unanswered before it counts as
-        ``unanswered``."""
+        """Every heartbeat of the four mechanisms (WebSocket ping/pong, HTTP/2 PING, TCP
+        keep-alive, QUIC PING) with its answer, in capture order: :func:`pcaptools.analyses.
+        heartbeats.heartbeats` over ``ws_frames``, ``http2_frames``, ``tcp_events`` and
+        ``quic_frames``, bounded by each connection's end (``ws_heartbeats`` holds the
+        WebSocket rows only). ``answer_timeout_ms``: how long a ping may go unanswered before
+        it counts as ``unanswered``."""
         from .tables.heartbeats import heartbeats  # (its home is analyses.heartbeats)
 
         return heartbeats(self.ws_frames, self.http2_frames, self.tcp_events,
-                          connections=self.connections, answer_timeout_ms=answer_timeout_ms)
+                          connections=self.connections, answer_timeout_ms=answer_timeout_ms,
+                          quic_frames=self.quic_frames, quic_connections=self.quic_connections)
 
     def to_parquet(self, directory: str | os.PathLike[str], **kw: Any) -> dict[str, Path]:
         """One ``<table>.parquet`` per table (+ ``captures.parquet``): see

@@ -3858,6 +3858,118 @@ def sc_demo(ctx: Ctx) -> None:
                         "started) and the HTTP/2 chat")
 
 
+QUICENDS = SCRIPTS / "servers" / "quicends.py"
+QUIC_ENDS_LINK = LinkParams(delay_ms=10.0, seed=4040, lifetime_s=120)
+#: the quicends cases in the order the client runs them, with the verdict each must get from
+#: pcaptools.analyses.disconnects (None: a clean close, counted in its attrs)
+QUIC_ENDS_CASES: tuple[tuple[str, str | None], ...] = (
+    ("clean", None), ("app_error", "close_application_error"),
+    ("transport_error", "close_transport_error"), ("alpn_mismatch", "handshake_incomplete"),
+    ("unanswered", "handshake_incomplete"), ("idle", "idle_timeout"),
+    ("vanish", "peer_vanished"), ("reset", "stateless_reset"), ("ping", None),
+)
+
+
+@scenario("quic-endings", outputs=("quic-endings.pcapng",),
+          summary="QUIC v1 (aioquic, lab ALPN pcaptools-lab): nine connections, each ending "
+                  "its own way: NO_ERROR close, application error 0x2a, PROTOCOL_VIOLATION "
+                  "from the server, ALPN refused in the handshake, an Initial nobody answers, "
+                  "a 1 s idle timeout, a server that vanishes (the client's PTO probes back "
+                  "off until its idle timeout), a server that forgot the connection and sends "
+                  "stateless resets, PINGs every 300 ms; 10 ms one-way delay, no loss; "
+                  "aioquic's own PTO timer expiries in the facts")
+def sc_quic_endings(ctx: Ctx) -> None:
+    c, s, tl = ctx.pair(link=QUIC_ENDS_LINK, hosts={TLS_HOST: SERVER4})
+    cert, key = h3_cert(ctx)
+    events = ctx.work / "quicends-server.jsonl"
+    spawn_py(ctx, s, QUICENDS, ["serve", "--listen", f"{SERVER4}:{HTTPS_PORT}", "--cert",
+                                str(cert), "--key", str(key), "--events", str(events),
+                                "--lifetime", "90"], name="quicends-server", lifetime_s=95)
+    if wait_for_event(events, "listening", 10.0) is None:
+        raise netlab.LabError("quicends server did not start")
+    ctx.common["servers"].append({
+        "kind": "quicends (aioquic)", "listen": [f"{SERVER4}:{HTTPS_PORT}/udp"],
+        "version": f"aioquic {_pkg_version('aioquic')}",
+        "behaviour": "answers 'mode <case>' on stream 0, then ends the connection as the case "
+                     "says (scripts/servers/quicends.py); nothing listens on UDP 4433"})
+    name = "quic-endings.pcapng"
+    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    outf, kl = ctx.work / "quicends-result.json", ctx.work / "keys-quicends.txt"
+    cases = ",".join(k for k, _ in QUIC_ENDS_CASES)
+    ctx.event("quicends client start", cases=cases)
+    proc = spawn_py(ctx, c, QUICENDS, [
+        "client", "--connect", f"{SERVER4}:{HTTPS_PORT}", "--host", TLS_HOST, "--cacert",
+        str(cert), "--cases", cases, "--out", str(outf), "--keylog", str(kl), "--deadline",
+        "70", "--unanswered-port", "4433"], name="quicends-client", lifetime_s=80)
+    rc = wait_proc(proc, 85)
+    ctx.event("quicends client end", exit=rc)
+    time.sleep(2.5)  # the idle-timeout case's silence runs past its 1 s timeout
+    ctx.stop_capture(name)
+    ctx.link_stats(tl)
+    ctx.add_keys(name, kl)
+    if not outf.exists():
+        raise netlab.LabError(f"quicends client wrote no result (exit {rc})")
+    res = json.loads(outf.read_text())
+    slog = jsonl(events)
+    want = dict(QUIC_ENDS_CASES)
+    for i, r in enumerate(res.get("cases") or []):
+        case = r["case"]
+        port = HTTPS_PORT if case != "unanswered" else 4433
+        end = {"clean": "connection-close-client", "app_error": "connection-close-client",
+               "ping": "connection-close-client", "transport_error": "connection-close-server",
+               "alpn_mismatch": "connection-close-server"}.get(case, "none")
+        mine = [e for e in slog if e.get("case") == case
+                or (case == "alpn_mismatch" and e.get("case") is None
+                    and e.get("what") == "terminated")]
+        ctx.conn(client=ep(CLIENT4, r["local_port"]), server=ep(SERVER4, port),
+                 # not TCP's refused / no-answer (the facts summary counts TCP handshakes)
+                 transport="quic", handshake={"alpn_mismatch": "quic-refused",
+                                              "unanswered": "quic-unanswered"}.get(case,
+                                                                                   "completed"),
+                 end=end, via=f"aioquic {res.get('aioquic')} "
+                 "(scripts/servers/quicends.py client)",
+                 purpose=f"case {case}: expected verdict {want.get(case)}",
+                 t_start_ns=r.get("t_start_ns"), t_end_ns=r.get("t_end_ns"),
+                 client_exit=rc, quic={"case": case, "quic_connection": i,
+                                       "expected_verdict": want.get(case),
+                                       "client": r, "server_events": mine})
+    per_conn: dict[int, dict[str, int]] = {}
+    for pkt in tshark_quic_packets(ctx.work / name, keylog=kl):
+        for q in pkt["quic"]:
+            if q["connection"] is None:
+                continue
+            counts = per_conn.setdefault(q["connection"], {})
+            for f in q["frames"]:
+                counts[str(f["type"])] = counts.get(str(f["type"]), 0) + 1
+    ctx.truth(name, cases=[k for k, _ in QUIC_ENDS_CASES], expected_verdicts=want,
+              tshark_frame_types_per_connection={str(k): v for k, v in sorted(per_conn.items())},
+              client_pto_expiries={r["case"]: sum(1 for t in r.get("timers") or []
+                                                  if t["timer"] == "pto")
+                                   for r in res.get("cases") or []})
+
+    def endings(f: dict[str, Any]) -> list[dict[str, Any]]:
+        conns = [x for x in f["connections"] if x.get("transport") == "quic"]
+        byc = {x["quic"]["case"]: x["quic"] for x in conns}
+        out = [{"check": "every case ran", "ok": sorted(byc) == sorted(want),
+                "detail": f"{sorted(byc)}"},
+               {"check": f"QUIC connections seen by tshark == {len(want)}",
+                "ok": f["tshark"]["quic"]["connections"] == len(want),
+                "detail": f"got {f['tshark']['quic']['connections']}"}]
+        r = byc.get("reset", {})
+        sent = [e for e in r.get("server_events", []) if e["what"] == "stateless_reset_sent"]
+        out.append({"check": "the server sent stateless resets for the reset case",
+                    "ok": len(sent) >= 1, "detail": f"{len(sent)}"})
+        v = byc.get("vanish", {})
+        ptos = [t for t in (v.get("client") or {}).get("timers") or [] if t["timer"] == "pto"]
+        out.append({"check": "the client's PTO fired at least 3 times after the server "
+                             "vanished", "ok": len(ptos) >= 3, "detail": f"{len(ptos)}"})
+        return out
+    ctx.check(name, endings)
+    ctx.highlight(name, "quic_connection N is case N of truth.cases; "
+                        "connections[].quic.expected_verdict is what disconnects(cap) must say; "
+                        "connections[].quic.client.timers are aioquic's PTO expiries")
+
+
 
 # =========================================================================== Zeek's rules (#21)
 

@@ -43,9 +43,10 @@ def _options(fn: object, skip: int) -> list[inspect.Parameter]:
     (Capture.latency, stream_latency, 1),
     (Capture.disconnects, disconnects, 1),
     (Capture.overhead, overhead, 1),
-    # heartbeats(ws_frames, http2_frames, tcp_events, *, connections, capture_end, ...):
-    # the capture gives the tables and the connections (which bound each wait)
-    (Capture.heartbeats, heartbeats, 5),
+    # heartbeats(ws_frames, http2_frames, tcp_events, *, connections, capture_end,
+    # quic_frames, quic_connections, ...): the capture gives the tables and the connections
+    # (which bound each wait)
+    (Capture.heartbeats, heartbeats, 7),
 ])
 def test_same_options_as_the_function(method: object, function: object, skip: int) -> None:
     mine = _options(method, 1)  # (self)

@@ -61,6 +61,42 @@ still open at the end of the capture without any finding (or closing: a lone FIN
 ``clean_connections``, ``open_connections``, ``connections`` (all), ``verdicts`` (rows by
 verdict) and ``parameters``.
 
+**QUIC** (``quic=True``; from
+``quic_connections``, ``quic_packets`` and the QUIC PING heartbeats of ``quic_frames``): one
+row per QUIC connection that did not end cleanly, keyed by ``quic_connection`` (``tcp_stream``
+NA, ``transport`` quic). Verdicts, in the order they are tried:
+
+- ``handshake_incomplete``: the client's first Initial was captured and neither a
+  HANDSHAKE_DONE (decrypted) nor a 1-RTT packet from the client (it sends one only once it
+  has the server's Finished) followed, and the connection ended or the capture went on for
+  ``heartbeat_grace`` after its last packet (peer: the server when it never answered, the
+  side that sent a CONNECTION_CLOSE during the handshake, e.g. CRYPTO_ERROR
+  (no_application_protocol) for an ALPN it refused, else the side that fell silent first).
+- ``stateless_reset``: a datagram ended in a stateless reset token the receiver had been
+  given (``quic_packets.status`` stateless_reset, RFC 9000 §10.3): the peer (its sender) had
+  no state for the connection: restarted, or the packets reached another server.
+- ``close_transport_error`` / ``close_application_error``: the first CONNECTION_CLOSE (0x1c /
+  0x1d) carries an error code (peer: its sender; ``close_error_code``, ``close_error`` and
+  ``close_reason``). Transport NO_ERROR (0x0), application 0x0 and, for HTTP/3, H3_NO_ERROR
+  (0x100) are clean closes (aioquic closes its HTTP/3 connections with application code 0).
+- ``peer_vanished``: after the peer's last packet the sender sent at least
+  ``min_retransmissions`` more datagrams (its PTO probes, with the backoff in
+  ``backoff_ratio``: about 2) and nothing came back; ``noticed_how`` close_sent (it closed),
+  gave_up (it fell silent for ``heartbeat_grace`` before the end: its idle timeout), or eof.
+- ``idle_timeout``: no CONNECTION_CLOSE nor stateless reset, and no packet either way for
+  longer than the idle timeout (``idle_timeout_ms``: the smaller non-zero max_idle_timeout of
+  the two sides, RFC 9000 §10.1) before the end of the capture: both ends dropped the
+  connection silently. Needs decrypted 1-RTT packets (``quic_connections.end`` idle_timeout):
+  without them a CONNECTION_CLOSE would not show.
+- ``unanswered_heartbeats``: QUIC PINGs of the sender that no ACK answered although the
+  connection lasted ``heartbeat_grace`` after them.
+
+The QUIC connections that get no row are counted in ``attrs``: ``quic_clean_connections``
+(a clean CONNECTION_CLOSE), ``quic_open_connections`` (still open at the end of the capture,
+within its idle timeout; like TCP's open connections, no row) and
+``quic_unknown_connections`` (packets not decrypted: how they ended cannot be seen, so no
+verdict is guessed), with ``quic_connections`` (all).
+
 ``middlebox_hint``: for verdicts that involve a RST, set when the RST's IP TTL is outside the
 range of TTLs its supposed sender used on its other packets, or (IPv4) when the RST's IP ID is
 non-zero and is not a plausible continuation (within 1024 after) of that side's last IP ID.
@@ -78,6 +114,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..protocols.http3.frames import error_name as h3_error_name
+from ..protocols.quic.frames import transport_error_name
 from ..tables.schema import TS_DTYPE, Column, TableSchema
 from ..tcp.analysis import RETRANSMISSION_KINDS
 from ._format import fmt_ms
@@ -87,9 +125,21 @@ from .overhead import protocol_stacks
 if TYPE_CHECKING:
     from ..capture import Capture
 
-__all__ = ["DISCONNECTS", "VERDICTS", "DisconnectsFrame", "disconnects"]
+__all__ = ["DISCONNECTS", "QUIC_VERDICTS", "VERDICTS", "DisconnectsFrame", "disconnects"]
 
-#: verdicts in the order they are tried
+#: the verdicts of QUIC connections, in the order they are tried (peer_vanished and
+#: unanswered_heartbeats are TCP's too, with QUIC rules)
+QUIC_VERDICTS: tuple[str, ...] = (
+    "handshake_incomplete",
+    "stateless_reset",
+    "close_transport_error",
+    "close_application_error",
+    "peer_vanished",
+    "idle_timeout",
+    "unanswered_heartbeats",
+)
+
+#: the TCP verdicts in the order they are tried (QUIC's: QUIC_VERDICTS)
 VERDICTS: tuple[str, ...] = (
     "refused",
     "syn_unanswered",
@@ -107,12 +157,17 @@ VERDICTS: tuple[str, ...] = (
 
 DISCONNECTS = TableSchema(
     name="disconnects",
-    grain="one row per TCP connection that did not end cleanly: "
-    "pcaptools.analyses.disconnects(cap), not a Capture attribute (clean and still-open "
-    "connections are counted in .attrs)",
-    key=("tcp_stream",),
+    grain="one row per TCP connection (and, with quic=True, per QUIC connection) that did not "
+    "end cleanly: pcaptools.analyses.disconnects(cap), not a Capture attribute (clean and "
+    "still-open connections are counted in .attrs)",
+    key=("tcp_stream", "quic_connection"),
     columns=(
-        Column("tcp_stream", "int64", None, "Wireshark tcp.stream of the connection"),
+        Column("tcp_stream", "Int64", None,
+               "Wireshark tcp.stream of the connection; NA on QUIC rows"),
+        Column("quic_connection", "Int64", None,
+               "quic_connections.quic_connection (tshark quic.connection.number); NA on TCP "
+               "rows"),
+        Column("transport", "category", None, "tcp or quic"),
         Column("client", "string", None, "client address:port ([v6]:port)"),
         Column("server", "string", None, "server address:port"),
         Column(
@@ -120,7 +175,7 @@ DISCONNECTS = TableSchema(
             "category",
             None,
             "layers the tables saw, '/'-joined: tls, http1, http2, websocket (e.g. "
-            "tls/http1/websocket); tcp when none",
+            "tls/http1/websocket); tcp when none; quic, or quic/<ALPN> (quic/h3)",
         ),
         Column(
             "verdict",
@@ -129,7 +184,9 @@ DISCONNECTS = TableSchema(
             "refused, syn_unanswered, pmtu_black_hole, peer_vanished, idle_then_reset, "
             "unanswered_heartbeats, "
             "abortive_close_after_ws_close, ws_no_close_frame, zero_window_stall, "
-            "half_open_at_eof, reset, one_sided_fin (module docstring: exact rules)",
+            "half_open_at_eof, reset, one_sided_fin; QUIC: handshake_incomplete, "
+            "stateless_reset, close_transport_error, close_application_error, peer_vanished, "
+            "idle_timeout, unanswered_heartbeats (module docstring: exact rules)",
         ),
         Column(
             "signals",
@@ -149,10 +206,12 @@ DISCONNECTS = TableSchema(
             "closed_by",
             "category",
             None,
-            "client or server: sender of the first RST, else of the first FIN; NA if neither",
+            "client or server: sender of the first RST, else of the first FIN; NA if neither "
+            "(QUIC: of the first CONNECTION_CLOSE or stateless reset)",
         ),
-        Column("end_reason", "category", None, "connections.end_reason"),
-        Column("conn_state", "category", None, "connections.conn_state (Zeek)"),
+        Column("end_reason", "category", None,
+               "connections.end_reason (QUIC: quic_connections.end)"),
+        Column("conn_state", "category", None, "connections.conn_state (Zeek); NA for QUIC"),
         Column("summary", "string", None, "one plain-English sentence"),
         Column(
             "last_peer_frame",
@@ -190,7 +249,10 @@ DISCONNECTS = TableSchema(
             "category",
             None,
             "rst_sent, fin_sent (by the sender), rst_received, fin_received (from the peer), "
-            "icmp_received (an ICMP error answered the SYN), eof",
+            "icmp_received (an ICMP error answered the SYN), eof; QUIC: close_sent, "
+            "close_received (CONNECTION_CLOSE), reset_received (stateless reset), gave_up "
+            "(the sender fell silent: noticed_frame is its last packet), idle_timeout (the "
+            "negotiated idle timeout after the last packet: noticed_frame NA)",
         ),
         Column(
             "detection_delay_ms",
@@ -217,7 +279,8 @@ DISCONNECTS = TableSchema(
             "float64",
             "ms",
             "idle_then_reset: the silence before the RST; otherwise the connection's longest "
-            "silence up to the first RST (connections.max_idle_ms)",
+            "silence up to the first RST (connections.max_idle_ms); QUIC: the silence from "
+            "the last packet to the end of the capture",
         ),
         Column(
             "heartbeats_unanswered",
@@ -230,7 +293,7 @@ DISCONNECTS = TableSchema(
             "heartbeat_mechanisms",
             "string",
             None,
-            "mechanisms of those heartbeats: websocket, http2, tcp_keepalive",
+            "mechanisms of those heartbeats: websocket, http2, tcp_keepalive, quic_ping",
         ),
         Column(
             "ws_close_by",
@@ -256,7 +319,37 @@ DISCONNECTS = TableSchema(
             "string",
             None,
             "Wireshark display filter for the end of the connection, e.g. "
-            "tcp.stream eq 4 && frame.number >= 120",
+            "tcp.stream eq 4 && frame.number >= 120 (QUIC: quic.connection.number eq 0 && ...)",
+        ),
+        Column(
+            "idle_timeout_ms",
+            "Int64",
+            "ms",
+            "QUIC: the connection's idle timeout, the smaller non-zero max_idle_timeout of the "
+            "two sides' transport parameters (RFC 9000 §10.1; the client's alone when the "
+            "server's was not decrypted); NA when neither announced one, and on TCP rows",
+        ),
+        Column(
+            "close_error_code",
+            "Int64",
+            None,
+            "QUIC: error code of the first CONNECTION_CLOSE (transport: RFC 9000 §20.1; "
+            "application: HTTP/3's, RFC 9114 §8.1)",
+        ),
+        Column(
+            "close_error",
+            "string",
+            None,
+            "QUIC: its name (PROTOCOL_VIOLATION, CRYPTO_ERROR(alert 40), H3_INTERNAL_ERROR, "
+            "0x..)",
+        ),
+        Column(
+            "close_reason",
+            "string",
+            None,
+            "QUIC: its reason phrase (quic_connections.close_reason: from the capture, "
+            "untrusted text)",
+            secret="text",
         ),
     ),
 )
@@ -322,9 +415,11 @@ def disconnects(
     reset_window_s: float = 5.0,
     fin_grace_s: float = 1.0,
     pmtu_min_retransmissions: int = 2,
+    quic: bool = False,
 ) -> pd.DataFrame:
     """One row per connection of ``cap`` that did not end cleanly (schema :data:`DISCONNECTS`),
-    ordered by tcp_stream; the rules are in the module docstring.
+    ordered by tcp_stream, then (``quic=True``) by quic_connection; the rules are in the
+    module docstring.
 
     ``idle_gap_s``: a silence this long before a RST makes it ``idle_then_reset``. The 30 s
     default sits below common idle timeouts (AWS ALB and nginx ``proxy_read_timeout`` 60 s,
@@ -339,9 +434,16 @@ def disconnects(
     not ``one_sided_fin``. ``pmtu_min_retransmissions``: retransmissions of too-large
     segments that make a ``pmtu_black_hole`` (2: one retransmission is ordinary loss).
 
-    The result's ``attrs`` hold ``clean_connections``, ``open_connections``, ``connections``,
-    ``verdicts`` ({verdict: rows}) and ``parameters``. Missing tables (no WebSocket, no
-    heartbeats) only switch off the rules that need them; nothing raises on odd captures.
+    ``quic``: QUIC connections get rows too (off by default so that callers reading every
+    row as a TCP connection, like the report's Disconnects section, keep doing so).
+
+    The result's ``attrs`` hold ``clean_connections``, ``open_connections``, ``connections``
+    (TCP), ``verdicts`` ({verdict: rows}) and ``parameters``; with ``quic=True`` also
+    ``quic_connections``, ``quic_clean_connections`` (closed with NO_ERROR / H3_NO_ERROR),
+    ``quic_open_connections`` (still open at the end of the capture, no finding) and
+    ``quic_unknown_connections`` (not decrypted, no finding: a CONNECTION_CLOSE would not
+    show). Missing tables (no WebSocket, no heartbeats) only switch off the rules that need
+    them; nothing raises on odd captures.
     """
     params = {
         "idle_gap_s": idle_gap_s,
@@ -407,10 +509,15 @@ def disconnects(
                 opened += 1
             continue
         rows.append(_row(c, found, ws.get(c.stream), proto.get(c.stream, "tcp")))
+    qcounts: dict[str, int] = {}
+    if quic:
+        qrows, qcounts = _quic(cap, limits, eof_ts)
+        rows += qrows
     df = DisconnectsFrame(DISCONNECTS.frame(rows))
     df.attrs["clean_connections"] = clean
     df.attrs["open_connections"] = opened
     df.attrs["connections"] = len(conns)
+    df.attrs.update(qcounts)
     df.attrs["verdicts"] = {v: int(n) for v, n in df["verdict"].value_counts().items() if n}
     df.attrs["parameters"] = params
     return df
@@ -436,12 +543,28 @@ class DisconnectsFrame(pd.DataFrame):
         n, bad = int(a["connections"]), len(self)
         clean, still = int(a.get("clean_connections", 0)), int(a.get("open_connections", 0))
         conns = f"{n:,} TCP connection{'' if n == 1 else 's'}"
+        q = a.get("quic_connections")
+        if not isinstance(q, int) or not q:
+            q = None  # no QUIC connection (or quic=False): the TCP line as it always was
+        else:
+            conns += f" and {q:,} QUIC connection{'' if q == 1 else 's'}"
+            n += q
         if not n:
             return "disconnects: the capture holds no TCP connection"
         head = f"disconnects: {bad:,} of {conns} ended badly"
         rest = [f"{clean:,} closed cleanly with FIN"] if clean else []
         if still:
             rest.append(f"{still:,} still open at the end of the capture")
+        if q is not None:
+            qc = int(a.get("quic_clean_connections", 0))
+            qo = int(a.get("quic_open_connections", 0))
+            qu = int(a.get("quic_unknown_connections", 0))
+            if qc:
+                rest.append(f"{qc:,} QUIC closed cleanly with CONNECTION_CLOSE")
+            if qo:
+                rest.append(f"{qo:,} QUIC still open at the end of the capture")
+            if qu:
+                rest.append(f"{qu:,} QUIC not decrypted (how they ended cannot be seen)")
         verdicts = a.get("verdicts")
         if bad and isinstance(verdicts, dict) and verdicts:
             rest.insert(0, ", ".join(f"{v}: {k:,}" for v, k in verdicts.items()))
@@ -1102,6 +1225,8 @@ def _row(c: _Conn, found: list[_Finding], ws: dict[str, Any] | None, proto: str)
     start = f.filter_from if f.filter_from is not None else evidence[0]
     return (
         c.stream,
+        None,
+        "tcp",
         c.client,
         c.server,
         proto,
@@ -1132,6 +1257,10 @@ def _row(c: _Conn, found: list[_Finding], ws: dict[str, Any] | None, proto: str)
         _middlebox_hint(c) if rst_involved else None,
         evidence,
         f"tcp.stream eq {c.stream} && frame.number >= {start}",
+        None,
+        None,
+        None,
+        None,
     )
 
 
@@ -1409,3 +1538,350 @@ def _heartbeats(cap: Capture, grace_s: float) -> dict[int, list[tuple[int, int, 
     ):
         out.setdefault(st, []).append((ts, fr, 0 if snd == "client" else 1, mech or "?", oc or "?"))
     return out
+
+
+# ------------------------------------------------------------------------------------ QUIC
+
+_CLOSED = ("connection_close_transport", "connection_close_application")
+
+
+@dataclass(slots=True)
+class _Quic:
+    """The facts of one QUIC connection the rules use (times in ns)."""
+
+    index: int
+    client: str
+    server: str
+    alpn: str | None
+    start_seen: bool
+    first_frame: int
+    last: tuple[int, int]
+    end: str | None
+    closed_by: int | None
+    close: tuple[int, int] | None
+    close_space: str | None
+    close_code: int | None
+    close_reason: str | None
+    reset: tuple[int, int] | None
+    handshake_done: bool
+    client_1rtt: int
+    decrypted: bool
+    idle_timeout_ms: int | None
+    sent: tuple[list[tuple[int, int]], list[tuple[int, int]]]
+    """per side: (ts, frame) of its packets (datagrams), in order"""
+    unanswered_pings: tuple[list[int], list[int]]
+    """per side: frames of its PINGs with outcome unanswered"""
+
+
+def _quic(
+    cap: Capture, limits: _Limits, eof_ts: int
+) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
+    """Rows of the QUIC connections that did not end cleanly, and the attrs counts."""
+    qc = _table(cap, "quic_connections")
+    counts = {"quic_connections": 0 if qc is None else len(qc), "quic_clean_connections": 0,
+              "quic_open_connections": 0, "quic_unknown_connections": 0}
+    if qc is None or not len(qc):
+        return [], counts
+    hb = heartbeats(quic_frames=_table(cap, "quic_frames"), quic_connections=qc,
+                    capture_end=eof_ts or None, answer_timeout_ms=limits.grace / 1e6)
+    rows: list[tuple[Any, ...]] = []
+    for q in _quic_facts(qc, _table(cap, "quic_packets"), hb):
+        found = [f for f in (rule(q, limits, eof_ts) for rule in _QUIC_RULES) if f is not None]
+        if not found:
+            if q.end in _CLOSED:
+                counts["quic_clean_connections"] += 1
+            elif q.end == "unknown":
+                counts["quic_unknown_connections"] += 1
+            else:
+                counts["quic_open_connections"] += 1
+            continue
+        rows.append(_quic_row(q, found))
+    return rows, counts
+
+
+def _quic_facts(qc: pd.DataFrame, qp: pd.DataFrame | None, hb: pd.DataFrame) -> Iterable[_Quic]:
+    sent: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    resets: dict[int, tuple[int, int]] = {}
+    if qp is not None and len(qp):
+        first = qp[qp["index"].to_numpy(np.int64) == 0]  # one per datagram
+        for conn, d, fr, ts in zip(
+            first["quic_connection"].to_numpy(np.int64).tolist(),
+            (first["direction"].astype("string") == "server_to_client").fillna(False).tolist(),
+            first["frame"].to_numpy(np.int64).tolist(), _ns(first["ts"]).tolist(), strict=True,
+        ):
+            sent.setdefault((conn, int(d)), []).append((ts, fr))
+        rs = qp[(qp["status"].astype("string") == "stateless_reset").fillna(False).to_numpy(bool)]
+        for conn, fr, ts in zip(rs["quic_connection"].to_numpy(np.int64).tolist(),
+                                rs["frame"].to_numpy(np.int64).tolist(), _ns(rs["ts"]).tolist(),
+                                strict=True):
+            resets.setdefault(conn, (fr, ts))
+    pings: dict[tuple[int, int], list[int]] = {}
+    if len(hb):
+        un = hb[(hb["outcome"].astype("string") == "unanswered").fillna(False).to_numpy(bool)]
+        for conn, snd, fr in zip(_ints(un["quic_connection"]), _strs(un["sender"]),
+                                 un["ping_frame"].to_numpy(np.int64).tolist(), strict=True):
+            if conn is not None:
+                pings.setdefault((conn, 0 if snd == "client" else 1), []).append(fr)
+    ints = {c: _ints(qc[c]) for c in (
+        "close_frame", "client_idle_timeout_ms", "server_idle_timeout_ms", "close_error_code",
+        "handshake_done_frame", "client_1rtt_packets", "client_decrypted_packets",
+        "server_decrypted_packets", "first_frame", "last_frame", "client_port", "server_port",
+        "quic_connection")}
+    strs = {c: _strs(qc[c]) for c in ("end", "closed_by", "alpn", "close_reason",
+                                      "client_addr", "server_addr")}
+    start_seen = qc["start_seen"].astype(bool).tolist()
+    last_ts = _ns(qc["last_ts"]).tolist()
+    for i in range(len(qc)):
+        conn = int(ints["quic_connection"][i] or 0)
+        end, by, close_fr = strs["end"][i], strs["closed_by"][i], ints["close_frame"][i]
+        timeouts = [t for t in (ints["client_idle_timeout_ms"][i],
+                                ints["server_idle_timeout_ms"][i]) if t is not None and t > 0]
+        c2s, s2c = sent.get((conn, 0), []), sent.get((conn, 1), [])
+        close_ts = None
+        if close_fr is not None:
+            side = c2s if by == "client" else s2c
+            close_ts = next((t for t, f in side if f == close_fr), None)
+        yield _Quic(
+            index=conn,
+            client=_endpoint(strs["client_addr"][i] or "?", ints["client_port"][i] or 0),
+            server=_endpoint(strs["server_addr"][i] or "?", ints["server_port"][i] or 0),
+            alpn=strs["alpn"][i],
+            start_seen=bool(start_seen[i]),
+            first_frame=int(ints["first_frame"][i] or 0),
+            last=(int(ints["last_frame"][i] or 0), int(last_ts[i])),
+            end=end,
+            closed_by=None if by is None else (0 if by == "client" else 1),
+            close=None if close_fr is None or close_ts is None else (close_fr, close_ts),
+            close_space=(None if end not in _CLOSED else end.removeprefix("connection_close_")),
+            close_code=ints["close_error_code"][i],
+            close_reason=strs["close_reason"][i],
+            reset=resets.get(conn),
+            handshake_done=ints["handshake_done_frame"][i] is not None,
+            client_1rtt=int(ints["client_1rtt_packets"][i] or 0),
+            decrypted=(ints["client_decrypted_packets"][i] or 0)
+            + (ints["server_decrypted_packets"][i] or 0) > 0,
+            idle_timeout_ms=min(timeouts) if timeouts else None,
+            sent=(c2s, s2c),
+            unanswered_pings=(pings.get((conn, 0), []), pings.get((conn, 1), [])),
+        )
+
+
+def _quic_clean(q: _Quic) -> bool:
+    """A CONNECTION_CLOSE without an error: transport NO_ERROR (0x0); application 0x0 or,
+    for HTTP/3, H3_NO_ERROR (0x100)."""
+    if q.close_space is None or q.close_code is None:
+        return False
+    if q.close_code == 0:
+        return True
+    return q.close_space == "application" and q.close_code == 0x100 and q.alpn == "h3"
+
+
+def _quic_handshake(q: _Quic, lim: _Limits, eof_ts: int) -> _Finding | None:
+    """handshake_incomplete: the client's first Initial was seen, and neither a HANDSHAKE_DONE
+    (decrypted) nor a 1-RTT packet from the client (it sends one only once it has the
+    server's Finished) followed, and the connection ended or the capture went on for at least
+    ``heartbeat_grace`` after its last packet."""
+    if not q.start_seen or q.handshake_done or q.client_1rtt:
+        return None
+    ended = q.close is not None or q.reset is not None
+    if not ended and eof_ts - q.last[1] < lim.grace:
+        return None  # still in progress at the end of the capture
+    c2s, s2c = q.sent
+    noticed: tuple[int | None, int, str] = (None, eof_ts, "eof")
+    if not s2c:
+        peer = 1
+        what = f"the server never answered the client's {len(c2s)} datagram(s)"
+    elif q.close is not None and q.closed_by is not None:
+        peer = q.closed_by  # the side that refused the handshake
+        what = (f"the {_SIDE[peer]} ended the handshake with a CONNECTION_CLOSE "
+                f"({_quic_error_name(q)}) in frame {q.close[0]}")
+        noticed = (q.close[0], q.close[1], "close_received")
+    else:
+        peer = 1 if not c2s or s2c[-1][0] < c2s[-1][0] else 0
+        what = (f"the handshake never completed (no HANDSHAKE_DONE, no 1-RTT packet from the "
+                f"client); the {_SIDE[peer]} fell silent first")
+    if q.reset is not None:
+        noticed = (q.reset[0], q.reset[1], "reset_received")
+    elif noticed[2] == "eof" and c2s and eof_ts - c2s[-1][0] >= lim.grace:
+        noticed = (c2s[-1][1], c2s[-1][0], "gave_up")  # the client stopped trying
+    life = (s2c[-1][1], s2c[-1][0]) if peer == 1 and s2c else (
+        (c2s[-1][1], c2s[-1][0]) if peer == 0 and c2s else None)
+    return _Finding("handshake_incomplete", peer, what, last_peer=life, noticed=noticed,
+                    evidence=_frames(q.first_frame, life[0] if life else None, noticed[0]),
+                    filter_from=q.first_frame,
+                    since=(c2s[0][1], c2s[0][0]) if c2s else None)
+
+
+def _quic_reset(q: _Quic, lim: _Limits, eof_ts: int) -> _Finding | None:
+    """stateless_reset: a datagram ending in a stateless reset token the receiver was given
+    (quic_packets.status stateless_reset): its sender has no state for the connection."""
+    if q.reset is None:
+        return None
+    fr, ts = q.reset
+    p = next((d for d, side in enumerate(q.sent) if any(f == fr for _t, f in side)), 1)
+    before = [(f, t) for t, f in q.sent[p] if t < ts]
+    life = before[-1] if before else None
+    return _Finding(
+        "stateless_reset", p,
+        f"the {_SIDE[p]} answered with a stateless reset (frame {fr}): it has no state for "
+        "the connection (restarted, or its packets reached another server)",
+        last_peer=life, noticed=(fr, ts, "reset_received"),
+        evidence=_frames(life[0] if life else None, fr), filter_from=life[0] if life else fr,
+        since=life,
+    )
+
+
+def _quic_close_error(q: _Quic, lim: _Limits, eof_ts: int) -> _Finding | None:
+    """close_transport_error / close_application_error: the first CONNECTION_CLOSE carries an
+    error code (not NO_ERROR, H3_NO_ERROR or application 0)."""
+    if q.close_space is None or q.closed_by is None or _quic_clean(q):
+        return None
+    p = q.closed_by
+    name = _quic_error_name(q)
+    fr = q.close[0] if q.close is not None else None
+    ts = q.close[1] if q.close is not None else q.last[1]
+    return _Finding(
+        f"close_{q.close_space}_error", p,
+        f"the {_SIDE[p]} closed the connection with {q.close_space} error {name} "
+        f"(0x{q.close_code or 0:x}) in frame {fr}",
+        noticed=(fr, ts, "close_received"), evidence=_frames(fr), filter_from=fr,
+    )
+
+
+def _quic_error_name(q: _Quic) -> str | None:
+    if q.close_code is None or q.close_space is None:
+        return None
+    if q.close_space == "transport":
+        return transport_error_name(q.close_code)
+    if q.alpn == "h3":
+        return h3_error_name(q.close_code)
+    return f"0x{q.close_code:x}"
+
+
+def _quic_vanished(q: _Quic, lim: _Limits, eof_ts: int) -> _Finding | None:
+    """peer_vanished (QUIC): after the peer's last packet the sender sent at least
+    ``min_retransmissions`` more datagrams (its probes: QUIC retransmits on PTO; a
+    CONNECTION_CLOSE of its own not counted), and nothing came back."""
+    best: _Finding | None = None
+    for s in (0, 1):
+        p = 1 - s
+        peer = q.sent[p]
+        since = peer[-1][0] if peer else -1
+        after = [(t, f) for t, f in q.sent[s] if t > since]
+        if q.close is not None and q.closed_by == s:
+            after = [(t, f) for t, f in after if f != q.close[0]]
+        if len(after) < lim.min_retx:
+            continue
+        if best is not None and len(after) <= best.retx_after:
+            continue
+        life = (peer[-1][1], peer[-1][0]) if peer else None
+        noticed: tuple[int | None, int, str]
+        if q.close is not None and q.closed_by == s and q.close[1] > since:
+            noticed = (q.close[0], q.close[1], "close_sent")
+        elif eof_ts - after[-1][0] >= lim.grace:
+            noticed = (after[-1][1], after[-1][0], "gave_up")
+        else:
+            noticed = (None, eof_ts, "eof")
+        b = _backoff([t for t, _ in after])
+        how = {"close_sent": f"closed it (frame {noticed[0]})",
+               "gave_up": f"gave up after frame {noticed[0]}"}.get(
+                   noticed[2], "was still sending when the capture ended")
+        best = _Finding(
+            "peer_vanished", p,
+            f"{_SIDE[p]} went silent{_at(life)}; the {_SIDE[s]} sent {len(after)} more "
+            f"datagrams into the void{_backoff_text(b)} and {how}",
+            last_peer=life, first_unanswered=(after[0][1], after[0][0]), noticed=noticed,
+            retx_after=len(after), backoff=b,
+            evidence=_frames(life[0] if life else None, *(f for _, f in after), noticed[0]),
+            filter_from=(life or (after[0][1], 0))[0],
+        )
+    return best
+
+
+def _quic_idle(q: _Quic, lim: _Limits, eof_ts: int) -> _Finding | None:
+    """idle_timeout: no CONNECTION_CLOSE nor stateless reset, and no packet either way for
+    longer than the idle timeout (the smaller non-zero max_idle_timeout of the two sides)
+    before the end of the capture: both ends dropped the connection silently (RFC 9000
+    §10.1). Needs decrypted 1-RTT packets (quic_connections.end idle_timeout): otherwise a
+    CONNECTION_CLOSE would not show."""
+    if q.end != "idle_timeout" or q.idle_timeout_ms is None:
+        return None
+    gap = (eof_ts - q.last[1]) / 1e6
+    return _Finding(
+        "idle_timeout", None,
+        f"no packet either way for {gap / 1000:.1f} s after frame {q.last[0]}, longer than the "
+        f"idle timeout of {q.idle_timeout_ms / 1000:g} s: both ends dropped the connection "
+        "without a CONNECTION_CLOSE",
+        last_peer=None, noticed=(None, q.last[1] + q.idle_timeout_ms * 1_000_000,
+                                 "idle_timeout"),
+        idle_gap_ms=gap, evidence=[q.last[0]], filter_from=q.last[0],
+        since=(q.last[0], q.last[1]),
+    )
+
+
+def _quic_pings(q: _Quic, lim: _Limits, eof_ts: int) -> _Finding | None:
+    """unanswered_heartbeats (QUIC): PING frames of the sender no ACK answered, though the
+    connection lasted at least ``heartbeat_grace`` after them."""
+    s = 0 if len(q.unanswered_pings[0]) >= len(q.unanswered_pings[1]) else 1
+    frames = sorted(q.unanswered_pings[s])
+    if not frames:
+        return None
+    p = 1 - s
+    peer = q.sent[p]
+    life = (peer[-1][1], peer[-1][0]) if peer else None
+    return _Finding(
+        "unanswered_heartbeats", p,
+        f"{len(frames)} QUIC PING(s) from the {_SIDE[s]} got no ACK (first: frame {frames[0]})",
+        last_peer=life, noticed=(None, eof_ts, "eof"), hb_unanswered=len(frames),
+        hb_mechanisms="quic_ping", evidence=_frames(*frames), filter_from=frames[0],
+    )
+
+
+_QUIC_RULES: tuple[Callable[[_Quic, _Limits, int], _Finding | None], ...] = (
+    _quic_handshake,
+    _quic_reset,
+    _quic_close_error,
+    _quic_vanished,
+    _quic_idle,
+    _quic_pings,
+)
+
+
+def _quic_row(q: _Quic, found: list[_Finding]) -> tuple[Any, ...]:
+    f = found[0]
+    ref = f.since or f.last_peer or f.first_unanswered
+    delay = None
+    if f.noticed is not None and ref is not None:
+        delay = (f.noticed[1] - ref[1]) / 1e6
+    closed_by = None
+    if q.reset is not None or q.close is not None:
+        cands = [(x[1], d) for x, d in ((q.reset, None), (q.close, q.closed_by)) if x is not None]
+        first = min(cands, key=lambda c: c[0])
+        if first[1] is not None:
+            closed_by = _SIDE[first[1]]
+        elif q.reset is not None:
+            side = next((d for d, s in enumerate(q.sent) if any(fr == q.reset[0] for _t, fr in s)),
+                        None)
+            closed_by = None if side is None else _SIDE[side]
+    hb = next((x for x in found if x.hb_unanswered), f)
+    idle = next((x.idle_gap_ms for x in found if x.idle_gap_ms is not None), None)
+    evidence = f.evidence or [q.last[0]]
+    start = f.filter_from if f.filter_from is not None else evidence[0]
+    return (
+        None, q.index, "quic", q.client, q.server,
+        f"quic/{q.alpn}" if q.alpn else "quic",
+        f.verdict, ",".join(x.verdict for x in found),
+        None if f.peer is None else _SIDE[f.peer],
+        closed_by, q.end, None, f.summary,
+        f.last_peer[0] if f.last_peer else None,
+        f.last_peer[1] if f.last_peer else None,
+        f.first_unanswered[0] if f.first_unanswered else None,
+        f.first_unanswered[1] if f.first_unanswered else None,
+        f.noticed[0] if f.noticed else None,
+        f.noticed[1] if f.noticed else None,
+        f.noticed[2] if f.noticed else None,
+        delay, f.retx_after, f.backoff, idle, hb.hb_unanswered, hb.hb_mechanisms,
+        None, None, None, None, None, evidence,
+        f"quic.connection.number eq {q.index} && frame.number >= {start}",
+        q.idle_timeout_ms, q.close_code, _quic_error_name(q), q.close_reason,
+    )

@@ -16,6 +16,7 @@ from ..tables.heartbeats import (
     heartbeat_summary,
     heartbeats,
     http2_heartbeats,
+    quic_ping_heartbeats,
     tcp_keepalive_heartbeats,
     websocket_heartbeats,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "heartbeat_summary",
     "heartbeats",
     "http2_heartbeats",
+    "quic_ping_heartbeats",
     "tcp_keepalive_heartbeats",
     "websocket_heartbeats",
 ]

@@ -2,11 +2,13 @@
 
 :func:`overhead` is a pure function of a capture's tables (``connections`` and its counters,
 ``tls_records``, ``tls_handshakes``, ``http2_frames``, ``http2_connections``, ``http2_streams``,
-``http_requests``, ``sse_events``, ``ws_frames``, ``ws_connections``): one row per TCP
-connection (or per connection and direction) and a total row, splitting the connection's
-wire bytes (``frame.len`` summed: link, IP and TCP headers included) into categories that add
-up to them exactly. Columns: :data:`OVERHEAD` (``docs/tables.md``). No per-frame table is
-needed (``load(packets=False)`` works).
+``http_requests``, ``sse_events``, ``ws_frames``, ``ws_connections``; with ``quic=True`` also
+``quic_connections``, ``quic_packets``, ``quic_frames``, ``http3_frames``,
+``http3_connections``, ``http3_streams``, ``http3_sse_events``): one row per TCP connection
+(or per connection and direction), then one per QUIC connection, and a total row, splitting
+the connection's wire bytes (``frame.len`` summed: link, IP and TCP or UDP headers included)
+into categories that add up to them exactly. Columns: :data:`OVERHEAD` (``docs/tables.md``).
+No per-frame table is needed (``load(packets=False)`` works).
 
 How the bytes are split, layer by layer (per direction):
 
@@ -37,21 +39,52 @@ How the bytes are split, layer by layer (per direction):
    events: of a text/event-stream body, the event data (``sse_events.data_bytes``) stays
    ``app_payload_bytes``, the rest (field names, ``data: ``, line ends, comments, ids) ->
    ``sse_framing_bytes``.
-4. **Residual** ``other_bytes`` = wire bytes minus every category above: TCP payload that no
+4. **QUIC** (``quic=True``; rows with ``transport`` quic, keyed by ``quic_connection``).
+   ``frame.len`` minus the UDP payload -> ``udp_header_bytes`` (link, IP, UDP). Per packet
+   (``quic_packets``): the header (``header_bytes``: through the packet number when decrypted,
+   the bytes before it when not) -> ``quic_header_bytes``; 16 bytes of AEAD tag of every
+   protected packet (the Retry integrity tag too) -> ``quic_aead_tag_bytes``; of packets not
+   decrypted (no key log, no secret for the epoch...) the packet number and payload ->
+   ``quic_undecrypted_bytes`` (their own category, like ``tls_encrypted_bytes``: content
+   unknown); Version Negotiation packets whole -> header; stateless resets whole ->
+   ``quic_control_bytes``. UDP payload after a datagram's last packet (zeros padding an
+   Initial datagram) and PADDING frames -> ``quic_padding_bytes``. Per frame of decrypted
+   packets (``quic_frames.frame_bytes``): ACK -> ``quic_ack_bytes``; CRYPTO (the handshake,
+   session tickets) -> ``quic_crypto_bytes``; STREAM and DATAGRAM headers ->
+   ``quic_stream_header_bytes``; DATAGRAM payloads -> ``app_payload_bytes``; every other
+   frame -> ``quic_control_bytes``. STREAM data already sent on its stream
+   (``quic_connections.*_resent_stream_bytes``) -> ``quic_resent_bytes``; the distinct stream
+   bytes go on to HTTP/3: frame headers (type and length varints) ->
+   ``http3_frame_header_bytes``; HEADERS and PUSH_PROMISE field sections and the QPACK encoder
+   streams -> ``qpack_bytes``; SETTINGS, GOAWAY, other control frames and the control streams'
+   type byte -> ``http3_control_bytes``; DATA payloads -> ``app_payload_bytes``, less the
+   text/event-stream framing of ``http3_sse_events`` -> ``sse_framing_bytes``. When frame
+   lengths claim more than the stream bytes captured (a hole), the HTTP/3 categories are
+   scaled down to them, as with TLS compression.
+5. **Residual** ``other_bytes`` = wire bytes minus every category above: TCP payload that no
    parser accounted for. That is the whole stream of a protocol pcaptools does not parse,
    and for parsed ones the bytes a parser skipped or could not place: a capture that started
    mid-connection, lost segments, HTTP/1.x interim (1xx) responses, request chunk framing, a
-   record or frame cut off by the end of the capture. It is never negative on the test
-   captures; a negative value would mean a parser counted bytes the capture does not hold.
+   record or frame cut off by the end of the capture. QUIC: decrypted stream bytes of an
+   application pcaptools does not parse (an ALPN other than h3), the HTTP/3 unidirectional
+   stream types of the QPACK streams and the QPACK decoder streams (not in the tables), frames
+   past the quic_frames row limit. It is never negative on the test captures; a negative
+   value would mean a parser counted bytes the capture does not hold.
 
 ``goodput_ratio`` = ``app_payload_bytes / wire_bytes``; ``goodput_max_ratio`` adds the bytes
-whose content is invisible (``tls_encrypted_bytes``, ``other_bytes``): the goodput if all
-of them were payload, an upper bound.
+whose content is invisible (``tls_encrypted_bytes``, ``quic_undecrypted_bytes``,
+``other_bytes``): the goodput if all of them were payload, an upper bound.
 
-Which bytes: every row, the total row included, covers **TCP frames only** (the
-``connections`` counters). UDP (QUIC, DNS...), ICMP and non-IP frames are in no row, so
-every ratio and share here is over the TCP bytes, not the capture's; ``capture_wire_share``
-says how much of the capture that is (``Capture.coverage`` accounts for the rest).
+Which bytes: by default (``quic=False``) every row, the total row included, covers **TCP
+frames only** (the ``connections`` counters). With ``quic=True`` the QUIC connections' rows
+follow the TCP ones and the total row sums both: each category over every row above it
+(TCP rows have zeros in the QUIC categories and QUIC rows in the TCP, TLS, HTTP/1, HTTP/2
+and WebSocket ones; the shared
+``sse_framing_bytes``, ``app_payload_bytes`` and ``other_bytes`` add up across both), its
+``packets`` the TCP packets plus the QUIC datagrams. UDP other than QUIC (DNS...), ICMP and
+non-IP frames are in no row, so every ratio and share here is over the bytes of the rows,
+not the capture's; ``capture_wire_share`` says how much of the capture that is
+(``Capture.coverage`` accounts for the rest).
 """
 
 from __future__ import annotations
@@ -67,7 +100,7 @@ from ..tables.schema import Column, TableSchema
 if TYPE_CHECKING:
     from ..capture import Capture
 
-__all__ = ["CATEGORIES", "OVERHEAD", "overhead", "protocol_stacks"]
+__all__ = ["CATEGORIES", "OVERHEAD", "QUIC_CATEGORIES", "overhead", "protocol_stacks"]
 
 #: the byte categories, in layer order; they add up to wire_bytes
 CATEGORIES: tuple[str, ...] = (
@@ -79,16 +112,47 @@ CATEGORIES: tuple[str, ...] = (
     "tls_handshake_bytes",
     "tls_record_overhead_bytes",
     "tls_encrypted_bytes",
+    "udp_header_bytes",
+    "quic_header_bytes",
+    "quic_aead_tag_bytes",
+    "quic_undecrypted_bytes",
+    "quic_padding_bytes",
+    "quic_ack_bytes",
+    "quic_control_bytes",
+    "quic_crypto_bytes",
+    "quic_stream_header_bytes",
+    "quic_resent_bytes",
     "http2_frame_header_bytes",
     "http2_control_bytes",
     "hpack_bytes",
     "http1_header_bytes",
     "http1_framing_bytes",
+    "http3_frame_header_bytes",
+    "http3_control_bytes",
+    "qpack_bytes",
     "ws_frame_header_bytes",
     "ws_control_bytes",
     "sse_framing_bytes",
     "app_payload_bytes",
     "other_bytes",
+)
+
+#: the categories only QUIC rows use (TCP rows have 0 in them, and QUIC rows 0 in the TCP,
+#: TLS, HTTP/1, HTTP/2 and WebSocket ones; sse_framing, app_payload and other are shared)
+QUIC_CATEGORIES: tuple[str, ...] = (
+    "udp_header_bytes",
+    "quic_header_bytes",
+    "quic_aead_tag_bytes",
+    "quic_undecrypted_bytes",
+    "quic_padding_bytes",
+    "quic_ack_bytes",
+    "quic_control_bytes",
+    "quic_crypto_bytes",
+    "quic_stream_header_bytes",
+    "quic_resent_bytes",
+    "http3_frame_header_bytes",
+    "http3_control_bytes",
+    "qpack_bytes",
 )
 
 _DOCS = {
@@ -112,6 +176,37 @@ _DOCS = {
         "fragments of application data records that were not decrypted (no keys): encrypted "
         "application data"
     ),
+    "udp_header_bytes": "QUIC: link+IP+UDP headers of its datagrams (frame.len minus UDP payload)",
+    "quic_header_bytes": (
+        "QUIC: long and short packet headers (quic_packets.header_bytes: through the packet "
+        "number when decrypted, before it when not), Retry and Version Negotiation packets"
+    ),
+    "quic_aead_tag_bytes": (
+        "QUIC: the 16-byte AEAD tag of every protected packet (decrypted or not) and the "
+        "Retry integrity tag"
+    ),
+    "quic_undecrypted_bytes": (
+        "QUIC: packet number and payload of packets not decrypted (no key: quic_packets.status "
+        "other than decrypted), whole packets of an unknown version: encrypted, content unknown"
+    ),
+    "quic_padding_bytes": (
+        "QUIC: PADDING frames and the bytes of a datagram after its last packet (padding "
+        "datagrams to 1200 bytes)"
+    ),
+    "quic_ack_bytes": "QUIC: ACK frames (whole frames: type, ranges, delay, ECN counts)",
+    "quic_control_bytes": (
+        "QUIC: other control frames (PING, MAX_*, *_BLOCKED, NEW_CONNECTION_ID, "
+        "RETIRE_CONNECTION_ID, NEW_TOKEN, RESET_STREAM, STOP_SENDING, PATH_*, HANDSHAKE_DONE, "
+        "CONNECTION_CLOSE) and stateless reset datagrams"
+    ),
+    "quic_crypto_bytes": "QUIC: CRYPTO frames, whole (the TLS handshake and session tickets)",
+    "quic_stream_header_bytes": (
+        "QUIC: STREAM and DATAGRAM frame headers (type, stream id, offset, length)"
+    ),
+    "quic_resent_bytes": (
+        "QUIC: STREAM data bytes already sent on their stream (quic_connections.*_resent_stream"
+        "_bytes: QUIC resends frames, not packets)"
+    ),
     "http2_frame_header_bytes": "HTTP/2 frame headers, 9 bytes per frame",
     "http2_control_bytes": (
         "HTTP/2 connection preface, payloads of SETTINGS, PING, WINDOW_UPDATE, PRIORITY, "
@@ -124,6 +219,15 @@ _DOCS = {
     "http1_framing_bytes": (
         "chunked transfer-encoding framing of responses (chunk sizes, CRLFs, trailers)"
     ),
+    "http3_frame_header_bytes": "HTTP/3 frame headers (type and length varints)",
+    "http3_control_bytes": (
+        "HTTP/3 control: payloads of SETTINGS, GOAWAY, MAX_PUSH_ID, CANCEL_PUSH, reserved and "
+        "unknown frames, and the control streams' type byte"
+    ),
+    "qpack_bytes": (
+        "QPACK: field sections of HTTP/3 HEADERS and PUSH_PROMISE frames, and the encoder "
+        "streams' bytes"
+    ),
     "ws_frame_header_bytes": "WebSocket frame headers (2-14 bytes: length and masking key)",
     "ws_control_bytes": "payloads of WebSocket Close, Ping and Pong frames",
     "sse_framing_bytes": (
@@ -131,22 +235,28 @@ _DOCS = {
         " ids)"
     ),
     "app_payload_bytes": (
-        "application payload: HTTP bodies (SSE: the event data), HTTP/2 DATA payloads, WebSocket "
-        "data frame payloads"
+        "application payload: HTTP bodies (SSE: the event data), HTTP/2 and HTTP/3 DATA "
+        "payloads, WebSocket data frame payloads, QUIC DATAGRAM payloads"
     ),
     "other_bytes": (
-        "residual: TCP payload no parser accounted for (unparsed protocols, skipped or lost bytes, "
-        "1xx responses, partial records or frames at the end; module docstring)"
+        "residual: TCP payload, or decrypted QUIC stream bytes, no parser accounted for "
+        "(unparsed protocols, skipped or lost bytes, 1xx responses, partial records or frames at "
+        "the end, HTTP/3 QPACK stream type bytes and decoder streams; module docstring)"
     ),
 }
 
 OVERHEAD = TableSchema(
     name="overhead",
-    grain="one row per TCP connection (or per connection and direction) plus a total row: "
-    "pcaptools.analyses.overhead(cap), not a Capture attribute",
-    key=("tcp_stream", "direction"),
+    grain="one row per TCP connection (or per connection and direction), with quic=True one per "
+    "QUIC connection after them, plus a total row: pcaptools.analyses.overhead(cap), not a "
+    "Capture attribute",
+    key=("transport", "tcp_stream", "quic_connection", "direction"),
     columns=(
-        Column("tcp_stream", "Int64", None, "Wireshark tcp.stream; NA on the total row"),
+        Column("tcp_stream", "Int64", None,
+               "Wireshark tcp.stream; NA on QUIC rows and on the total row"),
+        Column("quic_connection", "Int64", None,
+               "quic_connections.quic_connection; NA on TCP rows and on the total row"),
+        Column("transport", "category", None, "tcp, quic, or total on the total row"),
         Column(
             "direction",
             "category",
@@ -160,14 +270,16 @@ OVERHEAD = TableSchema(
             "protocol",
             "category",
             None,
-            "layers the tables saw, '/'-joined: tls, http1, http2, websocket; tcp when none",
+            "layers the tables saw, '/'-joined: tls, http1, http2, websocket; tcp when none; "
+            "quic, or quic/http3 when HTTP/3 frames were parsed",
         ),
-        Column("packets", "int64", "packets", "TCP packets"),
+        Column("packets", "int64", "packets", "TCP packets, or UDP datagrams of QUIC rows"),
         Column(
             "wire_bytes",
             "int64",
             "bytes",
-            "frame.len summed (connections.*_wire_bytes): the sum of the categories",
+            "frame.len summed (connections.*_wire_bytes, quic_connections.*_wire_bytes): the "
+            "sum of the categories",
         ),
         *(Column(c, "int64", "bytes", _DOCS[c]) for c in CATEGORIES),
         Column(
@@ -180,16 +292,16 @@ OVERHEAD = TableSchema(
             "goodput_max_ratio",
             "float64",
             None,
-            "(app_payload_bytes + tls_encrypted_bytes + other_bytes) / wire_bytes: the goodput if "
-            "every byte whose content is invisible were payload",
+            "(app_payload_bytes + tls_encrypted_bytes + quic_undecrypted_bytes + other_bytes) / "
+            "wire_bytes: the goodput if every byte whose content is invisible were payload",
         ),
         Column(
             "capture_wire_share",
             "float64",
             None,
             "wire_bytes / summary.wire_bytes: the share of all the capture's frame bytes this row "
-            "(and its ratios) is taken over; below 1 on the total row when the capture has UDP, "
-            "ICMP or non-IP frames (NaN for an empty capture)",
+            "(and its ratios) is taken over; below 1 on the total row when the capture has UDP "
+            "(other than QUIC with quic=True), ICMP or non-IP frames (NaN for an empty capture)",
         ),
     ),
 )
@@ -200,11 +312,36 @@ _WS_CONTROL = frozenset({"close", "ping", "pong"})
 _TLS_CONTROL = frozenset({"handshake", "change_cipher_spec", "alert", "heartbeat"})
 
 
-def overhead(cap: Capture, *, by_direction: bool = False) -> pd.DataFrame:
+def overhead(cap: Capture, *, by_direction: bool = False, quic: bool = False) -> pd.DataFrame:
     """Bytes by layer and purpose (schema :data:`OVERHEAD`): one row per connection of
-    ``cap`` in tcp_stream order (two with ``by_direction=True``), then the total row. The
-    categories of every row add up to its ``wire_bytes``; the rules are in the module
-    docstring. An empty capture gives just the total row of zeros."""
+    ``cap`` in tcp_stream order (two with ``by_direction=True``), with ``quic=True`` then one
+    per QUIC connection in quic_connection order, then the total row (over the rows above
+    it: TCP, and QUIC with ``quic=True``). The categories of every row add up to its
+    ``wire_bytes``; the rules are in the module docstring. An empty capture gives just the
+    total row of zeros. (``quic`` is off by default so that callers that read every row as a
+    TCP connection, like the report's Overhead section, keep doing so.)"""
+    rows = _tcp_rows(cap, by_direction)
+    totals = [r for r in rows]
+    if quic:
+        qrows = _quic_rows(cap, by_direction)
+        rows += qrows
+        totals += qrows
+    whole = int(cap.summary.wire_bytes)
+    ci = _COL_OF
+    cats = [sum(int(r[ci[c]]) for r in totals) for c in CATEGORIES]
+    rows.append(
+        _out_row(
+            None, None, "total", "both", True, None, None, "total",
+            sum(int(r[ci["packets"]]) for r in totals),
+            sum(int(r[ci["wire_bytes"]]) for r in totals),
+            cats, whole,
+        )
+    )
+    return OVERHEAD.frame(rows)
+
+
+def _tcp_rows(cap: Capture, by_direction: bool) -> list[list[Any]]:
+    """The rows of the TCP connections."""
     conns = cap.connections
     n = len(conns)
     streams = conns["tcp_stream"].to_numpy(np.int64)
@@ -254,6 +391,8 @@ def overhead(cap: Capture, *, by_direction: bool = False) -> pd.DataFrame:
                 rows.append(
                     _out_row(
                         int(streams[i]),
+                        None,
+                        "tcp",
                         label,
                         False,
                         client[i],
@@ -270,6 +409,8 @@ def overhead(cap: Capture, *, by_direction: bool = False) -> pd.DataFrame:
             rows.append(
                 _out_row(
                     int(streams[i]),
+                    None,
+                    "tcp",
                     "both",
                     False,
                     client[i],
@@ -281,25 +422,13 @@ def overhead(cap: Capture, *, by_direction: bool = False) -> pd.DataFrame:
                     whole,
                 )
             )
-    rows.append(
-        _out_row(
-            None,
-            "both",
-            True,
-            None,
-            None,
-            "total",
-            int(packets.sum()),
-            int(wire.sum()),
-            [int(acc[c].sum()) for c in CATEGORIES],
-            whole,
-        )
-    )
-    return OVERHEAD.frame(rows)
+    return rows
 
 
 def _out_row(
     stream: int | None,
+    quic_connection: int | None,
+    transport: str,
     direction: str,
     total: bool,
     client: str | None,
@@ -312,13 +441,18 @@ def _out_row(
 ) -> list[Any]:
     app = cats[CATEGORIES.index("app_payload_bytes")]
     invisible = (
-        cats[CATEGORIES.index("tls_encrypted_bytes")] + cats[CATEGORIES.index("other_bytes")]
+        cats[CATEGORIES.index("tls_encrypted_bytes")]
+        + cats[CATEGORIES.index("quic_undecrypted_bytes")]
+        + cats[CATEGORIES.index("other_bytes")]
     )
     good = app / wire if wire else float("nan")
     upper = (app + invisible) / wire if wire else float("nan")
     share = wire / whole if whole else float("nan")
-    return [stream, direction, total, client, server, proto, packets, wire, *cats, good, upper,
-            share]
+    return [stream, quic_connection, transport, direction, total, client, server, proto,
+            packets, wire, *cats, good, upper, share]
+
+
+_COL_OF = {name: i for i, name in enumerate(OVERHEAD.names)}
 
 
 # ------------------------------------------------------------------------------------ layers
@@ -382,14 +516,17 @@ _INNER = (
 )
 
 
-def _squeeze(acc: dict[str, np.ndarray], i: int, d: int, budget: int) -> None:
+def _squeeze(
+    acc: dict[str, np.ndarray], i: int, d: int, budget: int, inner: tuple[str, ...] = _INNER
+) -> None:
     """TLS compression: the inner layers counted decompressed bytes; share the ``budget``
     of compressed fragment bytes among them in proportion (rounded down; the rest is left
-    to other_bytes)."""
-    total = sum(int(acc[c][i, d]) for c in _INNER)
+    to other_bytes). QUIC: the HTTP/3 layers counted frame lengths that include bytes never
+    captured; the budget is the distinct stream bytes."""
+    total = sum(int(acc[c][i, d]) for c in inner)
     if total <= budget or total <= 0:
         return
-    for c in _INNER:
+    for c in inner:
         acc[c][i, d] = int(acc[c][i, d]) * budget // total
 
 
@@ -610,3 +747,181 @@ def protocol_stacks(cap: Capture) -> dict[int, str]:
 def _endpoint(addr: Any, port: Any) -> str:
     a = str(addr)
     return f"[{a}]:{port}" if ":" in a else f"{a}:{port}"
+
+
+# ------------------------------------------------------------------------------------ QUIC
+
+_QUIC_NOT_DECRYPTED = frozenset(
+    {"no_key", "no_epoch_key", "unknown_cid", "no_client_initial", "decrypt_failed"}
+)
+_QUIC_TAG = 16
+_QUIC_CONTROL_H3 = frozenset({"HEADERS", "PUSH_PROMISE"})
+_QUIC_INNER = (
+    "http3_frame_header_bytes",
+    "http3_control_bytes",
+    "qpack_bytes",
+    "sse_framing_bytes",
+    "app_payload_bytes",
+)
+
+
+def _varint_len(v: np.ndarray) -> np.ndarray:
+    """Bytes of the QUIC variable-length integer encoding of each value (RFC 9000 §16)."""
+    return np.where(v < 64, 1, np.where(v < 16384, 2, np.where(v < 1 << 30, 4, 8)))
+
+
+def _quic_rows(cap: Capture, by_direction: bool) -> list[list[Any]]:
+    """The rows of the QUIC connections (module docstring, layer 5)."""
+    qc = _table(cap, "quic_connections")
+    if qc is None or not len(qc):
+        return []
+    n = len(qc)
+    index = qc["quic_connection"].to_numpy(np.int64)
+    pos = {int(q): i for i, q in enumerate(index.tolist())}
+    acc = {c: np.zeros((n, 2), np.int64) for c in CATEGORIES}
+    wire = _pair(qc, "wire_bytes")
+    payload = _pair(qc, "bytes")
+    packets = _pair(qc, "datagrams")
+    acc["udp_header_bytes"][:] = wire - payload
+    in_packets = np.zeros((n, 2), np.int64)
+    qp = _table(cap, "quic_packets")
+    if qp is not None and len(qp):
+        conn = qp["quic_connection"].to_numpy(np.int64)
+        rows = _rows(pos, conn)
+        d = _dir(qp["direction"])
+        length = qp["length"].to_numpy(np.int64)
+        status = qp["status"].astype("string").fillna("").to_numpy(object)
+        hdr_na = qp["header_bytes"].isna().to_numpy(bool)
+        hdr = np.minimum(_nz(qp["header_bytes"]), length)
+        decrypted = status == "decrypted"
+        hidden = np.isin(status, list(_QUIC_NOT_DECRYPTED))
+        retry = (qp["packet_type"].astype("string") == "retry").fillna(False).to_numpy(bool)
+        reset = status == "stateless_reset"
+        tagged = decrypted | hidden | retry
+        tag = np.where(tagged, np.minimum(_QUIC_TAG, length - hdr), 0)
+        _at(acc["quic_header_bytes"], rows, d, np.where(hdr_na, 0, hdr))
+        _at(acc["quic_aead_tag_bytes"], rows, d, tag)
+        undecrypted = np.where(hidden, length - hdr - tag, 0)
+        undecrypted = np.where(hdr_na & ~reset, length, undecrypted)
+        _at(acc["quic_undecrypted_bytes"], rows, d, undecrypted)
+        _at(acc["quic_control_bytes"], rows, d, np.where(reset, length, 0))
+        _at(in_packets, rows, d, length)
+    # a datagram's bytes after its last packet: padding (the zeros of a padded Initial)
+    acc["quic_padding_bytes"][:] = np.maximum(payload - in_packets, 0)
+    stream_data = np.zeros((n, 2), np.int64)
+    datagrams = {"app_payload_bytes": np.zeros((n, 2), np.int64)}
+    qf = _table(cap, "quic_frames")
+    if qf is not None and len(qf):
+        conn = qf["quic_connection"].to_numpy(np.int64)
+        rows = _rows(pos, conn)
+        d = _dir(qf["direction"])
+        size = qf["frame_bytes"].to_numpy(np.int64)
+        data = _nz(qf["length"])
+        typ = qf["frame_type"].astype("string").fillna("").to_numpy(object)
+        is_pad, is_ack = typ == "PADDING", typ == "ACK"
+        is_crypto, is_stream, is_dgram = typ == "CRYPTO", typ == "STREAM", typ == "DATAGRAM"
+        control = ~(is_pad | is_ack | is_crypto | is_stream | is_dgram)
+        carrying = is_stream | is_dgram
+        _at(acc["quic_padding_bytes"], rows, d, np.where(is_pad, size, 0))
+        _at(acc["quic_ack_bytes"], rows, d, np.where(is_ack, size, 0))
+        _at(acc["quic_crypto_bytes"], rows, d, np.where(is_crypto, size, 0))
+        _at(acc["quic_control_bytes"], rows, d, np.where(control, size, 0))
+        _at(acc["quic_stream_header_bytes"], rows, d, np.where(carrying, size - data, 0))
+        _at(datagrams["app_payload_bytes"], rows, d, np.where(is_dgram, data, 0))
+        _at(stream_data, rows, d, np.where(is_stream, data, 0))
+    resent = np.minimum(_pair(qc, "resent_stream_bytes"), stream_data)
+    acc["quic_resent_bytes"][:] = resent
+    distinct = stream_data - resent
+    _http3(cap, pos, acc)
+    for i in range(n):  # bytes lost inside HTTP/3 frames: the layers stay within the stream
+        for side in (0, 1):
+            _squeeze(acc, i, side, int(distinct[i, side]), _QUIC_INNER)
+    acc["app_payload_bytes"] += datagrams["app_payload_bytes"]
+    acc["other_bytes"][:] = wire - sum(acc[c] for c in CATEGORIES if c != "other_bytes")
+    whole = int(cap.summary.wire_bytes)
+    h3 = _table(cap, "http3_frames")
+    with_h3 = set() if h3 is None else set(h3["quic_connection"].to_numpy(np.int64).tolist())
+    client = [_endpoint(a, p) for a, p in zip(qc["client_addr"].astype(object).tolist(),
+                                                qc["client_port"].tolist(), strict=True)]
+    server = [_endpoint(a, p) for a, p in zip(qc["server_addr"].astype(object).tolist(),
+                                                qc["server_port"].tolist(), strict=True)]
+    out: list[list[Any]] = []
+    for i in range(n):
+        q = int(index[i])
+        proto = "quic/http3" if q in with_h3 else "quic"
+        sides = (
+            [(0, "client_to_server"), (1, "server_to_client")] if by_direction else [(-1, "both")]
+        )
+        for side, label in sides:
+            if side < 0:
+                out.append(_out_row(None, q, "quic", label, False, client[i], server[i], proto,
+                                    int(packets[i].sum()), int(wire[i].sum()),
+                                     [int(acc[c][i].sum()) for c in CATEGORIES], whole))
+            else:
+                out.append(_out_row(None, q, "quic", label, False, client[i], server[i], proto,
+                                    int(packets[i, side]), int(wire[i, side]),
+                                     [int(acc[c][i, side]) for c in CATEGORIES], whole))
+    return out
+
+
+def _rows(pos: dict[int, int], keys: np.ndarray) -> np.ndarray:
+    """Row of each key (-1 for keys not in ``pos``)."""
+    return np.array([pos.get(k, -1) for k in keys.tolist()], np.int64)
+
+
+def _at(target: np.ndarray, rows: np.ndarray, d: np.ndarray, v: Any) -> None:
+    """``target[rows, d] += v`` for the rows that exist (repeated rows add up)."""
+    ok = rows >= 0
+    vals = np.broadcast_to(np.asarray(v, np.int64), rows.shape)
+    np.add.at(target, (rows[ok], d[ok]), vals[ok])
+
+
+def _http3(cap: Capture, pos: dict[int, int], acc: dict[str, np.ndarray]) -> None:
+    """HTTP/3 frames, QPACK and SSE framing inside the decrypted stream bytes."""
+    fr = _table(cap, "http3_frames")
+    if fr is not None and len(fr):
+        conn = fr["quic_connection"].to_numpy(np.int64)
+        rows = _rows(pos, conn)
+        d = _dir(fr["direction"])
+        code = fr["type_code"].to_numpy(np.int64)
+        length = fr["length"].to_numpy(np.int64)
+        typ = fr["type"].astype("string").fillna("").to_numpy(object)
+        is_data = typ == "DATA"
+        is_block = np.isin(typ, list(_QUIC_CONTROL_H3))
+        _at(acc["http3_frame_header_bytes"], rows, d, _varint_len(code) + _varint_len(length))
+        _at(acc["app_payload_bytes"], rows, d, np.where(is_data, length, 0))
+        _at(acc["qpack_bytes"], rows, d, np.where(is_block, length, 0))
+        _at(acc["http3_control_bytes"], rows, d, np.where(is_data | is_block, 0, length))
+    hc = _table(cap, "http3_connections")
+    if hc is not None and len(hc):
+        conn = hc["quic_connection"].to_numpy(np.int64)
+        for side, who in ((0, "client"), (1, "server")):
+            dd = np.full(len(hc), side)
+            _add(acc, pos, "qpack_bytes", _frame(conn, dd, _nz(hc[f"{who}_encoder_stream_bytes"])))
+            ctl = hc[f"{who}_control_stream"].notna().to_numpy(bool).astype(np.int64)
+            _add(acc, pos, "http3_control_bytes", _frame(conn, dd, ctl))  # stream type 0x00
+    ev = _table(cap, "http3_sse_events")
+    st = _table(cap, "http3_streams")
+    if ev is None or st is None or not len(ev) or not len(st):
+        return
+    ev_sum = ev.assign(v=ev["data_bytes"].to_numpy(np.int64)).groupby(
+        ["quic_connection", "stream_id"])["v"].sum()
+    body = st.set_index(["quic_connection", "stream_id"])["server_data_bytes"]
+    conns: list[int] = []
+    vals: list[int] = []
+    for key, v in zip(ev_sum.index.tolist(), ev_sum.to_numpy(np.int64).tolist(), strict=True):
+        b = body.get(key)
+        if b is not None:
+            conns.append(int(key[0]))
+            vals.append(max(int(b) - v, 0))
+    if conns:
+        c = np.array(conns, np.int64)
+        v = np.array(vals, np.int64)
+        ones = np.ones(len(c), np.int64)
+        _add(acc, pos, "sse_framing_bytes", _frame(c, ones, v))
+        _add(acc, pos, "app_payload_bytes", _frame(c, ones, -v))
+
+
+def _table(cap: Capture, name: str) -> pd.DataFrame | None:
+    df = getattr(cap, name, None)
+    return df if isinstance(df, pd.DataFrame) else None

@@ -10,7 +10,16 @@ of ``Capture.ws_heartbeats``), one row per probe:
   ACK from the other side with the same 8 bytes;
 - ``tcp_keepalive``: tshark's keep-alive probes (``tcp_events`` kind ``keep_alive``)
   answered by a ``keep_alive_ack`` from the other side acknowledging the probe
-  (ack = probe seq + 1).
+  (ack = probe seq + 1);
+- ``quic_ping``: QUIC PING frames (``quic_frames``, decrypted packets only: a key log is
+  needed for 1-RTT), answered by the first ACK frame from the other side, in the same packet
+  number space, whose ranges include the packet number of the packet carrying the PING. A
+  PING is an ack-eliciting probe: an endpoint sends one to keep a connection alive or as a
+  PTO probe (RFC 9000 §19.2, RFC 9002 §6.2.4). HTTP/3 has no PING frame of its own (RFC
+  9114 §7.2 leaves liveness to QUIC): QUIC PING is what an HTTP/3 connection's heartbeat is.
+  Keyed by ``quic_connection`` (``tcp_stream`` NA); the end of observation is the first
+  CONNECTION_CLOSE or stateless reset (``quic_connections.close_frame`` and ``end``), else
+  the end of the capture.
 
 Matching: a pong goes to the most recent unanswered ping of the other side, sent before
 it, with the same payload (TCP: the acknowledged sequence number). RFC 6455 §5.5.3 lets an
@@ -45,9 +54,11 @@ __all__ = [
     "DEFAULT_ANSWER_TIMEOUT_MS",
     "HEARTBEATS",
     "HEARTBEAT_SUMMARY",
+    "MAX_ACKS_PER_QUIC_PING",
     "heartbeat_summary",
     "heartbeats",
     "http2_heartbeats",
+    "quic_ping_heartbeats",
     "tcp_keepalive_heartbeats",
     "websocket_heartbeats",
 ]
@@ -169,6 +180,7 @@ def _match(
             (
                 mechanism,
                 p[0][0] if isinstance(p[0], tuple) else p[0],
+                None,
                 "client" if p[1] == 0 else "server",
                 p[2],
                 p[3],
@@ -181,7 +193,7 @@ def _match(
                 oc,
             )
         )
-    rows.sort(key=lambda r: (r[3], r[1]))
+    rows.sort(key=lambda r: (r[4], r[1]))
     return HEARTBEATS.frame(rows)
 
 
@@ -283,6 +295,148 @@ def tcp_keepalive_heartbeats(
                   capture_end_ns=_capture_end(capture_end), answer_timeout_ms=answer_timeout_ms)
 
 
+_SPACES = {"initial": 0, "handshake": 1, "0rtt": 2, "1rtt": 2}
+MAX_ACKS_PER_QUIC_PING = 256
+"""ACK frames of the peer a QUIC PING is checked against: an ACK this many frames later no
+longer answers it (peers stop repeating old ranges), and the matching stays linear"""
+
+
+def _ranges(text: object) -> list[tuple[int, int]]:
+    """quic_frames.ack_ranges ('7-9,3,0-1') as [(lo, hi), ...]."""
+    out: list[tuple[int, int]] = []
+    if not isinstance(text, str):
+        return out
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        if lo:
+            out.append((int(lo), int(hi or lo)))
+    return out
+
+
+def quic_ping_heartbeats(
+    quic_frames: pd.DataFrame,
+    *,
+    quic_connections: pd.DataFrame | None = None,
+    capture_end: Any = None,
+    answer_timeout_ms: float = DEFAULT_ANSWER_TIMEOUT_MS,
+) -> pd.DataFrame:
+    """QUIC PING frames and the ACK frames answering them (:data:`HEARTBEATS` rows,
+    mechanism ``quic_ping``, keyed by ``quic_connection``). A PING is answered by the first
+    ACK frame of the other side after it, in the packet number space of its packet (Initial,
+    Handshake, application), whose ranges include that packet's number. A packet with two
+    PING frames is one probe. ``quic_connections`` gives each connection's end (its first
+    CONNECTION_CLOSE or stateless reset); ``capture_end`` (ns or a Timestamp; default: the
+    last packet of ``quic_connections``, else the last frame given) the capture's."""
+    f = quic_frames
+    if len(f) == 0:
+        return HEARTBEATS.frame([])
+    types = f["frame_type"].astype(object)
+    sel = f[types.isin(["PING", "ACK"]).to_numpy(bool)]
+    if not len(sel) or not bool((sel["frame_type"].astype(object) == "PING").any()):
+        return HEARTBEATS.frame([])
+    ts = _ns(sel["ts"])
+    pings: dict[tuple[int, int, int, int], tuple[int, int, str]] = {}
+    acks: dict[tuple[int, int, int], list[tuple[int, int, object]]] = {}
+    for conn, side, frame, t, ftype, ptype, pn, rng in zip(
+        sel["quic_connection"].tolist(), _side(sel["direction"]), sel["frame"].tolist(), ts,
+        sel["frame_type"].astype(object).tolist(), sel["packet_type"].astype(object).tolist(),
+        sel["packet_number"].tolist(), sel["ack_ranges"].astype(object).tolist(), strict=True,
+    ):
+        space = _SPACES.get(str(ptype), 2)
+        if ftype == "PING":
+            key = (int(conn), side, space, int(pn))
+            if key not in pings:
+                pings[key] = (int(frame), int(t), f"{ptype}:{int(pn)}")
+        else:
+            acks.setdefault((int(conn), side, space), []).append((int(frame), int(t), rng))
+    pong: dict[tuple[int, int, int, int], tuple[int, int]] = {}
+    by_group: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+    for (conn, side, space, pn), (frame, _t, _p) in pings.items():
+        by_group.setdefault((conn, side, space), []).append((frame, pn))
+    for (conn, side, space), plist in by_group.items():
+        answers = acks.get((conn, 1 - side, space), [])
+        plist.sort()
+        k = 0
+        pending: list[tuple[int, int, int]] = []  # (frame, packet number, ACKs seen since)
+        for afr, at, rng in answers:
+            while k < len(plist) and plist[k][0] < afr:
+                pending.append((*plist[k], 0))
+                k += 1
+            if not pending:
+                if k >= len(plist):
+                    break
+                continue
+            ranges = _ranges(rng)
+            still = []
+            for pfr, pn, seen in pending:
+                if any(lo <= pn <= hi for lo, hi in ranges):
+                    pong[(conn, side, space, pn)] = (afr, at)
+                elif seen < MAX_ACKS_PER_QUIC_PING:
+                    still.append((pfr, pn, seen + 1))
+            pending = still
+    end = _quic_ends(quic_connections, _capture_end(capture_end), int(ts.max()))
+    timeout_ns = int(answer_timeout_ms * 1e6)
+    order = sorted(pings.items(), key=lambda kv: (kv[1][0], kv[0]))
+    by_sender: dict[tuple[int, int], list[int]] = {}
+    for i, ((conn, side, _s, _pn), _v) in enumerate(order):
+        by_sender.setdefault((conn, side), []).append(i)
+    interval: list[float | None] = [None] * len(order)
+    outcome: list[str] = [""] * len(order)
+    big = np.iinfo(np.int64).max
+    for (conn, _sender), idx in by_sender.items():
+        prev: int | None = None
+        for i in idx:
+            t = order[i][1][1]
+            interval[i] = None if prev is None else (t - prev) / 1e6
+            prev = t
+        later = big
+        horizon = end.get(conn, end[-1])
+        for i in reversed(idx):
+            key, (_fr, t, _p) = order[i]
+            answer = pong.get(key)
+            if answer is not None:
+                outcome[i] = "answered"
+                later = min(later, answer[1])
+            elif later <= t + timeout_ns:
+                outcome[i] = "superseded"
+            elif horizon - t < timeout_ns:
+                outcome[i] = "cut_off"
+            else:
+                outcome[i] = "unanswered"
+    rows = []
+    for i, (key, (frame, t, payload)) in enumerate(order):
+        answer = pong.get(key)
+        oc = outcome[i]
+        rows.append((
+            "quic_ping", None, key[0], "client" if key[1] == 0 else "server", frame, t,
+            payload,
+            answer[0] if answer is not None else None,
+            answer[1] if answer is not None else None,
+            (answer[1] - t) / 1e6 if answer is not None else None,
+            interval[i],
+            None if oc == "cut_off" else oc == "answered",
+            oc,
+        ))
+    return HEARTBEATS.frame(rows)
+
+
+def _quic_ends(qc: pd.DataFrame | None, capture_end: int | None, latest: int) -> dict[int, int]:
+    """quic_connection -> the time after which no ACK could be observed (-1: the default)."""
+    cap_end = capture_end
+    out: dict[int, int] = {}
+    if qc is not None and len(qc):
+        last = _ns(qc["last_ts"])
+        if cap_end is None:
+            cap_end = int(last.max())
+        ends = qc["end"].astype(object).tolist()
+        for conn, e, t in zip(qc["quic_connection"].tolist(), ends, last, strict=True):
+            if e in ("connection_close_transport", "connection_close_application",
+                     "stateless_reset"):
+                out[int(conn)] = int(t)
+    out[-1] = latest if cap_end is None else cap_end
+    return out
+
+
 def heartbeats(
     ws_frames: pd.DataFrame | None = None,
     http2_frames: pd.DataFrame | None = None,
@@ -290,24 +444,41 @@ def heartbeats(
     *,
     connections: pd.DataFrame | None = None,
     capture_end: Any = None,
+    quic_frames: pd.DataFrame | None = None,
+    quic_connections: pd.DataFrame | None = None,
     answer_timeout_ms: float = DEFAULT_ANSWER_TIMEOUT_MS,
 ) -> pd.DataFrame:
-    """Every heartbeat of the three mechanisms (:data:`HEARTBEATS` columns), in capture
-    order. Any table may be None (that mechanism is left out). Without ``connections`` the
-    end of each connection is unknown and only the end of the capture (``capture_end``,
-    else the latest time in the tables given) bounds the wait for a pong.
+    """Every heartbeat of the mechanisms (:data:`HEARTBEATS` columns), in capture order.
+    Any table may be None (that mechanism is left out): QUIC PINGs are included when
+    ``quic_frames`` is given (with ``quic_connections`` for each connection's end). Without
+    ``connections`` the end of each connection is unknown and only the end of the capture
+    (``capture_end``, else the latest time in the tables given) bounds the wait for a pong.
 
         hb = heartbeats(cap.ws_frames, cap.http2_frames, cap.tcp_events,
-                        connections=cap.connections)
+                        connections=cap.connections, quic_frames=cap.quic_frames,
+                        quic_connections=cap.quic_connections)
     """
     kw: dict[str, Any] = {"connections": connections, "answer_timeout_ms": answer_timeout_ms}
-    if capture_end is None and connections is None:
-        latest = [
-            int(_ns(t["ts"]).max()) for t in (ws_frames, http2_frames, tcp_events)
-            if t is not None and len(t)
-        ]
-        capture_end = max(latest) if latest else None
-    kw["capture_end"] = capture_end
+    if capture_end is None:
+        if connections is None:
+            latest = [
+                int(_ns(t["ts"]).max()) for t in (ws_frames, http2_frames, tcp_events)
+                if t is not None and len(t)
+            ]
+            capture_end = max(latest) if latest else None
+            kw["capture_end"] = capture_end
+        else:
+            kw["capture_end"] = None
+        quic_end = _capture_end(capture_end)
+        for t in (connections, quic_connections):
+            if t is not None and len(t):
+                last = int(_ns(t["last_ts"]).max())
+                quic_end = last if quic_end is None else max(quic_end, last)
+        if quic_end is None and quic_frames is not None and len(quic_frames):
+            quic_end = int(_ns(quic_frames["ts"]).max())
+    else:
+        kw["capture_end"] = capture_end
+        quic_end = _capture_end(capture_end)
     parts = []
     if ws_frames is not None:
         parts.append(websocket_heartbeats(ws_frames, **kw))
@@ -315,11 +486,16 @@ def heartbeats(
         parts.append(http2_heartbeats(http2_frames, **kw))
     if tcp_events is not None:
         parts.append(tcp_keepalive_heartbeats(tcp_events, **kw))
+    if quic_frames is not None:
+        parts.append(quic_ping_heartbeats(quic_frames, quic_connections=quic_connections,
+                                          capture_end=quic_end,
+                                          answer_timeout_ms=answer_timeout_ms))
     parts = [p for p in parts if len(p)]
     if not parts:
         return HEARTBEATS.frame([])
     out = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-    out = out.sort_values(["ping_frame", "tcp_stream"], kind="stable").reset_index(drop=True)
+    out = out.sort_values(["ping_frame", "tcp_stream", "quic_connection"],
+                          kind="stable").reset_index(drop=True)
     # concat may widen categories: rebuild with the schema's dtypes
     return HEARTBEATS.frame(columns={c: _values(out[c]) for c in HEARTBEATS.names})
 
@@ -341,10 +517,13 @@ HEARTBEAT_SUMMARY = TableSchema(
     name="heartbeat_summary",
     grain="one row per (connection, heartbeat mechanism): "
     "pcaptools.analyses.heartbeats.heartbeat_summary(), not a Capture attribute",
-    key=("tcp_stream", "mechanism"),
+    key=("tcp_stream", "quic_connection", "mechanism"),
     columns=(
-        Column("tcp_stream", "int64", None, "Wireshark tcp.stream of the connection"),
-        Column("mechanism", "category", None, "websocket, http2 or tcp_keepalive"),
+        Column("tcp_stream", "Int64", None,
+               "Wireshark tcp.stream of the connection; NA for quic_ping"),
+        Column("quic_connection", "Int64", None,
+               "quic_connections.quic_connection (quic_ping); NA for the TCP mechanisms"),
+        Column("mechanism", "category", None, "websocket, http2, tcp_keepalive or quic_ping"),
         *(
             col
             for who in ("client", "server")
@@ -373,7 +552,7 @@ HEARTBEAT_SUMMARY = TableSchema(
         Column("client_longest_silence_ms", "float64", "ms",
                "longest time without a payload-carrying packet from the client, from the "
                "connection's first packet to its end (last FIN/RST, or the capture's end if "
-               "open); NaN without the packets table"),
+               "open); NaN without the packets table, and for quic_ping rows"),
         Column("client_silence_start_ts", TS_DTYPE, None, "when that silence began"),
         Column("server_longest_silence_ms", "float64", "ms", "same for the server"),
         Column("server_silence_start_ts", TS_DTYPE, None, "when that silence began"),
@@ -423,6 +602,7 @@ def heartbeat_summary(
     capture_end: Any = None,
     ws_connections: pd.DataFrame | None = None,
     http2_connections: pd.DataFrame | None = None,
+    quic_connections: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per (tcp_stream, mechanism) of ``hb`` (the output of :func:`heartbeats` or
     ``Capture.ws_heartbeats``), columns :data:`HEARTBEAT_SUMMARY`: pings per sender and
@@ -431,27 +611,40 @@ def heartbeat_summary(
 
     ``ws_connections`` / ``http2_connections`` (the Capture tables) add a row, with zero
     pings, for every WebSocket / HTTP/2 connection that sent no ping at all: an idle
-    connection without heartbeats is what a middlebox times out."""
-    keys: set[tuple[int, str]] = set()
-    groups: dict[tuple[int, str], pd.DataFrame] = {}
+    connection without heartbeats is what a middlebox times out. ``quic_connections`` adds
+    one (``quic_ping``) for every QUIC connection with decrypted packets after its Initials
+    (where a PING could have been seen) that sent none. TCP rows come first (by tcp_stream),
+    then QUIC rows (by quic_connection)."""
+    keys: set[tuple[int, int, str]] = set()
+    """(0 TCP / 1 QUIC, tcp_stream or quic_connection, mechanism)"""
+    groups: dict[tuple[int, int, str], pd.DataFrame] = {}
     if len(hb):
+        quic = hb["quic_connection"].notna().to_numpy(bool)
+        conn = np.where(quic, hb["quic_connection"].astype("Int64").fillna(-1).to_numpy(np.int64),
+                        hb["tcp_stream"].astype("Int64").fillna(-1).to_numpy(np.int64))
         h = hb.assign(_ts=_ns(hb["ping_ts"]), mechanism=hb["mechanism"].astype(object),
-                      sender=hb["sender"].astype(object), outcome=hb["outcome"].astype(object))
-        for (tcp_key, mech), g in h.groupby(["tcp_stream", "mechanism"], sort=True):
-            k = (int(tcp_key), str(mech))  # type: ignore[call-overload]
+                      sender=hb["sender"].astype(object), outcome=hb["outcome"].astype(object),
+                      _q=quic.astype(np.int64), _c=conn)
+        for (q, c, mech), g in h.groupby(["_q", "_c", "mechanism"], sort=True):
+            k = (int(q), int(c), str(mech))  # type: ignore[call-overload]
             groups[k] = g
             keys.add(k)
     for table, mech in ((ws_connections, "websocket"), (http2_connections, "http2")):
         if table is not None:
-            keys.update((int(t), mech) for t in table["tcp_stream"].tolist())
+            keys.update((0, int(t), mech) for t in table["tcp_stream"].tolist())
+    if quic_connections is not None and len(quic_connections):
+        qc = quic_connections
+        seen = (qc["client_decrypted_packets"].to_numpy(np.int64)
+                + qc["server_decrypted_packets"].to_numpy(np.int64)) > 0
+        keys.update((1, int(q), "quic_ping") for q in qc["quic_connection"][seen].tolist())
     if not keys:
         return HEARTBEAT_SUMMARY.frame([])
     sil = _silences(packets, connections, _capture_end(capture_end))
     empty = HEARTBEATS.frame([]).assign(_ts=np.empty(0, np.int64))
     rows: list[tuple[Any, ...]] = []
-    for tcp, mech in sorted(keys):
-        g = groups.get((tcp, mech), empty)
-        row: list[Any] = [tcp, mech]
+    for q, tcp, mech in sorted(keys):
+        g = groups.get((q, tcp, mech), empty)
+        row: list[Any] = [None, tcp, mech] if q else [tcp, None, mech]
         for who in ("client", "server"):
             s = g[g["sender"].astype(object) == who]
             oc = s["outcome"].astype(object)
@@ -471,7 +664,7 @@ def heartbeat_summary(
                 int(s["_ts"].max()) if len(s) else None,
             ]
         for side in (0, 1):
-            v = sil.get((tcp, side))
+            v = None if q else sil.get((tcp, side))
             row += [v[0], v[1]] if v is not None else [None, None]
         rows.append(tuple(row))
     return HEARTBEAT_SUMMARY.frame(rows)

@@ -51,6 +51,25 @@ def _counts(what: str) -> tuple[Column, ...]:
     )
 
 
+def _pto(who: str) -> tuple[Column, ...]:
+    return (
+        Column(f"{who}_pto_episodes", "Int64", None,
+               f"PTO episodes of the {who} (RFC 9002 §6.2): runs of probe packets (a PING, or "
+               "STREAM / CRYPTO data sent before) that left after the peer's ACKs had been "
+               "silent for at least the RTT (the larger smoothed RTT of the two directions) "
+               "plus, for 1-RTT packets, the peer's max_ack_delay, with no new ACK since the "
+               f"{who}'s previous packet; an episode ends at the peer's next ACK of a new "
+               f"largest packet number. NA when some of the {who}'s packets were not decrypted "
+               "(probes would not show)"),
+        Column(f"{who}_pto_probes", "Int64", "packets", "probe packets of those episodes"),
+        Column(f"{who}_pto_first_frame", "Int64", None, "frame of the first probe"),
+        Column(f"{who}_pto_max_ms", "float64", "ms",
+               "longest episode: from the packet before its first probe (the PTO timer runs "
+               "from it, at the latest) to the peer's ACK ending it; NaN when no episode "
+               "ended (the peer never answered: see disconnects' peer_vanished)"),
+    )
+
+
 QUIC_CONNECTIONS = TableSchema(
     name="quic_connections",
     grain="one row per QUIC connection (UDP port 443, or a QUIC v1/v2 long header on another "
@@ -215,6 +234,8 @@ QUIC_CONNECTIONS = TableSchema(
                "its error code (transport: RFC 9000 §20.1; application: e.g. HTTP/3's)"),
         Column("close_reason", "string", None,
                "its reason phrase (from the capture: untrusted text)", secret="text"),
+        *_pto("client"),
+        *_pto("server"),
     ),
 )
 
@@ -245,6 +266,12 @@ QUIC_PACKETS = TableSchema(
         Column("frames", "string", None,
                "frame types of a decrypted packet in order, comma separated (a run of PADDING "
                "once; quic_frames has one row per frame); NA when not decrypted"),
+        Column("header_bytes", "Int64", "bytes",
+               "bytes of the header: of a decrypted packet, up to and including the packet "
+               "number (length minus the plaintext and the 16-byte AEAD tag); of a protected "
+               "packet not decrypted, the bytes before its (protected) packet number; of a "
+               "Retry, all but its 16-byte integrity tag; of a Version Negotiation packet, all "
+               "of it; NA for a stateless reset or an unknown version"),
     ),
 )
 
@@ -298,6 +325,9 @@ QUIC_FRAMES = TableSchema(
         Column("sequence", "Int64", None, "NEW_CONNECTION_ID / RETIRE_CONNECTION_ID sequence"),
         Column("retire_prior_to", "Int64", None, "NEW_CONNECTION_ID Retire Prior To"),
         Column("connection_id", "string", None, "NEW_CONNECTION_ID: hex connection ID"),
+        Column("frame_bytes", "int64", "bytes",
+               "bytes of the whole frame in the packet (type, fields and data; of a PADDING "
+               "run, the run: tshark quic.padding_length)"),
     ),
 )
 
@@ -421,7 +451,22 @@ def _more(c: QuicConnection, capture_end: int) -> tuple[object, ...]:
         tpc.get("max_idle_timeout"), tps.get("max_idle_timeout"),
         tpc.get("ack_delay_exponent"), tps.get("ack_delay_exponent"),
         *_end(c, capture_end),
+        *_pto_values(c, 0),
+        *_pto_values(c, 1),
     )
+
+
+def _pto_values(c: QuicConnection, d: int) -> tuple[object, ...]:
+    hidden = c.initial_failed > 0 if d == 0 else False
+    dec = c.decrypted[d]
+    for ptype in ("initial", "handshake", "0rtt", "1rtt"):
+        if c.count(d, ptype) > dec.get(ptype, 0):
+            hidden = True
+    if hidden or not sum(dec.values()):
+        return (None, None, None, None)
+    t = c.pto[d]
+    return (t.episodes, t.probes, t.first_frame,
+            None if t.longest_ns < 0 else t.longest_ns / 1e6)
 
 
 def quic_connections_table(tracker: QuicTracker | None) -> pd.DataFrame:

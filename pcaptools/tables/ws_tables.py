@@ -227,22 +227,30 @@ WS_MESSAGES = TableSchema(
 HEARTBEATS = TableSchema(
     name="ws_heartbeats",
     grain="one row per heartbeat probe (ping); analyses.heartbeats.heartbeats() gives the same "
-          "columns for WebSocket Ping/Pong, HTTP/2 PING and TCP keep-alives",
-    key=("mechanism", "tcp_stream", "ping_frame"),
+          "columns for WebSocket Ping/Pong, HTTP/2 PING, TCP keep-alives and QUIC PING frames",
+    key=("mechanism", "tcp_stream", "quic_connection", "ping_frame"),
     columns=(
         Column("mechanism", "category", None,
                "websocket (Ping/Pong frames), http2 (PING / PING+ACK), tcp_keepalive "
-               "(tcp_events keep_alive / keep_alive_ack)"),
-        _TCP_STREAM,
+               "(tcp_events keep_alive / keep_alive_ack), quic_ping (a QUIC PING frame / an "
+               "ACK frame of the peer acknowledging its packet; HTTP/3 has no PING frame of "
+               "its own)"),
+        Column("tcp_stream", "Int64", None,
+               "Wireshark tcp.stream index of the connection; NA for quic_ping"),
+        Column("quic_connection", "Int64", None,
+               "quic_connections.quic_connection of a quic_ping; NA for the TCP mechanisms"),
         Column("sender", "category", None, "client or server: who sent the ping"),
         Column("ping_frame", "int64", None, "packet of the ping"),
         Column("ping_ts", TS_DTYPE, None, "time of ping_frame"),
         Column("payload", "string", None,
-               "ping payload, hex ('' when empty); NA for TCP keep-alives"),
+               "ping payload, hex ('' when empty); NA for TCP keep-alives; for quic_ping the "
+               "packet carrying the PING, as <packet type>:<packet number> (1rtt:42)"),
         Column("pong_frame", "Int64", None,
                "packet of the matching pong: the other side, later, same payload (WebSocket, "
                "HTTP/2) or acknowledging the probe (TCP); the most recent unanswered ping with "
-               "that payload gets it, and unsolicited pongs (allowed by RFC 6455) match nothing"),
+               "that payload gets it, and unsolicited pongs (allowed by RFC 6455) match nothing; "
+               "quic_ping: the first ACK frame of the other side, in the same packet number "
+               "space, whose ranges include the PING's packet number"),
         Column("pong_ts", TS_DTYPE, None, "time of pong_frame"),
         Column("rtt_ms", "float64", "ms", "pong_ts minus ping_ts"),
         Column("interval_ms", "float64", "ms",

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..tls.observer import ALERT_NAMES
 from .packets import QuicHeaderError, read_varint
 
-__all__ = ["FRAME_TYPES", "QuicFrame", "frame_type_name", "parse_frames"]
+__all__ = ["FRAME_TYPES", "TRANSPORT_ERRORS", "QuicFrame", "frame_type_name", "parse_frames",
+           "transport_error_name"]
 
 #: frame type name -> meaning (the vocabulary of ``quic_frames.frame_type``)
 FRAME_TYPES: dict[str, str] = {
@@ -50,6 +52,39 @@ _NAMES: dict[int, str] = {
     0x1A: "PATH_CHALLENGE", 0x1B: "PATH_RESPONSE", 0x1C: "CONNECTION_CLOSE",
     0x1D: "CONNECTION_CLOSE", 0x1E: "HANDSHAKE_DONE", 0x30: "DATAGRAM", 0x31: "DATAGRAM",
 }
+
+
+TRANSPORT_ERRORS: dict[int, str] = {
+    0x00: "NO_ERROR",
+    0x01: "INTERNAL_ERROR",
+    0x02: "CONNECTION_REFUSED",
+    0x03: "FLOW_CONTROL_ERROR",
+    0x04: "STREAM_LIMIT_ERROR",
+    0x05: "STREAM_STATE_ERROR",
+    0x06: "FINAL_SIZE_ERROR",
+    0x07: "FRAME_ENCODING_ERROR",
+    0x08: "TRANSPORT_PARAMETER_ERROR",
+    0x09: "CONNECTION_ID_LIMIT_ERROR",
+    0x0A: "PROTOCOL_VIOLATION",
+    0x0B: "INVALID_TOKEN",
+    0x0C: "APPLICATION_ERROR",
+    0x0D: "CRYPTO_BUFFER_EXCEEDED",
+    0x0E: "KEY_UPDATE_ERROR",
+    0x0F: "AEAD_LIMIT_REACHED",
+    0x10: "NO_VIABLE_PATH",
+}
+"""QUIC transport error codes (RFC 9000 §20.1); 0x0100-0x01ff are CRYPTO_ERROR (a TLS alert)"""
+
+
+def transport_error_name(code: int) -> str:
+    """``0x0a`` -> ``PROTOCOL_VIOLATION``; ``0x0178`` -> ``CRYPTO_ERROR(no_application_protocol)``
+    (the TLS alert, RFC 9001 §4.8); others hex."""
+    name = TRANSPORT_ERRORS.get(code)
+    if name is not None:
+        return name
+    if 0x100 <= code <= 0x1FF:
+        return f"CRYPTO_ERROR({ALERT_NAMES.get(code - 0x100, f'alert {code - 0x100}')})"
+    return f"0x{code:x}"
 
 
 def frame_type_name(ftype: int) -> str | None:
@@ -94,15 +129,20 @@ class QuicFrame:
     """NEW_CONNECTION_ID: the connection ID"""
     reset_token: bytes | None = None
     """NEW_CONNECTION_ID: the stateless reset token of that connection ID"""
+    size: int = 0
+    """bytes of the whole frame in the packet payload (type to the end of its data)"""
 
 
 def parse_frames(payload: bytes) -> tuple[list[QuicFrame], str | None]:
     """The frames of a decrypted packet payload, and None or why the walk stopped early."""
     out: list[QuicFrame] = []
-    pos = 0
+    pos = begin = 0
     n = len(payload)
     try:
         while pos < n:
+            if out:
+                out[-1].size = pos - begin
+            begin = pos
             ftype, pos = read_varint(payload, pos)
             if ftype == 0x00:
                 start = pos - 1
@@ -236,4 +276,6 @@ def parse_frames(payload: bytes) -> tuple[list[QuicFrame], str | None]:
                 return out, f"unknown frame type 0x{ftype:x}"
     except QuicHeaderError as exc:
         return out, f"frame cut short: {exc}"
+    if out:
+        out[-1].size = pos - begin
     return out, None

@@ -67,6 +67,7 @@ __all__ = [
     "PACKET_STATUSES",
     "QUIC_PORT",
     "PnSpace",
+    "PtoTrack",
     "QuicConnection",
     "QuicTracker",
     "RangeSet",
@@ -114,6 +115,9 @@ _LABELS = (_C2S.label, _S2C.label)
 _SPACE = {"initial": 0, "handshake": 1, "0rtt": 2, "1rtt": 2}
 _INITIAL_FRAMES = frozenset({0x00, 0x01, 0x02, 0x03, 0x06, 0x1C})
 _FAILED = "AEAD authentication failed with the key log's secret"
+_TAG = 16
+_NOT_ELICITING = frozenset({"ACK", "PADDING", "CONNECTION_CLOSE"})
+"""AEAD tag bytes of a protected packet (every QUIC v1/v2 suite; the Retry integrity tag)"""
 
 
 def looks_like_quic_datagram(d: UdpDatagram) -> bool:
@@ -133,6 +137,28 @@ class PnSpace:
     sent_ts: dict[int, int] = field(default_factory=dict)
     """packet number -> capture time (the most recent :data:`MAX_RTT_PENDING`)"""
     retransmitted_frames: int = 0
+
+
+@dataclass(slots=True)
+class PtoTrack:
+    """One direction's PTO probes (RFC 9002 §6.2): packets carrying a PING or data sent
+    before (STREAM or CRYPTO offsets already sent) that left after a silence of the peer's
+    ACKs longer than a probe timeout could be. See ``quic_connections.*_pto_*``."""
+
+    last_ack_ts: int = -1
+    """capture time of the peer's last ACK frame that acknowledged a new largest packet"""
+    last_ae_ts: int = -1
+    """capture time of this direction's last ack-eliciting packet"""
+    last_ae: tuple[int, int] = (-1, -1)
+    """its (packet number space, packet number)"""
+    episodes: int = 0
+    probes: int = 0
+    first_frame: int | None = None
+    in_episode: bool = False
+    start_ts: int = 0
+    """the packet before the episode's first probe (when the timer was armed, at the latest)"""
+    longest_ns: int = -1
+    """longest episode ended by the peer's ACK (-1: none ended)"""
 
 
 @dataclass(slots=True)
@@ -225,6 +251,11 @@ class QuicConnection:
     ones the receiver of those packets handed out)"""
     stateless_reset: tuple[int, int, int] | None = None
     """(frame, ts_ns, direction) of a stateless reset"""
+    crypto_sent: tuple[tuple[RangeSet, RangeSet, RangeSet], tuple[RangeSet, RangeSet, RangeSet]] = (
+        field(default_factory=lambda: ((RangeSet(), RangeSet(), RangeSet()),
+                                       (RangeSet(), RangeSet(), RangeSet()))))
+    """per direction and packet number space: CRYPTO offsets sent (to tell resent ones)"""
+    pto: tuple[PtoTrack, PtoTrack] = field(default_factory=lambda: (PtoTrack(), PtoTrack()))
     assembler: QuicStreamAssembler | None = None
     alpn: str | None = None
     """the negotiated ALPN (EncryptedExtensions, else the only one offered)"""
@@ -251,9 +282,10 @@ class QuicTracker:
     ``connections``, ``packet_rows`` and ``frame_rows`` are read by
     :mod:`pcaptools.tables.quic_tables`."""
 
-    __slots__ = ("_by_cid", "_by_flow", "_cid_lens", "connections", "diag", "finished",
-                 "frame_rows", "frames_dropped", "keylog", "last_ts_ns", "max_connections",
-                 "max_frame_rows", "max_packet_rows", "packet_rows", "rows_dropped")
+    __slots__ = ("_by_cid", "_by_flow", "_cid_lens", "_plain_len", "connections", "diag",
+                 "finished", "frame_rows", "frames_dropped", "keylog", "last_ts_ns",
+                 "max_connections", "max_frame_rows", "max_packet_rows", "packet_rows",
+                 "rows_dropped")
 
     def __init__(self, diag: Diagnostics, keylog: KeyLog | None = None, *,
                  max_packet_rows: int = MAX_QUIC_PACKET_ROWS,
@@ -265,7 +297,7 @@ class QuicTracker:
         self.connections: list[QuicConnection] = []
         self.packet_rows: list[tuple[object, ...]] = []
         """(frame, ts_ns, connection, direction, index, long, type, version, dcid, scid,
-        length, packet number, status, frames): see quic_tables.QUIC_PACKETS"""
+        length, packet number, status, frames, header bytes): see quic_tables.QUIC_PACKETS"""
         self.frame_rows: list[tuple[object, ...]] = []
         """see quic_tables.QUIC_FRAMES"""
         self.max_packet_rows = max_packet_rows
@@ -279,6 +311,8 @@ class QuicTracker:
         """connection ID -> (connection, direction of the packets that carry it as DCID)"""
         self._by_flow: dict[tuple[bytes, int, bytes, int], tuple[QuicConnection, int]] = {}
         self._cid_lens: set[int] = set()
+        self._plain_len = 0
+        """plaintext bytes of the packet just decrypted (for its header_bytes)"""
 
     # ------------------------------------------------------------------ the datagram
 
@@ -406,6 +440,9 @@ class QuicTracker:
                 sp = conn.spaces[_C2S][0]  # the Retry answers the client's Initials so far
                 for lo, hi in sp.seen.ranges():
                     sp.acked.add(lo, hi)
+                # the client's next Initial starts its handshake again: not a probe
+                conn.pto[_C2S].last_ack_ts = d.ts_ns
+                conn.crypto_sent[_C2S][0].clear()
                 if scid not in conn.key_dcids and len(conn.key_dcids) < 8:
                     conn.key_dcids.append(scid)
             elif ptype != "version_negotiation" and conn.server_scid is None:
@@ -421,6 +458,21 @@ class QuicTracker:
         else:
             status, pn, frames = self._protected(d, conn, direction, pkt)
         names: str | None = None
+        size = pkt.end - pkt.start
+        header: int | None
+        if frames is not None:
+            header = size - self._plain_len - _TAG
+        elif status in ("no_key", "no_epoch_key", "unknown_cid", "no_client_initial",
+                        "decrypt_failed"):
+            # the bytes before the (protected) packet number
+            header = ((pkt.pn_offset - pkt.start) if pkt.pn_offset is not None
+                      else 1 + (len(pkt.dcid) if pkt.dcid is not None else 0))
+        elif ptype == "retry":
+            header = max(size - _TAG, 0)
+        elif ptype == "version_negotiation":
+            header = size
+        else:  # stateless_reset, unsupported_version: no header to speak of
+            header = None
         if frames is not None:
             dec = conn.decrypted[direction]
             dec[ptype] = dec.get(ptype, 0) + 1
@@ -431,8 +483,8 @@ class QuicTracker:
             self.packet_rows.append((
                 d.frame, d.ts_ns, conn.index, _LABELS[direction], index, pkt.long, ptype,
                 pkt.version, None if pkt.dcid is None else pkt.dcid.hex(),
-                None if pkt.scid is None else pkt.scid.hex(), pkt.end - pkt.start, pn, status,
-                names,
+                None if pkt.scid is None else pkt.scid.hex(), size, pn, status,
+                names, header,
             ))
         else:
             if not self.rows_dropped:
@@ -479,6 +531,7 @@ class QuicTracker:
                           ts_ns=d.ts_ns, frame=d.frame, direction=_LABELS[direction])
             return "decrypt_failed", None, None
         conn.initial_decrypted += 1
+        self._plain_len = len(opened.payload)
         pn = opened.packet_number
         if pn > largest[0]:
             largest[0] = pn
@@ -638,6 +691,7 @@ class QuicTracker:
                 u, plain = found[1]
                 pn = u.packet_number
         assert plain is not None
+        self._plain_len = len(plain)
         if pn > largest[space]:
             largest[space] = pn
         frames, stop = parse_frames(plain)
@@ -677,15 +731,20 @@ class QuicTracker:
         rows = self.frame_rows
         keep = len(rows) < self.max_frame_rows
         label = _LABELS[direction]
+        probe = eliciting = False
         for fi, f in enumerate(frames):
             name = f.name
+            if name not in _NOT_ELICITING:
+                eliciting = True
             ack_delay_us: int | None = None
             if name == "ACK":
                 ack_delay_us = self._ack(d, conn, direction, space_i, f)
             elif name == "STREAM":
-                self._stream(d, conn, direction, f)
+                probe |= self._stream(d, conn, direction, f)
             elif name == "CRYPTO":
-                self._crypto(d, conn, direction, space_i, f)
+                probe |= self._crypto(d, conn, direction, space_i, f)
+            elif name == "PING":
+                probe = True
             elif name == "RESET_STREAM":
                 asm = self._assembler(conn)
                 if asm is not None and f.stream_id is not None:
@@ -727,10 +786,41 @@ class QuicTracker:
                     None if name != "CONNECTION_CLOSE" else (
                         "application" if f.code == 0x1D else "transport"),
                     f.error_frame_type, f.reason, f.maximum, f.sequence, f.retire_prior_to,
-                    None if f.connection_id is None else f.connection_id.hex(),
+                    None if f.connection_id is None else f.connection_id.hex(), f.size,
                 ))
             else:
                 self.frames_dropped += 1
+        if eliciting:
+            self._pto(conn, direction, space_i, pn, probe, d.ts_ns, d.frame)
+
+    def _pto(self, conn: QuicConnection, direction: int, space_i: int, pn: int, probe: bool,
+             ts: int, frame: int) -> None:
+        """Is this ack-eliciting packet a PTO probe (RFC 9002 §6.2.4)? It carries a PING or
+        data sent before; this direction's previous ack-eliciting packet is still
+        unacknowledged; and the probe timer's start (that packet, or the peer's last ACK of
+        a new largest packet number if later: §6.2.1) is at least the RTT ago (the larger
+        smoothed RTT of the two directions: at either vantage one of them is the path's)
+        plus, in the application space, the peer's max_ack_delay: a PTO is never shorter,
+        and loss detection after an ACK (§6.1) retransmits sooner."""
+        t = conn.pto[direction]
+        prev_ts, (prev_space, prev_pn) = t.last_ae_ts, t.last_ae
+        t.last_ae_ts, t.last_ae = ts, (space_i, pn)
+        if not probe or prev_ts < 0 or prev_pn in conn.spaces[direction][prev_space].acked:
+            return
+        rtts = [st[_SMOOTH] for st in conn.rtt if st]
+        wait = max(rtts) if rtts else 0.0
+        if space_i == 2:
+            wait += conn.transport_params[1 - direction].get("max_ack_delay", 25) * 1e6
+        start = max(prev_ts, t.last_ack_ts)
+        if ts - start < wait:
+            return
+        t.probes += 1
+        if not t.in_episode:
+            t.in_episode = True
+            t.episodes += 1
+            t.start_ts = start
+            if t.first_frame is None:
+                t.first_frame = frame
 
     def _ack(self, d: UdpDatagram, conn: QuicConnection, direction: int, space_i: int,
              f: QuicFrame) -> int | None:
@@ -747,6 +837,11 @@ class QuicTracker:
         if largest <= space.largest_acked:
             return delay_us
         space.largest_acked = largest
+        pto = conn.pto[peer]
+        pto.last_ack_ts = d.ts_ns
+        if pto.in_episode:
+            pto.in_episode = False
+            pto.longest_ns = max(pto.longest_ns, d.ts_ns - pto.start_ts)
         sent = space.sent_ts.get(largest)
         if sent is None:
             return delay_us
@@ -784,7 +879,9 @@ class QuicTracker:
         return asm
 
     def _stream(self, d: UdpDatagram, conn: QuicConnection, direction: int,
-                f: QuicFrame) -> None:
+                f: QuicFrame) -> bool:
+        """Hand a STREAM frame on; True when it resends bytes already sent."""
+        resent = False
         sid, off, data = f.stream_id, f.offset, f.data
         assert sid is not None and off is not None
         ln = len(data)
@@ -799,17 +896,26 @@ class QuicTracker:
             if new < ln:
                 conn.resent_stream_bytes[direction] += ln - new
                 conn.resent_stream_frames[direction] += 1
+                resent = True
         asm = self._assembler(conn)
         if asm is not None:
             asm.stream(direction, sid, off, data, bool(f.fin), d.ts_ns, d.frame)
+        return resent
 
     def _crypto(self, d: UdpDatagram, conn: QuicConnection, direction: int, space_i: int,
-                f: QuicFrame) -> None:
+                f: QuicFrame) -> bool:
+        """Read a CRYPTO frame; True when it resends handshake bytes already sent."""
+        assert f.offset is not None
+        resent = False
+        if f.length:
+            sent = conn.crypto_sent[direction][space_i]
+            before = sent.count()
+            sent.add(f.offset, f.offset + f.length - 1)
+            resent = sent.count() - before < f.length
         if space_i == 2:
-            return  # 1-RTT CRYPTO: NewSessionTicket (not read)
+            return resent  # 1-RTT CRYPTO: NewSessionTicket (not read)
         stream = (conn.crypto if space_i == 0 else conn.hs_crypto)[direction]
         was = stream.overflow
-        assert f.offset is not None
         for mtype, body in stream.add(f.offset, f.data):
             self._handshake(d, conn, direction, mtype, body)
         if stream.overflow and not was:
@@ -819,6 +925,7 @@ class QuicTracker:
                           f"data beyond {stream.max_bytes} bytes not yet parsed; the rest "
                           "of its handshake is not read",
                           ts_ns=d.ts_ns, frame=d.frame, direction=_LABELS[direction])
+        return resent
 
     def _handshake(self, d: UdpDatagram, conn: QuicConnection, direction: int, mtype: int,
                    body: bytes) -> None:

@@ -41,6 +41,12 @@ class RangeSet:
         los[i:j] = [nlo]
         his[i:j] = [nhi]
 
+    def clear(self) -> None:
+        """Empty the set (and let it grow again)."""
+        self._lo.clear()
+        self._hi.clear()
+        self.full = False
+
     def __contains__(self, pn: object) -> bool:
         if not isinstance(pn, int):
             return False
