@@ -57,6 +57,7 @@ from ..io.linktypes import LINKTYPE_LABELS
 from ..tcp.analysis import KIND_NAMES
 from . import charts
 from .checklist import STATUSES, checklist
+from .slow_section import slow_section
 
 if TYPE_CHECKING:
     from ..capture import Capture
@@ -1197,6 +1198,7 @@ SECTIONS: list[SectionBuilder] = [
     tls_section,
     http_section,
     streaming_section,
+    slow_section,
     heartbeats_section,
     disconnects_section,
     overhead_section,

@@ -1,0 +1,137 @@
+"""The report's "Why was it slow" section: the slowest requests with their time split in
+words and as stacked bars, every stall with its cause, and a time-sequence chart of the few
+worst connections (:mod:`pcaptools.analyses.slow`; charts in :mod:`.slow_charts`).
+
+Bounded on big captures: :data:`MAX_SLOW_REQUESTS` requests in the split, the stalls table
+under the report's table-row limit, :data:`MAX_SEQUENCE_CONNECTIONS` connections charted and
+:data:`MAX_SEQUENCE_POINTS` segments (and ACKs) per chart (``pcaptools.limits``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from markupsafe import Markup
+
+from ..analyses.slow import request_timing, stalls
+from . import slow_charts
+
+if TYPE_CHECKING:
+    from .html import Cell, ReportContext, Section
+
+__all__ = ["MAX_SEQUENCE_CONNECTIONS", "MAX_SEQUENCE_POINTS", "MAX_SLOW_REQUESTS",
+           "slow_section"]
+
+#: requests shown in the time split (the slowest by total time)
+MAX_SLOW_REQUESTS = 10
+#: connections given a time-sequence chart (those that stalled longest)
+MAX_SEQUENCE_CONNECTIONS = 3
+#: data segments (and ACKs) per time-sequence chart; beyond, evenly thinned (resends kept)
+MAX_SEQUENCE_POINTS = 4000
+
+
+def slow_analyses(ctx: ReportContext) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(stalls, request_timing) of the capture, computed once per report."""
+    if "slow" not in ctx._cache:
+        st = stalls(ctx.cap)
+        ctx._cache["slow"] = (st, request_timing(ctx.cap, stall_table=st))
+    got: tuple[pd.DataFrame, pd.DataFrame] = ctx._cache["slow"]
+    return got
+
+
+def slow_section(ctx: ReportContext) -> Section:
+    from .html import Section  # (html imports this module for SECTIONS)
+
+    title = "Why was it slow"
+    st, rt = slow_analyses(ctx)
+    if len(rt) == 0 and len(st) == 0:
+        return Section("slow", title, None, "No HTTP request in this capture.")
+    parts: list[Markup] = []
+    slowest = rt.sort_values(["total_ms", "ttfb_ms"], ascending=False, na_position="last")
+    slowest = slowest.head(MAX_SLOW_REQUESTS)
+    if len(slowest):
+        fig = slow_charts.time_split_figure(slowest)
+        if fig is not None:
+            parts.append(ctx.figure(fig, "slow-split"))
+        rows: list[list[Cell]] = [
+            [_num(r["total_ms"]), _num(r["ttft_ms"]), str(r["sentence"]),
+             ctx.code(str(r["wireshark_filter"]))]
+            for r in slowest.to_dict("records")
+        ]
+        parts.append(ctx.table(["total ms", "TTFT ms", "where the time went", "Wireshark filter"],
+                               rows, numeric=(0, 1), wrap=(2,)))
+    if len(st):
+        srows: list[list[Cell]] = []
+        for r in st.head(ctx.max_table_rows).to_dict("records"):
+            srows.append([
+                round((pd.Timestamp(r["start_ts"]).value - ctx.t0_ns) / 1e9, 6),
+                _num(r["duration_ms"]), _conn(r), _text(r["streams"]), str(r["cause"]),
+                _text(r["mechanism"]), _text(r["hol_blocked_count"]),
+                _text(r["evidence_frames"]), str(r["detail"]), ctx.code(str(r["wireshark_filter"])),
+            ])
+        parts.append(ctx.table(
+            ["start s", "duration ms", "connection", "streams", "cause", "mechanism",
+             "HOL-blocked streams", "evidence frames", "what happened", "Wireshark filter"],
+            srows, numeric=(0, 1, 6), wrap=(3, 7, 8), total=len(st), source="stalls(cap)"))
+    seq_note = _sequence_charts(ctx, st, parts)
+    causes = st["cause"].astype(str).value_counts() if len(st) else pd.Series(dtype=int)
+    note = (
+        f"{len(rt):,} request{'' if len(rt) == 1 else 's'}; the {len(slowest)} slowest by total "
+        "time with their time split (pcaptools.analyses.slow.request_timing: the parts add up "
+        "to the total; the network round trip is an RTT measured on the connection before the "
+        "request). "
+        + (f"{len(st):,} stall{'' if len(st) == 1 else 's'} ("
+           + ", ".join(f"{n} {c.replace('_', ' ')}" for c, n in causes.items())
+           + "; pcaptools.analyses.slow.stalls: a gap in delivery of at least 100 ms and, "
+           "while streaming, 3 times the stream's cadence). " if len(st)
+           else "No stall (no gap in delivery of at least 100 ms and 3 times the cadence). ")
+        + seq_note
+    )
+    return Section("slow", title, Markup("".join(parts)), note)
+
+
+def _sequence_charts(ctx: ReportContext, st: pd.DataFrame, parts: list[Markup]) -> str:
+    tcp = st[st["tcp_stream"].notna()] if len(st) else st
+    if len(tcp) == 0:
+        return ""
+    if len(ctx.cap.packets) == 0:
+        return ("No time-sequence chart: it needs the packets table (the capture was loaded "
+                "with packets=False; load with packets=True).")
+    worst = (tcp.groupby(tcp["tcp_stream"].astype(int))["duration_ms"].sum()
+             .sort_values(ascending=False, kind="stable"))
+    chosen = [int(s) for s in worst.index[:MAX_SEQUENCE_CONNECTIONS]]
+    sampled = False
+    for s in chosen:
+        for d in ("server_to_client", "client_to_server"):
+            ts = slow_charts.time_sequence_rows(ctx.cap.packets, s, d, ctx.t0_ns,
+                                                MAX_SEQUENCE_POINTS)
+            if ts is None or (d == "client_to_server" and len(ts.seg_t) < 2):
+                continue
+            sampled |= ts.sampled
+            fig = slow_charts.time_sequence_figure(ts)
+            fig.update_layout(title={"text": f"tcp.stream {s}, {d.replace('_', ' ')}"})
+            parts.append(ctx.figure(fig, f"slow-seq-{s}-{d[0]}"))
+    note = (f"Time-sequence charts (tcptrace style: segments as bars, retransmissions red, ACK "
+            f"and receive-window lines) of the {len(chosen)} connection"
+            f"{'' if len(chosen) == 1 else 's'} that stalled longest"
+            + (f" (of {len(worst)})" if len(worst) > len(chosen) else "")
+            + "; SACK blocks are not drawn (not in the packets table).")
+    if sampled:
+        note += f" Charts thinned to {MAX_SEQUENCE_POINTS:,} segments and ACKs (resends kept)."
+    return note
+
+
+def _num(v: Any) -> float | None:
+    return None if v is None or pd.isna(v) or math.isinf(float(v)) else round(float(v), 1)
+
+
+def _text(v: Any) -> str:
+    return "" if v is None or (not isinstance(v, str) and pd.isna(v)) else str(v)
+
+
+def _conn(r: dict[str, Any]) -> str:
+    if r["tcp_stream"] is not None and not pd.isna(r["tcp_stream"]):
+        return f"tcp.stream {int(r['tcp_stream'])}"
+    return f"QUIC {int(r['quic_connection'])}"
