@@ -16,7 +16,7 @@ Three pure functions of a capture's tables (no capture is read again):
 How a stall is found (the thresholds are keyword parameters of :func:`stalls`):
 
 - Every request's *deliveries* are the times its response bytes became readable at the
-  capture point: HTTP/2 frames of its stream from the server (``http2_frames``: a frame
+  capture point: HTTP/2 response frames of its stream (HEADERS, DATA...) (``http2_frames``: a frame
   behind a lost segment is delivered by the resend that fills the hole), HTTP/3 frames of its
   stream (``http3_frames``), HTTP/1.x server-sent events, the response start and end and
   (with the packets table) the server's data packets, those that arrived behind a hole
@@ -83,6 +83,8 @@ CADENCE_FACTOR = 3.0
 #: response on its connection had ended
 CLIENT_PAUSE_MS = 1000.0
 
+#: the RTT of a request: the least server ACK sample in this long before it was sent
+RTT_WINDOW_NS = 1_000_000_000
 _NA = np.iinfo(np.int64).min
 _C2S, _S2C = "client_to_server", "server_to_client"
 
@@ -154,9 +156,10 @@ REQUEST_TIMING = TableSchema(
         Column("ttft_ms", "float64", "ms", "stream_latency.ttft_ms"),
         Column("rtt_ms", "float64", "ms", "the round-trip time used for network_rtt_ms"),
         Column("rtt_source", "category", None,
-               "where rtt_ms comes from: ack_rtt (the server's last ACK of client data "
-               "before the request was sent: packets.ack_rtt_ms of a server_to_client "
-               "packet, rtt_frame), handshake (no such ACK: SYN to SYN-ACK, "
+               "where rtt_ms comes from: ack_rtt (the least packets.ack_rtt_ms of the "
+               "server's ACKs of client data in the second before the request was sent, or "
+               "the last one before it: a sample inflated by a loss or a delayed ACK does not "
+               "count; rtt_frame), handshake (no such ACK: SYN to SYN-ACK, "
                "tcp_handshakes.syn_to_synack_ms), quic_smoothed_rtt / quic_min_rtt "
                "(HTTP/3: quic_connections.client_smoothed_rtt_ms / client_min_rtt_ms, one "
                "value for the whole connection, not a sample at the request's time), or NA "
@@ -332,8 +335,10 @@ class _Context:
         f = cap.http2_frames
         self.h2 = f
         s2c = f[f["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool)]
-        self.h2_conn = _groups(s2c, ["tcp_stream"])
-        self.h2_stream = _groups(s2c, ["tcp_stream", "stream_id"])
+        self.h2_conn = _groups(s2c, ["tcp_stream"])  # any frame: the transport delivered
+        resp = s2c[s2c["type"].astype("string").isin(_RESPONSE_FRAMES).fillna(False)
+                   .to_numpy(bool)]
+        self.h2_stream = _groups(resp, ["tcp_stream", "stream_id"])
         f3 = _table(cap, "http3_frames")
         s3 = f3[f3["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool)]
         self.h3_conn = _groups(s3, ["quic_connection"])
@@ -436,6 +441,8 @@ class _Context:
 
 
 _EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+#: the frames that deliver a stream's response (not its WINDOW_UPDATE or PRIORITY frames)
+_RESPONSE_FRAMES = ("HEADERS", "CONTINUATION", "DATA", "RST_STREAM", "PUSH_PROMISE")
 
 
 def _groups(df: pd.DataFrame, keys: list[str]) -> dict[tuple[int, ...], tuple[np.ndarray,
@@ -1110,8 +1117,10 @@ def _rtts(cap: Capture, lat: pd.DataFrame) -> list[tuple[float, str | None, int 
         smp = samples.get(int(s))
         if smp is not None and t != _NA:
             k = int(np.searchsorted(smp[0], t, side="right")) - 1
-            if k >= 0:
-                out.append((float(smp[1][k]), "ack_rtt", int(smp[2][k])))
+            if k >= 0:  # the least sample of the second before (a loss inflates one sample)
+                lo = min(k, int(np.searchsorted(smp[0], t - RTT_WINDOW_NS, side="left")))
+                j = lo + int(np.argmin(smp[1][lo:k + 1]))
+                out.append((float(smp[1][j]), "ack_rtt", int(smp[2][j])))
                 continue
         h = hrtt.get(int(s))
         out.append((h, "handshake", None) if h is not None else (math.nan, None, None))
