@@ -16,10 +16,10 @@ Three pure functions of a capture's tables (no capture is read again):
 How a stall is found (the thresholds are keyword parameters of :func:`stalls`):
 
 - Every request's *deliveries* are the times its response bytes became readable at the
-  capture point: HTTP/2 response frames of its stream (HEADERS, DATA...) (``http2_frames``: a frame
-  behind a lost segment is delivered by the resend that fills the hole), HTTP/3 frames of its
-  stream (``http3_frames``), HTTP/1.x server-sent events, the response start and end and
-  (with the packets table) the server's data packets, those that arrived behind a hole
+  capture point: HTTP/2 response frames of its stream (HEADERS, DATA...: ``http2_frames``;
+  a frame behind a lost segment is delivered by the resend that fills the hole), HTTP/3
+  frames of its stream (``http3_frames``), HTTP/1.x server-sent events, the response start
+  and end and (with the packets table) the server's data packets, those that arrived behind a hole
   moved to the resend that filled it.
 - A gap between two deliveries (or between the request's end and its first delivery) is a
   stall when it lasts at least ``min_stall_ms`` and, once the first token (first body byte)

@@ -10,7 +10,9 @@ separate so tests can check the numbers. Strings from the capture (paths) are es
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -63,11 +65,11 @@ def time_split_figure(rows: pd.DataFrame) -> Figure | None:
     return fig
 
 
-def _label(r: dict[str, object]) -> str:
+def _label(r: Mapping[Any, Any]) -> str:
     sid, idx = r.get("stream_id"), r.get("request_index")
-    who = f"stream {sid}" if sid is not None and not pd.isna(sid) else f"#{idx}"  # type: ignore[call-overload]
+    who = f"stream {sid}" if sid is not None and not pd.isna(sid) else f"#{idx}"
     conn = r.get("tcp_stream")
-    if conn is None or pd.isna(conn):  # type: ignore[call-overload]
+    if conn is None or pd.isna(conn):
         return f"quic {r.get('quic_connection')} {who}"
     return f"tcp {conn} {who}"
 

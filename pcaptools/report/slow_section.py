@@ -10,6 +10,7 @@ under the report's table-row limit, :data:`MAX_SEQUENCE_CONNECTIONS` connections
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -83,7 +84,7 @@ def slow_section(ctx: ReportContext) -> Section:
         "to the total; the network round trip is an RTT measured on the connection before the "
         "request). "
         + (f"{len(st):,} stall{'' if len(st) == 1 else 's'} ("
-           + ", ".join(f"{n} {c.replace('_', ' ')}" for c, n in causes.items())
+           + ", ".join(f"{n} {str(c).replace('_', ' ')}" for c, n in causes.items())
            + "; pcaptools.analyses.slow.stalls: a gap in delivery of at least 100 ms and, "
            "while streaming, 3 times the stream's cadence). " if len(st)
            else "No stall (no gap in delivery of at least 100 ms and 3 times the cadence). ")
@@ -131,7 +132,7 @@ def _text(v: Any) -> str:
     return "" if v is None or (not isinstance(v, str) and pd.isna(v)) else str(v)
 
 
-def _conn(r: dict[str, Any]) -> str:
+def _conn(r: Mapping[Any, Any]) -> str:
     if r["tcp_stream"] is not None and not pd.isna(r["tcp_stream"]):
         return f"tcp.stream {int(r['tcp_stream'])}"
     return f"QUIC {int(r['quic_connection'])}"
