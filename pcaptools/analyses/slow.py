@@ -296,6 +296,10 @@ class _Candidate:
     hol: list[int] | None = None
     evidence: list[int] = field(default_factory=list)
     detail: str = ""
+    losses: int = 1
+    """lost segments of one recovery episode merged into this stall"""
+    direction: str | None = None
+    """loss_recovery: the direction of the lost data"""
 
 
 def stalls(
@@ -316,8 +320,10 @@ def stalls(
     lat = stream_latency(cap)
     ctx = _Context(cap, lat)
     cands: list[_Candidate] = []
-    for req in ctx.requests():
+    reqs = list(ctx.requests())
+    for req in reqs:
         cands += _request_stalls(ctx, req, min_stall_ms * 1e6, cadence_factor)
+    cands += _loss_stalls(ctx, reqs)
     merged = _merge(cands)
     if client_pause_ms is not None:
         merged += _client_pauses(ctx, lat, client_pause_ms * 1e6)
@@ -432,6 +438,16 @@ class _Context:
         m = (f["tcp_stream"].to_numpy(np.int64) == s) \
             & f["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool)
         return f["stream_id"].to_numpy(np.int64)[m], f["frame"].to_numpy(np.int64)[m]
+
+    def h2_response_frames(self, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(stream ids, frames, types) of the server's HTTP/2 response frames on connection s"""
+        f = self.h2
+        kind = f["type"].astype("string")
+        m = (f["tcp_stream"].to_numpy(np.int64) == s) \
+            & f["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool) \
+            & kind.isin(_RESPONSE_FRAMES).fillna(False).to_numpy(bool)
+        return (f["stream_id"].to_numpy(np.int64)[m], f["frame"].to_numpy(np.int64)[m],
+                kind.to_numpy(dtype=object)[m])
 
     def windows(self, tcp_stream: int) -> _H2Windows:
         if tcp_stream not in self._windows:
@@ -758,6 +774,7 @@ def _loss(ctx: _Context, s: int, a: int, b: int, c: _Candidate) -> bool:
     lost = int(r["first_frame"]) if not _isna(r["first_frame"]) else resend
     mech = str(r["recovery"]) if not _isna(r["recovery"]) else "unknown"
     c.cause, c.mechanism, c.key = "loss_recovery", mech, ("loss", resend)
+    c.direction = _S2C if s2c[pick] else _C2S
     c.resend_frame, c.lost_frame = resend, lost
     ev: list[int] = []
     for _, x in rows.iterrows():
@@ -799,6 +816,7 @@ def _request_loss(ctx: _Context, req: _Req, a: int, b: int, c: _Candidate) -> bo
     lost = int(r["first_frame"]) if not _isna(r["first_frame"]) else resend
     mech = str(r["recovery"]) if not _isna(r["recovery"]) else "unknown"
     c.scope, c.cause, c.mechanism, c.key = "stream", "loss_recovery", mech, ("loss", resend)
+    c.direction = _C2S
     c.start = max(a, first) if first != _NA else a
     c.end = int(t[hit[-1]])
     c.start_frame = lost if first != _NA and first >= a else c.start_frame
@@ -838,6 +856,76 @@ def _rwnd(ctx: _Context, s: int, a: int, b: int, tol: int, c: _Candidate) -> boo
     return True
 
 
+def _loss_stalls(ctx: _Context, reqs: list[_Req]) -> list[_Candidate]:
+    """Every lost server segment (tcp_losses kind loss) while a response was in progress is a
+    stall, whatever its length: the receiver could read nothing behind it until the resend.
+    Seen at the sender (the first copy captured) it runs from the first copy to the resend;
+    seen at the receiver, from the connection's last delivery before the hole to the resend."""
+    lo = ctx.losses
+    out: list[_Candidate] = []
+    if len(lo) == 0:
+        return out
+    m = lo["kind"].astype("string").eq("loss").fillna(False).to_numpy(bool) \
+        & lo["frame"].notna().to_numpy(bool) \
+        & lo["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool)
+    by_conn: dict[tuple[int, int], list[_Req]] = {}
+    for r in reqs:
+        by_conn.setdefault(r.conn, []).append(r)
+    for r in lo[m].itertuples(index=False):
+        conn = (0, _na_int(r.tcp_stream))
+        mine = by_conn.get(conn)
+        if not mine:
+            continue
+        resend, end = _na_int(r.frame), _ns1(r.ts)
+        sender_side = not _isna(r.first_frame)
+        if sender_side:
+            start, start_frame = _ns1(r.first_ts), _na_int(r.first_frame)
+        elif not _isna(r.gap_ts):
+            gap = _ns1(r.gap_ts)
+            ts = ctx.conn_deliveries(conn, reqs)
+            before = ts[ts < gap]
+            start = int(before[-1]) if before.size else gap
+            start_frame = _frame_at(ctx, mine[0], start, np.zeros(0, np.int64),
+                                    np.zeros(0, np.int64)) or _na_int(r.gap_frame)
+        else:
+            continue  # a lost last segment seen at the receiver: its resend looks like new data
+        hit = [q for q in mine if q.sent <= end and (q.end == _NA or q.end >= start - 1_000_000)]
+        if not hit or end <= start:
+            continue
+        streams: set[int] = set()
+        hol: list[int] | None = None
+        proto = hit[0].protocol
+        if proto == "HTTP/2":
+            sids, frs, kinds = ctx.h2_response_frames(conn[1])
+            k = (frs >= start_frame) & (frs <= resend) if sender_side else frs == resend
+            hol = sorted({int(x) for x in sids[k] if x != 0})
+            streams = set(hol)
+        mech = "unknown" if _isna(r.recovery) else str(r.recovery)
+        lost = start_frame if sender_side else resend
+        ev = sorted({int(v) for v in (r.first_frame, r.gap_frame, r.frame) if not _isna(v)})
+        streaming = any(q.first != _NA and q.first <= start for q in hit)
+        where = (f"after the capture point (first copy: frame {lost})" if sender_side else
+                 f"before the capture point (the hole seen at frame {_txt(r.gap_frame)})")
+        detail = (f"a server segment was lost {where} and resent in frame {resend} "
+                  f"({mech.replace('_', ' ')})")
+        if mech == "unknown" and _isna(r.dup_acks) is False and int(r.dup_acks) == 0:
+            detail += (f": resent {_f(r.recovery_ms):.0f} ms later without duplicate ACKs, a "
+                       "tail-loss probe or a retransmission timeout (when both fire at about "
+                       "the same time the capture cannot tell them apart)")
+        if hol:
+            detail += (f"; {len(hol)} HTTP/2 stream{'s' if len(hol) != 1 else ''} had data "
+                       "behind it (head-of-line blocking)")
+        out.append(_Candidate(
+            conn=conn, protocol=proto, scope="connection",
+            phase="streaming" if streaming else "waiting", start=start, end=end,
+            start_frame=start_frame, end_frame=resend, streams=streams,
+            request_index=hit[0].request_index if proto != "HTTP/2" else None,
+            cadence=math.nan, threshold=math.nan, cause="loss_recovery", mechanism=mech,
+            key=("loss", resend), lost_frame=lost, resend_frame=resend, hol=hol, evidence=ev,
+            detail=detail, direction=_S2C))
+    return out
+
+
 def _merge(cands: list[_Candidate]) -> list[_Candidate]:
     """one candidate per (connection, cause, evidence): the streams of a shared stall"""
     out: dict[Any, _Candidate] = {}
@@ -861,7 +949,36 @@ def _merge(cands: list[_Candidate]) -> list[_Candidate]:
     for c in out.values():
         if c.hol:
             c.streams |= set(c.hol)
-    return list(out.values())
+    return _merge_loss_episodes(list(out.values()))
+
+
+def _merge_loss_episodes(cands: list[_Candidate]) -> list[_Candidate]:
+    """Losses of one recovery episode (windows that overlap on one connection) are one
+    stall: the receiver waited from the first stop to the last resend."""
+    rest = [c for c in cands if c.cause != "loss_recovery"]
+    loss = sorted((c for c in cands if c.cause == "loss_recovery"),
+                  key=lambda c: (c.conn, c.direction or "", c.start, c.end))
+    out: list[_Candidate] = []
+    for c in loss:
+        last = out[-1] if out else None
+        if last is not None and last.conn == c.conn and c.direction == last.direction \
+                and c.start < last.end:
+            last.losses += c.losses
+            n = last.losses
+            if c.end > last.end:
+                last.end, last.end_frame = c.end, c.end_frame
+            last.streams |= c.streams
+            if c.hol is not None:
+                last.hol = sorted(set(last.hol or []) | set(c.hol))
+            last.evidence = sorted(set(last.evidence) | set(c.evidence))
+            if c.phase == "streaming":
+                last.phase = "streaming"
+            last.detail = (last.detail.split("; and ")[0]
+                           + f"; and {n - 1} more lost segment{'s' if n > 2 else ''} of the "
+                           f"same episode, the last resent in frame {c.resend_frame}")
+            continue
+        out.append(c)
+    return rest + out
 
 
 def _client_pauses(ctx: _Context, lat: pd.DataFrame, min_ns: float) -> list[_Candidate]:
@@ -1006,12 +1123,12 @@ def _timing_row(r: pd.Series, rtt: tuple[float, str | None, int | None],
     mine = [x for x in by_conn.get(conn, ()) if (sid is not None and sid in x[3])
             or (sid is None and (x[4] == idx or (x[4] is None and not x[3])))]
     body_from = tok if tok != _NA else resp
-    stall_total = sum(_overlap(a, b, sent, end) for a, b, *_ in mine) if end != _NA else \
-        math.nan
-    wait_stall = sum(_overlap(a, b, sent, resp) for a, b, *_ in mine) if resp != _NA else 0.0
-    model_stall = sum(_overlap(a, b, resp, tok) for a, b, *_ in mine) \
+    spans = _union([(a, b) for a, b, *_ in mine])
+    stall_total = sum(_overlap(a, b, sent, end) for a, b in spans) if end != _NA else math.nan
+    wait_stall = sum(_overlap(a, b, sent, resp) for a, b in spans) if resp != _NA else 0.0
+    model_stall = sum(_overlap(a, b, resp, tok) for a, b in spans) \
         if resp != _NA and tok != _NA else 0.0
-    stream_stall = sum(_overlap(a, b, body_from, end) for a, b, *_ in mine) \
+    stream_stall = sum(_overlap(a, b, body_from, end) for a, b in spans) \
         if body_from != _NA and end != _NA else 0.0
     if math.isnan(ttfb):
         server = math.nan
@@ -1249,6 +1366,17 @@ def _overlap(a: int, b: int, lo: int, hi: int) -> float:
     if lo == _NA or hi == _NA:
         return 0.0
     return max(0, min(b, hi) - max(a, lo)) / 1e6
+
+
+def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """overlapping (start, end) spans joined (a stream in two stalls at once waits once)"""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def _txt(v: Any) -> str:

@@ -169,9 +169,20 @@ def test_h1_time_split() -> None:
     assert rt["setup"].tolist() == ["new_connection", "reused", "new_connection"]
     assert rt["rtt_ms"].between(60.0, 75.0).all()  # 30 ms each way
     assert rt["model_wait_ms"].isna().all()  # plain downloads: no token
-    # its losses were fast retransmits of about one RTT: under the 100 ms threshold
-    assert len(stalls(cap)) == 0
-    assert len(stalls(cap, min_stall_ms=50.0, cadence_factor=1.0)) > 0
+    # every lost server segment is a stall, whatever its length: the forwarder dropped 10 of
+    # the download's segments in two bursts, each burst one recovery episode
+    st = stalls(cap)
+    assert st["cause"].tolist() == ["loss_recovery"] * 2
+    assert st["request_index"].tolist() == [1, 1]
+    losses = cap.tcp_losses
+    lost = losses[(losses["direction"] == "server_to_client") & (losses["kind"] == "loss")]
+    resends = {int(f) for f in lost["frame"]}
+    assert len(resends) == 9  # (and one spurious resend: not a stall)
+    shown = {int(x) for e in st["evidence_frames"] for x in e.split(",")}
+    assert resends <= shown
+    assert st["duration_ms"].round(3).tolist() == [114.623, 146.090]
+    # (the last resend came 10 µs after the response end the capture saw: clipped there)
+    assert rt["stall_ms"].iloc[0] == pytest.approx(st["duration_ms"].sum(), abs=0.02)
 
 
 def test_without_packets(h2_stalls: pd.DataFrame) -> None:
