@@ -869,8 +869,8 @@ def _loss_stalls(ctx: _Context, reqs: list[_Req]) -> list[_Candidate]:
         & lo["frame"].notna().to_numpy(bool) \
         & lo["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool)
     by_conn: dict[tuple[int, int], list[_Req]] = {}
-    for r in reqs:
-        by_conn.setdefault(r.conn, []).append(r)
+    for q in reqs:
+        by_conn.setdefault(q.conn, []).append(q)
     for r in lo[m].itertuples(index=False):
         conn = (0, _na_int(r.tcp_stream))
         mine = by_conn.get(conn)
@@ -896,19 +896,19 @@ def _loss_stalls(ctx: _Context, reqs: list[_Req]) -> list[_Candidate]:
         hol: list[int] | None = None
         proto = hit[0].protocol
         if proto == "HTTP/2":
-            sids, frs, kinds = ctx.h2_response_frames(conn[1])
+            sids, frs, _kinds = ctx.h2_response_frames(conn[1])
             k = (frs >= start_frame) & (frs <= resend) if sender_side else frs == resend
             hol = sorted({int(x) for x in sids[k] if x != 0})
             streams = set(hol)
         mech = "unknown" if _isna(r.recovery) else str(r.recovery)
         lost = start_frame if sender_side else resend
-        ev = sorted({int(v) for v in (r.first_frame, r.gap_frame, r.frame) if not _isna(v)})
+        ev = sorted({_na_int(v) for v in (r.first_frame, r.gap_frame, r.frame) if not _isna(v)})
         streaming = any(q.first != _NA and q.first <= start for q in hit)
         where = (f"after the capture point (first copy: frame {lost})" if sender_side else
                  f"before the capture point (the hole seen at frame {_txt(r.gap_frame)})")
         detail = (f"a server segment was lost {where} and resent in frame {resend} "
                   f"({mech.replace('_', ' ')})")
-        if mech == "unknown" and _isna(r.dup_acks) is False and int(r.dup_acks) == 0:
+        if mech == "unknown" and _na_int(r.dup_acks) == 0:
             detail += (f": resent {_f(r.recovery_ms):.0f} ms later without duplicate ACKs, a "
                        "tail-loss probe or a retransmission timeout (when both fire at about "
                        "the same time the capture cannot tell them apart)")
