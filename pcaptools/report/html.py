@@ -56,8 +56,8 @@ from ..diagnostics import CATALOGUE
 from ..io.linktypes import LINKTYPE_LABELS
 from ..tcp.analysis import KIND_NAMES
 from . import charts
+from . import slow_section as _slow
 from .checklist import STATUSES, checklist
-from .slow_section import slow_section
 
 if TYPE_CHECKING:
     from ..capture import Capture
@@ -1182,6 +1182,11 @@ def _counts_text(col: pd.Series, top: int | None = None) -> str:
     if top is not None and len(items) > top:
         items = [*items[:top], f"{len(items) - top:,} more"]
     return ", ".join(items)
+
+
+def slow_section(ctx: ReportContext) -> Section:
+    """Why was it slow: :mod:`.slow_section` (the time split, the stalls, time-sequence)."""
+    return Section("slow", _slow.TITLE, *_slow.slow_parts(ctx))
 
 
 #: the report's sections, in page order. Append a builder to add a section.
