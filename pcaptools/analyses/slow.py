@@ -212,7 +212,8 @@ STALLS = TableSchema(
                "loss_recovery: tcp_losses.recovery of the resend that ended it "
                "(fast_retransmit, rto, tail_loss_probe, unknown); receive_window: zero_window "
                "or window_full; h2_flow_control: stream_window or connection_window; "
-               "pmtu_blackhole: path_mtu.outcome; NA otherwise"),
+               "pmtu_blackhole: path_mtu.outcome (no_icmp / icmp_ignored: a black hole; "
+               "discovered: an ICMP too-big error came back, path-MTU discovery); NA otherwise"),
         Column("lost_frame", "Int64", None,
                "loss_recovery: the lost segment's first copy (tcp_losses.first_frame) when "
                "the capture saw it, else its resend"),
@@ -396,6 +397,9 @@ class _Context:
             hi = end if end != _NA else self.end_of_capture
             keep = (ts >= sent) & (ts <= hi) if hi != _NA else ts >= sent
             ts, fr = ts[keep], fr[keep]
+            if ts.size > 1:  # one delivery per packet time (an event and its packet are one)
+                ts, first_i = np.unique(ts, return_index=True)
+                fr = fr[first_i]
             if end == _NA and hi != _NA:  # open at the end: the silence up to the capture's end
                 pass
             first = tok if tok != _NA else (int(ts[1]) if len(ts) > 1 and resp != _NA else resp)
@@ -742,11 +746,14 @@ def _pmtu(ctx: _Context, s: int, a: int, b: int, c: _Candidate) -> bool:
         if lo == _NA or lo > b or (hi != _NA and hi < a):
             continue
         c.cause, c.mechanism, c.key = "pmtu_blackhole", str(r.outcome), ("pmtu", lo)
-        c.evidence = [int(x) for x in (r.big_frame, r.icmp_frame, r.resend_frame,
-                                       r.delivered_frame) if not _isna(x)]
-        c.detail = (f"a segment too big for the path (frame {_txt(r.big_frame)}) waited until "
-                    f"it was sent in smaller pieces (frame {_txt(r.resend_frame)}): path MTU "
-                    f"{_txt(r.mtu)} bytes, {r.outcome}")
+        c.evidence = [_na_int(x) for x in (r.big_frame, r.icmp_frame, r.resend_frame,
+                                           r.delivered_frame) if not _isna(x)]
+        how = ("an ICMP too-big error came back and the sender re-sent smaller: path-MTU "
+               "discovery" if str(r.outcome) == "discovered" else
+               "no ICMP too-big error reached the sender: a path-MTU black hole")
+        c.detail = (f"a segment too big for the path (frame {_txt(r.big_frame)}) did not get "
+                    f"through; {how} (path MTU {_txt(r.mtu)} bytes, smaller resend in frame "
+                    f"{_txt(r.resend_frame)})")
         return True
     return False
 
@@ -902,6 +909,16 @@ def _loss_stalls(ctx: _Context, reqs: list[_Req]) -> list[_Candidate]:
             streams = set(hol)
         mech = "unknown" if _isna(r.recovery) else str(r.recovery)
         lost = start_frame if sender_side else resend
+        pm = _Candidate(conn=conn, protocol=proto, scope="connection", phase="waiting",
+                        start=start, end=end, start_frame=start_frame, end_frame=resend,
+                        streams=streams, request_index=None, cadence=math.nan,
+                        threshold=math.nan, cause="unknown")
+        if _pmtu(ctx, conn[1], start, end, pm):  # a segment too big for the path, not a loss
+            pm.phase = "streaming" if any(q.first != _NA and q.first <= start for q in hit) \
+                else "waiting"
+            pm.request_index = hit[0].request_index if proto != "HTTP/2" else None
+            out.append(pm)
+            continue
         ev = sorted({_na_int(v) for v in (r.first_frame, r.gap_frame, r.frame) if not _isna(v)})
         streaming = any(q.first != _NA and q.first <= start for q in hit)
         where = (f"after the capture point (first copy: frame {lost})" if sender_side else
@@ -974,7 +991,7 @@ def _merge_loss_episodes(cands: list[_Candidate]) -> list[_Candidate]:
             if c.phase == "streaming":
                 last.phase = "streaming"
             last.detail = (last.detail.split("; and ")[0]
-                           + f"; and {n - 1} more lost segment{'s' if n > 2 else ''} of the "
+                           + f"; and {n - 1} more resend{'s' if n > 2 else ''} of the "
                            f"same episode, the last resent in frame {c.resend_frame}")
             continue
         out.append(c)
