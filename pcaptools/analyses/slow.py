@@ -1019,7 +1019,8 @@ def _client_pauses(ctx: _Context, lat: pd.DataFrame, min_ns: float) -> list[_Can
                 idx = None if _isna(r["request_index"]) else int(r["request_index"])
                 out.append(_Candidate(
                     conn=conn, protocol=str(r["protocol"]), scope="connection", phase="waiting",
-                    start=int(latest), end=int(req[i]), start_frame=None,
+                    start=int(latest), end=int(req[i]),
+                    start_frame=_conn_frame_at(ctx, conn, int(latest)),
                     end_frame=None if _isna(r["request_frame"]) else int(r["request_frame"]),
                     streams={sid} if sid is not None else set(), request_index=idx,
                     cadence=math.nan, threshold=min_ns / 1e6, cause="client_pause",
@@ -1029,6 +1030,21 @@ def _client_pauses(ctx: _Context, lat: pd.DataFrame, min_ns: float) -> list[_Can
                 break  # a response that did not end: later requests overlap it
             latest = int(end[i]) if latest == _NA else max(latest, int(end[i]))
     return out
+
+
+def _conn_frame_at(ctx: _Context, conn: tuple[int, int], t: int) -> int | None:
+    """the frame of a delivery at time t on a connection (HTTP/2, HTTP/3 or, with the
+    packets table, an HTTP/1.x data packet)"""
+    if conn[0] == 1:
+        ts, fr = ctx.h3_conn.get((conn[1],), _EMPTY)
+    elif (conn[1],) in ctx.h2_conn:
+        ts, fr = ctx.h2_conn[(conn[1],)]
+    elif ctx.pk is not None and conn[1] in ctx.pk.by:
+        ts, fr = ctx.pk.by[conn[1]]["dts"], ctx.pk.by[conn[1]]["dfr"]
+    else:
+        return None
+    hit = np.flatnonzero(ts == t)
+    return int(fr[hit[-1]]) if hit.size else None
 
 
 def _stall_row(ctx: _Context, c: _Candidate) -> tuple[Any, ...]:

@@ -260,3 +260,21 @@ def test_report_section(h2: Capture) -> None:
     assert "fig-slow-split" in body
     assert 1 <= body.count("fig-slow-seq-") // 2 <= 2 * MAX_SEQUENCE_CONNECTIONS
     assert "SACK blocks are not drawn" in body
+
+
+def test_client_pause_between_requests() -> None:
+    """h2-ping.pcap: the client sent its second GET 3.5 s after the first answer ended (its
+    own log in the facts): a client_pause stall; with client_pause_ms=None, none."""
+    cap = _load("h2-ping.pcap")
+    facts = json.loads((CAPTURES / "h2-ping.pcap.facts.json").read_text())
+    first, second = facts["connections"][0]["requests"]
+    st = stalls(cap)
+    assert st["cause"].tolist() == ["client_pause"]
+    r = st.iloc[0]
+    assert (r["streams"], r["phase"], r["end_frame"]) == ("3", "waiting", 28)
+    assert r["duration_ms"] == pytest.approx((second["t_sent_ns"] - first["t_end_ns"]) / 1e6,
+                                             abs=2.0)
+    assert len(stalls(cap, client_pause_ms=None)) == 0
+    rt = request_timing(cap, stall_table=st)
+    assert (rt["stall_ms"] == 0).all()  # before the request: not in its time
+    _check_adds_up(rt)
