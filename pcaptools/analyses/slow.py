@@ -246,7 +246,9 @@ CONNECTION_SERIES = TableSchema(
         Column("series", "category", None,
                "rtt_ms (an ACK of that data: packets.ack_rtt_ms, tshark tcp.analysis.ack_rtt), "
                "bytes_in_flight (after each data segment: highest byte sent minus the peer's "
-               "highest ACK, tshark tcp.analysis.bytes_in_flight), receive_window (the window "
+               "highest ACK: tshark's tcp.analysis.bytes_in_flight, except during a loss "
+               "recovery, where tshark also subtracts the bytes the receiver SACKed: the "
+               "packets table has no SACK blocks), receive_window (the window "
                "the receiver advertised, packets.window of its packets), throughput_bps "
                "(payload bits the sender sent per second, per bin of bin_ms, resends included)"),
         Column("ts", TS_DTYPE, None, "time of the packet (throughput: start of the bin)"),

@@ -278,3 +278,39 @@ def test_client_pause_between_requests() -> None:
     rt = request_timing(cap, stall_table=st)
     assert (rt["stall_ms"] == 0).all()  # before the request: not in its time
     _check_adds_up(rt)
+
+
+@pytest.mark.parametrize("name", ["h2-sse-chat.pcapng", "compare-h1.pcapng", "h2-sse-lossy.pcapng",
+                                  "http1-lossy.pcap"])
+def test_bytes_in_flight_is_tsharks(name: str, tshark: str) -> None:
+    """connection_series' bytes_in_flight is tshark's tcp.analysis.bytes_in_flight on every
+    data segment, except while a loss is being recovered: tshark subtracts the bytes the
+    receiver SACKed beyond the hole, and the packets table holds no SACK blocks. (Those
+    windows: from the lost segment, or the segment that revealed the hole, to the first ACK
+    past the resend.)"""
+    import subprocess
+
+    cap = _load(name)
+    out = subprocess.run(
+        [tshark, "-n", "-r", str(CAPTURES / name), "-T", "fields", "-e", "frame.number",
+         "-e", "tcp.analysis.bytes_in_flight", "-Y", "tcp.analysis.bytes_in_flight"],
+        capture_output=True, text=True, check=True, timeout=60).stdout
+    want = {int(f): float(v) for f, v in (line.split("\t") for line in out.splitlines())}
+    cs = connection_series(cap)
+    got = cs[cs["series"] == "bytes_in_flight"]
+    got = dict(zip(got["frame"].astype(int), got["value"], strict=True))
+    p = cap.packets
+    windows = []
+    for r in cap.tcp_losses.itertuples():
+        start = r.first_frame if not pd.isna(r.first_frame) else r.gap_frame
+        if pd.isna(start) or pd.isna(r.frame):
+            continue
+        peer = p[(p["tcp_stream"] == r.tcp_stream) & (p["direction"] != r.direction)
+                 & (p["frame"] > r.frame) & (p["ack"] >= r.seq + r.len)]
+        end = int(peer["frame"].iloc[0]) if len(peer) else int(p["frame"].max())
+        windows.append((int(start), end))
+    same = [f for f in want if f in got and not any(a <= f <= b for a, b in windows)]
+    assert len(same) > 0.4 * len(want)
+    assert [got[f] for f in same] == [want[f] for f in same]
+    if not windows:
+        assert got == want
