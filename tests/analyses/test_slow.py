@@ -30,7 +30,7 @@ from pcaptools.analyses.slow import (
     request_timing,
     stalls,
 )
-from pcaptools.report.html import render_report
+from pcaptools.report.html import render_report, slow_section
 from pcaptools.report.slow_section import MAX_SEQUENCE_CONNECTIONS
 from pcaptools.result import Capture
 from pcaptools.tables.registry import TABLES
@@ -53,6 +53,11 @@ def _load(path: object, **kw: object) -> Capture:
 @pytest.fixture(scope="module")
 def h2() -> Capture:
     return _load(H2.name)
+
+
+@pytest.fixture(scope="module")
+def h1() -> Capture:
+    return _load(H1.name)
 
 
 @pytest.fixture(scope="module")
@@ -161,8 +166,8 @@ def test_h2_stalls_match_the_clients_own_log(h2_stalls: pd.DataFrame,
             assert gaps[k] / 1e6 == pytest.approx(r.duration_ms, rel=0.2), (sid, r.resend_frame)
 
 
-def test_h1_time_split() -> None:
-    cap = _load(H1.name)
+def test_h1_time_split(h1: Capture) -> None:
+    cap = h1
     rt = request_timing(cap)
     _check_adds_up(rt)
     assert rt["protocol"].tolist() == ["HTTP/1.1"] * 3
@@ -251,7 +256,7 @@ def test_capture_methods_have_the_functions_options() -> None:
 
 
 def test_report_section(h2: Capture) -> None:
-    page = render_report(h2)
+    page = render_report(h2, sections=[slow_section])
     start = page.index('id="slow"')
     body = page[start: page.index("</section>", start)]
     assert "Why was it slow" in body
@@ -280,9 +285,8 @@ def test_client_pause_between_requests() -> None:
     _check_adds_up(rt)
 
 
-@pytest.mark.parametrize("name", ["h2-sse-chat.pcapng", "compare-h1.pcapng", "h2-sse-lossy.pcapng",
-                                  "http1-lossy.pcap"])
-def test_bytes_in_flight_is_tsharks(name: str, tshark: str) -> None:
+@pytest.mark.parametrize("name", ["h2-sse-chat.pcapng", H2.name, H1.name])
+def test_bytes_in_flight_is_tsharks(name: str, tshark: str, request: pytest.FixtureRequest) -> None:
     """connection_series' bytes_in_flight is tshark's tcp.analysis.bytes_in_flight on every
     data segment, except while a loss is being recovered: tshark subtracts the bytes the
     receiver SACKed beyond the hole, and the packets table holds no SACK blocks. (Those
@@ -290,7 +294,8 @@ def test_bytes_in_flight_is_tsharks(name: str, tshark: str) -> None:
     past the resend.)"""
     import subprocess
 
-    cap = _load(name)
+    cap = {H2.name: "h2", H1.name: "h1"}.get(name)
+    cap = request.getfixturevalue(cap) if cap else _load(name)
     out = subprocess.run(
         [tshark, "-n", "-r", str(CAPTURES / name), "-T", "fields", "-e", "frame.number",
          "-e", "tcp.analysis.bytes_in_flight", "-Y", "tcp.analysis.bytes_in_flight"],
