@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -34,6 +35,7 @@ from pcaptools.report.html import render_report, slow_section
 from pcaptools.report.slow_section import MAX_SEQUENCE_CONNECTIONS
 from pcaptools.result import Capture
 from pcaptools.tables.registry import TABLES
+from tests.analyses import llmcap
 from tests.conftest import CAPTURES
 
 H2 = CAPTURES / "h2-sse-lossy.pcapng"
@@ -319,3 +321,49 @@ def test_bytes_in_flight_is_tsharks(name: str, tshark: str, request: pytest.Fixt
     assert [got[f] for f in same] == [want[f] for f in same]
     if not windows:
         assert got == want
+
+
+def _paused_h1(path: Path) -> Path:
+    """Hand-built: DNS 0-20 ms, SYN 21 / SYN-ACK 31 / ACK 31.5, a POST to a hostile path at
+    32 (the server ACKs it at 42: RTT 10 ms at the capture point), response head at 232,
+    tokens at 250, 290, 330 (each ACKed 1 ms later), then nothing until 900 (a 570 ms server
+    pause with nothing in flight), tokens at 940 and 980, end at 981, FIN at 1000."""
+    w = llmcap.Wire()
+    w.dns(0, 20, "llm.test", 0x0101)
+    c = llmcap.Conn(w, 50000)
+    c.handshake(21, 31, 31.5)
+    body = b'{"stream":true}'
+    c.send(32, True, b"POST /<script>alert(1)</script> HTTP/1.1\r\nHost: llm.test\r\n"
+           b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    c.ack(42, False)
+    c.send(232, False, llmcap.SSE_HEAD)
+    for t in (250, 290, 330, 900, 940):
+        c.send(t, False, llmcap.chunked(llmcap.sse_chunk("tok")))
+        c.ack(t + 1, True)
+    c.send(980, False, llmcap.chunked(llmcap.sse_chunk("end")))
+    c.send(981, False, llmcap.chunked(llmcap.sse_chunk()) + b"0\r\n\r\n")
+    c.ack(982, True)
+    c.close(1000)
+    return w.write(path)
+
+
+def test_hand_built_server_pause_and_escaping(tmp_path: Path) -> None:
+    cap = pcaptools.load(_paused_h1(tmp_path / "paused.pcap"))
+    st = stalls(cap)
+    assert st["cause"].tolist() == ["server_pause"]
+    r = st.iloc[0]
+    assert (r["scope"], r["phase"], r["request_index"]) == ("connection", "streaming", 1)
+    assert r["duration_ms"] == pytest.approx(570.0, abs=1e-6)
+    assert r["cadence_ms"] == pytest.approx(40.0, abs=1e-6)
+    rt = request_timing(cap, stall_table=st)
+    _check_adds_up(rt)
+    t = rt.iloc[0]
+    assert (t["dns_ms"], t["connect_ms"], t["client_ms"]) == pytest.approx((20.0, 10.5, 1.5))
+    assert t["rtt_source"] == "ack_rtt" and t["rtt_ms"] == pytest.approx(10.0)
+    assert (t["network_rtt_ms"], t["server_wait_ms"]) == pytest.approx((10.0, 190.0))
+    assert t["model_wait_ms"] == pytest.approx(18.0)
+    assert (t["stall_ms"], t["streaming_ms"]) == pytest.approx((570.0, 161.0))
+    assert t["total_ms"] == pytest.approx(981.0)
+    page = render_report(cap, sections=[slow_section])
+    assert "<script>alert(1)</script>" not in page
+    assert "/&lt;script&gt;alert(1)&lt;/script&gt;" in page
