@@ -132,7 +132,9 @@ REQUEST_TIMING = TableSchema(
                "handshake, up to the request); 0.0 when reused or cleartext"),
         Column("client_ms", "float64", "ms",
                "first requests: the rest of start_ts..request_ts: the client's time between "
-               "the lookup, the handshakes and the request; 0.0 when reused"),
+               "the lookup, the handshakes and the request; 0.0 when reused; negative when "
+               "a phase overlaps the request (TCP Fast Open, TLS early data: the request left "
+               "before the handshake ended)"),
         Column("upload_ms", "float64", "ms",
                "request_ts to request_sent_ts: sending the request (body included)"),
         Column("network_rtt_ms", "float64", "ms",
@@ -363,6 +365,7 @@ class _Context:
         self.events = ev2
         self.path_mtu = cap.path_mtu
         self._windows: dict[int, _H2Windows] = {}
+        self._split: dict[str, dict[int, pd.DataFrame]] = {}
         self._h1_conn: dict[int, np.ndarray] = {}
 
     def requests(self) -> Iterable[_Req]:
@@ -438,27 +441,38 @@ class _Context:
                                       else np.zeros(0, np.int64))
         return self._h1_conn[conn[1]]
 
+    def of(self, name: str, s: int) -> pd.DataFrame:
+        """the rows of table ``name`` (tcp_losses, tcp_events, path_mtu, http2_frames) of
+        connection s, split once per table"""
+        if name not in self._split:
+            df = {"tcp_losses": self.losses, "tcp_events": self.events,
+                  "path_mtu": self.path_mtu, "http2_frames": self.h2}[name]
+            self._split[name] = {_na_int(k): g for k, g in df.groupby(
+                df["tcp_stream"].to_numpy(np.int64), sort=False)} if len(df) else {}
+        got = self._split[name].get(s)
+        if got is None:
+            return {"tcp_losses": self.losses, "tcp_events": self.events,
+                    "path_mtu": self.path_mtu, "http2_frames": self.h2}[name].iloc[0:0]
+        return got
+
     def h2_stream_frames(self, s: int) -> tuple[np.ndarray, np.ndarray]:
         """(stream ids, frames) of the server's HTTP/2 frames on connection s"""
-        f = self.h2
-        m = (f["tcp_stream"].to_numpy(np.int64) == s) \
-            & f["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool)
+        f = self.of("http2_frames", s)
+        m = f["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool)
         return f["stream_id"].to_numpy(np.int64)[m], f["frame"].to_numpy(np.int64)[m]
 
     def h2_response_frames(self, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(stream ids, frames, types) of the server's HTTP/2 response frames on connection s"""
-        f = self.h2
+        f = self.of("http2_frames", s)
         kind = f["type"].astype("string")
-        m = (f["tcp_stream"].to_numpy(np.int64) == s) \
-            & f["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool) \
+        m = f["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool) \
             & kind.isin(_RESPONSE_FRAMES).fillna(False).to_numpy(bool)
         return (f["stream_id"].to_numpy(np.int64)[m], f["frame"].to_numpy(np.int64)[m],
                 kind.to_numpy(dtype=object)[m])
 
     def windows(self, tcp_stream: int) -> _H2Windows:
         if tcp_stream not in self._windows:
-            f = self.h2[self.h2["tcp_stream"].to_numpy(np.int64) == tcp_stream]
-            self._windows[tcp_stream] = _H2Windows(f)
+            self._windows[tcp_stream] = _H2Windows(self.of("http2_frames", tcp_stream))
         return self._windows[tcp_stream]
 
 
@@ -737,10 +751,8 @@ def _find_cause(ctx: _Context, req: _Req, c: _Candidate) -> None:
 
 
 def _pmtu(ctx: _Context, s: int, a: int, b: int, c: _Candidate) -> bool:
-    pm = ctx.path_mtu
-    if len(pm) == 0:
-        return False
-    for r in pm[pm["tcp_stream"].to_numpy(np.int64) == s].itertuples(index=False):
+    pm = ctx.of("path_mtu", s)
+    for r in pm.itertuples(index=False):
         lo = _ns1(r.big_ts)
         hi = _ns1(r.delivered_ts)
         if hi == _NA:
@@ -761,10 +773,10 @@ def _pmtu(ctx: _Context, s: int, a: int, b: int, c: _Candidate) -> bool:
 
 
 def _loss(ctx: _Context, s: int, a: int, b: int, c: _Candidate) -> bool:
-    lo = ctx.losses
+    lo = ctx.of("tcp_losses", s)
     if len(lo) == 0:
         return False
-    m = (lo["tcp_stream"].to_numpy(np.int64) == s) & lo["frame"].notna().to_numpy(bool) \
+    m = lo["frame"].notna().to_numpy(bool) \
         & lo["kind"].astype("string").isin(("loss", "spurious")).fillna(False).to_numpy(bool)
     sub = lo[m]
     if len(sub) == 0:
@@ -807,9 +819,9 @@ def _request_loss(ctx: _Context, req: _Req, a: int, b: int, c: _Candidate) -> bo
     start of the wait) to the resend."""
     if req.conn[0] == 1:
         return False
-    lo = ctx.losses
     s = req.conn[1]
-    m = (lo["tcp_stream"].to_numpy(np.int64) == s) & lo["frame"].notna().to_numpy(bool) \
+    lo = ctx.of("tcp_losses", s)
+    m = lo["frame"].notna().to_numpy(bool) \
         & lo["direction"].astype("string").eq(_C2S).fillna(False).to_numpy(bool) \
         & lo["kind"].astype("string").eq("loss").fillna(False).to_numpy(bool)
     sub = lo[m]
@@ -839,11 +851,9 @@ def _request_loss(ctx: _Context, req: _Req, a: int, b: int, c: _Candidate) -> bo
 
 
 def _rwnd(ctx: _Context, s: int, a: int, b: int, tol: int, c: _Candidate) -> bool:
-    ev = ctx.events
-    if len(ev) == 0:
+    sub = ctx.of("tcp_events", s)
+    if len(sub) == 0:
         return False
-    m = ev["tcp_stream"].to_numpy(np.int64) == s
-    sub = ev[m]
     t = _ns(sub["ts"])
     kind = sub["kind"].astype("string").to_numpy(dtype=object)
     win = (t >= a - tol) & (t <= b)
