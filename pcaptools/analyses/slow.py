@@ -370,16 +370,16 @@ class _Context:
 
     def requests(self) -> Iterable[_Req]:
         lat = self.lat
-        for i in range(len(lat)):
-            r = lat.iloc[i]
-            sent = _ns1(r["request_sent_ts"])
-            if sent == _NA:
-                sent = _ns1(r["request_ts"])
+        t_sent, t_req = _ns(lat["request_sent_ts"]), _ns(lat["request_ts"])
+        t_end, t_resp = _ns(lat["end_ts"]), _ns(lat["response_start_ts"])
+        t_tok = _ns(lat["first_token_ts"])
+        recs = lat[["protocol", "tcp_stream", "quic_connection", "stream_id", "request_index",
+                    "response_frame"]].astype(object).to_dict("records")
+        for i, r in enumerate(recs):
+            sent = int(t_sent[i]) if t_sent[i] != _NA else int(t_req[i])
             if sent == _NA:
                 continue
-            end = _ns1(r["end_ts"])
-            resp = _ns1(r["response_start_ts"])
-            tok = _ns1(r["first_token_ts"])
+            end, resp, tok = int(t_end[i]), int(t_resp[i]), int(t_tok[i])
             proto = str(r["protocol"])
             if proto == "HTTP/3":
                 q = int(r["quic_connection"])
@@ -405,8 +405,6 @@ class _Context:
             if ts.size > 1:  # one delivery per packet time (an event and its packet are one)
                 ts, first_i = np.unique(ts, return_index=True)
                 fr = fr[first_i]
-            if end == _NA and hi != _NA:  # open at the end: the silence up to the capture's end
-                pass
             first = tok if tok != _NA else (int(ts[1]) if len(ts) > 1 and resp != _NA else resp)
             yield _Req(i, conn, proto, sid, idx, sent, first, end if end != _NA else hi, ts, fr)
 
@@ -1012,35 +1010,41 @@ def _merge_loss_episodes(cands: list[_Candidate]) -> list[_Candidate]:
 
 def _client_pauses(ctx: _Context, lat: pd.DataFrame, min_ns: float) -> list[_Candidate]:
     out: list[_Candidate] = []
-    if len(lat) == 0:
+    if len(lat) < 2:
         return out
-    for _conn, g in lat.groupby([lat["tcp_stream"].fillna(-1), lat["quic_connection"]
-                                      .fillna(-1)], sort=False):
-        if len(g) < 2:
+    tcp = lat["tcp_stream"].fillna(-1).to_numpy(np.int64)
+    quic = lat["quic_connection"].fillna(-1).to_numpy(np.int64)
+    req, end = _ns(lat["request_ts"]), _ns(lat["end_ts"])
+    order = np.lexsort((req, quic, tcp))
+    recs = lat[["protocol", "stream_id", "request_index", "request_frame"]].astype(
+        object).to_dict("records")
+    prev: tuple[int, int] | None = None
+    latest = _NA
+    dead: set[tuple[int, int]] = set()  # a response did not end: later requests overlap it
+    for i in order:
+        key = (int(tcp[i]), int(quic[i]))
+        if key in dead:
             continue
-        g = g.sort_values("request_ts")
-        req = _ns(g["request_ts"])
-        end = _ns(g["end_ts"])
-        latest = _NA
-        for i in range(len(g)):
-            if i and latest != _NA and req[i] != _NA and req[i] - latest >= min_ns:
-                r = g.iloc[i]
-                h3 = not _isna(r["quic_connection"])
-                conn = (1, int(r["quic_connection"])) if h3 else (0, int(r["tcp_stream"]))
-                sid = None if _isna(r["stream_id"]) else int(r["stream_id"])
-                idx = None if _isna(r["request_index"]) else int(r["request_index"])
-                out.append(_Candidate(
-                    conn=conn, protocol=str(r["protocol"]), scope="connection", phase="waiting",
-                    start=int(latest), end=int(req[i]),
-                    start_frame=_conn_frame_at(ctx, conn, int(latest)),
-                    end_frame=None if _isna(r["request_frame"]) else int(r["request_frame"]),
-                    streams={sid} if sid is not None else set(), request_index=idx,
-                    cadence=math.nan, threshold=min_ns / 1e6, cause="client_pause",
-                    detail=("every earlier response on the connection had ended; the client "
-                            f"sent its next request {(req[i] - latest) / 1e6:.0f} ms later")))
-            if end[i] == _NA:
-                break  # a response that did not end: later requests overlap it
-            latest = int(end[i]) if latest == _NA else max(latest, int(end[i]))
+        if key != prev:
+            prev, latest = key, _NA
+        elif latest != _NA and req[i] != _NA and req[i] - latest >= min_ns:
+            r = recs[i]
+            conn = (1, int(quic[i])) if quic[i] >= 0 else (0, int(tcp[i]))
+            sid = None if _isna(r["stream_id"]) else int(r["stream_id"])
+            idx = None if _isna(r["request_index"]) else int(r["request_index"])
+            out.append(_Candidate(
+                conn=conn, protocol=str(r["protocol"]), scope="connection", phase="waiting",
+                start=int(latest), end=int(req[i]),
+                start_frame=_conn_frame_at(ctx, conn, int(latest)),
+                end_frame=None if _isna(r["request_frame"]) else int(r["request_frame"]),
+                streams={sid} if sid is not None else set(), request_index=idx,
+                cadence=math.nan, threshold=min_ns / 1e6, cause="client_pause",
+                detail=("every earlier response on the connection had ended; the client "
+                        f"sent its next request {(req[i] - latest) / 1e6:.0f} ms later")))
+        if end[i] == _NA:
+            dead.add(key)
+            continue
+        latest = int(end[i]) if latest == _NA else max(latest, int(end[i]))
     return out
 
 
@@ -1122,13 +1126,12 @@ def request_timing(
         by_conn.setdefault(conn, []).append((_ns1(r.start_ts), _ns1(r.end_ts), str(r.cause),
                                              ids, None if _isna(r.request_index)
                                              else _na_int(r.request_index)))
-    rows = []
-    for i in range(len(lat)):
-        rows.append(_timing_row(lat.iloc[i], rtt[i], by_conn))
+    recs = lat.astype(object).to_dict("records")
+    rows = [_timing_row(r, rtt[i], by_conn) for i, r in enumerate(recs)]
     return REQUEST_TIMING.frame(rows)
 
 
-def _timing_row(r: pd.Series, rtt: tuple[float, str | None, int | None],
+def _timing_row(r: dict[Any, Any], rtt: tuple[float, str | None, int | None],
                 by_conn: dict[tuple[int, int], list[tuple[int, int, str, set[int],
                                                           int | None]]]) -> tuple[Any, ...]:
     proto = str(r["protocol"])
@@ -1199,7 +1202,7 @@ def _timing_row(r: pd.Series, rtt: tuple[float, str | None, int | None],
     )
 
 
-def _sentence(label: str, r: pd.Series, dns: float, connect: float, tls: float, client: float,
+def _sentence(label: str, r: dict[Any, Any], dns: float, connect: float, tls: float, client: float,
               upload: float, net: float, server: float, model: float, streaming: float,
               stall: float, mine: list[tuple[int, int, str, set[int], int | None]],
               total: float, tokens: bool) -> str:
