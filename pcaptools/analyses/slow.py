@@ -19,8 +19,8 @@ How a stall is found (the thresholds are keyword parameters of :func:`stalls`):
   capture point: HTTP/2 response frames of its stream (HEADERS, DATA...: ``http2_frames``;
   a frame behind a lost segment is delivered by the resend that fills the hole), HTTP/3
   frames of its stream (``http3_frames``), HTTP/1.x server-sent events, the response start
-  and end and (with the packets table) the server's data packets, those that arrived behind a hole
-  moved to the resend that filled it.
+  and end and (with the packets table) the server's data packets, those that arrived
+  behind a hole moved to the resend that filled it. Deliveries at the same time count once.
 - A gap between two deliveries (or between the request's end and its first delivery) is a
   stall when it lasts at least ``min_stall_ms`` and, once the first token (first body byte)
   was delivered, at least ``cadence_factor`` times the request's median gap between
@@ -31,6 +31,11 @@ How a stall is found (the thresholds are keyword parameters of :func:`stalls`):
   connection's (``scope`` connection, its window the connection's silence); otherwise only
   that stream stopped (``scope`` stream). Stalls with the same cause and evidence on one
   connection (a lost segment blocking three streams) are one row listing every stream.
+- Every lost server segment (``tcp_losses`` kind loss) while a response was in progress is
+  a stall whatever its length, its cause certain: seen at the sender (the capture saw the
+  first copy) from the first copy to the resend, seen at the receiver from the connection's
+  last delivery before the hole to the resend. Losses of one recovery episode (overlapping
+  in time, one direction) are one row.
 
 The cause, first that matches (``cause``): ``pmtu_blackhole`` (a ``path_mtu`` row of the
 connection whose too-big segment waited in the window), ``loss_recovery`` (a ``tcp_losses``
