@@ -31,6 +31,8 @@ How a stall is found (the thresholds are keyword parameters of :func:`stalls`):
   connection's (``scope`` connection, its window the connection's silence); otherwise only
   that stream stopped (``scope`` stream). Stalls with the same cause and evidence on one
   connection (a lost segment blocking three streams) are one row listing every stream.
+- HTTP/3: every server STREAM frame that resends a response stream's bytes (an offset
+  below the highest byte seen on it, ``quic_frames``) is a stall of that stream alone.
 - Every lost server segment (``tcp_losses`` kind loss) while a response was in progress is
   a stall whatever its length, its cause certain: seen at the sender (the capture saw the
   first copy) from the first copy to the resend, seen at the receiver from the connection's
@@ -217,17 +219,21 @@ STALLS = TableSchema(
                "client_pause or unknown (see the module)"),
         Column("mechanism", "category", None,
                "loss_recovery: tcp_losses.recovery of the resend that ended it "
-               "(fast_retransmit, rto, tail_loss_probe, unknown); receive_window: zero_window "
+               "(fast_retransmit, rto, tail_loss_probe, unknown; NA over HTTP/3: QUIC's loss "
+               "detection is not classified); receive_window: zero_window "
                "or window_full; h2_flow_control: stream_window or connection_window; "
                "pmtu_blackhole: path_mtu.outcome (no_icmp / icmp_ignored: a black hole; "
                "discovered: an ICMP too-big error came back, path-MTU discovery); NA otherwise"),
         Column("lost_frame", "Int64", None,
                "loss_recovery: the lost segment's first copy (tcp_losses.first_frame) when "
                "the capture saw it, else its resend"),
-        Column("resend_frame", "Int64", None, "loss_recovery: the resend (tcp_losses.frame)"),
+        Column("resend_frame", "Int64", None,
+               "loss_recovery: the resend (tcp_losses.frame; HTTP/3: the datagram whose "
+               "STREAM frame resent the stream's bytes)"),
         Column("hol_blocked_streams", "string", None,
                "loss_recovery on HTTP/2: streams whose frames waited behind the lost segment "
-               "(delivered by the resend), comma-separated: head-of-line blocking"),
+               "(delivered by the resend), comma-separated: head-of-line blocking (NA over "
+               "HTTP/3, whose streams do not wait for each other)"),
         Column("hol_blocked_count", "Int64", "streams", "how many (NA when not HTTP/2 loss)"),
         Column("evidence_frames", "string", None,
                "frames that show the cause, comma-separated: resends, first copies and the "
@@ -334,6 +340,7 @@ def stalls(
     for req in reqs:
         cands += _request_stalls(ctx, req, min_stall_ms * 1e6, cadence_factor)
     cands += _loss_stalls(ctx, reqs)
+    cands += _quic_loss_stalls(ctx, reqs)
     merged = _merge(cands)
     if client_pause_ms is not None:
         merged += _client_pauses(ctx, lat, client_pause_ms * 1e6)
@@ -371,6 +378,7 @@ class _Context:
         self.path_mtu = cap.path_mtu
         self._windows: dict[int, _H2Windows] = {}
         self._split: dict[str, dict[int, pd.DataFrame]] = {}
+        self._quic: dict[tuple[int, int], list[_QuicResend]] | None = None
         self._h1_conn: dict[int, np.ndarray] = {}
 
     def requests(self) -> Iterable[_Req]:
@@ -457,6 +465,13 @@ class _Context:
             return {"tcp_losses": self.losses, "tcp_events": self.events,
                     "path_mtu": self.path_mtu, "http2_frames": self.h2}[name].iloc[0:0]
         return got
+
+    def quic_resends(self, q: int, sid: int) -> list[_QuicResend]:
+        """the server's STREAM frames on QUIC connection q, stream sid, that resent bytes (an
+        offset below the highest byte already seen on the stream), in capture order"""
+        if self._quic is None:
+            self._quic = _quic_resends(_table(self.cap, "quic_frames"))
+        return self._quic.get((q, sid), [])
 
     def h2_stream_frames(self, s: int) -> tuple[np.ndarray, np.ndarray]:
         """(stream ids, frames) of the server's HTTP/2 frames on connection s"""
@@ -710,14 +725,19 @@ def _frame_at(ctx: _Context, req: _Req, t: int, frs: np.ndarray, pts: np.ndarray
 
 def _find_cause(ctx: _Context, req: _Req, c: _Candidate) -> None:
     a, b = c.start, c.end
-    if req.conn[0] == 1:  # HTTP/3: no TCP tables; the server's packets tell a pause apart
+    if req.conn[0] == 1:  # HTTP/3: QUIC resends of the stream's own data, else a pause
+        if req.stream_id is not None:
+            for q in ctx.quic_resends(req.conn[1], req.stream_id):
+                if a < q.ts <= b + 1_000_000:
+                    _quic_loss_fill(c, req.conn[1], req.stream_id, q)
+                    return
         if c.scope == "stream":
             c.cause, c.key = "server_pause", ("stream", req.stream_id, a)
             c.detail = "the server sent nothing on this stream while the connection carried others"
         else:
             c.cause, c.key = "unknown", ("window", a)
-            c.detail = ("nothing delivered on the QUIC connection; QUIC losses and flow control "
-                        "are not analysed for stalls yet")
+            c.detail = ("nothing delivered on the QUIC connection and no resent STREAM data "
+                        "of this stream in the window; QUIC flow control is not analysed")
         return
     s = req.conn[1]
     tol = 10_000_000  # 10 ms: an event right at the edge of the window belongs to it
@@ -955,6 +975,90 @@ def _loss_stalls(ctx: _Context, reqs: list[_Req]) -> list[_Candidate]:
             cadence=math.nan, threshold=math.nan, cause="loss_recovery", mechanism=mech,
             key=("loss", resend), lost_frame=lost, resend_frame=resend, hol=hol, evidence=ev,
             detail=detail, direction=_S2C))
+    return out
+
+
+@dataclass(slots=True)
+class _QuicResend:
+    ts: int
+    frame: int
+    first_ts: int  # _NA: the first copy was not captured (lost before the capture point)
+    first_frame: int | None
+    reveal_ts: int  # the first later byte seen (when the first copy was not captured)
+    reveal_frame: int | None
+
+
+def _quic_resends(f: pd.DataFrame) -> dict[tuple[int, int], list[_QuicResend]]:
+    out: dict[tuple[int, int], list[_QuicResend]] = {}
+    if len(f) == 0:
+        return out
+    m = f["frame_type"].astype("string").eq("STREAM").fillna(False).to_numpy(bool) \
+        & f["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool) \
+        & f["stream_id"].notna().to_numpy(bool) & f["length"].fillna(0).gt(0).to_numpy(bool)
+    sub = f[m]
+    seen: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}  # off, end, ts, frame
+    for q, sid, off, ln, t, fr in zip(sub["quic_connection"].to_numpy(np.int64),
+                                      sub["stream_id"].to_numpy(np.int64),
+                                      sub["offset"].fillna(0).to_numpy(np.int64),
+                                      sub["length"].to_numpy(np.int64), _ns(sub["ts"]),
+                                      sub["frame"].to_numpy(np.int64), strict=True):
+        key = (int(q), int(sid))
+        got = seen.setdefault(key, [])
+        end = int(off) + int(ln)
+        top = max((e for _o, e, _t, _f in got), default=0)
+        if got and int(off) < top:
+            first = next(((tt, ff) for o, e, tt, ff in got if o < end and e > int(off)), None)
+            later = next(((tt, ff) for o, _e, tt, ff in got if o >= end), None)
+            out.setdefault(key, []).append(_QuicResend(
+                ts=int(t), frame=int(fr),
+                first_ts=first[0] if first else _NA, first_frame=first[1] if first else None,
+                reveal_ts=later[0] if later else int(t), reveal_frame=later[1] if later
+                else None))
+        got.append((int(off), end, int(t), int(fr)))
+    return out
+
+
+def _quic_loss_fill(c: _Candidate, q: int, sid: int, r: _QuicResend) -> None:
+    c.cause, c.mechanism, c.key = "loss_recovery", None, ("qloss", q, sid, r.frame)
+    c.direction = f"{_S2C}:{sid}"
+    c.resend_frame = r.frame
+    c.lost_frame = r.first_frame if r.first_frame is not None else r.frame
+    c.evidence = sorted({x for x in (r.first_frame, r.reveal_frame, r.frame) if x is not None})
+    where = (f"after the capture point (first copy: frame {r.first_frame})"
+             if r.first_frame is not None else
+             f"before the capture point (later data seen at frame {r.reveal_frame})")
+    c.detail = (f"a QUIC packet with this stream's data was lost {where} and its data resent "
+                f"in frame {r.frame}; QUIC streams do not wait for each other (no head-of-line "
+                "blocking across streams)")
+
+
+def _quic_loss_stalls(ctx: _Context, reqs: list[_Req]) -> list[_Candidate]:
+    """Every resend of an HTTP/3 response stream's data is a stall of that stream alone, from
+    the first copy (or the stream's last delivery before the hole) to the resend."""
+    out: list[_Candidate] = []
+    for req in reqs:
+        if req.conn[0] != 1 or req.stream_id is None:
+            continue
+        for r in ctx.quic_resends(req.conn[1], req.stream_id):
+            if not (req.sent <= r.ts <= req.end + 1_000_000):
+                continue
+            if r.first_ts != _NA:
+                start, start_frame = r.first_ts, r.first_frame
+            else:
+                before = req.ts[req.ts < r.reveal_ts]
+                start = int(before[-1]) if before.size else r.reveal_ts
+                k = np.flatnonzero(req.ts == start)
+                start_frame = int(req.frames[k[0]]) if k.size else r.reveal_frame
+            if r.ts <= start:
+                continue
+            c = _Candidate(
+                conn=req.conn, protocol=req.protocol, scope="stream",
+                phase="streaming" if req.first != _NA and req.first <= start else "waiting",
+                start=start, end=r.ts, start_frame=start_frame, end_frame=r.frame,
+                streams={req.stream_id}, request_index=None, cadence=math.nan,
+                threshold=math.nan, cause="unknown")
+            _quic_loss_fill(c, req.conn[1], req.stream_id, r)
+            out.append(c)
     return out
 
 

@@ -367,3 +367,32 @@ def test_hand_built_server_pause_and_escaping(tmp_path: Path) -> None:
     page = render_report(cap, sections=[slow_section])
     assert "<script>alert(1)</script>" not in page
     assert "/&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+@pytest.mark.parametrize("name", ["h3-sse-lossy.pcapng", "h3-sse-lossy-server.pcapng"])
+def test_h3_lost_datagrams_stall_one_stream_each(name: str) -> None:
+    """h3-sse-lossy: the forwarder dropped three server datagrams (the facts' drop log); each
+    is one stall of the one HTTP/3 stream whose data it carried, cause loss_recovery, no
+    other stream held up. At the server the stall starts at the lost datagram itself, at the
+    client with the stream's last delivery before it."""
+    cap = _load(name)
+    facts = json.loads((CAPTURES / f"{name}.facts.json").read_text())
+    t0 = facts["link"]["forwarder"]["started_ns"]
+    drops = [t0 + d["t_rel_ms"] * 1e6 for d in facts["link"]["server_to_client"]
+             ["dropped_datagrams"]]
+    st = stalls(cap)
+    STALLS.check(st)
+    assert len(drops) == 3
+    assert st["cause"].tolist() == ["loss_recovery"] * 3
+    assert st["stream_count"].tolist() == [1, 1, 1] and st["hol_blocked_count"].isna().all()
+    assert st["quic_connection"].tolist() == [0, 0, 0]
+    for r, drop in zip(st.itertuples(), drops, strict=True):
+        start = pd.Timestamp(r.start_ts).value
+        if facts["vantage"] == "server":
+            assert abs(drop - start) < 1e6  # the first copy, just before the forwarder
+        else:
+            assert start < drop < pd.Timestamp(r.end_ts).value
+    rt = request_timing(cap, stall_table=st)
+    _check_adds_up(rt)
+    assert (rt["rtt_source"] == "quic_smoothed_rtt").all()
+    assert rt["stall_ms"].gt(0).sum() == 3
