@@ -330,9 +330,9 @@ def stalls(
     counts; ``cadence_factor``: once a response streams, a gap must also be this many times
     its median gap between deliveries; ``client_pause_ms``: a request starting this long
     after every earlier response on its connection ended is a client_pause stall (None: not
-    looked for). Never raises on the tables' content; without the packets table the
-    server_pause test (nothing in flight) cannot be made and such connection stalls are
-    ``unknown``."""
+    looked for). Never raises on the tables' content; without the packets table (or with
+    one cut at ``max_packet_rows``) the server_pause test (nothing in flight) cannot be made
+    and such connection stalls are ``unknown``."""
     lat = stream_latency(cap)
     ctx = _Context(cap, lat)
     cands: list[_Candidate] = []
@@ -369,7 +369,11 @@ class _Context:
         ev = cap.sse_events
         self.sse_h1 = _groups(ev[ev["request_index"].notna()], ["tcp_stream", "request_index"])
         p = cap.packets
-        self.has_packets = len(p) > 0
+        w = cap.warnings
+        cut = len(w) > 0 and bool(w["code"].astype("string").eq("table.packets_truncated")
+                                  .fillna(False).any())
+        # a packets table cut at its row cap cannot say that nothing was in flight
+        self.has_packets = len(p) > 0 and not cut
         tcp = p[p["tcp_stream"].notna()] if self.has_packets else p
         self.pk = _PacketIndex(tcp, cap.tcp_losses) if self.has_packets else None
         self.losses = cap.tcp_losses

@@ -364,6 +364,9 @@ def test_hand_built_server_pause_and_escaping(tmp_path: Path) -> None:
     assert t["model_wait_ms"] == pytest.approx(18.0)
     assert (t["stall_ms"], t["streaming_ms"]) == pytest.approx((570.0, 161.0))
     assert t["total_ms"] == pytest.approx(981.0)
+    # a packets table cut at its row cap cannot show that nothing was in flight: unknown
+    cut = pcaptools.load(tmp_path / "paused.pcap", max_packet_rows=5)
+    assert stalls(cut)["cause"].tolist() == ["unknown"]
     page = render_report(cap, sections=[slow_section])
     assert "<script>alert(1)</script>" not in page
     assert "/&lt;script&gt;alert(1)&lt;/script&gt;" in page
