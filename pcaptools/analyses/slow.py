@@ -338,7 +338,7 @@ def stalls(
     cands: list[_Candidate] = []
     reqs = list(ctx.requests())
     for req in reqs:
-        cands += _request_stalls(ctx, req, min_stall_ms * 1e6, cadence_factor)
+        cands += _request_stalls(ctx, req, reqs, min_stall_ms * 1e6, cadence_factor)
     cands += _loss_stalls(ctx, reqs)
     cands += _quic_loss_stalls(ctx, reqs)
     merged = _merge(cands)
@@ -606,8 +606,9 @@ class _H2Windows:
     """The server's HTTP/2 send windows over one connection's frames (RFC 9113 §6.9): each
     s2c DATA's length (padding included) is taken from its stream's and the connection's
     window, each client WINDOW_UPDATE adds, a client SETTINGS_INITIAL_WINDOW_SIZE moves every
-    stream's window by the change. ``before_update``: (frame, ts, stream id, window before)
-    of each client WINDOW_UPDATE."""
+    stream's window by the change. ``updates``: (frame, ts, stream id, window before) of
+    each client WINDOW_UPDATE; ``data``: (frame, ts, stream id, length, stream window,
+    connection window after it) of each server DATA frame."""
 
     def __init__(self, f: pd.DataFrame) -> None:
         self.updates: list[tuple[int, int, int, int]] = []
@@ -665,7 +666,7 @@ class _H2Windows:
         return None
 
 
-def _request_stalls(ctx: _Context, req: _Req, min_ns: float,
+def _request_stalls(ctx: _Context, req: _Req, reqs: list[_Req], min_ns: float,
                     factor: float) -> list[_Candidate]:
     ts = req.ts
     if req.end == _NA:
@@ -691,7 +692,7 @@ def _request_stalls(ctx: _Context, req: _Req, min_ns: float,
         if b - a < threshold:
             continue
         if conn_ts is None:
-            conn_ts = ctx.conn_deliveries(req.conn, [req])
+            conn_ts = ctx.conn_deliveries(req.conn, reqs)
         c = conn_ts[(conn_ts >= a) & (conn_ts <= b)]
         c = np.unique(np.r_[a, c, b])
         k = int(np.argmax(np.diff(c))) if c.size > 1 else 0
