@@ -169,9 +169,13 @@ REQUEST_TIMING = TableSchema(
                "server's ACKs of client data in the second before the request was sent, or "
                "the last one before it: a sample inflated by a loss or a delayed ACK does not "
                "count; rtt_frame), handshake (no such ACK: SYN to SYN-ACK, "
-               "tcp_handshakes.syn_to_synack_ms), quic_smoothed_rtt / quic_min_rtt "
-               "(HTTP/3: quic_connections.client_smoothed_rtt_ms / client_min_rtt_ms, one "
-               "value for the whole connection, not a sample at the request's time), or NA "
+               "tcp_handshakes.syn_to_synack_ms), quic_ack_rtt (HTTP/3: the least sample of "
+               "the server's ACK frames in the second before, RFC 9002 §5.1: the ACK's time "
+               "minus the acknowledged client packet's, the server's ACK delay not "
+               "subtracted; rtt_frame), quic_smoothed_rtt / "
+               "quic_min_rtt (HTTP/3 without such a sample: quic_connections."
+               "client_smoothed_rtt_ms / client_min_rtt_ms, one value for the whole "
+               "connection, not a sample at the request's time), or NA "
                "(none: network_rtt_ms is NaN and server_wait_ms holds the whole ttfb_ms)"),
         Column("rtt_frame", "Int64", None, "the ACK that gave rtt_ms (rtt_source ack_rtt)"),
         Column("sentence", "string", None,
@@ -1354,6 +1358,47 @@ def _sentence(label: str, r: dict[Any, Any], dns: float, connect: float, tls: fl
     return text
 
 
+_SPACE = {"initial": 0, "handshake": 1, "0rtt": 2, "1rtt": 2}
+
+
+def _quic_rtt_samples(cap: Capture) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """QUIC connection -> (ts, rtt ms, frame) of the server's ACK frames that newly
+    acknowledged a larger packet number of a client packet seen here (RFC 9002 §5.1, as
+    quic_connections.client_rtt_samples counts them): ACK time minus that packet's time."""
+    pk, fr = _table(cap, "quic_packets"), _table(cap, "quic_frames")
+    out: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    if len(pk) == 0 or len(fr) == 0:
+        return out
+    cp = pk[pk["direction"].astype("string").eq(_C2S).fillna(False).to_numpy(bool)
+            & pk["packet_number"].notna().to_numpy(bool)]
+    sent: dict[tuple[int, int, int], int] = {}
+    for q, kind, pn, t in zip(cp["quic_connection"].to_numpy(np.int64),
+                              cp["packet_type"].astype(str), cp["packet_number"].to_numpy(
+                                  np.int64), _ns(cp["ts"]), strict=True):
+        sent.setdefault((int(q), _SPACE.get(kind, -1), int(pn)), int(t))
+    acks = fr[fr["frame_type"].astype("string").eq("ACK").fillna(False).to_numpy(bool)
+              & fr["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool)
+              & fr["ack_largest"].notna().to_numpy(bool)]
+    largest: dict[tuple[int, int], int] = {}
+    rows: dict[int, list[tuple[int, float, int]]] = {}
+    for q, kind, big, t, f in zip(acks["quic_connection"].to_numpy(np.int64),
+                                  acks["packet_type"].astype(str),
+                                  acks["ack_largest"].to_numpy(np.int64), _ns(acks["ts"]),
+                                  acks["frame"].to_numpy(np.int64), strict=True):
+        key = (int(q), _SPACE.get(kind, -1))
+        if int(big) <= largest.get(key, -1):
+            continue
+        largest[key] = int(big)
+        t0 = sent.get((key[0], key[1], int(big)))
+        if t0 is not None and int(t) >= t0:
+            rows.setdefault(int(q), []).append((int(t), (int(t) - t0) / 1e6, int(f)))
+    for q, r in rows.items():
+        arr = np.array(r, dtype=object)
+        out[q] = (arr[:, 0].astype(np.int64), arr[:, 1].astype(np.float64),
+                  arr[:, 2].astype(np.int64))
+    return out
+
+
 def _rtts(cap: Capture, lat: pd.DataFrame) -> list[tuple[float, str | None, int | None]]:
     """(rtt ms, source, frame) per stream_latency row"""
     p = cap.packets
@@ -1384,15 +1429,25 @@ def _rtts(cap: Capture, lat: pd.DataFrame) -> list[tuple[float, str | None, int 
             qrtt[int(c)] = (float(sm), "quic_smoothed_rtt")
         elif not _isna(mn):
             qrtt[int(c)] = (float(mn), "quic_min_rtt")
+    qsamples = _quic_rtt_samples(cap) if (lat["protocol"].astype(str) == "HTTP/3").any() \
+        else {}
     out: list[tuple[float, str | None, int | None]] = []
     for proto, s, qc, sent, req in zip(lat["protocol"], lat["tcp_stream"], lat["quic_connection"],
                                        _ns(lat["request_sent_ts"]), _ns(lat["request_ts"]),
                                        strict=True):
+        t = sent if sent != _NA else req
         if str(proto) == "HTTP/3":
+            smp = qsamples.get(int(qc))
+            if smp is not None and t != _NA:
+                k = int(np.searchsorted(smp[0], t, side="right")) - 1
+                if k >= 0:
+                    lo = min(k, int(np.searchsorted(smp[0], t - RTT_WINDOW_NS, side="left")))
+                    j = lo + int(np.argmin(smp[1][lo:k + 1]))
+                    out.append((float(smp[1][j]), "quic_ack_rtt", int(smp[2][j])))
+                    continue
             got = qrtt.get(int(qc))
             out.append((got[0], got[1], None) if got else (math.nan, None, None))
             continue
-        t = sent if sent != _NA else req
         smp = samples.get(int(s))
         if smp is not None and t != _NA:
             k = int(np.searchsorted(smp[0], t, side="right")) - 1
