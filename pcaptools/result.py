@@ -183,7 +183,7 @@ class Capture:
                           connections=self.connections, answer_timeout_ms=answer_timeout_ms)
 
     def request_timing(self, *, min_stall_ms: float = 100.0, cadence_factor: float = 3.0,
-                       client_pause_ms: float | None = 1000.0,
+                       client_pause_ms: float | None = 500.0,
                        stall_table: pd.DataFrame | None = None) -> pd.DataFrame:
         """Each request's time split into parts that add up to its total (DNS, connect, TLS,
         upload, network round trip, server wait, model wait, streaming, stalls) with a
@@ -194,7 +194,7 @@ class Capture:
                               client_pause_ms=client_pause_ms, stall_table=stall_table)
 
     def stalls(self, *, min_stall_ms: float = 100.0, cadence_factor: float = 3.0,
-               client_pause_ms: float | None = 1000.0) -> pd.DataFrame:
+               client_pause_ms: float | None = 500.0) -> pd.DataFrame:
         """Every stall of a stream or connection with its cause and evidence frames:
         :func:`pcaptools.analyses.slow.stalls`."""
         from .analyses.slow import stalls

@@ -88,7 +88,7 @@ MIN_STALL_MS = 100.0
 CADENCE_FACTOR = 3.0
 #: default of ``client_pause_ms``: a request that started this long after every earlier
 #: response on its connection had ended
-CLIENT_PAUSE_MS = 1000.0
+CLIENT_PAUSE_MS = 500.0
 
 #: the RTT of a request: the least server ACK sample in this long before it was sent
 RTT_WINDOW_NS = 1_000_000_000
@@ -205,8 +205,11 @@ STALLS = TableSchema(
         Column("request_index", "Int64", None, "HTTP/1.x: the exchange affected"),
         Column("start_ts", TS_DTYPE, None,
                "when delivery stopped at the capture point: the last delivery before the "
-               "silence"),
-        Column("end_ts", TS_DTYPE, None, "when delivery resumed: the first delivery after it"),
+               "silence (receive_window, with the packets table: the server's last new data "
+               "segment before it; a lost segment seen at the sender: its first copy)"),
+        Column("end_ts", TS_DTYPE, None,
+               "when delivery resumed: the first delivery after it (receive_window: the "
+               "server's next new data segment; loss_recovery: the last resend)"),
         Column("duration_ms", "float64", "ms", "end_ts - start_ts"),
         Column("start_frame", "Int64", None, "the packet of the last delivery before"),
         Column("end_frame", "Int64", None, "the packet of the first delivery after"),
@@ -313,6 +316,8 @@ class _Candidate:
     key: Any = None
     lost_frame: int | None = None
     resend_frame: int | None = None
+    resend_ts: int = _NA
+    """loss_recovery: time of resend_frame"""
     hol: list[int] | None = None
     evidence: list[int] = field(default_factory=list)
     detail: str = ""
@@ -576,7 +581,7 @@ class _PacketIndex:
                 "s2c_ts": ts[idx][d], "s2c_end": np.maximum.accumulate(
                     np.where(length[idx][d] > 0, seq[idx][d] + length[idx][d], 0))
                 if d.any() else np.zeros(0, np.int64),
-                "s2c_len": length[idx][d],
+                "s2c_len": length[idx][d], "s2c_fr": frame[idx][d],
                 "c2s_ts": ts[idx][~d], "c2s_ack": np.maximum.accumulate(ack[idx][~d])
                 if (~d).any() else np.zeros(0, np.int64),
             }
@@ -828,6 +833,7 @@ def _loss(ctx: _Context, s: int, a: int, b: int, c: _Candidate) -> bool:
     mech = str(r["recovery"]) if not _isna(r["recovery"]) else "unknown"
     c.cause, c.mechanism, c.key = "loss_recovery", mech, ("loss", resend)
     c.direction = _S2C if s2c[pick] else _C2S
+    c.resend_ts = int(tt[pick])
     c.resend_frame, c.lost_frame = resend, lost
     ev: list[int] = []
     for _, x in rows.iterrows():
@@ -873,6 +879,7 @@ def _request_loss(ctx: _Context, req: _Req, a: int, b: int, c: _Candidate) -> bo
     c.start = max(a, first) if first != _NA else a
     c.end = int(t[hit[-1]])
     c.start_frame = lost if first != _NA and first >= a else c.start_frame
+    c.resend_ts = c.end
     c.end_frame = resend
     c.lost_frame, c.resend_frame = lost, resend
     c.evidence = sorted({int(v) for v in (r["frame"], r["first_frame"], r["gap_frame"])
@@ -904,7 +911,27 @@ def _rwnd(ctx: _Context, s: int, a: int, b: int, tol: int, c: _Candidate) -> boo
     c.evidence = sorted({int(x) for x in frames[zero | full | probes]})
     c.detail = (f"the receiver's window was full ({mech.replace('_', ' ')} from frame {first}): "
                 "the client did not read")
+    if ctx.pk is not None:
+        _transport_edges(ctx.pk, s, a, b + tol, c)
     return True
+
+
+def _transport_edges(pk: _PacketIndex, s: int, a: int, b: int, c: _Candidate) -> None:
+    """A window stall runs from the server's last new data segment to its next one: the
+    longest silence of new server data in the window (a HTTP/2 frame completes only when its
+    last byte arrives, up to a frame's worth later)."""
+    d = pk.by.get(s)
+    if d is None or len(d["s2c_ts"]) == 0:
+        return
+    ts, ln, end, fr = d["s2c_ts"], d["s2c_len"], d["s2c_end"], d["s2c_fr"]
+    prev = np.r_[0, end[:-1]]
+    new = (ln > 1) & (end > prev)  # new bytes (not a resend, not a 1-byte probe)
+    inside = np.flatnonzero(new & (ts >= a) & (ts <= b))
+    if inside.size < 2:
+        return
+    g = int(np.argmax(np.diff(ts[inside])))  # the longest silence of new data in the window
+    k, j = int(inside[g]), int(inside[g + 1])
+    c.start, c.start_frame, c.end, c.end_frame = int(ts[k]), int(fr[k]), int(ts[j]), int(fr[j])
 
 
 def _loss_stalls(ctx: _Context, reqs: list[_Req]) -> list[_Candidate]:
@@ -983,7 +1010,7 @@ def _loss_stalls(ctx: _Context, reqs: list[_Req]) -> list[_Candidate]:
             request_index=hit[0].request_index if proto != "HTTP/2" else None,
             cadence=math.nan, threshold=math.nan, cause="loss_recovery", mechanism=mech,
             key=("loss", resend), lost_frame=lost, resend_frame=resend, hol=hol, evidence=ev,
-            detail=detail, direction=_S2C))
+            detail=detail, direction=_S2C, resend_ts=end))
     return out
 
 
@@ -1030,7 +1057,7 @@ def _quic_resends(f: pd.DataFrame) -> dict[tuple[int, int], list[_QuicResend]]:
 def _quic_loss_fill(c: _Candidate, q: int, sid: int, r: _QuicResend) -> None:
     c.cause, c.mechanism, c.key = "loss_recovery", None, ("qloss", q, sid, r.frame)
     c.direction = f"{_S2C}:{sid}"
-    c.resend_frame = r.frame
+    c.resend_frame, c.resend_ts = r.frame, r.ts
     c.lost_frame = r.first_frame if r.first_frame is not None else r.frame
     c.evidence = sorted({x for x in (r.first_frame, r.reveal_frame, r.frame) if x is not None})
     where = (f"after the capture point (first copy: frame {r.first_frame})"
@@ -1098,31 +1125,54 @@ def _merge(cands: list[_Candidate]) -> list[_Candidate]:
 
 
 def _merge_loss_episodes(cands: list[_Candidate]) -> list[_Candidate]:
-    """Losses of one recovery episode (windows that overlap on one connection) are one
-    stall: the receiver waited from the first stop to the last resend."""
+    """Losses of one recovery episode (windows that overlap on one connection, one
+    direction) are one stall: the receiver waited from the first stop to the last resend.
+    The row names the resend that began the recovery (its mechanism: a tail-loss probe
+    that led to a fast retransmit is a tail-loss probe) and lists the others."""
     rest = [c for c in cands if c.cause != "loss_recovery"]
     loss = sorted((c for c in cands if c.cause == "loss_recovery"),
                   key=lambda c: (c.conn, c.direction or "", c.start, c.end))
     out: list[_Candidate] = []
+    members: dict[int, list[_Candidate]] = {}
     for c in loss:
         last = out[-1] if out else None
         if last is not None and last.conn == c.conn and c.direction == last.direction \
                 and c.start < last.end:
+            members[id(last)].append(c)
             last.losses += c.losses
-            n = last.losses
             if c.end > last.end:
                 last.end, last.end_frame = c.end, c.end_frame
+            if c.start < last.start:
+                last.start, last.start_frame = c.start, c.start_frame
             last.streams |= c.streams
             if c.hol is not None:
                 last.hol = sorted(set(last.hol or []) | set(c.hol))
             last.evidence = sorted(set(last.evidence) | set(c.evidence))
             if c.phase == "streaming":
                 last.phase = "streaming"
-            last.detail = (last.detail.split("; and ")[0]
-                           + f"; and {n - 1} more resend{'s' if n > 2 else ''} of the "
-                           f"same episode, the last resent in frame {c.resend_frame}")
             continue
         out.append(c)
+        members[id(c)] = [c]
+    for c in out:
+        group = members[id(c)]
+        if len(group) < 2:
+            continue
+        got = sorted((g.resend_ts, g.resend_frame or 0, g.mechanism, g.lost_frame, g.detail)
+                     for g in group)
+        ts0, fr0, mech0, lost0, detail0 = got[0]
+        c.mechanism, c.resend_frame, c.resend_ts, c.lost_frame = mech0, fr0, ts0, lost0
+        first_copies = sorted({g[3] for g in got if g[3] is not None and g[3] != g[1]})
+        seen = (f"first copies: frames {', '.join(map(str, first_copies))}" if first_copies
+                else "lost before the capture point")
+
+        def _m(m: str | None) -> str:
+            return (m or "unknown").replace("_", " ")
+
+        c.detail = (
+            f"{len(got)} lost segments of one recovery episode ({seen}): resent first in "
+            f"frame {fr0} ({_m(mech0)}), "
+            "then in " + ", ".join(f"frame {g[1]} ({_m(g[2])})" for g in got[1:])
+            + ("; " + detail0.split("; ", 1)[1] if "; " in detail0 else ""))
     return rest + out
 
 
