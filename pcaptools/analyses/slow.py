@@ -843,7 +843,9 @@ def _loss(ctx: _Context, s: int, a: int, b: int, c: _Candidate) -> bool:
         sids, frs = ctx.h2_stream_frames(s)
         c.hol = sorted({int(x) for x in sids[frs == resend] if x != 0})
     who = "server" if s2c[pick] else "client"
-    c.detail = (f"a {who} segment was lost (frame {lost}) and resent in frame {resend} "
+    where = (f"after the capture point (first copy: frame {lost})" if lost != resend
+             else "before the capture point")
+    c.detail = (f"a {who} segment was lost {where} and resent in frame {resend} "
                 f"({mech.replace('_', ' ')})")
     if c.hol:
         c.detail += (f"; {len(c.hol)} HTTP/2 stream{'s' if len(c.hol) != 1 else ''} waited "

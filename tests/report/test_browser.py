@@ -396,7 +396,8 @@ def _table_index(page: Page, section: str) -> int:
                          "overhead"]),
         (
             "h2-sse-chat.pcapng",
-            ["timeline", "irtt", "waterfall", "ttfb", "token-cadence", "slow-split", "overhead"],
+            ["timeline", "irtt", "waterfall", "ttfb", "token-cadence", "slow-split",
+             "slow-seq-0-s", "overhead"],
         ),
         ("ws-tls.pcapng", ["timeline", "irtt", "waterfall", "ttfb", "slow-split", "heartbeats",
                            "overhead"]),
