@@ -405,3 +405,15 @@ def test_h3_lost_datagrams_stall_one_stream_each(name: str) -> None:
     else:
         assert rt["rtt_ms"].between(40.0, 60.0).all()
     assert rt["stall_ms"].gt(0).sum() == 3
+
+
+def test_client_pause_in_the_chat_plan() -> None:
+    """h2-sse-chat.pcapng: the plan starts chat-5 at 3.3 s, 0.89 s after every earlier
+    response ended (the client's log): the one stall of the capture, a client_pause."""
+    cap = _load("h2-sse-chat.pcapng")
+    facts = json.loads((CAPTURES / "h2-sse-chat.pcapng.facts.json").read_text())
+    reqs = facts["connections"][0]["requests"]
+    wait_ms = (reqs[-1]["t_start_ns"] - max(r["t_end_ns"] for r in reqs[:-1])) / 1e6
+    st = stalls(cap)
+    assert st[["cause", "streams"]].values.tolist() == [["client_pause", "13"]]
+    assert st["duration_ms"].iloc[0] == pytest.approx(wait_ms, abs=5.0)
