@@ -23,6 +23,7 @@ from .analyses.realtime import (
     RECONNECT_STORMS,
     TURNS,
 )
+from .analyses.slow import CONNECTION_SERIES, REQUEST_TIMING, STALLS
 from .diagnostics import CATALOGUE
 from .tables.registry import TABLES
 from .tables.schema import TableSchema
@@ -32,7 +33,8 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 #: tables that analyses compute from a Capture's tables (documented after the Capture tables)
 DERIVED: tuple[TableSchema, ...] = (STREAM_LATENCY, COMPARISON, DISCONNECTS, OVERHEAD,
                                     COVERAGE_SUMMARY, TURNS, CADENCE, RECONNECT_STORMS,
-                                    RECONNECT_ATTEMPTS, HEARTBEAT_AUDIT, CONN_LOG)
+                                    RECONNECT_ATTEMPTS, HEARTBEAT_AUDIT, CONN_LOG,
+                                    REQUEST_TIMING, STALLS, CONNECTION_SERIES)
 
 
 def tables_markdown() -> str:

@@ -578,6 +578,30 @@ LIMITS: tuple[Limit, ...] = (
         "connections drawn in the timeline",
         "write_report(max_timeline_bars=...)",
     ),
+    Limit(
+        "report slowest requests",
+        "pcaptools.report.slow_section:MAX_SLOW_REQUESTS",
+        "requests",
+        None,
+        "requests shown with their time split in 'Why was it slow' (the slowest by total "
+        "time; the section says how many there are, analyses.slow.request_timing has all)",
+    ),
+    Limit(
+        "report time-sequence connections",
+        "pcaptools.report.slow_section:MAX_SEQUENCE_CONNECTIONS",
+        "connections",
+        None,
+        "connections given a time-sequence chart in 'Why was it slow' (those that stalled "
+        "longest; the note says of how many)",
+    ),
+    Limit(
+        "report time-sequence points",
+        "pcaptools.report.slow_section:MAX_SEQUENCE_POINTS",
+        "points",
+        None,
+        "data segments (and ACKs) per time-sequence chart; beyond, evenly thinned with every "
+        "retransmission kept, and the note says so",
+    ),
 )
 
 

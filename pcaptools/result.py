@@ -206,6 +206,34 @@ class Capture:
                           connections=self.connections, answer_timeout_ms=answer_timeout_ms,
                           quic_frames=self.quic_frames, quic_connections=self.quic_connections)
 
+    def request_timing(self, *, min_stall_ms: float = 100.0, cadence_factor: float = 3.0,
+                       client_pause_ms: float | None = 500.0,
+                       stall_table: pd.DataFrame | None = None) -> pd.DataFrame:
+        """Each request's time split into parts that add up to its total (DNS, connect, TLS,
+        upload, network round trip, server wait, model wait, streaming, stalls) with a
+        sentence: :func:`pcaptools.analyses.slow.request_timing`."""
+        from .analyses.slow import request_timing
+
+        return request_timing(self, min_stall_ms=min_stall_ms, cadence_factor=cadence_factor,
+                              client_pause_ms=client_pause_ms, stall_table=stall_table)
+
+    def stalls(self, *, min_stall_ms: float = 100.0, cadence_factor: float = 3.0,
+               client_pause_ms: float | None = 500.0) -> pd.DataFrame:
+        """Every stall of a stream or connection with its cause and evidence frames:
+        :func:`pcaptools.analyses.slow.stalls`."""
+        from .analyses.slow import stalls
+
+        return stalls(self, min_stall_ms=min_stall_ms, cadence_factor=cadence_factor,
+                      client_pause_ms=client_pause_ms)
+
+    def connection_series(self, tcp_stream: int | list[int] | None = None, *,
+                          bin_ms: float | None = None) -> pd.DataFrame:
+        """RTT, bytes in flight, receive window and throughput over time per TCP connection
+        (needs packets=True): :func:`pcaptools.analyses.slow.connection_series`."""
+        from .analyses.slow import connection_series
+
+        return connection_series(self, tcp_stream, bin_ms=bin_ms)
+
     def to_parquet(self, directory: str | os.PathLike[str], **kw: Any) -> dict[str, Path]:
         """One ``<table>.parquet`` per table (+ ``captures.parquet``): see
         :func:`pcaptools.export.to_parquet`."""

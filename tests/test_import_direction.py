@@ -65,6 +65,10 @@ ALLOWED: dict[tuple[str, str], str] = {
         "Capture.disconnects() is a convenience over analyses.disconnects(cap); imported "
         "inside the call"
     ),
+    ("pcaptools.result", "pcaptools.analyses.slow"): (
+        "Capture.request_timing()/stalls()/connection_series() are conveniences over "
+        "analyses.slow; imported inside the call"
+    ),
     ("pcaptools.result", "pcaptools.analyses.overhead"): (
         "Capture.overhead() is a convenience over analyses.overhead(cap); imported inside the "
         "call"

@@ -59,6 +59,7 @@ from ..diagnostics import CATALOGUE
 from ..io.linktypes import LINKTYPE_LABELS
 from ..tcp.analysis import KIND_NAMES
 from . import charts
+from . import slow_section as _slow
 from .checklist import STATUSES, checklist
 from .quic_section import quic_parts
 from .voice_section import voice_parts
@@ -1209,6 +1210,11 @@ def voice_section(ctx: ReportContext) -> Section | None:
     return None if parts is None else Section("voice", "Realtime voice", *parts)
 
 
+def slow_section(ctx: ReportContext) -> Section:
+    """Why was it slow: :mod:`.slow_section` (the time split, the stalls, time-sequence)."""
+    return Section("slow", _slow.TITLE, *_slow.slow_parts(ctx))
+
+
 #: the report's sections, in page order. Append a builder to add a section.
 SECTIONS: list[SectionBuilder] = [
     verdicts_section,
@@ -1224,6 +1230,7 @@ SECTIONS: list[SectionBuilder] = [
     http_section,
     streaming_section,
     quic_section,
+    slow_section,
     heartbeats_section,
     voice_section,
     disconnects_section,

@@ -392,12 +392,15 @@ def _table_index(page: Page, section: str) -> int:
     ("name", "figures"),
     [
         ("demo.pcapng", ["timeline", "irtt", "retransmissions", "tls-handshake", "waterfall",
-                         "ttfb", "token-cadence", "heartbeats", "overhead"]),
+                         "ttfb", "token-cadence", "slow-split", "slow-seq-2-s", "heartbeats",
+                         "overhead"]),
         (
             "h2-sse-chat.pcapng",
-            ["timeline", "irtt", "waterfall", "ttfb", "token-cadence", "overhead"],
+            ["timeline", "irtt", "waterfall", "ttfb", "token-cadence", "slow-split",
+             "slow-seq-0-s", "overhead"],
         ),
-        ("ws-tls.pcapng", ["timeline", "irtt", "waterfall", "ttfb", "heartbeats", "overhead"]),
+        ("ws-tls.pcapng", ["timeline", "irtt", "waterfall", "ttfb", "slow-split", "heartbeats",
+                           "overhead"]),
     ],
 )
 def test_shipped_capture_report_in_chromium(

@@ -1,0 +1,419 @@
+"""Why was it slow (pcaptools.analyses.slow): the time split per request, the stalls and their
+causes, the per-connection series and the report section.
+
+Truth: the recorded captures and their facts (captures/README.md). h2-sse-lossy.pcapng: 10
+streamed chats on one HTTP/2 connection over a link of 100 ms each way and 2% seeded loss,
+captured at the client; its facts hold the forwarder's drop log (two server segments and one
+client segment with data were dropped) and the client's own arrival time of every SSE event.
+http1-lossy.pcap: HTTP/1.1 over 30 ms each way. Hand-built HTTP/2 frames for the flow-control
+windows the recordings do not exhaust.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pcaptools
+from pcaptools.analyses.slow import (
+    CONNECTION_SERIES,
+    REQUEST_TIMING,
+    STALLS,
+    NeedsPacketsError,
+    _H2Windows,
+    connection_series,
+    request_timing,
+    stalls,
+)
+from pcaptools.report.html import render_report, slow_section
+from pcaptools.report.slow_section import MAX_SEQUENCE_CONNECTIONS
+from pcaptools.result import Capture
+from pcaptools.tables.registry import TABLES
+from tests.analyses import llmcap
+from tests.conftest import CAPTURES
+
+H2 = CAPTURES / "h2-sse-lossy.pcapng"
+H1 = CAPTURES / "http1-lossy.pcap"
+PARTS = ["dns_ms", "connect_ms", "tls_ms", "client_ms", "upload_ms", "network_rtt_ms",
+         "server_wait_ms", "model_wait_ms", "streaming_ms", "stall_ms"]
+
+
+def _load(path: object, **kw: object) -> Capture:
+    p = CAPTURES / str(path)
+    if not p.is_file():
+        pytest.skip(f"{p.name} is absent")
+    keys = p.with_suffix(".keys")
+    return pcaptools.load(p, keylog=keys if keys.is_file() else None, **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def h2() -> Capture:
+    return _load(H2.name)
+
+
+@pytest.fixture(scope="module")
+def h1() -> Capture:
+    return _load(H1.name)
+
+
+@pytest.fixture(scope="module")
+def h2_facts() -> dict[str, object]:
+    return json.loads(H2.with_name(H2.name + ".facts.json").read_text())  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def h2_stalls(h2: Capture) -> pd.DataFrame:
+    return stalls(h2)
+
+
+@pytest.fixture(scope="module")
+def h2_timing(h2: Capture, h2_stalls: pd.DataFrame) -> pd.DataFrame:
+    return request_timing(h2, stall_table=h2_stalls)
+
+
+def _check_adds_up(rt: pd.DataFrame) -> None:
+    REQUEST_TIMING.check(rt)
+    done = rt[rt["total_ms"].notna()]
+    assert len(done)
+    total = done[PARTS].sum(axis=1, skipna=True).to_numpy()
+    np.testing.assert_allclose(total, done["total_ms"].to_numpy(), atol=1e-6)
+    end_minus_start = (done["end_ts"] - done["start_ts"]).dt.total_seconds().to_numpy() * 1e3
+    np.testing.assert_allclose(done["total_ms"].to_numpy(), end_minus_start, atol=1e-6)
+
+
+def test_h2_time_split_adds_up(h2: Capture, h2_timing: pd.DataFrame) -> None:
+    rt = h2_timing
+    _check_adds_up(rt)
+    assert len(rt) == len(h2.latency()) == 10
+    first = rt.iloc[0]
+    assert (first["stream_id"], first["setup"]) == (1, "new_connection")
+    hs = h2.tcp_handshakes.iloc[0]
+    assert first["connect_ms"] == pytest.approx(hs["irtt_ms"])
+    assert first["tls_ms"] == pytest.approx(h2.tls_handshakes.iloc[0]["handshake_ms"])
+    assert math.isnan(first["dns_ms"])  # no lookup in the capture
+    assert first["start_ts"] == h2.connections.iloc[0]["first_ts"]
+    reused = rt.iloc[1:]
+    assert (reused["setup"] == "reused").all()
+    assert (reused[["dns_ms", "connect_ms", "tls_ms", "client_ms"]] == 0.0).all().all()
+    # the round trip at the request's time: 100 ms each way on the link, at the client
+    assert (rt["rtt_source"] == "ack_rtt").all()
+    assert rt["rtt_ms"].between(200.0, 215.0).all()
+    assert rt["rtt_frame"].notna().all()
+    # every response streamed 20 tokens: a model wait and a streaming time each
+    assert rt["model_wait_ms"].notna().all() and (rt["streaming_ms"] > 0).all()
+
+
+def test_h2_sentences(h2_timing: pd.DataFrame) -> None:
+    s = h2_timing.set_index("stream_id")["sentence"]
+    assert s[3].startswith("HTTP/2 stream 3 on tcp.stream 0: TTFT 356 ms: 3 ms request upload, "
+                           "201 ms network round trip, 8 ms server wait before the headers, "
+                           "148 ms model wait after the headers; streaming 571 ms, total "
+                           "1166 ms; stalled 237 ms (loss recovery)")
+    assert all("stalled" in x for x in s)  # every stream waited behind a loss
+
+
+def test_h2_stalls_are_the_dropped_segments(h2: Capture, h2_stalls: pd.DataFrame,
+                                            h2_facts: dict[str, object]) -> None:
+    st = h2_stalls
+    STALLS.check(st)
+    link = h2_facts["link"]
+    assert isinstance(link, dict)
+    server_drops = [d for d in link["server_to_client"]["dropped_segments"] if d["len"]]
+    client_drops = [d for d in link["client_to_server"]["dropped_segments"] if d["len"]]
+    assert (len(server_drops), len(client_drops)) == (2, 1)
+    assert st["cause"].tolist() == ["loss_recovery"] * 3  # nothing else stalled
+    assert st["mechanism"].tolist() == ["fast_retransmit"] * 3
+    losses = h2.tcp_losses
+    srv = losses[losses["direction"] == "server_to_client"]
+    cli = losses[losses["direction"] == "client_to_server"]
+    by_resend = st.set_index("resend_frame")
+    assert sorted(by_resend.index) == sorted([*srv["frame"], *cli["frame"]]) == [110, 169, 320]
+    # head-of-line blocking: the streams whose frames the resend delivered
+    assert by_resend.loc[110, "hol_blocked_streams"] == "1,3,5,7,9,11"
+    assert by_resend.loc[110, "hol_blocked_count"] == 6
+    assert by_resend.loc[320, "hol_blocked_streams"] == "13,15,17,19"
+    assert by_resend.loc[110, "scope"] == "connection"
+    assert by_resend.loc[110, "evidence_frames"] == "60,110"  # the hole seen at 60, filled at 110
+    # the client's lost request segment held up the answers of streams 13 and 15
+    assert by_resend.loc[169, "streams"] == "13,15"
+    assert by_resend.loc[169, "phase"] == "waiting"
+    assert by_resend.loc[169, "lost_frame"] == 93
+    assert by_resend.loc[169, "duration_ms"] == pytest.approx(
+        float(cli["recovery_ms"].iloc[0]), abs=0.01)
+
+
+def test_h2_stalls_match_the_clients_own_log(h2_stalls: pd.DataFrame,
+                                             h2_facts: dict[str, object]) -> None:
+    """The client's app saw each server-loss stall as its longest gap between SSE events:
+    same start within 50 ms, same length within 20 %."""
+    conns = h2_facts["connections"]
+    assert isinstance(conns, list)
+    log = {r["h2_stream_id"]: np.array(r["client_event_times_ns"], np.int64)
+           for r in conns[0]["requests"]}
+    for r in h2_stalls[h2_stalls["phase"] == "streaming"].itertuples():
+        start = pd.Timestamp(r.start_ts).value
+        for sid in (int(x) for x in r.streams.split(",")):
+            t = log[sid]
+            gaps = np.diff(t)
+            k = int(np.argmax(gaps))
+            if not (t[k] <= start + 50_000_000 and t[k + 1] >= start):
+                continue  # this stream's longest gap is elsewhere (it was not streaming yet)
+            assert abs(t[k] - start) < 50_000_000, (sid, r.resend_frame)
+            assert gaps[k] / 1e6 == pytest.approx(r.duration_ms, rel=0.2), (sid, r.resend_frame)
+
+
+def test_h1_time_split(h1: Capture) -> None:
+    cap = h1
+    rt = request_timing(cap)
+    _check_adds_up(rt)
+    assert rt["protocol"].tolist() == ["HTTP/1.1"] * 3
+    assert rt["setup"].tolist() == ["new_connection", "reused", "new_connection"]
+    assert rt["rtt_ms"].between(60.0, 75.0).all()  # 30 ms each way
+    assert rt["model_wait_ms"].isna().all()  # plain downloads: no token
+    # every lost server segment is a stall, whatever its length: the forwarder dropped 10 of
+    # the download's segments in two bursts, each burst one recovery episode
+    st = stalls(cap)
+    assert st["cause"].tolist() == ["loss_recovery"] * 2
+    assert st["request_index"].tolist() == [1, 1]
+    losses = cap.tcp_losses
+    lost = losses[(losses["direction"] == "server_to_client") & (losses["kind"] == "loss")]
+    resends = {int(f) for f in lost["frame"]}
+    assert len(resends) == 9  # (and one spurious resend: not a stall)
+    shown = {int(x) for e in st["evidence_frames"] for x in e.split(",")}
+    assert resends <= shown
+    assert st["duration_ms"].round(3).tolist() == [114.623, 146.090]
+    # (the last resend came 10 µs after the response end the capture saw: clipped there)
+    assert rt["stall_ms"].iloc[0] == pytest.approx(st["duration_ms"].sum(), abs=0.02)
+
+
+def test_without_packets(h2_stalls: pd.DataFrame) -> None:
+    cap = _load(H2.name, packets=False)
+    with pytest.raises(NeedsPacketsError, match="packets=True"):
+        connection_series(cap)
+    st = stalls(cap)  # the causes come from tcp_losses, not from packets
+    assert st["resend_frame"].tolist() == h2_stalls["resend_frame"].tolist()
+    rt = request_timing(cap, stall_table=st)
+    assert (rt["rtt_source"] == "handshake").all()
+    _check_adds_up(rt)
+
+
+def test_connection_series(h2: Capture) -> None:
+    cs = connection_series(h2, 0)
+    CONNECTION_SERIES.check(cs)
+    rtt = cs[(cs["series"] == "rtt_ms") & (cs["direction"] == "server_to_client")]
+    p = h2.packets
+    want = p[(p["direction"] == "client_to_server") & p["ack_rtt_ms"].notna()]
+    assert rtt["value"].tolist() == want["ack_rtt_ms"].tolist()
+    fl = cs[(cs["series"] == "bytes_in_flight") & (cs["direction"] == "server_to_client")]
+    assert len(fl) == int(((p["direction"] == "server_to_client") & (p["tcp_len"] > 0)).sum())
+    assert (fl["value"] > 0).all()
+    tp = cs[(cs["series"] == "throughput_bps")]
+    assert (tp["value"] > 0).all() and tp["frame"].isna().all()
+    win = cs[(cs["series"] == "receive_window") & (cs["direction"] == "server_to_client")]
+    assert win["value"].tolist() == p.loc[p["direction"] == "client_to_server",
+                                          "window"].astype(float).tolist()
+
+
+def _h2_frames(rows: list[tuple[int, str, int, str, int, int | None, str | None]]) -> pd.DataFrame:
+    cols = TABLES["http2_frames"].columns
+    recs = []
+    for frame, d, sid, kind, length, inc, settings in rows:
+        r: dict[str, object] = {c.name: None for c in cols}
+        r.update(frame=frame, ts=frame * 1_000_000, tcp_stream=0, direction=d, stream_id=sid,
+                 type=kind, type_code=0, flags=0, flag_names="", length=length,
+                 end_stream=False, ack=False, window_increment=inc, settings=settings)
+        recs.append(tuple(r[c.name] for c in cols))
+    return TABLES["http2_frames"].frame(recs)
+
+
+def test_h2_windows_exhausted_until_window_update() -> None:
+    c2s, s2c = "client_to_server", "server_to_client"
+    f = _h2_frames([
+        (1, c2s, 0, "SETTINGS", 18, None, "INITIAL_WINDOW_SIZE=1000"),
+        (2, s2c, 1, "DATA", 600, None, None),
+        (3, s2c, 1, "DATA", 400, None, None),  # the stream window is now 0
+        (9, c2s, 1, "WINDOW_UPDATE", 4, 1000, None),
+        (10, s2c, 1, "DATA", 500, None, None),
+        (11, s2c, 3, "DATA", 100, None, None),
+    ])
+    w = _H2Windows(f)
+    assert w.blocked(1, 4 * 10**6, 10 * 10**6) == ("stream_window", 3, 9)
+    assert w.blocked(3, 4 * 10**6, 10 * 10**6) is None  # another stream's update
+    assert w.blocked(1, 10 * 10**6, 12 * 10**6) is None  # no update in that window
+
+
+def test_capture_methods_have_the_functions_options() -> None:
+    for method, fn in ((Capture.request_timing, request_timing), (Capture.stalls, stalls),
+                       (Capture.connection_series, connection_series)):
+        mine = list(inspect.signature(method).parameters.values())[1:]
+        theirs = list(inspect.signature(fn).parameters.values())[1:]
+        assert [(p.name, p.kind, p.default) for p in mine] == \
+            [(p.name, p.kind, p.default) for p in theirs]
+
+
+def test_report_section(h2: Capture) -> None:
+    page = render_report(h2, sections=[slow_section])
+    start = page.index('id="slow"')
+    body = page[start: page.index("</section>", start)]
+    assert "Why was it slow" in body
+    assert "3 stalls (3 loss recovery" in body
+    assert "HTTP/2 stream 3 on tcp.stream 0: TTFT 356 ms" in body
+    assert "fig-slow-split" in body
+    assert 1 <= body.count("fig-slow-seq-") // 2 <= 2 * MAX_SEQUENCE_CONNECTIONS
+    assert "SACK blocks are not drawn" in body
+
+
+def test_client_pause_between_requests() -> None:
+    """h2-ping.pcap: the client sent its second GET 3.5 s after the first answer ended (its
+    own log in the facts): a client_pause stall; with client_pause_ms=None, none."""
+    cap = _load("h2-ping.pcap")
+    facts = json.loads((CAPTURES / "h2-ping.pcap.facts.json").read_text())
+    first, second = facts["connections"][0]["requests"]
+    st = stalls(cap)
+    assert st["cause"].tolist() == ["client_pause"]
+    r = st.iloc[0]
+    assert (r["streams"], r["phase"], r["end_frame"]) == ("3", "waiting", 28)
+    assert r["duration_ms"] == pytest.approx((second["t_sent_ns"] - first["t_end_ns"]) / 1e6,
+                                             abs=2.0)
+    assert len(stalls(cap, client_pause_ms=None)) == 0
+    rt = request_timing(cap, stall_table=st)
+    assert (rt["stall_ms"] == 0).all()  # before the request: not in its time
+    _check_adds_up(rt)
+
+
+@pytest.mark.parametrize("name", ["h2-sse-chat.pcapng", H2.name, H1.name])
+def test_bytes_in_flight_is_tsharks(name: str, tshark: str, request: pytest.FixtureRequest) -> None:
+    """connection_series' bytes_in_flight is tshark's tcp.analysis.bytes_in_flight on every
+    data segment, except while a loss is being recovered: tshark subtracts the bytes the
+    receiver SACKed beyond the hole, and the packets table holds no SACK blocks. (Those
+    windows: from the lost segment, or the segment that revealed the hole, to the first ACK
+    past the resend.)"""
+    import subprocess
+
+    cap = {H2.name: "h2", H1.name: "h1"}.get(name)
+    cap = request.getfixturevalue(cap) if cap else _load(name)
+    out = subprocess.run(
+        [tshark, "-n", "-r", str(CAPTURES / name), "-T", "fields", "-e", "frame.number",
+         "-e", "tcp.analysis.bytes_in_flight", "-Y", "tcp.analysis.bytes_in_flight"],
+        capture_output=True, text=True, check=True, timeout=60).stdout
+    want = {int(f): float(v) for f, v in (line.split("\t") for line in out.splitlines())}
+    cs = connection_series(cap)
+    got = cs[cs["series"] == "bytes_in_flight"]
+    got = dict(zip(got["frame"].astype(int), got["value"], strict=True))
+    p = cap.packets
+    windows = []
+    for r in cap.tcp_losses.itertuples():
+        start = r.first_frame if not pd.isna(r.first_frame) else r.gap_frame
+        if pd.isna(start) or pd.isna(r.frame):
+            continue
+        peer = p[(p["tcp_stream"] == r.tcp_stream) & (p["direction"] != r.direction)
+                 & (p["frame"] > r.frame) & (p["ack"] >= r.seq + r.len)]
+        end = int(peer["frame"].iloc[0]) if len(peer) else int(p["frame"].max())
+        windows.append((int(start), end))
+    same = [f for f in want if f in got and not any(a <= f <= b for a, b in windows)]
+    assert len(same) > 0.4 * len(want)
+    assert [got[f] for f in same] == [want[f] for f in same]
+    if not windows:
+        assert got == want
+
+
+def _paused_h1(path: Path) -> Path:
+    """Hand-built: DNS 0-20 ms, SYN 21 / SYN-ACK 31 / ACK 31.5, a POST to a hostile path at
+    32 (the server ACKs it at 42: RTT 10 ms at the capture point), response head at 232,
+    tokens at 250, 290, 330 (each ACKed 1 ms later), then nothing until 900 (a 570 ms server
+    pause with nothing in flight), tokens at 940 and 980, end at 981, FIN at 1000."""
+    w = llmcap.Wire()
+    w.dns(0, 20, "llm.test", 0x0101)
+    c = llmcap.Conn(w, 50000)
+    c.handshake(21, 31, 31.5)
+    body = b'{"stream":true}'
+    c.send(32, True, b"POST /<script>alert(1)</script> HTTP/1.1\r\nHost: llm.test\r\n"
+           b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    c.ack(42, False)
+    c.send(232, False, llmcap.SSE_HEAD)
+    for t in (250, 290, 330, 900, 940):
+        c.send(t, False, llmcap.chunked(llmcap.sse_chunk("tok")))
+        c.ack(t + 1, True)
+    c.send(980, False, llmcap.chunked(llmcap.sse_chunk("end")))
+    c.send(981, False, llmcap.chunked(llmcap.sse_chunk()) + b"0\r\n\r\n")
+    c.ack(982, True)
+    c.close(1000)
+    return w.write(path)
+
+
+def test_hand_built_server_pause_and_escaping(tmp_path: Path) -> None:
+    cap = pcaptools.load(_paused_h1(tmp_path / "paused.pcap"))
+    st = stalls(cap)
+    assert st["cause"].tolist() == ["server_pause"]
+    r = st.iloc[0]
+    assert (r["scope"], r["phase"], r["request_index"]) == ("connection", "streaming", 1)
+    assert r["duration_ms"] == pytest.approx(570.0, abs=1e-6)
+    assert r["cadence_ms"] == pytest.approx(40.0, abs=1e-6)
+    rt = request_timing(cap, stall_table=st)
+    _check_adds_up(rt)
+    t = rt.iloc[0]
+    assert (t["dns_ms"], t["connect_ms"], t["client_ms"]) == pytest.approx((20.0, 10.5, 1.5))
+    assert t["rtt_source"] == "ack_rtt" and t["rtt_ms"] == pytest.approx(10.0)
+    assert (t["network_rtt_ms"], t["server_wait_ms"]) == pytest.approx((10.0, 190.0))
+    assert t["model_wait_ms"] == pytest.approx(18.0)
+    assert (t["stall_ms"], t["streaming_ms"]) == pytest.approx((570.0, 161.0))
+    assert t["total_ms"] == pytest.approx(981.0)
+    # a packets table cut at its row cap cannot show that nothing was in flight: unknown
+    cut = pcaptools.load(tmp_path / "paused.pcap", max_packet_rows=5)
+    assert stalls(cut)["cause"].tolist() == ["unknown"]
+    page = render_report(cap, sections=[slow_section])
+    assert "<script>alert(1)</script>" not in page
+    assert "/&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+@pytest.mark.parametrize("name", ["h3-sse-lossy.pcapng", "h3-sse-lossy-server.pcapng"])
+def test_h3_lost_datagrams_stall_one_stream_each(name: str) -> None:
+    """h3-sse-lossy: the forwarder dropped three server datagrams (the facts' drop log); each
+    is one stall of the one HTTP/3 stream whose data it carried, cause loss_recovery, no
+    other stream held up. At the server the stall starts at the lost datagram itself, at the
+    client with the stream's last delivery before it."""
+    cap = _load(name)
+    facts = json.loads((CAPTURES / f"{name}.facts.json").read_text())
+    t0 = facts["link"]["forwarder"]["started_ns"]
+    drops = [t0 + d["t_rel_ms"] * 1e6 for d in facts["link"]["server_to_client"]
+             ["dropped_datagrams"]]
+    st = stalls(cap)
+    STALLS.check(st)
+    assert len(drops) == 3
+    assert st["cause"].tolist() == ["loss_recovery"] * 3
+    assert st["stream_count"].tolist() == [1, 1, 1] and st["hol_blocked_count"].isna().all()
+    assert st["quic_connection"].tolist() == [0, 0, 0]
+    for r, drop in zip(st.itertuples(), drops, strict=True):
+        start = pd.Timestamp(r.start_ts).value
+        if facts["vantage"] == "server":
+            assert abs(drop - start) < 1e6  # the first copy, just before the forwarder
+        else:
+            assert start < drop < pd.Timestamp(r.end_ts).value
+    rt = request_timing(cap, stall_table=st)
+    _check_adds_up(rt)
+    # the round trip from the server's ACK frames before each request: 20 ms each way at the
+    # client (the ACK delay included), the server's own ACK delay at the server
+    assert (rt["rtt_source"] == "quic_ack_rtt").all() and rt["rtt_frame"].notna().all()
+    if facts["vantage"] == "server":
+        assert rt["rtt_ms"].lt(10.0).all()
+    else:
+        assert rt["rtt_ms"].between(40.0, 60.0).all()
+    assert rt["stall_ms"].gt(0).sum() == 3
+
+
+def test_client_pause_in_the_chat_plan() -> None:
+    """h2-sse-chat.pcapng: the plan starts chat-5 at 3.3 s, 0.89 s after every earlier
+    response ended (the client's log): the one stall of the capture, a client_pause."""
+    cap = _load("h2-sse-chat.pcapng")
+    facts = json.loads((CAPTURES / "h2-sse-chat.pcapng.facts.json").read_text())
+    reqs = facts["connections"][0]["requests"]
+    wait_ms = (reqs[-1]["t_start_ns"] - max(r["t_end_ns"] for r in reqs[:-1])) / 1e6
+    st = stalls(cap)
+    assert st[["cause", "streams"]].values.tolist() == [["client_pause", "13"]]
+    assert st["duration_ms"].iloc[0] == pytest.approx(wait_ms, abs=5.0)
