@@ -332,7 +332,22 @@ def tool_specs(cap: Path, keys: Path, work: Path, args: argparse.Namespace) -> l
          "argv": [py, "-c", SCAPY_CHILD, str(cap), str(args.scapy_packets)], "kind": "sample"},
         {"name": "dpkt read + Ethernet/IP/TCP decode loop", "key": "dpkt",
          "argv": [py, "-c", DPKT_CHILD, str(cap)], "kind": "dpkt"},
+        {"name": "tcptrace -l -r -n (per-connection TCP statistics, RTT; C)", "key": "tcptrace",
+         "argv": ["tcptrace", "-l", "-r", "-n", str(cap)], "kind": "tcptrace",
+         "out": fields_out},
     ]
+
+
+def _tcptrace_connections(path: Path) -> int:
+    """The connection count from tcptrace's header ("N TCP connections traced")."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if "TCP connections traced" in line:
+                    return int(line.split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def measure_tool(spec: Tool, frames: int, file_size: int, repeats: int,
@@ -349,6 +364,9 @@ def measure_tool(spec: Tool, frames: int, file_size: int, repeats: int,
                        rows=info["rows"], table_mb=info["table_mb"], accel=info.get("accel"))
         elif spec["kind"] == "tshark":
             row["frames"] = _count_lines(spec["out"])
+        elif spec["kind"] == "tcptrace":  # it prints per connection, not per frame
+            row["frames"] = frames
+            row["connections"] = _tcptrace_connections(spec["out"])
         else:
             info = json.loads(r["stdout"])
             row["frames"] = info["packets"]
@@ -880,15 +898,24 @@ def write_readme(res: dict[str, Any]) -> None:
         L += ["## Captures", "",
               "Real traffic recorded by `benchmarks/record_big.py`: nginx 1.22 (TLS 1.2 and 1.3, "
               "HTTP/2 via ALPN) and curl (HTTP/2 multiplexed with `-Z`, HTTP/1.1 keep-alive, "
-              "short connections; SSLKEYLOGFILE) in two network namespaces over a veth pair "
-              "(MTU 1500, no GSO), tcpdump on the server side.", "",
-              "| capture | MB | frames | duration s | TCP connections | HTTP/2 requests | "
-              "HTTP/1.1 requests | dropped by tcpdump |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "short connections; SSLKEYLOGFILE), WebSocket connections from python "
+              "`websockets` (`benchmarks/ws_bench.py`: ws and wss, each with and without "
+              "permessage-deflate; JSON token streams, binary audio-sized messages, pings, "
+              "close handshakes) in two network namespaces over a veth pair (MTU 1500, no GSO), "
+              "random loss of TCP segments on arrival in both namespaces (iptables "
+              "`statistic`), tcpdump on the server side.", "",
+              "| capture | MB | frames | duration s | TCP connections | WebSocket connections | "
+              "HTTP/2 requests | HTTP/1.1 requests | loss | segments dropped | "
+              "dropped by tcpdump |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for name, c in caps.items():
+            lost = c.get("segments_dropped")
+            lost_n = f"{sum(lost.values()):,}" if isinstance(lost, dict) else "-"
+            loss = f"{100 * c['loss']:.1f} %" if "loss" in c else "-"
             L.append(f"| {name}.pcap | {_fmt(c['file_size'] / 1e6)} | {c['frames']:,} | "
-                     f"{_fmt(c['duration_s'])} | {c['tcp_connections']} | {c['http2_requests']} | "
-                     f"{c['http1_requests']} | {c['packets_dropped']} |")
+                     f"{_fmt(c['duration_s'])} | {c['tcp_connections']} | "
+                     f"{c.get('ws_connections', 0)} | {c['http2_requests']} | "
+                     f"{c['http1_requests']} | {loss} | {lost_n} | {c['packets_dropped']} |")
         L.append("")
     tools = res.get("tools")
     if tools:
@@ -939,7 +966,8 @@ def write_readme(res: dict[str, Any]) -> None:
                      ("pcaptools_workers2", "tshark_1pass"),
                      ("pcaptools_workers2", "tshark_keys_http2"),
                      ("pcaptools_workers2", "tshark_keys_all"),
-                     ("pcaptools_nopackets", "tshark_1pass"), ("pcaptools_full", "pyshark_json"),
+                     ("pcaptools_nopackets", "tshark_1pass"), ("pcaptools_tcp", "tcptrace"),
+                     ("pcaptools_full", "pyshark_json"),
                      ("pcaptools_full", "pyshark_default"), ("pcaptools_full", "scapy"),
                      ("pcaptools_full", "dpkt")):
             if a in by and b in by:
@@ -957,6 +985,30 @@ def write_readme(res: dict[str, Any]) -> None:
                   "measured): " + ", ".join(
                       f"{k} {v:,}" + (f" ({mb[k]:.1f} MB)" if k in mb else "")
                       for k, v in full["rows"].items()), ""]
+    mp = res.get("module_pay")
+    if mp:
+        L += ["## Which compiled modules pay", "",
+              f"`python benchmarks/module_pay.py` on `{Path(mp['capture']).name}` "
+              f"({mp['file_size'] / 1e6:.0f} MB, same recorder and traffic mix as `big.pcap`), "
+              f"{mp['date']}: CPU seconds inside `pcaptools.load(..., keylog=...)` (every "
+              f"table), medians of {mp['repeats']} alternated runs, one fresh process each; "
+              f"1-minute load average {mp['load_average'][0]} before, "
+              f"{mp['load_average'][-1]} after. Every module of the build compiled: "
+              f"{mp['all_s']:.3f} s (runs {', '.join(f'{x:.3f}' for x in mp['all_runs'])}); "
+              f"none (pure Python): {mp['none_s']:.3f} s "
+              f"({mp['none_s'] / mp['all_s']:.2f}x). A module's saving is the median with "
+              "all modules but it compiled, minus the median with all of them; its C compile "
+              f"time is the wall time of its compile in the build ({mp.get('jobs') or '?'} "
+              "compiles at a time).", "",
+              f"Rule: {mp['rule']}.", ""]
+        lines = ["| module | CPU s saved by compiling it | share of load() | C compile s | "
+                 "kept |", "|---|---:|---:|---:|---|"]
+        for r in mp["modules"]:
+            cs = "-" if r.get("compile_s") is None else f"{r['compile_s']:.0f}"
+            lines.append(f"| `{r['module']}` | {r['saves_s']:+.3f} | "
+                         f"{100 * r['saves_share']:+.1f} % | {cs} | "
+                         f"{'yes' if r['keep'] else 'no'} |")
+        L += [*lines, ""]
     sc = res.get("scaling")
     if sc:
         L += ["## Scaling: the same traffic repeated", "",

@@ -1,0 +1,144 @@
+"""Which compiled modules pay: ``load()`` CPU time with every built module, with none, and with
+all but one, on a real capture (issue #19: "compile only the modules that pay").
+
+    python benchmarks/module_pay.py CAPTURE KEYS [--repeats 5] [--out results.json]
+
+Needs a build (``scripts/build_accel.py``) of at least the modules to weigh. Each measured run
+is a fresh child process that imports pcaptools and times ``pcaptools.load(CAPTURE, keylog=KEYS)``
+(every table) with ``time.process_time()`` around the call, so imports and interpreter start
+are out of it. Which modules run compiled is chosen by rewriting the build's
+``_compiled/manifest.json`` with a subset of its ``sources`` (pcaptools loads a compiled module
+only when the manifest names it); the original manifest is put back at the end, also on an
+error or Ctrl-C. The configurations are run round-robin, ``--repeats`` times, so that a change
+of machine load hits them all alike; medians are reported.
+
+``saves_s`` of a module is median(all but it) - median(all): what compiling it saves, with the
+other modules compiled. Its C compile time comes from the manifest (``compile_seconds``, wall
+seconds with the build's ``jobs`` compiles in parallel). The rule applied in
+``pcaptools/_accel.py`` MODULES is printed with the table (``RULE``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+MANIFEST = ROOT / "pcaptools" / "_compiled" / "manifest.json"
+
+#: the rule by which a module stays in MODULES
+RULE = ("a module stays compiled when leaving it out of the build makes load() at least 1 % "
+        "slower (median of the alternated runs) on the benchmark capture; the others are "
+        "dropped from MODULES (their compile time is saved, the run does not get measurably "
+        "slower)")
+KEEP_SHARE = 0.01
+
+CHILD = r"""
+import json, sys, time
+import pcaptools, pcaptools._accel as acc
+cap, keys = sys.argv[1], sys.argv[2]
+t = time.process_time()
+c = pcaptools.load(cap, keylog=keys)
+cpu = time.process_time() - t
+n = sum(len(getattr(c, name)) for name in ("packets", "connections"))
+st = acc.status()
+print(json.dumps({"cpu_s": cpu, "rows": n,
+                  "compiled": sorted(m for m, v in st.items() if v == "compiled")}))
+"""
+
+
+def _run(cap: Path, keys: Path, pure: bool) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("PCAPTOOLS_PURE", None)
+    if pure:
+        env["PCAPTOOLS_PURE"] = "1"
+    out = subprocess.run([sys.executable, "-c", CHILD, str(cap), str(keys)], env=env,
+                         capture_output=True, text=True, check=True, timeout=1800).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def measure(cap: Path, keys: Path, repeats: int, log: Any = print) -> dict[str, Any]:
+    original = MANIFEST.read_text(encoding="utf-8")
+    manifest = json.loads(original)
+    built = sorted(manifest["sources"])
+    configs: list[tuple[str, list[str] | None]] = [("all", built), ("none", None)]
+    configs += [(f"-{m}", [x for x in built if x != m]) for m in built]
+    times: dict[str, list[float]] = {name: [] for name, _ in configs}
+    load_avg = [round(os.getloadavg()[0], 2)]
+    try:
+        for r in range(repeats):
+            for name, subset in configs:
+                if subset is not None:
+                    sub = dict(manifest, sources={m: manifest["sources"][m] for m in subset})
+                    MANIFEST.write_text(json.dumps(sub, indent=1) + "\n", encoding="utf-8")
+                res = _run(cap, keys, pure=subset is None)
+                if subset is not None and res["compiled"] != sorted(subset):
+                    raise SystemExit(f"{name}: compiled {res['compiled']}, expected {subset}")
+                times[name].append(res["cpu_s"])
+            log(f"module_pay: repeat {r + 1}/{repeats} done, load {os.getloadavg()[0]:.2f}")
+    finally:
+        MANIFEST.write_text(original, encoding="utf-8")
+    load_avg.append(round(os.getloadavg()[0], 2))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    spread = {k: (min(v), max(v)) for k, v in times.items()}
+    compile_s = manifest.get("compile_seconds", {})
+    rows = []
+    for m in built:
+        saves = med[f"-{m}"] - med["all"]
+        rows.append({"module": m, "saves_s": round(saves, 3),
+                     "saves_share": round(saves / med["all"], 4),
+                     "without_s": [round(x, 3) for x in times[f"-{m}"]],
+                     "compile_s": compile_s.get(m),
+                     "keep": saves >= KEEP_SHARE * med["all"]})
+    rows.sort(key=lambda r: -r["saves_s"])
+    return {"capture": str(cap), "file_size": cap.stat().st_size, "repeats": repeats,
+            "date": time.strftime("%Y-%m-%d"), "load_average": load_avg,
+            "all_s": round(med["all"], 3), "none_s": round(med["none"], 3),
+            "all_runs": [round(x, 3) for x in times["all"]],
+            "none_runs": [round(x, 3) for x in times["none"]],
+            "spread_all": spread["all"], "jobs": manifest.get("jobs"),
+            "rule": RULE, "modules": rows}
+
+
+def table(res: dict[str, Any]) -> str:
+    lines = ["| module | CPU s saved by compiling it | share of load() | C compile s | "
+             "kept |", "|---|---:|---:|---:|---|"]
+    for r in res["modules"]:
+        cs = "-" if r["compile_s"] is None else f"{r['compile_s']:.0f}"
+        lines.append(f"| `{r['module']}` | {r['saves_s']:+.3f} | {100 * r['saves_share']:+.1f} % "
+                     f"| {cs} | {'yes' if r['keep'] else 'no'} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("capture", type=Path)
+    ap.add_argument("keys", type=Path)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", type=Path, help="merge the result into this JSON file "
+                    "(key module_pay), e.g. benchmarks/results.json")
+    args = ap.parse_args(argv)
+    if not MANIFEST.is_file():
+        raise SystemExit(f"{MANIFEST} missing: run scripts/build_accel.py first")
+    res = measure(args.capture, args.keys, args.repeats)
+    print(f"all compiled {res['all_s']:.3f} s, none {res['none_s']:.3f} s (CPU s in load(), "
+          f"medians of {args.repeats})")
+    print(table(res))
+    print("rule:", RULE)
+    if args.out:
+        data = json.loads(args.out.read_text()) if args.out.is_file() else {}
+        data["module_pay"] = res
+        args.out.write_text(json.dumps(data, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
