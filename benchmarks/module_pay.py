@@ -5,12 +5,14 @@ all but one, on a real capture (issue #19: "compile only the modules that pay").
 
 Needs a build (``scripts/build_accel.py``) of at least the modules to weigh. Each measured run
 is a fresh child process that imports pcaptools and times ``pcaptools.load(CAPTURE, keylog=KEYS)``
-(every table) with ``time.process_time()`` around the call, so imports and interpreter start
-are out of it. Which modules run compiled is chosen by rewriting the build's
+(every table) ``--inner`` times with ``time.process_time()`` around each call, so imports and
+interpreter start are out of it; the fastest of them counts (on a shared machine the least
+disturbed one). Which modules run compiled is chosen by rewriting the build's
 ``_compiled/manifest.json`` with a subset of its ``sources`` (pcaptools loads a compiled module
 only when the manifest names it); the original manifest is put back at the end, also on an
 error or Ctrl-C. The configurations are run round-robin, ``--repeats`` times, so that a change
-of machine load hits them all alike; medians are reported.
+of machine load hits them all alike; medians over the rounds are reported. The times so far are
+kept in ``OUT.partial.json`` while it runs.
 
 ``saves_s`` of a module is median(all but it) - median(all): what compiling it saves, with the
 other modules compiled. Its C compile time comes from the manifest (``compile_seconds``, wall
@@ -44,28 +46,32 @@ KEEP_SHARE = 0.01
 CHILD = r"""
 import json, sys, time
 import pcaptools, pcaptools._accel as acc
-cap, keys = sys.argv[1], sys.argv[2]
-t = time.process_time()
-c = pcaptools.load(cap, keylog=keys)
-cpu = time.process_time() - t
-n = sum(len(getattr(c, name)) for name in ("packets", "connections"))
+cap, keys, inner = sys.argv[1], sys.argv[2], int(sys.argv[3])
+cpu = []
+for _ in range(inner):
+    t = time.process_time()
+    c = pcaptools.load(cap, keylog=keys)
+    cpu.append(time.process_time() - t)
+    del c
 st = acc.status()
-print(json.dumps({"cpu_s": cpu, "rows": n,
+print(json.dumps({"cpu_s": cpu,
                   "compiled": sorted(m for m, v in st.items() if v == "compiled")}))
 """
 
 
-def _run(cap: Path, keys: Path, pure: bool) -> dict[str, Any]:
+def _run(cap: Path, keys: Path, pure: bool, inner: int) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("PCAPTOOLS_PURE", None)
     if pure:
         env["PCAPTOOLS_PURE"] = "1"
-    out = subprocess.run([sys.executable, "-c", CHILD, str(cap), str(keys)], env=env,
+    out = subprocess.run([sys.executable, "-c", CHILD, str(cap), str(keys), str(inner)],
+                         env=env,
                          capture_output=True, text=True, check=True, timeout=1800).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
-def measure(cap: Path, keys: Path, repeats: int, log: Any = print) -> dict[str, Any]:
+def measure(cap: Path, keys: Path, repeats: int, inner: int, log: Any = print,
+            save: Any = None) -> dict[str, Any]:
     original = MANIFEST.read_text(encoding="utf-8")
     manifest = json.loads(original)
     built = sorted(manifest["sources"])
@@ -79,10 +85,15 @@ def measure(cap: Path, keys: Path, repeats: int, log: Any = print) -> dict[str, 
                 if subset is not None:
                     sub = dict(manifest, sources={m: manifest["sources"][m] for m in subset})
                     MANIFEST.write_text(json.dumps(sub, indent=1) + "\n", encoding="utf-8")
-                res = _run(cap, keys, pure=subset is None)
+                res = _run(cap, keys, pure=subset is None, inner=inner)
                 if subset is not None and res["compiled"] != sorted(subset):
                     raise SystemExit(f"{name}: compiled {res['compiled']}, expected {subset}")
-                times[name].append(res["cpu_s"])
+                # the fastest of the loads in one process: the one least disturbed by others
+                times[name].append(min(res["cpu_s"]))
+                log(f"module_pay: {name}: {' '.join(f'{x:.3f}' for x in res['cpu_s'])} "
+                    f"(load {os.getloadavg()[0]:.2f})")
+                if save is not None:
+                    save({"partial": True, "times": times})
             log(f"module_pay: repeat {r + 1}/{repeats} done, load {os.getloadavg()[0]:.2f}")
     finally:
         MANIFEST.write_text(original, encoding="utf-8")
@@ -100,6 +111,7 @@ def measure(cap: Path, keys: Path, repeats: int, log: Any = print) -> dict[str, 
                      "keep": saves >= KEEP_SHARE * med["all"]})
     rows.sort(key=lambda r: -r["saves_s"])
     return {"capture": str(cap), "file_size": cap.stat().st_size, "repeats": repeats,
+            "inner": inner,
             "date": time.strftime("%Y-%m-%d"), "load_average": load_avg,
             "all_s": round(med["all"], 3), "none_s": round(med["none"], 3),
             "all_runs": [round(x, 3) for x in times["all"]],
@@ -122,13 +134,22 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("capture", type=Path)
     ap.add_argument("keys", type=Path)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="rounds over all configurations (default 1)")
+    ap.add_argument("--inner", type=int, default=3,
+                    help="loads per child process; the fastest counts (default 3)")
     ap.add_argument("--out", type=Path, help="merge the result into this JSON file "
                     "(key module_pay), e.g. benchmarks/results.json")
     args = ap.parse_args(argv)
     if not MANIFEST.is_file():
         raise SystemExit(f"{MANIFEST} missing: run scripts/build_accel.py first")
-    res = measure(args.capture, args.keys, args.repeats)
+    partial = Path(str(args.out or "module_pay") + ".partial.json")
+
+    def save(state: dict[str, Any]) -> None:
+        partial.write_text(json.dumps(state) + "\n")
+
+    res = measure(args.capture, args.keys, args.repeats, args.inner, save=save)
+    partial.unlink(missing_ok=True)
     print(f"all compiled {res['all_s']:.3f} s, none {res['none_s']:.3f} s (CPU s in load(), "
           f"medians of {args.repeats})")
     print(table(res))

@@ -452,7 +452,11 @@ def sec_tools(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str]
         reps = args.repeats if spec["kind"] != "sample" else max(1, min(args.repeats, 3))
         out.append(measure_tool(spec, info["frames"], info["file_size"], reps, log))
     (args.work / "tshark.out").unlink(missing_ok=True)
-    old = {t["key"]: t for t in res.get("tools", {}).get("results", [])}
+    prev = res.get("tools", {})
+    # results of other tools are kept only while they were measured on this same capture
+    same = {k: prev.get("capture", {}).get(k) for k in ("file_size", "frames")} == {
+        k: info.get(k) for k in ("file_size", "frames")}
+    old = {t["key"]: t for t in prev.get("results", [])} if same else {}
     old.update({t["key"]: t for t in out})
     res["tools"] = {"capture": info, "repeats": args.repeats, "results": list(old.values())}
 
@@ -878,6 +882,57 @@ def _rss(t: dict[str, Any]) -> float:
     return float(max(t.get("tree_rss_mb", 0.0), t["peak_rss_mb"]))
 
 
+def _goals_md(by: dict[str, Any], stages: dict[str, Any] | None) -> list[str]:
+    """Issue #20's goals against what was measured, said plainly."""
+    out = ["## The goals (issue #20) and where this stands", "",
+           "| goal | measured | met |", "|---|---|---|"]
+    full, pure = by.get("pcaptools_full"), by.get("pcaptools_pure")
+    tsh = by.get("tshark_keys_http2")
+    if full and tsh:
+        x = tsh["wall_s"] / full["wall_s"]
+        xc = tsh["cpu_s"] / full["cpu_s"]
+        out.append(f"| full analysis >= 3x faster than tshark with the key log "
+                   f"(`tshark_keys_http2`) | {x:.2f}x wall, {xc:.2f}x CPU "
+                   f"({full['wall_s']:.1f} s vs {tsh['wall_s']:.1f} s) | "
+                   f"{'yes' if x >= 3 else 'no'} |")
+        if pure:
+            out.append(f"| (pure Python, for comparison) | {tsh['wall_s'] / pure['wall_s']:.2f}x "
+                       f"wall ({pure['wall_s']:.1f} s) | - |")
+        m = _rss(full) / _rss(tsh)
+        out.append(f"| memory <= 1/4 of tshark's | {_rss(full):,.0f} MB vs {_rss(tsh):,.0f} MB "
+                   f"({m:.2f}) | {'yes' if m <= 0.25 else 'no'} |")
+    w2 = by.get("pcaptools_workers2")
+    if w2 and tsh:
+        out.append(f"| (`workers=2` on 2 cores) | {tsh['wall_s'] / w2['wall_s']:.2f}x wall "
+                   f"({w2['wall_s']:.1f} s) | - |")
+    tcp, tt = by.get("pcaptools_tcp"), by.get("tcptrace")
+    if tcp and tt:
+        inside = ""
+        if stages:
+            row = {r["stage"]: r for r in stages["rows"]}.get("tcp")
+            if row:
+                inside = f"; {row['compiled_s']:.1f} CPU s inside load()"
+        out.append(f"| TCP-only pass no slower than tcptrace | {tcp['cpu_s']:.1f} CPU s "
+                   f"({tcp['wall_s']:.1f} s wall, imports included{inside}) vs "
+                   f"{tt['cpu_s']:.1f} CPU s; {tcp['cpu_s'] / tt['cpu_s']:.1f}x slower; "
+                   f"{_rss(tcp):,.0f} MB vs {_rss(tt):,.0f} MB | "
+                   f"{'yes' if tcp['cpu_s'] <= tt['cpu_s'] else 'no'} |")
+    if stages and full and w2:
+        row = {r["stage"]: r for r in stages["rows"]}
+        if "tcp" in row and "full" in row:
+            t_tcp, t_full = row["tcp"]["compiled_s"], row["full"]["compiled_s"]
+            out += ["", "`workers=N`: every worker reads the whole capture and runs the TCP pass "
+                    "(to number the streams as Wireshark does and to know which connections are "
+                    "its own); only the payload stack and the tables are split. With the stage "
+                    f"times above (TCP pass {t_tcp:.1f} CPU s of {t_full:.1f}), N workers cannot "
+                    f"go below ~{t_tcp:.1f} s each: on 16 cores about "
+                    f"{t_tcp + (t_full - t_tcp) / 16:.1f} s of loop time against "
+                    f"{t_full:.1f} s on one (the TCP pass repeated in every worker is the limit; "
+                    "assuming cores as free as one, which this shared machine is not)."]
+    out.append("")
+    return out
+
+
 def write_readme(res: dict[str, Any]) -> None:
     m = res.get("machine") or machine()
     L = ["# pcaptools benchmarks", "",
@@ -985,13 +1040,33 @@ def write_readme(res: dict[str, Any]) -> None:
                   "measured): " + ", ".join(
                       f"{k} {v:,}" + (f" ({mb[k]:.1f} MB)" if k in mb else "")
                       for k, v in full["rows"].items()), ""]
+    if tools:
+        L += _goals_md({t["key"]: t for t in tools["results"]}, res.get("stages"))
+    st = res.get("stages")
+    if st:
+        L += ["## Where the per-frame time goes: the chain cut after each stage", "",
+              f"`python benchmarks/stages.py` on `{Path(st['capture']).name}` "
+              f"({st['file_size'] / 1e6:.0f} MB), {st['date']}: CPU seconds of the loop only "
+              "(imports and interpreter start excluded), medians of "
+              f"{st['repeats']} alternated runs; 1-minute load average {st['load_average'][0]} "
+              f"before, {st['load_average'][-1]} after. Each stage includes the ones above it "
+              "(see the script's docstring); `compiled` is the build of "
+              "`pcaptools._accel.MODULES`.", "",
+              "| stage | frames | compiled CPU s | pure CPU s | compiled / pure | "
+              "frames / CPU s (compiled) |", "|---|---:|---:|---:|---:|---:|"]
+        for r in st["rows"]:
+            L.append(f"| {r['stage']} | {r['frames']:,} | {r['compiled_s']:.2f} | "
+                     f"{r['pure_s']:.2f} | {r['compiled_s'] / r['pure_s']:.2f} | "
+                     f"{r['frames'] / r['compiled_s']:,.0f} |")
+        L.append("")
     mp = res.get("module_pay")
     if mp:
         L += ["## Which compiled modules pay", "",
               f"`python benchmarks/module_pay.py` on `{Path(mp['capture']).name}` "
               f"({mp['file_size'] / 1e6:.0f} MB, same recorder and traffic mix as `big.pcap`), "
               f"{mp['date']}: CPU seconds inside `pcaptools.load(..., keylog=...)` (every "
-              f"table), medians of {mp['repeats']} alternated runs, one fresh process each; "
+              f"table), the fastest of {mp.get('inner', 1)} loads in one process, median of "
+              f"{mp['repeats']} alternated round(s) over the configurations; "
               f"1-minute load average {mp['load_average'][0]} before, "
               f"{mp['load_average'][-1]} after. Every module of the build compiled: "
               f"{mp['all_s']:.3f} s (runs {', '.join(f'{x:.3f}' for x in mp['all_runs'])}); "
