@@ -15,9 +15,11 @@ of machine load hits them all alike; medians over the rounds are reported. The t
 kept in ``OUT.partial.json`` while it runs.
 
 ``saves_s`` of a module is median(all but it) - median(all): what compiling it saves, with the
-other modules compiled. Its C compile time comes from the manifest (``compile_seconds``, wall
-seconds with the build's ``jobs`` compiles in parallel). The rule applied in
-``pcaptools/_accel.py`` MODULES is printed with the table (``RULE``).
+other modules compiled. With ``--by group`` the unit left out is a group of modules
+(``group_of``: one protocol's modules together, the reader, the decoder, the TCP modules, each
+table builder), which needs far fewer runs. Its C compile time comes from the manifest
+(``compile_seconds``, wall seconds with the build's ``jobs`` compiles in parallel). The rule
+applied in ``pcaptools/_accel.py`` MODULES is printed with the table (``RULE``).
 """
 
 from __future__ import annotations
@@ -70,13 +72,27 @@ def _run(cap: Path, keys: Path, pure: bool, inner: int) -> dict[str, Any]:
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
+def group_of(module: str) -> str:
+    """The part of pcaptools a module belongs to (``by="group"``): the modules of one protocol
+    call each other per record and are weighed together; the reader, the decoder, the TCP
+    modules and each table builder are groups of their own."""
+    parts = module.split(".")
+    if parts[1] == "protocols":
+        return ".".join(parts[1:3])
+    if parts[1] in ("io", "tcp"):
+        return parts[1]
+    return ".".join(parts[1:])
+
+
 def measure(cap: Path, keys: Path, repeats: int, inner: int, log: Any = print,
-            save: Any = None) -> dict[str, Any]:
+            save: Any = None, by: str = "module") -> dict[str, Any]:
     original = MANIFEST.read_text(encoding="utf-8")
     manifest = json.loads(original)
     built = sorted(manifest["sources"])
+    units = {m: (group_of(m) if by == "group" else m) for m in built}
     configs: list[tuple[str, list[str] | None]] = [("all", built), ("none", None)]
-    configs += [(f"-{m}", [x for x in built if x != m]) for m in built]
+    configs += [(f"-{u}", [x for x in built if units[x] != u])
+                for u in sorted(set(units.values()))]
     times: dict[str, list[float]] = {name: [] for name, _ in configs}
     load_avg = [round(os.getloadavg()[0], 2)]
     try:
@@ -102,12 +118,14 @@ def measure(cap: Path, keys: Path, repeats: int, inner: int, log: Any = print,
     spread = {k: (min(v), max(v)) for k, v in times.items()}
     compile_s = manifest.get("compile_seconds", {})
     rows = []
-    for m in built:
-        saves = med[f"-{m}"] - med["all"]
-        rows.append({"module": m, "saves_s": round(saves, 3),
+    for u in sorted(set(units.values())):
+        saves = med[f"-{u}"] - med["all"]
+        members = [m for m in built if units[m] == u]
+        cs = [compile_s[m] for m in members if m in compile_s]
+        rows.append({"module": u, "modules": members, "saves_s": round(saves, 3),
                      "saves_share": round(saves / med["all"], 4),
-                     "without_s": [round(x, 3) for x in times[f"-{m}"]],
-                     "compile_s": compile_s.get(m),
+                     "without_s": [round(x, 3) for x in times[f"-{u}"]],
+                     "compile_s": round(sum(cs), 1) if len(cs) == len(members) else None,
                      "keep": saves >= KEEP_SHARE * med["all"]})
     rows.sort(key=lambda r: -r["saves_s"])
     return {"capture": str(cap), "file_size": cap.stat().st_size, "repeats": repeats,
@@ -116,7 +134,7 @@ def measure(cap: Path, keys: Path, repeats: int, inner: int, log: Any = print,
             "all_s": round(med["all"], 3), "none_s": round(med["none"], 3),
             "all_runs": [round(x, 3) for x in times["all"]],
             "none_runs": [round(x, 3) for x in times["none"]],
-            "spread_all": spread["all"], "jobs": manifest.get("jobs"),
+            "spread_all": spread["all"], "jobs": manifest.get("jobs"), "by": by,
             "rule": RULE, "modules": rows}
 
 
@@ -138,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="rounds over all configurations (default 1)")
     ap.add_argument("--inner", type=int, default=3,
                     help="loads per child process; the fastest counts (default 3)")
+    ap.add_argument("--by", choices=("module", "group"), default="module",
+                    help="leave out one module at a time, or one group (group_of)")
     ap.add_argument("--out", type=Path, help="merge the result into this JSON file "
                     "(key module_pay), e.g. benchmarks/results.json")
     args = ap.parse_args(argv)
@@ -148,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     def save(state: dict[str, Any]) -> None:
         partial.write_text(json.dumps(state) + "\n")
 
-    res = measure(args.capture, args.keys, args.repeats, args.inner, save=save)
+    res = measure(args.capture, args.keys, args.repeats, args.inner, save=save, by=args.by)
     partial.unlink(missing_ok=True)
     print(f"all compiled {res['all_s']:.3f} s, none {res['none_s']:.3f} s (CPU s in load(), "
           f"medians of {args.repeats})")
