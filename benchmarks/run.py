@@ -733,6 +733,7 @@ def sec_profile(args: argparse.Namespace, res: dict[str, Any], log: Callable[[st
             os.environ["PCAPTOOLS_PURE"] = before
     shutil.copyfile(raw, HERE / "profile.raw.txt") if args.keep_raw_profile else None
     res["profile"] = summarise_profile(raw)
+    res["profile"]["file_size"] = cap.stat().st_size
     write_profile_md(res["profile"], res)
 
 
@@ -880,6 +881,16 @@ def _load_note(res: dict[str, Any], section: str) -> str:
 def _rss(t: dict[str, Any]) -> float:
     """Peak RSS of a tool run: all its processes (older results: the largest one)."""
     return float(max(t.get("tree_rss_mb", 0.0), t["peak_rss_mb"]))
+
+
+def _earlier(measured_on: float | None, current: float | None, section: str) -> list[str]:
+    """A warning line when a section's numbers come from another recording than the
+    captures listed above (re-run that section to refresh them)."""
+    if measured_on is None or current is None or measured_on == current:
+        return []
+    return [f"**Measured on an earlier recording** (without the WebSocket traffic and the loss "
+            f"of the captures above); `python benchmarks/run.py --sections {section},readme` "
+            "measures it again.", ""]
 
 
 def _goals_md(by: dict[str, Any], stages: dict[str, Any] | None) -> list[str]:
@@ -1087,6 +1098,8 @@ def write_readme(res: dict[str, Any]) -> None:
     sc = res.get("scaling")
     if sc:
         L += ["## Scaling: the same traffic repeated", "",
+              *_earlier(sc["base"].get("file_size"), caps.get("base", {}).get("file_size"),
+                        "scaling"),
               f"`base.pcap` ({sc['base']['file_size'] / 1e6:.0f} MB, {sc['base']['frames']:,} "
               "frames) repeated with `memory_scaling.repeat_capture` (each copy shifted in time "
               "and moved to fresh client ports, so the connections are new). Interpreter with "
@@ -1127,8 +1140,10 @@ def write_readme(res: dict[str, Any]) -> None:
                   "| tool | a (CPU s) | b (CPU s per 1x) | R² | peak RSS MB | tables MB growth |",
                   "|---|---:|---:|---:|---|---:|", *fits, ""]
     many = res.get("many")
+    base_mb = caps.get("base", {}).get("file_size", 0) / 1e6
     if many:
         L += ["## `load_many`: a directory of captures", "",
+              *_earlier(round(many["file_mb"]), round(base_mb) if base_mb else None, "many"),
               f"{many['files']} captures of {many['file_mb']:.0f} MB (copies of `base.pcap`), "
               "all tables with the key log. `serial` is a loop of `pcaptools.load` in one "
               "process. Every measured process and pool worker runs in a session of its own "
@@ -1147,6 +1162,8 @@ def write_readme(res: dict[str, Any]) -> None:
     dk = res.get("dask")
     if dk:
         L += ["## Dask: `pcaptools.distributed.analyse_directory`", "",
+              *_earlier(dk.get("file_mb", round(many["file_mb"]) if many else None),
+                        round(base_mb) if base_mb else None, "dask"),
               f"The same {dk['files']} captures, written as Parquet partitioned by capture. "
               "`serial` is dask's synchronous scheduler in one process; `cluster` a "
               "`LocalCluster` with one single-threaded worker process per core (cluster start-up "
@@ -1168,7 +1185,10 @@ def write_readme(res: dict[str, Any]) -> None:
           "per file writing `out/<table>/capture=<file>/part-0.parquet` "
           "(`pcaptools/distributed.py`).", ""]
     if res.get("profile"):
-        L += ["## Profile", "", "Top self-time functions (details and suggestions: `PROFILE.md`):",
+        L += ["## Profile", "",
+              *_earlier(res["profile"].get("file_size", 0),
+                        caps.get("big", {}).get("file_size"), "profile"),
+              "Top self-time functions (details and suggestions: `PROFILE.md`):",
               "", "| function | % self |", "|---|---:|"]
         L += [f"| `{f}` | {p} |" for f, p in res["profile"]["self"][:10]]
         L.append("")
