@@ -883,6 +883,18 @@ def _rss(t: dict[str, Any]) -> float:
     return float(max(t.get("tree_rss_mb", 0.0), t["peak_rss_mb"]))
 
 
+def _accel_modules() -> tuple[str, ...]:
+    """pcaptools._accel.MODULES, read without importing pcaptools."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_pcaptools_accel_readme",
+                                                  ROOT / "pcaptools" / "_accel.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return tuple(mod.MODULES)
+
+
 def _earlier(measured_on: float | None, current: float | None, section: str) -> list[str]:
     """A warning line when a section's numbers come from another recording than the
     captures listed above (re-run that section to refresh them)."""
@@ -1087,14 +1099,25 @@ def write_readme(res: dict[str, Any]) -> None:
               f"time is the wall time of its compile in the build ({mp.get('jobs') or '?'} "
               "compiles at a time).", "",
               f"Rule: {mp['rule']}.", ""]
-        lines = ["| module | CPU s saved by compiling it | share of load() | C compile s | "
-                 "kept |", "|---|---:|---:|---:|---|"]
+        modules = set(_accel_modules())
+        lines = ["| module (or group) | CPU s saved by compiling it | share of load() | "
+                 "C compile s | the rule says | in `MODULES` now |", "|---|---:|---:|---:|---|---|"]
+        differs = False
         for r in mp["modules"]:
             cs = "-" if r.get("compile_s") is None else f"{r['compile_s']:.0f}"
+            members = r.get("modules", [r["module"]])
+            now = all(m in modules for m in members)
+            differs |= now != r["keep"]
             lines.append(f"| `{r['module']}` | {r['saves_s']:+.3f} | "
                          f"{100 * r['saves_share']:+.1f} % | {cs} | "
-                         f"{'yes' if r['keep'] else 'no'} |")
+                         f"{'keep' if r['keep'] else 'drop'} | {'yes' if now else 'no'} |")
         L += [*lines, ""]
+        if differs:
+            L += ["**The rule's verdict is not applied** to `pcaptools._accel.MODULES`: on this "
+                  "shared machine the spread between runs of one configuration (see the runs "
+                  "above) is as large as the differences between configurations, so this table "
+                  "cannot tell which modules pay; `MODULES` stays as measured on 2026-11-30 "
+                  "(`PROFILE.md`) until the script is run on a quiet machine.", ""]
     sc = res.get("scaling")
     if sc:
         L += ["## Scaling: the same traffic repeated", "",
