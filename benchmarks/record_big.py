@@ -12,8 +12,20 @@ Traffic per round (rounds repeat until the capture reaches ``--size-mb``, ``--ma
   ``data:`` events each) and five HTML pages;
 * one HTTP/1.1 keep-alive connection fetching 11 of the same files one after the other;
 * four short connections (two HTTP/2, two HTTP/1.1) with three small transfers each;
+* four WebSocket connections (``benchmarks/ws_bench.py``, python ``websockets``): ws and wss
+  (TLS through Python's ``ssl``, key log ``OUT.keys``), each with and without
+  permessage-deflate; per connection ``--ws-requests`` prompts answered by 60 JSON token
+  messages each, 12 binary 3,200-byte "audio" messages echoed per prompt, one ping per prompt,
+  a close handshake;
 * every other round both clients are limited to TLS 1.2 (ECDHE-RSA-AES128-GCM-SHA256 /
   AES256-GCM / CHACHA20), the others negotiate TLS 1.3.
+
+Loss: ``--loss`` (default 0.5 %) of the TCP segments other than SYN / SYN-ACK are dropped at
+random by the receiving namespace (``iptables -t raw ... -m statistic --mode random``, in
+PREROUTING of both namespaces, so the kernel drops them on arrival as a lossy link would).
+tcpdump on the server's interface sees every client segment before the drop and none of the
+server segments the client dropped twice, so the capture shows the retransmissions, dup-acks and
+SACKs a capture taken at the server of a lossy path shows.
 
 Frames are Ethernet, MTU 1500, no GSO super-frames (``gso_max_segs 1``), so the frame count
 is what a NIC capture of the same transfer would show. Requires root, nginx, curl, tcpdump,
@@ -48,6 +60,42 @@ H1_PATHS = (["/data/2m.bin", "/data/256k.bin", "/data/256k.bin"] + ["/api/small.
 
 SHORT_PATHS = ["/api/small.json", "/sse/stream.sse", "/api/small.json"]
 SHORT_CONNECTIONS = 4  # short-lived connections per round (2 HTTP/2, 2 HTTP/1.1)
+WS_PORT, WSS_PORT = 8080, 8443
+WS_BENCH = Path(__file__).resolve().parent / "ws_bench.py"
+
+
+def _ws_clients(keylog: Path, cacert: Path, requests: int, seed: int) -> list[list[str]]:
+    """The four WebSocket clients of a round: ws, ws + deflate, wss, wss + deflate."""
+    out = []
+    for url in (f"ws://{SERVER4}:{WS_PORT}/chat", f"wss://{SERVER4}:{WSS_PORT}/chat"):
+        for deflate in (False, True):
+            argv = [sys.executable, str(WS_BENCH), "client", "--url", url, "--requests",
+                    str(requests), "--seed", str(seed), "--deadline", "80"]
+            if deflate:
+                argv.append("--deflate")
+            if url.startswith("wss:"):
+                argv += ["--cacert", str(cacert), "--keylog", str(keylog)]
+            out.append(argv)
+    return out
+
+
+def _drop_at_random(ns: netlab.Netns, loss: float) -> None:
+    """Drop ``loss`` of the TCP segments arriving in ``ns`` (not SYN / SYN-ACK)."""
+    if loss > 0:
+        ns.run(["iptables", "-t", "raw", "-A", "PREROUTING", "-p", "tcp", "!", "--tcp-flags",
+                "SYN", "SYN", "-m", "statistic", "--mode", "random", "--probability",
+                f"{loss:.6f}", "-j", "DROP"])
+
+
+def _dropped(ns: netlab.Netns) -> int:
+    """Packets the random-drop rule of ``ns`` dropped so far (0 without the rule)."""
+    res = ns.run(["iptables", "-t", "raw", "-L", "PREROUTING", "-v", "-x", "-n"], check=False)
+    total = 0
+    for line in (res.stdout or "").splitlines():
+        f = line.split()
+        if "DROP" in f and f[0].isdigit():
+            total += int(f[0])
+    return total
 
 
 def _www(root: Path) -> dict[str, int]:
@@ -115,7 +163,8 @@ def _curl(paths: list[str] | tuple[str, ...], *, http2: bool, tls12: bool, keylo
 
 
 def record(out: Path, *, size_mb: float = 300.0, max_rounds: int = 2000,
-           max_seconds: float = 900.0, work: Path | None = None) -> dict[str, Any]:
+           max_seconds: float = 900.0, work: Path | None = None, loss: float = 0.005,
+           ws_requests: int = 20) -> dict[str, Any]:
     """Record ``out`` (pcap), ``out.with_suffix('.keys')`` and ``.json`` (facts); returns the facts.
 
     Stops after the round during which the capture reached ``size_mb`` MB, or at ``max_rounds``
@@ -138,7 +187,9 @@ def record(out: Path, *, size_mb: float = 300.0, max_rounds: int = 2000,
     out.unlink(missing_ok=True)
     ciphers = TLS12_CIPHERS.split(":")
     started = time.monotonic()
-    rounds = connections = h2_requests = h1_requests = 0
+    rounds = connections = h2_requests = h1_requests = ws_connections = ws_prompts = 0
+    ws_keys = keys.with_suffix(".ws.keys")
+    ws_keys.unlink(missing_ok=True)
     failures: list[str] = []
     with netlab.Lab(work, tag="bench") as lab:
         c = lab.netns("client")
@@ -147,9 +198,20 @@ def record(out: Path, *, size_mb: float = 300.0, max_rounds: int = 2000,
                  mac_a="02:00:00:00:00:10", mac_b="02:00:00:00:00:20")
         lab.spawn(s, ["nginx", "-p", str(d), "-c", str(d / "nginx.conf"), "-g",
                       "daemon off;"], name="nginx", lifetime_s=max_seconds + 120)
-        netlab.wait_for_port(s, SERVER4, 443)
+        ws_argv = [sys.executable, str(WS_BENCH), "serve", "--host", SERVER4,
+                   "--lifetime", str(int(max_seconds + 120))]
+        lab.spawn(s, [*ws_argv, "--port", str(WS_PORT)], name="ws",
+                  lifetime_s=max_seconds + 120)
+        lab.spawn(s, [*ws_argv, "--port", str(WSS_PORT), "--certfile", str(d / "cert.pem"),
+                      "--keyfile", str(d / "key.pem")], name="wss",
+                  lifetime_s=max_seconds + 120)
+        for port in (443, WS_PORT, WSS_PORT):
+            netlab.wait_for_port(s, SERVER4, port)
+        _drop_at_random(c, loss)
+        _drop_at_random(s, loss)
         cap = netlab.Capture(lab, s, "eth0", work / "capture.pcap", buffer_mib=256,
-                             lifetime_s=max_seconds + 60, bpf="tcp port 443")
+                             lifetime_s=max_seconds + 60,
+                             bpf=f"tcp port 443 or tcp port {WS_PORT} or tcp port {WSS_PORT}")
         cap.start()
         while (rounds < max_rounds and time.monotonic() - started < max_seconds
                and (work / "capture.pcap").stat().st_size < size_mb * 1e6):
@@ -160,6 +222,9 @@ def record(out: Path, *, size_mb: float = 300.0, max_rounds: int = 2000,
             procs = [subprocess.Popen(c.argv(_curl(paths, http2=h2, tls12=tls12, keylog=keys,
                                                    cipher=cipher)), stderr=subprocess.PIPE)
                      for paths, h2 in runs]
+            ws_runs = _ws_clients(ws_keys, d / "cert.pem", ws_requests, rounds)
+            procs += [subprocess.Popen(c.argv(argv), stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE) for argv in ws_runs]
             for p in procs:
                 _, err = p.communicate(timeout=90)
                 if p.returncode:
@@ -168,11 +233,18 @@ def record(out: Path, *, size_mb: float = 300.0, max_rounds: int = 2000,
             if len(failures) > 20:
                 raise netlab.LabError("curl keeps failing: " + " | ".join(failures[:3]))
             rounds += 1
-            connections += len(runs)
+            connections += len(runs) + len(ws_runs)
+            ws_connections += len(ws_runs)
+            ws_prompts += ws_requests * len(ws_runs)
             h2_requests += sum(len(p) for p, h2 in runs if h2)
             h1_requests += sum(len(p) for p, h2 in runs if not h2)
         res = cap.stop(settle_s=0.5)
+        dropped = {"by_client": _dropped(c), "by_server": _dropped(s)}
     (work / "capture.pcap").replace(out)
+    if ws_keys.is_file():  # the WebSocket clients' key log, after curl's
+        with keys.open("ab") as f:
+            f.write(ws_keys.read_bytes())
+        ws_keys.unlink()
     facts: dict[str, Any] = {
         "capture": out.name,
         "keylog": keys.name,
@@ -181,7 +253,11 @@ def record(out: Path, *, size_mb: float = 300.0, max_rounds: int = 2000,
         "tcp_connections": connections,
         "http2_requests": h2_requests,
         "http1_requests": h1_requests,
+        "ws_connections": ws_connections,
+        "ws_prompts": ws_prompts,
         "tls12_rounds": rounds // 2,
+        "loss": loss,
+        "segments_dropped": dropped,
         "record_seconds": round(time.monotonic() - started, 1),
         "packets_captured": res.packets_captured,
         "packets_dropped": res.packets_dropped,
@@ -189,7 +265,9 @@ def record(out: Path, *, size_mb: float = 300.0, max_rounds: int = 2000,
         "files": sizes,
         "versions": {t: netlab.tool_version(a) for t, a in (
             ("nginx", ["nginx", "-v"]), ("curl", ["curl", "--version"]),
-            ("tcpdump", ["tcpdump", "--version"]))},
+            ("tcpdump", ["tcpdump", "--version"]),
+            ("websockets", [sys.executable, "-c",
+                            "import websockets; print(websockets.__version__)"]))},
     }
     out.with_suffix(".json").write_text(json.dumps(facts, indent=1) + "\n")
     return facts
@@ -202,9 +280,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size-mb", type=float, default=300.0)
     ap.add_argument("--max-rounds", type=int, default=2000)
     ap.add_argument("--max-seconds", type=float, default=900.0)
+    ap.add_argument("--loss", type=float, default=0.005,
+                    help="share of TCP segments dropped at random (default 0.005)")
+    ap.add_argument("--ws-requests", type=int, default=20,
+                    help="prompts per WebSocket connection (default 20)")
     args = ap.parse_args(argv)
     facts = record(args.out, size_mb=args.size_mb, max_rounds=args.max_rounds,
-                   max_seconds=args.max_seconds)
+                   max_seconds=args.max_seconds, loss=args.loss,
+                   ws_requests=args.ws_requests)
     print(json.dumps({k: v for k, v in facts.items() if k != "files"}, indent=1))
     return 0
 

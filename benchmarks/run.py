@@ -332,7 +332,22 @@ def tool_specs(cap: Path, keys: Path, work: Path, args: argparse.Namespace) -> l
          "argv": [py, "-c", SCAPY_CHILD, str(cap), str(args.scapy_packets)], "kind": "sample"},
         {"name": "dpkt read + Ethernet/IP/TCP decode loop", "key": "dpkt",
          "argv": [py, "-c", DPKT_CHILD, str(cap)], "kind": "dpkt"},
+        {"name": "tcptrace -l -r -n (per-connection TCP statistics, RTT; C)", "key": "tcptrace",
+         "argv": ["tcptrace", "-l", "-r", "-n", str(cap)], "kind": "tcptrace",
+         "out": fields_out},
     ]
+
+
+def _tcptrace_connections(path: Path) -> int:
+    """The connection count from tcptrace's header ("N TCP connections traced")."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if "TCP connections traced" in line:
+                    return int(line.split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def measure_tool(spec: Tool, frames: int, file_size: int, repeats: int,
@@ -349,6 +364,9 @@ def measure_tool(spec: Tool, frames: int, file_size: int, repeats: int,
                        rows=info["rows"], table_mb=info["table_mb"], accel=info.get("accel"))
         elif spec["kind"] == "tshark":
             row["frames"] = _count_lines(spec["out"])
+        elif spec["kind"] == "tcptrace":  # it prints per connection, not per frame
+            row["frames"] = frames
+            row["connections"] = _tcptrace_connections(spec["out"])
         else:
             info = json.loads(r["stdout"])
             row["frames"] = info["packets"]
@@ -434,7 +452,11 @@ def sec_tools(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str]
         reps = args.repeats if spec["kind"] != "sample" else max(1, min(args.repeats, 3))
         out.append(measure_tool(spec, info["frames"], info["file_size"], reps, log))
     (args.work / "tshark.out").unlink(missing_ok=True)
-    old = {t["key"]: t for t in res.get("tools", {}).get("results", [])}
+    prev = res.get("tools", {})
+    # results of other tools are kept only while they were measured on this same capture
+    same = {k: prev.get("capture", {}).get(k) for k in ("file_size", "frames")} == {
+        k: info.get(k) for k in ("file_size", "frames")}
+    old = {t["key"]: t for t in prev.get("results", [])} if same else {}
     old.update({t["key"]: t for t in out})
     res["tools"] = {"capture": info, "repeats": args.repeats, "results": list(old.values())}
 
@@ -711,6 +733,7 @@ def sec_profile(args: argparse.Namespace, res: dict[str, Any], log: Callable[[st
             os.environ["PCAPTOOLS_PURE"] = before
     shutil.copyfile(raw, HERE / "profile.raw.txt") if args.keep_raw_profile else None
     res["profile"] = summarise_profile(raw)
+    res["profile"]["file_size"] = cap.stat().st_size
     write_profile_md(res["profile"], res)
 
 
@@ -860,6 +883,79 @@ def _rss(t: dict[str, Any]) -> float:
     return float(max(t.get("tree_rss_mb", 0.0), t["peak_rss_mb"]))
 
 
+def _accel_modules() -> tuple[str, ...]:
+    """pcaptools._accel.MODULES, read without importing pcaptools."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_pcaptools_accel_readme",
+                                                  ROOT / "pcaptools" / "_accel.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return tuple(mod.MODULES)
+
+
+def _earlier(measured_on: float | None, current: float | None, section: str) -> list[str]:
+    """A warning line when a section's numbers come from another recording than the
+    captures listed above (re-run that section to refresh them)."""
+    if measured_on is None or current is None or measured_on == current:
+        return []
+    return [f"**Measured on an earlier recording** (without the WebSocket traffic and the loss "
+            f"of the captures above); `python benchmarks/run.py --sections {section},readme` "
+            "measures it again.", ""]
+
+
+def _goals_md(by: dict[str, Any], stages: dict[str, Any] | None) -> list[str]:
+    """Issue #20's goals against what was measured, said plainly."""
+    out = ["## The goals (issue #20) and where this stands", "",
+           "| goal | measured | met |", "|---|---|---|"]
+    full, pure = by.get("pcaptools_full"), by.get("pcaptools_pure")
+    tsh = by.get("tshark_keys_http2")
+    if full and tsh:
+        x = tsh["wall_s"] / full["wall_s"]
+        xc = tsh["cpu_s"] / full["cpu_s"]
+        out.append(f"| full analysis >= 3x faster than tshark with the key log "
+                   f"(`tshark_keys_http2`) | {x:.2f}x wall, {xc:.2f}x CPU "
+                   f"({full['wall_s']:.1f} s vs {tsh['wall_s']:.1f} s) | "
+                   f"{'yes' if x >= 3 else 'no'} |")
+        if pure:
+            out.append(f"| (pure Python, for comparison) | {tsh['wall_s'] / pure['wall_s']:.2f}x "
+                       f"wall ({pure['wall_s']:.1f} s) | - |")
+        m = _rss(full) / _rss(tsh)
+        out.append(f"| memory <= 1/4 of tshark's | {_rss(full):,.0f} MB vs {_rss(tsh):,.0f} MB "
+                   f"({m:.2f}) | {'yes' if m <= 0.25 else 'no'} |")
+    w2 = by.get("pcaptools_workers2")
+    if w2 and tsh:
+        out.append(f"| (`workers=2` on 2 cores) | {tsh['wall_s'] / w2['wall_s']:.2f}x wall "
+                   f"({w2['wall_s']:.1f} s) | - |")
+    tcp, tt = by.get("pcaptools_tcp"), by.get("tcptrace")
+    if tcp and tt:
+        inside = ""
+        if stages:
+            row = {r["stage"]: r for r in stages["rows"]}.get("tcp")
+            if row:
+                inside = f"; {row['compiled_s']:.1f} CPU s inside load()"
+        out.append(f"| TCP-only pass no slower than tcptrace | {tcp['cpu_s']:.1f} CPU s "
+                   f"({tcp['wall_s']:.1f} s wall, imports included{inside}) vs "
+                   f"{tt['cpu_s']:.1f} CPU s; {tcp['cpu_s'] / tt['cpu_s']:.1f}x slower; "
+                   f"{_rss(tcp):,.0f} MB vs {_rss(tt):,.0f} MB | "
+                   f"{'yes' if tcp['cpu_s'] <= tt['cpu_s'] else 'no'} |")
+    if stages and full and w2:
+        row = {r["stage"]: r for r in stages["rows"]}
+        if "tcp" in row and "full" in row:
+            t_tcp, t_full = row["tcp"]["compiled_s"], row["full"]["compiled_s"]
+            out += ["", "`workers=N`: every worker reads the whole capture and runs the TCP pass "
+                    "(to number the streams as Wireshark does and to know which connections are "
+                    "its own); only the payload stack and the tables are split. With the stage "
+                    f"times above (TCP pass {t_tcp:.1f} CPU s of {t_full:.1f}), N workers cannot "
+                    f"go below ~{t_tcp:.1f} s each: on 16 cores about "
+                    f"{t_tcp + (t_full - t_tcp) / 16:.1f} s of loop time against "
+                    f"{t_full:.1f} s on one (the TCP pass repeated in every worker is the limit; "
+                    "assuming cores as free as one, which this shared machine is not)."]
+    out.append("")
+    return out
+
+
 def write_readme(res: dict[str, Any]) -> None:
     m = res.get("machine") or machine()
     L = ["# pcaptools benchmarks", "",
@@ -880,15 +976,24 @@ def write_readme(res: dict[str, Any]) -> None:
         L += ["## Captures", "",
               "Real traffic recorded by `benchmarks/record_big.py`: nginx 1.22 (TLS 1.2 and 1.3, "
               "HTTP/2 via ALPN) and curl (HTTP/2 multiplexed with `-Z`, HTTP/1.1 keep-alive, "
-              "short connections; SSLKEYLOGFILE) in two network namespaces over a veth pair "
-              "(MTU 1500, no GSO), tcpdump on the server side.", "",
-              "| capture | MB | frames | duration s | TCP connections | HTTP/2 requests | "
-              "HTTP/1.1 requests | dropped by tcpdump |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "short connections; SSLKEYLOGFILE), WebSocket connections from python "
+              "`websockets` (`benchmarks/ws_bench.py`: ws and wss, each with and without "
+              "permessage-deflate; JSON token streams, binary audio-sized messages, pings, "
+              "close handshakes) in two network namespaces over a veth pair (MTU 1500, no GSO), "
+              "random loss of TCP segments on arrival in both namespaces (iptables "
+              "`statistic`), tcpdump on the server side.", "",
+              "| capture | MB | frames | duration s | TCP connections | WebSocket connections | "
+              "HTTP/2 requests | HTTP/1.1 requests | loss | segments dropped | "
+              "dropped by tcpdump |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for name, c in caps.items():
+            lost = c.get("segments_dropped")
+            lost_n = f"{sum(lost.values()):,}" if isinstance(lost, dict) else "-"
+            loss = f"{100 * c['loss']:.1f} %" if "loss" in c else "-"
             L.append(f"| {name}.pcap | {_fmt(c['file_size'] / 1e6)} | {c['frames']:,} | "
-                     f"{_fmt(c['duration_s'])} | {c['tcp_connections']} | {c['http2_requests']} | "
-                     f"{c['http1_requests']} | {c['packets_dropped']} |")
+                     f"{_fmt(c['duration_s'])} | {c['tcp_connections']} | "
+                     f"{c.get('ws_connections', 0)} | {c['http2_requests']} | "
+                     f"{c['http1_requests']} | {loss} | {lost_n} | {c['packets_dropped']} |")
         L.append("")
     tools = res.get("tools")
     if tools:
@@ -939,7 +1044,8 @@ def write_readme(res: dict[str, Any]) -> None:
                      ("pcaptools_workers2", "tshark_1pass"),
                      ("pcaptools_workers2", "tshark_keys_http2"),
                      ("pcaptools_workers2", "tshark_keys_all"),
-                     ("pcaptools_nopackets", "tshark_1pass"), ("pcaptools_full", "pyshark_json"),
+                     ("pcaptools_nopackets", "tshark_1pass"), ("pcaptools_tcp", "tcptrace"),
+                     ("pcaptools_full", "pyshark_json"),
                      ("pcaptools_full", "pyshark_default"), ("pcaptools_full", "scapy"),
                      ("pcaptools_full", "dpkt")):
             if a in by and b in by:
@@ -957,9 +1063,66 @@ def write_readme(res: dict[str, Any]) -> None:
                   "measured): " + ", ".join(
                       f"{k} {v:,}" + (f" ({mb[k]:.1f} MB)" if k in mb else "")
                       for k, v in full["rows"].items()), ""]
+    if tools:
+        L += _goals_md({t["key"]: t for t in tools["results"]}, res.get("stages"))
+    st = res.get("stages")
+    if st:
+        L += ["## Where the per-frame time goes: the chain cut after each stage", "",
+              f"`python benchmarks/stages.py` on `{Path(st['capture']).name}` "
+              f"({st['file_size'] / 1e6:.0f} MB), {st['date']}: CPU seconds of the loop only "
+              "(imports and interpreter start excluded), medians of "
+              f"{st['repeats']} alternated runs; 1-minute load average {st['load_average'][0]} "
+              f"before, {st['load_average'][-1]} after. Each stage includes the ones above it "
+              "(see the script's docstring); `compiled` is the build of "
+              "`pcaptools._accel.MODULES`.", "",
+              "| stage | frames | compiled CPU s | pure CPU s | compiled / pure | "
+              "frames / CPU s (compiled) |", "|---|---:|---:|---:|---:|---:|"]
+        for r in st["rows"]:
+            L.append(f"| {r['stage']} | {r['frames']:,} | {r['compiled_s']:.2f} | "
+                     f"{r['pure_s']:.2f} | {r['compiled_s'] / r['pure_s']:.2f} | "
+                     f"{r['frames'] / r['compiled_s']:,.0f} |")
+        L.append("")
+    mp = res.get("module_pay")
+    if mp:
+        L += ["## Which compiled modules pay", "",
+              f"`python benchmarks/module_pay.py` on `{Path(mp['capture']).name}` "
+              f"({mp['file_size'] / 1e6:.0f} MB, same recorder and traffic mix as `big.pcap`), "
+              f"{mp['date']}: CPU seconds inside `pcaptools.load(..., keylog=...)` (every "
+              f"table), the fastest of {mp.get('inner', 1)} loads in one process, median of "
+              f"{mp['repeats']} alternated round(s) over the configurations; "
+              f"1-minute load average {mp['load_average'][0]} before, "
+              f"{mp['load_average'][-1]} after. Every module of the build compiled: "
+              f"{mp['all_s']:.3f} s (runs {', '.join(f'{x:.3f}' for x in mp['all_runs'])}); "
+              f"none (pure Python): {mp['none_s']:.3f} s "
+              f"({mp['none_s'] / mp['all_s']:.2f}x). A module's saving is the median with "
+              "all modules but it compiled, minus the median with all of them; its C compile "
+              f"time is the wall time of its compile in the build ({mp.get('jobs') or '?'} "
+              "compiles at a time).", "",
+              f"Rule: {mp['rule']}.", ""]
+        modules = set(_accel_modules())
+        lines = ["| module (or group) | CPU s saved by compiling it | share of load() | "
+                 "C compile s | the rule says | in `MODULES` now |", "|---|---:|---:|---:|---|---|"]
+        differs = False
+        for r in mp["modules"]:
+            cs = "-" if r.get("compile_s") is None else f"{r['compile_s']:.0f}"
+            members = r.get("modules", [r["module"]])
+            now = all(m in modules for m in members)
+            differs |= now != r["keep"]
+            lines.append(f"| `{r['module']}` | {r['saves_s']:+.3f} | "
+                         f"{100 * r['saves_share']:+.1f} % | {cs} | "
+                         f"{'keep' if r['keep'] else 'drop'} | {'yes' if now else 'no'} |")
+        L += [*lines, ""]
+        if differs:
+            L += ["**The rule's verdict is not applied** to `pcaptools._accel.MODULES`: on this "
+                  "shared machine the spread between runs of one configuration (see the runs "
+                  "above) is as large as the differences between configurations, so this table "
+                  "cannot tell which modules pay; `MODULES` stays as measured on 2026-11-30 "
+                  "(`PROFILE.md`) until the script is run on a quiet machine.", ""]
     sc = res.get("scaling")
     if sc:
         L += ["## Scaling: the same traffic repeated", "",
+              *_earlier(sc["base"].get("file_size"), caps.get("base", {}).get("file_size"),
+                        "scaling"),
               f"`base.pcap` ({sc['base']['file_size'] / 1e6:.0f} MB, {sc['base']['frames']:,} "
               "frames) repeated with `memory_scaling.repeat_capture` (each copy shifted in time "
               "and moved to fresh client ports, so the connections are new). Interpreter with "
@@ -1000,8 +1163,10 @@ def write_readme(res: dict[str, Any]) -> None:
                   "| tool | a (CPU s) | b (CPU s per 1x) | R² | peak RSS MB | tables MB growth |",
                   "|---|---:|---:|---:|---|---:|", *fits, ""]
     many = res.get("many")
+    base_mb = caps.get("base", {}).get("file_size", 0) / 1e6
     if many:
         L += ["## `load_many`: a directory of captures", "",
+              *_earlier(round(many["file_mb"]), round(base_mb) if base_mb else None, "many"),
               f"{many['files']} captures of {many['file_mb']:.0f} MB (copies of `base.pcap`), "
               "all tables with the key log. `serial` is a loop of `pcaptools.load` in one "
               "process. Every measured process and pool worker runs in a session of its own "
@@ -1020,6 +1185,8 @@ def write_readme(res: dict[str, Any]) -> None:
     dk = res.get("dask")
     if dk:
         L += ["## Dask: `pcaptools.distributed.analyse_directory`", "",
+              *_earlier(dk.get("file_mb", round(many["file_mb"]) if many else None),
+                        round(base_mb) if base_mb else None, "dask"),
               f"The same {dk['files']} captures, written as Parquet partitioned by capture. "
               "`serial` is dask's synchronous scheduler in one process; `cluster` a "
               "`LocalCluster` with one single-threaded worker process per core (cluster start-up "
@@ -1041,7 +1208,10 @@ def write_readme(res: dict[str, Any]) -> None:
           "per file writing `out/<table>/capture=<file>/part-0.parquet` "
           "(`pcaptools/distributed.py`).", ""]
     if res.get("profile"):
-        L += ["## Profile", "", "Top self-time functions (details and suggestions: `PROFILE.md`):",
+        L += ["## Profile", "",
+              *_earlier(res["profile"].get("file_size", 0),
+                        caps.get("big", {}).get("file_size"), "profile"),
+              "Top self-time functions (details and suggestions: `PROFILE.md`):",
               "", "| function | % self |", "|---|---:|"]
         L += [f"| `{f}` | {p} |" for f, p in res["profile"]["self"][:10]]
         L.append("")

@@ -105,7 +105,8 @@ def build(jobs: int) -> int:
             "cython": Cython.__version__, "python": sys.version.split()[0],
             "extension_suffix": accel.compiled_path(accel.MODULES[0]).name[
                 len(accel.MODULES[0]):],
-            "sources": hashes}, indent=1) + "\n"
+            "sources": hashes, "compile_seconds": dict(sorted(COMPILE_SECONDS.items())),
+            "jobs": jobs}, indent=1) + "\n"
         # the manifest goes in last: an interrupted copy (a full disk) leaves no manifest, so
         # pcaptools ignores the half-copied build
         shutil.rmtree(accel.BUILD_DIR, ignore_errors=True)
@@ -131,6 +132,11 @@ def _estimate(jobs: int) -> str:
     return f"{s / 60:.0f} min" if s >= 90 else f"{s:.0f} s"
 
 
+#: wall seconds of each module's C compile in this build (written to the manifest, so the
+#: cost of a module can be weighed against what it saves: benchmarks/module_pay.py)
+COMPILE_SECONDS: dict[str, float] = {}
+
+
 def _say(text: str) -> None:
     print(f"build_accel: {text}", flush=True)
 
@@ -147,11 +153,15 @@ def _progress_build_ext(total: int, t0: float) -> type:
 
     class ProgressBuildExt(build_ext):  # type: ignore[misc,valid-type]
         def build_extension(self, ext: object) -> None:
+            t = time.monotonic()
             super().build_extension(ext)
+            took = time.monotonic() - t
+            name = str(getattr(ext, "name", ext))
             with lock:
                 done[0] += 1
-                _say(f"[{done[0]}/{total}] {getattr(ext, 'name', ext)} "
-                     f"({time.monotonic() - t0:.0f} s)")
+                COMPILE_SECONDS[name] = round(took, 1)
+                _say(f"[{done[0]}/{total}] {name} ({took:.0f} s of C compile; "
+                     f"{time.monotonic() - t0:.0f} s so far)")
 
     return ProgressBuildExt
 
