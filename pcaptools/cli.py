@@ -187,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
         "of frames; per-ACK RTTs are then not available)",
     )
     p.add_argument(
+        "--check-checksums",
+        action="store_true",
+        help="validate TCP checksums (off by default, as in tshark): bad segments become "
+        "tcp_events rows of kind bad_checksum and tcp.bad_checksum warnings",
+    )
+    p.add_argument(
         "--export",
         metavar="DIR",
         help="also write every table to DIR: one <table>.parquet each (several captures: "
@@ -835,7 +841,8 @@ def _load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
             "show_secrets": args.show_secrets, "max_packet_rows": args.max_packet_rows,
             "max_events_per_connection": args.max_events_per_connection,
             "max_record_rows": args.max_record_rows,
-            "max_decompressed_bytes": args.max_decompressed_bytes}
+            "max_decompressed_bytes": args.max_decompressed_bytes,
+            "check_checksums": args.check_checksums}
 
 
 def _rows_or_none(text: str) -> int | None:

@@ -259,3 +259,36 @@ def test_analysis_limit_is_one_x() -> None:
     h.packet(False, 0x12, 0)
     h.analysis_limit()  # logged once per connection, whoever hit the limit
     assert h.history == "SXh"
+
+
+def test_x_when_a_real_limit_was_reached() -> None:
+    """Zeek's X through a real analysis limit: h2-sse-chat loaded with a per-connection event
+    cap of 5 gives table.events_truncated rows, and exactly those connections get X (once)."""
+    cap = pcaptools.load(_need(CAPTURES / "h2-sse-chat.pcapng"),
+                         keylog=CAPTURES / "h2-sse-chat.keys", max_events_per_connection=5)
+    w = cap.warnings
+    limited = set(w.loc[w["code"] == "table.events_truncated", "tcp_stream"].dropna().astype(int))
+    assert limited
+    z = conn_log(cap)
+    with_x = set(z.loc[z["history"].str.contains("X", regex=False), "tcp_stream"].astype(int))
+    assert with_x == limited
+    assert (z.loc[z["tcp_stream"].isin(limited), "history"].str.count("X") == 1).all()
+    # the same capture without the cap: no X anywhere
+    full = conn_log(pcaptools.load(CAPTURES / "h2-sse-chat.pcapng",
+                                   keylog=CAPTURES / "h2-sse-chat.keys"))
+    assert not full["history"].str.contains("X", regex=False).any()
+
+
+def test_cli_check_checksums(tmp_path: Path) -> None:
+    """pcap-report --check-checksums passes the option to load(): the JSON facts count the
+    bad segment; without the flag nothing is validated."""
+    from pcaptools.cli import main
+
+    p, _ = _load(tmp_path, "bad.pcap", _conversation(bad_data=True))
+    out = {}
+    for flag in (True, False):
+        j = tmp_path / f"r{flag}.json"
+        argv = [str(p), "-o", str(tmp_path / f"r{flag}.html"), "--json", str(j), "--quiet"]
+        assert main(argv + (["--check-checksums"] if flag else [])) == 0
+        out[flag] = j.read_text()
+    assert '"tcp.bad_checksum"' in out[True] and '"tcp.bad_checksum"' not in out[False]
