@@ -1205,6 +1205,15 @@ def _sequential(first: int | None, last: int | None, packets: int) -> bool:
     return (last - first) % 65536 <= 4 * packets + 16
 
 
+def _evidence_cells(f: _Finding) -> tuple[Any, ...]:
+    """The finding's frame/time cells, in DISCONNECTS order: last_peer_frame/_ts,
+    first_unanswered_frame/_ts and the three noticed_* cells (TCP and QUIC rows alike)."""
+    lp, fu, n = f.last_peer, f.first_unanswered, f.noticed
+    return (lp[0] if lp else None, lp[1] if lp else None, fu[0] if fu else None,
+            fu[1] if fu else None, n[0] if n else None, n[1] if n else None,
+            n[2] if n else None)
+
+
 def _row(c: _Conn, found: list[_Finding], ws: dict[str, Any] | None, proto: str) -> tuple[Any, ...]:
     f = found[0]
     ref = f.since or f.last_peer or f.first_unanswered
@@ -1237,13 +1246,7 @@ def _row(c: _Conn, found: list[_Finding], ws: dict[str, Any] | None, proto: str)
         c.end_reason,
         c.conn_state,
         f.summary,
-        f.last_peer[0] if f.last_peer else None,
-        f.last_peer[1] if f.last_peer else None,
-        f.first_unanswered[0] if f.first_unanswered else None,
-        f.first_unanswered[1] if f.first_unanswered else None,
-        f.noticed[0] if f.noticed else None,
-        f.noticed[1] if f.noticed else None,
-        f.noticed[2] if f.noticed else None,
+        *_evidence_cells(f),
         delay,
         f.retx_after,
         f.backoff,
@@ -1873,13 +1876,7 @@ def _quic_row(q: _Quic, found: list[_Finding]) -> tuple[Any, ...]:
         f.verdict, ",".join(x.verdict for x in found),
         None if f.peer is None else _SIDE[f.peer],
         closed_by, q.end, None, f.summary,
-        f.last_peer[0] if f.last_peer else None,
-        f.last_peer[1] if f.last_peer else None,
-        f.first_unanswered[0] if f.first_unanswered else None,
-        f.first_unanswered[1] if f.first_unanswered else None,
-        f.noticed[0] if f.noticed else None,
-        f.noticed[1] if f.noticed else None,
-        f.noticed[2] if f.noticed else None,
+        *_evidence_cells(f),
         delay, f.retx_after, f.backoff, idle, hb.hb_unanswered, hb.hb_mechanisms,
         None, None, None, None, None, evidence,
         f"quic.connection.number eq {q.index} && frame.number >= {start}",

@@ -102,6 +102,21 @@ if TYPE_CHECKING:
 
 __all__ = ["CATEGORIES", "OVERHEAD", "QUIC_CATEGORIES", "overhead", "protocol_stacks"]
 
+#: QUIC's transport categories and HTTP/3's (only QUIC rows use them)
+_QUIC_TRANSPORT: tuple[str, ...] = (
+    "udp_header_bytes",
+    "quic_header_bytes",
+    "quic_aead_tag_bytes",
+    "quic_undecrypted_bytes",
+    "quic_padding_bytes",
+    "quic_ack_bytes",
+    "quic_control_bytes",
+    "quic_crypto_bytes",
+    "quic_stream_header_bytes",
+    "quic_resent_bytes",
+)
+_HTTP3: tuple[str, ...] = ("http3_frame_header_bytes", "http3_control_bytes", "qpack_bytes")
+
 #: the byte categories, in layer order; they add up to wire_bytes
 CATEGORIES: tuple[str, ...] = (
     "tcp_handshake_bytes",
@@ -112,24 +127,13 @@ CATEGORIES: tuple[str, ...] = (
     "tls_handshake_bytes",
     "tls_record_overhead_bytes",
     "tls_encrypted_bytes",
-    "udp_header_bytes",
-    "quic_header_bytes",
-    "quic_aead_tag_bytes",
-    "quic_undecrypted_bytes",
-    "quic_padding_bytes",
-    "quic_ack_bytes",
-    "quic_control_bytes",
-    "quic_crypto_bytes",
-    "quic_stream_header_bytes",
-    "quic_resent_bytes",
+    *_QUIC_TRANSPORT,
     "http2_frame_header_bytes",
     "http2_control_bytes",
     "hpack_bytes",
     "http1_header_bytes",
     "http1_framing_bytes",
-    "http3_frame_header_bytes",
-    "http3_control_bytes",
-    "qpack_bytes",
+    *_HTTP3,
     "ws_frame_header_bytes",
     "ws_control_bytes",
     "sse_framing_bytes",
@@ -139,21 +143,7 @@ CATEGORIES: tuple[str, ...] = (
 
 #: the categories only QUIC rows use (TCP rows have 0 in them, and QUIC rows 0 in the TCP,
 #: TLS, HTTP/1, HTTP/2 and WebSocket ones; sse_framing, app_payload and other are shared)
-QUIC_CATEGORIES: tuple[str, ...] = (
-    "udp_header_bytes",
-    "quic_header_bytes",
-    "quic_aead_tag_bytes",
-    "quic_undecrypted_bytes",
-    "quic_padding_bytes",
-    "quic_ack_bytes",
-    "quic_control_bytes",
-    "quic_crypto_bytes",
-    "quic_stream_header_bytes",
-    "quic_resent_bytes",
-    "http3_frame_header_bytes",
-    "http3_control_bytes",
-    "qpack_bytes",
-)
+QUIC_CATEGORIES: tuple[str, ...] = (*_QUIC_TRANSPORT, *_HTTP3)
 
 _DOCS = {
     "tcp_handshake_bytes": "link+IP+TCP headers of SYN, SYN-ACK and the handshake-completing ACK",

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..analyses.coverage import DONE as COVERED
 from ..analyses.summary import DECRYPT_REASONS, fmt_ms
+from .context import handshake_phrase
 from .quic_section import quic_check
 from .voice_section import voice_check
 
@@ -356,11 +357,8 @@ def _tls(ctx: ReportContext) -> Check:
     text = f"{_n(n, 'session')} ({versions}), {how}"
     hs = t["handshake_ms"].dropna()
     worst = flt = None
-    if len(hs) == 1:
-        text += f", handshake {fmt_ms(float(hs.iloc[0]))}"
-    elif len(hs):
-        text += (f", handshake median {fmt_ms(float(hs.median()))} "
-                 f"(max {fmt_ms(float(hs.max()))})")
+    text += handshake_phrase(hs)
+    if len(hs) > 1:
         r = _max_row(t, "handshake_ms")
         worst = f"slowest: tcp.stream {int(r['tcp_stream'])}, {fmt_ms(float(r['handshake_ms']))}"
         flt = f"tcp.stream eq {int(r['tcp_stream'])} && tls.handshake"

@@ -17,11 +17,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pandas as pd
 from markupsafe import Markup
 
+from ..analyses.summary import fmt_ms
+
 if TYPE_CHECKING:
     from ..capture import Capture
     from . import charts
 
-__all__ = ["CheckContext", "CheckParts", "SectionContext", "cached", "opt_float", "records",
+__all__ = ["CheckContext", "CheckParts", "SectionContext", "cached", "handshake_phrase",
+           "opt_float", "records",
            "store", "text"]
 
 
@@ -92,3 +95,13 @@ def text(v: Any) -> str:
 def opt_float(v: Any) -> float | None:
     """float(v), or None for None / NA / NaN."""
     return None if v is None or pd.isna(v) else float(v)
+
+
+def handshake_phrase(hs: pd.Series) -> str:
+    """The checklist's handshake clause over the handshake times ``hs`` (ms, NaN dropped):
+    ", handshake X" for one, ", handshake median X (max Y)" for several, "" for none."""
+    if len(hs) == 1:
+        return f", handshake {fmt_ms(float(hs.iloc[0]))}"
+    if len(hs):
+        return f", handshake median {fmt_ms(float(hs.median()))} (max {fmt_ms(float(hs.max()))})"
+    return ""

@@ -32,7 +32,7 @@ from markupsafe import Markup
 from ..analyses.summary import fmt_ms
 from ..protocols.http3.frames import ERROR_CODES as H3_ERROR_CODES
 from . import charts
-from .context import CheckContext, CheckParts, SectionContext, cached, store
+from .context import CheckContext, CheckParts, SectionContext, cached, handshake_phrase, store
 from .context import opt_float as _f
 from .context import records as _records
 from .context import text as _text
@@ -499,11 +499,8 @@ def quic_check(ctx: CheckContext) -> CheckParts | None:
     text = f"{_n(len(c), 'QUIC connection')}{what}"
     hs = c["handshake_ms"].dropna()
     worst = flt = None
-    if len(hs) == 1:
-        text += f", handshake {fmt_ms(float(hs.iloc[0]))}"
-    elif len(hs):
-        text += (f", handshake median {fmt_ms(float(hs.median()))} "
-                 f"(max {fmt_ms(float(hs.max()))})")
+    text += handshake_phrase(hs)
+    if len(hs) > 1:
         r = _records(c.iloc[[int(np.nanargmax(c["handshake_ms"].to_numpy(np.float64)))]])[0]
         worst = (f"slowest handshake: QUIC connection {int(r['quic_connection'])}, "
                  f"{fmt_ms(float(r['handshake_ms']))}")
