@@ -136,6 +136,20 @@ class ReportContext:
         df: pd.DataFrame = self._cache["disconnects"]
         return df
 
+    def quic_disconnects(self) -> pd.DataFrame | None:
+        """The QUIC rows of ``analyses.disconnects(cap, quic=True)``, with its ``quic_*``
+        counts in ``attrs``, computed once per report; None without QUIC connections. (That
+        call repeats the TCP rules, so a capture with QUIC pays for them twice.)"""
+        if "quic_disconnects" not in self._cache:
+            d: pd.DataFrame | None = None
+            if len(self.cap.quic_connections):
+                full = disconnects(self.cap, quic=True)
+                d = full[(full["transport"] == "quic").to_numpy(bool)]
+                d.attrs = {k: v for k, v in full.attrs.items() if str(k).startswith("quic_")}
+            self._cache["quic_disconnects"] = d
+        out: pd.DataFrame | None = self._cache["quic_disconnects"]
+        return out
+
     def heartbeats(self) -> pd.DataFrame:
         """``analyses.heartbeats.heartbeats(...)`` over WebSocket, HTTP/2 and TCP keep-alive,
         computed once per report."""
@@ -1071,11 +1085,63 @@ def heartbeats_section(ctx: ReportContext) -> Section:
     return Section("heartbeats", title, Markup("".join(parts)), note)
 
 
+def _frames_cell(ev: Any, most: int = 20) -> str:
+    """Evidence frames as text: the first ``most`` and how many more."""
+    ev = list(ev or [])
+    frames = ", ".join(str(int(f)) for f in ev[:most])
+    return frames + (f" (+{len(ev) - most})" if len(ev) > most else "")
+
+
+def _quic_disconnects_part(ctx: ReportContext, q: pd.DataFrame) -> Markup:
+    """The QUIC connections' line and table of the disconnects section."""
+    a = q.attrs
+    qn = int(a.get("quic_connections", 0))
+    clean = int(a.get("quic_clean_connections", 0))
+    still = int(a.get("quic_open_connections", 0))
+    unknown = int(a.get("quic_unknown_connections", 0))
+    line = (
+        f"QUIC: {len(q):,} of {qn:,} connection{'' if qn == 1 else 's'} did not end cleanly; "
+        f"{clean:,} closed cleanly (CONNECTION_CLOSE without an error)"
+        + (f"; {still:,} still open at the end of the capture without a finding" if still else "")
+        + (f"; {unknown:,} not decrypted, so no verdict is given (no key for their client "
+           "random)" if unknown else "")
+        + "."
+    )
+    out = Markup("<p>{}</p>").format(line)
+    if not len(q):
+        return out
+    rows: list[list[Cell]] = [
+        [
+            int(r["quic_connection"]),
+            _text(r["verdict"]),
+            _text(r["peer"]),
+            _text(r["protocol"]),
+            _text(r["summary"]),
+            _f(r["detection_delay_ms"]),
+            _text(r["close_error"]),
+            _frames_cell(r["evidence_frames"]),
+            ctx.code(_text(r["display_filter"])),
+        ]
+        for r in _records(q.head(ctx.max_table_rows))
+    ]
+    return out + ctx.table(
+        ["QUIC connection", "verdict", "peer", "protocol", "summary", "detection delay ms",
+         "close error", "evidence frames", "Wireshark filter"],
+        rows, numeric=(0, 5), wrap=(4, 7), total=len(q), source="disconnects(cap, quic=True)",
+    )
+
+
 def disconnects_section(ctx: ReportContext) -> Section:
     title = "Disconnects"
     n = len(ctx.cap.connections)
+    q = ctx.quic_disconnects()
+    quic = Markup("") if q is None else _quic_disconnects_part(ctx, q)
     if n == 0:
-        return Section("disconnects", title, None, "No TCP connections in this capture.")
+        if q is None:
+            return Section("disconnects", title, None, "No TCP connections in this capture.")
+        return Section("disconnects", title, quic,
+                       "No TCP connections in this capture; its QUIC connections "
+                       "(pcaptools.analyses.disconnects(cap, quic=True)).")
     d = ctx.disconnects()
     clean = int(d.attrs.get("clean_connections", 0))
     still = int(d.attrs.get("open_connections", 0))
@@ -1086,13 +1152,13 @@ def disconnects_section(ctx: ReportContext) -> Section:
         + "."
     )
     if len(d) == 0:
-        return Section("disconnects", title, None, "No connection ended badly: " + line)
+        if q is None:
+            return Section("disconnects", title, None, "No connection ended badly: " + line)
+        return Section("disconnects", title,
+                       Markup("<p>{}</p>").format("No TCP connection ended badly: " + line) + quic,
+                       "TCP and QUIC connections (pcaptools.analyses.disconnects(cap, quic=True)).")
     rows: list[list[Cell]] = []
     for r in _records(d.head(ctx.max_table_rows)):
-        ev = list(r["evidence_frames"] or [])
-        frames = ", ".join(str(int(f)) for f in ev[:20])
-        if len(ev) > 20:
-            frames += f" (+{len(ev) - 20})"
         rows.append([
             int(r["tcp_stream"]),
             _text(r["verdict"]),
@@ -1100,7 +1166,7 @@ def disconnects_section(ctx: ReportContext) -> Section:
             _text(r["protocol"]),
             _text(r["summary"]),
             _f(r["detection_delay_ms"]),
-            frames,
+            _frames_cell(r["evidence_frames"]),
             ctx.code(_text(r["display_filter"])),
         ])
     table = ctx.table(
@@ -1114,7 +1180,7 @@ def disconnects_section(ctx: ReportContext) -> Section:
         "(pcaptools.analyses.disconnects). Detection delay: from the peer's last packet (or the "
         "first unanswered segment) to when the sender gave up or learned of it."
     )
-    return Section("disconnects", title, Markup("<p>{}</p>").format(line) + table, note)
+    return Section("disconnects", title, Markup("<p>{}</p>").format(line) + table + quic, note)
 
 
 def overhead_section(ctx: ReportContext) -> Section:

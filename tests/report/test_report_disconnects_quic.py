@@ -1,0 +1,52 @@
+"""The report's Disconnects section lists QUIC connections (analyses.disconnects(cap,
+quic=True)) beside the TCP ones, on the recorded quic-endings capture (one aioquic connection
+per way of ending, facts in its .facts.json); captures without QUIC keep the TCP-only section."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import pcaptools
+from pcaptools.analyses import disconnects
+from pcaptools.report.html import render_report
+from tests.conftest import CAPTURES
+
+ENDINGS = CAPTURES / "quic-endings.pcapng"
+
+
+def _section(page: str) -> str:
+    i = page.index('id="disconnects"')
+    j = page.find("<section", i + 1)
+    return page[i:j if j > 0 else len(page)]
+
+
+@pytest.fixture(scope="module")
+def endings() -> tuple[pcaptools.Capture, str]:
+    if not ENDINGS.exists():
+        pytest.skip("quic-endings.pcapng is absent")
+    cap = pcaptools.load(ENDINGS, keylog=ENDINGS.with_suffix(".keys"))
+    return cap, _section(render_report(cap))
+
+
+def test_quic_rows_are_the_analysis_rows(endings: tuple[pcaptools.Capture, str]) -> None:
+    cap, sec = endings
+    d = disconnects(cap, quic=True)
+    q = d[d["transport"] == "quic"]
+    assert len(q) == 7 and d.attrs["quic_connections"] == 9
+    text = re.sub(r"<[^>]+>", " ", sec)
+    assert "QUIC: 7 of 9 connections did not end cleanly; 2 closed cleanly" in text
+    # every QUIC finding is a row: its connection number, verdict and filter, in order
+    shown = re.findall(r"quic\.connection\.number eq (\d+) &amp;&amp;", sec)
+    assert [int(x) for x in shown] == q["quic_connection"].astype(int).tolist()
+    for v in q["verdict"].astype(str):
+        assert v in text
+    assert "PROTOCOL_VIOLATION" in text and "stateless_reset" in text
+
+
+def test_tcp_only_capture_has_no_quic_part() -> None:
+    cap = pcaptools.load(CAPTURES / "demo.pcapng", keylog=CAPTURES / "demo.keys")
+    assert len(cap.quic_connections) == 0
+    sec = _section(render_report(cap))
+    assert "QUIC:" not in sec and "quic=True" not in sec
