@@ -1,9 +1,12 @@
-"""Which compiled modules pay: ``load()`` CPU time with every built module, with none, and with
-all but one, on a real capture (issue #19: "compile only the modules that pay").
+"""Which compiled modules pay: ``load()`` CPU time with every built module, with none, with the
+TCP core, and with the core plus or minus one unit, on a real capture (issue #19: "compile only
+the modules that pay").
 
-    python benchmarks/module_pay.py CAPTURE KEYS [--repeats 5] [--out results.json]
+    python benchmarks/module_pay.py CAPTURE KEYS [--by group] [--repeats 5] [--cpu 1]
+                                    [--out results.json]
 
-Needs a build (``scripts/build_accel.py``) of at least the modules to weigh. Each measured run
+Needs a build of the modules to weigh: ``scripts/build_accel.py --candidates`` builds every
+module of ``pcaptools._accel.CANDIDATES`` (``scripts/setup.sh`` later rebuilds ``MODULES``). Each measured run
 is a fresh child process that imports pcaptools and times ``pcaptools.load(CAPTURE, keylog=KEYS)``
 (every table) ``--inner`` times with ``time.process_time()`` around each call, so imports and
 interpreter start are out of it; the fastest of them counts (on a shared machine the least
@@ -14,12 +17,20 @@ error or Ctrl-C. The configurations are run round-robin, ``--repeats`` times, so
 of machine load hits them all alike; medians over the rounds are reported. The times so far are
 kept in ``OUT.partial.json`` while it runs.
 
-``saves_s`` of a module is median(all but it) - median(all): what compiling it saves, with the
-other modules compiled. With ``--by group`` the unit left out is a group of modules
+The units are weighed from the TCP core outwards, because compiled modules do not add up: on
+the WebSocket-heavy benchmark capture (2026-12-06) every module compiled was 9 % slower than
+none compiled, while leaving any one group out of the full build made it slower still, so a
+leave-one-out from "all" said every group pays and the full build was the slowest of all.
+The core (``CORE``: the decoder, the TCP modules and the packets table, the per-frame chain
+with ``.pxd`` type declarations) is the base; configurations: none, all, the core, the core
+with one other unit added (``+u``), and the core with one of its own units taken out (``-u``).
+``saves_s`` of a unit outside the core is median(core) - median(core + it); of a unit inside
+it, median(core - it) - median(core). With ``--by group`` a unit is a group of modules
 (``group_of``: one protocol's modules together, the reader, the decoder, the TCP modules, each
-table builder), which needs far fewer runs. Its C compile time comes from the manifest
+table builder), with ``--by module`` one module. Its C compile time comes from the manifest
 (``compile_seconds``, wall seconds with the build's ``jobs`` compiles in parallel). The rule
-applied in ``pcaptools/_accel.py`` MODULES is printed with the table (``RULE``).
+applied in ``pcaptools/_accel.py`` MODULES is printed with the table (``RULE``). ``--cpu N``
+pins the measured processes to one CPU (``taskset``), away from other work on the machine.
 """
 
 from __future__ import annotations
@@ -39,10 +50,13 @@ ROOT = HERE.parent
 MANIFEST = ROOT / "pcaptools" / "_compiled" / "manifest.json"
 
 #: the rule by which a module stays in MODULES
-RULE = ("a module stays compiled when leaving it out of the build makes load() at least 1 % "
-        "slower (median of the alternated runs) on the benchmark capture; the others are "
-        "dropped from MODULES (their compile time is saved, the run does not get measurably "
-        "slower)")
+RULE = ("a unit of the TCP core stays compiled when taking it out of the core build makes "
+        "load() at least 1 % slower, a unit outside the core is compiled when adding it to the "
+        "core build makes load() at least 1 % faster (medians of the alternated runs, on the "
+        "benchmark capture); the others are left out of MODULES (their compile time is saved, "
+        "the run does not get measurably slower)")
+#: the per-frame chain with .pxd type declarations: the base the other units are weighed on
+CORE = ("net.decode", "tcp", "tables.packets")
 KEEP_SHARE = 0.01
 
 CHILD = r"""
@@ -55,18 +69,25 @@ for _ in range(inner):
     c = pcaptools.load(cap, keylog=keys)
     cpu.append(time.process_time() - t)
     del c
-st = acc.status()
-print(json.dumps({"cpu_s": cpu,
-                  "compiled": sorted(m for m, v in st.items() if v == "compiled")}))
+# every candidate imported (or that would be imported) as an extension module; status()
+# covers MODULES only
+def _compiled(m):
+    if m in sys.modules:
+        return not getattr(sys.modules[m], "__file__", "").endswith(".py")
+    return acc._finder is not None and acc._finder.find_spec(m) is not None
+compiled = [m for m in acc.CANDIDATES if _compiled(m)]
+print(json.dumps({"cpu_s": cpu, "compiled": sorted(compiled)}))
 """
 
 
-def _run(cap: Path, keys: Path, pure: bool, inner: int) -> dict[str, Any]:
+def _run(cap: Path, keys: Path, pure: bool, inner: int, cpu: int | None = None
+         ) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("PCAPTOOLS_PURE", None)
     if pure:
         env["PCAPTOOLS_PURE"] = "1"
-    out = subprocess.run([sys.executable, "-c", CHILD, str(cap), str(keys), str(inner)],
+    pin = [] if cpu is None else ["taskset", "-c", str(cpu)]
+    out = subprocess.run(pin + [sys.executable, "-c", CHILD, str(cap), str(keys), str(inner)],
                          env=env,
                          capture_output=True, text=True, check=True, timeout=1800).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
@@ -84,15 +105,25 @@ def group_of(module: str) -> str:
     return ".".join(parts[1:])
 
 
+def in_core(module: str) -> bool:
+    return group_of(module) in CORE or module.split(".", 1)[1] in CORE
+
+
 def measure(cap: Path, keys: Path, repeats: int, inner: int, log: Any = print,
-            save: Any = None, by: str = "module") -> dict[str, Any]:
+            save: Any = None, by: str = "module", cpu: int | None = None) -> dict[str, Any]:
     original = MANIFEST.read_text(encoding="utf-8")
     manifest = json.loads(original)
     built = sorted(manifest["sources"])
     units = {m: (group_of(m) if by == "group" else m) for m in built}
-    configs: list[tuple[str, list[str] | None]] = [("all", built), ("none", None)]
-    configs += [(f"-{u}", [x for x in built if units[x] != u])
-                for u in sorted(set(units.values()))]
+    core = [m for m in built if in_core(m)]
+    configs: list[tuple[str, list[str] | None]] = [("all", built), ("none", None),
+                                                    ("core", core)]
+    for u in sorted(set(units.values())):
+        members = [x for x in built if units[x] == u]
+        if all(x in core for x in members):
+            configs.append((f"-{u}", [x for x in core if units[x] != u]))
+        else:
+            configs.append((f"+{u}", core + [x for x in members if x not in core]))
     times: dict[str, list[float]] = {name: [] for name, _ in configs}
     load_avg = [round(os.getloadavg()[0], 2)]
     try:
@@ -101,7 +132,7 @@ def measure(cap: Path, keys: Path, repeats: int, inner: int, log: Any = print,
                 if subset is not None:
                     sub = dict(manifest, sources={m: manifest["sources"][m] for m in subset})
                     MANIFEST.write_text(json.dumps(sub, indent=1) + "\n", encoding="utf-8")
-                res = _run(cap, keys, pure=subset is None, inner=inner)
+                res = _run(cap, keys, pure=subset is None, inner=inner, cpu=cpu)
                 if subset is not None and res["compiled"] != sorted(subset):
                     raise SystemExit(f"{name}: compiled {res['compiled']}, expected {subset}")
                 # the fastest of the loads in one process: the one least disturbed by others
@@ -119,31 +150,88 @@ def measure(cap: Path, keys: Path, repeats: int, inner: int, log: Any = print,
     compile_s = manifest.get("compile_seconds", {})
     rows = []
     for u in sorted(set(units.values())):
-        saves = med[f"-{u}"] - med["all"]
         members = [m for m in built if units[m] == u]
+        inside = f"-{u}" in med
+        name = f"-{u}" if inside else f"+{u}"
+        saves = (med[name] - med["core"]) if inside else (med["core"] - med[name])
         cs = [compile_s[m] for m in members if m in compile_s]
-        rows.append({"module": u, "modules": members, "saves_s": round(saves, 3),
-                     "saves_share": round(saves / med["all"], 4),
-                     "without_s": [round(x, 3) for x in times[f"-{u}"]],
+        rows.append({"module": u, "modules": members, "in_core": inside,
+                     "saves_s": round(saves, 3),
+                     "saves_share": round(saves / med["core"], 4),
+                     "runs_s": [round(x, 3) for x in times[name]],
                      "compile_s": round(sum(cs), 1) if len(cs) == len(members) else None,
-                     "keep": saves >= KEEP_SHARE * med["all"]})
+                     "keep": saves >= KEEP_SHARE * med["core"]})
     rows.sort(key=lambda r: -r["saves_s"])
     return {"capture": str(cap), "file_size": cap.stat().st_size, "repeats": repeats,
             "inner": inner,
             "date": time.strftime("%Y-%m-%d"), "load_average": load_avg,
             "all_s": round(med["all"], 3), "none_s": round(med["none"], 3),
+            "core_s": round(med["core"], 3), "core_runs": [round(x, 3) for x in times["core"]],
             "all_runs": [round(x, 3) for x in times["all"]],
             "none_runs": [round(x, 3) for x in times["none"]],
             "spread_all": spread["all"], "jobs": manifest.get("jobs"), "by": by,
             "rule": RULE, "modules": rows}
 
 
+def set_members(name: str, built: list[str]) -> list[str] | None:
+    """The modules of a named set (``--sets``): ``all``, ``none`` (pure Python, ``None``),
+    ``core``, or ``core+GROUP+GROUP...`` with group names of ``group_of``."""
+    if name == "none":
+        return None
+    if name == "all":
+        return list(built)
+    first, *more = name.split("+")
+    if first != "core":
+        raise SystemExit(f"--sets: {name!r} is not all, none, core or core+GROUP...")
+    groups = {group_of(m) for m in built}
+    unknown = [g for g in more if g not in groups]
+    if unknown:
+        raise SystemExit(f"--sets: unknown group(s) {unknown}; groups: {sorted(groups)}")
+    return [m for m in built if in_core(m) or group_of(m) in more]
+
+
+def measure_sets(cap: Path, keys: Path, names: list[str], repeats: int, inner: int,
+                 log: Any = print, cpu: int | None = None) -> dict[str, Any]:
+    """Whole sets of compiled modules against each other, round-robin (``--sets``): the check
+    that the set the per-unit rule chose is faster than its neighbours as a whole."""
+    original = MANIFEST.read_text(encoding="utf-8")
+    manifest = json.loads(original)
+    built = sorted(manifest["sources"])
+    subsets = {n: set_members(n, built) for n in names}
+    times: dict[str, list[float]] = {n: [] for n in names}
+    load_avg = [round(os.getloadavg()[0], 2)]
+    try:
+        for r in range(repeats):
+            for name in names:
+                subset = subsets[name]
+                if subset is not None:
+                    sub = dict(manifest, sources={m: manifest["sources"][m] for m in subset})
+                    MANIFEST.write_text(json.dumps(sub, indent=1) + "\n", encoding="utf-8")
+                res = _run(cap, keys, pure=subset is None, inner=inner, cpu=cpu)
+                if subset is not None and res["compiled"] != sorted(subset):
+                    raise SystemExit(f"{name}: compiled {res['compiled']}, expected {subset}")
+                times[name].append(min(res["cpu_s"]))
+                log(f"module_pay: {name}: {min(res['cpu_s']):.3f} "
+                    f"(load {os.getloadavg()[0]:.2f})")
+            log(f"module_pay: repeat {r + 1}/{repeats} done")
+    finally:
+        MANIFEST.write_text(original, encoding="utf-8")
+    load_avg.append(round(os.getloadavg()[0], 2))
+    return {"capture": str(cap), "file_size": cap.stat().st_size, "repeats": repeats,
+            "inner": inner, "date": time.strftime("%Y-%m-%d"), "load_average": load_avg,
+            "sets": [{"name": n, "modules": len(built) if subsets[n] is None and n == "all"
+                      else len(subsets[n] or []),
+                      "median_s": round(statistics.median(times[n]), 3),
+                      "runs_s": [round(x, 3) for x in times[n]]} for n in names]}
+
+
 def table(res: dict[str, Any]) -> str:
-    lines = ["| module | CPU s saved by compiling it | share of load() | C compile s | "
-             "kept |", "|---|---:|---:|---:|---|"]
+    lines = ["| module | in the core | CPU s saved by compiling it | share of load() | "
+             "C compile s | kept |", "|---|---|---:|---:|---:|---|"]
     for r in res["modules"]:
         cs = "-" if r["compile_s"] is None else f"{r['compile_s']:.0f}"
-        lines.append(f"| `{r['module']}` | {r['saves_s']:+.3f} | {100 * r['saves_share']:+.1f} % "
+        lines.append(f"| `{r['module']}` | {'yes' if r['in_core'] else 'no'} "
+                     f"| {r['saves_s']:+.3f} | {100 * r['saves_share']:+.1f} % "
                      f"| {cs} | {'yes' if r['keep'] else 'no'} |")
     return "\n".join(lines)
 
@@ -157,7 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--inner", type=int, default=3,
                     help="loads per child process; the fastest counts (default 3)")
     ap.add_argument("--by", choices=("module", "group"), default="module",
-                    help="leave out one module at a time, or one group (group_of)")
+                    help="weigh one module at a time, or one group (group_of)")
+    ap.add_argument("--sets", help="compare whole sets instead of weighing units: a comma "
+                    "list of all, none, core, core+GROUP+... (see set_members)")
+    ap.add_argument("--cpu", type=int, help="pin the measured processes to this CPU (taskset)")
     ap.add_argument("--out", type=Path, help="merge the result into this JSON file "
                     "(key module_pay), e.g. benchmarks/results.json")
     args = ap.parse_args(argv)
@@ -168,10 +259,22 @@ def main(argv: list[str] | None = None) -> int:
     def save(state: dict[str, Any]) -> None:
         partial.write_text(json.dumps(state) + "\n")
 
-    res = measure(args.capture, args.keys, args.repeats, args.inner, save=save, by=args.by)
+    if args.sets:
+        res = measure_sets(args.capture, args.keys, args.sets.split(","), args.repeats,
+                           args.inner, cpu=args.cpu)
+        for row in res["sets"]:
+            print(f"{row['name']}: {row['modules']} modules compiled, median {row['median_s']:.3f}"
+                  f" s (runs {', '.join(f'{x:.3f}' for x in row['runs_s'])})")
+        if args.out:
+            data = json.loads(args.out.read_text()) if args.out.is_file() else {}
+            data["module_sets"] = res
+            args.out.write_text(json.dumps(data, indent=1) + "\n")
+        return 0
+    res = measure(args.capture, args.keys, args.repeats, args.inner, save=save, by=args.by,
+                  cpu=args.cpu)
     partial.unlink(missing_ok=True)
-    print(f"all compiled {res['all_s']:.3f} s, none {res['none_s']:.3f} s (CPU s in load(), "
-          f"medians of {args.repeats})")
+    print(f"all compiled {res['all_s']:.3f} s, the core {res['core_s']:.3f} s, none "
+          f"{res['none_s']:.3f} s (CPU s in load(), medians of {args.repeats})")
     print(table(res))
     print("rule:", RULE)
     if args.out:

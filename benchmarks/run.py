@@ -1094,11 +1094,20 @@ def write_readme(res: dict[str, Any]) -> None:
               f"{mp['load_average'][-1]} after. Every module of the build compiled: "
               f"{mp['all_s']:.3f} s (runs {', '.join(f'{x:.3f}' for x in mp['all_runs'])}); "
               f"none (pure Python): {mp['none_s']:.3f} s "
-              f"({mp['none_s'] / mp['all_s']:.2f}x). A module's saving is the median with "
-              "all modules but it compiled, minus the median with all of them; its C compile "
-              f"time is the wall time of its compile in the build ({mp.get('jobs') or '?'} "
-              "compiles at a time).", "",
-              f"Rule: {mp['rule']}.", ""]
+              f"(runs {', '.join(f'{x:.3f}' for x in mp['none_runs'])})"]
+        if "core_s" in mp:
+            L[-1] += (f"; the TCP core alone (the decoder, the TCP modules and the packets "
+                      f"table): {mp['core_s']:.3f} s (runs "
+                      f"{', '.join(f'{x:.3f}' for x in mp['core_runs'])}). A unit of the core "
+                      "saves the median with the core less that unit minus the median of the "
+                      "core; a unit outside it saves the median of the core minus the median "
+                      "of the core with that unit added")
+        else:
+            L[-1] += ("; a module's saving is the median with all modules but it compiled, "
+                      "minus the median with all of them")
+        L[-1] += (f". Its C compile time is the wall time of its compile in the build "
+                  f"({mp.get('jobs') or '?'} compiles at a time).")
+        L += ["", f"Rule: {mp['rule']}.", ""]
         modules = set(_accel_modules())
         lines = ["| module (or group) | CPU s saved by compiling it | share of load() | "
                  "C compile s | the rule says | in `MODULES` now |", "|---|---:|---:|---:|---|---|"]
@@ -1108,16 +1117,30 @@ def write_readme(res: dict[str, Any]) -> None:
             members = r.get("modules", [r["module"]])
             now = all(m in modules for m in members)
             differs |= now != r["keep"]
-            lines.append(f"| `{r['module']}` | {r['saves_s']:+.3f} | "
+            where = " (core)" if r.get("in_core") else ""
+            lines.append(f"| `{r['module']}`{where} | {r['saves_s']:+.3f} | "
                          f"{100 * r['saves_share']:+.1f} % | {cs} | "
                          f"{'keep' if r['keep'] else 'drop'} | {'yes' if now else 'no'} |")
         L += [*lines, ""]
+        ms = res.get("module_sets")
+        if ms:
+            L += [f"Whole sets against each other (`module_pay.py --sets`, {ms['date']}, "
+                  f"`{Path(ms['capture']).name}`, median of {ms['repeats']} alternated rounds, "
+                  f"1-minute load average {ms['load_average'][0]} before, "
+                  f"{ms['load_average'][-1]} after): the per-unit savings above are within "
+                  "the spread of one configuration's runs (a few %), so the set is chosen by "
+                  "comparing sets whole.", "",
+                  "| set | modules compiled | CPU s in load() (median) | runs |",
+                  "|---|---:|---:|---|"]
+            for r in ms["sets"]:
+                L.append(f"| `{r['name']}` | {r['modules']} | {r['median_s']:.3f} | "
+                         f"{', '.join(f'{x:.3f}' for x in r['runs_s'])} |")
+            L.append("")
         if differs:
-            L += ["**The rule's verdict is not applied** to `pcaptools._accel.MODULES`: on this "
-                  "shared machine the spread between runs of one configuration (see the runs "
-                  "above) is as large as the differences between configurations, so this table "
-                  "cannot tell which modules pay; `MODULES` stays as measured on 2026-11-30 "
-                  "(`PROFILE.md`) until the script is run on a quiet machine.", ""]
+            L += ["**`pcaptools._accel.MODULES` differs from the per-unit rule** (the `in "
+                  "MODULES now` column): "
+                  + ("it is the fastest set of the comparison above." if ms else
+                     "the per-unit table alone cannot tell which modules pay."), ""]
     sc = res.get("scaling")
     if sc:
         L += ["## Scaling: the same traffic repeated", "",

@@ -26,16 +26,31 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-#: Modules compiled by ``scripts/build_accel.py``: the per-frame path of ``load()``.
+#: Modules compiled by ``scripts/build_accel.py``: the TCP core of the per-frame path of
+#: ``load()`` (the decoder, the TCP tracker, analyser, history and reassembler, the packets
+#: table), the modules that pay. Chosen by ``benchmarks/module_pay.py`` (benchmarks/README.md,
+#: "Which compiled modules pay", 2026-12-06): on the benchmark's WebSocket-heavy capture
+#: ``load()`` took 4.57 CPU s with these compiled, 4.81 s as pure Python, 4.78 s with the reader,
+#: TLS, SSE and the TLS table builder compiled as well and 5.02 s with every module of
+#: ``CANDIDATES`` compiled (medians of 7 alternated runs): Cython's generic code for the
+#: payload stack's attribute-heavy Python classes runs slower than CPython 3.11's specialising
+#: interpreter, while the core's ``.pxd`` type declarations make its state C fields.
 MODULES: tuple[str, ...] = (
-    "pcaptools.io.pcap",
-    "pcaptools.io.pcapng",
     "pcaptools.net.decode",
     "pcaptools.tcp.analysis",
     "pcaptools.tcp.connstate",
     "pcaptools.tcp.reassembly",
     "pcaptools.tcp.tracker",
     "pcaptools.tables.packets",
+)
+
+#: Every module that has been weighed for compiling (``MODULES`` and the payload stack):
+#: ``scripts/build_accel.py --candidates`` builds them all, so that ``benchmarks/module_pay.py``
+#: can weigh each again (a build of more than ``MODULES`` is stale to ``--if-stale``, so setup
+#: brings it back to ``MODULES``).
+CANDIDATES: tuple[str, ...] = MODULES + (
+    "pcaptools.io.pcap",
+    "pcaptools.io.pcapng",
     "pcaptools.tables.http_tables",
     "pcaptools.tables.tls_tables",
     "pcaptools.protocols.tls.observer",

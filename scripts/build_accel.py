@@ -4,8 +4,10 @@
     python scripts/build_accel.py            # build (needs Cython >= 3, a C compiler, Python.h)
     python scripts/build_accel.py --if-stale # only when a source changed (scripts/setup.sh)
     python scripts/build_accel.py --clean    # remove the build: pcaptools runs pure Python
+    python scripts/build_accel.py --candidates  # also the modules that do not pay (module_pay.py)
 
-The modules (``pcaptools._accel.MODULES``) are compiled from their unchanged ``.py`` source. A
+The modules (``pcaptools._accel.MODULES``, the TCP core: the ones that pay, see its comment) are
+compiled from their unchanged ``.py`` source. A
 ``.pxd`` beside a module (``net/decode.pxd``, ``tcp/analysis.pxd``, ``tcp/tracker.pxd``,
 ``tables/packets.pxd``) adds Cython type declarations (extension types, C integer locals) without
 changing the ``.py``. The SHA-256 of each ``.py`` and its ``.pxd`` goes into
@@ -47,8 +49,9 @@ def _accel_module():
     return mod
 
 
-def build(jobs: int) -> int:
+def build(jobs: int, candidates: bool = False) -> int:
     accel = _accel_module()
+    modules = accel.CANDIDATES if candidates else accel.MODULES
     try:
         import Cython
         from Cython.Build import cythonize
@@ -62,15 +65,15 @@ def build(jobs: int) -> int:
         return 1
     t0 = time.monotonic()
     os.chdir(ROOT)
-    n = len(accel.MODULES)
+    n = len(modules)
     _say(f"compiling {n} modules with Cython {Cython.__version__} and the C compiler, "
-         f"{jobs} at a time: about {_estimate(jobs)} on this machine's {jobs} core"
+         f"{jobs} at a time: about {_estimate(jobs, n)} on this machine's {jobs} core"
          f"{'' if jobs == 1 else 's'} when idle (PCAPTOOLS_PURE=1 scripts/setup.sh skips "
          "this; pcaptools then runs as pure Python, same results)")
-    hashes = {m: accel.source_hash(m) for m in accel.MODULES}
+    hashes = {m: accel.source_hash(m) for m in modules}
     with tempfile.TemporaryDirectory(prefix="pcaptools-accel-") as tmp:
         exts = [Extension(m, [str(accel.source_path(m).relative_to(ROOT))],
-                          extra_compile_args=list(C_FLAGS)) for m in accel.MODULES]
+                          extra_compile_args=list(C_FLAGS)) for m in modules]
         exts = cythonize(exts, build_dir=str(Path(tmp) / "c"), nthreads=jobs, quiet=True,
                          compiler_directives={"language_level": 3, "binding": True,
                                               "annotation_typing": False,
@@ -93,7 +96,7 @@ def build(jobs: int) -> int:
             return 1
         staging = Path(tmp) / "out"
         staging.mkdir()
-        for m in accel.MODULES:
+        for m in modules:
             built = Path(cmd.get_ext_fullpath(m))
             shutil.copy2(built, staging / accel.compiled_path(m).name)
         # the sources must not have changed while they were compiling
@@ -103,8 +106,8 @@ def build(jobs: int) -> int:
             return 1
         manifest = json.dumps({
             "cython": Cython.__version__, "python": sys.version.split()[0],
-            "extension_suffix": accel.compiled_path(accel.MODULES[0]).name[
-                len(accel.MODULES[0]):],
+            "extension_suffix": accel.compiled_path(modules[0]).name[
+                len(modules[0]):],
             "sources": hashes, "compile_seconds": dict(sorted(COMPILE_SECONDS.items())),
             "jobs": jobs}, indent=1) + "\n"
         # the manifest goes in last: an interrupted copy (a full disk) leaves no manifest, so
@@ -112,7 +115,7 @@ def build(jobs: int) -> int:
         shutil.rmtree(accel.BUILD_DIR, ignore_errors=True)
         shutil.copytree(staging, accel.BUILD_DIR)
         accel.MANIFEST.write_text(manifest, encoding="utf-8")
-    print(f"build_accel: {len(accel.MODULES)} modules compiled into "
+    print(f"build_accel: {len(modules)} modules compiled into "
           f"{accel.BUILD_DIR.relative_to(ROOT)} in {time.monotonic() - t0:.0f} s")
     return 0
 
@@ -121,14 +124,15 @@ def build(jobs: int) -> int:
 #: C, no debug information (half of gcc's time; the same machine code runs)
 C_FLAGS = ("-w", "-g0")
 
-#: wall time of the whole build on 2 cores, seconds: measured 420-432 s of CPU time (user +
-#: system, Cython 3.3.1, gcc 12, 23 modules), i.e. ~215 s per core, plus the parts that run
-#: on one core; the estimate printed is scaled by 2 / jobs (up to 8)
-_MEASURED_2_CORES_S = 240
+#: CPU seconds (user + system) of the build per module, measured 2026-12-06 (Cython 3.3.1,
+#: gcc 12): the 6 modules of MODULES in 40 s, the 23 of CANDIDATES in 161 s; the whole
+#: 23-module build took 73 s wall on an idle 2-core machine. The estimate printed is this times
+#: the module count, spread over the parallel compiles
+_CPU_S_PER_MODULE = 7.0
 
 
-def _estimate(jobs: int) -> str:
-    s = _MEASURED_2_CORES_S * 2 / max(1, min(jobs, 8))
+def _estimate(jobs: int, modules: int) -> str:
+    s = _CPU_S_PER_MODULE * modules / max(1, min(jobs, modules, 8))
     return f"{s / 60:.0f} min" if s >= 90 else f"{s:.0f} s"
 
 
@@ -179,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clean", action="store_true", help="remove the compiled modules")
     ap.add_argument("--if-stale", action="store_true",
                     help="do nothing when the build matches every source and this interpreter")
+    ap.add_argument("--candidates", action="store_true",
+                    help="build every module of pcaptools._accel.CANDIDATES, not only MODULES "
+                    "(for benchmarks/module_pay.py; setup's --if-stale rebuilds MODULES)")
     ap.add_argument("-j", "--jobs", type=int, default=_cores(),
                     help="parallel C compiles (default: the cores this process may use)")
     args = ap.parse_args(argv)
@@ -189,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.if_stale and _up_to_date():
         print("build_accel: the compiled modules match their sources; nothing to do")
         return 0
-    return build(max(1, args.jobs))
+    return build(max(1, args.jobs), args.candidates)
 
 
 def _up_to_date() -> bool:
