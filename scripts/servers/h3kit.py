@@ -27,12 +27,18 @@ false, "early_data": false, "requests": [{"id": "chat-1", "at_ms": 0, "lab": {..
 Connections run one after the other, each from its own fixed local port; requests on one
 connection start ``at_ms`` after it was opened (they overlap when their times do).
 ``resume``: present the session ticket the previous connection got; ``early_data``: also
-send the requests with ``at_ms`` 0 before the handshake completes (0-RTT).  After a Retry
+send the requests with ``at_ms`` 0 before the handshake completes (0-RTT); ``cipher_suites``:
+offer only these TLS 1.3 suites (aioquic ``CipherSuite`` names, e.g.
+``["CHACHA20_POLY1305_SHA256"]``; default: aioquic's list); ``versions``: the QUIC versions
+the client supports, the first being the one its Initial uses (``QuicProtocolVersion``
+names, e.g. ``["VERSION_2", "VERSION_1"]``; default: aioquic's, v1 first).  After a Retry
 the client resends its ClientHello with the same random (as browsers do; aioquic alone
 would pick a new one, which tshark 4.0 cannot match to the key log).  The TLS key log
 is appended to ``--keylog`` (NSS SSLKEYLOGFILE format, QUIC labels).  RESULT.json holds per
 connection the handshake facts and connection ids and per request its timeline: stream id,
-request sent, response headers, first byte, every SSE event's arrival time and text, end.
+request sent, response headers, first byte, every SSE event's arrival time and text, end;
+and the QUIC version and TLS cipher suite the connection used (``version``,
+``cipher_suite``).
 
 Bounded: the server exits after ``--lifetime`` seconds, each request has a 20 s timeout,
 each connection 30 s and the whole client run ``--deadline`` seconds; a stream never has
@@ -57,7 +63,8 @@ from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, H3Event, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import HandshakeCompleted, QuicEvent
-from aioquic.tls import SessionTicket
+from aioquic.quic.packet import QuicProtocolVersion
+from aioquic.tls import CipherSuite, SessionTicket
 
 WORDS = ("The", " packet", " capture", " shows", " a", " stream", " of", " tokens", ",",
          " each", " one", " in", " its", " own", " SSE", " event", " over", " HTTP", "/3",
@@ -357,6 +364,10 @@ async def one_connection(args: argparse.Namespace, conn: dict[str, Any], keylog:
     cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name=args.host,
                             secrets_log_file=keylog, idle_timeout=30.0)
     cfg.load_verify_locations(args.cacert)
+    if conn.get("cipher_suites"):
+        cfg.cipher_suites = [CipherSuite[n] for n in conn["cipher_suites"]]
+    if conn.get("versions"):
+        cfg.supported_versions = [QuicProtocolVersion[n] for n in conn["versions"]]
     got: list[SessionTicket] = []
     if conn.get("resume") and ticket is not None:
         cfg.session_ticket = ticket
@@ -365,6 +376,8 @@ async def one_connection(args: argparse.Namespace, conn: dict[str, Any], keylog:
                            "resume_requested": bool(conn.get("resume")),
                            "ticket_offered": cfg.session_ticket is not None,
                            "early_data_requested": bool(conn.get("early_data")),
+                           "cipher_suites_offered": conn.get("cipher_suites"),
+                           "versions_offered": conn.get("versions"),
                            "t_start_ns": time.time_ns()}
     early = bool(conn.get("early_data")) and cfg.session_ticket is not None
     async with connect(host.strip("[]"), int(port), configuration=cfg,
@@ -389,6 +402,9 @@ async def one_connection(args: argparse.Namespace, conn: dict[str, Any], keylog:
         out["handshake"] = p.handshake
         out["server_cid"] = q._peer_cid.cid.hex()
         out["retry_seen"] = bool(getattr(q, "_retry_source_connection_id", None))
+        out["version"] = f"0x{int(q._version):08x}"
+        ks = q.tls.key_schedule
+        out["cipher_suite"] = None if ks is None else CipherSuite(ks.cipher_suite).name
         out["requests"] = list(res)
         await asyncio.sleep(0.2)  # let late session tickets / ACKs arrive
         p.close()
