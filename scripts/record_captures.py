@@ -1810,10 +1810,15 @@ def start_h3kit(ctx: Ctx, ns: Netns, *, retry: bool, lifetime_s: int = 60) -> Pa
 
 
 def h3_plan_request(rid: str, at_ms: int, *, tokens: int = 20, first_ms: float = 150,
-                    every_ms: float = 40, seed: int = 1) -> dict[str, Any]:
-    """One streamed chat request for h3kit's client plan."""
-    return {"id": rid, "at_ms": at_ms, "lab": {"tokens": tokens, "first_ms": first_ms,
-                                               "every_ms": every_ms, "seed": seed}}
+                    every_ms: float = 40, seed: int = 1,
+                    push: list[str] | None = None) -> dict[str, Any]:
+    """One streamed chat request for h3kit's client plan (``push``: paths the server
+    pushes first)."""
+    lab: dict[str, Any] = {"tokens": tokens, "first_ms": first_ms, "every_ms": every_ms,
+                           "seed": seed}
+    if push:
+        lab["push"] = push
+    return {"id": rid, "at_ms": at_ms, "lab": lab}
 
 
 def run_h3client(ctx: Ctx, ns: Netns, conns: list[dict[str, Any]], *, tag: str,
@@ -1862,6 +1867,7 @@ def h3_request_facts(conn: dict[str, Any], server_log: list[dict[str, Any]]
             "server_event_times_ns": [e["t_ns"] for e in sent],
             "server_event_kinds": [e["kind"] for e in sent],
             "server_t_arrival_ns": s.get("t_arrival_ns"),
+            "server_pushes": s.get("pushes"),
         })
     return out
 
@@ -1882,6 +1888,7 @@ def h3_conn_facts(ctx: Ctx, res: dict[str, Any], server_log: list[dict[str, Any]
                 "early_data_accepted": h.get("early_data_accepted"),
                 "t_handshake_done_ns": h.get("t_ns"),
                 "session_tickets_received": c.get("session_tickets_received"),
+                "pushes_received": c.get("pushes"),
                 "server_view": hs[i] if i < len(hs) else None, "keys_in_keylog": True}
         extra = {"capture": capture} if capture else {}
         rows.append(ctx.conn(
@@ -2243,6 +2250,54 @@ def sc_quic_suites(ctx: Ctx) -> None:
     ctx.highlight(name, "one connection per cipher suite (aes128, aes256, chacha20) over QUIC "
                         "v1, then one over QUIC v2; per connection its cipher suite and "
                         "version in connections[].quic")
+
+
+H3_PUSH_PATHS = ["/static/chat.css", "/static/chat-theme.css"]
+
+
+@scenario("h3-push", outputs=("h3-push.pcapng",),
+          summary="HTTP/3 server push (aioquic client and server, ALPN h3): one streamed chat "
+                  "request (5 tokens) whose answer starts with two PUSH_PROMISE frames "
+                  "(GET /static/chat.css and /static/chat-theme.css), each pushed on its own "
+                  "push stream (200 text/css, 600 bytes), then a second request without "
+                  "pushes; TAP link with 5 ms one-way delay, no loss; key log in h3-push.keys")
+def sc_h3_push(ctx: Ctx) -> None:
+    c, s, tl = ctx.pair(link=QUIC_SUITES_LINK, hosts={TLS_HOST: SERVER4})
+    ev = start_h3kit(ctx, s, retry=False)
+    name = "h3-push.pcapng"
+    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    conns = [{"id": "conn-1", "local_port": 50490, "requests": [
+        h3_plan_request("push-1", 0, tokens=5, first_ms=40, every_ms=20, seed=361,
+                        push=H3_PUSH_PATHS),
+        h3_plan_request("plain-2", 300, tokens=5, first_ms=40, every_ms=20, seed=362)]}]
+    res, kl = run_h3client(ctx, c, conns, tag="push")
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    ctx.link_stats(tl)
+    ctx.add_keys(name, kl)
+    h3_conn_facts(ctx, res, jsonl(ev))
+    ctx.truth(name, plan=conns, transport="quic", push_paths=H3_PUSH_PATHS,
+              push_body_bytes=600)
+    ctx.check(name, _h3_checks)
+
+    def pushes(f: dict[str, Any]) -> list[dict[str, Any]]:
+        (conn,) = f["connections"]
+        got = conn["quic"]["pushes_received"] or []
+        sent = conn["requests"][0]["server_pushes"] or []
+        ok = (len(got) == len(sent) == len(H3_PUSH_PATHS)
+              and [p["request"][":path"] for p in got] == H3_PUSH_PATHS
+              and [p["path"] for p in sent] == H3_PUSH_PATHS
+              and all(p.get("status") == 200 and p.get("ended") and p.get("body_bytes") == 600
+                      and p.get("promise_stream_id") == 0 for p in got))
+        return [{"check": "the client received both pushes (promised on stream 0, 200, 600 "
+                          "bytes each, ended) and the server logged sending them", "ok": ok,
+                 "detail": f"client {got}, server {sent}"}]
+    ctx.check(name, pushes)
+    ctx.highlight(name, "push ids 0 and 1 promised on request stream 0 (PUSH_PROMISE), their "
+                        "push streams 15 and 19 (server-initiated unidirectional, after the "
+                        "control and QPACK streams 3, 7, 11); connections[].quic."
+                        "pushes_received: the client's view, requests[0].server_pushes: the "
+                        "server's")
 
 
 def _udp_payload_hashes(path: Path) -> list[tuple[str, str]]:
