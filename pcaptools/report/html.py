@@ -90,6 +90,8 @@ MAX_TIMELINE_BARS = 2000
 MAX_HEARTBEAT_CONNECTIONS = 40
 #: connections drawn in the overhead chart (largest by wire bytes), besides the total bar
 MAX_OVERHEAD_BARS = 30
+#: QUIC connections in the Overhead section's table (one column each; the chart has more)
+MAX_QUIC_OVERHEAD_COLUMNS = 5
 
 Cell = str | int | float | Markup | None
 
@@ -1332,27 +1334,37 @@ def _quic_overhead_part(ctx: ReportContext, q: pd.DataFrame) -> Markup:
             f"{100.0 * gmax:.1f}% (undecrypted and unparsed bytes as payload)",
         ))
     out += ctx.pairs(pairs)
-    cats = [c for c in _QUIC_ROW_CATEGORIES if int(q[c].sum())]
-    rows: list[list[Cell]] = []
-    for r in _records(q.head(ctx.max_table_rows)):
-        g = _f(r["goodput_ratio"])
-        rows.append([
-            int(r["quic_connection"]),
-            _text(r["client"]),
-            _text(r["server"]),
-            _text(r["protocol"]),
-            int(r["packets"]),
-            int(r["wire_bytes"]),
-            *[int(r[c]) for c in cats],
-            "" if g is None else f"{100.0 * g:.1f}%",
-        ])
-    ncols = 7 + len(cats)
-    return out + ctx.table(
-        ["QUIC connection", "client", "server", "protocol", "datagrams", "wire bytes",
-         *[charts.overhead_label(c) for c in cats], "goodput"],
-        rows, numeric=(0, *range(4, ncols)), total=nq, source="overhead(cap, quic=True)",
-    )
+    # one column per connection (a row per connection would not fit the page): the
+    # largest by wire bytes, in connection order
+    shown = q.sort_values(["wire_bytes", "quic_connection"], ascending=[False, True])
+    shown = shown.head(MAX_QUIC_OVERHEAD_COLUMNS).sort_values("quic_connection")
+    recs = _records(shown)
+    cats = [c for c in _QUIC_ROW_CATEGORIES if int(shown[c].sum())]
 
+    def goodput(r: dict[str, Any]) -> str:
+        g = _f(r["goodput_ratio"])
+        return "" if g is None else f"{100.0 * g:.1f}%"
+
+    rows: list[list[Cell]] = [
+        ["client", *[_text(r["client"]) for r in recs]],
+        ["server", *[_text(r["server"]) for r in recs]],
+        ["protocol", *[_text(r["protocol"]) for r in recs]],
+        ["UDP datagrams", *[int(r["packets"]) for r in recs]],
+        ["bytes on the wire", *[int(r["wire_bytes"]) for r in recs]],
+    ]
+    for c in cats:
+        row: list[Cell] = [charts.overhead_label(c)]
+        row += [int(r[c]) for r in recs]
+        rows.append(row)
+    rows.append(["goodput", *[goodput(r) for r in recs]])
+    if nq > len(recs):
+        out += Markup("<p>{}</p>").format(
+            f"Table: the {len(recs)} largest of {nq:,} QUIC connections by wire bytes "
+            "(every one: pcaptools.analyses.overhead(cap, quic=True)).")
+    return out + ctx.table(
+        ["bytes", *[f"QUIC {int(r['quic_connection'])}" for r in recs]],
+        rows, numeric=range(1, len(recs) + 1), wrap=(0,),
+    )
 
 
 def _heartbeat_rows(summ: pd.DataFrame) -> int:
