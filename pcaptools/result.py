@@ -115,6 +115,7 @@ class Capture:
     http3_connections: pd.DataFrame
     http3_frames: pd.DataFrame
     http3_streams: pd.DataFrame
+    http3_pushes: pd.DataFrame
     http3_sse_events: pd.DataFrame
     icmp_errors: pd.DataFrame
     path_mtu: pd.DataFrame

@@ -96,7 +96,7 @@ class Rule:
 #: tables cut by time as well as by connection (one row per packet or per event of a packet)
 _PER_PACKET: dict[str, str] = {"packets": "ts", "tcp_events": "ts", "warnings": "ts"}
 QUIC_TABLES = ("quic_connections", "quic_packets", "quic_frames", "http3_connections",
-               "http3_frames", "http3_streams", "http3_sse_events")
+               "http3_frames", "http3_streams", "http3_pushes", "http3_sse_events")
 """the tables keyed by ``quic_connection`` (cut by the kept QUIC connections, not tcp_stream)"""
 
 

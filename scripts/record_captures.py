@@ -1810,10 +1810,15 @@ def start_h3kit(ctx: Ctx, ns: Netns, *, retry: bool, lifetime_s: int = 60) -> Pa
 
 
 def h3_plan_request(rid: str, at_ms: int, *, tokens: int = 20, first_ms: float = 150,
-                    every_ms: float = 40, seed: int = 1) -> dict[str, Any]:
-    """One streamed chat request for h3kit's client plan."""
-    return {"id": rid, "at_ms": at_ms, "lab": {"tokens": tokens, "first_ms": first_ms,
-                                               "every_ms": every_ms, "seed": seed}}
+                    every_ms: float = 40, seed: int = 1,
+                    push: list[str] | None = None) -> dict[str, Any]:
+    """One streamed chat request for h3kit's client plan (``push``: paths the server
+    pushes first)."""
+    lab: dict[str, Any] = {"tokens": tokens, "first_ms": first_ms, "every_ms": every_ms,
+                           "seed": seed}
+    if push:
+        lab["push"] = push
+    return {"id": rid, "at_ms": at_ms, "lab": lab}
 
 
 def run_h3client(ctx: Ctx, ns: Netns, conns: list[dict[str, Any]], *, tag: str,
@@ -1862,6 +1867,7 @@ def h3_request_facts(conn: dict[str, Any], server_log: list[dict[str, Any]]
             "server_event_times_ns": [e["t_ns"] for e in sent],
             "server_event_kinds": [e["kind"] for e in sent],
             "server_t_arrival_ns": s.get("t_arrival_ns"),
+            "server_pushes": s.get("pushes"),
         })
     return out
 
@@ -1874,13 +1880,15 @@ def h3_conn_facts(ctx: Ctx, res: dict[str, Any], server_log: list[dict[str, Any]
     for i, c in enumerate(res["connections"]):
         reqs = h3_request_facts(c, server_log)
         h = c.get("handshake") or {}
-        quic = {"version": "0x00000001", "alpn": h.get("alpn"), "sni": TLS_HOST,
+        quic = {"version": c.get("version", "0x00000001"), "alpn": h.get("alpn"), "sni": TLS_HOST,
+                "cipher_suite": c.get("cipher_suite"),
                 "original_dcid": c.get("original_dcid"), "client_scid": c.get("client_scid"),
                 "server_cid": c.get("server_cid"), "retry": c.get("retry_seen"),
                 "resumed": h.get("resumed"), "early_data_requested": c.get("early_data_requested"),
                 "early_data_accepted": h.get("early_data_accepted"),
                 "t_handshake_done_ns": h.get("t_ns"),
                 "session_tickets_received": c.get("session_tickets_received"),
+                "pushes_received": c.get("pushes"),
                 "server_view": hs[i] if i < len(hs) else None, "keys_in_keylog": True}
         extra = {"capture": capture} if capture else {}
         rows.append(ctx.conn(
@@ -1910,6 +1918,11 @@ def _walk(tree: Any, key: str) -> Iterator[Any]:
     elif isinstance(tree, list):
         for v in tree:
             yield from _walk(v, key)
+
+
+#: QUIC v2 long-header type bits -> the v1 numbering the facts use (0 Initial, 1 0-RTT,
+#: 2 Handshake, 3 Retry)
+_V2_LONG_TYPES = {"1": "0", "2": "1", "3": "2", "0": "3"}
 
 
 def tshark_quic_packets(path: Path, *, keylog: Path | None) -> list[dict[str, Any]]:
@@ -1942,6 +1955,9 @@ def tshark_quic_packets(path: Path, *, keylog: Path | None) -> list[dict[str, An
                                "offset": int(f.get("quic.stream.offset", 0)),
                                "data": str(f.get("quic.stream_data", "")).replace(":", "")})
             ptype = next(_walk(q, "quic.long.packet_type"), None)
+            if ptype is None:  # QUIC v2 (RFC 9369 §3.2): tshark 4.0 names its own field
+                v2 = next(_walk(q, "quic.long.packet_type_v2"), None)
+                ptype = None if v2 is None else _V2_LONG_TYPES.get(str(v2))
             quics.append({"connection": None if conn is None else int(conn),
                           "header_form": form, "long_packet_type": ptype,
                           # tshark shows an undecryptable packet's payload as
@@ -2171,6 +2187,117 @@ def sc_h3_sse_lossy(ctx: Ctx) -> None:
     ctx.highlight(fc, "link.client_to_server/server_to_client.dropped_datagrams: every QUIC "
                       "datagram the link dropped; the client capture holds the client's, "
                       "the server capture the server's")
+
+
+QUIC_SUITES_LINK = LinkParams(delay_ms=5.0, seed=3535, lifetime_s=60)
+#: quic-suites: (connection id, local port, cipher suites offered, QUIC versions)
+QUIC_SUITES_PLAN = (
+    ("aes128", 50480, ["AES_128_GCM_SHA256"], ["VERSION_1"]),
+    ("aes256", 50481, ["AES_256_GCM_SHA384"], ["VERSION_1"]),
+    ("chacha20", 50482, ["CHACHA20_POLY1305_SHA256"], ["VERSION_1"]),
+    ("quic-v2", 50483, ["AES_128_GCM_SHA256"], ["VERSION_2", "VERSION_1"]),
+)
+
+
+@scenario("quic-suites", outputs=("quic-suites.pcapng",),
+          summary="QUIC packet protection with each TLS 1.3 cipher suite and QUIC version 2 "
+                  "(aioquic client and server, ALPN h3): four connections one after the "
+                  "other, each with one streamed chat request (5 tokens): "
+                  "TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, "
+                  "TLS_CHACHA20_POLY1305_SHA256 (ChaCha20 header protection) over QUIC v1, "
+                  "then TLS_AES_128_GCM_SHA256 over QUIC v2 (0x6b3343cf, RFC 9369: its own "
+                  "Initial salt, key labels and long-header type bits); TAP link with 5 ms "
+                  "one-way delay, no loss; key log in quic-suites.keys")
+def sc_quic_suites(ctx: Ctx) -> None:
+    c, s, tl = ctx.pair(link=QUIC_SUITES_LINK, hosts={TLS_HOST: SERVER4})
+    ev = start_h3kit(ctx, s, retry=False)
+    name = "quic-suites.pcapng"
+    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    conns = [{"id": cid, "local_port": port, "cipher_suites": suites, "versions": versions,
+              "requests": [h3_plan_request(f"{cid}-1", 0, tokens=5, first_ms=40, every_ms=20,
+                                           seed=350 + i)]}
+             for i, (cid, port, suites, versions) in enumerate(QUIC_SUITES_PLAN)]
+    res, kl = run_h3client(ctx, c, conns, tag="suites")
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    ctx.link_stats(tl)
+    ctx.add_keys(name, kl)
+    h3_conn_facts(ctx, res, jsonl(ev))
+    ctx.truth(name, plan=conns, transport="quic",
+              sse_format="one HTTP/3 DATA frame per SSE event, as h3-sse-chat")
+    ctx.check(name, _h3_checks)
+
+    def suites(f: dict[str, Any]) -> list[dict[str, Any]]:
+        q = [c["quic"] for c in f["connections"]]
+        want = [("TLS_" + p[2][0], "0x6b3343cf" if p[3][0] == "VERSION_2" else "0x00000001")
+                for p in QUIC_SUITES_PLAN]
+        got = [("TLS_" + str(x.get("cipher_suite")), x.get("version")) for x in q]
+        return [{"check": "each connection used its planned cipher suite and QUIC version "
+                          "(aioquic's view)", "ok": got == want, "detail": f"{got}"}]
+    ctx.check(name, suites)
+
+    def decrypted(f: dict[str, Any]) -> list[dict[str, Any]]:
+        t = f["tshark"]["quic"]
+        return [{"check": "tshark 4.0 sees four QUIC connections and decrypts every packet "
+                          "with the key log (QUIC v2 included: 4 Initial and 3 Handshake "
+                          "packets over all, its long types in quic.long.packet_type_v2)",
+                 "ok": t.get("connections") == 4 and t.get("decryption_failed", 1) == 0
+                 and t.get("long_packet_types", {}).get("0", 0) >= 4 * 2,
+                 "detail": f"connections {t.get('connections')}, decryption failures "
+                           f"{t.get('decryption_failed')}, long packet types "
+                           f"{t.get('long_packet_types')}"}]
+    ctx.check(name, decrypted)
+    ctx.highlight(name, "one connection per cipher suite (aes128, aes256, chacha20) over QUIC "
+                        "v1, then one over QUIC v2; per connection its cipher suite and "
+                        "version in connections[].quic")
+
+
+H3_PUSH_PATHS = ["/static/chat.css", "/static/chat-theme.css"]
+
+
+@scenario("h3-push", outputs=("h3-push.pcapng",),
+          summary="HTTP/3 server push (aioquic client and server, ALPN h3): one streamed chat "
+                  "request (5 tokens) whose answer starts with two PUSH_PROMISE frames "
+                  "(GET /static/chat.css and /static/chat-theme.css), each pushed on its own "
+                  "push stream (200 text/css, 600 bytes), then a second request without "
+                  "pushes; TAP link with 5 ms one-way delay, no loss; key log in h3-push.keys")
+def sc_h3_push(ctx: Ctx) -> None:
+    c, s, tl = ctx.pair(link=QUIC_SUITES_LINK, hosts={TLS_HOST: SERVER4})
+    ev = start_h3kit(ctx, s, retry=False)
+    name = "h3-push.pcapng"
+    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    conns = [{"id": "conn-1", "local_port": 50490, "requests": [
+        h3_plan_request("push-1", 0, tokens=5, first_ms=40, every_ms=20, seed=361,
+                        push=H3_PUSH_PATHS),
+        h3_plan_request("plain-2", 300, tokens=5, first_ms=40, every_ms=20, seed=362)]}]
+    res, kl = run_h3client(ctx, c, conns, tag="push")
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    ctx.link_stats(tl)
+    ctx.add_keys(name, kl)
+    h3_conn_facts(ctx, res, jsonl(ev))
+    ctx.truth(name, plan=conns, transport="quic", push_paths=H3_PUSH_PATHS,
+              push_body_bytes=600)
+    ctx.check(name, _h3_checks)
+
+    def pushes(f: dict[str, Any]) -> list[dict[str, Any]]:
+        (conn,) = f["connections"]
+        got = conn["quic"]["pushes_received"] or []
+        sent = conn["requests"][0]["server_pushes"] or []
+        ok = (len(got) == len(sent) == len(H3_PUSH_PATHS)
+              and [p["request"][":path"] for p in got] == H3_PUSH_PATHS
+              and [p["path"] for p in sent] == H3_PUSH_PATHS
+              and all(p.get("status") == 200 and p.get("ended") and p.get("body_bytes") == 600
+                      and p.get("promise_stream_id") == 0 for p in got))
+        return [{"check": "the client received both pushes (promised on stream 0, 200, 600 "
+                          "bytes each, ended) and the server logged sending them", "ok": ok,
+                 "detail": f"client {got}, server {sent}"}]
+    ctx.check(name, pushes)
+    ctx.highlight(name, "push ids 0 and 1 promised on request stream 0 (PUSH_PROMISE), their "
+                        "push streams 15 and 19 (server-initiated unidirectional, after the "
+                        "control and QPACK streams 3, 7, 11); connections[].quic."
+                        "pushes_received: the client's view, requests[0].server_pushes: the "
+                        "server's")
 
 
 def _udp_payload_hashes(path: Path) -> list[tuple[str, str]]:

@@ -129,7 +129,7 @@ def test_rows_are_written_while_reading(tmp_path: Path) -> None:
                                 "icmp_errors", "path_mtu", "warnings", "coverage", "tcp_losses",
                                 "quic_connections", "quic_packets", "quic_frames",
                                 "http3_connections", "http3_frames", "http3_streams",
-                                "http3_sse_events"}
+                                "http3_pushes", "http3_sse_events"}
     # part of a table: columns and pyarrow filters
     part = cap.read("packets", columns=["frame", "tcp_stream", "flags"],
                     filters=[("tcp_stream", "==", 3)])

@@ -23,7 +23,7 @@ ORDER = [
     "sse_events", "ws_connections", "ws_frames", "ws_messages", "ws_heartbeats",
     "realtime_events", "dns",
     "quic_connections", "quic_packets", "quic_frames", "http3_connections", "http3_frames",
-    "http3_streams", "http3_sse_events",
+    "http3_streams", "http3_pushes", "http3_sse_events",
     "icmp_errors", "path_mtu", "packets", "warnings", "coverage",
 ]
 

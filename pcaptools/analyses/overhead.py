@@ -309,7 +309,8 @@ def overhead(cap: Capture, *, by_direction: bool = False, quic: bool = False) ->
     it: TCP, and QUIC with ``quic=True``). The categories of every row add up to its
     ``wire_bytes``; the rules are in the module docstring. An empty capture gives just the
     total row of zeros. (``quic`` is off by default so that callers that read every row as a
-    TCP connection, like the report's Overhead section, keep doing so.)"""
+    TCP connection keep doing so; the report's Overhead section takes its TCP part from the
+    default call and its QUIC part from the ``transport`` quic rows of ``quic=True``.)"""
     rows = _tcp_rows(cap, by_direction)
     totals = [r for r in rows]
     if quic:

@@ -846,6 +846,21 @@ OVERHEAD_COLOURS: dict[str, str] = {  # the 20 colours of Tableau's tab20, two l
     "sse_framing_bytes": "#dbdb8d",
     "app_payload_bytes": "#2ca02c",
     "other_bytes": "#c7c7c7",
+    # QUIC's and HTTP/3's (a QUIC row has no TCP, TLS, HTTP/1, HTTP/2 or WebSocket bytes, and
+    # QUIC rows get their own chart): tab20 again, resent red and undecrypted grey as for TCP
+    "udp_header_bytes": "#393b79",
+    "quic_header_bytes": "#1f77b4",
+    "quic_aead_tag_bytes": "#8c564b",
+    "quic_undecrypted_bytes": "#7f7f7f",
+    "quic_padding_bytes": "#aec7e8",
+    "quic_ack_bytes": "#17becf",
+    "quic_control_bytes": "#bcbd22",
+    "quic_crypto_bytes": "#e377c2",
+    "quic_stream_header_bytes": "#9467bd",
+    "quic_resent_bytes": "#d62728",
+    "http3_frame_header_bytes": "#ff7f0e",
+    "http3_control_bytes": "#c5b0d5",
+    "qpack_bytes": "#ffbb78",
 }
 
 #: what the report calls each overhead category (legend and table): the TCP ones name the
@@ -869,6 +884,19 @@ OVERHEAD_LABELS: dict[str, str] = {
     "sse_framing_bytes": "SSE framing",
     "app_payload_bytes": "application payload",
     "other_bytes": "other (not parsed)",
+    "udp_header_bytes": "link+IP+UDP headers of QUIC datagrams",
+    "quic_header_bytes": "QUIC packet headers",
+    "quic_aead_tag_bytes": "QUIC AEAD tags",
+    "quic_undecrypted_bytes": "QUIC packets not decrypted",
+    "quic_padding_bytes": "QUIC padding",
+    "quic_ack_bytes": "QUIC ACK frames",
+    "quic_control_bytes": "QUIC control frames",
+    "quic_crypto_bytes": "QUIC CRYPTO frames (TLS handshake)",
+    "quic_stream_header_bytes": "QUIC STREAM frame headers",
+    "quic_resent_bytes": "resent QUIC stream data",
+    "http3_frame_header_bytes": "HTTP/3 frame headers",
+    "http3_control_bytes": "HTTP/3 control frames and stream types",
+    "qpack_bytes": "QPACK field sections",
 }
 
 
@@ -877,15 +905,23 @@ def overhead_label(category: str) -> str:
     return OVERHEAD_LABELS.get(category, category.removesuffix("_bytes").replace("_", " "))
 
 
-def overhead_figure(rows: pd.DataFrame, categories: tuple[str, ...]) -> Figure | None:
+def overhead_figure(
+    rows: pd.DataFrame, categories: tuple[str, ...], *, total_label: str = "total"
+) -> Figure | None:
     """Stacked horizontal bars of ``rows`` (rows of ``analyses.overhead``: connections and
-    the total row), one segment per category with bytes, as a share of the row's wire bytes;
-    hover gives bytes. None without rows."""
+    the total row, labelled ``total_label``), one segment per category with bytes, as a share
+    of the row's wire bytes; hover gives bytes. A TCP row is labelled by its tcp.stream, a
+    QUIC row as ``QUIC n``. None without rows."""
     if len(rows) == 0:
         return None
     labels = [
-        "total" if bool(t) else f"tcp.stream {int(s)}"
-        for t, s in zip(rows["total"].tolist(), rows["tcp_stream"].tolist(), strict=True)
+        total_label if bool(t)
+        else f"tcp.stream {int(s)}" if not pd.isna(s)
+        else f"QUIC {int(qc)}"
+        for t, s, qc in zip(
+            rows["total"].tolist(), rows["tcp_stream"].tolist(),
+            rows["quic_connection"].tolist(), strict=True,
+        )
     ]
     wire = rows["wire_bytes"].to_numpy(dtype=np.float64)
     denom = np.where(wire > 0, wire, 1.0)

@@ -53,7 +53,7 @@ from ..analyses.coverage import coverage_summary
 from ..analyses.disconnects import disconnects
 from ..analyses.heartbeats import heartbeat_summary, heartbeats
 from ..analyses.latency import stream_latency
-from ..analyses.overhead import CATEGORIES, overhead
+from ..analyses.overhead import CATEGORIES, QUIC_CATEGORIES, overhead
 from ..analyses.summary import fmt_ms, headline, tls_decrypt_sentences
 from ..diagnostics import CATALOGUE
 from ..io.linktypes import LINKTYPE_LABELS
@@ -90,6 +90,8 @@ MAX_TIMELINE_BARS = 2000
 MAX_HEARTBEAT_CONNECTIONS = 40
 #: connections drawn in the overhead chart (largest by wire bytes), besides the total bar
 MAX_OVERHEAD_BARS = 30
+#: QUIC connections in the Overhead section's table (one column each; the chart has more)
+MAX_QUIC_OVERHEAD_COLUMNS = 5
 
 Cell = str | int | float | Markup | None
 
@@ -180,6 +182,20 @@ class ReportContext:
             self._cache["overhead"] = overhead(self.cap)
         df: pd.DataFrame = self._cache["overhead"]
         return df
+
+    def quic_overhead(self) -> pd.DataFrame | None:
+        """The QUIC connections' rows of ``analyses.overhead(cap, quic=True)`` (its total row
+        left out: it also sums the TCP rows), computed once per report; None without QUIC
+        connections. (That call repeats the TCP rows, so a capture with QUIC pays for them
+        twice.)"""
+        if "quic_overhead" not in self._cache:
+            o: pd.DataFrame | None = None
+            if len(self.cap.quic_connections):
+                full = overhead(self.cap, quic=True)
+                o = full[(full["transport"] == "quic").to_numpy(bool)].reset_index(drop=True)
+            self._cache["quic_overhead"] = o
+        out: pd.DataFrame | None = self._cache["quic_overhead"]
+        return out
 
     def latency(self) -> pd.DataFrame:
         """``stream_latency(cap)``, computed once per report."""
@@ -1186,14 +1202,21 @@ def disconnects_section(ctx: ReportContext) -> Section:
 def overhead_section(ctx: ReportContext) -> Section:
     title = "Overhead"
     n = len(ctx.cap.connections)
+    q = ctx.quic_overhead()
+    quic = Markup("") if q is None or not len(q) else _quic_overhead_part(ctx, q)
     if n == 0:
-        return Section("overhead", title, None, "No TCP connections in this capture.")
+        if not quic:
+            return Section("overhead", title, None, "No TCP connections in this capture.")
+        return Section("overhead", title, quic, "No TCP connections in this capture; " + _QUIC_NOTE)
     o = ctx.overhead()
     is_total = o["total"].astype(bool)
     total = o[is_total]
     per = o[~is_total]
     if len(total) == 0 or int(total["wire_bytes"].iloc[0]) == 0:
-        return Section("overhead", title, None, "No TCP bytes on the wire in this capture.")
+        if not quic:
+            return Section("overhead", title, None, "No TCP bytes on the wire in this capture.")
+        return Section("overhead", title, quic, "No TCP bytes on the wire in this capture; "
+                       + _QUIC_NOTE)
     tot = total.iloc[0]
     wire = int(tot["wire_bytes"])
     parts: list[Markup] = []
@@ -1217,7 +1240,8 @@ def overhead_section(ctx: ReportContext) -> Section:
         pairs.append((
             "ratios taken over",
             f"TCP frames only: {wire:,} of the capture's {whole:,} bytes "
-            f"({100.0 * wire / whole:.1f}%; the rest is in Coverage)",
+            f"({100.0 * wire / whole:.1f}%; "
+            + ("QUIC below, " if quic else "") + "the rest is in Coverage)",
         ))
     g, gmax = _f(tot["goodput_ratio"]), _f(tot["goodput_max_ratio"])
     pairs.append(("goodput", "" if g is None else f"{100.0 * g:.1f}%"))
@@ -1241,7 +1265,106 @@ def overhead_section(ctx: ReportContext) -> Section:
         )
     else:
         note += "Chart: each connection and the total, as shares of its wire bytes."
-    return Section("overhead", title, Markup("".join(parts)), note)
+    if quic:
+        note += " " + _QUIC_NOTE
+    return Section("overhead", title, Markup("".join(parts)) + quic, note)
+
+
+_QUIC_NOTE = (
+    "QUIC connections: wire bytes (frame.len) of their UDP datagrams by layer and purpose "
+    "(pcaptools.analyses.overhead(cap, quic=True)); their shares are over QUIC bytes only."
+)
+
+#: the categories a QUIC row can have bytes in, in layer order
+_QUIC_ROW_CATEGORIES: tuple[str, ...] = tuple(
+    c for c in CATEGORIES
+    if c in QUIC_CATEGORIES or c in ("sse_framing_bytes", "app_payload_bytes", "other_bytes")
+)
+
+
+def _quic_overhead_total(q: pd.DataFrame) -> pd.DataFrame:
+    """One row summing the QUIC rows ``q`` (labelled as a total row; its goodput ratios
+    recomputed over the sums)."""
+    t = q.iloc[:1].copy().reset_index(drop=True)
+    for c in ("packets", "wire_bytes", *CATEGORIES):
+        t[c] = np.int64(int(q[c].sum()))
+    t["total"] = True
+    t["quic_connection"] = pd.array([pd.NA], dtype="Int64")
+    wire = int(t["wire_bytes"].iloc[0])
+    hidden = sum(int(t[c].iloc[0]) for c in ("quic_undecrypted_bytes", "other_bytes"))
+    t["goodput_ratio"] = int(t["app_payload_bytes"].iloc[0]) / wire if wire else np.nan
+    t["goodput_max_ratio"] = (
+        (int(t["app_payload_bytes"].iloc[0]) + hidden) / wire if wire else np.nan
+    )
+    return t
+
+
+def _quic_overhead_part(ctx: ReportContext, q: pd.DataFrame) -> Markup:
+    """The QUIC connections' line, chart, totals and table of the Overhead section: the rows
+    of ``overhead(cap, quic=True)`` with ``transport`` quic."""
+    nq = len(q)
+    wire = int(q["wire_bytes"].sum())
+    head = (
+        f"QUIC: {nq:,} connection{'' if nq == 1 else 's'}, {wire:,} bytes on the wire in "
+        f"{int(q['packets'].sum()):,} UDP datagrams."
+    )
+    out = Markup("<p>{}</p>").format(head)
+    if wire == 0:
+        return out
+    total = _quic_overhead_total(q)
+    top = q.sort_values(["wire_bytes", "quic_connection"], ascending=[False, True])
+    top = top.head(MAX_OVERHEAD_BARS).sort_values("quic_connection")
+    fig = charts.overhead_figure(
+        pd.concat([top, total], ignore_index=True), _QUIC_ROW_CATEGORIES,
+        total_label="QUIC total",
+    )
+    if fig is not None:
+        out += ctx.figure(fig, "overhead-quic")
+    tot = total.iloc[0]
+    pairs: list[tuple[str, Cell]] = [
+        (charts.overhead_label(c), f"{int(tot[c]):,} ({100.0 * int(tot[c]) / wire:.1f}%)")
+        for c in _QUIC_ROW_CATEGORIES if int(tot[c])
+    ]
+    pairs.append(("QUIC bytes on the wire", f"{wire:,}"))
+    g, gmax = _f(tot["goodput_ratio"]), _f(tot["goodput_max_ratio"])
+    pairs.append(("QUIC goodput", "" if g is None else f"{100.0 * g:.1f}%"))
+    if gmax is not None and g is not None and gmax > g:
+        pairs.append((
+            "QUIC goodput upper bound",
+            f"{100.0 * gmax:.1f}% (undecrypted and unparsed bytes as payload)",
+        ))
+    out += ctx.pairs(pairs)
+    # one column per connection (a row per connection would not fit the page): the
+    # largest by wire bytes, in connection order
+    shown = q.sort_values(["wire_bytes", "quic_connection"], ascending=[False, True])
+    shown = shown.head(MAX_QUIC_OVERHEAD_COLUMNS).sort_values("quic_connection")
+    recs = _records(shown)
+    cats = [c for c in _QUIC_ROW_CATEGORIES if int(shown[c].sum())]
+
+    def goodput(r: dict[str, Any]) -> str:
+        g = _f(r["goodput_ratio"])
+        return "" if g is None else f"{100.0 * g:.1f}%"
+
+    rows: list[list[Cell]] = [
+        ["client", *[_text(r["client"]) for r in recs]],
+        ["server", *[_text(r["server"]) for r in recs]],
+        ["protocol", *[_text(r["protocol"]) for r in recs]],
+        ["UDP datagrams", *[int(r["packets"]) for r in recs]],
+        ["bytes on the wire", *[int(r["wire_bytes"]) for r in recs]],
+    ]
+    for c in cats:
+        row: list[Cell] = [charts.overhead_label(c)]
+        row += [int(r[c]) for r in recs]
+        rows.append(row)
+    rows.append(["goodput", *[goodput(r) for r in recs]])
+    if nq > len(recs):
+        out += Markup("<p>{}</p>").format(
+            f"Table: the {len(recs)} largest of {nq:,} QUIC connections by wire bytes "
+            "(every one: pcaptools.analyses.overhead(cap, quic=True)).")
+    return out + ctx.table(
+        ["bytes", *[f"QUIC {int(r['quic_connection'])}" for r in recs]],
+        rows, numeric=range(1, len(recs) + 1), wrap=(0,),
+    )
 
 
 def _heartbeat_rows(summ: pd.DataFrame) -> int:

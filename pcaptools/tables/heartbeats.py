@@ -552,7 +552,13 @@ HEARTBEAT_SUMMARY = TableSchema(
         Column("client_longest_silence_ms", "float64", "ms",
                "longest time without a payload-carrying packet from the client, from the "
                "connection's first packet to its end (last FIN/RST, or the capture's end if "
-               "open); NaN without the packets table, and for quic_ping rows"),
+               "open); NaN without the packets table. quic_ping rows: without an "
+               "ack-eliciting QUIC packet (one with a frame other than ACK, PADDING and "
+               "CONNECTION_CLOSE: QUIC's pure ACKs are not payload, as TCP's are not), from "
+               "the connection's first packet to its end (its last packet when it ended with "
+               "a CONNECTION_CLOSE or stateless reset, else the capture's end); NaN without "
+               "quic_packets and quic_connections, or when a packet not decrypted (its frames "
+               "unknown) falls inside the longest silence and could have broken it"),
         Column("client_silence_start_ts", TS_DTYPE, None, "when that silence began"),
         Column("server_longest_silence_ms", "float64", "ms", "same for the server"),
         Column("server_silence_start_ts", TS_DTYPE, None, "when that silence began"),
@@ -594,6 +600,71 @@ def _silences(
     return out
 
 
+_NOT_ELICITING = frozenset({"ACK", "PADDING", "CONNECTION_CLOSE"})
+"""QUIC frames that do not make a packet ack-eliciting (RFC 9002 §2): the rest is data"""
+
+#: quic_packets.status values whose frames are unknown (not decrypted)
+_QUIC_UNKNOWN = frozenset(
+    {"no_key", "no_epoch_key", "unknown_cid", "no_client_initial", "decrypt_failed",
+     "unsupported_version"}
+)
+
+
+def _quic_silences(
+    quic_packets: pd.DataFrame | None, quic_connections: pd.DataFrame | None,
+    capture_end_ns: int | None,
+) -> dict[tuple[int, int], tuple[float, int] | None]:
+    """(quic_connection, side) -> (longest silence ms, start ns), or None when a packet not
+    decrypted may have broken it: the gaps between the connection's first packet, the side's
+    ack-eliciting packets and the connection's end (:func:`_quic_ends`). Packets whose frames
+    are unknown count as nothing; a gap holding none of them is exact, and when one such gap
+    is at least as long as every gap holding one, it is the longest silence whatever those
+    packets carried."""
+    out: dict[tuple[int, int], tuple[float, int] | None] = {}
+    if quic_packets is None or quic_connections is None or not len(quic_connections):
+        return out
+    qc = quic_connections
+    ends = _quic_ends(qc, capture_end_ns, int(_ns(qc["last_ts"]).max()))
+    data: dict[tuple[int, int], list[int]] = {}
+    unknown: dict[tuple[int, int], list[int]] = {}
+    if len(quic_packets):
+        status = quic_packets["status"].astype(object).tolist()
+        frames = quic_packets["frames"].astype(object).tolist()
+        for conn, side, t, st, fr in zip(
+            quic_packets["quic_connection"].astype("int64").tolist(),
+            _side(quic_packets["direction"]), _ns(quic_packets["ts"]), status, frames,
+            strict=True,
+        ):
+            key = (int(conn), side)
+            if st == "decrypted":
+                names = set() if fr is None or pd.isna(fr) else set(str(fr).split(","))
+                if names - _NOT_ELICITING:
+                    data.setdefault(key, []).append(int(t))
+            elif st in _QUIC_UNKNOWN:
+                unknown.setdefault(key, []).append(int(t))
+    for conn, first in zip(qc["quic_connection"].tolist(), _ns(qc["first_ts"]), strict=True):
+        end = ends.get(int(conn), ends[-1])
+        for side in (0, 1):
+            key = (int(conn), side)
+            arr = np.asarray([int(first), *data.get(key, []), end], dtype=np.int64)
+            arr.sort()
+            gaps = np.diff(arr)
+            if not len(gaps):
+                continue
+            hidden = np.asarray(sorted(unknown.get(key, [])), dtype=np.int64)
+            # gaps holding a packet whose frames are unknown (strictly inside)
+            lo = np.searchsorted(hidden, arr[:-1], side="right")
+            hi = np.searchsorted(hidden, arr[1:], side="left")
+            dirty = hi > lo
+            clean = np.where(dirty, -1, gaps)
+            k = int(np.argmax(clean))
+            if clean[k] < 0 or (dirty.any() and int(gaps[dirty].max()) > int(clean[k])):
+                out[key] = None
+            else:
+                out[key] = (float(gaps[k]) / 1e6, int(arr[k]))
+    return out
+
+
 def heartbeat_summary(
     hb: pd.DataFrame,
     *,
@@ -603,11 +674,13 @@ def heartbeat_summary(
     ws_connections: pd.DataFrame | None = None,
     http2_connections: pd.DataFrame | None = None,
     quic_connections: pd.DataFrame | None = None,
+    quic_packets: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per (tcp_stream, mechanism) of ``hb`` (the output of :func:`heartbeats` or
     ``Capture.ws_heartbeats``), columns :data:`HEARTBEAT_SUMMARY`: pings per sender and
     their outcomes, the observed ping interval, pong latency percentiles, and the longest
-    silence of each direction (needs ``connections`` and ``packets``; NaN otherwise).
+    silence of each direction (needs ``connections`` and ``packets``; NaN otherwise; for
+    quic_ping rows ``quic_connections`` and ``quic_packets``, counting ack-eliciting packets).
 
     ``ws_connections`` / ``http2_connections`` (the Capture tables) add a row, with zero
     pings, for every WebSocket / HTTP/2 connection that sent no ping at all: an idle
@@ -640,6 +713,7 @@ def heartbeat_summary(
     if not keys:
         return HEARTBEAT_SUMMARY.frame([])
     sil = _silences(packets, connections, _capture_end(capture_end))
+    qsil = _quic_silences(quic_packets, quic_connections, _capture_end(capture_end))
     empty = HEARTBEATS.frame([]).assign(_ts=np.empty(0, np.int64))
     rows: list[tuple[Any, ...]] = []
     for q, tcp, mech in sorted(keys):
@@ -664,7 +738,7 @@ def heartbeat_summary(
                 int(s["_ts"].max()) if len(s) else None,
             ]
         for side in (0, 1):
-            v = None if q else sil.get((tcp, side))
+            v = qsil.get((tcp, side)) if q else sil.get((tcp, side))
             row += [v[0], v[1]] if v is not None else [None, None]
         rows.append(tuple(row))
     return HEARTBEAT_SUMMARY.frame(rows)

@@ -1,6 +1,7 @@
 """The HTTP/3 tables: ``http3_connections`` (SETTINGS, QPACK and GOAWAY per connection),
 ``http3_frames`` (one row per HTTP/3 frame), ``http3_streams`` (one row per request stream, the
-shape of ``http2_streams``) and ``http3_sse_events`` (the server-sent events of
+shape of ``http2_streams``), ``http3_pushes`` (one row per server push: its promised request
+and its push stream) and ``http3_sse_events`` (the server-sent events of
 ``text/event-stream`` responses, the shape of ``sse_events``), built from the
 :class:`~pcaptools.protocols.http3.Http3Observer` of every QUIC connection that negotiated
 ALPN ``h3``.
@@ -26,6 +27,7 @@ import pandas as pd
 
 from ..protocols.http3 import Http3Frame, Http3Observer, Http3StreamEnded
 from ..protocols.http3.frames import error_name, frame_type_name, settings_text
+from ..protocols.http3.observer import Http3Push
 from ..protocols.sse import SseEvent
 from ..tcp.stream import Direction
 from .http_tables import _coding_columns
@@ -34,6 +36,7 @@ from .schema import TS_DTYPE, Column, TableSchema
 __all__ = [
     "HTTP3_CONNECTIONS",
     "HTTP3_FRAMES",
+    "HTTP3_PUSHES",
     "HTTP3_SSE_EVENTS",
     "HTTP3_STREAMS",
     "HTTP3_TABLES",
@@ -248,10 +251,58 @@ HTTP3_CONNECTIONS = TableSchema(
     ),
 )
 
+HTTP3_PUSHES = TableSchema(
+    name="http3_pushes",
+    grain="one row per server push (RFC 9114 §4.6) of a QUIC connection: a push id named by "
+    "a PUSH_PROMISE on a request stream, by a push stream, or by a CANCEL_PUSH",
+    key=("quic_connection", "push_id"),
+    columns=(
+        _QUIC_CONNECTION,
+        Column("push_id", "int64", None, "the push id"),
+        Column("promises", "int64", "frames",
+               "PUSH_PROMISE frames with this push id (0: the promise was not captured)"),
+        Column("promise_stream_id", "Int64", None,
+               "request stream (http3_streams.stream_id) of the first PUSH_PROMISE: the "
+               "request the push belongs to"),
+        Column("promise_frame", "Int64", None, "packet that completed that PUSH_PROMISE"),
+        Column("promise_ts", TS_DTYPE, None, "time of promise_frame"),
+        Column("method", "string", None,
+               ":method of the promised request (its field section); NA if not decoded"),
+        Column("scheme", "string", None, ":scheme of the promised request"),
+        Column("authority", "string", None, ":authority of the promised request"),
+        Column("path", "string", None, ":path of the promised request"),
+        Column("push_stream_id", "Int64", None,
+               "the push stream (server-initiated unidirectional, type 0x01) carrying the "
+               "response; NA when no push stream with this push id was captured"),
+        Column("push_stream_frame", "Int64", None,
+               "packet that delivered the push stream's push id"),
+        Column("push_stream_ts", TS_DTYPE, None, "time of push_stream_frame"),
+        Column("status", "Int64", None, "pushed response :status; NA if not seen or decoded"),
+        Column("content_type", "string", None, "pushed response content-type"),
+        Column("informational", "int64", None, "1xx field sections before the final one"),
+        Column("response_headers_frame", "Int64", None,
+               "packet that completed the pushed response's final HEADERS frame"),
+        Column("data_bytes", "int64", "bytes", "DATA payload bytes of the push stream"),
+        Column("end_reason", "category", None,
+               "end_stream (the push stream ended with FIN), reset (RESET_STREAM), open (it "
+               "had not ended by the end of the capture), not_seen (no push stream)"),
+        Column("end_frame", "Int64", None, "packet with the FIN or RESET_STREAM"),
+        Column("reset_error_code", "Int64", None, "RESET_STREAM application error code"),
+        Column("cancelled_by", "category", None,
+               "client or server: who sent CANCEL_PUSH for this push id; NA: nobody"),
+        Column("request_headers", "object", None,
+               "promised request field list ((name, value) tuples); None if not decoded",
+               secret="headers"),
+        Column("response_headers", "object", None,
+               "pushed response field list; None if not decoded", secret="headers"),
+    ),
+)
+
 HTTP3_TABLES: dict[str, TableSchema] = {
     "http3_connections": HTTP3_CONNECTIONS,
     "http3_frames": HTTP3_FRAMES,
     "http3_streams": HTTP3_STREAMS,
+    "http3_pushes": HTTP3_PUSHES,
     "http3_sse_events": HTTP3_SSE_EVENTS,
 }
 """the tables this module builds, by Capture attribute name"""
@@ -308,6 +359,19 @@ def _stream_row(e: Http3StreamEnded) -> tuple[Any, ...]:
     )
 
 
+def _push_row(obs: Http3Observer, p: Http3Push) -> tuple[Any, ...]:
+    end, end_frame, code = obs.push_end(p)
+    req = p.request_headers
+    return (
+        obs.connection, p.push_id, p.promises, p.promise_stream_id, p.promise_frame,
+        p.promise_ts, _field(req, ":method"), _field(req, ":scheme"),
+        _field(req, ":authority"), _field(req, ":path"),
+        p.stream_id, p.stream_frame, p.stream_ts, p.status,
+        _field(p.response_headers, "content-type"), p.informational, p.response_frame,
+        p.data_bytes, end, end_frame, code, _party(p.cancelled_by), req, p.response_headers,
+    )
+
+
 def _sse_rows(connection: int, events: list[SseEvent]) -> list[tuple[Any, ...]]:
     return [
         (e.frame, e.ts_ns, connection, "3", e.stream_id, e.index, e.event_type, e.event_id,
@@ -341,18 +405,20 @@ def _connection_row(obs: Http3Observer) -> tuple[Any, ...]:
 
 
 def http3_tables(observers: Iterable[Http3Observer]) -> dict[str, pd.DataFrame]:
-    """The four HTTP/3 tables from the observers of a load's QUIC connections (empty, with
+    """The five HTTP/3 tables from the observers of a load's QUIC connections (empty, with
     every column, when there are none): frames and events in capture order (frame, then
     connection), streams by connection and stream id. Values are kept as seen: ``load()``
     redacts the columns marked ``secret`` (as every table's) unless ``show_secrets``."""
     frames: list[tuple[Any, ...]] = []
     streams: list[tuple[Any, ...]] = []
+    pushes: list[tuple[Any, ...]] = []
     sse: list[tuple[Any, ...]] = []
     conns: list[tuple[Any, ...]] = []
     for obs in sorted(observers, key=lambda o: o.connection):
         conns.append(_connection_row(obs))
         frames += [_frame_row(i, f) for i, f in enumerate(obs.frames)]
         streams += [_stream_row(e) for e in sorted(obs.streams, key=lambda e: e.stream_id)]
+        pushes += [_push_row(obs, p) for _, p in sorted(obs.pushes.items())]
         sse += _sse_rows(obs.connection, obs.sse)
     # capture order, as every per-record table (and as the parallel load merges them)
     frames.sort(key=lambda r: (r[0], r[2]))
@@ -361,5 +427,6 @@ def http3_tables(observers: Iterable[Http3Observer]) -> dict[str, pd.DataFrame]:
         "http3_connections": HTTP3_CONNECTIONS.frame(conns),
         "http3_frames": HTTP3_FRAMES.frame(frames),
         "http3_streams": HTTP3_STREAMS.frame(streams),
+        "http3_pushes": HTTP3_PUSHES.frame(pushes),
         "http3_sse_events": HTTP3_SSE_EVENTS.frame(sse),
     }

@@ -164,6 +164,23 @@ QUIC_CONNECTIONS = TableSchema(
                "the ServerHello accepted a pre-shared key (pre_shared_key extension, RFC 8446 "
                "§4.2.11): a resumed TLS 1.3 session, with or without 0-RTT; NA when the "
                "ServerHello was not captured"),
+        Column("session_tickets", "Int64", None,
+               "TLS 1.3 NewSessionTicket messages the server sent in 1-RTT CRYPTO frames "
+               "(tickets the client may resume with); NA when that cannot be told: not every "
+               "server 1-RTT packet decrypted, the server's 1-RTT CRYPTO bytes have a hole "
+               "or a message cut short, or the capture started inside the connection"),
+        Column("ticket_frame", "Int64", None,
+               "frame completing the first NewSessionTicket; NA without one"),
+        Column("ticket_lifetime_s", "Int64", "s",
+               "ticket_lifetime of the first NewSessionTicket (RFC 8446 §4.6.1: at most "
+               "604800); NA without one"),
+        Column("ticket_max_early_data", "Int64", "bytes",
+               "max_early_data_size of the first ticket's early_data extension: the ticket "
+               "allows 0-RTT, and a QUIC server must then send 4294967295 (0xffffffff, RFC "
+               "9001 §4.6.1); NA when the ticket has no early_data extension (no 0-RTT with "
+               "it) or there is no ticket"),
+        Column("ticket_allows_0rtt", "boolean", None,
+               "the first NewSessionTicket has the early_data extension; NA without one"),
         Column("handshake_done_frame", "Int64", None,
                "frame of the first HANDSHAKE_DONE (server, 1-RTT; needs the key log)"),
         Column("handshake_ms", "float64", "ms",
@@ -440,6 +457,7 @@ def _more(c: QuicConnection, capture_end: int) -> tuple[object, ...]:
         c.secrets is not None, c.alpn, dec[0], dec[1], c.decrypt_failed,
         c.key_updates[0] + c.key_updates[1], kind, zero_rtt,
         None if c.server_hello is None else c.server_hello.psk_selected,
+        *_tickets(c),
         c.handshake_done_frame, hs_ms,
         *rtt,
         lost[0][0], lost[0][1], lost[1][0], lost[1][1],
@@ -454,6 +472,18 @@ def _more(c: QuicConnection, capture_end: int) -> tuple[object, ...]:
         *_pto_values(c, 0),
         *_pto_values(c, 1),
     )
+
+
+def _tickets(c: QuicConnection) -> tuple[object, ...]:
+    """session_tickets, ticket_frame, ticket_lifetime_s, ticket_max_early_data,
+    ticket_allows_0rtt."""
+    hidden = c.count(1, "1rtt") - c.resets[1] - c.decrypted[1].get("1rtt", 0)
+    known = c.start_seen and hidden == 0 and c.app_crypto[1].complete
+    t = c.ticket
+    if t is None:
+        return (c.tickets if known else None, None, None, None, None)
+    return (c.tickets if known else None, c.ticket_frame, t.lifetime_s, t.max_early_data,
+            t.max_early_data is not None)
 
 
 def _pto_values(c: QuicConnection, d: int) -> tuple[object, ...]:

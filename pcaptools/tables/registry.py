@@ -348,7 +348,8 @@ for _source in (
                 consumes=(HttpBody, HttpExchange, Http2StreamEnded)),
     TableSource(name="quic", tables=(QUIC_CONNECTIONS, QUIC_PACKETS, QUIC_FRAMES),
                 build=_quic),
-    # http/3 over QUIC (http3_connections, http3_frames, http3_streams, http3_sse_events)
+    # http/3 over QUIC (http3_connections, http3_frames, http3_streams, http3_pushes,
+    # http3_sse_events)
     TableSource(name="http3", tables=tuple(HTTP3_TABLES.values()), build=_http3),
     # icmp
     TableSource(name="icmp", tables=(ICMP_ERRORS, PATH_MTU), build=_icmp),

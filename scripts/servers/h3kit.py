@@ -16,23 +16,33 @@ Server: HTTP/3 (ALPN ``h3``).  ``POST /v1/chat/completions`` with the same JSON 
 ``text/event-stream``: ``tokens`` chunks ``data: {chat.completion.chunk}`` (one HTTP/3 DATA
 frame each), the first ``first_ms`` after the request body ended and then one every
 ``every_ms`` (an absolute schedule), then a ``finish_reason: stop`` chunk and ``data:
-[DONE]`` with FIN: ``tokens + 2`` SSE events per request.  It issues session tickets that
-allow 0-RTT (each ticket is used once), and with ``--retry`` answers every first Initial
-with a Retry (address validation).  Each request is logged as one JSON line when it ends
-(its id, QUIC stream id, arrival time, plan, tokens, every event's text and send time); each
-connection's handshake as one line (ALPN, resumed, 0-RTT accepted).
+[DONE]`` with FIN: ``tokens + 2`` SSE events per request.  With ``lab.push`` (a list of
+paths) it first pushes each path (RFC 9114 §4.6: a PUSH_PROMISE on the request stream with
+a GET request for it, then a push stream with a 200 ``text/css`` response of
+``PUSH_BODY_BYTES`` bytes), when the client allows pushes (MAX_PUSH_ID).  It issues session
+tickets that allow 0-RTT (each ticket is used once), and with ``--retry`` answers every
+first Initial with a Retry (address validation).  Each request is logged as one JSON line
+when it ends (its id, QUIC stream id, arrival time, plan, tokens, every event's text and send
+time, the pushes); each connection's handshake as one line (ALPN, resumed, 0-RTT accepted).
 
 Client: PLAN.json is ``{"connections": [{"id": "conn-1", "local_port": 50443, "resume":
 false, "early_data": false, "requests": [{"id": "chat-1", "at_ms": 0, "lab": {...}}]}]}``.
 Connections run one after the other, each from its own fixed local port; requests on one
 connection start ``at_ms`` after it was opened (they overlap when their times do).
 ``resume``: present the session ticket the previous connection got; ``early_data``: also
-send the requests with ``at_ms`` 0 before the handshake completes (0-RTT).  After a Retry
+send the requests with ``at_ms`` 0 before the handshake completes (0-RTT); ``cipher_suites``:
+offer only these TLS 1.3 suites (aioquic ``CipherSuite`` names, e.g.
+``["CHACHA20_POLY1305_SHA256"]``; default: aioquic's list); ``versions``: the QUIC versions
+the client supports, the first being the one its Initial uses (``QuicProtocolVersion``
+names, e.g. ``["VERSION_2", "VERSION_1"]``; default: aioquic's, v1 first).  After a Retry
 the client resends its ClientHello with the same random (as browsers do; aioquic alone
 would pick a new one, which tshark 4.0 cannot match to the key log).  The TLS key log
 is appended to ``--keylog`` (NSS SSLKEYLOGFILE format, QUIC labels).  RESULT.json holds per
 connection the handshake facts and connection ids and per request its timeline: stream id,
-request sent, response headers, first byte, every SSE event's arrival time and text, end.
+request sent, response headers, first byte, every SSE event's arrival time and text, end;
+the QUIC version and TLS cipher suite the connection used (``version``,
+``cipher_suite``); and per server push (``pushes``) its push id, promised request and
+request stream, push stream, status, body bytes and end.
 
 Bounded: the server exits after ``--lifetime`` seconds, each request has a 20 s timeout,
 each connection 30 s and the whole client run ``--deadline`` seconds; a stream never has
@@ -54,15 +64,18 @@ from typing import Any
 
 from aioquic.asyncio import QuicConnectionProtocol, connect, serve
 from aioquic.h3.connection import H3_ALPN, H3Connection
-from aioquic.h3.events import DataReceived, H3Event, HeadersReceived
+from aioquic.h3.events import DataReceived, H3Event, HeadersReceived, PushPromiseReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import HandshakeCompleted, QuicEvent
-from aioquic.tls import SessionTicket
+from aioquic.quic.packet import QuicProtocolVersion
+from aioquic.tls import CipherSuite, SessionTicket
 
 WORDS = ("The", " packet", " capture", " shows", " a", " stream", " of", " tokens", ",",
          " each", " one", " in", " its", " own", " SSE", " event", " over", " HTTP", "/3",
          ".", " QUIC", " streams", " do", " not", " block", " each", " other")
 MAX_EVENTS = 1000
+MAX_PUSHES = 8
+PUSH_BODY_BYTES = 600
 REQUEST_TIMEOUT_S = 20.0
 CONNECTION_TIMEOUT_S = 30.0
 
@@ -196,6 +209,22 @@ class ChatServerProtocol(QuicConnectionProtocol):
                      status=404, t_arrival_ns=t_arrival, end="complete")
             return
         cid, created = f"chatcmpl-lab-{rid}", 1700000000
+        pushed: list[dict[str, Any]] = []
+        for path in [str(x) for x in lab.get("push") or []][:MAX_PUSHES]:
+            try:
+                push_sid = self.h3.send_push_promise(stream_id, [
+                    (b":method", b"GET"), (b":scheme", b"https"),
+                    (b":authority", h.get(":authority", "").encode()), (b":path", path.encode())])
+            except Exception as exc:  # the client allows no (more) pushes
+                pushed.append({"path": path, "error": type(exc).__name__})
+                continue
+            body = (f"/* {path} */\n" + "x" * PUSH_BODY_BYTES)[:PUSH_BODY_BYTES].encode()
+            self.h3.send_headers(push_sid, [(b":status", b"200"), (b"content-type", b"text/css")])
+            self.h3.send_data(push_sid, body, end_stream=True)
+            self.transmit()
+            pushed.append({"path": path, "push_id": self.h3._next_push_id - 1,
+                           "push_stream_id": push_sid, "body_bytes": len(body),
+                           "t_ns": time.time_ns()})
         try:
             self.h3.send_headers(stream_id, [
                 (b":status", b"200"), (b"content-type", b"text/event-stream"),
@@ -225,7 +254,7 @@ class ChatServerProtocol(QuicConnectionProtocol):
         finally:
             self.log(what="request", id=rid, stream_id=stream_id, method=h.get(":method"),
                      path=h.get(":path"), t_arrival_ns=t_arrival, plan=plan, tokens=toks,
-                     end=end, events=sent)
+                     end=end, events=sent, pushes=pushed)
 
 
 async def serve_main(args: argparse.Namespace) -> None:
@@ -278,6 +307,8 @@ class ChatClientProtocol(QuicConnectionProtocol):
         quic._initialize = initialize  # type: ignore[method-assign]
         self.queues: dict[int, asyncio.Queue[H3Event]] = {}
         self.handshake: dict[str, Any] = {}
+        self.pushes: dict[int, dict[str, Any]] = {}
+        """push id -> what the client saw of that server push"""
 
     def quic_event_received(self, event: QuicEvent) -> None:
         if isinstance(event, HandshakeCompleted):
@@ -285,9 +316,34 @@ class ChatClientProtocol(QuicConnectionProtocol):
                               "resumed": event.session_resumed,
                               "early_data_accepted": event.early_data_accepted}
         for ev in self.h3.handle_event(event):
+            self.push_event(ev)
             sid = getattr(ev, "stream_id", None)
             if sid in self.queues:
                 self.queues[sid].put_nowait(ev)
+
+    def push_event(self, ev: H3Event) -> None:
+        """Record a server push: its promise (request headers, request stream) and its
+        response on the push stream (status, bytes, end)."""
+        now = time.time_ns()
+        if isinstance(ev, PushPromiseReceived):
+            p = self.pushes.setdefault(ev.push_id, {"push_id": ev.push_id})
+            p.update(promise_stream_id=ev.stream_id, t_promise_ns=now,
+                     request={k.decode(): v.decode() for k, v in ev.headers})
+            return
+        pid = getattr(ev, "push_id", None)
+        if pid is None or len(self.pushes) > 100:
+            return
+        p = self.pushes.setdefault(pid, {"push_id": pid})
+        p["push_stream_id"] = ev.stream_id  # type: ignore[attr-defined]
+        if isinstance(ev, HeadersReceived):
+            h = {k.decode(): v.decode() for k, v in ev.headers}
+            p["status"] = int(h.get(":status", "0"))
+            p["content_type"] = h.get("content-type")
+        elif isinstance(ev, DataReceived):
+            p["body_bytes"] = p.get("body_bytes", 0) + len(ev.data)
+        if getattr(ev, "stream_ended", False):
+            p["ended"] = True
+            p["t_end_ns"] = now
 
 
 async def one_request(p: ChatClientProtocol, host: str, req: dict[str, Any], t0: float,
@@ -357,6 +413,10 @@ async def one_connection(args: argparse.Namespace, conn: dict[str, Any], keylog:
     cfg = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name=args.host,
                             secrets_log_file=keylog, idle_timeout=30.0)
     cfg.load_verify_locations(args.cacert)
+    if conn.get("cipher_suites"):
+        cfg.cipher_suites = [CipherSuite[n] for n in conn["cipher_suites"]]
+    if conn.get("versions"):
+        cfg.supported_versions = [QuicProtocolVersion[n] for n in conn["versions"]]
     got: list[SessionTicket] = []
     if conn.get("resume") and ticket is not None:
         cfg.session_ticket = ticket
@@ -365,6 +425,8 @@ async def one_connection(args: argparse.Namespace, conn: dict[str, Any], keylog:
                            "resume_requested": bool(conn.get("resume")),
                            "ticket_offered": cfg.session_ticket is not None,
                            "early_data_requested": bool(conn.get("early_data")),
+                           "cipher_suites_offered": conn.get("cipher_suites"),
+                           "versions_offered": conn.get("versions"),
                            "t_start_ns": time.time_ns()}
     early = bool(conn.get("early_data")) and cfg.session_ticket is not None
     async with connect(host.strip("[]"), int(port), configuration=cfg,
@@ -389,8 +451,12 @@ async def one_connection(args: argparse.Namespace, conn: dict[str, Any], keylog:
         out["handshake"] = p.handshake
         out["server_cid"] = q._peer_cid.cid.hex()
         out["retry_seen"] = bool(getattr(q, "_retry_source_connection_id", None))
+        out["version"] = f"0x{int(q._version):08x}"
+        ks = q.tls.key_schedule
+        out["cipher_suite"] = None if ks is None else CipherSuite(ks.cipher_suite).name
         out["requests"] = list(res)
-        await asyncio.sleep(0.2)  # let late session tickets / ACKs arrive
+        await asyncio.sleep(0.2)  # let late session tickets / ACKs arrive (and pushes end)
+        out["pushes"] = [p.pushes[k] for k in sorted(p.pushes)]
         p.close()
         await p.wait_closed()
     out["t_end_ns"] = time.time_ns()

@@ -10,8 +10,10 @@ computes the same thing (PADDING lengths, packet lengths, PING frames).
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,10 @@ import pcaptools
 from pcaptools.analyses.disconnects import QUIC_VERDICTS, disconnects
 from pcaptools.analyses.heartbeats import HEARTBEATS, heartbeat_summary, heartbeats
 from pcaptools.analyses.overhead import CATEGORIES, OVERHEAD, QUIC_CATEGORIES, overhead
+from pcaptools.tables.heartbeats import HEARTBEAT_SUMMARY
+from pcaptools.tables.quic_tables import QUIC_CONNECTIONS, QUIC_PACKETS
 from tests.conftest import CAPTURES, CORPUS
+from tests.oracle import keylog_options, tshark_fields
 
 ENDINGS = CAPTURES / "quic-endings.pcapng"
 LOSSY = CAPTURES / "h3-sse-lossy.pcapng"
@@ -247,6 +252,98 @@ def test_quic_pings_answered_and_not(endings: Any, cases: dict[str, Any],
     # the vanished server acknowledges nothing: the client's PTO probes carry PINGs
     gone = hb[hb["quic_connection"] == cases["vanish"]["quic_connection"]]
     assert len(gone) >= 3 and (gone["outcome"].astype(object) == "unanswered").all()
+
+
+def _tshark_silences(path: Path, keys: Path) -> dict[tuple[int, str], tuple[float, int]]:
+    """(client port, side) -> (longest silence ms, start ns), from tshark's fields alone:
+    the gaps between a QUIC connection's first frame, the side's frames holding an
+    ack-eliciting frame (quic.frame_type other than PADDING 0, ACK 2/3, CONNECTION_CLOSE
+    0x1c/0x1d) and the connection's end: its last frame when it holds a CONNECTION_CLOSE or
+    a stateless reset (quic.stateless_reset_token), else the capture's last frame."""
+    rows = tshark_fields(path, ("frame.time_epoch", "udp.srcport", "quic.connection.number",
+                                "quic.frame_type", "quic.stateless_reset_token"),
+                         keylog_options(keys))
+    capture_end = int(Decimal(rows[-1][0]) * 10**9)
+    conns: dict[str, list[tuple[int, int, list[int], bool]]] = {}
+    for t, sport, conn, ftypes, reset in rows:
+        if conn:
+            conns.setdefault(conn, []).append((int(Decimal(t) * 10**9), int(sport),
+                                               [int(x, 0) for x in ftypes.split(",") if x],
+                                               bool(reset)))
+    out: dict[tuple[int, str], tuple[float, int]] = {}
+    for pk in conns.values():
+        client = pk[0][1]
+        closed = any(r or {0x1C, 0x1D} & set(f) for _, _, f, r in pk)
+        end = pk[-1][0] if closed else capture_end
+        for side in ("client", "server"):
+            ts = [pk[0][0], *[t for t, sp, f, _ in pk if (sp == client) == (side == "client")
+                              and set(f) - {0x00, 0x02, 0x03, 0x1C, 0x1D}], end]
+            gap, start = max((b - a, a) for a, b in itertools.pairwise(ts))
+            out[(client, side)] = (gap / 1e6, start)
+    return out
+
+
+@pytest.mark.parametrize("name", ["quic-endings", "h3-sse-lossy", "h3-sse-chat"])
+def test_quic_silences_equal_tshark(name: str) -> None:
+    path, keys = CAPTURES / f"{name}.pcapng", CAPTURES / f"{name}.keys"
+    cap = _load(path, keys)
+    summ = heartbeat_summary(cap.heartbeats(), quic_connections=cap.quic_connections,
+                             quic_packets=cap.quic_packets, capture_end=cap.summary.last_ts_ns)
+    HEARTBEAT_SUMMARY.check(summ)
+    want = _tshark_silences(path, keys)
+    port = dict(zip(cap.quic_connections["quic_connection"].tolist(),
+                    cap.quic_connections["client_port"].tolist(), strict=True))
+    q = summ[summ["mechanism"].astype(object) == "quic_ping"]
+    # every QUIC connection decrypted past its Initials has a row (quic-endings: 7 of 9)
+    assert len(q) == {"quic-endings": 7, "h3-sse-lossy": 1, "h3-sse-chat": 2}[name]
+    for _, r in q.iterrows():
+        for side in ("client", "server"):
+            ms, start = want[(int(port[int(r["quic_connection"])]), side)]
+            assert r[f"{side}_longest_silence_ms"] == pytest.approx(ms, abs=1e-6)
+            assert r[f"{side}_silence_start_ts"].value == start
+    if name == "quic-endings":
+        # the stateless-reset connection ends at its last packet, the idle-timeout ones at
+        # the capture's end (10.3 s of nothing on connection 5)
+        r5 = q[q["quic_connection"] == 5].iloc[0]
+        assert round(float(r5["client_longest_silence_ms"])) == 10330
+
+
+def test_quic_silence_is_na_when_an_undecrypted_packet_could_break_it() -> None:
+    s = 1_000_000_000
+    qc = QUIC_CONNECTIONS.frame([]).reindex(range(1))
+    qc["quic_connection"] = 0
+    qc["first_ts"] = pd.Timestamp(0, tz="UTC")
+    qc["last_ts"] = pd.Timestamp(12 * s, tz="UTC")
+    qc["end"] = "connection_close_application"
+    qc["client_decrypted_packets"] = 3
+    qc["server_decrypted_packets"] = 3
+
+    def pk(t: int, d: str, status: str, frames: str | None) -> dict[str, Any]:
+        return {"frame": t + 1, "ts": pd.Timestamp(t * s, tz="UTC"), "quic_connection": 0,
+                "direction": d, "status": status, "frames": frames}
+
+    c, sv = "client_to_server", "server_to_client"
+    rows = [pk(0, c, "decrypted", "CRYPTO,PADDING"), pk(1, sv, "decrypted", "ACK,CRYPTO"),
+            # client: only ACKs from 1 s to 8 s, one undecrypted packet at 4 s
+            pk(2, c, "decrypted", "ACK"), pk(4, c, "no_key", None),
+            pk(8, c, "decrypted", "STREAM"),
+            # server: data at 2 s and 9 s, an undecrypted packet at 10 s (in a shorter gap)
+            pk(2, sv, "decrypted", "STREAM"), pk(9, sv, "decrypted", "PING,ACK"),
+            pk(10, sv, "decrypt_failed", None), pk(12, sv, "decrypted", "CONNECTION_CLOSE")]
+    qp = QUIC_PACKETS.frame([]).reindex(range(len(rows)))
+    for col in ("frame", "ts", "quic_connection", "direction", "status", "frames"):
+        qp[col] = [r[col] for r in rows]
+    summ = heartbeat_summary(HEARTBEATS.frame([]), quic_connections=qc, quic_packets=qp)
+    r = summ.iloc[0]
+    # client: 0 s -> 8 s is the longest gap, with an undecrypted packet in it: unknown
+    assert r["client_pings"] == 0
+    assert pd.isna(r["client_longest_silence_ms"]) and pd.isna(r["client_silence_start_ts"])
+    # server: 2 s -> 9 s is clean and longer than 9 s -> 12 s (which holds the unknown one)
+    assert r["server_longest_silence_ms"] == 7000.0
+    assert r["server_silence_start_ts"] == pd.Timestamp(2 * s, tz="UTC")
+    # without quic_packets: NaN, as before
+    assert pd.isna(heartbeat_summary(HEARTBEATS.frame([]), quic_connections=qc)
+                   .iloc[0]["server_longest_silence_ms"])
 
 
 def test_tcp_heartbeats_keep_their_shape() -> None:

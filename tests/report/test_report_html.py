@@ -305,7 +305,8 @@ def test_quic_only_report_has_no_tcp_sections(
     _cap, html = _report(corpus / "illustrated-quic-capture.pcap", real_reports)
     assert '<p class="nodata">No TCP connections in this capture.</p>' in html
     assert checklist_lines(html)["TCP connections"] == ("absent", "no TCP traffic.")
-    assert "Plotly.newPlot(" not in html
+    # no TCP chart: the one figure is the Overhead section's QUIC chart
+    assert re.findall(r'Plotly\.newPlot\("([^"]+)"', html) == ["fig-overhead-quic"]
 
 
 def test_table_script_cannot_open_or_close_a_script_element() -> None:

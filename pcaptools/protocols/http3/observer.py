@@ -210,6 +210,38 @@ class _Block:
     fed: bool = False
     promise: bool = False
     """a PUSH_PROMISE's field section (a pushed request), not the stream's own"""
+    push_id: int | None = None
+    """the push id of that PUSH_PROMISE"""
+
+
+@dataclass(slots=True)
+class Http3Push:
+    """One server push (RFC 9114 §4.6) of a connection, by push id: the PUSH_PROMISE
+    frames naming it (the promised request) and the push stream carrying its response."""
+
+    push_id: int
+    promises: int = 0
+    """PUSH_PROMISE frames with this push id (a server may promise it on several request
+    streams)"""
+    promise_stream_id: int | None = None
+    """the request stream of the first PUSH_PROMISE"""
+    promise_frame: int | None = None
+    promise_ts: int | None = None
+    request_headers: Headers | None = None
+    """the promised request (the first PUSH_PROMISE's field section), once decoded"""
+    request_decoded: bool = False
+    stream_id: int | None = None
+    """the push stream (server-initiated unidirectional, type 0x01) carrying the response"""
+    stream_frame: int | None = None
+    stream_ts: int | None = None
+    response_headers: Headers | None = None
+    status: int | None = None
+    informational: int = 0
+    response_frame: int | None = None
+    data_bytes: int = 0
+    """DATA payload bytes of the push stream"""
+    cancelled_by: Direction | None = None
+    """the side that sent CANCEL_PUSH for this push id (the first one)"""
 
 
 @dataclass(slots=True)
@@ -284,6 +316,10 @@ class Http3Observer:
         self._too_many = False
         self._closed: set[int] = set()
         """request streams already summarised"""
+        self.pushes: dict[int, Http3Push] = {}
+        """push id -> the server push (at most MAX_HTTP3_OPEN_STREAMS of them)"""
+        self._push_streams: dict[int, int] = {}
+        """push stream id -> its push id"""
 
     # ------------------------------------------------------------------ the contract
 
@@ -575,6 +611,7 @@ class Http3Observer:
                         break
                     pos = t[1]
                     side.mode = _M_FRAME
+                    self._push_stream(side, t[0], ts, frame)
                 elif mode == _M_ENCODER:
                     rest = bytes(buf[pos:])
                     pos = n
@@ -754,14 +791,24 @@ class Http3Observer:
         elif t in (CANCEL_PUSH, MAX_PUSH_ID):
             pid = parse_single_varint(payload, frame_type_name(t))
             self._row(side, ts, frame, push_id=pid)
+            if t == CANCEL_PUSH:
+                push = self._push(pid)
+                if push is not None and push.cancelled_by is None:
+                    push.cancelled_by = d
         elif t == PUSH_PROMISE:
             got = read_varint(payload, 0)
             if got is None:
                 raise Http3FrameError("PUSH_PROMISE: no push id")
             row = self._row(side, ts, frame, push_id=got[0])
+            push = self._push(got[0])
+            if push is not None:
+                push.promises += 1
+                if push.promise_frame is None:
+                    push.promise_stream_id = side.stream_id
+                    push.promise_frame, push.promise_ts = frame, ts
             # a pushed request's field section: decoded in order with the stream's others
             self._submit(_Block(side.stream_id, payload[got[1]:], ts, frame, row,
-                                promise=True), d)
+                                promise=True, push_id=got[0]), d)
         elif t == HEADERS:
             row = self._row(side, ts, frame)
             req = self._requests.get(side.stream_id) if side.kind == "request" else None
@@ -928,13 +975,74 @@ class Http3Observer:
             ts_ns=ts, frame=frame, direction=q.direction.label,
         )
 
+    # ------------------------------------------------------------------ server push
+
+    def _push(self, push_id: int) -> Http3Push | None:
+        """The push of ``push_id``, made on first sight (None past the bound)."""
+        push = self.pushes.get(push_id)
+        if push is None and len(self.pushes) < MAX_HTTP3_OPEN_STREAMS:
+            push = self.pushes[push_id] = Http3Push(push_id)
+        return push
+
+    def _push_stream(self, side: _Side, push_id: int, ts: int, frame: int) -> None:
+        """A push stream's first bytes named its push id."""
+        push = self._push(push_id)
+        if push is None:
+            return
+        if push.stream_id is not None:  # a second stream for one push id: H3_ID_ERROR
+            self.diag.add(
+                "http3.unexpected_stream",
+                f"connection {self.connection}: push stream {side.stream_id} repeats push id "
+                f"{push_id} of stream {push.stream_id} (H3_ID_ERROR); its bytes are counted",
+                ts_ns=ts, frame=frame, direction=side.direction.label,
+            )
+            side.mode = _M_COUNT
+            return
+        push.stream_id, push.stream_frame, push.stream_ts = side.stream_id, frame, ts
+        self._push_streams[side.stream_id] = push_id
+
+    def _push_block(self, b: _Block, headers: Headers | None) -> None:
+        """A PUSH_PROMISE's field section (the promised request) or a push stream's
+        (its response) is decoded, or never will be (``headers`` None)."""
+        if b.promise:
+            push = self.pushes.get(b.push_id) if b.push_id is not None else None
+            if push is not None and push.promise_frame == b.frame and not push.request_decoded:
+                push.request_decoded = headers is not None
+                push.request_headers = headers
+            return
+        push = self.pushes.get(self._push_streams[b.stream_id])
+        if push is None or push.response_headers is not None:
+            return
+        status_text = _value(headers, ":status")
+        status = int(status_text) if status_text is not None and status_text.isdigit() else None
+        if status is not None and 100 <= status < 200:
+            push.informational += 1
+            return
+        push.response_headers, push.status, push.response_frame = headers, status, b.frame
+
+    def push_end(self, push: Http3Push) -> tuple[str, int | None, int | None]:
+        """(end_reason, end frame, RESET_STREAM error code) of a push's stream: end_stream
+        (FIN), reset, open (neither by the end of the capture), or not_seen (no push stream
+        in the capture)."""
+        if push.stream_id is None:
+            return "not_seen", None, None
+        side = self._sides.get((push.stream_id, _S2C))
+        if side is None or not side.ended:
+            return "open", None, None
+        if side.reset is not None:
+            return "reset", side.end_frame, side.reset
+        return "end_stream", side.end_frame, None
+
     # ------------------------------------------------------------------ requests
 
     def _block_done(self, d: Direction, b: _Block, headers: Headers | None, frame: int,
                     *, final: bool = False) -> None:
         """A field section of a request stream is decoded (``headers``) or never will be."""
+        if b.promise or b.stream_id in self._push_streams:
+            self._push_block(b, headers)
+            return
         req = self._requests.get(b.stream_id)
-        if req is None or b.promise:
+        if req is None:
             return
         if d == _C2S:
             req.client_blocks_done += 1
@@ -988,6 +1096,11 @@ class Http3Observer:
             self._close_body(req, end_ts, frame, complete=complete)
 
     def _data(self, side: _Side, data: bytes, ts: int, frame: int) -> None:
+        if side.kind == "push":
+            pid = self._push_streams.get(side.stream_id)
+            if pid is not None:
+                self.pushes[pid].data_bytes += len(data)
+            return
         req = self._requests.get(side.stream_id) if side.kind == "request" else None
         if req is None:
             return

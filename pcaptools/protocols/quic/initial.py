@@ -204,6 +204,12 @@ class CryptoStream:
         self.max_bytes = max_bytes
         self.overflow = False
 
+    @property
+    def complete(self) -> bool:
+        """Every byte received was delivered as whole messages: no hole before a piece
+        received, no message cut short, no overflow."""
+        return not self.overflow and not self._pending and not self._buf
+
     def add(self, offset: int, data: bytes) -> list[tuple[int, bytes]]:
         """One CRYPTO frame -> the handshake messages it completes (type, body)."""
         if self.overflow:

@@ -36,9 +36,11 @@ from ..tls.handshake import (
     ClientHello,
     EncryptedExtensions,
     HandshakeParseError,
+    NewSessionTicket,
     ServerHello,
     parse_client_hello,
     parse_encrypted_extensions,
+    parse_new_session_ticket,
     parse_server_hello,
 )
 from ..tls.keylog import KeyLog, SessionSecrets
@@ -218,6 +220,15 @@ class QuicConnection:
         default_factory=lambda: (CryptoStream(MAX_CRYPTO_BYTES), CryptoStream(MAX_CRYPTO_BYTES)))
     hs_crypto: tuple[CryptoStream, CryptoStream] = field(
         default_factory=lambda: (CryptoStream(MAX_CRYPTO_BYTES), CryptoStream(MAX_CRYPTO_BYTES)))
+    app_crypto: tuple[CryptoStream, CryptoStream] = field(
+        default_factory=lambda: (CryptoStream(MAX_CRYPTO_BYTES), CryptoStream(MAX_CRYPTO_BYTES)))
+    """1-RTT CRYPTO streams: post-handshake messages (the server's NewSessionTickets)"""
+    tickets: int = 0
+    """NewSessionTicket messages the server sent in 1-RTT CRYPTO frames"""
+    ticket: NewSessionTicket | None = None
+    """the first of them that parsed"""
+    ticket_frame: int | None = None
+    """frame completing the first NewSessionTicket"""
     keys: tuple[int, bytes, tuple[InitialKeys, InitialKeys] | None] | None = None
     """(version, dcid, keys) of the latest Initial key derivation"""
     secrets: SessionSecrets | None = None
@@ -251,6 +262,8 @@ class QuicConnection:
     ones the receiver of those packets handed out)"""
     stateless_reset: tuple[int, int, int] | None = None
     """(frame, ts_ns, direction) of a stateless reset"""
+    resets: list[int] = field(default_factory=lambda: [0, 0])
+    """stateless reset datagrams per direction (counted as 1-RTT packets, never decrypted)"""
     crypto_sent: tuple[tuple[RangeSet, RangeSet, RangeSet], tuple[RangeSet, RangeSet, RangeSet]] = (
         field(default_factory=lambda: ((RangeSet(), RangeSet(), RangeSet()),
                                        (RangeSet(), RangeSet(), RangeSet()))))
@@ -592,6 +605,7 @@ class QuicTracker:
             # (an AEAD tag equals one with probability 2**-128)
             if conn.stateless_reset is None:
                 conn.stateless_reset = (d.frame, d.ts_ns, direction)
+            conn.resets[direction] += 1
             return "stateless_reset", None, None
         secrets = self._secrets(conn)
         if secrets is None:
@@ -912,14 +926,15 @@ class QuicTracker:
             before = sent.count()
             sent.add(f.offset, f.offset + f.length - 1)
             resent = sent.count() - before < f.length
-        if space_i == 2:
-            return resent  # 1-RTT CRYPTO: NewSessionTicket (not read)
-        stream = (conn.crypto if space_i == 0 else conn.hs_crypto)[direction]
+        stream = (conn.crypto, conn.hs_crypto, conn.app_crypto)[space_i][direction]
         was = stream.overflow
         for mtype, body in stream.add(f.offset, f.data):
-            self._handshake(d, conn, direction, mtype, body)
+            if space_i == 2:
+                self._post_handshake(d, conn, direction, mtype, body)
+            else:
+                self._handshake(d, conn, direction, mtype, body)
         if stream.overflow and not was:
-            what = "Initial" if space_i == 0 else "Handshake"
+            what = ("Initial", "Handshake", "1-RTT")[space_i]
             self.diag.add("quic.crypto_overflow",
                           f"connection {conn.index} {_LABELS[direction]}: {what} CRYPTO "
                           f"data beyond {stream.max_bytes} bytes not yet parsed; the rest "
@@ -955,6 +970,26 @@ class QuicTracker:
                           f"connection {conn.index} {_LABELS[direction]} TLS handshake message "
                           f"{mtype} in CRYPTO frames: {exc}",
                           ts_ns=d.ts_ns, frame=d.frame, direction=_LABELS[direction])
+
+    def _post_handshake(self, d: UdpDatagram, conn: QuicConnection, direction: int,
+                        mtype: int, body: bytes) -> None:
+        """A TLS message of the 1-RTT CRYPTO stream: a NewSessionTicket from the server is
+        counted and the first one read (lifetime, early_data); QUIC has no other
+        post-handshake message (no KeyUpdate, RFC 9001 §6)."""
+        if mtype != 4 or direction != _S2C:
+            return
+        conn.tickets += 1
+        try:
+            nst = parse_new_session_ticket(body)
+        except HandshakeParseError as exc:
+            self.diag.add("quic.tls_malformed",
+                          f"connection {conn.index} {_LABELS[direction]} NewSessionTicket in "
+                          f"1-RTT CRYPTO frames: {exc}",
+                          ts_ns=d.ts_ns, frame=d.frame, direction=_LABELS[direction])
+            return
+        if conn.ticket is None:
+            conn.ticket = nst
+            conn.ticket_frame = d.frame
 
     # ------------------------------------------------------------------ the end
 

@@ -1,4 +1,5 @@
-"""Handshake message bodies: ClientHello, ServerHello, EncryptedExtensions, Certificate...
+"""Handshake message bodies: ClientHello, ServerHello, EncryptedExtensions, Certificate,
+TLS 1.3 NewSessionTicket...
 
 Each ``parse_*`` function takes the body of one handshake message (after its 4-byte
 header) and returns a small frozen dataclass, or raises :class:`HandshakeParseError`
@@ -381,6 +382,55 @@ def parse_encrypted_extensions(body: bytes) -> EncryptedExtensions:
         elif etype == EXT_EARLY_DATA:
             early = True
     return EncryptedExtensions(tuple(exts), alpn, early)
+
+
+#: the max_early_data_size a QUIC server must put in a ticket that allows 0-RTT (RFC 9001
+#: §4.6.1); any other value is a PROTOCOL_VIOLATION in QUIC
+QUIC_MAX_EARLY_DATA = 0xFFFFFFFF
+
+
+@dataclass(frozen=True, slots=True)
+class NewSessionTicket:
+    """A TLS 1.3 NewSessionTicket (RFC 8446 §4.6.1): a ticket the client may resume with."""
+
+    lifetime_s: int
+    """ticket_lifetime: seconds the ticket may be used for (at most 604800, 7 days)"""
+    age_add: int
+    """ticket_age_add (obfuscates the ticket age the client sends)"""
+    nonce_len: int
+    ticket_len: int
+    """bytes of the opaque ticket"""
+    extensions: tuple[int, ...]
+    """extension types in wire order"""
+    max_early_data: int | None
+    """the early_data extension's max_early_data_size: the ticket allows 0-RTT (QUIC:
+    0xffffffff); None without the extension (no 0-RTT with this ticket)"""
+
+
+def parse_new_session_ticket(body: bytes) -> NewSessionTicket:
+    """A TLS 1.3 NewSessionTicket body (the TLS 1.2 one, RFC 5077, has no nonce and no
+    extensions, and is not read here)."""
+    r = _Reader(body)
+    lifetime = int.from_bytes(r.take(4, "ticket_lifetime"), "big")
+    age_add = int.from_bytes(r.take(4, "ticket_age_add"), "big")
+    nonce = r.vec(1, "ticket_nonce")
+    ticket = r.vec(2, "ticket")
+    if not ticket:
+        raise HandshakeParseError("ticket: empty (at least 1 byte)")
+    er = r.sub(2, "extensions")
+    exts: list[int] = []
+    early = None
+    while er.left():
+        etype = er.u16("extension type")
+        data = er.vec(2, f"extension {etype}")
+        exts.append(etype)
+        if etype == EXT_EARLY_DATA:
+            if len(data) != 4:
+                raise HandshakeParseError(f"early_data: {len(data)} bytes, not 4")
+            early = int.from_bytes(data, "big")
+    if r.left():
+        raise HandshakeParseError(f"{r.left()} bytes after the extensions")
+    return NewSessionTicket(lifetime, age_add, len(nonce), len(ticket), tuple(exts), early)
 
 
 def parse_certificate(body: bytes, tls13: bool) -> CertificateChain:

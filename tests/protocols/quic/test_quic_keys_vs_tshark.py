@@ -1,9 +1,11 @@
 """quic_packets and quic_frames with a key log, against tshark 4.0.17 with the same secrets.
 
 Captures: the corpus's illustrated-quic (key log file) and Chrome/Cloudflare (keys in the
-pcapng DSB), and the shipped h3-sse-chat, h3-sse-lossy, h3-sse-lossy-server (their .keys).
+pcapng DSB), and the shipped h3-sse-chat, h3-sse-lossy, h3-sse-lossy-server and quic-suites
+(the three TLS 1.3 cipher suites and QUIC v2; their .keys).
 Per frame of the capture, in order: every packet's packet number (``quic.packet_number``),
-long packet type and source connection ID (``quic.long.packet_type``, ``quic.scid``), and
+long packet type and source connection ID (``quic.long.packet_type``, for QUIC v2
+``quic.long.packet_type_v2``, ``quic.scid``), and
 every frame's type (``quic.frame_type``), STREAM stream id / offset / length
 (``quic.stream.stream_id``, ``quic.stream.offset`` when the OFF bit is set,
 ``quic.stream.length`` when LEN is), ACK largest acknowledged, ACK delay field and the CRYPTO
@@ -34,6 +36,8 @@ CASES = {
     "h3-sse-lossy.pcapng": (CAPTURES / "h3-sse-lossy.pcapng", CAPTURES / "h3-sse-lossy.keys"),
     "h3-sse-lossy-server.pcapng": (CAPTURES / "h3-sse-lossy-server.pcapng",
                                    CAPTURES / "h3-sse-lossy-server.keys"),
+    # AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305 over QUIC v1, AES-128-GCM over QUIC v2
+    "quic-suites.pcapng": (CAPTURES / "quic-suites.pcapng", CAPTURES / "quic-suites.keys"),
 }
 #: frame -> tshark's extra packet numbers (padding it reads as a packet)
 EXTRA_PNS = {"chrome-cloudflare-quic-with-secrets.pcapng": {49: ["3097482"]}}
@@ -41,8 +45,11 @@ EXTRA_PNS = {"chrome-cloudflare-quic-with-secrets.pcapng": {49: ["3097482"]}}
 _FIELDS = ("frame.number", "quic.packet_number", "quic.frame_type", "quic.stream.stream_id",
            "quic.stream.offset", "quic.stream.length", "quic.ack.largest_acknowledged",
            "quic.ack.ack_delay", "quic.crypto.offset", "quic.crypto.length",
-           "quic.long.packet_type", "quic.scid")
+           "quic.long.packet_type", "quic.scid", "quic.long.packet_type_v2")
 _LONG = {"initial": "0", "0rtt": "1", "handshake": "2", "retry": "3"}
+#: QUIC v2's long-header type bits (RFC 9369 §3.2), which tshark 4.0 puts in their own field
+_LONG_V2 = {"initial": "1", "0rtt": "2", "handshake": "3", "retry": "0"}
+_VERSION_2 = 0x6B3343CF
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
@@ -65,7 +72,11 @@ def _ours(frames: pd.DataFrame, packets: pd.DataFrame) -> dict[int, dict[str, li
         o = out.setdefault(int(p.frame), {f: [] for f in _FIELDS[1:]})
         if not pd.isna(p.packet_number):
             o["quic.packet_number"].append(str(int(p.packet_number)))
-        if p.long_header:
+        if p.long_header and not pd.isna(p.version) and int(p.version) == _VERSION_2:
+            o["quic.long.packet_type_v2"].append(_LONG_V2[str(p.packet_type)])
+            if p.scid:
+                o["quic.scid"].append(str(p.scid))
+        elif p.long_header:
             o["quic.long.packet_type"].append(_LONG[str(p.packet_type)])
             if p.scid:  # (tshark leaves an empty connection ID out)
                 o["quic.scid"].append(str(p.scid))
