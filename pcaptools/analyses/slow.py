@@ -265,10 +265,12 @@ CONNECTION_SERIES = TableSchema(
                "(the sender of the data)"),
         Column("series", "category", None,
                "rtt_ms (an ACK of that data: packets.ack_rtt_ms, tshark tcp.analysis.ack_rtt), "
-               "bytes_in_flight (after each data segment: highest byte sent minus the peer's "
-               "highest ACK: tshark's tcp.analysis.bytes_in_flight, except during a loss "
-               "recovery, where tshark also subtracts the bytes the receiver SACKed: the "
-               "packets table has no SACK blocks), receive_window (the window "
+               "bytes_in_flight (after each data segment: tshark's "
+               "tcp.analysis.bytes_in_flight, computed as tshark 4.0 does: from the first to "
+               "the last byte of the segments sent and not yet acknowledged, less the bytes "
+               "of the SACK blocks (tcp_sack_blocks) of the peer's last packet; no sample "
+               "where tshark shows none: a segment sent past a hole at the capture point, "
+               "until the peer's next ACK), receive_window (the window "
                "the receiver advertised, packets.window of its packets), throughput_bps "
                "(payload bits the sender sent per second, per bin of bin_ms, resends included)"),
         Column("ts", TS_DTYPE, None, "time of the packet (throughput: start of the bin)"),
@@ -1535,9 +1537,14 @@ def connection_series(cap: Capture, tcp_stream: int | Sequence[int] | None = Non
     if tcp_stream is not None:
         want = [tcp_stream] if isinstance(tcp_stream, int) else list(tcp_stream)
         p = p[p["tcp_stream"].isin(want)]
+    sb = _table(cap, "tcp_sack_blocks")
+    sacks: dict[int, list[tuple[int, int]]] = {}
+    for fr, le, re_ in zip(sb["frame"].tolist(), sb["left_edge"].tolist(),
+                           sb["right_edge"].tolist(), strict=True):
+        sacks.setdefault(int(fr), []).append((int(le), int(re_)))
     parts: list[pd.DataFrame] = []
     for s, g in p.groupby(p["tcp_stream"].astype(np.int64), sort=True):
-        parts += _series_of(int(s), g, bin_ms)
+        parts += _series_of(int(s), g, bin_ms, sacks)
     if not parts:
         return CONNECTION_SERIES.frame([])
     df = pd.concat(parts, ignore_index=True)
@@ -1545,18 +1552,20 @@ def connection_series(cap: Capture, tcp_stream: int | Sequence[int] | None = Non
         "direction", "series", "frame") else df[c].to_numpy() for c in df.columns})
 
 
-def _series_of(s: int, g: pd.DataFrame, bin_ms: float | None) -> list[pd.DataFrame]:
+def _series_of(s: int, g: pd.DataFrame, bin_ms: float | None,
+               sacks: dict[int, list[tuple[int, int]]]) -> list[pd.DataFrame]:
     out = []
     ts = _ns(g["ts"])
     fr = g["frame"].to_numpy(np.int64)
     d = g["direction"].astype("string").fillna("").to_numpy(dtype=object)
     length = g["tcp_len"].fillna(0).to_numpy(np.int64)
-    seq = g["seq"].fillna(0).to_numpy(np.int64)
     ack = g["ack"].to_numpy(dtype=object)
     win = g["window"].to_numpy(dtype=object)
     rtt = g["ack_rtt_ms"].to_numpy(np.float64)
     span = (ts.max() - ts.min()) if len(ts) else 0
     width = int((bin_ms * 1e6) if bin_ms else max(1_000_000, span // 100))
+    flight = _tshark_flight(d, g["seq"].to_numpy(dtype=object), length,
+                            g["tcp_flags"].fillna(0).to_numpy(np.int64), ack, fr, sacks)
     for sender, peer in ((_C2S, _S2C), (_S2C, _C2S)):
         mine, theirs = d == sender, d == peer
         # rtt: the peer's ACKs of this direction's data
@@ -1566,16 +1575,10 @@ def _series_of(s: int, g: pd.DataFrame, bin_ms: float | None) -> list[pd.DataFra
         kw = theirs & np.array([not _isna(w) for w in win], bool)
         out.append(_frame(s, sender, "receive_window", ts[kw], fr[kw],
                           np.array([float(w) for w in win[kw]])))
-        # bytes in flight after each data segment: highest byte sent - the peer's highest ACK
         data = mine & (length > 0)
         if data.any():
-            top = np.maximum.accumulate(np.where(data, seq + length, 0))
-            acks = np.array([-1 if _isna(a) or not th else int(a) for a, th in
-                             zip(ack, theirs, strict=True)], np.int64)
-            acked = np.maximum.accumulate(acks)
-            flight = np.where(acked >= 0, top - acked, top - seq[np.argmax(data)])
-            out.append(_frame(s, sender, "bytes_in_flight", ts[data], fr[data],
-                              flight[data].astype(np.float64)))
+            k = ~np.isnan(flight[sender])
+            out.append(_frame(s, sender, "bytes_in_flight", ts[k], fr[k], flight[sender][k]))
             b = (ts[data] - ts.min()) // width
             sums = pd.Series(length[data]).groupby(b).sum()
             out.append(_frame(s, sender, "throughput_bps",
@@ -1583,6 +1586,71 @@ def _series_of(s: int, g: pd.DataFrame, bin_ms: float | None) -> list[pd.DataFra
                               np.full(len(sums), -1, np.int64),
                               sums.to_numpy(np.float64) * 8 / (width / 1e9)))
     return [x for x in out if len(x)]
+
+
+#: tshark's TCP_MAX_UNACKED_SEGMENTS: segments it keeps per direction for bytes in flight
+_MAX_UNACKED = 10000
+_M32, _HALF = 0xFFFFFFFF, 0x80000000
+
+
+def _tshark_flight(d: np.ndarray, seq: np.ndarray, length: np.ndarray, flags: np.ndarray,
+                   ack: np.ndarray, fr: np.ndarray,
+                   sacks: dict[int, list[tuple[int, int]]]) -> dict[str, np.ndarray]:
+    """tcp.analysis.bytes_in_flight of every packet of one connection (NaN where tshark
+    shows none), per data direction, as tshark 4.0 computes it (packet-tcp.c, the default
+    payload-based method): each segment with payload, SYN or FIN joins its direction's list
+    of unacknowledged segments (at most 10 000); an ACK of the peer drops the segments it
+    covers and trims the one it cuts; after a data segment, the bytes in flight are the
+    last byte minus the first byte of the list, less the sum of the SACK blocks of the
+    peer's last packet (none when that packet had no SACK option), minus 1 with SYN or FIN,
+    shown only when above 0. A segment past the highest byte seen in its direction (a hole
+    at the capture point) shows none, nor does any later one of its direction until the
+    peer sends an ACK. Sequence numbers compare modulo 2**32 (the first and last byte as
+    relative numbers, unsigned, as tshark)."""
+    n = len(d)
+    out = {_C2S: np.full(n, np.nan), _S2C: np.full(n, np.nan)}
+    lists: dict[str, list[list[int]]] = {_C2S: [], _S2C: []}
+    nxt: dict[str, int | None] = {_C2S: None, _S2C: None}
+    valid = {_C2S: True, _S2C: True}
+    sack: dict[str, list[tuple[int, int]]] = {_C2S: [], _S2C: []}
+    for i in range(n):
+        di = d[i]
+        if di not in lists or _isna(seq[i]):
+            continue
+        other = _S2C if di == _C2S else _C2S
+        sq, ln, fl = int(seq[i]), int(length[i]), int(flags[i])
+        syn_fin = 1 if fl & 0x03 else 0
+        if fl & 0x10:
+            valid[other] = True
+        top = nxt[di]
+        if top is not None and 0 < ((sq - top) & _M32) < _HALF and not fl & 0x04:
+            valid[di] = False  # "previous segment not captured": no bytes in flight
+        end = (sq + ln + syn_fin) & _M32
+        mine = lists[di]
+        if (ln or syn_fin) and len(mine) < _MAX_UNACKED:
+            mine.append([sq, end])
+        if top is None or 0 < ((end - top) & _M32) < _HALF:
+            nxt[di] = end
+        sack[di] = sacks.get(int(fr[i]), [])
+        if fl & 0x10 and not _isna(ack[i]):
+            a = int(ack[i])
+            keep = []
+            for e in lists[other]:
+                if a == e[1]:
+                    continue
+                if 0 < ((a - e[0]) & _M32) < _HALF and ((e[1] - a) & _M32) < _HALF:
+                    e[0] = a  # partly acknowledged
+                if 0 < ((e[1] - a) & _M32) < _HALF:
+                    keep.append(e)
+            lists[other] = keep
+        if ln and mine and valid[di]:
+            # (relative numbers compared unsigned, as tshark does)
+            first = min(e[0] for e in mine)
+            last = max(e[1] for e in mine)
+            f = ((last - first) & _M32) - sum((r - le) & _M32 for le, r in sack[other])
+            if 0 < f < 2_000_000_000:
+                out[di][i] = f - syn_fin
+    return out
 
 
 def _frame(s: int, d: str, series: str, ts: np.ndarray, fr: np.ndarray,
