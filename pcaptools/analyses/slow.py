@@ -40,18 +40,21 @@ How a stall is found (the thresholds are keyword parameters of :func:`stalls`):
   in time, one direction) are one row.
 
 The cause, first that matches (``cause``): ``pmtu_blackhole`` (a ``path_mtu`` row of the
-connection whose too-big segment waited in the window), ``loss_recovery`` (a ``tcp_losses``
-resend in the window; ``mechanism`` is its ``recovery``: fast_retransmit, rto,
-tail_loss_probe; on HTTP/2 the streams with frames behind the lost segment are
-``hol_blocked_streams``: head-of-line blocking), ``receive_window`` (``tcp_events``
-zero_window or window_full in the window: the receiver did not read), ``h2_flow_control``
-(the server's HTTP/2 send window of the stream or of the connection, computed from the DATA
-lengths, SETTINGS_INITIAL_WINDOW_SIZE and WINDOW_UPDATE frames, was smaller than the next
-DATA frame until a WINDOW_UPDATE in the window), ``server_pause`` (the server sent nothing:
-on a stream, while the connection carried other streams; on a connection, no server payload
-in the window and its data acknowledged: nothing in flight), ``client_pause`` (a request
-started at least ``client_pause_ms`` after every earlier response on its connection had
-ended), and ``unknown`` (none of these: the row says so, no guess).
+connection whose too-big segment waited in the window; without one, because the sender never
+re-sent smaller, a ``pmtu_black_hole`` verdict of :func:`~.disconnects.disconnects` whose
+span, first too-big segment to the endpoint's reaction, covers the window),
+``loss_recovery`` (a ``tcp_losses`` resend in the window; ``mechanism`` is its ``recovery``:
+fast_retransmit, rto, tail_loss_probe; on HTTP/2 the streams with frames behind the lost
+segment are ``hol_blocked_streams``: head-of-line blocking), ``receive_window``
+(``tcp_events`` zero_window or window_full in the window: the receiver did not read),
+``h2_flow_control`` (the server's HTTP/2 send window of the stream or of the connection,
+computed from the DATA lengths, SETTINGS_INITIAL_WINDOW_SIZE and WINDOW_UPDATE frames, was
+smaller than the next DATA frame until a WINDOW_UPDATE in the window), ``server_pause`` (the
+server sent nothing: on a stream, while the connection carried other streams; on a
+connection, no server payload in the window and its data acknowledged: nothing in flight),
+``client_pause`` (a request started at least ``client_pause_ms`` after every earlier
+response on its connection had ended), and ``unknown`` (none of these: the row says so, no
+guess).
 """
 
 from __future__ import annotations
@@ -230,7 +233,9 @@ STALLS = TableSchema(
                "detection is not classified); receive_window: zero_window "
                "or window_full; h2_flow_control: stream_window or connection_window; "
                "pmtu_blackhole: path_mtu.outcome (no_icmp / icmp_ignored: a black hole; "
-               "discovered: an ICMP too-big error came back, path-MTU discovery); NA otherwise"),
+               "discovered: an ICMP too-big error came back, path-MTU discovery), or without "
+               "a path_mtu row disconnects()' pmtu_black_hole verdict (no_icmp, icmp_ignored "
+               "when an ICMP too-big error about the connection was captured); NA otherwise"),
         Column("lost_frame", "Int64", None,
                "loss_recovery: the lost segment's first copy (tcp_losses.first_frame) when "
                "the capture saw it, else its resend"),
@@ -395,6 +400,14 @@ class _Context:
         self._split: dict[str, dict[int, pd.DataFrame]] = {}
         self._quic: dict[tuple[int, int], list[_QuicResend]] | None = None
         self._h1_conn: dict[int, np.ndarray] = {}
+        self._black_holes: dict[int, _BlackHole] | None = None
+
+    def black_holes(self) -> dict[int, _BlackHole]:
+        """The pmtu_black_hole findings of :func:`~.disconnects.disconnects` by tcp_stream
+        (computed once, on the first stall that needs it)."""
+        if self._black_holes is None:
+            self._black_holes = _black_holes(self.cap)
+        return self._black_holes
 
     def requests(self) -> Iterable[_Req]:
         lat = self.lat
@@ -789,7 +802,67 @@ def _find_cause(ctx: _Context, req: _Req, c: _Candidate) -> None:
                     "the server had data in flight or sent some (not delivered here)")
 
 
+@dataclass(slots=True)
+class _BlackHole:
+    """A path-MTU black hole as disconnects() found it on one connection."""
+
+    start: int
+    """first_unanswered_ts: the first segment too big for the path"""
+    end: int
+    """noticed_ts: when an endpoint acted on it (reset, close, give-up), else the end"""
+    evidence: list[int]
+    mechanism: str
+    """no_icmp, or icmp_ignored when an ICMP too-big error about the connection was seen"""
+    summary: str
+
+
+def _black_holes(cap: Capture) -> dict[int, _BlackHole]:
+    from .disconnects import disconnects  # (the verdicts of #15; imported on use)
+
+    out: dict[int, _BlackHole] = {}
+    if not len(cap.connections) or not len(cap.tcp_events):
+        return out
+    d = disconnects(cap)
+    if not len(d):
+        return out
+    ie = cap.icmp_errors
+    too_big = set()
+    if len(ie):
+        k = ie["kind"].astype("string").isin(("frag_needed", "packet_too_big")).fillna(False)
+        too_big = {int(x) for x in ie.loc[k.to_numpy(bool), "tcp_stream"].dropna()}
+    for r in d.to_dict("records"):
+        sig = str(r["signals"]) if not _isna(r["signals"]) else ""
+        if "pmtu_black_hole" not in sig.split(",") or _isna(r["tcp_stream"]):
+            continue
+        s = int(r["tcp_stream"])
+        start = _ns1(r["first_unanswered_ts"])
+        if start == _NA:
+            continue
+        end = _ns1(r["noticed_ts"])
+        noticed = None if _isna(r["noticed_frame"]) else int(r["noticed_frame"])
+        ev = [int(x) for x in (r["evidence_frames"] or []) if int(x) != noticed]
+        out[s] = _BlackHole(start=start, end=end, evidence=ev,
+                            mechanism="icmp_ignored" if s in too_big else "no_icmp",
+                            summary=str(r["summary"]).split(". Then")[0])
+    return out
+
+
 def _pmtu(ctx: _Context, s: int, a: int, b: int, c: _Candidate) -> bool:
+    if _pmtu_row(ctx, s, a, b, c):
+        return True
+    # no smaller resend (no path_mtu row): disconnects' black-hole verdict, when the stall
+    # lies in the black hole (from the first segment too big to the endpoint's reaction)
+    bh = ctx.black_holes().get(s)
+    if bh is None or bh.start > b or (bh.end != _NA and bh.end < a):
+        return False
+    c.cause, c.mechanism, c.key = "pmtu_blackhole", bh.mechanism, ("pmtu", bh.start)
+    c.evidence = list(bh.evidence)
+    c.detail = (f"{bh.summary} (disconnects: pmtu_black_hole); the resends were of the same "
+                "size, so they were lost too: not an ordinary loss")
+    return True
+
+
+def _pmtu_row(ctx: _Context, s: int, a: int, b: int, c: _Candidate) -> bool:
     pm = ctx.of("path_mtu", s)
     for r in pm.itertuples(index=False):
         lo = _ns1(r.big_ts)

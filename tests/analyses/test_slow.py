@@ -15,6 +15,7 @@ import inspect
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -478,3 +479,68 @@ def test_client_pause_in_the_chat_plan() -> None:
     st = stalls(cap)
     assert st[["cause", "streams"]].values.tolist() == [["client_pause", "13"]]
     assert st["duration_ms"].iloc[0] == pytest.approx(wait_ms, abs=5.0)
+
+
+def _pmtu_facts(name: str) -> tuple[Capture, dict[str, Any]]:
+    cap = _load(name)
+    facts = json.loads((CAPTURES / f"{name}.facts.json").read_text())
+    return cap, facts["truth"]["pmtu"]
+
+
+def test_pmtu_discovery_stalls_are_the_path_mtu_facts() -> None:
+    """pmtu-icmp-server (captured at the server; the router's link toward the client has MTU
+    1400 and it answers with ICMP too-big): one pmtu_blackhole stall per download, mechanism
+    discovered, starting at the first segment too big (path_mtu.big_ts), with the facts'
+    first ICMP error of that connection and the smaller resend as evidence; nothing else."""
+    cap, truth = _pmtu_facts("pmtu-icmp-server.pcap")
+    st = stalls(cap)
+    assert st["tcp_stream"].tolist() == [0, 1]
+    assert st["cause"].astype(str).tolist() == ["pmtu_blackhole"] * 2
+    assert st["mechanism"].astype(str).tolist() == ["discovered"] * 2
+    pm = cap.path_mtu.set_index("tcp_stream")
+    for r in st.to_dict("records"):
+        s = int(r["tcp_stream"])
+        icmp = min(e["frame"] for e in truth["icmp_errors"] if e["tcp_stream"] == s)
+        row = pm.loc[s]
+        assert int(row["icmp_frame"]) == icmp and int(row["mtu"]) == truth["router_link_mtu"]
+        assert int(row["big_seg_bytes"]) == truth["largest_tcp_len_by_stream"][str(s)]
+        ev = [int(x) for x in r["evidence_frames"].split(",")]
+        assert ev == [int(row["big_frame"]), icmp, int(row["resend_frame"]),
+                      int(row["delivered_frame"])]
+        assert r["start_ts"] == row["big_ts"]
+        assert f"path MTU {truth['router_link_mtu']} bytes" in r["detail"]
+        assert pd.isna(r["resend_frame"]) and pd.isna(r["lost_frame"])
+
+
+def test_pmtu_black_hole_stalls_agree_with_disconnects() -> None:
+    """pmtu-blackhole-server: the router's ICMP errors are dropped, the server resends its
+    big segments without ever going smaller (no path_mtu row): each download's stall is a
+    pmtu_blackhole (mechanism no_icmp), as disconnects() says, not loss_recovery (rto); its
+    evidence is the first big segment and the facts' 3 resends of it. At the client
+    (pmtu-blackhole-client) nothing of the response arrived: no stall (nothing resumed), and
+    disconnects sees only the client's reset there."""
+    from pcaptools.analyses.disconnects import disconnects
+
+    cap, truth = _pmtu_facts("pmtu-blackhole-server.pcap")
+    assert truth["router_icmp"] == "dropped" and truth["icmp_errors"] == []
+    assert len(cap.path_mtu) == 0
+    st = stalls(cap)
+    d = disconnects(cap).set_index("tcp_stream")
+    assert st["tcp_stream"].tolist() == [0, 1]
+    assert st["cause"].astype(str).tolist() == ["pmtu_blackhole"] * 2
+    assert st["mechanism"].astype(str).tolist() == ["no_icmp"] * 2
+    ev_all = cap.tcp_events
+    for r in st.to_dict("records"):
+        s = int(r["tcp_stream"])
+        assert d.loc[s, "verdict"] == "pmtu_black_hole"
+        resends = ev_all.loc[(ev_all["tcp_stream"] == s)
+                             & (ev_all["kind"] == "retransmission"), "frame"].tolist()
+        assert len(resends) == truth["retransmissions_by_stream"][str(s)] == 3
+        first = int(d.loc[s, "first_unanswered_frame"])
+        assert [int(x) for x in r["evidence_frames"].split(",")] == [first, *resends]
+        assert r["start_ts"] == d.loc[s, "first_unanswered_ts"]
+        assert f"{truth['largest_tcp_len_by_stream'][str(s)]}-byte segments" in r["detail"]
+        assert "pmtu_black_hole" in r["detail"]
+    client = _load("pmtu-blackhole-client.pcap")
+    assert len(stalls(client)) == 0
+    assert disconnects(client)["verdict"].tolist() == ["reset", "reset"]
