@@ -32,7 +32,13 @@ How a stall is found (the thresholds are keyword parameters of :func:`stalls`):
   that stream stopped (``scope`` stream). Stalls with the same cause and evidence on one
   connection (a lost segment blocking three streams) are one row listing every stream.
 - HTTP/3: every server STREAM frame that resends a response stream's bytes (an offset
-  below the highest byte seen on it, ``quic_frames``) is a stall of that stream alone.
+  below the highest byte seen on it, ``quic_frames``) is a stall of that stream alone. Its
+  ``mechanism`` is how RFC 9002 had the server find the packet lost, from the client's 1-RTT
+  ACK frames before the resend: one acknowledging a packet 3 or more numbers later
+  (packet_threshold, §6.1.1), only a later one (time_threshold, §6.1.2), none (pto, §6.2:
+  the resent data was the probe). At the receiver (the lost packet is the number missing
+  below the next one) an ACK counts when it was sent one RTT (the least sample) before the
+  resend arrived; NA when an ACK within 1 ms of that edge would change the answer.
 - Every lost server segment (``tcp_losses`` kind loss) while a response was in progress is
   a stall whatever its length, its cause certain: seen at the sender (the capture saw the
   first copy) from the first copy to the resend, seen at the receiver from the connection's
@@ -229,8 +235,10 @@ STALLS = TableSchema(
                "client_pause or unknown (see the module)"),
         Column("mechanism", "category", None,
                "loss_recovery: tcp_losses.recovery of the resend that ended it "
-               "(fast_retransmit, rto, tail_loss_probe, unknown; NA over HTTP/3: QUIC's loss "
-               "detection is not classified); receive_window: zero_window "
+               "(fast_retransmit, rto, tail_loss_probe, unknown); over HTTP/3 the RFC 9002 "
+               "rule that declared the packet lost, from the client's ACK frames before the "
+               "resend: packet_threshold, time_threshold or pto (NA when the capture cannot "
+               "tell, the detail says why); receive_window: zero_window "
                "or window_full; h2_flow_control: stream_window or connection_window; "
                "pmtu_blackhole: path_mtu.outcome (no_icmp / icmp_ignored: a black hole; "
                "discovered: an ICMP too-big error came back, path-MTU discovery), or without "
@@ -401,6 +409,7 @@ class _Context:
         self._quic: dict[tuple[int, int], list[_QuicResend]] | None = None
         self._h1_conn: dict[int, np.ndarray] = {}
         self._black_holes: dict[int, _BlackHole] | None = None
+        self._quic_acks: dict[int, _QuicAcks] = {}
 
     def black_holes(self) -> dict[int, _BlackHole]:
         """The pmtu_black_hole findings of :func:`~.disconnects.disconnects` by tcp_stream
@@ -500,6 +509,13 @@ class _Context:
         if self._quic is None:
             self._quic = _quic_resends(_table(self.cap, "quic_frames"))
         return self._quic.get((q, sid), [])
+
+    def quic_acks(self, q: int) -> _QuicAcks:
+        """QUIC connection q's server packet numbers and client ACK frames (once)"""
+        got = self._quic_acks.get(q)
+        if got is None:
+            got = self._quic_acks[q] = _quic_acks(self.cap, q)
+        return got
 
     def h2_stream_frames(self, s: int) -> tuple[np.ndarray, np.ndarray]:
         """(stream ids, frames) of the server's HTTP/2 frames on connection s"""
@@ -758,7 +774,7 @@ def _find_cause(ctx: _Context, req: _Req, c: _Candidate) -> None:
         if req.stream_id is not None:
             for q in ctx.quic_resends(req.conn[1], req.stream_id):
                 if a < q.ts <= b + 1_000_000:
-                    _quic_loss_fill(c, req.conn[1], req.stream_id, q)
+                    _quic_loss_fill(ctx, c, req.conn[1], req.stream_id, q)
                     return
         if c.scope == "stream":
             c.cause, c.key = "server_pause", ("stream", req.stream_id, a)
@@ -1099,6 +1115,12 @@ class _QuicResend:
     first_frame: int | None
     reveal_ts: int  # the first later byte seen (when the first copy was not captured)
     reveal_frame: int | None
+    pn: int = -1
+    """packet number of the resend's packet (-1: not known)"""
+    first_pn: int = -1
+    """packet number of the first copy's packet (-1: not captured)"""
+    reveal_pn: int = -1
+    """packet number of the packet with the first later byte"""
 
 
 def _quic_resends(f: pd.DataFrame) -> dict[tuple[int, int], list[_QuicResend]]:
@@ -1109,40 +1131,169 @@ def _quic_resends(f: pd.DataFrame) -> dict[tuple[int, int], list[_QuicResend]]:
         & f["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool) \
         & f["stream_id"].notna().to_numpy(bool) & f["length"].fillna(0).gt(0).to_numpy(bool)
     sub = f[m]
-    seen: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}  # off, end, ts, frame
-    for q, sid, off, ln, t, fr in zip(sub["quic_connection"].to_numpy(np.int64),
-                                      sub["stream_id"].to_numpy(np.int64),
-                                      sub["offset"].fillna(0).to_numpy(np.int64),
-                                      sub["length"].to_numpy(np.int64), _ns(sub["ts"]),
-                                      sub["frame"].to_numpy(np.int64), strict=True):
+    # off, end, ts, frame, packet number
+    seen: dict[tuple[int, int], list[tuple[int, int, int, int, int]]] = {}
+    for q, sid, off, ln, t, fr, pn in zip(sub["quic_connection"].to_numpy(np.int64),
+                                          sub["stream_id"].to_numpy(np.int64),
+                                          sub["offset"].fillna(0).to_numpy(np.int64),
+                                          sub["length"].to_numpy(np.int64), _ns(sub["ts"]),
+                                          sub["frame"].to_numpy(np.int64),
+                                          sub["packet_number"].to_numpy(np.int64), strict=True):
         key = (int(q), int(sid))
         got = seen.setdefault(key, [])
         end = int(off) + int(ln)
-        top = max((e for _o, e, _t, _f in got), default=0)
+        top = max((e for _o, e, _t, _f, _p in got), default=0)
         if got and int(off) < top:
-            first = next(((tt, ff) for o, e, tt, ff in got if o < end and e > int(off)), None)
-            later = next(((tt, ff) for o, _e, tt, ff in got if o >= end), None)
+            first = next(((tt, ff, pp) for o, e, tt, ff, pp in got if o < end and e > int(off)),
+                         None)
+            later = next(((tt, ff, pp) for o, _e, tt, ff, pp in got if o >= end), None)
             out.setdefault(key, []).append(_QuicResend(
                 ts=int(t), frame=int(fr),
                 first_ts=first[0] if first else _NA, first_frame=first[1] if first else None,
                 reveal_ts=later[0] if later else int(t), reveal_frame=later[1] if later
-                else None))
-        got.append((int(off), end, int(t), int(fr)))
+                else None, pn=int(pn), first_pn=first[2] if first else -1,
+                reveal_pn=later[2] if later else -1))
+        got.append((int(off), end, int(t), int(fr), int(pn)))
     return out
 
 
-def _quic_loss_fill(c: _Candidate, q: int, sid: int, r: _QuicResend) -> None:
-    c.cause, c.mechanism, c.key = "loss_recovery", None, ("qloss", q, sid, r.frame)
+#: RFC 9002 §6.1.1 kPacketThreshold: a packet is lost once a packet this many numbers
+#: later was acknowledged
+_K_PACKET_THRESHOLD = 3
+#: receiver vantage: an ACK sent within this of (resend - one RTT) may or may not have
+#: reached the sender before it resent: the mechanism is then unknown
+_ACK_EDGE_NS = 1_000_000
+
+
+@dataclass(slots=True)
+class _QuicAcks:
+    """One QUIC connection's 1-RTT packets of the server and ACK frames of the client, for
+    RFC 9002 loss detection (§6.1 packet and time thresholds, §6.2 probe timeout)."""
+
+    pns: set[int]
+    """the server's 1-RTT packet numbers seen"""
+    ack_ts: np.ndarray
+    ack_frame: np.ndarray
+    ack_largest: np.ndarray
+    ack_ranges: list[list[tuple[int, int]]]
+    rtt_ns: float
+    """least RTT sample of the client's packets (the path RTT at the client's vantage)"""
+
+
+def _quic_acks(cap: Capture, q: int) -> _QuicAcks:
+    p = _table(cap, "quic_packets")
+    p = p[(p["quic_connection"] == q).to_numpy(bool)
+          & p["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool)
+          & p["packet_type"].astype("string").eq("1rtt").fillna(False).to_numpy(bool)]
+    pns = {int(x) for x in p["packet_number"].dropna()}
+    f = _table(cap, "quic_frames")
+    a = f[(f["quic_connection"] == q).to_numpy(bool)
+          & f["direction"].astype("string").eq(_C2S).fillna(False).to_numpy(bool)
+          & f["frame_type"].astype("string").eq("ACK").fillna(False).to_numpy(bool)
+          & f["packet_type"].astype("string").eq("1rtt").fillna(False).to_numpy(bool)
+          & f["ack_largest"].notna().to_numpy(bool)]
+    ranges: list[list[tuple[int, int]]] = []
+    for txt in a["ack_ranges"].astype("string").fillna("").tolist():
+        rs = []
+        for part in str(txt).split(","):
+            if part:
+                lo, _, hi = part.partition("-")
+                rs.append((int(lo), int(hi or lo)))
+        ranges.append(rs)
+    qc = _table(cap, "quic_connections")
+    row = qc[(qc["quic_connection"] == q).to_numpy(bool)]
+    rtt = float(row["client_min_rtt_ms"].iloc[0]) * 1e6 if len(row) else math.nan
+    return _QuicAcks(pns=pns, ack_ts=_ns(a["ts"]), ack_frame=a["frame"].to_numpy(np.int64),
+                     ack_largest=a["ack_largest"].to_numpy(np.int64), ack_ranges=ranges,
+                     rtt_ns=rtt)
+
+
+def _quic_mechanism(acks: _QuicAcks, r: _QuicResend) -> tuple[str | None, str, int | None]:
+    """How the server found the packet behind resend ``r`` lost (RFC 9002), why, and the
+    client's ACK that decided it (None for pto or unknown).
+
+    At the sender's vantage (the first copy captured) the client's ACKs count as they
+    arrive; at the receiver's (the first copy lost before the capture point: the lost
+    packet is the number missing below the first later packet) an ACK counts when it was
+    sent at least one RTT (the least sample) before the resend arrived, and the mechanism
+    is None when an ACK that would change it lies within 1 ms of that edge, or when the
+    RTT or the lost packet number is not known. Then: the ACKs before the resend
+    acknowledged a packet ``_K_PACKET_THRESHOLD`` or more numbers after the lost one:
+    packet_threshold (§6.1.1); a later packet only: time_threshold (§6.1.2, lost 9/8 RTT
+    after it was sent); none: pto (§6.2, the probe timeout fired with no ACK of anything
+    later; the resent data is the probe)."""
+    sender = r.first_pn >= 0
+    lost = r.first_pn
+    if not sender:
+        if r.reveal_pn < 0:
+            return None, "the lost packet's number is not known (no later packet decrypted)", \
+                None
+        below = [n for n in range(r.reveal_pn - 1, max(-1, r.reveal_pn - 64), -1)
+                 if n not in acks.pns]
+        if not below:
+            return None, "no packet number is missing below the first later packet", None
+        lost = below[0]
+    if sender:
+        edge = r.ts
+    else:
+        if math.isnan(acks.rtt_ns):
+            return None, ("no RTT sample of the client's packets: which ACKs reached the "
+                          "server before it resent cannot be told"), None
+        edge = int(r.ts - acks.rtt_ns)
+
+    def verdict(upto: int) -> tuple[str, int | None]:
+        top, frame = -1, None
+        k = acks.ack_ts <= upto
+        if sender:
+            k &= acks.ack_ts >= r.first_ts
+        for i in np.flatnonzero(k):
+            if any(lo <= lost <= hi for lo, hi in acks.ack_ranges[i]):
+                return "acked", int(acks.ack_frame[i])
+            if acks.ack_largest[i] > top:
+                top, frame = int(acks.ack_largest[i]), int(acks.ack_frame[i])
+        if top >= lost + _K_PACKET_THRESHOLD:
+            return "packet_threshold", frame
+        if top > lost:
+            return "time_threshold", frame
+        return "pto", None
+
+    mech, frame = verdict(edge)
+    if not sender and verdict(edge - _ACK_EDGE_NS)[0] != verdict(edge + _ACK_EDGE_NS)[0]:
+        return None, (f"the client's ACK frames around one RTT before the resend would "
+                      f"give different answers: lost packet {lost}, the capture is at the "
+                      "receiver"), None
+    if mech == "acked":
+        return None, (f"the client acknowledged packet {lost} (frame {frame}) before the "
+                      "resend: a spurious resend"), frame
+    where = "" if sender else " (seen at the receiver: ACKs sent one RTT before the resend)"
+    if mech == "packet_threshold":
+        return mech, (f"packet {lost} declared lost by the packet threshold: the client's ACK "
+                      f"in frame {frame} acknowledged a packet {_K_PACKET_THRESHOLD} or more "
+                      f"numbers later (RFC 9002 §6.1.1){where}"), frame
+    if mech == "time_threshold":
+        return mech, (f"packet {lost} declared lost by the time threshold: the client's ACK "
+                      f"in frame {frame} acknowledged a later packet, fewer than "
+                      f"{_K_PACKET_THRESHOLD} after it, so the server waited 9/8 of an RTT "
+                      f"(RFC 9002 §6.1.2){where}"), frame
+    return mech, (f"packet {lost}: no ACK of a later packet reached the server before the "
+                  f"resend: its probe timeout fired and the data went out again as the probe "
+                  f"(RFC 9002 §6.2){where}"), None
+
+
+def _quic_loss_fill(ctx: _Context, c: _Candidate, q: int, sid: int, r: _QuicResend) -> None:
+    mech, why, ack = _quic_mechanism(ctx.quic_acks(q), r)
+    c.cause, c.mechanism, c.key = "loss_recovery", mech, ("qloss", q, sid, r.frame)
     c.direction = f"{_S2C}:{sid}"
     c.resend_frame, c.resend_ts = r.frame, r.ts
     c.lost_frame = r.first_frame if r.first_frame is not None else r.frame
-    c.evidence = sorted({x for x in (r.first_frame, r.reveal_frame, r.frame) if x is not None})
+    c.evidence = sorted({x for x in (r.first_frame, r.reveal_frame, r.frame, ack)
+                         if x is not None})
     where = (f"after the capture point (first copy: frame {r.first_frame})"
              if r.first_frame is not None else
              f"before the capture point (later data seen at frame {r.reveal_frame})")
     c.detail = (f"a QUIC packet with this stream's data was lost {where} and its data resent "
-                f"in frame {r.frame}; QUIC streams do not wait for each other (no head-of-line "
-                "blocking across streams)")
+                f"in frame {r.frame} ({why if mech else 'mechanism unknown: ' + why}); QUIC "
+                "streams do not wait for each other (no head-of-line blocking across streams)")
 
 
 def _quic_loss_stalls(ctx: _Context, reqs: list[_Req]) -> list[_Candidate]:
@@ -1170,7 +1321,7 @@ def _quic_loss_stalls(ctx: _Context, reqs: list[_Req]) -> list[_Candidate]:
                 start=start, end=r.ts, start_frame=start_frame, end_frame=r.frame,
                 streams={req.stream_id}, request_index=None, cadence=math.nan,
                 threshold=math.nan, cause="unknown")
-            _quic_loss_fill(c, req.conn[1], req.stream_id, r)
+            _quic_loss_fill(ctx, c, req.conn[1], req.stream_id, r)
             out.append(c)
     return out
 

@@ -469,6 +469,97 @@ def test_h3_lost_datagrams_stall_one_stream_each(name: str) -> None:
     assert rt["stall_ms"].gt(0).sum() == 3
 
 
+def _dropped_frames(name: str) -> list[int]:
+    """Frames of ``name`` whose UDP payload is one the forwarder dropped (its drop log
+    names each datagram by the first 16 hex digits of the payload's SHA-256)."""
+    import hashlib
+
+    import dpkt
+
+    facts = json.loads((CAPTURES / f"{name}.facts.json").read_text())
+    want = {d["payload_sha256_16"] for d in facts["link"]["server_to_client"]
+            ["dropped_datagrams"]}
+    out = []
+    with (CAPTURES / name).open("rb") as fh:
+        for i, (_ts, buf) in enumerate(dpkt.pcapng.Reader(fh), 1):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if isinstance(ip.data, dpkt.udp.UDP) and hashlib.sha256(
+                    bytes(ip.data.data)).hexdigest()[:16] in want:
+                out.append(i)
+    return out
+
+
+def test_h3_loss_mechanism_is_rfc9002s() -> None:
+    """How the server found each dropped datagram lost (RFC 9002), the same at both vantage
+    points. At the server the drop log's datagrams are frames 42, 93 and 167 (packets 22, 53
+    and 94); the client's ACK before each resend acknowledged packet 23 (frame 47: one after
+    22: time threshold), 56 (frame 109: three after 53: packet threshold) and 95 (frame 178:
+    time threshold). At the client the first copies are missing: the lost packet is the
+    number missing below the next one, and the ACKs that count are those sent one RTT
+    before the resend arrived."""
+    server = _load("h3-sse-lossy-server.pcapng")
+    dropped = _dropped_frames("h3-sse-lossy-server.pcapng")
+    assert dropped == [42, 93, 167]
+    qp = server.quic_packets
+    pns = qp.set_index("frame").loc[dropped, "packet_number"].astype(int).tolist()
+    assert pns == [22, 53, 94]
+    want = ["time_threshold", "packet_threshold", "time_threshold"]
+    st = stalls(server)
+    assert st["lost_frame"].tolist() == dropped
+    assert st["mechanism"].astype(str).tolist() == want
+    for r, ack in zip(st.to_dict("records"), [47, 109, 178], strict=True):
+        assert ack in [int(x) for x in r["evidence_frames"].split(",")]
+        assert f"in frame {ack} acknowledged" in r["detail"]
+    f = server.quic_frames
+    acks = f[(f["frame_type"] == "ACK") & (f["direction"] == "client_to_server")]
+    largest = acks.set_index("frame").loc[[47, 109, 178], "ack_largest"].astype(int).tolist()
+    assert [a - p for a, p in zip(largest, pns, strict=True)] == [1, 3, 1]
+    client = stalls(_load("h3-sse-lossy.pcapng"))
+    assert client["mechanism"].astype(str).tolist() == want
+    for r, pn in zip(client.to_dict("records"), pns, strict=True):
+        assert f"packet {pn} declared lost" in r["detail"] and "seen at the receiver" in \
+            r["detail"]
+
+
+def test_quic_mechanism_rules() -> None:
+    """_quic_mechanism on hand-made ACK histories: no ACK of a later packet before the
+    resend is a probe timeout; an ACK of the lost packet itself makes the resend spurious
+    (no mechanism); at the receiver an ACK within 1 ms of one RTT before the resend leaves
+    the mechanism unknown."""
+    from pcaptools.analyses.slow import _quic_mechanism, _QuicAcks, _QuicResend
+
+    ms = 1_000_000
+
+    def acks(*rows: tuple[int, int, int, str]) -> _QuicAcks:
+        return _QuicAcks(pns=set(range(0, 10)) - {5},
+                         ack_ts=np.array([t * ms for t, _f, _l, _r in rows], np.int64),
+                         ack_frame=np.array([f for _t, f, _l, _r in rows], np.int64),
+                         ack_largest=np.array([la for _t, _f, la, _r in rows], np.int64),
+                         ack_ranges=[[(int(x.split("-")[0]), int(x.split("-")[-1]))
+                                      for x in r.split(",")] for _t, _f, _l, r in rows],
+                         rtt_ns=40 * ms)
+
+    # sender vantage: packet 5 sent at 100 ms, resent at 400 ms
+    sent = _QuicResend(ts=400 * ms, frame=50, first_ts=100 * ms, first_frame=10,
+                       reveal_ts=400 * ms, reveal_frame=None, pn=12, first_pn=5)
+    assert _quic_mechanism(acks((150, 20, 4, "0-4")), sent)[0] == "pto"
+    assert _quic_mechanism(acks((150, 20, 6, "6,0-4")), sent)[0] == "time_threshold"
+    got = _quic_mechanism(acks((150, 20, 6, "6,0-4"), (160, 21, 8, "6-8,0-4")), sent)
+    assert got[0] == "packet_threshold" and got[2] == 21
+    spurious = _quic_mechanism(acks((150, 20, 6, "0-6")), sent)
+    assert spurious[0] is None and "spurious" in spurious[1]
+    # an ACK after the resend does not count
+    assert _quic_mechanism(acks((450, 20, 9, "6-9,0-4")), sent)[0] == "pto"
+    # receiver vantage: packet 5 missing below packet 6 (seen at 300 ms), resend at 400 ms:
+    # ACKs count when sent by 360 ms (one RTT of 40 ms before)
+    recv = _QuicResend(ts=400 * ms, frame=50, first_ts=-1, first_frame=None,
+                       reveal_ts=300 * ms, reveal_frame=30, pn=12, first_pn=-1, reveal_pn=6)
+    assert _quic_mechanism(acks((305, 31, 6, "6,0-4")), recv)[0] == "time_threshold"
+    assert _quic_mechanism(acks((365, 31, 6, "6,0-4")), recv)[0] == "pto"
+    edge = _quic_mechanism(acks((359.5, 31, 6, "6,0-4")), recv)  # type: ignore[arg-type]
+    assert edge[0] is None and "different answers" in edge[1]
+
+
 def test_client_pause_in_the_chat_plan() -> None:
     """h2-sse-chat.pcapng: the plan starts chat-5 at 3.3 s, 0.89 s after every earlier
     response ended (the client's log): the one stall of the capture, a client_pause."""
