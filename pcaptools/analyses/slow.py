@@ -55,7 +55,13 @@ segment are ``hol_blocked_streams``: head-of-line blocking), ``receive_window``
 (``tcp_events`` zero_window or window_full in the window: the receiver did not read),
 ``h2_flow_control`` (the server's HTTP/2 send window of the stream or of the connection,
 computed from the DATA lengths, SETTINGS_INITIAL_WINDOW_SIZE and WINDOW_UPDATE frames, was
-smaller than the next DATA frame until a WINDOW_UPDATE in the window), ``server_pause`` (the
+smaller than the next DATA frame until a WINDOW_UPDATE in the window), ``quic_flow_control``
+(HTTP/3: the client raised, with MAX_STREAM_DATA or MAX_DATA in the window, a limit it had
+announced in an earlier such frame and that the server's STREAM data of the stream, or of
+all streams, had reached; mechanism stream_data_blocked / data_blocked when the server said
+so with a BLOCKED frame at that limit, else max_stream_data_late / max_data_late; a limit
+reached before the client's first such frame is a transport parameter, not checked),
+``server_pause`` (the
 server sent nothing: on a stream, while the connection carried other streams; on a
 connection, no server payload in the window and its data acknowledged: nothing in flight),
 ``client_pause`` (a request started at least ``client_pause_ms`` after every earlier
@@ -231,8 +237,8 @@ STALLS = TableSchema(
                "the gap a stall had to exceed there: max(min_stall_ms, cadence_factor x "
                "cadence_ms) while streaming, min_stall_ms while waiting"),
         Column("cause", "category", None,
-               "pmtu_blackhole, loss_recovery, receive_window, h2_flow_control, server_pause, "
-               "client_pause or unknown (see the module)"),
+               "pmtu_blackhole, loss_recovery, receive_window, h2_flow_control, "
+               "quic_flow_control, server_pause, client_pause or unknown (see the module)"),
         Column("mechanism", "category", None,
                "loss_recovery: tcp_losses.recovery of the resend that ended it "
                "(fast_retransmit, rto, tail_loss_probe, unknown); over HTTP/3 the RFC 9002 "
@@ -240,6 +246,9 @@ STALLS = TableSchema(
                "resend: packet_threshold, time_threshold or pto (NA when the capture cannot "
                "tell, the detail says why); receive_window: zero_window "
                "or window_full; h2_flow_control: stream_window or connection_window; "
+               "quic_flow_control: stream_data_blocked, data_blocked (the server sent a "
+               "BLOCKED frame), max_stream_data_late, max_data_late (it had reached the "
+               "limit and said nothing); "
                "pmtu_blackhole: path_mtu.outcome (no_icmp / icmp_ignored: a black hole; "
                "discovered: an ICMP too-big error came back, path-MTU discovery), or without "
                "a path_mtu row disconnects()' pmtu_black_hole verdict (no_icmp, icmp_ignored "
@@ -410,6 +419,7 @@ class _Context:
         self._h1_conn: dict[int, np.ndarray] = {}
         self._black_holes: dict[int, _BlackHole] | None = None
         self._quic_acks: dict[int, _QuicAcks] = {}
+        self._quic_flow: dict[int, _QuicFlow] = {}
 
     def black_holes(self) -> dict[int, _BlackHole]:
         """The pmtu_black_hole findings of :func:`~.disconnects.disconnects` by tcp_stream
@@ -509,6 +519,14 @@ class _Context:
         if self._quic is None:
             self._quic = _quic_resends(_table(self.cap, "quic_frames"))
         return self._quic.get((q, sid), [])
+
+    def quic_flow(self, q: int) -> _QuicFlow:
+        """QUIC connection q's server send limits (once)"""
+        got = self._quic_flow.get(q)
+        if got is None:
+            f = _table(self.cap, "quic_frames")
+            got = self._quic_flow[q] = _QuicFlow(f[(f["quic_connection"] == q).to_numpy(bool)])
+        return got
 
     def quic_acks(self, q: int) -> _QuicAcks:
         """QUIC connection q's server packet numbers and client ACK frames (once)"""
@@ -706,6 +724,78 @@ class _H2Windows:
         return None
 
 
+class _QuicFlow:
+    """The server's QUIC send limits over one connection's decrypted frames (RFC 9000 §4):
+    the highest offset it sent on each stream (STREAM frames) and their sum, its
+    STREAM_DATA_BLOCKED / DATA_BLOCKED frames, and the client's MAX_STREAM_DATA / MAX_DATA
+    frames with the limit they replaced (the largest one the client announced before;
+    None before the first: the initial limit is a transport parameter, not in the tables)
+    and what the server had sent by then."""
+
+    def __init__(self, f: pd.DataFrame) -> None:
+        # (frame, ts, stream id (-1 for the connection: stream 0 is a stream), limit)
+        self.blocked_frames: list[tuple[int, int, int, int]] = []
+        # (frame, ts, stream id (-1: connection), old limit or None, new limit, sent by then,
+        #  the server STREAM frame that reached the old limit or None)
+        self.updates: list[tuple[int, int, int, int | None, int, int, int | None]] = []
+        top: dict[int, int] = {}
+        top_frame: dict[int, int] = {}
+        sent = 0
+        last_frame = -1
+        limit: dict[int, int] = {}
+        kinds = f["frame_type"].astype("string").fillna("").to_numpy(dtype=object)
+        dirs = f["direction"].astype("string").fillna("").to_numpy(dtype=object)
+        sids = f["stream_id"].fillna(-1).to_numpy(np.int64)
+        offs = f["offset"].fillna(0).to_numpy(np.int64)
+        lens = f["length"].fillna(0).to_numpy(np.int64)
+        maxs = f["maximum"].fillna(-1).to_numpy(np.int64)
+        frames = f["frame"].to_numpy(np.int64)
+        ts = _ns(f["ts"])
+        for k, d, sid, off, ln, mx, fr, t in zip(kinds, dirs, sids, offs, lens, maxs, frames,
+                                                 ts, strict=True):
+            if d == _S2C:
+                if k == "STREAM" and sid >= 0:
+                    end = int(off) + int(ln)
+                    if end > top.get(int(sid), 0):
+                        sent += end - top.get(int(sid), 0)
+                        top[int(sid)], top_frame[int(sid)] = end, int(fr)
+                        last_frame = int(fr)
+                elif k == "STREAM_DATA_BLOCKED" and sid >= 0 and mx >= 0:
+                    self.blocked_frames.append((int(fr), int(t), int(sid), int(mx)))
+                elif k == "DATA_BLOCKED" and mx >= 0:
+                    self.blocked_frames.append((int(fr), int(t), -1, int(mx)))
+            elif d == _C2S and mx >= 0 and k in ("MAX_STREAM_DATA", "MAX_DATA"):
+                if k == "MAX_STREAM_DATA" and sid < 0:
+                    continue
+                key = int(sid) if k == "MAX_STREAM_DATA" else -1
+                old = limit.get(key)
+                have = top.get(key, 0) if key >= 0 else sent
+                reached = top_frame.get(key) if key >= 0 else last_frame
+                self.updates.append((int(fr), int(t), key, old, int(mx), have,
+                                     reached if reached is not None and reached >= 0 else None))
+                if old is None or int(mx) > old:
+                    limit[key] = int(mx)
+
+    def blocked(self, sid: int, a: int, b: int) -> tuple[str, int, int] | None:
+        """(mechanism, the frame that shows the server blocked, the client's frame that
+        raised the limit) when a client MAX_STREAM_DATA of stream ``sid`` or MAX_DATA came
+        in [a, b] raising a limit the server had reached: stream_data_blocked /
+        data_blocked when the server said so with a BLOCKED frame at that limit in [a, b],
+        else max_stream_data_late / max_data_late when the server's data (of the stream,
+        or of every stream) had reached the old limit; None otherwise."""
+        for fr, t, usid, old, new, have, reached in self.updates:
+            if t < a or t > b or usid not in (-1, sid) or old is None or new <= old:
+                continue
+            level = "stream" if usid >= 0 else "connection"
+            said = next((bf for bf, bt, bs, lim in self.blocked_frames
+                         if bs == usid and lim == old and a <= bt <= t), None)
+            if said is not None:
+                return ("stream_data_blocked" if usid >= 0 else "data_blocked", said, fr)
+            if have >= old and reached is not None:
+                return (f"max_{'stream_' if level == 'stream' else ''}data_late", reached, fr)
+        return None
+
+
 def _request_stalls(ctx: _Context, req: _Req, reqs: list[_Req], min_ns: float,
                     factor: float) -> list[_Candidate]:
     ts = req.ts
@@ -776,13 +866,28 @@ def _find_cause(ctx: _Context, req: _Req, c: _Candidate) -> None:
                 if a < q.ts <= b + 1_000_000:
                     _quic_loss_fill(ctx, c, req.conn[1], req.stream_id, q)
                     return
+            got = ctx.quic_flow(req.conn[1]).blocked(req.stream_id, a, b + 10_000_000)
+            if got is not None:
+                kind, used, upd = got
+                c.cause, c.mechanism, c.key = "quic_flow_control", kind, ("qfc", upd)
+                c.evidence = sorted({used, upd})
+                what = ("stream's" if kind.startswith(("stream", "max_stream")) else
+                        "connection's")
+                how = ("the server said so (a BLOCKED frame in frame "
+                       f"{used})" if kind.endswith("blocked") else
+                       f"its data reached the limit in frame {used}")
+                c.detail = (f"the client's QUIC {what} flow-control limit held the server "
+                            f"back: {how} until the client raised it in frame {upd}")
+                return
         if c.scope == "stream":
             c.cause, c.key = "server_pause", ("stream", req.stream_id, a)
             c.detail = "the server sent nothing on this stream while the connection carried others"
         else:
             c.cause, c.key = "unknown", ("window", a)
-            c.detail = ("nothing delivered on the QUIC connection and no resent STREAM data "
-                        "of this stream in the window; QUIC flow control is not analysed")
+            c.detail = ("nothing delivered on the QUIC connection, no resent STREAM data of "
+                        "this stream and no flow-control limit raised in the window (limits "
+                        "the server reached before the client's first MAX_STREAM_DATA / "
+                        "MAX_DATA are transport parameters, not checked)")
         return
     s = req.conn[1]
     tol = 10_000_000  # 10 ms: an event right at the edge of the window belongs to it

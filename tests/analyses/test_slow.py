@@ -254,6 +254,81 @@ def test_h2_windows_exhausted_until_window_update() -> None:
     assert w.blocked(1, 10 * 10**6, 12 * 10**6) is None  # no update in that window
 
 
+def _quic_frames(rows: list[tuple[int, str, str, int | None, int | None, int | None,
+                                  int | None]]) -> pd.DataFrame:
+    """quic_frames rows (frame, direction, type, stream id, offset, length, maximum) of
+    connection 0, frame n at n ms."""
+    cols = TABLES["quic_frames"].columns
+    recs = []
+    for frame, d, kind, sid, off, length, mx in rows:
+        r: dict[str, object] = {c.name: None for c in cols}
+        r.update(frame=frame, ts=frame * 1_000_000, quic_connection=0, direction=d,
+                 packet_index=0, packet_type="1rtt", packet_number=frame, frame_index=0,
+                 frame_type=kind, frame_type_code=0, stream_id=sid, offset=off, length=length,
+                 maximum=mx, frame_bytes=1)
+        recs.append(tuple(r[c.name] for c in cols))
+    return TABLES["quic_frames"].frame(recs)
+
+
+def test_quic_flow_control_blocked_until_max_stream_data() -> None:
+    """_QuicFlow (RFC 9000 §4): the server's stream 0 reaches the client's MAX_STREAM_DATA
+    limit of 1000 and says so (STREAM_DATA_BLOCKED at 1000) until the client raises it: a
+    stream_data_blocked stall. Without the BLOCKED frame the same wait is
+    max_stream_data_late; the connection limit (MAX_DATA, DATA_BLOCKED) likewise. No claim
+    without a limit announced by a frame (the initial limits are transport parameters), nor
+    when the server had not reached the limit."""
+    from pcaptools.analyses.slow import _QuicFlow
+
+    c2s, s2c = "client_to_server", "server_to_client"
+    base = [
+        (1, c2s, "MAX_STREAM_DATA", 0, None, None, 1000),
+        (2, c2s, "MAX_DATA", None, None, None, 5000),
+        (3, s2c, "STREAM", 0, 0, 600, None),
+        (4, s2c, "STREAM", 0, 600, 400, None),   # stream 0 at its limit of 1000
+        (5, s2c, "STREAM", 4, 0, 100, None),
+    ]
+    said = _QuicFlow(_quic_frames([*base, (6, s2c, "STREAM_DATA_BLOCKED", 0, None, None, 1000),
+                                   (9, c2s, "MAX_STREAM_DATA", 0, None, None, 3000),
+                                   (10, s2c, "STREAM", 0, 1000, 500, None)]))
+    ms = 1_000_000
+    assert said.blocked(0, 4 * ms, 10 * ms) == ("stream_data_blocked", 6, 9)
+    assert said.blocked(4, 4 * ms, 10 * ms) is None  # another stream's limit
+    assert said.blocked(0, 10 * ms, 12 * ms) is None  # raised outside the window
+    quiet = _QuicFlow(_quic_frames([*base, (9, c2s, "MAX_STREAM_DATA", 0, None, None, 3000)]))
+    assert quiet.blocked(0, 4 * ms, 10 * ms) == ("max_stream_data_late", 4, 9)
+    conn = _QuicFlow(_quic_frames([
+        (2, c2s, "MAX_DATA", None, None, None, 1100),
+        (3, s2c, "STREAM", 0, 0, 1000, None),
+        (4, s2c, "STREAM", 4, 0, 100, None),  # 1100 bytes over the streams: at the limit
+        (5, s2c, "DATA_BLOCKED", None, None, None, 1100),
+        (9, c2s, "MAX_DATA", None, None, None, 9000)]))
+    assert conn.blocked(0, 4 * ms, 10 * ms) == ("data_blocked", 5, 9)
+    # the first announced limit: what it replaced is not known, so no claim
+    first = _QuicFlow(_quic_frames([(3, s2c, "STREAM", 0, 0, 600, None),
+                                    (9, c2s, "MAX_STREAM_DATA", 0, None, None, 3000)]))
+    assert first.blocked(0, 4 * ms, 10 * ms) is None
+    # a raise while the server was below the old limit: not what held it back
+    below = _QuicFlow(_quic_frames([base[0], (3, s2c, "STREAM", 0, 0, 600, None),
+                                    (9, c2s, "MAX_STREAM_DATA", 0, None, None, 3000)]))
+    assert below.blocked(0, 4 * ms, 10 * ms) is None
+
+
+@pytest.mark.parametrize("name", ["h3-sse-lossy.pcapng", "h3-sse-lossy-server.pcapng",
+                                  "h3-sse-chat.pcapng", "quic-endings.pcapng"])
+def test_no_quic_flow_control_stall_in_the_recordings(name: str) -> None:
+    """The recordings' servers never ran into a QUIC flow-control limit: no BLOCKED frame
+    and no MAX_STREAM_DATA / MAX_DATA in their decrypted frames, so no quic_flow_control
+    stall (quic-endings carries no HTTP/3 request: no stall at all)."""
+    cap = _load(name)
+    kinds = set(cap.quic_frames["frame_type"].astype(str))
+    assert len(kinds) > 3
+    assert not kinds & {"STREAM_DATA_BLOCKED", "DATA_BLOCKED", "MAX_STREAM_DATA", "MAX_DATA"}
+    st = stalls(cap)
+    assert "quic_flow_control" not in set(st["cause"].astype(str))
+    if name == "quic-endings.pcapng":
+        assert len(st) == 0
+
+
 def test_capture_methods_have_the_functions_options() -> None:
     for method, fn in ((Capture.request_timing, request_timing), (Capture.stalls, stalls),
                        (Capture.connection_series, connection_series)):
