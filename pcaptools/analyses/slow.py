@@ -88,10 +88,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONNECTION_SERIES",
+    "QUIC_RESENDS",
     "REQUEST_TIMING",
     "STALLS",
     "NeedsPacketsError",
     "connection_series",
+    "quic_resends",
     "request_timing",
     "stalls",
 ]
@@ -272,6 +274,37 @@ STALLS = TableSchema(
         Column("detail", "string", None, "the stall and its cause in words"),
         Column("wireshark_filter", "string", None,
                "display filter for the stall's packets (connection and frame range)"),
+    ),
+)
+
+QUIC_RESENDS = TableSchema(
+    name="quic_resends",
+    grain="one row per STREAM frame (decrypted QUIC) that resent bytes its stream had already "
+    "carried, either direction: pcaptools.analyses.slow.quic_resends(cap)",
+    key=("frame", "quic_connection", "stream_id"),
+    columns=(
+        Column("quic_connection", "int64", None, "quic_connections.quic_connection"),
+        Column("direction", "category", None, "the sender: client_to_server or server_to_client"),
+        Column("stream_id", "int64", None, "the stream whose bytes were resent"),
+        Column("frame", "int64", None, "the datagram carrying the resend"),
+        Column("ts", TS_DTYPE, None, "its time"),
+        Column("packet_number", "Int64", None, "the resend's packet number"),
+        Column("first_frame", "Int64", None,
+               "the first copy's datagram; NA when it was not captured (lost before the "
+               "capture point)"),
+        Column("lost_packet_number", "Int64", None,
+               "the packet the sender found lost: the latest earlier copy's, else (no copy "
+               "captured) the number missing below the sender's first later packet; NA when "
+               "not known"),
+        Column("mechanism", "category", None,
+               "how the sender found that packet lost (RFC 9002), from the peer's 1-RTT ACK "
+               "frames before the resend (at the receiver: sent one RTT before it arrived): "
+               "packet_threshold (an ACK of a packet 3 or more numbers later, §6.1.1), "
+               "time_threshold (of a later packet only, §6.1.2), pto (none: the probe "
+               "timeout fired and the data went out as the probe, §6.2); NA when the capture "
+               "cannot tell or the peer had acknowledged the packet (a spurious resend)"),
+        Column("ack_frame", "Int64", None, "the peer's ACK that decided it (NA for pto)"),
+        Column("detail", "string", None, "the rule in words, or why it cannot be told"),
     ),
 )
 
@@ -1223,17 +1256,23 @@ class _QuicResend:
     pn: int = -1
     """packet number of the resend's packet (-1: not known)"""
     first_pn: int = -1
-    """packet number of the first copy's packet (-1: not captured)"""
+    """packet number of the latest earlier copy's packet, the one the sender found lost
+    (-1: no earlier copy captured)"""
+    prev_ts: int = _NA
+    """time of that copy"""
     reveal_pn: int = -1
     """packet number of the packet with the first later byte"""
 
 
-def _quic_resends(f: pd.DataFrame) -> dict[tuple[int, int], list[_QuicResend]]:
+def _quic_resends(f: pd.DataFrame, direction: str = _S2C
+                  ) -> dict[tuple[int, int], list[_QuicResend]]:
+    """The STREAM frames of ``direction`` that resent bytes of their stream, by (QUIC
+    connection, stream id), in capture order."""
     out: dict[tuple[int, int], list[_QuicResend]] = {}
     if len(f) == 0:
         return out
     m = f["frame_type"].astype("string").eq("STREAM").fillna(False).to_numpy(bool) \
-        & f["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool) \
+        & f["direction"].astype("string").eq(direction).fillna(False).to_numpy(bool) \
         & f["stream_id"].notna().to_numpy(bool) & f["length"].fillna(0).gt(0).to_numpy(bool)
     sub = f[m]
     # off, end, ts, frame, packet number
@@ -1249,15 +1288,16 @@ def _quic_resends(f: pd.DataFrame) -> dict[tuple[int, int], list[_QuicResend]]:
         end = int(off) + int(ln)
         top = max((e for _o, e, _t, _f, _p in got), default=0)
         if got and int(off) < top:
-            first = next(((tt, ff, pp) for o, e, tt, ff, pp in got if o < end and e > int(off)),
-                         None)
+            copies = [(tt, ff, pp) for o, e, tt, ff, pp in got if o < end and e > int(off)]
+            first = copies[0] if copies else None
+            prev = copies[-1] if copies else None
             later = next(((tt, ff, pp) for o, _e, tt, ff, pp in got if o >= end), None)
             out.setdefault(key, []).append(_QuicResend(
                 ts=int(t), frame=int(fr),
                 first_ts=first[0] if first else _NA, first_frame=first[1] if first else None,
                 reveal_ts=later[0] if later else int(t), reveal_frame=later[1] if later
-                else None, pn=int(pn), first_pn=first[2] if first else -1,
-                reveal_pn=later[2] if later else -1))
+                else None, pn=int(pn), first_pn=prev[2] if prev else -1,
+                prev_ts=prev[0] if prev else _NA, reveal_pn=later[2] if later else -1))
         got.append((int(off), end, int(t), int(fr), int(pn)))
     return out
 
@@ -1272,28 +1312,34 @@ _ACK_EDGE_NS = 1_000_000
 
 @dataclass(slots=True)
 class _QuicAcks:
-    """One QUIC connection's 1-RTT packets of the server and ACK frames of the client, for
-    RFC 9002 loss detection (§6.1 packet and time thresholds, §6.2 probe timeout)."""
+    """One QUIC connection's application-space packets of one sender and the peer's 1-RTT
+    ACK frames, for RFC 9002 loss detection (§6.1 packet and time thresholds, §6.2 probe
+    timeout)."""
 
     pns: set[int]
-    """the server's 1-RTT packet numbers seen"""
+    """the sender's 0-RTT and 1-RTT packet numbers seen"""
     ack_ts: np.ndarray
     ack_frame: np.ndarray
     ack_largest: np.ndarray
     ack_ranges: list[list[tuple[int, int]]]
     rtt_ns: float
-    """least RTT sample of the client's packets (the path RTT at the client's vantage)"""
+    """least RTT sample of the peer's packets (the path RTT at the peer's vantage)"""
+    sender: str = "server"
+    peer: str = "client"
 
 
-def _quic_acks(cap: Capture, q: int) -> _QuicAcks:
+def _quic_acks(cap: Capture, q: int, direction: str = _S2C) -> _QuicAcks:
+    """the packets of ``direction``'s sender on QUIC connection q, the peer's ACK frames"""
+    back = _C2S if direction == _S2C else _S2C
     p = _table(cap, "quic_packets")
     p = p[(p["quic_connection"] == q).to_numpy(bool)
-          & p["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool)
-          & p["packet_type"].astype("string").eq("1rtt").fillna(False).to_numpy(bool)]
+          & p["direction"].astype("string").eq(direction).fillna(False).to_numpy(bool)
+          & p["packet_type"].astype("string").isin(("0rtt", "1rtt")).fillna(False)
+          .to_numpy(bool)]
     pns = {int(x) for x in p["packet_number"].dropna()}
     f = _table(cap, "quic_frames")
     a = f[(f["quic_connection"] == q).to_numpy(bool)
-          & f["direction"].astype("string").eq(_C2S).fillna(False).to_numpy(bool)
+          & f["direction"].astype("string").eq(back).fillna(False).to_numpy(bool)
           & f["frame_type"].astype("string").eq("ACK").fillna(False).to_numpy(bool)
           & f["packet_type"].astype("string").eq("1rtt").fillna(False).to_numpy(bool)
           & f["ack_largest"].notna().to_numpy(bool)]
@@ -1307,17 +1353,20 @@ def _quic_acks(cap: Capture, q: int) -> _QuicAcks:
         ranges.append(rs)
     qc = _table(cap, "quic_connections")
     row = qc[(qc["quic_connection"] == q).to_numpy(bool)]
-    rtt = float(row["client_min_rtt_ms"].iloc[0]) * 1e6 if len(row) else math.nan
+    sender, peer = ("server", "client") if direction == _S2C else ("client", "server")
+    rtt = float(row[f"{peer}_min_rtt_ms"].iloc[0]) * 1e6 if len(row) else math.nan
     return _QuicAcks(pns=pns, ack_ts=_ns(a["ts"]), ack_frame=a["frame"].to_numpy(np.int64),
                      ack_largest=a["ack_largest"].to_numpy(np.int64), ack_ranges=ranges,
-                     rtt_ns=rtt)
+                     rtt_ns=rtt, sender=sender, peer=peer)
 
 
-def _quic_mechanism(acks: _QuicAcks, r: _QuicResend) -> tuple[str | None, str, int | None]:
-    """How the server found the packet behind resend ``r`` lost (RFC 9002), why, and the
-    client's ACK that decided it (None for pto or unknown).
+def _quic_mechanism(acks: _QuicAcks, r: _QuicResend
+                    ) -> tuple[str | None, str, int | None, int | None]:
+    """How the sender found the packet behind resend ``r`` lost (RFC 9002), why, the peer's
+    ACK that decided it (None for pto or unknown) and the lost packet's number (None when
+    not known).
 
-    At the sender's vantage (the first copy captured) the client's ACKs count as they
+    At the sender's vantage (the first copy captured) the peer's ACKs count as they
     arrive; at the receiver's (the first copy lost before the capture point: the lost
     packet is the number missing below the first later packet) an ACK counts when it was
     sent at least one RTT (the least sample) before the resend arrived, and the mechanism
@@ -1332,25 +1381,25 @@ def _quic_mechanism(acks: _QuicAcks, r: _QuicResend) -> tuple[str | None, str, i
     if not sender:
         if r.reveal_pn < 0:
             return None, "the lost packet's number is not known (no later packet decrypted)", \
-                None
+                None, None
         below = [n for n in range(r.reveal_pn - 1, max(-1, r.reveal_pn - 64), -1)
                  if n not in acks.pns]
         if not below:
-            return None, "no packet number is missing below the first later packet", None
+            return None, "no packet number is missing below the first later packet", None, None
         lost = below[0]
     if sender:
         edge = r.ts
     else:
         if math.isnan(acks.rtt_ns):
-            return None, ("no RTT sample of the client's packets: which ACKs reached the "
-                          "server before it resent cannot be told"), None
+            return None, (f"no RTT sample of the {acks.peer}'s packets: which ACKs reached "
+                          f"the {acks.sender} before it resent cannot be told"), None, lost
         edge = int(r.ts - acks.rtt_ns)
 
     def verdict(upto: int) -> tuple[str, int | None]:
         top, frame = -1, None
         k = acks.ack_ts <= upto
         if sender:
-            k &= acks.ack_ts >= r.first_ts
+            k &= acks.ack_ts >= r.prev_ts
         for i in np.flatnonzero(k):
             if any(lo <= lost <= hi for lo, hi in acks.ack_ranges[i]):
                 return "acked", int(acks.ack_frame[i])
@@ -1364,29 +1413,29 @@ def _quic_mechanism(acks: _QuicAcks, r: _QuicResend) -> tuple[str | None, str, i
 
     mech, frame = verdict(edge)
     if not sender and verdict(edge - _ACK_EDGE_NS)[0] != verdict(edge + _ACK_EDGE_NS)[0]:
-        return None, (f"the client's ACK frames around one RTT before the resend would "
+        return None, (f"the {acks.peer}'s ACK frames around one RTT before the resend would "
                       f"give different answers: lost packet {lost}, the capture is at the "
-                      "receiver"), None
+                      "receiver"), None, lost
     if mech == "acked":
-        return None, (f"the client acknowledged packet {lost} (frame {frame}) before the "
-                      "resend: a spurious resend"), frame
+        return None, (f"the {acks.peer} acknowledged packet {lost} (frame {frame}) before the "
+                      "resend: a spurious resend"), frame, lost
     where = "" if sender else " (seen at the receiver: ACKs sent one RTT before the resend)"
     if mech == "packet_threshold":
-        return mech, (f"packet {lost} declared lost by the packet threshold: the client's ACK "
-                      f"in frame {frame} acknowledged a packet {_K_PACKET_THRESHOLD} or more "
-                      f"numbers later (RFC 9002 §6.1.1){where}"), frame
+        return mech, (f"packet {lost} declared lost by the packet threshold: the {acks.peer}'s "
+                      f"ACK in frame {frame} acknowledged a packet {_K_PACKET_THRESHOLD} or "
+                      f"more numbers later (RFC 9002 §6.1.1){where}"), frame, lost
     if mech == "time_threshold":
-        return mech, (f"packet {lost} declared lost by the time threshold: the client's ACK "
-                      f"in frame {frame} acknowledged a later packet, fewer than "
-                      f"{_K_PACKET_THRESHOLD} after it, so the server waited 9/8 of an RTT "
-                      f"(RFC 9002 §6.1.2){where}"), frame
-    return mech, (f"packet {lost}: no ACK of a later packet reached the server before the "
-                  f"resend: its probe timeout fired and the data went out again as the probe "
-                  f"(RFC 9002 §6.2){where}"), None
+        return mech, (f"packet {lost} declared lost by the time threshold: the {acks.peer}'s "
+                      f"ACK in frame {frame} acknowledged a later packet, fewer than "
+                      f"{_K_PACKET_THRESHOLD} after it, so the {acks.sender} waited 9/8 of an "
+                      f"RTT (RFC 9002 §6.1.2){where}"), frame, lost
+    return mech, (f"packet {lost}: no ACK of a later packet reached the {acks.sender} before "
+                  f"the resend: its probe timeout fired and the data went out again as the "
+                  f"probe (RFC 9002 §6.2){where}"), None, lost
 
 
 def _quic_loss_fill(ctx: _Context, c: _Candidate, q: int, sid: int, r: _QuicResend) -> None:
-    mech, why, ack = _quic_mechanism(ctx.quic_acks(q), r)
+    mech, why, ack, _lost = _quic_mechanism(ctx.quic_acks(q), r)
     c.cause, c.mechanism, c.key = "loss_recovery", mech, ("qloss", q, sid, r.frame)
     c.direction = f"{_S2C}:{sid}"
     c.resend_frame, c.resend_ts = r.frame, r.ts
@@ -1429,6 +1478,27 @@ def _quic_loss_stalls(ctx: _Context, reqs: list[_Req]) -> list[_Candidate]:
             _quic_loss_fill(ctx, c, req.conn[1], req.stream_id, r)
             out.append(c)
     return out
+
+
+def quic_resends(cap: Capture) -> pd.DataFrame:
+    """One row per STREAM frame that resent bytes of its stream, either direction, with
+    the RFC 9002 rule by which its sender found the packet lost (schema
+    :data:`QUIC_RESENDS`), in capture order; empty without decrypted QUIC. The stalls of
+    HTTP/3 responses take their ``mechanism`` from the same rule. Never raises on the
+    tables' content."""
+    f = _table(cap, "quic_frames")
+    rows: list[tuple[Any, ...]] = []
+    for d in (_C2S, _S2C):
+        acks: dict[int, _QuicAcks] = {}
+        for (q, sid), lst in _quic_resends(f, d).items():
+            if q not in acks:
+                acks[q] = _quic_acks(cap, q, d)
+            for r in lst:
+                mech, why, ack, lost = _quic_mechanism(acks[q], r)
+                rows.append((q, d, sid, r.frame, r.ts, r.pn if r.pn >= 0 else None,
+                             r.first_frame, lost, mech, ack, why))
+    rows.sort(key=lambda x: (x[4], x[3], x[2]))
+    return QUIC_RESENDS.frame(rows)
 
 
 def _merge(cands: list[_Candidate]) -> list[_Candidate]:

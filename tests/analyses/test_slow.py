@@ -596,6 +596,45 @@ def test_h3_loss_mechanism_is_rfc9002s() -> None:
             r["detail"]
 
 
+def test_quic_resends_are_probes_when_the_server_vanished() -> None:
+    """quic-endings: in the vanish and reset cases the server stopped answering after the
+    handshake; the client's request bytes went out again in each of its probe timeouts
+    (the facts count 4 PTO expiries in each case: RFC 9002 §6.2) with no ACK of anything
+    later: quic_resends gives 4 pto rows per connection, each naming the copy before it as
+    the lost packet. In h3-sse-lossy-server the same function lists the three resends of the
+    dropped datagrams with the stalls' mechanisms."""
+    from pcaptools.analyses.slow import QUIC_RESENDS, quic_resends
+
+    cap = _load("quic-endings.pcapng")
+    facts = json.loads((CAPTURES / "quic-endings.pcapng.facts.json").read_text())
+    pto = facts["truth"]["client_pto_expiries"]
+    qr = quic_resends(cap)
+    QUIC_RESENDS.check(qr)
+    qc = cap.quic_connections
+    by_case = {}
+    for case, conn in (("vanish", 6), ("reset", 7)):
+        assert str(qc.loc[qc["quic_connection"] == conn, "end"].item()) in (
+            "idle_timeout", "stateless_reset")
+        rows = qr[qr["quic_connection"] == conn]
+        by_case[case] = len(rows)
+        assert (rows["direction"] == "client_to_server").all()
+        assert rows["mechanism"].astype(str).tolist() == ["pto"] * len(rows)
+        assert rows["ack_frame"].isna().all()
+        # each resend's lost packet is the copy sent just before it
+        assert (rows["lost_packet_number"] < rows["packet_number"]).all()
+    assert by_case == {"vanish": pto["vanish"], "reset": pto["reset"]} == {"vanish": 4,
+                                                                          "reset": 4}
+    assert set(qr["quic_connection"]) == {6, 7}
+    assert qr.loc[qr["quic_connection"] == 6, "lost_packet_number"].tolist() == [4, 6, 7, 8]
+    server = quic_resends(_load("h3-sse-lossy-server.pcapng"))
+    assert server["mechanism"].astype(str).tolist() == ["time_threshold", "packet_threshold",
+                                                        "time_threshold"]
+    assert server["first_frame"].tolist() == [42, 93, 167]
+    assert server["lost_packet_number"].tolist() == [22, 53, 94]
+    assert server["ack_frame"].tolist() == [47, 109, 178]
+    assert len(quic_resends(_load(H2.name))) == 0  # no QUIC
+
+
 def test_quic_mechanism_rules() -> None:
     """_quic_mechanism on hand-made ACK histories: no ACK of a later packet before the
     resend is a probe timeout; an ACK of the lost packet itself makes the resend spurious
@@ -616,7 +655,8 @@ def test_quic_mechanism_rules() -> None:
 
     # sender vantage: packet 5 sent at 100 ms, resent at 400 ms
     sent = _QuicResend(ts=400 * ms, frame=50, first_ts=100 * ms, first_frame=10,
-                       reveal_ts=400 * ms, reveal_frame=None, pn=12, first_pn=5)
+                       reveal_ts=400 * ms, reveal_frame=None, pn=12, first_pn=5,
+                       prev_ts=100 * ms)
     assert _quic_mechanism(acks((150, 20, 4, "0-4")), sent)[0] == "pto"
     assert _quic_mechanism(acks((150, 20, 6, "6,0-4")), sent)[0] == "time_threshold"
     got = _quic_mechanism(acks((150, 20, 6, "6,0-4"), (160, 21, 8, "6-8,0-4")), sent)
