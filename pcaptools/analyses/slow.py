@@ -1988,7 +1988,8 @@ def _series_of(s: int, g: pd.DataFrame, bin_ms: float | None,
 
 
 #: tshark's TCP_MAX_UNACKED_SEGMENTS: segments it keeps per direction for bytes in flight
-_MAX_UNACKED = 10000
+#: (listed in pcaptools.limits)
+MAX_UNACKED_SEGMENTS = 10000
 _M32, _HALF = 0xFFFFFFFF, 0x80000000
 
 
@@ -2026,7 +2027,7 @@ def _tshark_flight(d: np.ndarray, seq: np.ndarray, length: np.ndarray, flags: np
             valid[di] = False  # "previous segment not captured": no bytes in flight
         end = (sq + ln + syn_fin) & _M32
         mine = lists[di]
-        if (ln or syn_fin) and len(mine) < _MAX_UNACKED:
+        if (ln or syn_fin) and len(mine) < MAX_UNACKED_SEGMENTS:
             mine.append([sq, end])
         if top is None or 0 < ((end - top) & _M32) < _HALF:
             nxt[di] = end

@@ -51,7 +51,8 @@ class ReportContextLike(Protocol):
 MAX_SLOW_REQUESTS = 10
 #: connections given a time-sequence chart (those that stalled longest)
 MAX_SEQUENCE_CONNECTIONS = 3
-#: data segments (and ACKs) per time-sequence chart; beyond, evenly thinned (resends kept)
+#: data segments (and as many ACKs and SACK blocks) per time-sequence chart; beyond, evenly
+#: thinned (resends kept)
 MAX_SEQUENCE_POINTS = 2000
 
 
