@@ -403,10 +403,11 @@ def _tshark_fields(tshark: str, name: str, *fields: str) -> list[list[str]]:
 
 
 LOSSY_TCP = ["slow-causes.pcapng", H2.name, "h2-sse-lossy-server.pcapng", H1.name,
-             "http1-lossy-server.pcap"]
+             "http1-lossy-server.pcap", "pmtu-icmp-server.pcap"]
 
 
-@pytest.mark.parametrize("name", ["h2-sse-chat.pcapng", *LOSSY_TCP])
+@pytest.mark.parametrize("name", ["h2-sse-chat.pcapng", "tcp-port-reuse.pcap",
+                                  "voice-realtime.pcapng", *LOSSY_TCP])
 def test_bytes_in_flight_is_tsharks(name: str, tshark: str, request: pytest.FixtureRequest) -> None:
     """connection_series' bytes_in_flight is tshark's tcp.analysis.bytes_in_flight on every
     data segment, in loss recovery too (SACKed bytes subtracted), and has no sample where
@@ -419,7 +420,7 @@ def test_bytes_in_flight_is_tsharks(name: str, tshark: str, request: pytest.Fixt
     got = cs[cs["series"] == "bytes_in_flight"]
     got = dict(zip(got["frame"].astype(int), got["value"], strict=True))
     assert got == want
-    if name != "h2-sse-chat.pcapng":  # a loss recovery in which SACKed bytes count
+    if name in LOSSY_TCP:  # a loss recovery in which SACKed bytes count
         sb = cap.tcp_sack_blocks
         assert len(sb) > 0
 
