@@ -23,7 +23,7 @@ from .analyses.realtime import (
     RECONNECT_STORMS,
     TURNS,
 )
-from .analyses.slow import CONNECTION_SERIES, REQUEST_TIMING, STALLS
+from .analyses.slow import CONNECTION_SERIES, QUIC_RESENDS, REQUEST_TIMING, STALLS
 from .diagnostics import CATALOGUE
 from .tables.registry import TABLES
 from .tables.schema import TableSchema
@@ -34,7 +34,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 DERIVED: tuple[TableSchema, ...] = (STREAM_LATENCY, COMPARISON, DISCONNECTS, OVERHEAD,
                                     COVERAGE_SUMMARY, TURNS, CADENCE, RECONNECT_STORMS,
                                     RECONNECT_ATTEMPTS, HEARTBEAT_AUDIT, CONN_LOG,
-                                    REQUEST_TIMING, STALLS, CONNECTION_SERIES)
+                                    REQUEST_TIMING, STALLS, CONNECTION_SERIES, QUIC_RESENDS)
 
 
 def tables_markdown() -> str:

@@ -599,8 +599,17 @@ LIMITS: tuple[Limit, ...] = (
         "pcaptools.report.slow_section:MAX_SEQUENCE_POINTS",
         "points",
         None,
-        "data segments (and ACKs) per time-sequence chart; beyond, evenly thinned with every "
-        "retransmission kept, and the note says so",
+        "data segments (and as many ACKs and SACK blocks) per time-sequence chart; beyond, "
+        "evenly thinned with every retransmission kept, and the note says so",
+    ),
+    Limit(
+        "bytes-in-flight segments",
+        "pcaptools.analyses.slow:MAX_UNACKED_SEGMENTS",
+        "segments",
+        None,
+        "unacknowledged segments connection_series keeps per direction for bytes_in_flight "
+        "(tshark's TCP_MAX_UNACKED_SEGMENTS: past it, as in tshark, later segments are not "
+        "counted until ACKs free room)",
     ),
 )
 

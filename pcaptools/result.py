@@ -120,6 +120,7 @@ class Capture:
     icmp_errors: pd.DataFrame
     path_mtu: pd.DataFrame
     packets: pd.DataFrame
+    tcp_sack_blocks: pd.DataFrame
     warnings: pd.DataFrame
     coverage: pd.DataFrame
 

@@ -24,7 +24,7 @@ ORDER = [
     "realtime_events", "dns",
     "quic_connections", "quic_packets", "quic_frames", "http3_connections", "http3_frames",
     "http3_streams", "http3_pushes", "http3_sse_events",
-    "icmp_errors", "path_mtu", "packets", "warnings", "coverage",
+    "icmp_errors", "path_mtu", "packets", "tcp_sack_blocks", "warnings", "coverage",
 ]
 
 

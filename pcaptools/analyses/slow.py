@@ -32,7 +32,13 @@ How a stall is found (the thresholds are keyword parameters of :func:`stalls`):
   that stream stopped (``scope`` stream). Stalls with the same cause and evidence on one
   connection (a lost segment blocking three streams) are one row listing every stream.
 - HTTP/3: every server STREAM frame that resends a response stream's bytes (an offset
-  below the highest byte seen on it, ``quic_frames``) is a stall of that stream alone.
+  below the highest byte seen on it, ``quic_frames``) is a stall of that stream alone. Its
+  ``mechanism`` is how RFC 9002 had the server find the packet lost, from the client's 1-RTT
+  ACK frames before the resend: one acknowledging a packet 3 or more numbers later
+  (packet_threshold, §6.1.1), only a later one (time_threshold, §6.1.2), none (pto, §6.2:
+  the resent data was the probe). At the receiver (the lost packet is the number missing
+  below the next one) an ACK counts when it was sent one RTT (the least sample) before the
+  resend arrived; NA when an ACK within 1 ms of that edge would change the answer.
 - Every lost server segment (``tcp_losses`` kind loss) while a response was in progress is
   a stall whatever its length, its cause certain: seen at the sender (the capture saw the
   first copy) from the first copy to the resend, seen at the receiver from the connection's
@@ -40,18 +46,27 @@ How a stall is found (the thresholds are keyword parameters of :func:`stalls`):
   in time, one direction) are one row.
 
 The cause, first that matches (``cause``): ``pmtu_blackhole`` (a ``path_mtu`` row of the
-connection whose too-big segment waited in the window), ``loss_recovery`` (a ``tcp_losses``
-resend in the window; ``mechanism`` is its ``recovery``: fast_retransmit, rto,
-tail_loss_probe; on HTTP/2 the streams with frames behind the lost segment are
-``hol_blocked_streams``: head-of-line blocking), ``receive_window`` (``tcp_events``
-zero_window or window_full in the window: the receiver did not read), ``h2_flow_control``
-(the server's HTTP/2 send window of the stream or of the connection, computed from the DATA
-lengths, SETTINGS_INITIAL_WINDOW_SIZE and WINDOW_UPDATE frames, was smaller than the next
-DATA frame until a WINDOW_UPDATE in the window), ``server_pause`` (the server sent nothing:
-on a stream, while the connection carried other streams; on a connection, no server payload
-in the window and its data acknowledged: nothing in flight), ``client_pause`` (a request
-started at least ``client_pause_ms`` after every earlier response on its connection had
-ended), and ``unknown`` (none of these: the row says so, no guess).
+connection whose too-big segment waited in the window; without one, because the sender never
+re-sent smaller, a ``pmtu_black_hole`` verdict of :func:`~.disconnects.disconnects` whose
+span, first too-big segment to the endpoint's reaction, covers the window),
+``loss_recovery`` (a ``tcp_losses`` resend in the window; ``mechanism`` is its ``recovery``:
+fast_retransmit, rto, tail_loss_probe; on HTTP/2 the streams with frames behind the lost
+segment are ``hol_blocked_streams``: head-of-line blocking), ``receive_window``
+(``tcp_events`` zero_window or window_full in the window: the receiver did not read),
+``h2_flow_control`` (the server's HTTP/2 send window of the stream or of the connection,
+computed from the DATA lengths, SETTINGS_INITIAL_WINDOW_SIZE and WINDOW_UPDATE frames, was
+smaller than the next DATA frame until a WINDOW_UPDATE in the window), ``quic_flow_control``
+(HTTP/3: the client raised, with MAX_STREAM_DATA or MAX_DATA in the window, a limit it had
+announced in an earlier such frame and that the server's STREAM data of the stream, or of
+all streams, had reached; mechanism stream_data_blocked / data_blocked when the server said
+so with a BLOCKED frame at that limit, else max_stream_data_late / max_data_late; a limit
+reached before the client's first such frame is a transport parameter, not checked),
+``server_pause`` (the
+server sent nothing: on a stream, while the connection carried other streams; on a
+connection, no server payload in the window and its data acknowledged: nothing in flight),
+``client_pause`` (a request started at least ``client_pause_ms`` after every earlier
+response on its connection had ended), and ``unknown`` (none of these: the row says so, no
+guess).
 """
 
 from __future__ import annotations
@@ -73,10 +88,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONNECTION_SERIES",
+    "QUIC_RESENDS",
     "REQUEST_TIMING",
     "STALLS",
     "NeedsPacketsError",
     "connection_series",
+    "quic_resends",
     "request_timing",
     "stalls",
 ]
@@ -222,15 +239,22 @@ STALLS = TableSchema(
                "the gap a stall had to exceed there: max(min_stall_ms, cadence_factor x "
                "cadence_ms) while streaming, min_stall_ms while waiting"),
         Column("cause", "category", None,
-               "pmtu_blackhole, loss_recovery, receive_window, h2_flow_control, server_pause, "
-               "client_pause or unknown (see the module)"),
+               "pmtu_blackhole, loss_recovery, receive_window, h2_flow_control, "
+               "quic_flow_control, server_pause, client_pause or unknown (see the module)"),
         Column("mechanism", "category", None,
                "loss_recovery: tcp_losses.recovery of the resend that ended it "
-               "(fast_retransmit, rto, tail_loss_probe, unknown; NA over HTTP/3: QUIC's loss "
-               "detection is not classified); receive_window: zero_window "
+               "(fast_retransmit, rto, tail_loss_probe, unknown); over HTTP/3 the RFC 9002 "
+               "rule that declared the packet lost, from the client's ACK frames before the "
+               "resend: packet_threshold, time_threshold or pto (NA when the capture cannot "
+               "tell, the detail says why); receive_window: zero_window "
                "or window_full; h2_flow_control: stream_window or connection_window; "
+               "quic_flow_control: stream_data_blocked, data_blocked (the server sent a "
+               "BLOCKED frame), max_stream_data_late, max_data_late (it had reached the "
+               "limit and said nothing); "
                "pmtu_blackhole: path_mtu.outcome (no_icmp / icmp_ignored: a black hole; "
-               "discovered: an ICMP too-big error came back, path-MTU discovery); NA otherwise"),
+               "discovered: an ICMP too-big error came back, path-MTU discovery), or without "
+               "a path_mtu row disconnects()' pmtu_black_hole verdict (no_icmp, icmp_ignored "
+               "when an ICMP too-big error about the connection was captured); NA otherwise"),
         Column("lost_frame", "Int64", None,
                "loss_recovery: the lost segment's first copy (tcp_losses.first_frame) when "
                "the capture saw it, else its resend"),
@@ -253,6 +277,37 @@ STALLS = TableSchema(
     ),
 )
 
+QUIC_RESENDS = TableSchema(
+    name="quic_resends",
+    grain="one row per STREAM frame (decrypted QUIC) that resent bytes its stream had already "
+    "carried, either direction: pcaptools.analyses.slow.quic_resends(cap)",
+    key=("frame", "quic_connection", "stream_id"),
+    columns=(
+        Column("quic_connection", "int64", None, "quic_connections.quic_connection"),
+        Column("direction", "category", None, "the sender: client_to_server or server_to_client"),
+        Column("stream_id", "int64", None, "the stream whose bytes were resent"),
+        Column("frame", "int64", None, "the datagram carrying the resend"),
+        Column("ts", TS_DTYPE, None, "its time"),
+        Column("packet_number", "Int64", None, "the resend's packet number"),
+        Column("first_frame", "Int64", None,
+               "the first copy's datagram; NA when it was not captured (lost before the "
+               "capture point)"),
+        Column("lost_packet_number", "Int64", None,
+               "the packet the sender found lost: the latest earlier copy's, else (no copy "
+               "captured) the number missing below the sender's first later packet; NA when "
+               "not known"),
+        Column("mechanism", "category", None,
+               "how the sender found that packet lost (RFC 9002), from the peer's 1-RTT ACK "
+               "frames before the resend (at the receiver: sent one RTT before it arrived): "
+               "packet_threshold (an ACK of a packet 3 or more numbers later, §6.1.1), "
+               "time_threshold (of a later packet only, §6.1.2), pto (none: the probe "
+               "timeout fired and the data went out as the probe, §6.2); NA when the capture "
+               "cannot tell or the peer had acknowledged the packet (a spurious resend)"),
+        Column("ack_frame", "Int64", None, "the peer's ACK that decided it (NA for pto)"),
+        Column("detail", "string", None, "the rule in words, or why it cannot be told"),
+    ),
+)
+
 CONNECTION_SERIES = TableSchema(
     name="connection_series",
     grain="one row per sample of one series of one TCP connection direction: "
@@ -265,10 +320,12 @@ CONNECTION_SERIES = TableSchema(
                "(the sender of the data)"),
         Column("series", "category", None,
                "rtt_ms (an ACK of that data: packets.ack_rtt_ms, tshark tcp.analysis.ack_rtt), "
-               "bytes_in_flight (after each data segment: highest byte sent minus the peer's "
-               "highest ACK: tshark's tcp.analysis.bytes_in_flight, except during a loss "
-               "recovery, where tshark also subtracts the bytes the receiver SACKed: the "
-               "packets table has no SACK blocks), receive_window (the window "
+               "bytes_in_flight (after each data segment: tshark's "
+               "tcp.analysis.bytes_in_flight, computed as tshark 4.0 does: from the first to "
+               "the last byte of the segments sent and not yet acknowledged, less the bytes "
+               "of the SACK blocks (tcp_sack_blocks) of the peer's last packet; no sample "
+               "where tshark shows none: a segment sent past a hole at the capture point, "
+               "until the peer's next ACK), receive_window (the window "
                "the receiver advertised, packets.window of its packets), throughput_bps "
                "(payload bits the sender sent per second, per bin of bin_ms, resends included)"),
         Column("ts", TS_DTYPE, None, "time of the packet (throughput: start of the bin)"),
@@ -393,6 +450,16 @@ class _Context:
         self._split: dict[str, dict[int, pd.DataFrame]] = {}
         self._quic: dict[tuple[int, int], list[_QuicResend]] | None = None
         self._h1_conn: dict[int, np.ndarray] = {}
+        self._black_holes: dict[int, _BlackHole] | None = None
+        self._quic_acks: dict[int, _QuicAcks] = {}
+        self._quic_flow: dict[int, _QuicFlow] = {}
+
+    def black_holes(self) -> dict[int, _BlackHole]:
+        """The pmtu_black_hole findings of :func:`~.disconnects.disconnects` by tcp_stream
+        (computed once, on the first stall that needs it)."""
+        if self._black_holes is None:
+            self._black_holes = _black_holes(self.cap)
+        return self._black_holes
 
     def requests(self) -> Iterable[_Req]:
         lat = self.lat
@@ -485,6 +552,21 @@ class _Context:
         if self._quic is None:
             self._quic = _quic_resends(_table(self.cap, "quic_frames"))
         return self._quic.get((q, sid), [])
+
+    def quic_flow(self, q: int) -> _QuicFlow:
+        """QUIC connection q's server send limits (once)"""
+        got = self._quic_flow.get(q)
+        if got is None:
+            f = _table(self.cap, "quic_frames")
+            got = self._quic_flow[q] = _QuicFlow(f[(f["quic_connection"] == q).to_numpy(bool)])
+        return got
+
+    def quic_acks(self, q: int) -> _QuicAcks:
+        """QUIC connection q's server packet numbers and client ACK frames (once)"""
+        got = self._quic_acks.get(q)
+        if got is None:
+            got = self._quic_acks[q] = _quic_acks(self.cap, q)
+        return got
 
     def h2_stream_frames(self, s: int) -> tuple[np.ndarray, np.ndarray]:
         """(stream ids, frames) of the server's HTTP/2 frames on connection s"""
@@ -675,6 +757,78 @@ class _H2Windows:
         return None
 
 
+class _QuicFlow:
+    """The server's QUIC send limits over one connection's decrypted frames (RFC 9000 §4):
+    the highest offset it sent on each stream (STREAM frames) and their sum, its
+    STREAM_DATA_BLOCKED / DATA_BLOCKED frames, and the client's MAX_STREAM_DATA / MAX_DATA
+    frames with the limit they replaced (the largest one the client announced before;
+    None before the first: the initial limit is a transport parameter, not in the tables)
+    and what the server had sent by then."""
+
+    def __init__(self, f: pd.DataFrame) -> None:
+        # (frame, ts, stream id (-1 for the connection: stream 0 is a stream), limit)
+        self.blocked_frames: list[tuple[int, int, int, int]] = []
+        # (frame, ts, stream id (-1: connection), old limit or None, new limit, sent by then,
+        #  the server STREAM frame that reached the old limit or None)
+        self.updates: list[tuple[int, int, int, int | None, int, int, int | None]] = []
+        top: dict[int, int] = {}
+        top_frame: dict[int, int] = {}
+        sent = 0
+        last_frame = -1
+        limit: dict[int, int] = {}
+        kinds = f["frame_type"].astype("string").fillna("").to_numpy(dtype=object)
+        dirs = f["direction"].astype("string").fillna("").to_numpy(dtype=object)
+        sids = f["stream_id"].fillna(-1).to_numpy(np.int64)
+        offs = f["offset"].fillna(0).to_numpy(np.int64)
+        lens = f["length"].fillna(0).to_numpy(np.int64)
+        maxs = f["maximum"].fillna(-1).to_numpy(np.int64)
+        frames = f["frame"].to_numpy(np.int64)
+        ts = _ns(f["ts"])
+        for k, d, sid, off, ln, mx, fr, t in zip(kinds, dirs, sids, offs, lens, maxs, frames,
+                                                 ts, strict=True):
+            if d == _S2C:
+                if k == "STREAM" and sid >= 0:
+                    end = int(off) + int(ln)
+                    if end > top.get(int(sid), 0):
+                        sent += end - top.get(int(sid), 0)
+                        top[int(sid)], top_frame[int(sid)] = end, int(fr)
+                        last_frame = int(fr)
+                elif k == "STREAM_DATA_BLOCKED" and sid >= 0 and mx >= 0:
+                    self.blocked_frames.append((int(fr), int(t), int(sid), int(mx)))
+                elif k == "DATA_BLOCKED" and mx >= 0:
+                    self.blocked_frames.append((int(fr), int(t), -1, int(mx)))
+            elif d == _C2S and mx >= 0 and k in ("MAX_STREAM_DATA", "MAX_DATA"):
+                if k == "MAX_STREAM_DATA" and sid < 0:
+                    continue
+                key = int(sid) if k == "MAX_STREAM_DATA" else -1
+                old = limit.get(key)
+                have = top.get(key, 0) if key >= 0 else sent
+                reached = top_frame.get(key) if key >= 0 else last_frame
+                self.updates.append((int(fr), int(t), key, old, int(mx), have,
+                                     reached if reached is not None and reached >= 0 else None))
+                if old is None or int(mx) > old:
+                    limit[key] = int(mx)
+
+    def blocked(self, sid: int, a: int, b: int) -> tuple[str, int, int] | None:
+        """(mechanism, the frame that shows the server blocked, the client's frame that
+        raised the limit) when a client MAX_STREAM_DATA of stream ``sid`` or MAX_DATA came
+        in [a, b] raising a limit the server had reached: stream_data_blocked /
+        data_blocked when the server said so with a BLOCKED frame at that limit in [a, b],
+        else max_stream_data_late / max_data_late when the server's data (of the stream,
+        or of every stream) had reached the old limit; None otherwise."""
+        for fr, t, usid, old, new, have, reached in self.updates:
+            if t < a or t > b or usid not in (-1, sid) or old is None or new <= old:
+                continue
+            level = "stream" if usid >= 0 else "connection"
+            said = next((bf for bf, bt, bs, lim in self.blocked_frames
+                         if bs == usid and lim == old and a <= bt <= t), None)
+            if said is not None:
+                return ("stream_data_blocked" if usid >= 0 else "data_blocked", said, fr)
+            if have >= old and reached is not None:
+                return (f"max_{'stream_' if level == 'stream' else ''}data_late", reached, fr)
+        return None
+
+
 def _request_stalls(ctx: _Context, req: _Req, reqs: list[_Req], min_ns: float,
                     factor: float) -> list[_Candidate]:
     ts = req.ts
@@ -743,15 +897,30 @@ def _find_cause(ctx: _Context, req: _Req, c: _Candidate) -> None:
         if req.stream_id is not None:
             for q in ctx.quic_resends(req.conn[1], req.stream_id):
                 if a < q.ts <= b + 1_000_000:
-                    _quic_loss_fill(c, req.conn[1], req.stream_id, q)
+                    _quic_loss_fill(ctx, c, req.conn[1], req.stream_id, q)
                     return
+            got = ctx.quic_flow(req.conn[1]).blocked(req.stream_id, a, b + 10_000_000)
+            if got is not None:
+                kind, used, upd = got
+                c.cause, c.mechanism, c.key = "quic_flow_control", kind, ("qfc", upd)
+                c.evidence = sorted({used, upd})
+                what = ("stream's" if kind.startswith(("stream", "max_stream")) else
+                        "connection's")
+                how = ("the server said so (a BLOCKED frame in frame "
+                       f"{used})" if kind.endswith("blocked") else
+                       f"its data reached the limit in frame {used}")
+                c.detail = (f"the client's QUIC {what} flow-control limit held the server "
+                            f"back: {how} until the client raised it in frame {upd}")
+                return
         if c.scope == "stream":
             c.cause, c.key = "server_pause", ("stream", req.stream_id, a)
             c.detail = "the server sent nothing on this stream while the connection carried others"
         else:
             c.cause, c.key = "unknown", ("window", a)
-            c.detail = ("nothing delivered on the QUIC connection and no resent STREAM data "
-                        "of this stream in the window; QUIC flow control is not analysed")
+            c.detail = ("nothing delivered on the QUIC connection, no resent STREAM data of "
+                        "this stream and no flow-control limit raised in the window (limits "
+                        "the server reached before the client's first MAX_STREAM_DATA / "
+                        "MAX_DATA are transport parameters, not checked)")
         return
     s = req.conn[1]
     tol = 10_000_000  # 10 ms: an event right at the edge of the window belongs to it
@@ -787,7 +956,67 @@ def _find_cause(ctx: _Context, req: _Req, c: _Candidate) -> None:
                     "the server had data in flight or sent some (not delivered here)")
 
 
+@dataclass(slots=True)
+class _BlackHole:
+    """A path-MTU black hole as disconnects() found it on one connection."""
+
+    start: int
+    """first_unanswered_ts: the first segment too big for the path"""
+    end: int
+    """noticed_ts: when an endpoint acted on it (reset, close, give-up), else the end"""
+    evidence: list[int]
+    mechanism: str
+    """no_icmp, or icmp_ignored when an ICMP too-big error about the connection was seen"""
+    summary: str
+
+
+def _black_holes(cap: Capture) -> dict[int, _BlackHole]:
+    from .disconnects import disconnects  # (the verdicts of #15; imported on use)
+
+    out: dict[int, _BlackHole] = {}
+    if not len(cap.connections) or not len(cap.tcp_events):
+        return out
+    d = disconnects(cap)
+    if not len(d):
+        return out
+    ie = cap.icmp_errors
+    too_big = set()
+    if len(ie):
+        k = ie["kind"].astype("string").isin(("frag_needed", "packet_too_big")).fillna(False)
+        too_big = {int(x) for x in ie.loc[k.to_numpy(bool), "tcp_stream"].dropna()}
+    for r in d.to_dict("records"):
+        sig = str(r["signals"]) if not _isna(r["signals"]) else ""
+        if "pmtu_black_hole" not in sig.split(",") or _isna(r["tcp_stream"]):
+            continue
+        s = int(r["tcp_stream"])
+        start = _ns1(r["first_unanswered_ts"])
+        if start == _NA:
+            continue
+        end = _ns1(r["noticed_ts"])
+        noticed = None if _isna(r["noticed_frame"]) else int(r["noticed_frame"])
+        ev = [int(x) for x in (r["evidence_frames"] or []) if int(x) != noticed]
+        out[s] = _BlackHole(start=start, end=end, evidence=ev,
+                            mechanism="icmp_ignored" if s in too_big else "no_icmp",
+                            summary=str(r["summary"]).split(". Then")[0])
+    return out
+
+
 def _pmtu(ctx: _Context, s: int, a: int, b: int, c: _Candidate) -> bool:
+    if _pmtu_row(ctx, s, a, b, c):
+        return True
+    # no smaller resend (no path_mtu row): disconnects' black-hole verdict, when the stall
+    # lies in the black hole (from the first segment too big to the endpoint's reaction)
+    bh = ctx.black_holes().get(s)
+    if bh is None or bh.start > b or (bh.end != _NA and bh.end < a):
+        return False
+    c.cause, c.mechanism, c.key = "pmtu_blackhole", bh.mechanism, ("pmtu", bh.start)
+    c.evidence = list(bh.evidence)
+    c.detail = (f"{bh.summary} (disconnects: pmtu_black_hole); the resends were of the same "
+                "size, so they were lost too: not an ordinary loss")
+    return True
+
+
+def _pmtu_row(ctx: _Context, s: int, a: int, b: int, c: _Candidate) -> bool:
     pm = ctx.of("path_mtu", s)
     for r in pm.itertuples(index=False):
         lo = _ns1(r.big_ts)
@@ -1024,50 +1253,201 @@ class _QuicResend:
     first_frame: int | None
     reveal_ts: int  # the first later byte seen (when the first copy was not captured)
     reveal_frame: int | None
+    pn: int = -1
+    """packet number of the resend's packet (-1: not known)"""
+    first_pn: int = -1
+    """packet number of the latest earlier copy's packet, the one the sender found lost
+    (-1: no earlier copy captured)"""
+    prev_ts: int = _NA
+    """time of that copy"""
+    reveal_pn: int = -1
+    """packet number of the packet with the first later byte"""
 
 
-def _quic_resends(f: pd.DataFrame) -> dict[tuple[int, int], list[_QuicResend]]:
+def _quic_resends(f: pd.DataFrame, direction: str = _S2C
+                  ) -> dict[tuple[int, int], list[_QuicResend]]:
+    """The STREAM frames of ``direction`` that resent bytes of their stream, by (QUIC
+    connection, stream id), in capture order."""
     out: dict[tuple[int, int], list[_QuicResend]] = {}
     if len(f) == 0:
         return out
     m = f["frame_type"].astype("string").eq("STREAM").fillna(False).to_numpy(bool) \
-        & f["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool) \
+        & f["direction"].astype("string").eq(direction).fillna(False).to_numpy(bool) \
         & f["stream_id"].notna().to_numpy(bool) & f["length"].fillna(0).gt(0).to_numpy(bool)
     sub = f[m]
-    seen: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}  # off, end, ts, frame
-    for q, sid, off, ln, t, fr in zip(sub["quic_connection"].to_numpy(np.int64),
-                                      sub["stream_id"].to_numpy(np.int64),
-                                      sub["offset"].fillna(0).to_numpy(np.int64),
-                                      sub["length"].to_numpy(np.int64), _ns(sub["ts"]),
-                                      sub["frame"].to_numpy(np.int64), strict=True):
+    # off, end, ts, frame, packet number
+    seen: dict[tuple[int, int], list[tuple[int, int, int, int, int]]] = {}
+    for q, sid, off, ln, t, fr, pn in zip(sub["quic_connection"].to_numpy(np.int64),
+                                          sub["stream_id"].to_numpy(np.int64),
+                                          sub["offset"].fillna(0).to_numpy(np.int64),
+                                          sub["length"].to_numpy(np.int64), _ns(sub["ts"]),
+                                          sub["frame"].to_numpy(np.int64),
+                                          sub["packet_number"].to_numpy(np.int64), strict=True):
         key = (int(q), int(sid))
         got = seen.setdefault(key, [])
         end = int(off) + int(ln)
-        top = max((e for _o, e, _t, _f in got), default=0)
+        top = max((e for _o, e, _t, _f, _p in got), default=0)
         if got and int(off) < top:
-            first = next(((tt, ff) for o, e, tt, ff in got if o < end and e > int(off)), None)
-            later = next(((tt, ff) for o, _e, tt, ff in got if o >= end), None)
+            copies = [(tt, ff, pp) for o, e, tt, ff, pp in got if o < end and e > int(off)]
+            first = copies[0] if copies else None
+            prev = copies[-1] if copies else None
+            later = next(((tt, ff, pp) for o, _e, tt, ff, pp in got if o >= end), None)
             out.setdefault(key, []).append(_QuicResend(
                 ts=int(t), frame=int(fr),
                 first_ts=first[0] if first else _NA, first_frame=first[1] if first else None,
                 reveal_ts=later[0] if later else int(t), reveal_frame=later[1] if later
-                else None))
-        got.append((int(off), end, int(t), int(fr)))
+                else None, pn=int(pn), first_pn=prev[2] if prev else -1,
+                prev_ts=prev[0] if prev else _NA, reveal_pn=later[2] if later else -1))
+        got.append((int(off), end, int(t), int(fr), int(pn)))
     return out
 
 
-def _quic_loss_fill(c: _Candidate, q: int, sid: int, r: _QuicResend) -> None:
-    c.cause, c.mechanism, c.key = "loss_recovery", None, ("qloss", q, sid, r.frame)
+#: RFC 9002 §6.1.1 kPacketThreshold: a packet is lost once a packet this many numbers
+#: later was acknowledged
+_K_PACKET_THRESHOLD = 3
+#: receiver vantage: an ACK sent within this of (resend - one RTT) may or may not have
+#: reached the sender before it resent: the mechanism is then unknown
+_ACK_EDGE_NS = 1_000_000
+
+
+@dataclass(slots=True)
+class _QuicAcks:
+    """One QUIC connection's application-space packets of one sender and the peer's 1-RTT
+    ACK frames, for RFC 9002 loss detection (§6.1 packet and time thresholds, §6.2 probe
+    timeout)."""
+
+    pns: set[int]
+    """the sender's 0-RTT and 1-RTT packet numbers seen"""
+    ack_ts: np.ndarray
+    ack_frame: np.ndarray
+    ack_largest: np.ndarray
+    ack_ranges: list[list[tuple[int, int]]]
+    rtt_ns: float
+    """least RTT sample of the peer's packets (the path RTT at the peer's vantage)"""
+    sender: str = "server"
+    peer: str = "client"
+
+
+def _quic_acks(cap: Capture, q: int, direction: str = _S2C) -> _QuicAcks:
+    """the packets of ``direction``'s sender on QUIC connection q, the peer's ACK frames"""
+    back = _C2S if direction == _S2C else _S2C
+    p = _table(cap, "quic_packets")
+    p = p[(p["quic_connection"] == q).to_numpy(bool)
+          & p["direction"].astype("string").eq(direction).fillna(False).to_numpy(bool)
+          & p["packet_type"].astype("string").isin(("0rtt", "1rtt")).fillna(False)
+          .to_numpy(bool)]
+    pns = {int(x) for x in p["packet_number"].dropna()}
+    f = _table(cap, "quic_frames")
+    a = f[(f["quic_connection"] == q).to_numpy(bool)
+          & f["direction"].astype("string").eq(back).fillna(False).to_numpy(bool)
+          & f["frame_type"].astype("string").eq("ACK").fillna(False).to_numpy(bool)
+          & f["packet_type"].astype("string").eq("1rtt").fillna(False).to_numpy(bool)
+          & f["ack_largest"].notna().to_numpy(bool)]
+    ranges: list[list[tuple[int, int]]] = []
+    for txt in a["ack_ranges"].astype("string").fillna("").tolist():
+        rs = []
+        for part in str(txt).split(","):
+            if part:
+                lo, _, hi = part.partition("-")
+                rs.append((int(lo), int(hi or lo)))
+        ranges.append(rs)
+    qc = _table(cap, "quic_connections")
+    row = qc[(qc["quic_connection"] == q).to_numpy(bool)]
+    sender, peer = ("server", "client") if direction == _S2C else ("client", "server")
+    rtt = float(row[f"{peer}_min_rtt_ms"].iloc[0]) * 1e6 if len(row) else math.nan
+    return _QuicAcks(pns=pns, ack_ts=_ns(a["ts"]), ack_frame=a["frame"].to_numpy(np.int64),
+                     ack_largest=a["ack_largest"].to_numpy(np.int64), ack_ranges=ranges,
+                     rtt_ns=rtt, sender=sender, peer=peer)
+
+
+def _quic_mechanism(acks: _QuicAcks, r: _QuicResend
+                    ) -> tuple[str | None, str, int | None, int | None]:
+    """How the sender found the packet behind resend ``r`` lost (RFC 9002), why, the peer's
+    ACK that decided it (None for pto or unknown) and the lost packet's number (None when
+    not known).
+
+    At the sender's vantage (the first copy captured) the peer's ACKs count as they
+    arrive; at the receiver's (the first copy lost before the capture point: the lost
+    packet is the number missing below the first later packet) an ACK counts when it was
+    sent at least one RTT (the least sample) before the resend arrived, and the mechanism
+    is None when an ACK that would change it lies within 1 ms of that edge, or when the
+    RTT or the lost packet number is not known. Then: the ACKs before the resend
+    acknowledged a packet ``_K_PACKET_THRESHOLD`` or more numbers after the lost one:
+    packet_threshold (§6.1.1); a later packet only: time_threshold (§6.1.2, lost 9/8 RTT
+    after it was sent); none: pto (§6.2, the probe timeout fired with no ACK of anything
+    later; the resent data is the probe)."""
+    sender = r.first_pn >= 0
+    lost = r.first_pn
+    if not sender:
+        if r.reveal_pn < 0:
+            return None, "the lost packet's number is not known (no later packet decrypted)", \
+                None, None
+        below = [n for n in range(r.reveal_pn - 1, max(-1, r.reveal_pn - 64), -1)
+                 if n not in acks.pns]
+        if not below:
+            return None, "no packet number is missing below the first later packet", None, None
+        lost = below[0]
+    if sender:
+        edge = r.ts
+    else:
+        if math.isnan(acks.rtt_ns):
+            return None, (f"no RTT sample of the {acks.peer}'s packets: which ACKs reached "
+                          f"the {acks.sender} before it resent cannot be told"), None, lost
+        edge = int(r.ts - acks.rtt_ns)
+
+    def verdict(upto: int) -> tuple[str, int | None]:
+        top, frame = -1, None
+        k = acks.ack_ts <= upto
+        if sender:
+            k &= acks.ack_ts >= r.prev_ts
+        for i in np.flatnonzero(k):
+            if any(lo <= lost <= hi for lo, hi in acks.ack_ranges[i]):
+                return "acked", int(acks.ack_frame[i])
+            if acks.ack_largest[i] > top:
+                top, frame = int(acks.ack_largest[i]), int(acks.ack_frame[i])
+        if top >= lost + _K_PACKET_THRESHOLD:
+            return "packet_threshold", frame
+        if top > lost:
+            return "time_threshold", frame
+        return "pto", None
+
+    mech, frame = verdict(edge)
+    if not sender and verdict(edge - _ACK_EDGE_NS)[0] != verdict(edge + _ACK_EDGE_NS)[0]:
+        return None, (f"the {acks.peer}'s ACK frames around one RTT before the resend would "
+                      f"give different answers: lost packet {lost}, the capture is at the "
+                      "receiver"), None, lost
+    if mech == "acked":
+        return None, (f"the {acks.peer} acknowledged packet {lost} (frame {frame}) before the "
+                      "resend: a spurious resend"), frame, lost
+    where = "" if sender else " (seen at the receiver: ACKs sent one RTT before the resend)"
+    if mech == "packet_threshold":
+        return mech, (f"packet {lost} declared lost by the packet threshold: the {acks.peer}'s "
+                      f"ACK in frame {frame} acknowledged a packet {_K_PACKET_THRESHOLD} or "
+                      f"more numbers later (RFC 9002 §6.1.1){where}"), frame, lost
+    if mech == "time_threshold":
+        return mech, (f"packet {lost} declared lost by the time threshold: the {acks.peer}'s "
+                      f"ACK in frame {frame} acknowledged a later packet, fewer than "
+                      f"{_K_PACKET_THRESHOLD} after it, so the {acks.sender} waited 9/8 of an "
+                      f"RTT (RFC 9002 §6.1.2){where}"), frame, lost
+    return mech, (f"packet {lost}: no ACK of a later packet reached the {acks.sender} before "
+                  f"the resend: its probe timeout fired and the data went out again as the "
+                  f"probe (RFC 9002 §6.2){where}"), None, lost
+
+
+def _quic_loss_fill(ctx: _Context, c: _Candidate, q: int, sid: int, r: _QuicResend) -> None:
+    mech, why, ack, _lost = _quic_mechanism(ctx.quic_acks(q), r)
+    c.cause, c.mechanism, c.key = "loss_recovery", mech, ("qloss", q, sid, r.frame)
     c.direction = f"{_S2C}:{sid}"
     c.resend_frame, c.resend_ts = r.frame, r.ts
     c.lost_frame = r.first_frame if r.first_frame is not None else r.frame
-    c.evidence = sorted({x for x in (r.first_frame, r.reveal_frame, r.frame) if x is not None})
+    c.evidence = sorted({x for x in (r.first_frame, r.reveal_frame, r.frame, ack)
+                         if x is not None})
     where = (f"after the capture point (first copy: frame {r.first_frame})"
              if r.first_frame is not None else
              f"before the capture point (later data seen at frame {r.reveal_frame})")
     c.detail = (f"a QUIC packet with this stream's data was lost {where} and its data resent "
-                f"in frame {r.frame}; QUIC streams do not wait for each other (no head-of-line "
-                "blocking across streams)")
+                f"in frame {r.frame} ({why if mech else 'mechanism unknown: ' + why}); QUIC "
+                "streams do not wait for each other (no head-of-line blocking across streams)")
 
 
 def _quic_loss_stalls(ctx: _Context, reqs: list[_Req]) -> list[_Candidate]:
@@ -1095,9 +1475,30 @@ def _quic_loss_stalls(ctx: _Context, reqs: list[_Req]) -> list[_Candidate]:
                 start=start, end=r.ts, start_frame=start_frame, end_frame=r.frame,
                 streams={req.stream_id}, request_index=None, cadence=math.nan,
                 threshold=math.nan, cause="unknown")
-            _quic_loss_fill(c, req.conn[1], req.stream_id, r)
+            _quic_loss_fill(ctx, c, req.conn[1], req.stream_id, r)
             out.append(c)
     return out
+
+
+def quic_resends(cap: Capture) -> pd.DataFrame:
+    """One row per STREAM frame that resent bytes of its stream, either direction, with
+    the RFC 9002 rule by which its sender found the packet lost (schema
+    :data:`QUIC_RESENDS`), in capture order; empty without decrypted QUIC. The stalls of
+    HTTP/3 responses take their ``mechanism`` from the same rule. Never raises on the
+    tables' content."""
+    f = _table(cap, "quic_frames")
+    rows: list[tuple[Any, ...]] = []
+    for d in (_C2S, _S2C):
+        acks: dict[int, _QuicAcks] = {}
+        for (q, sid), lst in _quic_resends(f, d).items():
+            if q not in acks:
+                acks[q] = _quic_acks(cap, q, d)
+            for r in lst:
+                mech, why, ack, lost = _quic_mechanism(acks[q], r)
+                rows.append((q, d, sid, r.frame, r.ts, r.pn if r.pn >= 0 else None,
+                             r.first_frame, lost, mech, ack, why))
+    rows.sort(key=lambda x: (x[4], x[3], x[2]))
+    return QUIC_RESENDS.frame(rows)
 
 
 def _merge(cands: list[_Candidate]) -> list[_Candidate]:
@@ -1535,9 +1936,14 @@ def connection_series(cap: Capture, tcp_stream: int | Sequence[int] | None = Non
     if tcp_stream is not None:
         want = [tcp_stream] if isinstance(tcp_stream, int) else list(tcp_stream)
         p = p[p["tcp_stream"].isin(want)]
+    sb = _table(cap, "tcp_sack_blocks")
+    sacks: dict[int, list[tuple[int, int]]] = {}
+    for fr, le, re_ in zip(sb["frame"].tolist(), sb["left_edge"].tolist(),
+                           sb["right_edge"].tolist(), strict=True):
+        sacks.setdefault(int(fr), []).append((int(le), int(re_)))
     parts: list[pd.DataFrame] = []
     for s, g in p.groupby(p["tcp_stream"].astype(np.int64), sort=True):
-        parts += _series_of(int(s), g, bin_ms)
+        parts += _series_of(int(s), g, bin_ms, sacks)
     if not parts:
         return CONNECTION_SERIES.frame([])
     df = pd.concat(parts, ignore_index=True)
@@ -1545,18 +1951,20 @@ def connection_series(cap: Capture, tcp_stream: int | Sequence[int] | None = Non
         "direction", "series", "frame") else df[c].to_numpy() for c in df.columns})
 
 
-def _series_of(s: int, g: pd.DataFrame, bin_ms: float | None) -> list[pd.DataFrame]:
+def _series_of(s: int, g: pd.DataFrame, bin_ms: float | None,
+               sacks: dict[int, list[tuple[int, int]]]) -> list[pd.DataFrame]:
     out = []
     ts = _ns(g["ts"])
     fr = g["frame"].to_numpy(np.int64)
     d = g["direction"].astype("string").fillna("").to_numpy(dtype=object)
     length = g["tcp_len"].fillna(0).to_numpy(np.int64)
-    seq = g["seq"].fillna(0).to_numpy(np.int64)
     ack = g["ack"].to_numpy(dtype=object)
     win = g["window"].to_numpy(dtype=object)
     rtt = g["ack_rtt_ms"].to_numpy(np.float64)
     span = (ts.max() - ts.min()) if len(ts) else 0
     width = int((bin_ms * 1e6) if bin_ms else max(1_000_000, span // 100))
+    flight = _tshark_flight(d, g["seq"].to_numpy(dtype=object), length,
+                            g["tcp_flags"].fillna(0).to_numpy(np.int64), ack, fr, sacks)
     for sender, peer in ((_C2S, _S2C), (_S2C, _C2S)):
         mine, theirs = d == sender, d == peer
         # rtt: the peer's ACKs of this direction's data
@@ -1566,16 +1974,10 @@ def _series_of(s: int, g: pd.DataFrame, bin_ms: float | None) -> list[pd.DataFra
         kw = theirs & np.array([not _isna(w) for w in win], bool)
         out.append(_frame(s, sender, "receive_window", ts[kw], fr[kw],
                           np.array([float(w) for w in win[kw]])))
-        # bytes in flight after each data segment: highest byte sent - the peer's highest ACK
         data = mine & (length > 0)
         if data.any():
-            top = np.maximum.accumulate(np.where(data, seq + length, 0))
-            acks = np.array([-1 if _isna(a) or not th else int(a) for a, th in
-                             zip(ack, theirs, strict=True)], np.int64)
-            acked = np.maximum.accumulate(acks)
-            flight = np.where(acked >= 0, top - acked, top - seq[np.argmax(data)])
-            out.append(_frame(s, sender, "bytes_in_flight", ts[data], fr[data],
-                              flight[data].astype(np.float64)))
+            k = ~np.isnan(flight[sender])
+            out.append(_frame(s, sender, "bytes_in_flight", ts[k], fr[k], flight[sender][k]))
             b = (ts[data] - ts.min()) // width
             sums = pd.Series(length[data]).groupby(b).sum()
             out.append(_frame(s, sender, "throughput_bps",
@@ -1583,6 +1985,72 @@ def _series_of(s: int, g: pd.DataFrame, bin_ms: float | None) -> list[pd.DataFra
                               np.full(len(sums), -1, np.int64),
                               sums.to_numpy(np.float64) * 8 / (width / 1e9)))
     return [x for x in out if len(x)]
+
+
+#: tshark's TCP_MAX_UNACKED_SEGMENTS: segments it keeps per direction for bytes in flight
+#: (listed in pcaptools.limits)
+MAX_UNACKED_SEGMENTS = 10000
+_M32, _HALF = 0xFFFFFFFF, 0x80000000
+
+
+def _tshark_flight(d: np.ndarray, seq: np.ndarray, length: np.ndarray, flags: np.ndarray,
+                   ack: np.ndarray, fr: np.ndarray,
+                   sacks: dict[int, list[tuple[int, int]]]) -> dict[str, np.ndarray]:
+    """tcp.analysis.bytes_in_flight of every packet of one connection (NaN where tshark
+    shows none), per data direction, as tshark 4.0 computes it (packet-tcp.c, the default
+    payload-based method): each segment with payload, SYN or FIN joins its direction's list
+    of unacknowledged segments (at most 10 000); an ACK of the peer drops the segments it
+    covers and trims the one it cuts; after a data segment, the bytes in flight are the
+    last byte minus the first byte of the list, less the sum of the SACK blocks of the
+    peer's last packet (none when that packet had no SACK option), minus 1 with SYN or FIN,
+    shown only when above 0. A segment past the highest byte seen in its direction (a hole
+    at the capture point) shows none, nor does any later one of its direction until the
+    peer sends an ACK. Sequence numbers compare modulo 2**32 (the first and last byte as
+    relative numbers, unsigned, as tshark)."""
+    n = len(d)
+    out = {_C2S: np.full(n, np.nan), _S2C: np.full(n, np.nan)}
+    lists: dict[str, list[list[int]]] = {_C2S: [], _S2C: []}
+    nxt: dict[str, int | None] = {_C2S: None, _S2C: None}
+    valid = {_C2S: True, _S2C: True}
+    sack: dict[str, list[tuple[int, int]]] = {_C2S: [], _S2C: []}
+    for i in range(n):
+        di = d[i]
+        if di not in lists or _isna(seq[i]):
+            continue
+        other = _S2C if di == _C2S else _C2S
+        sq, ln, fl = int(seq[i]), int(length[i]), int(flags[i])
+        syn_fin = 1 if fl & 0x03 else 0
+        if fl & 0x10:
+            valid[other] = True
+        top = nxt[di]
+        if top is not None and 0 < ((sq - top) & _M32) < _HALF and not fl & 0x04:
+            valid[di] = False  # "previous segment not captured": no bytes in flight
+        end = (sq + ln + syn_fin) & _M32
+        mine = lists[di]
+        if (ln or syn_fin) and len(mine) < MAX_UNACKED_SEGMENTS:
+            mine.append([sq, end])
+        if top is None or 0 < ((end - top) & _M32) < _HALF:
+            nxt[di] = end
+        sack[di] = sacks.get(int(fr[i]), [])
+        if fl & 0x10 and not _isna(ack[i]):
+            a = int(ack[i])
+            keep = []
+            for e in lists[other]:
+                if a == e[1]:
+                    continue
+                if 0 < ((a - e[0]) & _M32) < _HALF and ((e[1] - a) & _M32) < _HALF:
+                    e[0] = a  # partly acknowledged
+                if 0 < ((e[1] - a) & _M32) < _HALF:
+                    keep.append(e)
+            lists[other] = keep
+        if ln and mine and valid[di]:
+            # (relative numbers compared unsigned, as tshark does)
+            first = min(e[0] for e in mine)
+            last = max(e[1] for e in mine)
+            f = ((last - first) & _M32) - sum((r - le) & _M32 for le, r in sack[other])
+            if 0 < f < 2_000_000_000:
+                out[di][i] = f - syn_fin
+    return out
 
 
 def _frame(s: int, d: str, series: str, ts: np.ndarray, fr: np.ndarray,

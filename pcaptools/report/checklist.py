@@ -8,7 +8,8 @@ where one request or connection stands out, names it with its Wireshark display 
 :class:`~pcaptools.report.html.ReportContext`, so the analyses run once per report.
 
 The questions, in page order (:data:`QUESTIONS`): what was analysed and what was not; did
-any connection die (silently or not); time to first token; HTTP requests; heartbeats; realtime
+any connection die (silently or not); time to first token; HTTP requests; the slowest request
+and where its time went; heartbeats; realtime
 voice (turn latency, audio underruns: only for a capture with realtime events); TLS; QUIC and
 HTTP/3 (handshake time, 0-RTT: only for a capture with QUIC); loss; TCP handshake RTT; how the
 connections ended; DNS; path MTU; overhead; warnings.
@@ -29,6 +30,7 @@ from ..analyses.coverage import DONE as COVERED
 from ..analyses.summary import DECRYPT_REASONS, fmt_ms
 from .context import handshake_phrase
 from .quic_section import quic_check
+from .slow_section import slow_analyses
 from .voice_section import voice_check
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ class ReportContext(Protocol):
 
     cap: Capture
     head: dict[str, Any]
+    _cache: dict[str, Any]
 
     def latency(self) -> pd.DataFrame: ...
     def disconnects(self) -> pd.DataFrame: ...
@@ -294,6 +297,59 @@ _HB_FILTERS = {
 }
 
 
+#: the parts of request_timing (pcaptools.analyses.slow) in words, in its order
+_PARTS = (("dns_ms", "DNS lookup"), ("connect_ms", "TCP connect"), ("tls_ms", "TLS handshake"),
+          ("client_ms", "client time"), ("upload_ms", "request upload"),
+          ("network_rtt_ms", "network round trip"), ("server_wait_ms", "server wait"),
+          ("model_wait_ms", "model wait"), ("streaming_ms", "streaming"),
+          ("stall_ms", "stalls"))
+
+
+def _who(r: Mapping[str, Any]) -> str:
+    """``stream 7 on tcp.stream 2`` / ``request #1 on tcp.stream 0`` / ``stream 4 on QUIC
+    connection 0``"""
+    sid = r.get("stream_id")
+    one = f"stream {int(sid)}" if sid is not None and not pd.isna(sid) else \
+        f"request #{int(r['request_index'])}"
+    if pd.isna(r["tcp_stream"]):
+        return f"{one} on QUIC connection {int(r['quic_connection'])}"
+    return f"{one} on tcp.stream {int(r['tcp_stream'])}"
+
+
+def _slowest(ctx: ReportContext) -> Check:
+    """The request with the longest total time (request_timing) and its largest part."""
+    _, rt = slow_analyses(ctx)
+    if not len(rt):
+        return Check("slowest", "Slowest request", "absent",
+                     "no HTTP request to time (see the HTTP line).", "slow")
+    done = rt[rt["total_ms"].notna()]
+    if not len(done):
+        return Check("slowest", "Slowest request", "absent",
+                     f"{_n(len(rt), 'request')}, none with a response end in the capture: no "
+                     "total time.", "slow")
+    r = _max_row(done, "total_ms")
+    total = float(r["total_ms"])
+    parts = [(float(r[c]), name) for c, name in _PARTS
+             if not pd.isna(r[c]) and float(r[c]) > 0]
+    text = (f"{_who(r)}, {fmt_ms(total)}" if len(rt) == 1 else
+            f"of {len(rt):,} requests, {_who(r)}, {fmt_ms(total)}")
+    status = "info"
+    if parts and total > 0:
+        v, name = max(parts, key=lambda p: p[0])
+        word = "mostly" if v >= 0.5 * total else "largest part"
+        text += f", {word} {name} ({fmt_ms(v)}, {_pct(v, total)})"
+        if name == "stalls":
+            status = "warn"
+    n_st = int(r["stalls"])
+    if n_st:
+        cause = str(r["worst_stall_cause"]).replace("_", " ")
+        text += f"; {_n(n_st, 'stall')} ({fmt_ms(float(r['stall_ms']))}; longest: {cause})"
+    else:
+        text += "; no stall"
+    return Check("slowest", "Slowest request", status, text + ".", "slow", str(r["sentence"]),
+                 str(r["wireshark_filter"]))
+
+
 def _heartbeats(ctx: ReportContext) -> Check:
     hb = ctx.heartbeats()
     summ = ctx.heartbeat_summary()
@@ -535,6 +591,7 @@ QUESTIONS: tuple[tuple[str, Callable[[ReportContext], Check | None]], ...] = (
     ("disconnects", _disconnects),
     ("ttft", _ttft),
     ("http", _http),
+    ("slowest", _slowest),
     ("heartbeats", _heartbeats),
     ("voice", _voice),
     ("tls", _tls),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -96,13 +96,20 @@ class TimeSequence:
     """ACK + advertised window: the highest byte the sender may send"""
     sampled: bool = False
     """points were dropped to stay under the bound (retransmissions are always kept)"""
+    sack_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """the receiver's SACK blocks (tcp_sack_blocks): time of the ACK carrying the block"""
+    sack_lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """left edge (tcp.options.sack_le)"""
+    sack_hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """right edge (tcp.options.sack_re)"""
 
 
 def time_sequence_rows(packets: pd.DataFrame, tcp_stream: int, direction: str, t0_ns: int,
-                       max_points: int) -> TimeSequence | None:
+                       max_points: int, sacks: pd.DataFrame | None = None) -> TimeSequence | None:
     """The time-sequence data of one direction of one connection from the packets table
-    (None when that direction sent no payload). At most ``max_points`` segments and as many
-    ACKs (evenly thinned, retransmissions kept)."""
+    (None when that direction sent no payload), with the receiver's SACK blocks from
+    ``sacks`` (the ``tcp_sack_blocks`` table; None: none drawn). At most ``max_points``
+    segments, as many ACKs and as many SACK blocks (evenly thinned, retransmissions kept)."""
     p = packets[packets["tcp_stream"].astype("Int64").eq(tcp_stream).fillna(False)
                 .to_numpy(bool)]
     d = p["direction"].astype("string").fillna("").to_numpy(dtype=object)
@@ -119,11 +126,21 @@ def time_sequence_rows(packets: pd.DataFrame, tcp_stream: int, direction: str, t
     keep_seg = _thin(np.flatnonzero(data), max_points, resent[data])
     keep_ack = _thin(np.flatnonzero(peer), max_points, None)
     sampled = len(keep_seg) < int(data.sum()) or len(keep_ack) < int(peer.sum())
-    return TimeSequence(
+    out = TimeSequence(
         tcp_stream=tcp_stream, direction=direction,
         seg_t=t[keep_seg], seg_lo=seq[keep_seg], seg_hi=seq[keep_seg] + length[keep_seg],
         seg_resent=resent[keep_seg], ack_t=t[keep_ack], ack=ack[keep_ack],
         win=ack[keep_ack] + win[keep_ack], sampled=sampled)
+    if sacks is not None and len(sacks):
+        sb = sacks[(sacks["tcp_stream"] == tcp_stream)
+                   & (sacks["direction"].astype("string") != direction).fillna(False)]
+        keep = _thin(np.arange(len(sb)), max_points, None)
+        out.sampled |= len(keep) < len(sb)
+        sb = sb.iloc[keep]
+        out.sack_t = (sb["ts"].astype("int64").to_numpy(np.int64) - t0_ns) / 1e9
+        out.sack_lo = sb["left_edge"].to_numpy(np.int64)
+        out.sack_hi = sb["right_edge"].to_numpy(np.int64)
+    return out
 
 
 def _thin(idx: np.ndarray, max_points: int, always: np.ndarray | None) -> np.ndarray:
@@ -140,8 +157,9 @@ def _thin(idx: np.ndarray, max_points: int, always: np.ndarray | None) -> np.nda
 def time_sequence_figure(ts: TimeSequence) -> Figure:
     """Sequence number against time: each data segment a vertical bar from its first to its
     last byte (retransmissions in red), the receiver's ACK line and its window line (ACK +
-    advertised window, the ceiling the sender may fill). SACK blocks are not drawn (the
-    packets table holds no SACK blocks)."""
+    advertised window, the ceiling the sender may fill) and the receiver's SACK blocks, each
+    a vertical bar from its left to its right edge at the time of the ACK that carried it
+    (as Wireshark's tcptrace graph draws them)."""
     fig = Figure()
 
     def bars(m: np.ndarray) -> tuple[list[float | None], list[float | None]]:
@@ -160,6 +178,15 @@ def time_sequence_figure(ts: TimeSequence) -> Figure:
             fig.add_trace({"type": "scatter", "mode": "lines+markers", "name": name,
                            "x": xs, "y": ys, "line": {"color": colour, "width": 2},
                            "marker": {"size": 3, "color": colour}, "hoverinfo": "x+y"})
+    if len(ts.sack_t):
+        sx: list[float | None] = []
+        sy: list[float | None] = []
+        for x, lo, hi in zip(ts.sack_t, ts.sack_lo, ts.sack_hi, strict=True):
+            sx += [round(float(x), 6), round(float(x), 6), None]
+            sy += [float(lo), float(hi), None]
+        fig.add_trace({"type": "scatter", "mode": "lines", "name": "SACK block",
+                       "x": sx, "y": sy, "line": {"color": "#9467bd", "width": 3},
+                       "opacity": 0.6, "hoverinfo": "x+y"})
     if len(ts.ack_t):
         fig.add_trace({"type": "scatter", "mode": "lines", "name": "ACK",
                        "x": np.round(ts.ack_t, 6).tolist(), "y": ts.ack.tolist(),

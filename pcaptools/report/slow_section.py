@@ -23,7 +23,7 @@ from . import slow_charts
 from .charts import Figure
 
 __all__ = ["MAX_SEQUENCE_CONNECTIONS", "MAX_SEQUENCE_POINTS", "MAX_SLOW_REQUESTS", "TITLE",
-           "slow_parts"]
+           "slow_analyses", "slow_parts"]
 
 #: the section's title
 TITLE = "Why was it slow"
@@ -51,7 +51,8 @@ class ReportContextLike(Protocol):
 MAX_SLOW_REQUESTS = 10
 #: connections given a time-sequence chart (those that stalled longest)
 MAX_SEQUENCE_CONNECTIONS = 3
-#: data segments (and ACKs) per time-sequence chart; beyond, evenly thinned (resends kept)
+#: data segments (and as many ACKs and SACK blocks) per time-sequence chart; beyond, evenly
+#: thinned (resends kept)
 MAX_SEQUENCE_POINTS = 2000
 
 
@@ -60,7 +61,12 @@ _RULE = (f"a gap in delivery of at least {MIN_STALL_MS:.0f} ms and, while stream
          f"{CADENCE_FACTOR:g} times the stream's cadence, or a lost server segment")
 
 
-def slow_analyses(ctx: ReportContextLike) -> tuple[pd.DataFrame, pd.DataFrame]:
+class _Cached(Protocol):
+    cap: Any
+    _cache: dict[str, Any]
+
+
+def slow_analyses(ctx: _Cached) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(stalls, request_timing) of the capture, computed once per report."""
     if "slow" not in ctx._cache:
         st = stalls(ctx.cap)
@@ -136,7 +142,7 @@ def _sequence_charts(ctx: ReportContextLike, st: pd.DataFrame, parts: list[Marku
         dirs = ["server_to_client"] + (["client_to_server"] if up >= down else [])
         for d in dirs:
             ts = slow_charts.time_sequence_rows(ctx.cap.packets, s, d, ctx.t0_ns,
-                                                MAX_SEQUENCE_POINTS)
+                                                MAX_SEQUENCE_POINTS, ctx.cap.tcp_sack_blocks)
             if ts is None:
                 continue
             sampled |= ts.sampled
@@ -144,13 +150,13 @@ def _sequence_charts(ctx: ReportContextLike, st: pd.DataFrame, parts: list[Marku
             fig.update_layout(title={"text": f"tcp.stream {s}, {d.replace('_', ' ')}"})
             parts.append(ctx.figure(fig, f"slow-seq-{s}-{d[0]}"))
     note = (f"Time-sequence charts (tcptrace style: segments as bars, retransmissions red, ACK "
-            f"and receive-window lines; the server's data, and the client's when it sent as "
-            f"much) of the {len(chosen)} connection"
-            f"{'' if len(chosen) == 1 else 's'} that stalled longest"
-            + (f" (of {len(worst)})" if len(worst) > len(chosen) else "")
-            + "; SACK blocks are not drawn (not in the packets table).")
+            f"and receive-window lines, the receiver's SACK blocks as purple bars; the "
+            f"server's data, and the client's when it sent as much) of the {len(chosen)} "
+            f"connection{'' if len(chosen) == 1 else 's'} that stalled longest"
+            + (f" (of {len(worst)})" if len(worst) > len(chosen) else "") + ".")
     if sampled:
-        note += f" Charts thinned to {MAX_SEQUENCE_POINTS:,} segments and ACKs (resends kept)."
+        note += (f" Charts thinned to {MAX_SEQUENCE_POINTS:,} segments, ACKs and SACK blocks "
+                 "(resends kept).")
     return note
 
 

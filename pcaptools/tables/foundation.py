@@ -51,6 +51,33 @@ PACKETS = TableSchema(
     ),
 )
 
+TCP_SACK_BLOCKS = TableSchema(
+    name="tcp_sack_blocks",
+    grain="one row per SACK block (RFC 2018) of a TCP segment with the ACK flag; built with "
+    "the packets table (empty with packets=False, capped with it by max_packet_rows)",
+    key=("frame", "block"),
+    columns=(
+        Column("frame", "int64", None,
+               "Wireshark frame.number of the segment carrying the SACK option"),
+        Column("ts", TS_DTYPE, None, "capture time"),
+        _TCP_STREAM,
+        Column("direction", "category", None,
+               "client_to_server / server_to_client: the sender of the SACK (the receiver of the "
+               "data it describes)"),
+        Column("ack", "int64", None, "tcp.ack: the segment's relative cumulative acknowledgement"),
+        Column("block", "int64", None,
+               "position of the block in the segment's SACK option(s), from 0"),
+        Column("left_edge", "int64", None,
+               "tcp.options.sack_le: first sequence number of the block, relative to the data "
+               "sender's initial sequence number (as Wireshark shows it)"),
+        Column("right_edge", "int64", None,
+               "tcp.options.sack_re: sequence number after the last byte of the block (relative)"),
+        Column("dsack", "bool", None,
+               "a D-SACK block (RFC 2883 §4): the first block, below the cumulative ACK or "
+               "inside the second block: bytes received twice, not a hole's far side"),
+    ),
+)
+
 CONNECTIONS = TableSchema(
     name="connections",
     grain="one row per TCP connection (Wireshark tcp.stream)",

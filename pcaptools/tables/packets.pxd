@@ -23,7 +23,8 @@ cdef class PacketsBuilder:
     cdef public bytearray _buf
     cdef public object _pack
     cdef public object _limit
+    cdef public object sack_rows
 
     @cython.locals(cache=dict, flags=cython.longlong, fcode=cython.longlong,
-                   seg_len=cython.longlong)
+                   seg_len=cython.longlong, hl=cython.longlong)
     cpdef add(self, raw, pkt, a)

@@ -5,6 +5,13 @@ The one table that grows with the number of frames, so it has a row cap
 and one ``table.packets_truncated`` warning says from which frame on. Measured on the
 tiny-record bomb of ``docs/robustness.md``: ~171 bytes a row in the final DataFrame, ~330 bytes
 a row of peak RSS while the table is built and converted.
+
+The same builder records the ``tcp_sack_blocks`` table (one row per SACK block). Only a segment
+whose TCP options can hold a SACK block has its options decoded: an ACK whose header is longer
+than 20 bytes and is not exactly the usual NOP, NOP, timestamps layout (32 bytes with kind 8 as
+its third byte). On Linux traffic (timestamps on) that is one header-length compare and one
+one-byte slice per segment; a SACK block row is a tuple of nine values (~200 bytes), made
+only for the few segments of a loss recovery.
 """
 
 from __future__ import annotations
@@ -16,8 +23,10 @@ from ..diagnostics import Diagnostics
 from ..io.frame import RawFrame
 from ..net.packet import TCP_FLAGS, IpPacket, TcpSegment, UdpDatagram
 from ..tcp.analysis import SegmentAnalysis
+from ..tcp.options import sack_blocks
 from ..tcp.tracker import addr_text
-from .foundation import PACKETS
+from .foundation import PACKETS, TCP_SACK_BLOCKS
+from .schema import RowBuffer
 
 #: (bit, letter) in Wireshark's order, highest bit first: N C E U A P R S F
 _FLAG_LETTERS = tuple((bit, name[0]) for bit, name in reversed(TCP_FLAGS))
@@ -27,6 +36,8 @@ _INT_COLS = ("frame", "ts", "frame_len", "cap_len", "interface", "ip_version", "
              "dport", "tcp_stream", "tcp_flags", "seq", "ack", "seq_raw", "ack_raw", "tcp_len",
              "window", "resent", "ack_rtt", "acks_frame")
 _CODE_COLS = ("src", "dst", "direction", "flags")
+_M32 = 0xFFFFFFFF
+_DIRS = ("client_to_server", "server_to_client")
 
 
 class PacketsBuilder:
@@ -53,6 +64,8 @@ class PacketsBuilder:
         self._dir_codes = (self.codes["direction"].code("client_to_server"),
                            self.codes["direction"].code("server_to_client"))
         self._flag_codes: list[int] = [-1] * 0x200
+        self.sack_rows = RowBuffer(TCP_SACK_BLOCKS)
+        """the ``tcp_sack_blocks`` rows not yet handed over (:meth:`sack_frame`)"""
         # bound once: add() runs per packet
         self._buf = self.records.buf
         self._pack = self.records.pack
@@ -109,6 +122,14 @@ class PacketsBuilder:
                     a.window, NA if seg_len == 0 else int(a.resent_bytes == seg_len),
                     NA if rtt is None else rtt, NA if acks is None else acks,
                     src, dst, self._dir_codes[0 if a.from_client else 1], fcode)
+                # SACK blocks: decode the options only where a SACK option can be (see the
+                # module docstring): not on option-less headers, not on NOP NOP TS only
+                hl = pkt.header_len  # type: ignore[union-attr]
+                if hl == 32:
+                    if pkt.options[2:3] != b"\x08" and flags & 0x10:  # type: ignore[union-attr]
+                        self._sacks(raw, pkt, a)  # type: ignore[arg-type]
+                elif hl > 20 and flags & 0x10:
+                    self._sacks(raw, pkt, a)  # type: ignore[arg-type]
             else:
                 if isinstance(pkt, (TcpSegment, UdpDatagram)):
                     proto = 6 if isinstance(pkt, TcpSegment) else 17
@@ -125,6 +146,28 @@ class PacketsBuilder:
                     -1 if a is None else self._dir_codes[0 if a.from_client else 1], -1)
         if len(buf) >= self._limit:
             self.records.seal()
+
+    def _sacks(self, raw: RawFrame, seg: TcpSegment, a: SegmentAnalysis) -> None:
+        """The ``tcp_sack_blocks`` rows of one ACK: edges relative to the data sender's ISN,
+        as Wireshark shows ``tcp.options.sack_le`` / ``sack_re``."""
+        blocks = sack_blocks(seg.options)
+        rel_ack = a.rel_ack
+        if not blocks or rel_ack is None:
+            return
+        base = (seg.ack - rel_ack) & _M32
+        rel = [((left - base) & _M32, (right - base) & _M32) for left, right in blocks]
+        le0, re0 = rel[0]
+        # RFC 2883 §4: a D-SACK block is the first one, below the cumulative ACK or inside
+        # the second block (sequence-space comparisons)
+        dsack = (0 < ((rel_ack - le0) & _M32) < 0x80000000) or (
+            len(rel) > 1 and ((le0 - rel[1][0]) & _M32) < 0x80000000
+            and ((rel[1][1] - re0) & _M32) < 0x80000000)
+        d = _DIRS[0 if a.from_client else 1]
+        rows = self.sack_rows
+        frame, ts, stream = raw.frame, raw.ts_ns, a.tcp_stream
+        rows.append((frame, ts, stream, d, rel_ack, 0, le0, re0, dsack))
+        for i in range(1, len(rel)):
+            rows.append((frame, ts, stream, d, rel_ack, i, rel[i][0], rel[i][1], False))
 
     def add_capped(self, raw: RawFrame, pkt: TcpSegment | UdpDatagram | IpPacket | None,
                    a: SegmentAnalysis | None, mine: bool = True) -> None:
@@ -150,11 +193,17 @@ class PacketsBuilder:
 
     def pending(self) -> dict[str, int]:
         """Rows held, for :class:`~pcaptools.tables.schema.ChunkPump` (streaming export)."""
-        return {"packets": len(self.records)}
+        return {"packets": len(self.records), "tcp_sack_blocks": len(self.sack_rows)}
 
     def drain(self, table: str = "packets") -> pd.DataFrame:
-        """:meth:`frame` (the rows held, handed over): the streaming hook."""
-        return self.frame()
+        """:meth:`frame` or :meth:`sack_frame` (the rows held, handed over): the streaming
+        hook."""
+        return self.sack_frame() if table == "tcp_sack_blocks" else self.frame()
+
+    def sack_frame(self) -> pd.DataFrame:
+        """The ``tcp_sack_blocks`` table of the rows added so far, handed over (the builder
+        keeps none of them)."""
+        return self.sack_rows.drain()
 
     def frame(self) -> pd.DataFrame:
         """The ``packets`` table of the rows added so far. They are handed over: the builder

@@ -50,7 +50,15 @@ from ..protocols.websocket import WsConnectionEnded, WsFrame, WsMessage
 from ..tcp.tracker import TcpTracker
 from .coverage import COVERAGE
 from .dns_tables import DNS, dns_table
-from .foundation import CONNECTIONS, PACKETS, TCP_EVENTS, TCP_HANDSHAKES, TCP_LOSSES, WARNINGS
+from .foundation import (
+    CONNECTIONS,
+    PACKETS,
+    TCP_EVENTS,
+    TCP_HANDSHAKES,
+    TCP_LOSSES,
+    TCP_SACK_BLOCKS,
+    WARNINGS,
+)
 from .http3_tables import HTTP3_TABLES, http3_tables
 from .http_tables import HTTP_TABLES, HttpTablesBuilder
 from .icmp_tables import ICMP_ERRORS, PATH_MTU, IcmpErrorsBuilder, path_mtu_table
@@ -311,7 +319,8 @@ def _packets(ctx: BuildContext) -> Built | None:
     if not ctx.packets:
         return None
     b = PacketsBuilder(max_rows=ctx.max_packet_rows, diag=ctx.diag)
-    return Built(frames=lambda: {"packets": b.frame()}, drain=b, builder=b)
+    return Built(frames=lambda: {"packets": b.frame(), "tcp_sack_blocks": b.sack_frame()},
+                 drain=b, builder=b)
 
 
 def _warnings(ctx: BuildContext) -> Built:
@@ -354,7 +363,7 @@ for _source in (
     # icmp
     TableSource(name="icmp", tables=(ICMP_ERRORS, PATH_MTU), build=_icmp),
     # per frame, per capture
-    TableSource(name="packets", tables=(PACKETS,), build=_packets),
+    TableSource(name="packets", tables=(PACKETS, TCP_SACK_BLOCKS), build=_packets),
     TableSource(name="warnings", tables=(WARNINGS,), build=_warnings),
     TableSource(name="coverage", tables=(COVERAGE,), build=_derived),
 ):

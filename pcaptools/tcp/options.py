@@ -29,7 +29,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-__all__ = ["NO_OPTIONS", "TFO_EXPERIMENT_ID", "TcpOptions", "parse_options"]
+__all__ = ["NO_OPTIONS", "TFO_EXPERIMENT_ID", "TcpOptions", "parse_options", "sack_blocks"]
 
 _U16 = struct.Struct(">H").unpack_from
 _U32X2 = struct.Struct(">II").unpack_from
@@ -155,6 +155,29 @@ def parse_options(raw: bytes) -> TcpOptions:
         unknown_kinds=tuple(unknown) if unknown else (),
         malformed=tuple(malformed) if malformed else (),
     )
+
+
+def sack_blocks(raw: bytes) -> list[tuple[int, int]]:
+    """The SACK blocks of the option bytes ``raw``: :attr:`TcpOptions.sack_blocks` of
+    :func:`parse_options` (the same walk, stopping where it stops), without decoding the
+    other options: for the per-segment path. Never raises."""
+    out: list[tuple[int, int]] = []
+    i, n = 0, len(raw)
+    while i < n:
+        kind = raw[i]
+        if kind == 1:
+            i += 1
+            continue
+        if kind == 0 or i + 1 >= n:
+            break
+        ln = raw[i + 1]
+        if ln < 2 or i + ln > n:
+            break
+        if kind == 5:
+            for b in range(i + 2, i + 2 + 8 * ((ln - 2) >> 3), 8):
+                out.append(_U32X2(raw, b))
+        i += ln
+    return out
 
 
 def _add(lst: list[int] | None, kind: int) -> list[int]:

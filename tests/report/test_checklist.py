@@ -103,3 +103,56 @@ def test_loss_and_what_was_not_analysed(demo: tuple[Any, dict[str, Any], dict[st
                                             "not analysed.")
     assert checks["dns"].status == checks["path-mtu"].status == "absent"
     assert checks["warnings"].status == "ok"
+
+
+def test_slowest_request_line_is_request_timings() -> None:
+    """slow-causes: the slowest request is HTTP/2 stream 3 on tcp.stream 0 (the stream the
+    recording paused, facts "connections"), its line quotes request_timing's total, its
+    largest part and its stalls, names its sentence and filter, and links to the section."""
+    from pcaptools.analyses.slow import request_timing, stalls
+
+    path = CAPTURES / "slow-causes.pcapng"
+    if not path.is_file():
+        pytest.skip("captures/slow-causes.pcapng absent")
+    cap = pcaptools.load(path, keylog=path.with_suffix(".keys"))
+    _, ctx = build_sections(cap, sections=[])
+    c = {c.key: c for c in checklist(ctx)}["slowest"]
+    facts = json.loads((CAPTURES / "slow-causes.facts.json").read_text())
+    assert "server pause on stream 3" in facts["connections"][0]["purpose"]
+    st = stalls(cap)
+    rt = request_timing(cap, stall_table=st)
+    r = rt.loc[rt["total_ms"].idxmax()]
+    assert (int(r["stream_id"]), int(r["tcp_stream"]), int(r["stalls"])) == (3, 0, 2)
+    parts = ["dns_ms", "connect_ms", "tls_ms", "client_ms", "upload_ms", "network_rtt_ms",
+             "server_wait_ms", "model_wait_ms", "streaming_ms", "stall_ms"]
+    assert r[parts].astype(float).idxmax() == "streaming_ms"
+    share = 100 * r["streaming_ms"] / r["total_ms"]
+    assert share >= 50
+    assert (c.status, c.section) == ("info", "slow")
+    assert c.text == (
+        f"of {len(rt)} requests, stream 3 on tcp.stream 0, {fmt_ms(r['total_ms'])}, mostly "
+        f"streaming ({fmt_ms(r['streaming_ms'])}, {share:.0f}%); 2 stalls "
+        f"({fmt_ms(r['stall_ms'])}; longest: server pause).")
+    assert c.text == ("of 7 requests, stream 3 on tcp.stream 0, 4,217 ms, mostly streaming "
+                      "(3,110 ms, 74%); 2 stalls (888.4 ms; longest: server pause).")
+    assert r["worst_stall_cause"] == "server_pause"
+    assert c.worst == r["sentence"]
+    assert c.filter == r["wireshark_filter"] == "tcp.stream eq 0 && http2.streamid eq 3"
+
+
+@pytest.mark.parametrize(("name", "status", "text"), [
+    ("tls-versions-ciphers.pcapng", "absent", "no HTTP request to time (see the HTTP line)."),
+    ("tcp-reset.pcap", "absent",
+     "4 requests, none with a response end in the capture: no total time."),
+])
+def test_slowest_request_line_without_a_timed_request(name: str, status: str,
+                                                      text: str) -> None:
+    """No request (TLS not decrypted: no keys given), or requests whose responses never
+    ended in the capture (tcp-reset): the line says so."""
+    path = CAPTURES / name
+    if not path.is_file():
+        pytest.skip(f"captures/{name} absent")
+    cap = pcaptools.load(path)
+    _, ctx = build_sections(cap, sections=[])
+    c = {c.key: c for c in checklist(ctx)}["slowest"]
+    assert (c.status, c.text, c.worst, c.filter) == (status, text, None, None)

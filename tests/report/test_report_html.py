@@ -111,7 +111,8 @@ def test_verdicts_come_first() -> None:
     lines = checklist_lines(html)
     # one line per question, in this order, also when the answer is good or absent
     assert list(lines) == ["Capture", "Not analysed", "Disconnects", "Time to first token",
-                           "HTTP", "Heartbeats", "TLS", "Loss", "TCP handshake RTT",
+                           "HTTP", "Slowest request", "Heartbeats", "TLS", "Loss",
+                           "TCP handshake RTT",
                            "TCP connections", "DNS", "Path MTU", "Overhead", "Warnings"]
     assert lines["Loss"] == ("warn", "2.0% of data segments lost and resent (4 of 200: 0 before "
                              "the capture point, 4 after it); 1 spurious resend. tcp.stream 0: "

@@ -199,8 +199,13 @@ def test_transfer_crossing_2_to_the_32(tmp_path: Path) -> None:
     cap = load_bytes(tmp_path, data, "wrapped.pcap")
     assert cap.summary.frames == orig.summary.frames > 400
     assert len(cap.http_requests) == len(orig.http_requests) >= 2
-    for name in ("connections", "tcp_handshakes", "tcp_events", "http_requests", "warnings"):
+    for name in ("connections", "tcp_handshakes", "tcp_events", "http_requests", "warnings",
+                 "tcp_sack_blocks"):
         assert rows(cap.tables[name]) == rows(orig.tables[name]), name
+    assert len(cap.tcp_sack_blocks) == 176  # relative edges, as tshark shows them
+    from pcaptools.analyses.slow import connection_series
+
+    assert rows(connection_series(cap)) == rows(connection_series(orig))
     # per packet: relative numbers identical, raw ones moved
     raw = ("seq_raw", "ack_raw")
     assert rows(cap.packets, raw) == rows(orig.packets, raw)
