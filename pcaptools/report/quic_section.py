@@ -22,6 +22,7 @@ Every capture string (SNI, ALPN, paths, close reasons) goes through the page's e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,10 +180,7 @@ def lost_packets(r: dict[str, Any]) -> int | None:
 
 def _lost_text(r: dict[str, Any], side: str) -> str:
     unacked, missing = _lost(r, side)
-    out = f"{'?' if unacked is None else unacked} / {'?' if missing is None else missing}"
-    if str(r["_decrypt"]) in ("no_key", "initial_only"):
-        out += " (Initial packets only)"  # (the only packet numbers it could read)
-    return out
+    return f"{'?' if unacked is None else unacked} / {'?' if missing is None else missing}"
 
 
 #: how the 0-RTT outcomes read
@@ -200,6 +198,30 @@ def _rtt_text(r: dict[str, Any], side: str) -> str:
     if mn is None:
         return ""
     return f"{fmt_ms(mn)} / {fmt_ms(sm) if sm is not None else '?'}"
+
+
+def _lines(*lines: Cell) -> Markup:
+    """One table cell holding several related values, one a line (each escaped, joined by
+    ``<br>``): the connection table fits a 1400 px window this way (#19)."""
+    return Markup("<br>").join(lines)
+
+
+def _both_ways(r: dict[str, Any],
+               text: Callable[[dict[str, Any], str], str]) -> Markup | str:
+    """``c\u2192s …`` over ``s\u2192c …`` from ``text(r, "client")`` and ``text(r, "server")``
+    (the client's and the server's packets); empty when neither is known."""
+    cs, sc = text(r, "client"), text(r, "server")
+    if not cs and not sc:
+        return ""
+    return _lines(f"c\u2192s {cs}", f"s\u2192c {sc}")
+
+
+def _lost_cell(r: dict[str, Any]) -> Markup | str:
+    cell = _both_ways(r, _lost_text)
+    if str(r["_decrypt"]) in ("no_key", "initial_only"):
+        # (the only packet numbers it could read)
+        cell = _lines(cell, "(Initial packets only)") if cell else "(Initial packets only)"
+    return cell
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +375,9 @@ def _article_lines(v: QuicView, tcp: pd.DataFrame) -> list[str]:
 
 
 def _conn_table(ctx: SectionContext, c: pd.DataFrame) -> Markup:
+    """One row per QUIC connection. Related values share a cell, one a line (client over
+    server, server name over ALPN, version over handshake, both directions of RTT and loss, how
+    it ended over what was decrypted), so the table fits a 1400 px window (#19)."""
     shown = c.head(min(ctx.max_table_rows, MAX_QUIC_CONNECTIONS))
     rows: list[list[Cell]] = []
     for r in _records(shown):
@@ -360,22 +385,23 @@ def _conn_table(ctx: SectionContext, c: pd.DataFrame) -> Markup:
         if not alpn and _text(r["alpn_offered"]):
             alpn = f"{r['alpn_offered']} (offered)"
         qc = int(r["quic_connection"])
+        decrypted = _DECRYPT_TEXT.get(str(r["_decrypt"]), str(r["_decrypt"]))
         rows.append([
             qc,
-            charts.endpoint(str(r["client_addr"]), int(r["client_port"])),
-            charts.endpoint(str(r["server_addr"]), int(r["server_port"])),
-            _text(r["sni"]), alpn, _text(r["versions"]) or _text(r["version"]),
-            handshake_text(r), _f(r["handshake_ms"]), _rtt_text(r, "client"),
-            _rtt_text(r, "server"), _lost_text(r, "client"), _lost_text(r, "server"),
-            end_text(r), _DECRYPT_TEXT.get(str(r["_decrypt"]), str(r["_decrypt"])),
+            _lines(*(Markup("<code>{}</code>").format(charts.endpoint(str(r[f"{s}_addr"]),
+                                                                      int(r[f"{s}_port"])))
+                     for s in ("client", "server"))),
+            _lines(_text(r["sni"]), alpn),
+            _lines(_text(r["versions"]) or _text(r["version"]), handshake_text(r)),
+            _f(r["handshake_ms"]), _both_ways(r, _rtt_text), _lost_cell(r),
+            _lines(end_text(r), f"decrypted: {decrypted}"),
             ctx.code(f"quic.connection.number eq {qc}"),
         ])
     return ctx.table(
-        ["QUIC conn.", "client", "server", "server name", "ALPN", "version", "handshake",
-         "handshake ms", "RTT c\u2192s min / smoothed ms", "RTT s\u2192c min / smoothed ms",
-         "lost c\u2192s unacked / missing", "lost s\u2192c unacked / missing", "end",
-         "decrypted", "Wireshark filter"],
-        rows, numeric=(0, 7), mono=(1, 2), wrap=(12,), total=len(c),
+        ["QUIC conn.", "client / server", "server name / ALPN", "version / handshake",
+         "handshake ms", "RTT min / smoothed", "lost unacked / missing", "end / decrypted",
+         "Wireshark filter"],
+        rows, numeric=(0, 4), wrap=(1, 2, 3, 7), total=len(c),
         source="cap.quic_connections",
     )
 
@@ -454,7 +480,7 @@ def quic_parts(ctx: SectionContext) -> tuple[Markup, str] | None:
         "0-RTT when the client sent 0-RTT packets (accepted or rejected by the server's "
         "EncryptedExtensions); its time is the first Initial to HANDSHAKE_DONE at the "
         "capture point. RTT: samples from ACK frames, per direction of the acknowledged "
-        "packets; at the client the c\u2192s column is the path RTT and the s\u2192c one the "
+        "packets; at the client the c\u2192s line is the path RTT and the s\u2192c one the "
         "client's own ack delay (the other way round at the server). Lost: packets the "
         "peer's ACKs skipped (unacked: lost after the capture point) / packet numbers never "
         "seen (missing: lost before it)."

@@ -56,11 +56,12 @@ def _section(page: str, sid: str) -> str:
 
 def _rows(section: str, first_cell: str) -> list[list[str]]:
     """The body rows (cells as text) of the section's table whose header starts with
-    ``first_cell`` (its first page: every row here, the tables are short)."""
+    ``first_cell`` (its first page: every row here, the tables are short). A cell holding
+    several values, one a line (``<br>``), reads as its lines joined by newlines."""
     for t in re.findall(r"<table>(.*?)</table>", section, re.S):
         head = re.search(r"<th(?: [^>]*)?>(.*?)</th>", t, re.S)
         if head and htmlmod.unescape(head.group(1)) == first_cell:
-            return [[htmlmod.unescape(re.sub(r"<[^>]+>", "", c)) for c in
+            return [[htmlmod.unescape(re.sub(r"<[^>]+>", "", c.replace("<br>", "\n"))) for c in
                      re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
                     for tr in re.findall(r"<tr>(.*?)</tr>", t.split("<tbody>")[1], re.S)]
     raise AssertionError(f"no table starting with {first_cell!r}")
@@ -128,17 +129,23 @@ def test_h3_chat_connections(h3chat: tuple[Capture, str]) -> None:
     facts = [c["quic"] for c in _facts("h3-sse-chat.pcapng")["connections"]]
     assert [(f["resumed"], f["early_data_accepted"]) for f in facts] == [(False, False),
                                                                        (True, True)]
-    assert rows[0][6] == "full"
-    assert rows[1][6] == "resumed, 0-RTT accepted"
+    # cells of several lines: client / server, server name / ALPN, version / handshake, RTT
+    # and lost both ways, end / decrypted (so that the table fits a 1400 px window, #19)
+    assert rows[0][3] == "1\nfull"
+    assert rows[1][3] == "1\nresumed, 0-RTT accepted"
     for qc, r in rows.items():
-        assert r[3] == "lab.test" == q.loc[qc, "sni"]
-        assert r[4] == "h3" and r[5] == "1"
-        assert r[7] == _ms(q.loc[qc, "handshake_ms"])
-        assert r[8].startswith(f"{_ms(q.loc[qc, 'client_min_rtt_ms'])} ms / ")
-        assert r[10] == r[11] == "0 / 0"  # no loss on this link
-        assert r[12].startswith("CONNECTION_CLOSE (application) by the client, 0x0")
-        assert r[13] == "yes"
-        assert r[14] == f"quic.connection.number eq {qc}"
+        assert r[1] == (f"{q.loc[qc, 'client_addr']}:{q.loc[qc, 'client_port']}\n"
+                        f"{q.loc[qc, 'server_addr']}:{q.loc[qc, 'server_port']}")
+        assert r[2] == "lab.test\nh3" and q.loc[qc, "sni"] == "lab.test"
+        assert r[4] == _ms(q.loc[qc, "handshake_ms"])
+        c2s, s2c = r[5].split("\n")
+        assert c2s.startswith(f"c\u2192s {_ms(q.loc[qc, 'client_min_rtt_ms'])} ms / ")
+        assert s2c.startswith(f"s\u2192c {_ms(q.loc[qc, 'server_min_rtt_ms'])} ms / ")
+        assert r[6] == "c\u2192s 0 / 0\ns\u2192c 0 / 0"  # no loss on this link
+        end, decrypted = r[7].split("\n")
+        assert end.startswith("CONNECTION_CLOSE (application) by the client, 0x0")
+        assert decrypted == "decrypted: yes"
+        assert r[8] == f"quic.connection.number eq {qc}"
     # worst first: nothing unclean or lost, so the slower handshake (conn 0) first
     assert list(rows) == [0, 1]
     items = _items(sec)
@@ -206,10 +213,10 @@ def test_lost_packets_match_the_links_drop_log(name: str, vantage: str) -> None:
     s2c = len(link["server_to_client"]["dropped_datagrams"])
     assert (c2s, s2c) == (1, 3)
     if vantage == "client":  # its own losses are unacked, the server's never seen
-        assert (row[10], row[11]) == (f"{c2s} / 0", f"0 / {s2c}")
+        assert row[6] == f"c\u2192s {c2s} / 0\ns\u2192c 0 / {s2c}"
     else:
-        assert (row[10], row[11]) == (f"0 / {c2s}", f"{s2c} / 0")
-    assert row[6] == "Retry, full"
+        assert row[6] == f"c\u2192s 0 / {c2s}\ns\u2192c {s2c} / 0"
+    assert row[3] == "1\nRetry, full"
     assert f"Loss: {c2s + s2c} packets lost on 1 HTTP/3 connection" in _items(sec)[2]
 
 
@@ -226,12 +233,12 @@ def test_corpus_quic_without_keys() -> None:
                                "random")
     rows = {int(r[0]): r for r in _rows(sec, "QUIC conn.")}
     # tshark: the second ServerHello has pre_shared_key (extension 41), the first not
-    assert rows[0][6] == "full"
-    assert rows[1][6] == "resumed, 0-RTT (accepted or not: not decrypted)"
+    assert rows[0][3].split("\n")[1] == "full"
+    assert rows[1][3].split("\n")[1] == "resumed, 0-RTT (accepted or not: not decrypted)"
     for r in rows.values():
-        assert r[12] == "unknown: packets not decrypted (a close would not show)"
-        assert r[13] == "no: no key for its client random"
-        assert r[10] == r[11] == "0 / 0 (Initial packets only)"
+        assert r[7] == ("unknown: packets not decrypted (a close would not show)\n"
+                        "decrypted: no: no key for its client random")
+        assert r[6] == "c\u2192s 0 / 0\ns\u2192c 0 / 0\n(Initial packets only)"
     assert items[2] == "0-RTT: 1 connection sent 0-RTT packets (1 accepted or not: not decrypted)."
     check = quic_section.quic_check(ctx)
     assert check is not None and check.status == "warn"
@@ -245,9 +252,9 @@ def test_corpus_chrome_quic_close_reason() -> None:
     cap = pcaptools.load(path)
     row = _rows(_body(report_html.quic_section(_ctx(cap))), "QUIC conn.")[0]
     q = cap.quic_connections.iloc[0]
-    assert row[3] == "cloudflare-quic.com" and row[4] == "h3"
-    assert row[12] == (f"CONNECTION_CLOSE (transport) by the client, 0x0 NO_ERROR, frame "
-                       f"{int(q['close_frame'])}: \u201c70:net error\u201d")
+    assert row[2] == "cloudflare-quic.com\nh3"
+    assert row[7] == (f"CONNECTION_CLOSE (transport) by the client, 0x0 NO_ERROR, frame "
+                      f"{int(q['close_frame'])}: \u201c70:net error\u201d\ndecrypted: yes")
     # HTTP/2 over TCP and HTTP/3 in one capture: the waterfall draws both (it failed on the
     # HTTP/3 row's missing tcp.stream)
     lat = stream_latency(cap)
