@@ -377,7 +377,8 @@ def _article_lines(v: QuicView, tcp: pd.DataFrame) -> list[str]:
 def _conn_table(ctx: SectionContext, c: pd.DataFrame) -> Markup:
     """One row per QUIC connection. Related values share a cell, one a line (client over
     server, server name over ALPN, version over handshake, both directions of RTT and loss, how
-    it ended over what was decrypted), so the table fits a 1400 px window (#19)."""
+    it ended over what was decrypted), and names, handshakes and ends wrap, so the table fits
+    a 1400 px window (#19)."""
     shown = c.head(min(ctx.max_table_rows, MAX_QUIC_CONNECTIONS))
     rows: list[list[Cell]] = []
     for r in _records(shown):
@@ -388,8 +389,7 @@ def _conn_table(ctx: SectionContext, c: pd.DataFrame) -> Markup:
         decrypted = _DECRYPT_TEXT.get(str(r["_decrypt"]), str(r["_decrypt"]))
         rows.append([
             qc,
-            _lines(*(Markup("<code>{}</code>").format(charts.endpoint(str(r[f"{s}_addr"]),
-                                                                      int(r[f"{s}_port"])))
+            _lines(*(charts.endpoint(str(r[f"{s}_addr"]), int(r[f"{s}_port"]))
                      for s in ("client", "server"))),
             _lines(_text(r["sni"]), alpn),
             _lines(_text(r["versions"]) or _text(r["version"]), handshake_text(r)),
@@ -401,7 +401,7 @@ def _conn_table(ctx: SectionContext, c: pd.DataFrame) -> Markup:
         ["QUIC conn.", "client / server", "server name / ALPN", "version / handshake",
          "handshake ms", "RTT min / smoothed", "lost unacked / missing", "end / decrypted",
          "Wireshark filter"],
-        rows, numeric=(0, 4), wrap=(1, 2, 3, 7), total=len(c),
+        rows, numeric=(0, 4), mono=(1,), wrap=(2, 3, 7), total=len(c),
         source="cap.quic_connections",
     )
 
