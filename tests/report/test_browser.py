@@ -468,6 +468,36 @@ def test_quic_and_voice_reports_fit_the_window(
         )
 
 
+def test_quic_table_pages_keep_their_lines(browser: Browser, tmp_path: Path) -> None:
+    """The QUIC connection table's cells of several lines (client over server, both
+    directions of RTT and loss...) are Markup: its later pages, built from the JSON, show
+    the same lines and still fit the window."""
+    cap = _load("quic-endings.pcapng")
+    html = render_report(cap, page_rows=4)
+    page = browser.new_page()
+    page.open(_write(tmp_path, "quic-paged", html))
+    _check_page(page, html, tmp_path / "quic-paged.png")
+    i = _table_index(page, "quic")
+    n = len(cap.quic_connections)
+    assert page.evaluate(INFO_JS.format(i))[:2] == ["page 1 of 3", f"rows 1\u20134 of {n}"]
+    cells = (
+        f"[...{BOX}[{i}].querySelectorAll('tbody tr')]"
+        ".map(tr => [...tr.cells].map(td => td.innerText))"
+    )
+    first = page.evaluate(cells)
+    _click(page, i, "pt-next")
+    second = page.evaluate(cells)
+    for row in first + second:
+        assert len(row) == 9
+        assert row[1].count("\n") == 1 and row[1].split("\n")[1] == "192.0.2.20:443"
+        assert row[6].startswith("c\u2192s ") and "\ns\u2192c " in row[6]
+        assert "\ndecrypted: " in row[7]
+        assert row[8] == f"quic.connection.number eq {int(row[0])}"
+    assert page.evaluate(f"{BOX}[{i}].querySelectorAll('tbody br').length") >= 4 * 5
+    _check_layout(page)
+    assert page.errors() == []
+
+
 def test_demo_pagination_and_filter(browser: Browser, tmp_path: Path) -> None:
     cap = _load("demo.pcapng")
     html = render_report(cap, page_rows=2)
