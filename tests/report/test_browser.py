@@ -30,7 +30,7 @@ import pytest
 import pcaptools
 from pcaptools.report import render_report
 from tests.analyses import llmcap
-from tests.conftest import CAPTURES
+from tests.conftest import CAPTURES, CORPUS
 from tests.protocols.tls import _tls_build as tb
 
 websockets_sync = pytest.importorskip("websockets.sync.client")
@@ -443,6 +443,7 @@ def test_shipped_capture_report_in_chromium(
         ("h3-sse-chat.pcapng", "quic"),  # full and resumed 0-RTT handshakes, HTTP/3 requests
         ("quic-endings.pcapng", "quic"),  # every ending, long close reasons, no-key Initials
         ("h3-sse-lossy.pcapng", "quic"),  # Retry and lost packets both ways
+        ("zerortt.pcap", "quic"),  # ../shared/corpus, no keys: 0-RTT, Initial packets only
         ("voice-realtime.pcapng", "voice"),
     ],
 )
@@ -452,7 +453,10 @@ def test_quic_and_voice_reports_fit_the_window(
     """#19: the QUIC and HTTP/3 section (its connection table was 1,524 to 2,007 px wide
     in a 1400 px window) and the voice section fit, as every other section does; every QUIC
     connection's row and Wireshark filter is on the page and in view."""
-    cap = _load(name)
+    if (CORPUS / name).is_file():
+        cap = pcaptools.load(CORPUS / name)
+    else:
+        cap = _load(name)
     html = render_report(cap)
     page = browser.new_page()
     page.open(_write(tmp_path, name, html))
