@@ -269,8 +269,9 @@ HTTP3_PUSHES = TableSchema(
         Column("method", "string", None,
                ":method of the promised request (its field section); NA if not decoded"),
         Column("scheme", "string", None, ":scheme of the promised request"),
-        Column("authority", "string", None, ":authority of the promised request"),
-        Column("path", "string", None, ":path of the promised request"),
+        Column("authority", "string", None, ":authority of the promised request",
+               secret="authority"),
+        Column("path", "string", None, ":path of the promised request", secret="url"),
         Column("push_stream_id", "Int64", None,
                "the push stream (server-initiated unidirectional, type 0x01) carrying the "
                "response; NA when no push stream with this push id was captured"),
