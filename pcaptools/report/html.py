@@ -61,6 +61,7 @@ from ..tcp.analysis import KIND_NAMES
 from . import charts
 from . import slow_section as _slow
 from .checklist import STATUSES, checklist
+from .context import lines
 from .quic_section import quic_parts
 from .voice_section import voice_parts
 
@@ -870,34 +871,7 @@ def http_section(ctx: ReportContext) -> Section:
                                       "milliseconds after the request was sent", "requests")
     if dist is not None:
         parts.append(ctx.figure(dist, "ttfb"))
-    shown = lat.head(ctx.max_table_rows)
-    rows: list[list[Cell]] = []
-    for r in _records(shown):
-        rid = int(r["stream_id"]) if not pd.isna(r["stream_id"]) else f"#{int(r['request_index'])}"
-        rows.append([
-            _conn_cell(r),
-            rid,
-            _text(r["protocol"]),
-            _text(r["method"]),
-            _text(r["host"]),
-            _text(r["path"]),
-            None if pd.isna(r["status"]) else int(r["status"]),
-            "?" if pd.isna(r["reused"]) else bool(r["reused"]),
-            *_setup_cells(r),
-            _f(r["ttfb_ms"]),
-            _f(r["ttft_ms"]),
-            int(r["token_events"]) if r["token_events"] else None,
-            _f(r["total_ms"]),
-            _f(r["from_connection_start_ms"]),
-            ctx.code(str(r["wireshark_filter"])),
-        ])
-    parts.append(ctx.table(
-        ["tcp.stream", "stream / #", "protocol", "method", "host", "path", "status", "reused",
-         "DNS ms", "connect ms", "TLS ms", "TTFB ms", "TTFT ms", "tokens", "total ms",
-         "from SYN ms", "Wireshark filter"],
-        rows, numeric=(0, 1, 6, 8, 9, 10, 11, 12, 13, 14, 15), wrap=(5,),
-        total=len(lat), source="stream_latency(cap)",
-    ))
+    parts.append(_requests_table(ctx, lat))
     coded = _encoded_bodies(ctx)
     if coded:
         parts.append(ctx.table(
@@ -913,6 +887,8 @@ def http_section(ctx: ReportContext) -> Section:
         "Waterfall: one row per request, grouped by connection (tcp.stream, then HTTP/2 stream "
         "or #exchange); DNS, TCP connect and TLS bars appear on the first request of a "
         "connection; then request sent, waiting for the first byte (TTFB) and download. "
+        "Cells of several lines hold related values, one a line in the order of the column "
+        "heading; ? marks one that is unknown. "
         "\u2013: does not apply (a reused connection paid no DNS, connect or TLS time; no TLS "
         "on a cleartext connection); blank means unknown. "
         "Columns are pcaptools.analyses.latency.stream_latency(cap)."
@@ -936,6 +912,44 @@ def http_section(ctx: ReportContext) -> Section:
             "see the http.content_* warnings)."
         )
     return Section("http", title, Markup("".join(parts)), note)
+
+
+def _requests_table(ctx: ReportContext, lat: pd.DataFrame) -> Markup:
+    """One row per request of ``stream_latency``. Related values share a cell, one a line
+    (stream or exchange over protocol, method over status, host over path, DNS over connect
+    over TLS time, TTFT over tokens, total over from-SYN time), and host and path wrap
+    anywhere, so the table fits a 1400 px window whatever the host names (#19)."""
+    rows: list[list[Cell]] = []
+    for r in _records(lat.head(ctx.max_table_rows)):
+        rid = int(r["stream_id"]) if not pd.isna(r["stream_id"]) else f"#{int(r['request_index'])}"
+        rows.append([
+            _conn_cell(r),
+            _stacked(rid, _text(r["protocol"])),
+            _stacked(_text(r["method"]), None if pd.isna(r["status"]) else int(r["status"])),
+            _stacked(_text(r["host"]), _text(r["path"])),
+            "?" if pd.isna(r["reused"]) else bool(r["reused"]),
+            _stacked(*_setup_cells(r)),
+            _f(r["ttfb_ms"]),
+            _stacked(_f(r["ttft_ms"]), int(r["token_events"]) if r["token_events"] else None),
+            _stacked(_f(r["total_ms"]), _f(r["from_connection_start_ms"])),
+            ctx.code(str(r["wireshark_filter"])),
+        ])
+    return ctx.table(
+        ["tcp.stream", "stream or # / protocol", "method / status", "host / path", "reused",
+         "DNS / connect / TLS ms", "TTFB ms", "TTFT ms / tokens", "total / from SYN ms",
+         "Wireshark filter"],
+        rows, numeric=(0, 5, 6, 7, 8), wrap=(3,), total=len(lat), source="stream_latency(cap)",
+    )
+
+
+def _stacked(*values: Cell) -> Cell:
+    """Related values in one cell, one a line in the order of the column heading, each
+    formatted as a cell of its own (escaped): ``?`` for an unknown one among known ones, and
+    a blank cell when none is known."""
+    shown = [_cell(v) for v in values]
+    if all(c is None or c == "" for c in shown):
+        return None
+    return lines(*("?" if c is None or c == "" else c for c in shown))
 
 
 def _conn_cell(r: dict[str, Any]) -> Cell:

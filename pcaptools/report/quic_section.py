@@ -34,6 +34,7 @@ from ..analyses.summary import fmt_ms
 from ..protocols.http3.frames import ERROR_CODES as H3_ERROR_CODES
 from . import charts
 from .context import CheckContext, CheckParts, SectionContext, cached, handshake_phrase, store
+from .context import lines as _lines
 from .context import opt_float as _f
 from .context import records as _records
 from .context import text as _text
@@ -198,12 +199,6 @@ def _rtt_text(r: dict[str, Any], side: str) -> str:
     if mn is None:
         return ""
     return f"{fmt_ms(mn)} / {fmt_ms(sm) if sm is not None else '?'}"
-
-
-def _lines(*lines: Cell) -> Markup:
-    """One table cell holding several related values, one a line (each escaped, joined by
-    ``<br>``): the connection table fits a 1400 px window this way (#19)."""
-    return Markup("<br>").join(lines)
 
 
 def _both_ways(r: dict[str, Any],

@@ -401,10 +401,14 @@ def empty_capture(frames: int = 0, **kw: Any) -> Capture:
 def report_tables(fragment: str) -> list[list[list[str]]]:
     """Every table of an HTML report (or part of one) as rows of cell texts, as a reader
     sees them: a paged table's rows come from its JSON block (all of them), a small table's
-    from its ``<tbody>``. Wireshark filter cells read as their filter text."""
+    from its ``<tbody>``. Wireshark filter cells read as their filter text; a cell holding
+    several values, one a line (``<br>``), reads as its lines joined by newlines."""
     import html as _html
     import json
     import re
+
+    def _text(cell: str) -> str:
+        return _html.unescape(re.sub(r"<[^>]*>", "", cell.replace("<br>", "\n")))
 
     out: list[list[list[str]]] = []
     pos = 0
@@ -424,7 +428,7 @@ def report_tables(fragment: str) -> list[list[list[str]]]:
                     elif "f" in c:
                         cells.append(c["f"])
                     else:
-                        cells.append(_html.unescape(re.sub(r"<[^>]*>", "", c["h"])))
+                        cells.append(_text(c["h"]))
                 rows.append(cells)
             out.append(rows)
             pos = end
@@ -433,8 +437,7 @@ def report_tables(fragment: str) -> list[list[list[str]]]:
             body = fragment[m.end():end]
             tb = body[body.index("<tbody>"):] if "<tbody>" in body else ""
             rows = [
-                [_html.unescape(re.sub(r"<[^>]*>", "", td))
-                 for td in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+                [_text(td) for td in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
                 for tr in re.findall(r"<tr>(.*?)</tr>", tb, re.S)
             ]
             out.append(rows)

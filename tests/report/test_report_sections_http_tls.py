@@ -101,26 +101,20 @@ def test_h1_chat_report(chat1: tuple[pcaptools.Capture, str]) -> None:
         '<code class="filter">tcp.stream eq 0 &amp;&amp; frame.number &gt;= 8 &amp;&amp; '
         "frame.number &lt;= 15</code>"
     ) in http
-    # first row: DNS 20, connect 10.5, TLS - (cleartext), TTFB 200, TTFT 218, 5 tokens, total 370
-    row = re.search(r"<tr><td class=\"num\">0</td><td class=\"num\">#1</td>(.*?)</tr>", http).group(
-        1
-    )
-    cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
-    assert cells[:14] == [
-        "HTTP/1.1",
-        "POST",
-        "llm.test",
-        "/v1/chat/completions",
-        "200",
-        "no",
-        "20.0",
-        "10.5",
-        "\u2013",  # cleartext: no TLS time (does not apply)
-        "200.0",
-        "218.0",
-        "5",
-        "370.0",
-        "381.0",
+    # first row: DNS 20, connect 10.5, TLS - (cleartext), TTFB 200, TTFT 218, 5 tokens, total 370.
+    # Related values share a cell, one a line (so that the table fits a 1400 px window, #19):
+    # exchange over protocol, method over status, host over path, DNS over connect over TLS,
+    # TTFT over tokens, total over from SYN
+    row = re.search(r'<tr><td class="num">0</td><td>#1<br>HTTP/1.1</td>(.*?)</tr>', http).group(1)
+    cells = [c.split("<br>") for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+    assert cells[:7] == [
+        ["POST", "200"],
+        ["llm.test", "/v1/chat/completions"],
+        ["no"],
+        ["20.0", "10.5", "\u2013"],  # cleartext: no TLS time (does not apply)
+        ["200.0"],
+        ["218.0", "5"],
+        ["370.0", "381.0"],
     ]
     stream = _section(html, "streaming")
     assert 'id="fig-token-cadence"' in stream
@@ -159,6 +153,31 @@ def test_waterfall_cap_is_stated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     cap = pcaptools.load(llmcap.many_h1(tmp_path / "h1.pcap", n=3))
     html = render_report(cap, sections=[http_section])
     assert "The waterfall shows the first 2 of 3 requests." in html
+
+
+def test_request_cells_mark_an_unknown_value(tmp_path: Path) -> None:
+    """In a cell of several lines an unknown value reads ``?`` (its line keeps its place), and
+    a cell with none known is blank: a request never answered (no status, TTFB or total),
+    with no DNS query in the capture."""
+    w = llmcap.Wire()
+    c = llmcap.Conn(w, 55002)
+    c.handshake(1, 2, 3)
+    c.send(4, True, b"GET /never HTTP/1.1\r\nHost: llm.test\r\n\r\n")
+    c.close(50)
+    cap = pcaptools.load(w.write(tmp_path / "unanswered.pcap"))
+    (rows,) = report_tables(_section(render_report(cap, sections=[http_section]), "http"))
+    assert rows == [[
+        "0",
+        "#1\nHTTP/1.1",
+        "GET\n?",  # no response: no status
+        "llm.test\n/never",
+        "no",
+        "?\n2.0\n\u2013",  # DNS unknown (no query captured), connect 2 ms, no TLS
+        "",  # TTFB
+        "",  # TTFT and tokens: none
+        "",  # total and from SYN
+        "tcp.stream eq 0 && frame.number >= 4",
+    ]]
 
 
 @pytest.mark.corpus
