@@ -601,6 +601,13 @@ def test_rows_per_page(browser: Browser, tmp_path: Path) -> None:
         str(x) for x in cap.http_requests.sort_values(["tcp_stream", "request_index"])["tcp_stream"]
     ]
     assert first + second == want
+    # the second page, built from the JSON, keeps the cells' lines (#exchange over protocol)
+    lines = page.evaluate(
+        f"[...{BOX}[{i}].querySelectorAll('tbody tr')].map(tr => tr.cells[1].innerText)"
+    )
+    lat = stream_latency(cap).iloc[10:]
+    assert lines == [f"#{r.request_index}\n{r.protocol}" for r in lat.itertuples()]
+    _check_layout(page)
     assert page.errors() == []
 
 
