@@ -397,9 +397,9 @@ def connections_section(ctx: ReportContext) -> Section:
             [
                 int(r["tcp_stream"]),
                 ctx.code(f"tcp.stream eq {int(r['tcp_stream'])}"),
-                charts.endpoint(r["client_addr"], int(r["client_port"]))
-                + (" (guessed)" if r["client_inferred"] else ""),
-                charts.endpoint(r["server_addr"], int(r["server_port"])),
+                lines(charts.endpoint(r["client_addr"], int(r["client_port"]))
+                      + (" (guessed)" if r["client_inferred"] else ""),
+                      charts.endpoint(r["server_addr"], int(r["server_port"]))),
                 _text(r["conn_state"]),
                 _text(r["history"]),
                 _end_text(r["end_reason"], r["end_by"], r["end_frame"]),
@@ -415,8 +415,7 @@ def connections_section(ctx: ReportContext) -> Section:
         [
             "tcp.stream",
             "Wireshark filter",
-            "client",
-            "server",
+            "client / server",
             "state",
             "history",
             "end",
@@ -426,8 +425,8 @@ def connections_section(ctx: ReportContext) -> Section:
             "retrans.",
         ],
         rows,
-        numeric=(0, 7, 8, 9, 10),
-        mono=(2, 3, 5),
+        numeric=(0, 6, 7, 8, 9),
+        mono=(2, 4),
         total=n,
         source="cap.connections",
     )
