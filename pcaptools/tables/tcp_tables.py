@@ -9,7 +9,7 @@ import pandas as pd
 
 from .._columns import CodeColumn, nullable
 from ..diagnostics import Diagnostics
-from ..tcp.tracker import Connection, TcpTracker, addr_text
+from ..tcp.tracker import NO_LOSS, Connection, TcpTracker, addr_text
 from .foundation import CONNECTIONS, TCP_EVENTS, TCP_HANDSHAKES, TCP_LOSSES, WARNINGS
 
 
@@ -70,7 +70,7 @@ def _oldest_unacked(unacked: list[list[int]]) -> tuple[int | None, int | None]:
 def _timeline(conn: Connection) -> tuple[object, ...]:
     """The CONNECTIONS columns after end_ts, in schema order."""
     c, s = conn.side
-    lc, ls = conn.loss
+    lc, ls = conn.loss or NO_LOSS
     cu = _oldest_unacked(conn.conv.c2s.unacked)
     su = _oldest_unacked(conn.conv.s2c.unacked)
     rst = conn.rst_frame is not None

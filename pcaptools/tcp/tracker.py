@@ -111,6 +111,7 @@ class _Streams:
 
 
 _SFR = SYN | FIN | RST
+_SFRA = SYN | FIN | RST | ACK
 _WRAP = 1 << 32
 _HALF_WRAP = 1 << 31
 
@@ -228,8 +229,15 @@ class Connection:
     history: ConnHistory = field(default_factory=ConnHistory)
     handshake: Handshake | None = None
     streams: _Streams | None = None
+    """reassembly and the observer, for a connection an observer parses (see ``follow``)"""
     follow: SeqFollower | None = None
-    """sequence-space follower of a connection no observer parses (content gaps, no payload)"""
+    """sequence-space follower of a connection no observer parses (content gaps, no payload).
+    Neither ``streams`` nor ``follow`` exists while the connection has sent nothing but
+    payload-less SYNs (a port scan or SYN flood: most connections never get further): they
+    are made at its first other segment (:meth:`TcpTracker._attach`), which replays the SYN"""
+    syn_pending: int = -1
+    """while neither ``streams`` nor ``follow`` exists: the payload-less SYN seen so far, as
+    ``rel_seq * 2 + direction`` (-1: none), replayed into them when they are made"""
     side: tuple[DirStats, DirStats] = field(default_factory=lambda: (DirStats(), DirStats()))
     """(client, server): per-direction timeline and overhead counters"""
     rst_ttl: int = -1
@@ -244,9 +252,9 @@ class Connection:
     idle_last_start_frame: int = 0
     idle_last_end_frame: int = 0
     idle_last_end_ts: int = 0
-    loss: tuple[LossDirection, LossDirection] = field(
-        default_factory=lambda: (LossDirection(), LossDirection()))
-    """(client, server): sequence-space state of the tcp_losses table"""
+    loss: tuple[LossDirection, LossDirection] | None = None
+    """(client, server): sequence-space state of the tcp_losses table, made at the first
+    payload or ACK (None before: :data:`NO_LOSS` holds its values)"""
 
     def vantage(self) -> str:
         """Where the capture was taken for this connection (see :func:`.losses.vantage`)."""
@@ -254,6 +262,11 @@ class Connection:
         if hs is None:
             return "unknown"
         return vantage(hs.syn_ts, hs.synack_ts, hs.ack_ts)
+
+
+NO_LOSS = (LossDirection(), LossDirection())
+"""the tcp_losses state of a connection that sent no payload and no ACK (Connection.loss
+None): read only"""
 
 
 class EventColumns:
@@ -392,8 +405,12 @@ class TcpTracker:
                                 zero_window=seg.window == 0, seq=seg.seq)
         else:
             conn.history.plain(from_client, flags, seg_len)
+        loss = conn.loss
+        if loss is None and (seg_len or a.rel_ack is not None):
+            loss = conn.loss = (LossDirection(), LossDirection())
         if seg_len and not flags & RST:  # tcp_losses: in-order data only moves the highest byte seen
-            ld = conn.loss[d]
+            assert loss is not None
+            ld = loss[d]
             h = ld.hi
             if h >= 0 and not (a.rel_seq - h) & _M32 and not flags & SYN:
                 ld.hi = h + seg_len
@@ -401,7 +418,8 @@ class TcpTracker:
                 self._loss_data(conn, ld, seg, a, d)
         ra = a.rel_ack
         if ra is not None:  # the ACK of the other direction's data (tcp_losses)
-            lp = conn.loss[1 - d]
+            assert loss is not None
+            lp = loss[1 - d]
             if ra != lp.ack_last:
                 lp.ack_last = ra
                 lp.same_acks = 0
@@ -417,7 +435,56 @@ class TcpTracker:
             self._bytes(conn, st, seg, a, d)
         elif conn.follow is not None:
             self._follow(conn, conn.follow, seg, a, d)
+        elif flags & _SFRA == SYN and not seg_len and conn.syn_pending < 0 and a.rel_seq >= 0:
+            conn.syn_pending = a.rel_seq * 2 + d  # (a SYN alone: nothing to reassemble yet)
+        else:
+            self._attach(conn)
+            st = conn.streams
+            if st is not None:
+                self._bytes(conn, st, seg, a, d)
+            elif conn.follow is not None:
+                self._follow(conn, conn.follow, seg, a, d)
         return a
+
+    def _attach(self, conn: Connection) -> None:
+        """Make the byte-stream state of a connection at its first segment that is not a
+        payload-less SYN: the observer and reassemblers, or the follower (as
+        :meth:`_new_connection` would have made them), then replay the SYN seen before (a
+        payload-less SYN only sets where the direction's stream starts; its ``ts`` and
+        ``frame`` are not used). A connection that never gets here is skipped at
+        :meth:`finish`: a reassembler of nothing but SYNs has nothing to flush, and an
+        observer fed no chunk and no gap reports nothing on ``close``/``finish``."""
+        c = conn.conv
+        tcp_stream = c.tcp_stream
+        if self.observer_factory is not None:
+            obs = self.observer_factory(tcp_stream, c.client_inferred)
+            if obs is not None:
+                obs = _Guarded(obs, self.diag, tcp_stream)
+                mb = self.max_buffer_bytes
+                conn.streams = _Streams(obs, (Reassembler(Direction.CLIENT_TO_SERVER, max_buffer_bytes=mb),
+                                              Reassembler(Direction.SERVER_TO_CLIENT, max_buffer_bytes=mb)))
+        if conn.streams is None:
+            self._start_following(conn, None)
+        p = conn.syn_pending
+        if p < 0:
+            return
+        conn.syn_pending = -1
+        d, rel_seq = p & 1, p >> 1
+        st = conn.streams
+        if st is not None:  # _bytes() of the SYN
+            seq = st.seq_hi[d] = _unwrap(st.seq_hi[d], rel_seq)
+            st.reasm[d].segment(seq, b"", 0, 0, syn=True, fin=False, seg_len=0)
+            if not st.observer.wants_bytes:
+                conn.streams = None
+                self._start_following(conn, st)
+        else:  # _follow() of the SYN
+            f = conn.follow
+            assert f is not None
+            hi = f.hi
+            seq = hi[d] = _unwrap(hi[d], rel_seq)
+            out: list[Gap] = []
+            f.segment(d, seq, 0, 0, True, False, out)
+            assert not out  # (a payload-less SYN finds no gap)
 
     def _follow(self, conn: Connection, f: SeqFollower, seg: TcpSegment, a: SegmentAnalysis,
                 d: int) -> None:
@@ -583,9 +650,11 @@ class TcpTracker:
     def finish(self, ts_ns: int, frame: int) -> None:
         """End of capture: flush every byte stream and let the observers report what is open."""
         for conn in self.connections:
-            for x in (0, 1):
-                if conn.loss[x].holes:
-                    self.losses.finish(conn.loss[x], conn.conv.tcp_stream, x)
+            loss = conn.loss
+            if loss is not None:
+                for x in (0, 1):
+                    if loss[x].holes:
+                        self.losses.finish(loss[x], conn.conv.tcp_stream, x)
             st = conn.streams
             if st is None:
                 if conn.follow is not None:
@@ -619,16 +688,7 @@ class TcpTracker:
         conn = Connection(conv=a.conv, first_frame=seg.frame, first_ts=seg.ts_ns,
                           last_frame=seg.frame, last_ts=seg.ts_ns)
         conn.history = ConnHistory(client_inferred=a.conv.client_inferred)
-        self.connections.append(conn)
-        if self.observer_factory is not None:
-            obs = self.observer_factory(a.tcp_stream, a.conv.client_inferred)
-            if obs is not None:
-                obs = _Guarded(obs, self.diag, a.tcp_stream)
-                mb = self.max_buffer_bytes
-                conn.streams = _Streams(obs, (Reassembler(Direction.CLIENT_TO_SERVER, max_buffer_bytes=mb),
-                                              Reassembler(Direction.SERVER_TO_CLIENT, max_buffer_bytes=mb)))
-        if conn.streams is None:
-            self._start_following(conn, None)
+        self.connections.append(conn)  # (its byte-stream state: _attach(), when needed)
         return conn
 
     @staticmethod
