@@ -18,7 +18,8 @@ The pass is a chain of one-concern steps, each a function of this module:
    to every source that consumes events, the frame loop feeds the ICMP and packets builders);
 2. :func:`_read`: the frame loop (locals bound before it, nothing extra per frame), which
    fills the :class:`~pcaptools.result.CaptureSummary`;
-3. :func:`_assemble`: the tables from the builders, one loop in registration order;
+3. :func:`_assemble`: the tables from the builders, one loop in registration order; then the
+   TCP tracker drops its per-connection records (:meth:`~pcaptools.tcp.tracker.TcpTracker.release`);
 4. :func:`_keep_shard`: a worker's share of the per-connection tables (``shard=(k, n)``);
 5. :func:`_finish_tables`: coverage, (when not streaming) ws_heartbeats, and the redaction of
    credentials: every column a table schema marks (``Column.secret``) goes through
@@ -506,6 +507,7 @@ def run(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions, *,
         pump = open_sink(drains)
     summary = _read(path, options, s, pump)
     tables = _assemble(s)
+    s.tracker.release()  # (the connection records are in the tables now)
     if options.shard is not None:
         _keep_shard(tables, s.own_k, s.own_n)
     _finish_tables(tables, options, s, pump, summary.last_ts_ns)

@@ -96,6 +96,41 @@ class TableSchema:
                 out[col.name] = _cast(list(map(itemgetter(i), rows)), col)
         return pd.DataFrame(out, columns=names, copy=False)
 
+    def frame_in_chunks(self, chunks: Iterable[list[Sequence[Any]]]) -> pd.DataFrame:
+        """:meth:`frame` of the rows of ``chunks`` (lists of row tuples, in order), cast one
+        chunk at a time: only one chunk's row tuples exist at once, which for a table of one
+        row per connection (millions in a port scan) is most of what building it costs. The
+        columns are joined at the end, one at a time; ``category`` columns keep their values
+        (shared objects, a pointer a row) and are cast once, so their categories are those
+        of :meth:`frame`. Same columns, dtypes and values as :meth:`frame` of all the rows."""
+        cols = self.columns
+        parts: list[list[Any]] = [[] for _ in cols]
+        for rows in chunks:
+            for r in rows[:1]:
+                if len(r) != len(cols):
+                    raise ValueError(f"{self.name}: row has {len(r)} values, schema has {len(cols)}")
+            for i, col in enumerate(cols):
+                values = list(map(itemgetter(i), rows))
+                if col.dtype == "category":
+                    parts[i] += values
+                else:
+                    parts[i].append(_cast(values, col))
+        out: dict[str, Any] = {}
+        for i, col in enumerate(cols):
+            got = parts[i]
+            parts[i] = []
+            if col.dtype == "category":
+                out[col.name] = _cast(got, col)
+            elif len(got) == 1:
+                out[col.name] = got[0]
+            elif not got:
+                out[col.name] = _cast([], col)
+            else:
+                joined = pd.concat([pd.Series(a, copy=False) for a in got], ignore_index=True)
+                out[col.name] = joined.array if isinstance(joined.dtype, pd.api.extensions.ExtensionDtype) \
+                    else joined.to_numpy()
+        return pd.DataFrame(out, columns=self.names, copy=False)
+
     def check(self, df: pd.DataFrame) -> None:
         """Raise AssertionError if ``df`` does not have exactly this schema's columns and dtypes."""
         assert list(df.columns) == self.names, f"{self.name}: columns {list(df.columns)} != {self.names}"

@@ -13,11 +13,22 @@ from ..tcp.tracker import NO_LOSS, Connection, TcpTracker, addr_text
 from .foundation import CONNECTIONS, TCP_EVENTS, TCP_HANDSHAKES, TCP_LOSSES, WARNINGS
 
 
+CHUNK_ROWS = 16384
+"""connections cast into table columns at a time (:meth:`TableSchema.frame_in_chunks`)"""
+
+
 def connections_table(tracker: TcpTracker) -> pd.DataFrame:
+    conns = tracker.connections
+    return CONNECTIONS.frame_in_chunks(
+        _connection_rows(conns[i:i + CHUNK_ROWS]) for i in range(0, len(conns), CHUNK_ROWS))
+
+
+def _connection_rows(conns: list[Connection]) -> list[tuple[object, ...]]:
     rows = []
-    for conn in tracker.connections:
+    for conn in conns:
         c = conn.conv
-        fin_c, fin_s = conn.fin_frame
+        fin = conn.fin or _NO_FIN
+        fin_c, fin_s = fin[0], fin[1]
         # an RST after both FINs (a late reset of a closed connection) does not change the ending
         rst_after_close = (conn.rst_frame is not None and fin_c is not None and fin_s is not None
                            and max(fin_c, fin_s) < conn.rst_frame)
@@ -30,15 +41,15 @@ def connections_table(tracker: TcpTracker) -> pd.DataFrame:
         elif fin_c is not None and fin_s is not None:
             end_reason = "fin"
             if fin_c > fin_s:
-                end_by, end_frame, end_ts = "client", fin_c, conn.fin_ts[0]
+                end_by, end_frame, end_ts = "client", fin_c, fin[2]
             else:
-                end_by, end_frame, end_ts = "server", fin_s, conn.fin_ts[1]
+                end_by, end_frame, end_ts = "server", fin_s, fin[3]
         elif fin_c is not None or fin_s is not None:
             end_reason = "half_closed"
             if fin_c is not None:
-                end_by, end_frame, end_ts = "client", fin_c, conn.fin_ts[0]
+                end_by, end_frame, end_ts = "client", fin_c, fin[2]
             else:
-                end_by, end_frame, end_ts = "server", fin_s, conn.fin_ts[1]
+                end_by, end_frame, end_ts = "server", fin_s, fin[3]
         else:
             end_reason, end_by, end_frame, end_ts = "open_at_eof", None, None, None
         rows.append((
@@ -46,13 +57,16 @@ def connections_table(tracker: TcpTracker) -> pd.DataFrame:
             addr_text(c.server_addr), c.server_port, c.client_inferred,
             conn.first_frame, conn.last_frame, conn.first_ts, conn.last_ts,
             (conn.last_ts - conn.first_ts) / 1e6,
-            conn.packets[0], conn.packets[1], conn.payload_bytes[0], conn.payload_bytes[1],
-            conn.wire_bytes[0], conn.wire_bytes[1], conn.resent_bytes[0], conn.resent_bytes[1],
+            *conn.counts,  # packets, payload_bytes, wire_bytes, resent_bytes (client, server)
             conn.retransmissions, conn.history.conn_state(), conn.history.history,
             end_reason, end_by, end_frame, end_ts,
             *_timeline(conn),
         ))
-    return CONNECTIONS.frame(rows)
+    return rows
+
+
+_NO_FIN = (None, None, None, None)
+"""Connection.fin of a connection without FIN"""
 
 
 def _pos(v: int) -> int | None:
@@ -71,13 +85,14 @@ def _timeline(conn: Connection) -> tuple[object, ...]:
     """The CONNECTIONS columns after end_ts, in schema order."""
     c, s = conn.side
     lc, ls = conn.loss or NO_LOSS
+    fin = conn.fin or _NO_FIN
     cu = _oldest_unacked(conn.conv.c2s.unacked)
     su = _oldest_unacked(conn.conv.s2c.unacked)
     rst = conn.rst_frame is not None
     return (
         _pos(c.last_frame), c.last_ts if c.last_frame else None,
         _pos(s.last_frame), s.last_ts if s.last_frame else None,
-        conn.fin_frame[0], conn.fin_ts[0], conn.fin_frame[1], conn.fin_ts[1],
+        fin[0], fin[2], fin[1], fin[3],
         conn.rst_frame, conn.rst_ts,
         None if not rst else ("client" if conn.rst_by_client else "server"),
         conn.rst_ttl if rst and conn.rst_ttl >= 0 else None,
@@ -95,8 +110,8 @@ def _timeline(conn: Connection) -> tuple[object, ...]:
         c.handshake_bytes, s.handshake_bytes, c.teardown_bytes, s.teardown_bytes,
         c.pure_ack_packets, s.pure_ack_packets, c.pure_ack_bytes, s.pure_ack_bytes,
         c.max_seg, s.max_seg, c.max_acked, s.max_acked,
-        None if not conn.payload_bytes[0] else c.no_df_packets == 0,
-        None if not conn.payload_bytes[1] else s.no_df_packets == 0,
+        None if not conn.counts[2] else c.no_df_packets == 0,
+        None if not conn.counts[3] else s.no_df_packets == 0,
         conn.vantage(), lc.lost, ls.lost, lc.spurious, ls.spurious,
         lc.capture_drop_bytes, ls.capture_drop_bytes,
     )

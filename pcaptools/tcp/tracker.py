@@ -213,20 +213,24 @@ class Connection:
     conv: TcpConversation
     first_frame: int
     first_ts: int
+    history: ConnHistory
+    side: tuple[DirStats, DirStats]
+    """(client, server): per-direction timeline and overhead counters"""
+    counts: list[int]
+    """[client, server] packets, then payload bytes, frame bytes and resent payload bytes
+    (one list, not four pairs: a connection costs its fields, and most connections are
+    short; read them as :attr:`packets`, :attr:`payload_bytes`, :attr:`wire_bytes`,
+    :attr:`resent_bytes`)"""
     last_frame: int = 0
     last_ts: int = 0
-    packets: list[int] = field(default_factory=lambda: [0, 0])
-    """[client, server]"""
-    payload_bytes: list[int] = field(default_factory=lambda: [0, 0])
-    wire_bytes: list[int] = field(default_factory=lambda: [0, 0])
-    resent_bytes: list[int] = field(default_factory=lambda: [0, 0])
     retransmissions: int = 0
-    fin_frame: list[int | None] = field(default_factory=lambda: [None, None])
-    fin_ts: list[int | None] = field(default_factory=lambda: [None, None])
+    fin: list[int | None] | None = None
+    """[client FIN frame, server FIN frame, client FIN ts, server FIN ts] of the first FIN
+    each way, made at the first FIN (None: no FIN yet; read as :attr:`fin_frame`,
+    :attr:`fin_ts`)"""
     rst_frame: int | None = None
     rst_ts: int | None = None
     rst_by_client: bool | None = None
-    history: ConnHistory = field(default_factory=ConnHistory)
     handshake: Handshake | None = None
     streams: _Streams | None = None
     """reassembly and the observer, for a connection an observer parses (see ``follow``)"""
@@ -238,8 +242,6 @@ class Connection:
     syn_pending: int = -1
     """while neither ``streams`` nor ``follow`` exists: the payload-less SYN seen so far, as
     ``rel_seq * 2 + direction`` (-1: none), replayed into them when they are made"""
-    side: tuple[DirStats, DirStats] = field(default_factory=lambda: (DirStats(), DirStats()))
-    """(client, server): per-direction timeline and overhead counters"""
     rst_ttl: int = -1
     rst_ip_id: int = -1
     idle_max_ns: int = 0
@@ -255,6 +257,38 @@ class Connection:
     loss: tuple[LossDirection, LossDirection] | None = None
     """(client, server): sequence-space state of the tcp_losses table, made at the first
     payload or ACK (None before: :data:`NO_LOSS` holds its values)"""
+
+    @property
+    def packets(self) -> tuple[int, int]:
+        """(client, server) packets"""
+        c = self.counts
+        return c[0], c[1]
+
+    @property
+    def payload_bytes(self) -> tuple[int, int]:
+        c = self.counts
+        return c[2], c[3]
+
+    @property
+    def wire_bytes(self) -> tuple[int, int]:
+        c = self.counts
+        return c[4], c[5]
+
+    @property
+    def resent_bytes(self) -> tuple[int, int]:
+        c = self.counts
+        return c[6], c[7]
+
+    @property
+    def fin_frame(self) -> tuple[int | None, int | None]:
+        """(client, server) frame of the first FIN each way (None: none)"""
+        f = self.fin
+        return (None, None) if f is None else (f[0], f[1])
+
+    @property
+    def fin_ts(self) -> tuple[int | None, int | None]:
+        f = self.fin
+        return (None, None) if f is None else (f[2], f[3])
 
     def vantage(self) -> str:
         """Where the capture was taken for this connection (see :func:`.losses.vantage`)."""
@@ -327,7 +361,8 @@ class TcpTracker:
         conns = self.connections
         conn = conns[stream] if stream < len(conns) else self._new_connection(a, seg)
         from_client = a.from_client
-        if a.conv.client_inferred and conn.packets[0] + conn.packets[1] == 0:
+        counts = conn.counts
+        if a.conv.client_inferred and counts[0] + counts[1] == 0:
             self.diag.add(
                 "tcp.capture_started_mid_stream",
                 "first packet of the connection is not a SYN; client/server roles inferred",
@@ -344,9 +379,9 @@ class TcpTracker:
             self._idle(conn, gap, seg)
         conn.last_frame = frame
         conn.last_ts = ts
-        conn.packets[d] += 1
-        conn.payload_bytes[d] += seg_len
-        conn.wire_bytes[d] += frame_len
+        counts[d] += 1
+        counts[2 + d] += seg_len
+        counts[4 + d] += frame_len
         sd = conn.side[d]
         if not flags & RST:
             sd.last_frame = frame
@@ -367,7 +402,7 @@ class TcpTracker:
         kinds = a.kinds
         resent = a.resent_bytes
         if resent:
-            conn.resent_bytes[d] += resent
+            counts[6 + d] += resent
         if flags & _SFR:
             self._control(conn, seg, a, d)
         else:
@@ -380,7 +415,7 @@ class TcpTracker:
                     sd.handshake_bytes += frame_len
             elif seg_len:
                 pass
-            elif conn.fin_frame[1 - d] is not None:
+            elif conn.fin is not None and conn.fin[1 - d] is not None:
                 sd.teardown_bytes += frame_len
             else:
                 sd.pure_ack_packets += 1
@@ -674,6 +709,14 @@ class TcpTracker:
             self.emit(st.observer.finish(ts_ns, frame))
             conn.streams = None
 
+    def release(self) -> None:
+        """After the tables are built (:func:`pcaptools.pipeline.run`): drop the per-connection
+        records and the analyzer's conversations, so that what follows (coverage, redaction,
+        the report) does not hold them as well as the tables made of them. The rows of
+        ``tcp_events`` and ``tcp_losses`` stay (a streaming export drains them)."""
+        self.connections = []
+        self.analyzer = TcpAnalyzer(self.diag)
+
     def unanalysed(self, seg: TcpSegment, captured: int) -> SegmentAnalysis | None:
         """A TCP header that is not a segment of its own (quoted in an ICMP error, or cut short):
         tshark gives its frame the connection's tcp.stream without analysing it. Returns the
@@ -685,9 +728,10 @@ class TcpTracker:
 
     def _new_connection(self, a: SegmentAnalysis, seg: TcpSegment) -> Connection:
         # streams are numbered in order of appearance, so the new one is always the next index
-        conn = Connection(conv=a.conv, first_frame=seg.frame, first_ts=seg.ts_ns,
+        conn = Connection(a.conv, seg.frame, seg.ts_ns,
+                          ConnHistory(client_inferred=a.conv.client_inferred),
+                          (DirStats(), DirStats()), [0, 0, 0, 0, 0, 0, 0, 0],
                           last_frame=seg.frame, last_ts=seg.ts_ns)
-        conn.history = ConnHistory(client_inferred=a.conv.client_inferred)
         self.connections.append(conn)  # (its byte-stream state: _attach(), when needed)
         return conn
 
@@ -798,9 +842,13 @@ class TcpTracker:
                         hs.tfo_cookie_len = len(opts.tfo)
         else:  # FIN or RST
             conn.side[d].teardown_bytes += seg.frame_len - seg.seg_len
-        if flags & FIN and conn.fin_frame[d] is None:
-            conn.fin_frame[d] = seg.frame
-            conn.fin_ts[d] = seg.ts_ns
+        if flags & FIN:
+            fin = conn.fin
+            if fin is None:
+                fin = conn.fin = [None, None, None, None]
+            if fin[d] is None:
+                fin[d] = seg.frame
+                fin[2 + d] = seg.ts_ns
         if flags & RST and conn.rst_frame is None:
             conn.rst_frame, conn.rst_ts, conn.rst_by_client = seg.frame, seg.ts_ns, d == 0
             conn.rst_ttl, conn.rst_ip_id = seg.ttl, seg.ip_id
