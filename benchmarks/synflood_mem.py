@@ -65,8 +65,9 @@ def _loadavg() -> str:
 
 def _child(code: str, args: list[str], tree: Path) -> dict[str, object]:
     env = dict(os.environ, PYTHONPATH=str(tree))
-    out = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
-                         text=True, check=True)
+    # (-P: not the current directory first on sys.path, so ``tree`` is the pcaptools imported)
+    out = subprocess.run([sys.executable, "-P", "-c", code, *args], env=env,
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
