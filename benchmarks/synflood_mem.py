@@ -83,10 +83,13 @@ def _tshark(capture: Path) -> dict[str, object]:
     return {"wall_s": round(wall, 2), "rss_mb": round(rss / 1024)}
 
 
-def measure(capture: Path, mode: str, tree: Path) -> dict[str, object]:
+def measure(capture: Path, mode: str, tree: Path, html: Path | None = None) -> dict[str, object]:
     if mode == "tshark":
         return _tshark(capture)
     if mode == "report":
+        if html is not None:
+            html.mkdir(parents=True, exist_ok=True)
+            return _child(_REPORT, [str(capture), str(html / f"{capture.stem}.html")], tree)
         with tempfile.TemporaryDirectory() as d:
             return _child(_REPORT, [str(capture), str(Path(d) / "r.html")], tree)
     return _child(_LOAD, [str(capture), mode], tree)
@@ -99,13 +102,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="the pcaptools checkout to run (default: this one)")
     ap.add_argument("--modes", default="nopackets,default,out,report,tshark")
     ap.add_argument("--label", default="", help="a name for the tree in the output")
+    ap.add_argument("--html", type=Path, help="keep the reports in this folder")
     args = ap.parse_args(argv)
     print(json.dumps({"loadavg_before": _loadavg(), "tree": str(args.tree),
                       "pure": os.environ.get("PCAPTOOLS_PURE", "")}))
     for capture in args.captures:
         for mode in [m for m in args.modes.split(",") if m]:
             t0 = time.monotonic()
-            r = measure(capture, mode, args.tree)
+            r = measure(capture, mode, args.tree, args.html)
             print(json.dumps({"capture": capture.name, "mode": mode, "label": args.label, **r,
                               "loadavg": _loadavg(),
                               "elapsed_s": round(time.monotonic() - t0, 1)}), flush=True)

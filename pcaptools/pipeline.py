@@ -273,7 +273,7 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
 
     def conn_addrs(tcp_stream: int) -> tuple[int, bytes, int, bytes, int] | None:
         conns = tracker.connections
-        if tcp_stream >= len(conns):
+        if tcp_stream >= len(conns) or conns[tcp_stream] is None:  # (None: record dropped)
             return None
         c = conns[tcp_stream].conv
         return (c.ip_version, c.client_addr, c.client_port, c.server_addr, c.server_port)

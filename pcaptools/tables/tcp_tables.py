@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ from .._columns import CodeColumn, nullable
 from ..diagnostics import Diagnostics
 from ..tcp.tracker import NO_LOSS, Connection, TcpTracker, addr_text
 from .foundation import CONNECTIONS, TCP_EVENTS, TCP_HANDSHAKES, TCP_LOSSES, WARNINGS
+from .schema import ChunkedFrame
 
 
 CHUNK_ROWS = 16384
@@ -21,6 +23,26 @@ def connections_table(tracker: TcpTracker) -> pd.DataFrame:
     conns = tracker.connections
     return CONNECTIONS.frame_in_chunks(
         _connection_rows(conns[i:i + CHUNK_ROWS]) for i in range(0, len(conns), CHUNK_ROWS))
+
+
+def record_tables(tracker: TcpTracker,
+                  keep: Callable[[Connection], bool]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``connections`` and ``tcp_handshakes`` (what :func:`connections_table` and
+    :func:`handshakes_table` give) in one pass, :data:`CHUNK_ROWS` connections at a time,
+    each connection's record dropped from ``tracker.connections`` (left None) once its rows
+    are made unless ``keep(conn)``: the records give way to the tables as they are built,
+    so the two are not held whole at once. For the pipeline's last use of the records."""
+    conns: list[Any] = tracker.connections
+    cf, hf = ChunkedFrame(CONNECTIONS), ChunkedFrame(TCP_HANDSHAKES)
+    for start in range(0, len(conns), CHUNK_ROWS):
+        chunk = conns[start:start + CHUNK_ROWS]
+        cf.add(_connection_rows(chunk))
+        hf.add(_handshake_rows(chunk))
+        for i, conn in enumerate(chunk, start):
+            if not keep(conn):
+                conns[i] = None
+        del chunk, conn
+    return cf.frame(), hf.frame()
 
 
 def _connection_rows(conns: list[Connection]) -> list[tuple[object, ...]]:
@@ -130,8 +152,12 @@ def losses_table(tracker: TcpTracker) -> pd.DataFrame:
 
 
 def handshakes_table(tracker: TcpTracker) -> pd.DataFrame:
+    return TCP_HANDSHAKES.frame(_handshake_rows(tracker.connections))
+
+
+def _handshake_rows(conns: list[Connection]) -> list[tuple[object, ...]]:
     rows = []
-    for conn in tracker.connections:
+    for conn in conns:
         hs = conn.handshake
         if hs is None:
             continue
@@ -153,7 +179,7 @@ def handshakes_table(tracker: TcpTracker) -> pd.DataFrame:
             hs.client_sack_perm, hs.server_sack_perm, hs.client_timestamps, hs.server_timestamps,
             hs.tfo_cookie_request, hs.tfo_cookie_len, hs.syn_data_bytes,
         ))
-    return TCP_HANDSHAKES.frame(rows)
+    return rows
 
 
 def events_table(tracker: TcpTracker, *, take: bool = False) -> pd.DataFrame:

@@ -354,6 +354,8 @@ class TcpTracker:
         """rows of tcp_events, in typed column arrays (~60 bytes a row)"""
         self.losses = LossRecorder(diag)
         """rows of tcp_losses (segments resent, capture drops)"""
+        self.quoted_streams: set[int] = set()
+        """tcp_streams of the TCP headers :meth:`unanalysed` saw (quoted in ICMP errors)"""
 
     def segment(self, seg: TcpSegment) -> SegmentAnalysis:
         a = self.analyzer.feed(seg)
@@ -683,7 +685,10 @@ class TcpTracker:
                 emit(obs.gap(it.direction, it.offset, it.nbytes, it.ts_ns, it.frame))
 
     def finish(self, ts_ns: int, frame: int) -> None:
-        """End of capture: flush every byte stream and let the observers report what is open."""
+        """End of capture: flush every byte stream and let the observers report what is open.
+        The analyzer's address-pair index goes (no segment comes after the end; each record
+        keeps its conversation for the tables)."""
+        self.analyzer = TcpAnalyzer(self.diag)
         for conn in self.connections:
             loss = conn.loss
             if loss is not None:
@@ -722,8 +727,10 @@ class TcpTracker:
         tshark gives its frame the connection's tcp.stream without analysing it. Returns the
         analysis (for the stream number) or None; the connection's counters are not touched."""
         a = self.analyzer.feed_unanalysed(seg, captured)
-        if a is not None and a.tcp_stream >= len(self.connections):
-            self._new_connection(a, seg)
+        if a is not None:
+            self.quoted_streams.add(a.tcp_stream)
+            if a.tcp_stream >= len(self.connections):
+                self._new_connection(a, seg)
         return a
 
     def _new_connection(self, a: SegmentAnalysis, seg: TcpSegment) -> Connection:
