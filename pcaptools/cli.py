@@ -263,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-table-rows",
         type=_positive_int,
         metavar="N",
-        help="rows of one report table embedded in the page (default: 200,000); a longer "
+        help="rows of one report table embedded in the page (default: 50,000); a longer "
         "table says 'showing first N of M rows' (every row is in --export and the DataFrames)",
     )
     sub = p.add_argument_group(

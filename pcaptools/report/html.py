@@ -80,7 +80,10 @@ __all__ = [
 
 #: rows of one table embedded in the page; beyond, the table says "showing first N of M rows"
 #: (pcap-report --max-table-rows). Every row up to it is in the page, paged by its script.
-MAX_TABLE_ROWS = 200_000
+#: ~135-175 bytes of HTML a row: with a million connections (a port scan) the two tables of
+#: one row per connection (connections, disconnects) make ~16 MB of the page at this bound
+#: (62 MB at the 200,000 it was); the DataFrames and --export have every row.
+MAX_TABLE_ROWS = 50_000
 #: rows per page of a table when the report opens (the reader can change it)
 PAGE_ROWS = 50
 #: tables with more rows than this get a filter box and page navigation

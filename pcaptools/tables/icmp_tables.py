@@ -23,7 +23,7 @@ import pandas as pd
 from ..diagnostics import Diagnostics
 from ..net.packet import IcmpError, IpPacket
 from ..tcp.analysis import SegmentAnalysis
-from ..tcp.tracker import TcpTracker, addr_text
+from ..tcp.tracker import Connection, TcpTracker, addr_text
 from .schema import TS_DTYPE, Column, TableSchema
 
 __all__ = ["ICMP_ERRORS", "MAX_ICMP_ERROR_ROWS", "PATH_MTU", "IcmpErrorsBuilder", "path_mtu_table"]
@@ -220,12 +220,23 @@ class IcmpErrorsBuilder:
         return ICMP_ERRORS.frame(self.rows)
 
 
+def path_mtu_needs(conn: Connection, tracker: TcpTracker) -> bool:
+    """Whether :func:`path_mtu_table` may read ``conn``'s record: it re-sent a segment in
+    smaller pieces, or an ICMP error quoted one of its segments (the records of the other
+    connections may be dropped before it runs: :func:`~.tcp_tables.record_tables`)."""
+    return (conn.side[0].shrink is not None or conn.side[1].shrink is not None
+            or conn.conv.tcp_stream in tracker.quoted_streams)
+
+
 def path_mtu_table(tracker: TcpTracker, icmp: IcmpErrorsBuilder | None) -> pd.DataFrame:
     """The ``path_mtu`` rows from the tracker's per-direction records and the too-big ICMP
-    errors ``icmp`` saw (None: no ICMP information)."""
+    errors ``icmp`` saw (None: no ICMP information). Records dropped (None) are of
+    connections without a row (:func:`path_mtu_needs`)."""
     too_big = icmp.too_big if icmp is not None else {}
     rows = []
     for conn in tracker.connections:
+        if conn is None:
+            continue
         stream = conn.conv.tcp_stream
         irtt = conn.conv.irtt_ns
         for d in (0, 1):

@@ -61,7 +61,7 @@ from .foundation import (
 )
 from .http3_tables import HTTP3_TABLES, http3_tables
 from .http_tables import HTTP_TABLES, HttpTablesBuilder
-from .icmp_tables import ICMP_ERRORS, PATH_MTU, IcmpErrorsBuilder, path_mtu_table
+from .icmp_tables import ICMP_ERRORS, PATH_MTU, IcmpErrorsBuilder, path_mtu_needs, path_mtu_table
 from .packets import PacketsBuilder
 from .quic_tables import (
     QUIC_CONNECTIONS,
@@ -73,13 +73,7 @@ from .quic_tables import (
 )
 from .realtime_tables import REALTIME_EVENTS, RealtimeEventsBuilder
 from .schema import TableSchema
-from .tcp_tables import (
-    connections_table,
-    events_table,
-    handshakes_table,
-    losses_table,
-    warnings_table,
-)
+from .tcp_tables import events_table, losses_table, record_tables, warnings_table
 from .tls_tables import TLS_HANDSHAKES, TLS_RECORDS, TlsTablesBuilder
 from .ws_tables import WS_TABLES, WsTablesBuilder
 
@@ -233,13 +227,16 @@ def registered(source: TableSource) -> Iterator[TableSource]:
 
 
 def _tcp(ctx: BuildContext) -> Built:
+    """(connections and tcp_handshakes drop the tracker's records as they are built, but for
+    those the icmp source's path_mtu reads after: icmp_tables.path_mtu_needs)"""
     t = ctx.tracker
-    return Built(frames=lambda: {
-        "connections": connections_table(t),
-        "tcp_handshakes": handshakes_table(t),
-        "tcp_events": events_table(t),
-        "tcp_losses": losses_table(t),
-    }, drain=t)
+
+    def frames() -> dict[str, pd.DataFrame]:
+        conns, handshakes = record_tables(t, keep=lambda c: path_mtu_needs(c, t))
+        return {"connections": conns, "tcp_handshakes": handshakes,
+                "tcp_events": events_table(t), "tcp_losses": losses_table(t)}
+
+    return Built(frames=frames, drain=t)
 
 
 def _tls(ctx: BuildContext) -> Built:

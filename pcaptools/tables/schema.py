@@ -96,6 +96,15 @@ class TableSchema:
                 out[col.name] = _cast(list(map(itemgetter(i), rows)), col)
         return pd.DataFrame(out, columns=names, copy=False)
 
+    def frame_in_chunks(self, chunks: Iterable[list[Sequence[Any]]]) -> pd.DataFrame:
+        """:meth:`frame` of the rows of ``chunks`` (lists of row tuples, in order), cast one
+        chunk at a time (:class:`ChunkedFrame`): only one chunk's row tuples exist at once.
+        Same columns, dtypes and values as :meth:`frame` of all the rows."""
+        out = ChunkedFrame(self)
+        for rows in chunks:
+            out.add(rows)
+        return out.frame()
+
     def check(self, df: pd.DataFrame) -> None:
         """Raise AssertionError if ``df`` does not have exactly this schema's columns and dtypes."""
         assert list(df.columns) == self.names, f"{self.name}: columns {list(df.columns)} != {self.names}"
@@ -125,6 +134,56 @@ class TableSchema:
                 doc += f" (credentials redacted unless `show_secrets`: `{c.secret}`)"
             lines.append(f"| `{c.name}` | {c.dtype} | {c.unit or ''} | {doc} |")
         return "\n".join(lines) + "\n"
+
+
+class ChunkedFrame:
+    """One table built from chunks of row tuples, each chunk's columns cast as it is added:
+    for a table of one row per connection (millions in a port scan), the row tuples are most
+    of what building it costs, and only one chunk of them exists at once. The columns are
+    joined by :meth:`frame`, one at a time; ``category`` columns keep their values (shared
+    objects, a pointer a row) and are cast once there, so their categories are those of
+    :meth:`TableSchema.frame`. The result has the columns, dtypes and values that
+    :meth:`TableSchema.frame` gives for all the rows."""
+
+    __slots__ = ("parts", "schema")
+
+    def __init__(self, schema: TableSchema) -> None:
+        self.schema = schema
+        self.parts: list[list[Any]] = [[] for _ in schema.columns]
+
+    def add(self, rows: list[Sequence[Any]]) -> None:
+        """Cast the next rows (in column order; raises ValueError as :meth:`TableSchema.frame`
+        does for a row of the wrong length)."""
+        cols = self.schema.columns
+        if not rows:
+            return
+        if len(rows[0]) != len(cols):
+            raise ValueError(f"{self.schema.name}: row has {len(rows[0])} values, schema has "
+                             f"{len(cols)}")
+        for i, col in enumerate(cols):
+            values = list(map(itemgetter(i), rows))
+            if col.dtype == "category":
+                self.parts[i] += values
+            else:
+                self.parts[i].append(_cast(values, col))
+
+    def frame(self) -> pd.DataFrame:
+        """The table of every row added (the parts are released as they are joined)."""
+        out: dict[str, Any] = {}
+        for i, col in enumerate(self.schema.columns):
+            got = self.parts[i]
+            self.parts[i] = []
+            if col.dtype == "category":
+                out[col.name] = _cast(got, col)
+            elif len(got) == 1:
+                out[col.name] = got[0]
+            elif not got:
+                out[col.name] = _cast([], col)
+            else:
+                joined = pd.concat([pd.Series(a, copy=False) for a in got], ignore_index=True)
+                out[col.name] = joined.array if isinstance(joined.dtype, pd.api.extensions.ExtensionDtype) \
+                    else joined.to_numpy()
+        return pd.DataFrame(out, columns=self.schema.names, copy=False)
 
 
 # ------------------------------------------------------------------ streaming hook

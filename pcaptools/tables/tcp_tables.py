@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -9,15 +10,47 @@ import pandas as pd
 
 from .._columns import CodeColumn, nullable
 from ..diagnostics import Diagnostics
-from ..tcp.tracker import Connection, TcpTracker, addr_text
+from ..tcp.tracker import NO_LOSS, Connection, TcpTracker, addr_text
 from .foundation import CONNECTIONS, TCP_EVENTS, TCP_HANDSHAKES, TCP_LOSSES, WARNINGS
+from .schema import ChunkedFrame
+
+
+CHUNK_ROWS = 16384
+"""connections cast into table columns at a time (:meth:`TableSchema.frame_in_chunks`)"""
 
 
 def connections_table(tracker: TcpTracker) -> pd.DataFrame:
+    conns = tracker.connections
+    return CONNECTIONS.frame_in_chunks(
+        _connection_rows(conns[i:i + CHUNK_ROWS]) for i in range(0, len(conns), CHUNK_ROWS))
+
+
+def record_tables(tracker: TcpTracker,
+                  keep: Callable[[Connection], bool]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``connections`` and ``tcp_handshakes`` (what :func:`connections_table` and
+    :func:`handshakes_table` give) in one pass, :data:`CHUNK_ROWS` connections at a time,
+    each connection's record dropped from ``tracker.connections`` (left None) once its rows
+    are made unless ``keep(conn)``: the records give way to the tables as they are built,
+    so the two are not held whole at once. For the pipeline's last use of the records."""
+    conns: list[Any] = tracker.connections
+    cf, hf = ChunkedFrame(CONNECTIONS), ChunkedFrame(TCP_HANDSHAKES)
+    for start in range(0, len(conns), CHUNK_ROWS):
+        chunk = conns[start:start + CHUNK_ROWS]
+        cf.add(_connection_rows(chunk))
+        hf.add(_handshake_rows(chunk))
+        for i, conn in enumerate(chunk, start):
+            if not keep(conn):
+                conns[i] = None
+        del chunk, conn
+    return cf.frame(), hf.frame()
+
+
+def _connection_rows(conns: list[Connection]) -> list[tuple[object, ...]]:
     rows = []
-    for conn in tracker.connections:
+    for conn in conns:
         c = conn.conv
-        fin_c, fin_s = conn.fin_frame
+        fin = conn.fin or _NO_FIN
+        fin_c, fin_s = fin[0], fin[1]
         # an RST after both FINs (a late reset of a closed connection) does not change the ending
         rst_after_close = (conn.rst_frame is not None and fin_c is not None and fin_s is not None
                            and max(fin_c, fin_s) < conn.rst_frame)
@@ -30,15 +63,15 @@ def connections_table(tracker: TcpTracker) -> pd.DataFrame:
         elif fin_c is not None and fin_s is not None:
             end_reason = "fin"
             if fin_c > fin_s:
-                end_by, end_frame, end_ts = "client", fin_c, conn.fin_ts[0]
+                end_by, end_frame, end_ts = "client", fin_c, fin[2]
             else:
-                end_by, end_frame, end_ts = "server", fin_s, conn.fin_ts[1]
+                end_by, end_frame, end_ts = "server", fin_s, fin[3]
         elif fin_c is not None or fin_s is not None:
             end_reason = "half_closed"
             if fin_c is not None:
-                end_by, end_frame, end_ts = "client", fin_c, conn.fin_ts[0]
+                end_by, end_frame, end_ts = "client", fin_c, fin[2]
             else:
-                end_by, end_frame, end_ts = "server", fin_s, conn.fin_ts[1]
+                end_by, end_frame, end_ts = "server", fin_s, fin[3]
         else:
             end_reason, end_by, end_frame, end_ts = "open_at_eof", None, None, None
         rows.append((
@@ -46,13 +79,16 @@ def connections_table(tracker: TcpTracker) -> pd.DataFrame:
             addr_text(c.server_addr), c.server_port, c.client_inferred,
             conn.first_frame, conn.last_frame, conn.first_ts, conn.last_ts,
             (conn.last_ts - conn.first_ts) / 1e6,
-            conn.packets[0], conn.packets[1], conn.payload_bytes[0], conn.payload_bytes[1],
-            conn.wire_bytes[0], conn.wire_bytes[1], conn.resent_bytes[0], conn.resent_bytes[1],
+            *conn.counts,  # packets, payload_bytes, wire_bytes, resent_bytes (client, server)
             conn.retransmissions, conn.history.conn_state(), conn.history.history,
             end_reason, end_by, end_frame, end_ts,
             *_timeline(conn),
         ))
-    return CONNECTIONS.frame(rows)
+    return rows
+
+
+_NO_FIN = (None, None, None, None)
+"""Connection.fin of a connection without FIN"""
 
 
 def _pos(v: int) -> int | None:
@@ -70,14 +106,15 @@ def _oldest_unacked(unacked: list[list[int]]) -> tuple[int | None, int | None]:
 def _timeline(conn: Connection) -> tuple[object, ...]:
     """The CONNECTIONS columns after end_ts, in schema order."""
     c, s = conn.side
-    lc, ls = conn.loss
+    lc, ls = conn.loss or NO_LOSS
+    fin = conn.fin or _NO_FIN
     cu = _oldest_unacked(conn.conv.c2s.unacked)
     su = _oldest_unacked(conn.conv.s2c.unacked)
     rst = conn.rst_frame is not None
     return (
         _pos(c.last_frame), c.last_ts if c.last_frame else None,
         _pos(s.last_frame), s.last_ts if s.last_frame else None,
-        conn.fin_frame[0], conn.fin_ts[0], conn.fin_frame[1], conn.fin_ts[1],
+        fin[0], fin[2], fin[1], fin[3],
         conn.rst_frame, conn.rst_ts,
         None if not rst else ("client" if conn.rst_by_client else "server"),
         conn.rst_ttl if rst and conn.rst_ttl >= 0 else None,
@@ -95,8 +132,8 @@ def _timeline(conn: Connection) -> tuple[object, ...]:
         c.handshake_bytes, s.handshake_bytes, c.teardown_bytes, s.teardown_bytes,
         c.pure_ack_packets, s.pure_ack_packets, c.pure_ack_bytes, s.pure_ack_bytes,
         c.max_seg, s.max_seg, c.max_acked, s.max_acked,
-        None if not conn.payload_bytes[0] else c.no_df_packets == 0,
-        None if not conn.payload_bytes[1] else s.no_df_packets == 0,
+        None if not conn.counts[2] else c.no_df_packets == 0,
+        None if not conn.counts[3] else s.no_df_packets == 0,
         conn.vantage(), lc.lost, ls.lost, lc.spurious, ls.spurious,
         lc.capture_drop_bytes, ls.capture_drop_bytes,
     )
@@ -115,8 +152,12 @@ def losses_table(tracker: TcpTracker) -> pd.DataFrame:
 
 
 def handshakes_table(tracker: TcpTracker) -> pd.DataFrame:
+    return TCP_HANDSHAKES.frame(_handshake_rows(tracker.connections))
+
+
+def _handshake_rows(conns: list[Connection]) -> list[tuple[object, ...]]:
     rows = []
-    for conn in tracker.connections:
+    for conn in conns:
         hs = conn.handshake
         if hs is None:
             continue
@@ -138,7 +179,7 @@ def handshakes_table(tracker: TcpTracker) -> pd.DataFrame:
             hs.client_sack_perm, hs.server_sack_perm, hs.client_timestamps, hs.server_timestamps,
             hs.tfo_cookie_request, hs.tfo_cookie_len, hs.syn_data_bytes,
         ))
-    return TCP_HANDSHAKES.frame(rows)
+    return rows
 
 
 def events_table(tracker: TcpTracker, *, take: bool = False) -> pd.DataFrame:

@@ -101,6 +101,9 @@ _H_ACK = 0x20
 _H_MULTI = 0x40
 _H_LIMIT = 0x80000000  # HIST_ANALYZER_LIMIT_REACHED: connection-wide, not per endpoint
 
+# where each logarithmic letter's [count, next threshold] sits in _Endpoint.scaled
+_CHK, _RXMT, _WIN0, _GAP = 0, 2, 4, 6
+
 _RSTOS0 = re.compile(r"\^?S[^HAFGIQ]*R.*")
 
 
@@ -108,16 +111,13 @@ class _Endpoint:
     """One side's Zeek endpoint state (TCP_Endpoint), reduced to what history and conn_state use."""
 
     __slots__ = (
-        "chk",
         "data_bytes",
-        "gap",
         "last_fin",
         "last_rst",
         "last_syn",
         "prev_state",
-        "rxmt",
+        "scaled",
         "state",
-        "win0",
     )
 
     def __init__(self) -> None:
@@ -127,11 +127,9 @@ class _Endpoint:
         self.last_syn: int | None = None
         self.last_fin: int | None = None
         self.last_rst: int | None = None
-        # [count, next threshold] for the logarithmic letters
-        self.chk = [0, 1]
-        self.rxmt = [0, 1]
-        self.win0 = [0, 1]
-        self.gap = [0, 1]
+        self.scaled: list[int] | None = None
+        """[count, next threshold] of each logarithmic letter (C, T, W, G: _CHK, _RXMT,
+        _WIN0, _GAP), made at the first of them (most connections never log one)"""
 
     def set_state(self, new: int) -> None:
         if new != self.state:
@@ -194,7 +192,7 @@ class ConnHistory:
         else:
             ep, peer, shift = self._resp, self._orig, 16
         if bad_checksum:
-            self._scaled(ep.chk, "C", from_client)
+            self._scaled(ep, _CHK, "C", from_client)
             return
         syn = flags & SYN != 0
         fin = flags & FIN != 0
@@ -246,11 +244,11 @@ class ConnHistory:
 
         # update_window(): zero windows are boring with or after a RST, or after the peer's FIN
         if zero_window and not rst and peer.state != CLOSED and ep.state != RESET:
-            self._scaled(ep.win0, "W", from_client)
+            self._scaled(ep, _WIN0, "W", from_client)
 
         # update_last_seq(): retransmitted payload, not trusted once this side has reset
         if retransmission and seg_len > 0 and ep.state != RESET:
-            self._scaled(ep.rxmt, "T", from_client)
+            self._scaled(ep, _RXMT, "T", from_client)
 
         if seg_len > 0 and not rst:
             ep.data_bytes += seg_len
@@ -288,7 +286,7 @@ class ConnHistory:
         """
         ep, peer = (self._orig, self._resp) if client_stream else (self._resp, self._orig)
         if ep.clean() and peer.clean():
-            self._scaled(ep.gap, "G", client_stream)
+            self._scaled(ep, _GAP, "G", client_stream)
 
     def analysis_limit(self) -> None:
         """A limit of the analysis was reached on this connection: Zeek's ``X`` (once, upper
@@ -365,12 +363,15 @@ class ConnHistory:
         self._add(code, from_client)
         return False
 
-    def _scaled(self, counter: list[int], code: str, from_client: bool) -> None:
+    def _scaled(self, ep: _Endpoint, i: int, code: str, from_client: bool) -> None:
         """Zeek's ScaledHistoryEntry: log at the 1st, 10th, 100th ... occurrence."""
-        counter[0] += 1
-        if counter[0] == counter[1]:
+        counter = ep.scaled
+        if counter is None:
+            counter = ep.scaled = [0, 1, 0, 1, 0, 1, 0, 1]
+        n = counter[i] = counter[i] + 1
+        if n == counter[i + 1]:
             self._add(code, from_client)
-            counter[1] *= 10
+            counter[i + 1] *= 10
 
     @staticmethod
     def _update_state(

@@ -111,6 +111,7 @@ class _Streams:
 
 
 _SFR = SYN | FIN | RST
+_SFRA = SYN | FIN | RST | ACK
 _WRAP = 1 << 32
 _HALF_WRAP = 1 << 31
 
@@ -212,26 +213,35 @@ class Connection:
     conv: TcpConversation
     first_frame: int
     first_ts: int
+    history: ConnHistory
+    side: tuple[DirStats, DirStats]
+    """(client, server): per-direction timeline and overhead counters"""
+    counts: list[int]
+    """[client, server] packets, then payload bytes, frame bytes and resent payload bytes
+    (one list, not four pairs: a connection costs its fields, and most connections are
+    short; read them as :attr:`packets`, :attr:`payload_bytes`, :attr:`wire_bytes`,
+    :attr:`resent_bytes`)"""
     last_frame: int = 0
     last_ts: int = 0
-    packets: list[int] = field(default_factory=lambda: [0, 0])
-    """[client, server]"""
-    payload_bytes: list[int] = field(default_factory=lambda: [0, 0])
-    wire_bytes: list[int] = field(default_factory=lambda: [0, 0])
-    resent_bytes: list[int] = field(default_factory=lambda: [0, 0])
     retransmissions: int = 0
-    fin_frame: list[int | None] = field(default_factory=lambda: [None, None])
-    fin_ts: list[int | None] = field(default_factory=lambda: [None, None])
+    fin: list[int | None] | None = None
+    """[client FIN frame, server FIN frame, client FIN ts, server FIN ts] of the first FIN
+    each way, made at the first FIN (None: no FIN yet; read as :attr:`fin_frame`,
+    :attr:`fin_ts`)"""
     rst_frame: int | None = None
     rst_ts: int | None = None
     rst_by_client: bool | None = None
-    history: ConnHistory = field(default_factory=ConnHistory)
     handshake: Handshake | None = None
     streams: _Streams | None = None
+    """reassembly and the observer, for a connection an observer parses (see ``follow``)"""
     follow: SeqFollower | None = None
-    """sequence-space follower of a connection no observer parses (content gaps, no payload)"""
-    side: tuple[DirStats, DirStats] = field(default_factory=lambda: (DirStats(), DirStats()))
-    """(client, server): per-direction timeline and overhead counters"""
+    """sequence-space follower of a connection no observer parses (content gaps, no payload).
+    Neither ``streams`` nor ``follow`` exists while the connection has sent nothing but
+    payload-less SYNs (a port scan or SYN flood: most connections never get further): they
+    are made at its first other segment (:meth:`TcpTracker._attach`), which replays the SYN"""
+    syn_pending: int = -1
+    """while neither ``streams`` nor ``follow`` exists: the payload-less SYN seen so far, as
+    ``rel_seq * 2 + direction`` (-1: none), replayed into them when they are made"""
     rst_ttl: int = -1
     rst_ip_id: int = -1
     idle_max_ns: int = 0
@@ -244,9 +254,41 @@ class Connection:
     idle_last_start_frame: int = 0
     idle_last_end_frame: int = 0
     idle_last_end_ts: int = 0
-    loss: tuple[LossDirection, LossDirection] = field(
-        default_factory=lambda: (LossDirection(), LossDirection()))
-    """(client, server): sequence-space state of the tcp_losses table"""
+    loss: tuple[LossDirection, LossDirection] | None = None
+    """(client, server): sequence-space state of the tcp_losses table, made at the first
+    payload or ACK (None before: :data:`NO_LOSS` holds its values)"""
+
+    @property
+    def packets(self) -> tuple[int, int]:
+        """(client, server) packets"""
+        c = self.counts
+        return c[0], c[1]
+
+    @property
+    def payload_bytes(self) -> tuple[int, int]:
+        c = self.counts
+        return c[2], c[3]
+
+    @property
+    def wire_bytes(self) -> tuple[int, int]:
+        c = self.counts
+        return c[4], c[5]
+
+    @property
+    def resent_bytes(self) -> tuple[int, int]:
+        c = self.counts
+        return c[6], c[7]
+
+    @property
+    def fin_frame(self) -> tuple[int | None, int | None]:
+        """(client, server) frame of the first FIN each way (None: none)"""
+        f = self.fin
+        return (None, None) if f is None else (f[0], f[1])
+
+    @property
+    def fin_ts(self) -> tuple[int | None, int | None]:
+        f = self.fin
+        return (None, None) if f is None else (f[2], f[3])
 
     def vantage(self) -> str:
         """Where the capture was taken for this connection (see :func:`.losses.vantage`)."""
@@ -254,6 +296,11 @@ class Connection:
         if hs is None:
             return "unknown"
         return vantage(hs.syn_ts, hs.synack_ts, hs.ack_ts)
+
+
+NO_LOSS = (LossDirection(), LossDirection())
+"""the tcp_losses state of a connection that sent no payload and no ACK (Connection.loss
+None): read only"""
 
 
 class EventColumns:
@@ -307,6 +354,8 @@ class TcpTracker:
         """rows of tcp_events, in typed column arrays (~60 bytes a row)"""
         self.losses = LossRecorder(diag)
         """rows of tcp_losses (segments resent, capture drops)"""
+        self.quoted_streams: set[int] = set()
+        """tcp_streams of the TCP headers :meth:`unanalysed` saw (quoted in ICMP errors)"""
 
     def segment(self, seg: TcpSegment) -> SegmentAnalysis:
         a = self.analyzer.feed(seg)
@@ -314,7 +363,8 @@ class TcpTracker:
         conns = self.connections
         conn = conns[stream] if stream < len(conns) else self._new_connection(a, seg)
         from_client = a.from_client
-        if a.conv.client_inferred and conn.packets[0] + conn.packets[1] == 0:
+        counts = conn.counts
+        if a.conv.client_inferred and counts[0] + counts[1] == 0:
             self.diag.add(
                 "tcp.capture_started_mid_stream",
                 "first packet of the connection is not a SYN; client/server roles inferred",
@@ -331,9 +381,9 @@ class TcpTracker:
             self._idle(conn, gap, seg)
         conn.last_frame = frame
         conn.last_ts = ts
-        conn.packets[d] += 1
-        conn.payload_bytes[d] += seg_len
-        conn.wire_bytes[d] += frame_len
+        counts[d] += 1
+        counts[2 + d] += seg_len
+        counts[4 + d] += frame_len
         sd = conn.side[d]
         if not flags & RST:
             sd.last_frame = frame
@@ -354,7 +404,7 @@ class TcpTracker:
         kinds = a.kinds
         resent = a.resent_bytes
         if resent:
-            conn.resent_bytes[d] += resent
+            counts[6 + d] += resent
         if flags & _SFR:
             self._control(conn, seg, a, d)
         else:
@@ -367,7 +417,7 @@ class TcpTracker:
                     sd.handshake_bytes += frame_len
             elif seg_len:
                 pass
-            elif conn.fin_frame[1 - d] is not None:
+            elif conn.fin is not None and conn.fin[1 - d] is not None:
                 sd.teardown_bytes += frame_len
             else:
                 sd.pure_ack_packets += 1
@@ -392,8 +442,12 @@ class TcpTracker:
                                 zero_window=seg.window == 0, seq=seg.seq)
         else:
             conn.history.plain(from_client, flags, seg_len)
+        loss = conn.loss
+        if loss is None and (seg_len or a.rel_ack is not None):
+            loss = conn.loss = (LossDirection(), LossDirection())
         if seg_len and not flags & RST:  # tcp_losses: in-order data only moves the highest byte seen
-            ld = conn.loss[d]
+            assert loss is not None
+            ld = loss[d]
             h = ld.hi
             if h >= 0 and not (a.rel_seq - h) & _M32 and not flags & SYN:
                 ld.hi = h + seg_len
@@ -401,7 +455,8 @@ class TcpTracker:
                 self._loss_data(conn, ld, seg, a, d)
         ra = a.rel_ack
         if ra is not None:  # the ACK of the other direction's data (tcp_losses)
-            lp = conn.loss[1 - d]
+            assert loss is not None
+            lp = loss[1 - d]
             if ra != lp.ack_last:
                 lp.ack_last = ra
                 lp.same_acks = 0
@@ -417,7 +472,56 @@ class TcpTracker:
             self._bytes(conn, st, seg, a, d)
         elif conn.follow is not None:
             self._follow(conn, conn.follow, seg, a, d)
+        elif flags & _SFRA == SYN and not seg_len and conn.syn_pending < 0 and a.rel_seq >= 0:
+            conn.syn_pending = a.rel_seq * 2 + d  # (a SYN alone: nothing to reassemble yet)
+        else:
+            self._attach(conn)
+            st = conn.streams
+            if st is not None:
+                self._bytes(conn, st, seg, a, d)
+            elif conn.follow is not None:
+                self._follow(conn, conn.follow, seg, a, d)
         return a
+
+    def _attach(self, conn: Connection) -> None:
+        """Make the byte-stream state of a connection at its first segment that is not a
+        payload-less SYN: the observer and reassemblers, or the follower (as
+        :meth:`_new_connection` would have made them), then replay the SYN seen before (a
+        payload-less SYN only sets where the direction's stream starts; its ``ts`` and
+        ``frame`` are not used). A connection that never gets here is skipped at
+        :meth:`finish`: a reassembler of nothing but SYNs has nothing to flush, and an
+        observer fed no chunk and no gap reports nothing on ``close``/``finish``."""
+        c = conn.conv
+        tcp_stream = c.tcp_stream
+        if self.observer_factory is not None:
+            obs = self.observer_factory(tcp_stream, c.client_inferred)
+            if obs is not None:
+                obs = _Guarded(obs, self.diag, tcp_stream)
+                mb = self.max_buffer_bytes
+                conn.streams = _Streams(obs, (Reassembler(Direction.CLIENT_TO_SERVER, max_buffer_bytes=mb),
+                                              Reassembler(Direction.SERVER_TO_CLIENT, max_buffer_bytes=mb)))
+        if conn.streams is None:
+            self._start_following(conn, None)
+        p = conn.syn_pending
+        if p < 0:
+            return
+        conn.syn_pending = -1
+        d, rel_seq = p & 1, p >> 1
+        st = conn.streams
+        if st is not None:  # _bytes() of the SYN
+            seq = st.seq_hi[d] = _unwrap(st.seq_hi[d], rel_seq)
+            st.reasm[d].segment(seq, b"", 0, 0, syn=True, fin=False, seg_len=0)
+            if not st.observer.wants_bytes:
+                conn.streams = None
+                self._start_following(conn, st)
+        else:  # _follow() of the SYN
+            f = conn.follow
+            assert f is not None
+            hi = f.hi
+            seq = hi[d] = _unwrap(hi[d], rel_seq)
+            out: list[Gap] = []
+            f.segment(d, seq, 0, 0, True, False, out)
+            assert not out  # (a payload-less SYN finds no gap)
 
     def _follow(self, conn: Connection, f: SeqFollower, seg: TcpSegment, a: SegmentAnalysis,
                 d: int) -> None:
@@ -581,11 +685,16 @@ class TcpTracker:
                 emit(obs.gap(it.direction, it.offset, it.nbytes, it.ts_ns, it.frame))
 
     def finish(self, ts_ns: int, frame: int) -> None:
-        """End of capture: flush every byte stream and let the observers report what is open."""
+        """End of capture: flush every byte stream and let the observers report what is open.
+        The analyzer's address-pair index goes (no segment comes after the end; each record
+        keeps its conversation for the tables)."""
+        self.analyzer = TcpAnalyzer(self.diag)
         for conn in self.connections:
-            for x in (0, 1):
-                if conn.loss[x].holes:
-                    self.losses.finish(conn.loss[x], conn.conv.tcp_stream, x)
+            loss = conn.loss
+            if loss is not None:
+                for x in (0, 1):
+                    if loss[x].holes:
+                        self.losses.finish(loss[x], conn.conv.tcp_stream, x)
             st = conn.streams
             if st is None:
                 if conn.follow is not None:
@@ -605,30 +714,32 @@ class TcpTracker:
             self.emit(st.observer.finish(ts_ns, frame))
             conn.streams = None
 
+    def release(self) -> None:
+        """After the tables are built (:func:`pcaptools.pipeline.run`): drop the per-connection
+        records and the analyzer's conversations, so that what follows (coverage, redaction,
+        the report) does not hold them as well as the tables made of them. The rows of
+        ``tcp_events`` and ``tcp_losses`` stay (a streaming export drains them)."""
+        self.connections = []
+        self.analyzer = TcpAnalyzer(self.diag)
+
     def unanalysed(self, seg: TcpSegment, captured: int) -> SegmentAnalysis | None:
         """A TCP header that is not a segment of its own (quoted in an ICMP error, or cut short):
         tshark gives its frame the connection's tcp.stream without analysing it. Returns the
         analysis (for the stream number) or None; the connection's counters are not touched."""
         a = self.analyzer.feed_unanalysed(seg, captured)
-        if a is not None and a.tcp_stream >= len(self.connections):
-            self._new_connection(a, seg)
+        if a is not None:
+            self.quoted_streams.add(a.tcp_stream)
+            if a.tcp_stream >= len(self.connections):
+                self._new_connection(a, seg)
         return a
 
     def _new_connection(self, a: SegmentAnalysis, seg: TcpSegment) -> Connection:
         # streams are numbered in order of appearance, so the new one is always the next index
-        conn = Connection(conv=a.conv, first_frame=seg.frame, first_ts=seg.ts_ns,
+        conn = Connection(a.conv, seg.frame, seg.ts_ns,
+                          ConnHistory(client_inferred=a.conv.client_inferred),
+                          (DirStats(), DirStats()), [0, 0, 0, 0, 0, 0, 0, 0],
                           last_frame=seg.frame, last_ts=seg.ts_ns)
-        conn.history = ConnHistory(client_inferred=a.conv.client_inferred)
-        self.connections.append(conn)
-        if self.observer_factory is not None:
-            obs = self.observer_factory(a.tcp_stream, a.conv.client_inferred)
-            if obs is not None:
-                obs = _Guarded(obs, self.diag, a.tcp_stream)
-                mb = self.max_buffer_bytes
-                conn.streams = _Streams(obs, (Reassembler(Direction.CLIENT_TO_SERVER, max_buffer_bytes=mb),
-                                              Reassembler(Direction.SERVER_TO_CLIENT, max_buffer_bytes=mb)))
-        if conn.streams is None:
-            self._start_following(conn, None)
+        self.connections.append(conn)  # (its byte-stream state: _attach(), when needed)
         return conn
 
     @staticmethod
@@ -738,9 +849,13 @@ class TcpTracker:
                         hs.tfo_cookie_len = len(opts.tfo)
         else:  # FIN or RST
             conn.side[d].teardown_bytes += seg.frame_len - seg.seg_len
-        if flags & FIN and conn.fin_frame[d] is None:
-            conn.fin_frame[d] = seg.frame
-            conn.fin_ts[d] = seg.ts_ns
+        if flags & FIN:
+            fin = conn.fin
+            if fin is None:
+                fin = conn.fin = [None, None, None, None]
+            if fin[d] is None:
+                fin[d] = seg.frame
+                fin[2 + d] = seg.ts_ns
         if flags & RST and conn.rst_frame is None:
             conn.rst_frame, conn.rst_ts, conn.rst_by_client = seg.frame, seg.ts_ns, d == 0
             conn.rst_ttl, conn.rst_ip_id = seg.ttl, seg.ip_id

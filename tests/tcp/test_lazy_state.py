@@ -1,0 +1,143 @@
+"""Per-connection state made when needed (issue #18) gives exactly what state made up front gives.
+
+``TcpTracker`` makes a connection's reassembly and observer (or its sequence follower) at its
+first segment that is not a payload-less SYN, replaying that SYN (:meth:`TcpTracker._attach`),
+so the connections of a port scan or SYN flood never get them. Here every input goes through
+the tracker as it is and through one that attaches at the connection's first segment (what
+it did before): the observers must see the same calls, except the ``close``/``finish`` of
+connections that never got past a SYN (nothing was fed to them, and they report nothing), and
+the connections, handshakes and events tables and the Diagnostics rows must be identical.
+Inputs: captures/, the public corpus, the tshark-comparison scenarios and seeded simulations,
+and a scan-like capture (SYN-only connections, a retransmitted SYN answered later, a refused
+SYN, a SYN followed by data, with and without an observer factory).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pcaptools.diagnostics import Diagnostics
+from pcaptools.tables.tcp_tables import connections_table, events_table, handshakes_table
+from pcaptools.tcp.tracker import Connection, TcpTracker
+from tests.conftest import corpus_files, shipped_captures
+from tests.tcp._compare import tcp_items
+from tests.tcp._pcapgen import ACK, FIN, PSH, RST, SYN, Pkt, simulate, wscale_opt, write_pcap
+from tests.tcp._scenarios import SCENARIOS
+from tests.tcp.test_fast_paths import _Recorder
+
+
+def _scan() -> list[Pkt]:
+    """SYN-only connections around four that go further."""
+    out: list[Pkt] = []
+    t = 1_000_000_000
+    for i in range(20):
+        out.append(Pkt(t + i * 1000, True, SYN, 1000 + i, opts=wscale_opt(7), cport=50000 + i))
+    t += 100_000
+    # a SYN sent twice, answered, then data both ways and FINs
+    out += [
+        Pkt(t, True, SYN, 7000, opts=wscale_opt(7), cport=41000),
+        Pkt(t + 1_000_000, True, SYN, 7000, opts=wscale_opt(7), cport=41000),
+        Pkt(t + 2_000_000, False, SYN | ACK, 9000, 7001, opts=wscale_opt(7), cport=41000),
+        Pkt(t + 3_000_000, True, ACK, 7001, 9001, cport=41000),
+        Pkt(t + 4_000_000, True, PSH | ACK, 7001, 9001, plen=100, cport=41000),
+        Pkt(t + 5_000_000, False, PSH | ACK, 9001, 7101, plen=300, cport=41000),
+        Pkt(t + 6_000_000, True, FIN | ACK, 7101, 9301, cport=41000),
+        Pkt(t + 7_000_000, False, FIN | ACK, 9301, 7102, cport=41000),
+        Pkt(t + 8_000_000, True, ACK, 7102, 9302, cport=41000),
+    ]
+    # refused: SYN, RST-ACK
+    out += [Pkt(t + 9_000_000, True, SYN, 5, cport=42000),
+            Pkt(t + 9_100_000, False, RST | ACK, 0, 6, cport=42000)]
+    # a SYN, then data with no handshake seen (the ACK reveals bytes never captured)
+    out += [Pkt(t + 10_000_000, True, SYN, 100, cport=43000),
+            Pkt(t + 11_000_000, True, PSH | ACK, 101, 777, plen=50, cport=43000),
+            Pkt(t + 12_000_000, False, ACK, 777, 251, cport=43000)]
+    # a SYN with a new ISN on the port of a SYN-only connection (port reuse), then its SYN-ACK
+    out += [Pkt(t + 13_000_000, True, SYN, 100_000, cport=50003),
+            Pkt(t + 13_100_000, False, SYN | ACK, 3, 100_001, cport=50003)]
+    for i in range(20, 25):
+        out.append(Pkt(t + 14_000_000 + i, True, SYN, 2000 + i, cport=50000 + i))
+    return out
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    d = tmp_path_factory.mktemp("lazy_state")
+    paths = [write_pcap(d / "scan.pcap", _scan()), *shipped_captures(), *corpus_files()]
+    for name, build in SCENARIOS.items():
+        paths.append(write_pcap(d / f"scenario_{name}.pcap", build()))
+    for seed in range(8):
+        paths.append(write_pcap(d / f"sim_{seed:03d}.pcap",
+                                simulate(seed, n_conns=2 + seed % 4, n_data=40 + seed % 80)))
+    return paths
+
+
+def _run(path: Path, eager: bool, observe: bool,
+         monkeypatch: pytest.MonkeyPatch) -> tuple[list[object], list[pd.DataFrame], list[object], int]:
+    log: list[object] = []
+    with monkeypatch.context() as m:
+        if eager:
+            new = TcpTracker._new_connection
+
+            def eager_new(self: TcpTracker, a: object, seg: object) -> Connection:
+                conn = new(self, a, seg)  # type: ignore[arg-type]
+                self._attach(conn)
+                return conn
+
+            m.setattr(TcpTracker, "_new_connection", eager_new)
+        diag = Diagnostics()
+        tracker = TcpTracker(diag, observer_factory=(lambda s, _mid: _Recorder(log, s))
+                             if observe else None)
+        last = 0
+        for seg, captured in tcp_items(path):
+            last = seg.frame
+            if captured is None:
+                tracker.segment(seg)
+            else:
+                tracker.unanalysed(seg, captured)
+        never = sum(1 for c in tracker.connections if c.streams is None and c.follow is None)
+        tracker.finish(0, last)
+        tables = [connections_table(tracker), handshakes_table(tracker), events_table(tracker)]
+    return log, tables, [(r.code, r.frame, r.detail) for r in diag.rows], never
+
+
+@pytest.mark.parametrize("observe", [True, False], ids=["observer", "no_observer"])
+def test_lazy_state_is_exact(inputs: list[Path], observe: bool,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    skipped = 0
+    for path in inputs:
+        log, tables, rows, never = _run(path, False, observe, monkeypatch)
+        want_log, want_tables, want_rows, none_eager = _run(path, True, observe, monkeypatch)
+        assert none_eager == 0, path.name
+        seen = {x[0] for x in log}  # type: ignore[index]
+        quiet = [x for x in want_log if x[0] not in seen]  # type: ignore[index]
+        assert all(x[1] in ("close", "finish") for x in quiet), path.name  # type: ignore[index]
+        assert log == [x for x in want_log if x[0] in seen], path.name  # type: ignore[index]
+        for got, want in zip(tables, want_tables, strict=True):
+            pd.testing.assert_frame_equal(got, want, check_exact=True, obj=path.name)
+        assert rows == want_rows, path.name
+        skipped += never
+    assert skipped >= 25  # the scan's SYN-only connections never got byte-stream state
+
+
+def test_a_syn_flood_makes_no_stream_state(tmp_path: Path) -> None:
+    made: list[int] = []
+    log: list[object] = []
+
+    def factory(stream: int, _mid: bool) -> _Recorder:
+        made.append(stream)
+        return _Recorder(log, stream)
+
+    tracker = TcpTracker(Diagnostics(), observer_factory=factory)
+    path = write_pcap(tmp_path / "scan.pcap", _scan())
+    for seg, _ in tcp_items(path):
+        tracker.segment(seg)
+    # 20: SYN twice, handshake, data; 21: refused; 22: data; 23: a new ISN on the port of
+    # SYN-only stream 3 (a new stream, as in tshark), answered
+    assert made == [20, 21, 22, 23]
+    assert [c.loss is not None for c in tracker.connections].count(True) == 4
+    tracker.finish(0, 0)
+    assert {x[0] for x in log} == {20, 21, 22, 23}  # type: ignore[index]
