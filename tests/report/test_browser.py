@@ -462,6 +462,9 @@ MIN_WIDTH_JS = """((sel) => {
         # ../shared/corpus, keys in the pcapng: HTTP/2 and HTTP/3 to cloudflare-quic.com, whose
         # host name tipped the requests table over (1,348 px in 1,327)
         ("chrome-cloudflare-quic-with-secrets.pcapng", "http"),
+        # ../shared/corpus: IPv6 endpoints, whose TCP connections table needed 1,337 px in
+        # 1,327 with client and server in columns of their own
+        ("raw_ip.pcap", "connections"),
     ],
 )
 def test_reports_fit_the_window(
@@ -505,6 +508,21 @@ def test_reports_fit_the_window(
         # with room to spare: the host names that tipped the old table over need no more
         width, box = page.evaluate(f"{MIN_WIDTH_JS}('#http .table-wrap')")
         assert width <= box - 200, f"{width} px at its narrowest in a {box} px box"
+    if section == "connections":
+        conns = cap.connections.sort_values("tcp_stream")
+        rows = page.evaluate(
+            "[...document.querySelectorAll('#connections .table-wrap')[0]"
+            ".querySelectorAll('tbody tr')].map(tr => [...tr.cells].map(td => td.innerText))"
+        )
+        assert 0 < len(rows) == len(conns)
+        for row, (_, r) in zip(rows, conns.iterrows(), strict=True):
+            # client over server in one cell; the filter beside the stream number
+            assert len(row) == 10 and row[1] == f"tcp.stream eq {int(r['tcp_stream'])}"
+            client, server = row[2].split("\n")
+            assert client.split(" ")[0].endswith(f":{int(r['client_port'])}")
+            assert server.endswith(f":{int(r['server_port'])}")
+        width, box = page.evaluate(f"{MIN_WIDTH_JS}('#connections .table-wrap')")
+        assert width <= box, f"{width} px at its narrowest in a {box} px box"
 
 
 def test_quic_table_pages_keep_their_lines(browser: Browser, tmp_path: Path) -> None:
