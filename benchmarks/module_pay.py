@@ -6,10 +6,11 @@ the modules that pay").
                                     [--out results.json]
 
 Needs a build of the modules to weigh: ``scripts/build_accel.py --candidates`` builds every
-module of ``pcaptools._accel.CANDIDATES`` (``scripts/setup.sh`` later rebuilds ``MODULES``). Each measured run
-is a fresh child process that imports pcaptools and times ``pcaptools.load(CAPTURE, keylog=KEYS)``
-(every table) ``--inner`` times with ``time.process_time()`` around each call, so imports and
-interpreter start are out of it; the fastest of them counts (on a shared machine the least
+module of ``pcaptools._accel.CANDIDATES`` (``scripts/setup.sh`` later rebuilds ``MODULES``).
+Each measured run is a fresh child process that imports pcaptools and times
+``pcaptools.load(CAPTURE, keylog=KEYS)`` (every table) ``--inner`` times with
+``time.process_time()`` around each call, so imports and interpreter start are out of it;
+the fastest of them counts (on a shared machine the least
 disturbed one). Which modules run compiled is chosen by rewriting the build's
 ``_compiled/manifest.json`` with a subset of its ``sources`` (pcaptools loads a compiled module
 only when the manifest names it); the original manifest is put back at the end, also on an
@@ -87,10 +88,23 @@ def _run(cap: Path, keys: Path, pure: bool, inner: int, cpu: int | None = None
     if pure:
         env["PCAPTOOLS_PURE"] = "1"
     pin = [] if cpu is None else ["taskset", "-c", str(cpu)]
-    out = subprocess.run(pin + [sys.executable, "-c", CHILD, str(cap), str(keys), str(inner)],
+    out = subprocess.run([*pin, sys.executable, "-c", CHILD, str(cap), str(keys), str(inner)],
                          env=env,
                          capture_output=True, text=True, check=True, timeout=1800).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def _configured_run(cap: Path, keys: Path, manifest: dict[str, Any], name: str,
+                    subset: list[str] | None, inner: int, cpu: int | None) -> dict[str, Any]:
+    """One child's loads with the build narrowed to ``subset`` (the manifest rewritten with
+    only those sources; ``None``: pure Python), checked to have run exactly that subset."""
+    if subset is not None:
+        sub = dict(manifest, sources={m: manifest["sources"][m] for m in subset})
+        MANIFEST.write_text(json.dumps(sub, indent=1) + "\n", encoding="utf-8")
+    res = _run(cap, keys, pure=subset is None, inner=inner, cpu=cpu)
+    if subset is not None and res["compiled"] != sorted(subset):
+        raise SystemExit(f"{name}: compiled {res['compiled']}, expected {subset}")
+    return res
 
 
 def group_of(module: str) -> str:
@@ -129,12 +143,7 @@ def measure(cap: Path, keys: Path, repeats: int, inner: int, log: Any = print,
     try:
         for r in range(repeats):
             for name, subset in configs:
-                if subset is not None:
-                    sub = dict(manifest, sources={m: manifest["sources"][m] for m in subset})
-                    MANIFEST.write_text(json.dumps(sub, indent=1) + "\n", encoding="utf-8")
-                res = _run(cap, keys, pure=subset is None, inner=inner, cpu=cpu)
-                if subset is not None and res["compiled"] != sorted(subset):
-                    raise SystemExit(f"{name}: compiled {res['compiled']}, expected {subset}")
+                res = _configured_run(cap, keys, manifest, name, subset, inner, cpu)
                 # the fastest of the loads in one process: the one least disturbed by others
                 times[name].append(min(res["cpu_s"]))
                 log(f"module_pay: {name}: {' '.join(f'{x:.3f}' for x in res['cpu_s'])} "
@@ -204,12 +213,7 @@ def measure_sets(cap: Path, keys: Path, names: list[str], repeats: int, inner: i
         for r in range(repeats):
             for name in names:
                 subset = subsets[name]
-                if subset is not None:
-                    sub = dict(manifest, sources={m: manifest["sources"][m] for m in subset})
-                    MANIFEST.write_text(json.dumps(sub, indent=1) + "\n", encoding="utf-8")
-                res = _run(cap, keys, pure=subset is None, inner=inner, cpu=cpu)
-                if subset is not None and res["compiled"] != sorted(subset):
-                    raise SystemExit(f"{name}: compiled {res['compiled']}, expected {subset}")
+                res = _configured_run(cap, keys, manifest, name, subset, inner, cpu)
                 times[name].append(min(res["cpu_s"]))
                 log(f"module_pay: {name}: {min(res['cpu_s']):.3f} "
                     f"(load {os.getloadavg()[0]:.2f})")

@@ -1,4 +1,5 @@
-"""Peak memory and time of ``load()``, ``pcap-report`` and tshark on a capture of one-SYN connections.
+"""Peak memory and time of ``load()``, ``pcap-report`` and tshark on a capture of one-SYN
+connections.
 
     python benchmarks/synflood.py /work/bench/syn100k.pcap --connections 100000
     python benchmarks/synflood_mem.py /work/bench/syn100k.pcap [--tree DIR] [--modes ...]

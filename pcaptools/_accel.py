@@ -48,7 +48,8 @@ MODULES: tuple[str, ...] = (
 #: ``scripts/build_accel.py --candidates`` builds them all, so that ``benchmarks/module_pay.py``
 #: can weigh each again (a build of more than ``MODULES`` is stale to ``--if-stale``, so setup
 #: brings it back to ``MODULES``).
-CANDIDATES: tuple[str, ...] = MODULES + (
+CANDIDATES: tuple[str, ...] = (
+    *MODULES,
     "pcaptools.io.pcap",
     "pcaptools.io.pcapng",
     "pcaptools.tables.http_tables",

@@ -96,7 +96,7 @@ class TableSchema:
                 out[col.name] = _cast(list(map(itemgetter(i), rows)), col)
         return pd.DataFrame(out, columns=names, copy=False)
 
-    def frame_in_chunks(self, chunks: Iterable[list[Sequence[Any]]]) -> pd.DataFrame:
+    def frame_in_chunks(self, chunks: Iterable[Sequence[Sequence[Any]]]) -> pd.DataFrame:
         """:meth:`frame` of the rows of ``chunks`` (lists of row tuples, in order), cast one
         chunk at a time (:class:`ChunkedFrame`): only one chunk's row tuples exist at once.
         Same columns, dtypes and values as :meth:`frame` of all the rows."""
@@ -151,7 +151,7 @@ class ChunkedFrame:
         self.schema = schema
         self.parts: list[list[Any]] = [[] for _ in schema.columns]
 
-    def add(self, rows: list[Sequence[Any]]) -> None:
+    def add(self, rows: Sequence[Sequence[Any]]) -> None:
         """Cast the next rows (in column order; raises ValueError as :meth:`TableSchema.frame`
         does for a row of the wrong length)."""
         cols = self.schema.columns
@@ -181,8 +181,8 @@ class ChunkedFrame:
                 out[col.name] = _cast([], col)
             else:
                 joined = pd.concat([pd.Series(a, copy=False) for a in got], ignore_index=True)
-                out[col.name] = joined.array if isinstance(joined.dtype, pd.api.extensions.ExtensionDtype) \
-                    else joined.to_numpy()
+                ext = isinstance(joined.dtype, pd.api.extensions.ExtensionDtype)
+                out[col.name] = joined.array if ext else joined.to_numpy()
         return pd.DataFrame(out, columns=self.schema.names, copy=False)
 
 

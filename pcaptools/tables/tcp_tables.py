@@ -14,7 +14,6 @@ from ..tcp.tracker import NO_LOSS, Connection, TcpTracker, addr_text
 from .foundation import CONNECTIONS, TCP_EVENTS, TCP_HANDSHAKES, TCP_LOSSES, WARNINGS
 from .schema import ChunkedFrame
 
-
 CHUNK_ROWS = 16384
 """connections cast into table columns at a time (:meth:`TableSchema.frame_in_chunks`)"""
 
@@ -156,7 +155,7 @@ def handshakes_table(tracker: TcpTracker) -> pd.DataFrame:
 
 
 def _handshake_rows(conns: list[Connection]) -> list[tuple[object, ...]]:
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for conn in conns:
         hs = conn.handshake
         if hs is None:
@@ -171,8 +170,8 @@ def _handshake_rows(conns: list[Connection]) -> list[tuple[object, ...]]:
             result = "established"
         irtt = conn.conv.irtt_ns
         rows.append((
-            conn.conv.tcp_stream, hs.syn_frame, hs.syn_ts, hs.syn_count, hs.synack_frame, hs.synack_ts,
-            hs.synack_count, hs.ack_frame, hs.ack_ts,
+            conn.conv.tcp_stream, hs.syn_frame, hs.syn_ts, hs.syn_count, hs.synack_frame,
+            hs.synack_ts, hs.synack_count, hs.ack_frame, hs.ack_ts,
             None if irtt is None else irtt / 1e6,
             None if hs.syn_ts is None or hs.synack_ts is None else (hs.synack_ts - hs.syn_ts) / 1e6,
             result, hs.client_mss, hs.server_mss, hs.client_wscale, hs.server_wscale,

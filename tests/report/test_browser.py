@@ -475,10 +475,7 @@ def test_reports_fit_the_window(
     to 1,526 px at their narrowest on the shipped and corpus captures) fit, as every other
     section does; every QUIC connection's and every request's row and Wireshark filter is on
     the page and in view."""
-    if (CORPUS / name).is_file():
-        cap = pcaptools.load(CORPUS / name)
-    else:
-        cap = _load(name)
+    cap = pcaptools.load(CORPUS / name) if (CORPUS / name).is_file() else _load(name)
     html = render_report(cap)
     page = browser.new_page()
     page.open(_write(tmp_path, name, html))

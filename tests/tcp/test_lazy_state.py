@@ -24,7 +24,7 @@ from pcaptools.tables.tcp_tables import connections_table, events_table, handsha
 from pcaptools.tcp.tracker import Connection, TcpTracker
 from tests.conftest import corpus_files, shipped_captures
 from tests.tcp._compare import tcp_items
-from tests.tcp._pcapgen import ACK, FIN, PSH, RST, SYN, Pkt, simulate, wscale_opt, write_pcap
+from tests.tcp._pcapgen import ACK, FIN, PSH, RST, SYN, Pkt, simulate, write_pcap, wscale_opt
 from tests.tcp._scenarios import SCENARIOS
 from tests.tcp.test_fast_paths import _Recorder
 
@@ -76,7 +76,8 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 def _run(path: Path, eager: bool, observe: bool,
-         monkeypatch: pytest.MonkeyPatch) -> tuple[list[object], list[pd.DataFrame], list[object], int]:
+         monkeypatch: pytest.MonkeyPatch
+         ) -> tuple[list[object], list[pd.DataFrame], list[object], int]:
     log: list[object] = []
     with monkeypatch.context() as m:
         if eager:
