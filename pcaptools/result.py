@@ -220,13 +220,15 @@ class Capture:
                               client_pause_ms=client_pause_ms, stall_table=stall_table)
 
     def stalls(self, *, min_stall_ms: float = 100.0, cadence_factor: float = 3.0,
-               client_pause_ms: float | None = 500.0) -> pd.DataFrame:
+               client_pause_ms: float | None = 500.0,
+               verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
         """Every stall of a stream or connection with its cause and evidence frames:
-        :func:`pcaptools.analyses.slow.stalls`."""
+        :func:`pcaptools.analyses.slow.stalls` (``verdicts``: ``self.disconnects()`` if you
+        have it already)."""
         from .analyses.slow import stalls
 
         return stalls(self, min_stall_ms=min_stall_ms, cadence_factor=cadence_factor,
-                      client_pause_ms=client_pause_ms)
+                      client_pause_ms=client_pause_ms, verdicts=verdicts)
 
     def connection_series(self, tcp_stream: int | list[int] | None = None, *,
                           bin_ms: float | None = None) -> pd.DataFrame:

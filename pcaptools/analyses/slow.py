@@ -390,9 +390,12 @@ def stalls(
     min_stall_ms: float = MIN_STALL_MS,
     cadence_factor: float = CADENCE_FACTOR,
     client_pause_ms: float | None = CLIENT_PAUSE_MS,
+    verdicts: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per stall of ``cap`` (schema :data:`STALLS`), in time order; empty (with its
-    columns) when nothing stalled. ``min_stall_ms``: the shortest gap in delivery that
+    columns) when nothing stalled. ``verdicts``: ``disconnects(cap)`` when the caller has it
+    already (the report), else it is computed on the first stall that needs its
+    pmtu_black_hole verdicts. ``min_stall_ms``: the shortest gap in delivery that
     counts; ``cadence_factor``: once a response streams, a gap must also be this many times
     its median gap between deliveries; ``client_pause_ms``: a request starting this long
     after every earlier response on its connection ended is a client_pause stall (None: not
@@ -400,7 +403,7 @@ def stalls(
     one cut at ``max_packet_rows``) the server_pause test (nothing in flight) cannot be made
     and such connection stalls are ``unknown``."""
     lat = stream_latency(cap)
-    ctx = _Context(cap, lat)
+    ctx = _Context(cap, lat, verdicts)
     cands: list[_Candidate] = []
     reqs = list(ctx.requests())
     for req in reqs:
@@ -417,9 +420,11 @@ def stalls(
 class _Context:
     """The tables of one capture, indexed once for the stall search."""
 
-    def __init__(self, cap: Capture, lat: pd.DataFrame) -> None:
+    def __init__(self, cap: Capture, lat: pd.DataFrame,
+                 verdicts: pd.DataFrame | None = None) -> None:
         self.cap = cap
         self.lat = lat
+        self.verdicts = verdicts
         self.end_of_capture = cap.summary.last_ts_ns if cap.summary.last_ts_ns else _NA
         f = cap.http2_frames
         self.h2 = f
@@ -458,7 +463,7 @@ class _Context:
         """The pmtu_black_hole findings of :func:`~.disconnects.disconnects` by tcp_stream
         (computed once, on the first stall that needs it)."""
         if self._black_holes is None:
-            self._black_holes = _black_holes(self.cap)
+            self._black_holes = _black_holes(self.cap, self.verdicts)
         return self._black_holes
 
     def requests(self) -> Iterable[_Req]:
@@ -970,13 +975,14 @@ class _BlackHole:
     summary: str
 
 
-def _black_holes(cap: Capture) -> dict[int, _BlackHole]:
+def _black_holes(cap: Capture, d: pd.DataFrame | None) -> dict[int, _BlackHole]:
     from .disconnects import disconnects  # (the verdicts of #15; imported on use)
 
     out: dict[int, _BlackHole] = {}
     if not len(cap.connections) or not len(cap.tcp_events):
         return out
-    d = disconnects(cap)
+    if d is None:
+        d = disconnects(cap)
     if not len(d):
         return out
     ie = cap.icmp_errors

@@ -47,6 +47,9 @@ class ReportContextLike(Protocol):
     @staticmethod
     def code(text: str) -> Markup: ...
 
+    def disconnects(self) -> pd.DataFrame: ...
+
+
 #: requests shown in the time split (the slowest by total time)
 MAX_SLOW_REQUESTS = 10
 #: connections given a time-sequence chart (those that stalled longest)
@@ -65,11 +68,14 @@ class _Cached(Protocol):
     cap: Any
     _cache: dict[str, Any]
 
+    def disconnects(self) -> pd.DataFrame: ...
+
 
 def slow_analyses(ctx: _Cached) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(stalls, request_timing) of the capture, computed once per report."""
     if "slow" not in ctx._cache:
-        st = stalls(ctx.cap)
+        # the report's disconnects(), computed once: the black-hole verdicts of loss stalls
+        st = stalls(ctx.cap, verdicts=ctx.disconnects())
         ctx._cache["slow"] = (st, request_timing(ctx.cap, stall_table=st))
     got: tuple[pd.DataFrame, pd.DataFrame] = ctx._cache["slow"]
     return got

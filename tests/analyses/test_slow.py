@@ -748,6 +748,8 @@ def test_pmtu_black_hole_stalls_agree_with_disconnects() -> None:
         assert r["start_ts"] == d.loc[s, "first_unanswered_ts"]
         assert f"{truth['largest_tcp_len_by_stream'][str(s)]}-byte segments" in r["detail"]
         assert "pmtu_black_hole" in r["detail"]
+    # the report hands its disconnects() over instead of stalls() computing it again
+    pd.testing.assert_frame_equal(stalls(cap, verdicts=disconnects(cap)), st)
     client = _load("pmtu-blackhole-client.pcap")
     assert len(stalls(client)) == 0
     assert disconnects(client)["verdict"].tolist() == ["reset", "reset"]

@@ -41,10 +41,15 @@ CHROMIUM = shutil.which("chromium") or (
 )
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 
-#: a bound on every wait for the browser (bound every loop), not a speed check: nothing here
-#: asserts how long anything took. Reaching it means the page never got to the state waited
-#: for (a hang), and says so as a CdpHang error, not as a failed assertion about time.
+#: bounds on every wait for the browser (every loop is bounded by a count, and no clock is
+#: read): at most HANG_LIMIT_S for any one message from it, at most MAX_POLLS polls (POLL_S
+#: apart) for a state and MAX_MESSAGES messages for one answer. Reaching one means the page
+#: never got to the state waited for (a hang) and says so as a CdpHang error; nothing here
+#: measures or asserts how long anything took (the report's speed: benchmarks/report_speed.py).
 HANG_LIMIT_S = 300.0
+POLL_S = 0.05
+MAX_POLLS = 6000
+MAX_MESSAGES = 100_000
 BOX = "document.querySelectorAll('div.ptable')"
 HOSTILE = "<img src=x onerror=alert(1)>"
 FLAGS = [
@@ -100,15 +105,13 @@ class Page:
         return res["result"].get("value")
 
     def wait_for(self, expr: str, timeout: float = HANG_LIMIT_S) -> Any:
-        """Poll ``expr`` until it is truthy; returns its value. Fails after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while True:
+        """Poll ``expr`` until it is truthy (at most MAX_POLLS times); returns its value."""
+        for _ in range(MAX_POLLS):
             v = self.evaluate(expr, timeout=timeout)
             if v:
                 return v
-            if time.monotonic() > deadline:
-                raise CdpHang(f"{expr} never became true (hang limit {timeout} s)")
-            time.sleep(0.05)
+            time.sleep(POLL_S)
+        raise CdpHang(f"{expr} never became true ({MAX_POLLS} polls)")
 
     def open(self, url: str) -> None:
         self.events.clear()
@@ -150,14 +153,15 @@ class Browser:
             stderr=subprocess.DEVNULL,
         )
         port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + HANG_LIMIT_S
-        while not (port_file.is_file() and len(port_file.read_text().splitlines()) >= 2):
+        for _ in range(MAX_POLLS):
+            if port_file.is_file() and len(port_file.read_text().splitlines()) >= 2:
+                break
             if self.proc.poll() is not None:
                 raise CdpError(f"chromium exited with {self.proc.returncode}")
-            if time.monotonic() > deadline:
-                self.close()
-                raise CdpHang("chromium did not open its DevTools port (hang limit)")
-            time.sleep(0.05)
+            time.sleep(POLL_S)
+        else:
+            self.close()
+            raise CdpHang(f"chromium did not open its DevTools port ({MAX_POLLS} polls)")
         port, path = port_file.read_text().splitlines()[:2]
         self._stack = contextlib.ExitStack()  # websockets >= 17.1: connect() is a context manager
         self.ws = self._stack.enter_context(
@@ -181,21 +185,19 @@ class Browser:
         if session:
             msg["sessionId"] = session
         self.ws.send(json.dumps(msg))
-        deadline = time.monotonic() + timeout
-        while True:
-            m = self._recv(deadline, method)
+        for _ in range(MAX_MESSAGES):
+            m = self._recv(timeout, method)
             if m.get("id") == msg_id:
                 if "error" in m:
                     raise CdpError(f"{method}: {m['error']}")
                 result: dict[str, Any] = m.get("result", {})
                 return result
+        raise CdpHang(f"no answer to {method} in {MAX_MESSAGES} messages")
 
-    def _recv(self, deadline: float, what: str) -> dict[str, Any]:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise CdpHang(f"no answer to {what} (hang limit)")
+    def _recv(self, timeout: float, what: str) -> dict[str, Any]:
+        """The browser's next message; CdpHang when none comes within ``timeout``."""
         try:
-            m: dict[str, Any] = json.loads(self.ws.recv(timeout=left))
+            m: dict[str, Any] = json.loads(self.ws.recv(timeout=timeout))
         except TimeoutError:
             raise CdpHang(f"no answer to {what} (hang limit)") from None
         if "method" in m:
@@ -220,13 +222,13 @@ class Browser:
         for e in page.events:
             if e["method"] == method:
                 return e
-        deadline = time.monotonic() + timeout
-        while True:
-            self._recv(deadline, method)
+        for _ in range(MAX_MESSAGES):
+            self._recv(timeout, method)
             for e in page.events[seen:]:
                 if e["method"] == method:
                     return e
             seen = len(page.events)
+        raise CdpHang(f"no {method} in {MAX_MESSAGES} messages")
 
     def drain(self, page: Page) -> None:
         """Collect the events already sent (a round trip flushes them)."""
