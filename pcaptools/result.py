@@ -188,12 +188,14 @@ class Capture:
             likely_server_ports=likely_server_ports,
         )
 
-    def overhead(self, *, by_direction: bool = False, quic: bool = False) -> pd.DataFrame:
+    def overhead(self, *, by_direction: bool = False, quic: bool = False,
+                 tcp: bool = True) -> pd.DataFrame:
         """Wire bytes by layer and purpose, per connection and in total, and goodput:
-        :func:`pcaptools.analyses.overhead` (``quic=True``: QUIC connections too)."""
+        :func:`pcaptools.analyses.overhead` (``quic=True``: QUIC connections too;
+        ``tcp=False``: without the TCP connections)."""
         from .analyses.overhead import overhead
 
-        return overhead(self, by_direction=by_direction, quic=quic)
+        return overhead(self, by_direction=by_direction, quic=quic, tcp=tcp)
 
     def heartbeats(self, *, answer_timeout_ms: float = DEFAULT_ANSWER_TIMEOUT_MS) -> pd.DataFrame:
         """Every heartbeat of the four mechanisms (WebSocket ping/pong, HTTP/2 PING, TCP

@@ -302,7 +302,8 @@ _WS_CONTROL = frozenset({"close", "ping", "pong"})
 _TLS_CONTROL = frozenset({"handshake", "change_cipher_spec", "alert", "heartbeat"})
 
 
-def overhead(cap: Capture, *, by_direction: bool = False, quic: bool = False) -> pd.DataFrame:
+def overhead(cap: Capture, *, by_direction: bool = False, quic: bool = False,
+             tcp: bool = True) -> pd.DataFrame:
     """Bytes by layer and purpose (schema :data:`OVERHEAD`): one row per connection of
     ``cap`` in tcp_stream order (two with ``by_direction=True``), with ``quic=True`` then one
     per QUIC connection in quic_connection order, then the total row (over the rows above
@@ -310,8 +311,9 @@ def overhead(cap: Capture, *, by_direction: bool = False, quic: bool = False) ->
     ``wire_bytes``; the rules are in the module docstring. An empty capture gives just the
     total row of zeros. (``quic`` is off by default so that callers that read every row as a
     TCP connection keep doing so; the report's Overhead section takes its TCP part from the
-    default call and its QUIC part from the ``transport`` quic rows of ``quic=True``.)"""
-    rows = _tcp_rows(cap, by_direction)
+    default call and its QUIC part from ``quic=True, tcp=False``.) ``tcp=False`` leaves the
+    TCP connections' rows out (and out of the total row)."""
+    rows = _tcp_rows(cap, by_direction) if tcp else []
     totals = [r for r in rows]
     if quic:
         qrows = _quic_rows(cap, by_direction)

@@ -188,14 +188,12 @@ class ReportContext:
         return df
 
     def quic_overhead(self) -> pd.DataFrame | None:
-        """The QUIC connections' rows of ``analyses.overhead(cap, quic=True)`` (its total row
-        left out: it also sums the TCP rows), computed once per report; None without QUIC
-        connections. (That call repeats the TCP rows, so a capture with QUIC pays for them
-        twice.)"""
+        """The QUIC connections' rows of ``analyses.overhead(cap, quic=True, tcp=False)``
+        (its total row left out), computed once per report; None without QUIC connections."""
         if "quic_overhead" not in self._cache:
             o: pd.DataFrame | None = None
             if len(self.cap.quic_connections):
-                full = overhead(self.cap, quic=True)
+                full = overhead(self.cap, quic=True, tcp=False)
                 o = full[(full["transport"] == "quic").to_numpy(bool)].reset_index(drop=True)
             self._cache["quic_overhead"] = o
         out: pd.DataFrame | None = self._cache["quic_overhead"]

@@ -121,6 +121,12 @@ def test_quic_overhead_adds_up_to_the_wire_bytes(name: str, request: Any) -> Non
         total = o[o["total"]]
         assert len(total) == 1
         assert int(total["wire_bytes"].iloc[0]) == int(o.loc[~o["total"], "wire_bytes"].sum())
+        # tcp=False (the report's QUIC part): the same QUIC rows, totalled alone
+        only = overhead(cap, by_direction=by, quic=True, tcp=False)
+        _adds_up(only)
+        pd.testing.assert_frame_equal(only[~only["total"]].reset_index(drop=True),
+                                      q.reset_index(drop=True), check_categorical=False)
+        assert int(only.loc[only["total"], "wire_bytes"].iloc[0]) == int(q["wire_bytes"].sum())
 
 
 def test_quic_overhead_against_tshark_padding_and_packet_lengths(lossy: Any, chrome: Any) -> None:
