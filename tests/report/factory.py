@@ -398,6 +398,15 @@ def empty_capture(frames: int = 0, **kw: Any) -> Capture:
 # --------------------------------------------------------------------------- reading reports
 
 
+def report_section(page: str, sid: str) -> str:
+    """The inside of the report's ``<section id="sid">`` (fails when the page has none)."""
+    import re
+
+    m = re.search(rf'<section id="{sid}">(.*?)</section>', page, re.S)
+    assert m, sid
+    return m.group(1)
+
+
 def report_tables(fragment: str) -> list[list[list[str]]]:
     """Every table of an HTML report (or part of one) as rows of cell texts, as a reader
     sees them: a paged table's rows come from its JSON block (all of them), a small table's

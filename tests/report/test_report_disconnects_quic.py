@@ -12,14 +12,9 @@ import pcaptools
 from pcaptools.analyses import disconnects
 from pcaptools.report.html import render_report
 from tests.conftest import CAPTURES
+from tests.report.factory import report_section
 
 ENDINGS = CAPTURES / "quic-endings.pcapng"
-
-
-def _section(page: str) -> str:
-    i = page.index('id="disconnects"')
-    j = page.find("<section", i + 1)
-    return page[i:j if j > 0 else len(page)]
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +22,7 @@ def endings() -> tuple[pcaptools.Capture, str]:
     if not ENDINGS.exists():
         pytest.skip("quic-endings.pcapng is absent")
     cap = pcaptools.load(ENDINGS, keylog=ENDINGS.with_suffix(".keys"))
-    return cap, _section(render_report(cap))
+    return cap, report_section(render_report(cap), "disconnects")
 
 
 def test_quic_rows_are_the_analysis_rows(endings: tuple[pcaptools.Capture, str]) -> None:
@@ -48,5 +43,5 @@ def test_quic_rows_are_the_analysis_rows(endings: tuple[pcaptools.Capture, str])
 def test_tcp_only_capture_has_no_quic_part() -> None:
     cap = pcaptools.load(CAPTURES / "demo.pcapng", keylog=CAPTURES / "demo.keys")
     assert len(cap.quic_connections) == 0
-    sec = _section(render_report(cap))
+    sec = report_section(render_report(cap), "disconnects")
     assert "QUIC:" not in sec and "quic=True" not in sec

@@ -17,14 +17,9 @@ from pcaptools.analyses.overhead import CATEGORIES
 from pcaptools.report import charts
 from pcaptools.report.html import MAX_QUIC_OVERHEAD_COLUMNS, render_report
 from tests.conftest import CAPTURES
+from tests.report.factory import report_section
 
 CHAT = CAPTURES / "h3-sse-chat.pcapng"
-
-
-def _section(page: str) -> str:
-    i = page.index('id="overhead"')
-    j = page.find("<section", i + 1)
-    return page[i:j if j > 0 else len(page)]
 
 
 def _cells(tr: str) -> list[str]:
@@ -41,7 +36,7 @@ def chat() -> tuple[pcaptools.Capture, str]:
     if not CHAT.exists():
         pytest.skip("h3-sse-chat.pcapng is absent")
     cap = pcaptools.load(CHAT, keylog=CHAT.with_suffix(".keys"))
-    return cap, _section(render_report(cap))
+    return cap, report_section(render_report(cap), "overhead")
 
 
 def test_quic_rows_are_the_analysis_rows(chat: tuple[pcaptools.Capture, str]) -> None:
@@ -103,7 +98,7 @@ def test_many_quic_connections_show_the_largest() -> None:
     o = overhead(cap, quic=True)
     q = o[o["transport"] == "quic"]
     assert len(q) == 9 > MAX_QUIC_OVERHEAD_COLUMNS == 5
-    sec = _section(render_report(cap))
+    sec = report_section(render_report(cap), "overhead")
     text = re.sub(r"<[^>]+>", " ", sec)
     assert "QUIC: 9 connections, 38,920 bytes on the wire in 92 UDP datagrams." in text
     assert "Table: the 5 largest of 9 QUIC connections by wire bytes" in text
@@ -116,6 +111,6 @@ def test_many_quic_connections_show_the_largest() -> None:
 def test_tcp_only_capture_has_no_quic_part() -> None:
     cap = pcaptools.load(CAPTURES / "demo.pcapng", keylog=CAPTURES / "demo.keys")
     assert len(cap.quic_connections) == 0
-    sec = _section(render_report(cap))
+    sec = report_section(render_report(cap), "overhead")
     assert "QUIC" not in sec and "quic=True" not in sec and "overhead-quic" not in sec
     assert 'id="fig-overhead"' in sec  # the TCP chart is still there

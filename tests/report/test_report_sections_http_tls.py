@@ -19,19 +19,19 @@ from tests.analyses import llmcap
 from tests.conftest import CAPTURES
 from tests.protocols.dns.dnsbuild import A, message
 from tests.protocols.tls import _tls_build as tb
-from tests.report.factory import XSS, checklist_lines, empty_capture, report_tables
+from tests.report.factory import (
+    XSS,
+    checklist_lines,
+    empty_capture,
+    report_section,
+    report_tables,
+)
 
 MINE = [dns_section, tls_section, http_section, streaming_section]
 
 
-def _section(html: str, sid: str) -> str:
-    m = re.search(rf'<section id="{sid}">(.*?)</section>', html, re.S)
-    assert m, sid
-    return m.group(1)
-
-
 def _nodata(html: str, sid: str) -> str:
-    m = re.search(r'<p class="nodata">(.*?)</p>', _section(html, sid), re.S)
+    m = re.search(r'<p class="nodata">(.*?)</p>', report_section(html, sid), re.S)
     assert m, sid
     return m.group(1)
 
@@ -91,10 +91,10 @@ def test_h1_chat_report(chat1: tuple[pcaptools.Capture, str]) -> None:
     assert lines["DNS"] == ("ok", "2 queries, answer time median 13.8 ms (p95 18.9 ms, max "
                                   "19.5 ms, 2 answers).")
     assert lines["TLS"] == ("absent", "no TLS handshake seen.")
-    dns = _section(html, "dns")
+    dns = report_section(html, "dns")
     assert '<code class="filter">dns.id == 0x0101 &amp;&amp; udp.port == 53001</code>' in dns
     assert '<td class="wrap">A 192.0.2.10</td>' in dns
-    http = _section(html, "http")
+    http = report_section(html, "http")
     assert 'id="fig-waterfall"' in http and 'id="fig-ttfb"' in http
     assert "2 requests on 1 connection." in http
     assert (
@@ -116,7 +116,7 @@ def test_h1_chat_report(chat1: tuple[pcaptools.Capture, str]) -> None:
         ["218.0", "5"],
         ["370.0", "381.0"],
     ]
-    stream = _section(html, "streaming")
+    stream = report_section(html, "streaming")
     assert 'id="fig-token-cadence"' in stream
     assert "1 streamed response with text, median time to first token 218.0 ms." in stream
     assert html.count(get_plotlyjs()) == 1
@@ -165,7 +165,7 @@ def test_request_cells_mark_an_unknown_value(tmp_path: Path) -> None:
     c.send(4, True, b"GET /never HTTP/1.1\r\nHost: llm.test\r\n\r\n")
     c.close(50)
     cap = pcaptools.load(w.write(tmp_path / "unanswered.pcap"))
-    (rows,) = report_tables(_section(render_report(cap, sections=[http_section]), "http"))
+    (rows,) = report_tables(report_section(render_report(cap, sections=[http_section]), "http"))
     assert rows == [[
         "0",
         "#1\nHTTP/1.1",
@@ -184,7 +184,7 @@ def test_request_cells_mark_an_unknown_value(tmp_path: Path) -> None:
 def test_tls_section_decrypted(corpus: Path) -> None:
     cap = pcaptools.load(corpus / "tls3.cryptohack.org.pcapng", keylog=corpus / "keylogfile.txt")
     html = render_report(cap, sections=MINE)
-    tls = _section(html, "tls")
+    tls = report_section(html, "tls")
     assert "1 TLS session on 1 connection (cap.tls_handshakes)." in tls
     cells = re.findall(r"<td[^>]*>(.*?)</td>", tls.split("<tbody>")[-1])
     assert cells[:10] == [
@@ -213,7 +213,7 @@ def test_missing_keys_are_said_plainly(corpus: Path) -> None:
         "The TLS session could not be decrypted: no key in the key log "
         "(see tls.no_key_for_session)."
     )
-    assert f"<li>{line}</li>" in _section(html, "tls")
+    assert f"<li>{line}</li>" in report_section(html, "tls")
     assert line in verdicts(cap)
     assert _nodata(html, "http") == (
         "No HTTP request could be read: 1 TLS session was not decrypted (see the TLS section)."
@@ -251,14 +251,14 @@ def test_dump_73_requests_when_decrypted(corpus: Path) -> None:
     assert (h["http_requests"], h["http_connections"], h["http_reused"]) == (73, 73, 0)
     assert h["tls_decrypt_status"] == {"decrypted": 73}
     html = render_report(cap, sections=MINE)
-    http = _section(html, "http")
+    http = report_section(html, "http")
     assert "73 requests on 73 connections." in http
     # the first page is HTML, every row is in the table's JSON
     assert http.count('<code class="filter">tcp.stream eq ') == 50
     (rows,) = report_tables(http)
     assert len(rows) == 73 and len({r[0] for r in rows}) == 73
     assert all(r[-1].startswith(f"tcp.stream eq {r[0]} ") for r in rows)
-    tls = _section(html, "tls")
+    tls = report_section(html, "tls")
     assert 'id="fig-tls-handshake"' in tls
     assert "HTTP/1.0: 73 requests over 73 connections." in verdicts(cap, h)  # tshark: HTTP/1.0
 
@@ -297,9 +297,9 @@ def test_capture_strings_are_escaped_everywhere(tmp_path: Path) -> None:
     assert XSS not in html
     assert "alert(1)</script>" not in html
     esc = "&lt;script&gt;alert(1)&lt;/script&gt;"
-    assert f"<td>{esc}</td>" in _section(html, "tls")  # SNI cell
-    assert f"/{esc}" in _section(html, "http")  # path cell
-    assert f"<td>{esc}</td>" in _section(html, "dns")  # DNS name
+    assert f"<td>{esc}</td>" in report_section(html, "tls")  # SNI cell
+    assert f"/{esc}" in report_section(html, "http")  # path cell
+    assert f"<td>{esc}</td>" in report_section(html, "dns")  # DNS name
     # in plotly JSON (waterfall labels and hover text) markup arrives html-escaped, never raw
     assert "\\u003cscript" not in html
 
@@ -334,7 +334,7 @@ def test_recorded_h2_sse_chat_follows_the_servers_plan() -> None:
         assert r["ttft_ms"] >= p["lab"]["first_ms"] + 2 * 30  # the server's wait + one round trip
         assert abs(r["token_gap_median_ms"] - p["lab"]["every_ms"]) < 2.0
     html = render_report(cap, sections=[SECTIONS[0], *MINE])
-    stream = _section(html, "streaming")
+    stream = report_section(html, "streaming")
     assert "5 streamed responses with text" in stream
     assert stream.count('<code class="filter">tcp.stream eq 0 &amp;&amp; http2.streamid eq ') == 5
     lines = checklist_lines(html)
@@ -350,7 +350,7 @@ def test_recorded_tls_resumption_and_missing_key() -> None:
     cap = _recorded("tls-resumption.pcapng")
     v = verdicts(cap)
     assert "6 TLS sessions (TLS 1.2: 4, TLS 1.3: 2), 3 resumed." in v
-    tls = _section(render_report(cap, sections=MINE), "tls")
+    tls = report_section(render_report(cap, sections=MINE), "tls")
     assert "<th>Resumed</th><td>3 of 6 (50%): " in tls
     assert "could not be decrypted" not in tls
 
@@ -360,7 +360,7 @@ def test_recorded_tls_resumption_and_missing_key() -> None:
         "(see tls.no_key_for_session)."
     )
     assert line in verdicts(cap)
-    assert f"<li>{line}</li>" in _section(render_report(cap, sections=MINE), "tls")
+    assert f"<li>{line}</li>" in report_section(render_report(cap, sections=MINE), "tls")
 
 
 def test_waterfall_response_cut_by_a_reset_is_not_open() -> None:

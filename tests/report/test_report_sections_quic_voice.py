@@ -30,7 +30,7 @@ from pcaptools.report.checklist import QUESTIONS, Check, checklist
 from pcaptools.report.html import ReportContext, Section, build_sections, num_text
 from pcaptools.result import Capture
 from tests.conftest import CAPTURES, CORPUS
-from tests.report.factory import XSS, checklist_lines, make_capture
+from tests.report.factory import XSS, checklist_lines, make_capture, report_section
 
 VoiceFix = tuple[Capture, str, Check | None]
 
@@ -46,12 +46,6 @@ def _load(name: str) -> Capture:
 def _facts(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((CAPTURES / f"{name}.facts.json").read_text())
     return data
-
-
-def _section(page: str, sid: str) -> str:
-    m = re.search(rf'<section id="{sid}">(.*?)</section>', page, re.S)
-    assert m, sid
-    return m.group(1)
 
 
 def _rows(section: str, first_cell: str) -> list[list[str]]:
@@ -121,7 +115,7 @@ def test_sections_are_listed_in_page_order() -> None:
 def test_h3_chat_connections(h3chat: tuple[Capture, str]) -> None:
     cap, page = h3chat
     assert "This section failed" not in page and "could not be computed" not in page
-    sec = _section(page, "quic")
+    sec = report_section(page, "quic")
     q = cap.quic_connections.set_index("quic_connection")
     rows = {int(r[0]): r for r in _rows(sec, "QUIC conn.")}
     assert sorted(rows) == [0, 1]
@@ -164,7 +158,7 @@ def test_h3_chat_connections(h3chat: tuple[Capture, str]) -> None:
 
 def test_h3_chat_requests(h3chat: tuple[Capture, str]) -> None:
     cap, page = h3chat
-    sec = _section(page, "quic")
+    sec = report_section(page, "quic")
     assert 'id="fig-quic-ttfb"' in sec and 'id="fig-quic-token-cadence"' in sec
     tables = re.findall(r"<table>.*?</table>", sec, re.S)  # connections, then requests
     req = _rows(tables[1], "QUIC conn.")
@@ -197,8 +191,8 @@ def test_h3_chat_checklist(h3chat: tuple[Capture, str]) -> None:
     # the HTTP and token lines name HTTP/3 requests by their QUIC connection
     assert lines["HTTP"][1].startswith("5 requests (5 HTTP/3)")
     assert "QUIC connection " in lines["Time to first token"][1]
-    assert '<td class="num">QUIC 1</td>' in _section(page, "http")
-    assert '<td class="num">QUIC 0</td>' in _section(page, "streaming")
+    assert '<td class="num">QUIC 1</td>' in report_section(page, "http")
+    assert '<td class="num">QUIC 0</td>' in report_section(page, "streaming")
     assert '<a href="#quic">QUIC / HTTP/3</a>' in page
 
 
@@ -270,7 +264,7 @@ def test_corpus_chrome_quic_close_reason() -> None:
 
 def test_voice_turns_and_cadence(voice: VoiceFix) -> None:
     cap, page, _ = voice
-    sec = _section(page, "voice")
+    sec = report_section(page, "voice")
     assert 'id="fig-voice-turns"' in sec and 'id="fig-voice-cadence"' in sec
     truth = _facts("voice-realtime.pcapng")["truth"]
     t = turns(cap)
@@ -312,7 +306,7 @@ def test_voice_chart_points_are_the_tables_chunks(voice: VoiceFix) -> None:
 
 def test_voice_sessions_storms_and_checklist(voice: VoiceFix) -> None:
     cap, page, check = voice
-    sec = _section(page, "voice")
+    sec = report_section(page, "voice")
     items = _items(sec)
     assert items[0].startswith("tcp.stream 0 (192.0.2.10:51001 \u2192 192.0.2.20:443) "
                                "/v1/realtime: 101 realtime events; 2 responses")

@@ -14,7 +14,7 @@ from pcaptools.report import SECTIONS, charts, render_report
 from pcaptools.report import html as html_mod
 from pcaptools.report.html import disconnects_section, heartbeats_section, overhead_section
 from tests.conftest import CAPTURES
-from tests.report.factory import checklist_lines, empty_capture, make_capture
+from tests.report.factory import checklist_lines, empty_capture, make_capture, report_section
 
 MINE = [heartbeats_section, disconnects_section, overhead_section]
 TITLES = {
@@ -24,14 +24,8 @@ TITLES = {
 }
 
 
-def _section(html: str, sid: str) -> str:
-    m = re.search(rf'<section id="{sid}">(.*?)</section>', html, re.S)
-    assert m, sid
-    return m.group(1)
-
-
 def _nodata(html: str, sid: str) -> str | None:
-    m = re.search(r'<p class="nodata">(.*?)</p>', _section(html, sid), re.S)
+    m = re.search(r'<p class="nodata">(.*?)</p>', report_section(html, sid), re.S)
     return m.group(1) if m else None
 
 
@@ -63,21 +57,21 @@ def test_ws_blackhole(blackhole: tuple[pcaptools.Capture, str]) -> None:
     _, html = blackhole
     assert "This section failed" not in html
     for sid, title in TITLES.items():
-        assert f"<h2>{title}</h2>" in _section(html, sid)
-    hb = _section(html, "heartbeats")
+        assert f"<h2>{title}</h2>" in report_section(html, sid)
+    hb = report_section(html, "heartbeats")
     assert 'id="fig-heartbeats"' in hb
     assert "5 pings on 1 connection." in hb
     # client: 4 pings, 3 answered, 1 missed; server: 1 ping answered
     assert re.search(r"<td>WebSocket Ping/Pong</td><td>client</td><td class=\"num\">4</td>"
                      r"<td class=\"num\">3</td><td class=\"num\">1</td>", hb)
     assert "tcp.stream eq 0 &amp;&amp; websocket.opcode in {9 10}" in hb
-    d = _section(html, "disconnects")
+    d = report_section(html, "disconnects")
     assert "<td>peer_vanished</td>" in d
     assert '<code class="filter">tcp.stream eq 0 &amp;&amp; frame.number &gt;= 29</code>' in d
     assert "29, 31, 33, 34, 35, 36, 37" in d
     assert "<p>0 of 1 connection ended cleanly" in d
     assert "4,143" in d  # detection delay ms
-    o = _section(html, "overhead")
+    o = report_section(html, "overhead")
     assert 'id="fig-overhead"' in o
     assert "<th>bytes on the wire</th><td>3,122</td>" in o
     assert "<th>goodput</th><td>2.0%</td>" in o
@@ -127,7 +121,7 @@ def test_ws_healthy() -> None:
         "No connection ended badly: 1 of 1 connection ended cleanly "
         "(FIN both ways, and a WebSocket Close frame)."
     )
-    hb = _section(html, "heartbeats")
+    hb = report_section(html, "heartbeats")
     assert "7 pings on 1 connection." in hb
     assert "2,001" in hb  # client ping interval (median ms)
     assert health_verdicts(cap) == [
@@ -140,7 +134,7 @@ def test_ws_healthy() -> None:
 def test_h2_ping() -> None:
     cap = _load("h2-ping.pcap")
     html = render_report(cap, sections=MINE)
-    hb = _section(html, "heartbeats")
+    hb = report_section(html, "heartbeats")
     assert "6 pings on 1 connection." in hb
     assert "<td>HTTP/2 PING</td><td>client</td>" in hb
     assert '<code class="filter">tcp.stream eq 0 &amp;&amp; http2.type == 6</code>' in hb
@@ -151,11 +145,11 @@ def test_compare_h2_decrypted() -> None:
     cap = _load("compare-h2.pcapng", "compare-h2.keys")
     html = render_report(cap, sections=MINE)
     assert "This section failed" not in html
-    hb = _section(html, "heartbeats")
+    hb = report_section(html, "heartbeats")
     assert "No ping on any connection" in hb
     assert "<td>HTTP/2 PING</td><td>no pings</td>" in hb
     assert 'id="fig-heartbeats"' not in hb
-    o = _section(html, "overhead")
+    o = report_section(html, "overhead")
     assert "<th>goodput</th><td>48.0%</td>" in o
     assert "<th>TLS record headers, tags and padding</th><td>5,786 (7.5%)</td>" in o
     assert health_verdicts(cap) == [
@@ -169,7 +163,7 @@ def test_without_websocket_the_sections_degrade() -> None:
     assert _nodata(html, "heartbeats") == (
         "No WebSocket or HTTP/2 connection and no TCP keep-alive in this capture."
     )
-    d = _section(html, "disconnects")
+    d = report_section(html, "disconnects")
     assert "<p>1 of 4 connections ended cleanly (FIN both ways).</p>" in d
     assert d.count("<td>refused</td>") == 2 and d.count("<td>syn_unanswered</td>") == 1
     assert '<code class="filter">tcp.stream eq 2 &amp;&amp; frame.number &gt;= 15</code>' in d
@@ -190,7 +184,7 @@ def test_empty_capture_one_line_each() -> None:
 
 def test_tcp_only_capture_has_no_overhead_chart() -> None:
     html = render_report(make_capture(), sections=[overhead_section])
-    o = _section(html, "overhead")
+    o = report_section(html, "overhead")
     assert "No layer above TCP was parsed" in o
     assert 'id="fig-overhead"' not in o
     assert "<th>bytes on the wire</th><td>40,800</td>" in o
@@ -200,7 +194,7 @@ def test_overhead_chart_caps_connections(monkeypatch: pytest.MonkeyPatch) -> Non
     cap = _load("tcp-refused.pcap")
     monkeypatch.setattr(html_mod, "MAX_OVERHEAD_BARS", 2)
     html = render_report(cap, sections=[overhead_section])
-    o = _section(html, "overhead")
+    o = report_section(html, "overhead")
     assert "Chart: the 2 largest of 4 connections by wire bytes, and the total of all." in o
     # the bars: streams 0 (2,181 B) and 2 (296 B), then the total
     ys = set(re.findall(r'"y":\s*\[([^\]]*)\]', o))
