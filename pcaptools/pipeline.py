@@ -49,6 +49,7 @@ from typing import IO
 import pandas as pd
 
 from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS, EventCap
+from ._memory import trim
 from .diagnostics import Diagnostics, ShardDiagnostics
 from .errors import UnsupportedInputError
 from .io import open_capture
@@ -273,9 +274,10 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
 
     def conn_addrs(tcp_stream: int) -> tuple[int, bytes, int, bytes, int] | None:
         conns = tracker.connections
-        if tcp_stream >= len(conns) or conns[tcp_stream] is None:  # (None: record dropped)
+        conn = conns[tcp_stream] if tcp_stream < len(conns) else None
+        if conn is None:  # (None: cold, or the record dropped)
             return None
-        c = conns[tcp_stream].conv
+        c = conn.conv
         return (c.ip_version, c.client_addr, c.client_port, c.server_addr, c.server_port)
 
     consumers: tuple[Callable[[list[object]], None], ...] = ()  # (set below, before reading)
@@ -512,6 +514,9 @@ def run(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions, *,
         summary = _read(path, options, s, pump)
         tables = _assemble(s)
         s.tracker.release()  # (the connection records are in the tables now)
+        if pump is None:  # (and the builders' rows: only a streaming export drains them after)
+            s.built, s.pb = {}, None
+        trim()
         if options.shard is not None:
             _keep_shard(tables, s.own_k, s.own_n)
         _finish_tables(tables, options, s, pump, summary.last_ts_ns)

@@ -33,7 +33,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pcaptools"
 
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("base", frozenset({"errors", "diagnostics", "limits", "_columns", "redaction", "_safewrite",
-                        "_accel"})),
+                        "_accel", "_memory"})),
     ("io", frozenset({"io", "wireshark"})),
     ("net", frozenset({"net"})),
     ("tcp", frozenset({"tcp"})),

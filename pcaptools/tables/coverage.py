@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
+import numpy as np
 import pandas as pd
 
 from .schema import Column, TableSchema
@@ -692,64 +693,79 @@ def coverage_table(
             w.loc[m, "tcp_stream"].tolist(), w.loc[m, "code"].astype(object).tolist(), strict=True
         ):
             bad.setdefault(int(st), str(code))
-    rows: list[tuple[object, ...]] = []
-    cols = [
-        "tcp_stream",
-        "first_frame",
-        "last_frame",
-        "ip_version",
-        "client_addr",
-        "client_port",
-        "server_addr",
-        "server_port",
-        "client_packets",
-        "server_packets",
-        "client_wire_bytes",
-        "server_wire_bytes",
-        "client_bytes",
-        "server_bytes",
-    ]
-    for st, first, last, ipv, ca, cp, sa, sp, cpk, spk, cw, sw, cb, sb in zip(
-        *(conns[c].tolist() for c in cols), strict=True
-    ):
-        frames = int(cpk) + int(spk)
-        if not frames:  # known only from an ICMP error quoting it: the ICMP row counts that frame
-            continue
-        st = int(st)
-        t = tls.get(st)
-        facts = ConnectionFacts(
-            payload_bytes=int(cb) + int(sb),
+    # one row per connection with frames, as whole columns; the verdict of a connection no
+    # observer, TLS session or malformed-warning reported on depends only on whether it
+    # carried payload, so connection_verdict is asked once for each of those two cases
+    st = conns["tcp_stream"].to_numpy(np.int64)
+    frames = (conns["client_packets"].to_numpy(np.int64)
+              + conns["server_packets"].to_numpy(np.int64))
+    payload = conns["client_bytes"].to_numpy(np.int64) + conns["server_bytes"].to_numpy(np.int64)
+    has = frames > 0  # (else known only from an ICMP error quoting it: the ICMP row counts it)
+    reported = set(tls) | set(bad)
+    for _, s in layer_streams:
+        reported |= s
+    special = np.isin(st, np.fromiter(reported, np.int64, len(reported)))
+    verdicts = [connection_verdict(ConnectionFacts(payload_bytes=0, parsed=payloads)),
+                connection_verdict(ConnectionFacts(payload_bytes=1, parsed=payloads))]
+    pick = (payload > 0).astype(np.intp)
+    protocol = np.array([v.protocol for v in verdicts], object)[pick]
+    status = np.array([v.status for v in verdicts], object)[pick]
+    detail = np.array([v.detail for v in verdicts], object)[pick]
+    for i in np.flatnonzero(special & has).tolist():
+        sti = int(st[i])
+        t = tls.get(sti)
+        v = connection_verdict(ConnectionFacts(
+            payload_bytes=int(payload[i]),
             parsed=payloads,
             tls_status=t[0] if t else None,
             tls_version=t[1] if t else None,
             alpn=t[2] if t else None,
             tls_app_bytes=t[3] if t else 0,
-            layers=tuple(p for p, s in layer_streams if st in s),
-            malformed=bad.get(st),
-        )
-        v = connection_verdict(facts)
-        rows.append(
-            (
-                first,
-                last,
-                _TCP,
-                v.protocol,
-                v.status,
-                v.detail,
-                st,
-                ipv,
-                ca,
-                cp,
-                sa,
-                sp,
-                frames,
-                int(cw) + int(sw),
-                int(cb) + int(sb),
-            )
-        )
+            layers=tuple(p for p, s in layer_streams if sti in s),
+            malformed=bad.get(sti),
+        ))
+        protocol[i], status[i], detail[i] = v.protocol, v.status, v.detail
+    keep = np.flatnonzero(has)
+    part: dict[str, Any] = {
+        "frame": conns["first_frame"].to_numpy(np.int64)[keep],
+        "last_frame": conns["last_frame"].to_numpy(np.int64)[keep],
+        "transport": np.full(len(keep), _TCP, object),
+        "protocol": protocol[keep], "status": status[keep], "detail": detail[keep],
+        "tcp_stream": st[keep], "ip_version": conns["ip_version"].to_numpy(np.int64)[keep],
+        "src": conns["client_addr"].array.take(keep),
+        "sport": conns["client_port"].to_numpy(np.int64)[keep],
+        "dst": conns["server_addr"].array.take(keep),
+        "dport": conns["server_port"].to_numpy(np.int64)[keep],
+        "frames": frames[keep],
+        "wire_bytes": (conns["client_wire_bytes"].to_numpy(np.int64)
+                       + conns["server_wire_bytes"].to_numpy(np.int64))[keep],
+        "payload_bytes": payload[keep],
+    }
+    rows: list[tuple[object, ...]] = []
     if flows is not None:
         quic = _quic_flows(tables.get("quic_connections"))
         rows += [_quic_row(r, quic[r[8:12]]) if quic and r[3] == "quic" and r[8:12] in quic
                  else r for r in flows.rows()]
-    rows.sort(key=lambda r: r[0])  # type: ignore[arg-type, return-value]
-    return COVERAGE.frame(rows)
+    return _with_rows(part, rows)
+
+
+def _with_rows(part: dict[str, Any], rows: list[tuple[object, ...]]) -> pd.DataFrame:
+    """The coverage table of the connection columns ``part`` and the flow ``rows``, in
+    first-frame order (connections first among equal frames, as a stable sort of the
+    connection rows followed by the flow rows)."""
+    frame = np.concatenate([part["frame"], np.array([r[0] for r in rows], np.int64)])
+    order = np.argsort(frame, kind="stable")
+    out: dict[str, Any] = {}
+    for i, name in enumerate(COVERAGE.names):
+        p = part[name]
+        ex = [r[i] for r in rows]
+        if not isinstance(p, np.ndarray):  # (the addresses: strings of the connections table)
+            out[name] = pd.concat([pd.Series(p, copy=False), pd.Series(ex, dtype=p.dtype)],
+                                  ignore_index=True).array.take(order)
+        elif p.dtype.kind == "i" and all(type(x) is int for x in ex):
+            out[name] = np.concatenate([p, np.array(ex, np.int64)])[order]
+        else:
+            extra = np.empty(len(rows), object)
+            extra[:] = ex
+            out[name] = np.concatenate([p.astype(object), extra])[order].tolist()
+    return COVERAGE.frame(columns=out, copy=False)

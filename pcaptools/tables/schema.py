@@ -18,6 +18,8 @@ import pandas as pd
 import pyarrow as pa
 from pandas.api.types import infer_dtype
 
+from .._memory import trim
+
 TS_DTYPE = "datetime64[ns, UTC]"
 
 CHUNK_ROWS = 65536
@@ -167,6 +169,17 @@ class ChunkedFrame:
             else:
                 self.parts[i].append(_cast(values, col))
 
+    def add_frame(self, df: pd.DataFrame) -> None:
+        """Add the rows of ``df``, a frame of this schema (:meth:`TableSchema.frame`)."""
+        for i, col in enumerate(self.schema.columns):
+            s = df[col.name]
+            if col.dtype == "category":
+                self.parts[i] += s.tolist()
+            elif isinstance(s.dtype, pd.api.extensions.ExtensionDtype):
+                self.parts[i].append(s.array)
+            else:
+                self.parts[i].append(s.to_numpy())
+
     def frame(self) -> pd.DataFrame:
         """The table of every row added (the parts are released as they are joined)."""
         out: dict[str, Any] = {}
@@ -183,6 +196,8 @@ class ChunkedFrame:
                 joined = pd.concat([pd.Series(a, copy=False) for a in got], ignore_index=True)
                 ext = isinstance(joined.dtype, pd.api.extensions.ExtensionDtype)
                 out[col.name] = joined.array if ext else joined.to_numpy()
+                del got, joined
+                trim()  # (the chunks' pages, else kept by the allocator beside the column)
         return pd.DataFrame(out, columns=self.schema.names, copy=False)
 
 

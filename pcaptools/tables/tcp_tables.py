@@ -10,38 +10,65 @@ import pandas as pd
 
 from .._columns import CodeColumn, nullable
 from ..diagnostics import Diagnostics
+from ..tcp.cold import cold_connection_columns, cold_handshake_columns
 from ..tcp.tracker import NO_LOSS, Connection, TcpTracker, addr_text
 from .foundation import CONNECTIONS, TCP_EVENTS, TCP_HANDSHAKES, TCP_LOSSES, WARNINGS
-from .schema import ChunkedFrame
+from .schema import ChunkedFrame, TableSchema
 
 CHUNK_ROWS = 16384
 """connections cast into table columns at a time (:meth:`TableSchema.frame_in_chunks`)"""
 
 
 def connections_table(tracker: TcpTracker) -> pd.DataFrame:
-    conns = tracker.connections
-    return CONNECTIONS.frame_in_chunks(
-        _connection_rows(conns[i:i + CHUNK_ROWS]) for i in range(0, len(conns), CHUNK_ROWS))
+    return record_tables(tracker, keep=lambda conn: True)[0]
 
 
 def record_tables(tracker: TcpTracker,
                   keep: Callable[[Connection], bool]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``connections`` and ``tcp_handshakes`` (what :func:`connections_table` and
-    :func:`handshakes_table` give) in one pass, :data:`CHUNK_ROWS` connections at a time,
-    each connection's record dropped from ``tracker.connections`` (left None) once its rows
-    are made unless ``keep(conn)``: the records give way to the tables as they are built,
-    so the two are not held whole at once. For the pipeline's last use of the records."""
+    """``connections`` and ``tcp_handshakes`` in one pass, :data:`CHUNK_ROWS` tcp_streams at
+    a time: the rows of the tracker's records, and those of its cold connections
+    (:mod:`pcaptools.tcp.cold`) made as whole columns, in tcp_stream order. Each record is
+    dropped from ``tracker.connections`` (left None) once its rows are made unless
+    ``keep(conn)``: the records give way to the tables as they are built, so the two are not
+    held whole at once. For the pipeline's last use of the records."""
     conns: list[Any] = tracker.connections
+    cold = tracker.cold
+    if cold is not None and len(cold):
+        cold_streams, cold_rows = cold.rows_by_stream()
+    else:
+        cold_streams = cold_rows = np.empty(0, np.int64)
     cf, hf = ChunkedFrame(CONNECTIONS), ChunkedFrame(TCP_HANDSHAKES)
     for start in range(0, len(conns), CHUNK_ROWS):
-        chunk = conns[start:start + CHUNK_ROWS]
-        cf.add(_connection_rows(chunk))
-        hf.add(_handshake_rows(chunk))
-        for i, conn in enumerate(chunk, start):
+        end = start + CHUNK_ROWS
+        chunk = [c for c in conns[start:end] if c is not None]
+        lo, hi = np.searchsorted(cold_streams, [start, end])
+        rows = cold_rows[lo:hi]
+        if not len(rows):
+            cf.add(_connection_rows(chunk))
+            hf.add(_handshake_rows(chunk))
+        else:
+            assert cold is not None
+            cf.add_frame(_merged(CONNECTIONS, _connection_rows(chunk),
+                                 cold_connection_columns(cold, rows, addr_text)))
+            hf.add_frame(_merged(TCP_HANDSHAKES, _handshake_rows(chunk),
+                                 cold_handshake_columns(cold, rows)))
+        for conn in chunk:
             if not keep(conn):
-                conns[i] = None
-        del chunk, conn
+                conns[conn.conv.tcp_stream] = None
+        del chunk
     return cf.frame(), hf.frame()
+
+
+def _merged(schema: TableSchema, rows: list[tuple[object, ...]],
+            cold_columns: dict[str, Any]) -> pd.DataFrame:
+    """The rows of records and the columns of cold connections as one frame, in tcp_stream
+    order."""
+    df = schema.frame(columns=cold_columns, copy=False)
+    if rows:
+        df = pd.concat([schema.frame(rows), df], ignore_index=True)
+        order = np.argsort(df["tcp_stream"].to_numpy(), kind="stable")
+        df = df.take(order).reset_index(drop=True)
+    return df
 
 
 def _connection_rows(conns: list[Connection]) -> list[tuple[object, ...]]:
@@ -151,7 +178,7 @@ def losses_table(tracker: TcpTracker) -> pd.DataFrame:
 
 
 def handshakes_table(tracker: TcpTracker) -> pd.DataFrame:
-    return TCP_HANDSHAKES.frame(_handshake_rows(tracker.connections))
+    return record_tables(tracker, keep=lambda conn: True)[1]
 
 
 def _handshake_rows(conns: list[Connection]) -> list[tuple[object, ...]]:

@@ -77,6 +77,7 @@ cdef class TcpAnalyzer:
     cdef public object _diag
     cdef public dict _table
     cdef public list conversations
+    cdef public long long reserved
 
     @cython.locals(conv=TcpConversation, fwd=TcpDirection, rev=TcpDirection,
                    from_client=cython.bint, flags=cython.longlong, seq=cython.longlong,
@@ -86,6 +87,8 @@ cdef class TcpAnalyzer:
                    rlast=cython.longlong, rws=cython.longlong, shift=cython.longlong,
                    d=cython.longlong, ws=cython.longlong, hl=cython.longlong,
                    ua=list, rua=list, starts=list, ends=list)
+    cpdef feed_known(self, seg)
+
     cpdef feed(self, seg)
 
     @cython.locals(fwd=TcpDirection, rev=TcpDirection, from_client=cython.bint,

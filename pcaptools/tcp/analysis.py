@@ -421,7 +421,8 @@ class SegmentAnalysis:
 
     tcp_stream: int
     """tcp.stream"""
-    conv: TcpConversation
+    conv: TcpConversation | None
+    """the connection's analysis state (None: a SYN kept cold, :mod:`.cold`)"""
     from_client: bool
     """True if sent by the client (SYN sender; inferred when no SYN was seen)"""
     rel_seq: int
@@ -495,13 +496,22 @@ class TcpAnalyzer:
     Call :meth:`feed` once per TCP segment in capture order. Never raises on segment data.
     """
 
-    __slots__ = ("_diag", "_table", "conversations")
+    __slots__ = ("_diag", "_table", "conversations", "reserved")
 
     def __init__(self, diag: Diagnostics) -> None:
         self._diag = diag
         self._table: dict[tuple[bytes, int, bytes, int], TcpConversation] = {}
-        self.conversations: list[TcpConversation] = []
-        """every connection, index == tcp_stream"""
+        self.conversations: list[TcpConversation | None] = []
+        """every connection, index == tcp_stream (None: a number :meth:`reserve` gave)"""
+        self.reserved = -1
+        """the tcp_stream the next new conversation takes (-1: the next number)"""
+
+    def reserve(self) -> int:
+        """A tcp_stream number for a connection whose conversation is made later (a cold SYN:
+        :class:`~.tracker.TcpTracker`); set :attr:`reserved` to it before feeding that
+        connection's first segment."""
+        self.conversations.append(None)
+        return len(self.conversations) - 1
 
     def _new_conv(self, seg: TcpSegment) -> TcpConversation:
         flags = seg.flags
@@ -511,20 +521,34 @@ class TcpAnalyzer:
         else:
             sender_client = _sender_is_client(seg.sport, seg.dport)
             inferred = True
-        if sender_client:
-            conv = TcpConversation(len(self.conversations), seg.ip_version, seg.src, seg.sport,
-                                   seg.dst, seg.dport, inferred)
+        convs = self.conversations
+        stream = self.reserved
+        if stream < 0:
+            stream = len(convs)
+            convs.append(None)
         else:
-            conv = TcpConversation(len(self.conversations), seg.ip_version, seg.dst, seg.dport,
-                                   seg.src, seg.sport, inferred)
-        self.conversations.append(conv)
+            self.reserved = -1
+        if sender_client:
+            conv = TcpConversation(stream, seg.ip_version, seg.src, seg.sport, seg.dst,
+                                   seg.dport, inferred)
+        else:
+            conv = TcpConversation(stream, seg.ip_version, seg.dst, seg.dport, seg.src,
+                                   seg.sport, inferred)
+        convs[stream] = conv
         table = self._table
         table[(seg.src, seg.sport, seg.dst, seg.dport)] = conv
         table[(seg.dst, seg.dport, seg.src, seg.sport)] = conv
         return conv
 
     def feed(self, seg: TcpSegment) -> SegmentAnalysis:
-        """Analyse the next segment in capture order; return its :class:`SegmentAnalysis`.
+        """Analyse the next segment in capture order; return its :class:`SegmentAnalysis`
+        (:meth:`feed_known`, or the first segment of a new conversation)."""
+        a = self.feed_known(seg)
+        return self._feed(seg, None) if a is None else a
+
+    def feed_known(self, seg: TcpSegment) -> SegmentAnalysis | None:
+        """:meth:`feed` of a segment of an address pair the analyzer knows; None, with nothing
+        changed, for one it does not (:meth:`feed` then makes its conversation).
 
         The common case of a bulk transfer, an ACK (no SYN/FIN/RST) of a known connection
         whose sequence number is the next one expected, with a non-zero window, payload or a
@@ -537,8 +561,10 @@ class TcpAnalyzer:
         src = seg.src
         sport = seg.sport
         conv = self._table.get((src, sport, seg.dst, seg.dport))
+        if conv is None:
+            return None
         flags = seg.flags
-        if conv is None or flags & _SFRA != ACK:
+        if flags & _SFRA != ACK:
             return self._feed(seg, conv)
         if sport == conv.client_port and src == conv.client_addr:
             from_client = True

@@ -22,6 +22,7 @@ from ..net.packet import ACK, FIN, RST, SYN, TcpSegment
 from .stream import Direction, StreamChunk, StreamObserver
 from .analysis import RETRANSMISSION_KINDS as RETRANSMISSION_KINDS  # (re-exported: its home)
 from .analysis import SegmentAnalysis, TcpAnalyzer, TcpConversation
+from .cold import ColdSyns, cold_eligible
 from .connstate import ConnHistory
 from .gaps import Gap, SeqFollower
 from .losses import LossDirection, LossRecorder, vantage
@@ -334,7 +335,16 @@ class EventColumns:
 
 
 class TcpTracker:
-    """Feeds segments to the analysis and keeps per-connection records and tcp_events rows."""
+    """Feeds segments to the analysis and keeps per-connection records and tcp_events rows.
+
+    A connection that has sent one payload-less SYN and nothing else is kept cold
+    (:mod:`.cold`): a row of typed columns in :attr:`cold`, None in :attr:`connections`,
+    no conversation in the analyzer, until a second segment of its address pair makes it
+    (:meth:`_warm`)."""
+
+    cold_syns = True
+    """keep one-SYN connections cold (False: every connection gets its record at its first
+    segment, the reference the cold rows are tested against)"""
 
     def __init__(
         self,
@@ -349,7 +359,12 @@ class TcpTracker:
         self.emit: EventSink = emit if emit is not None else (lambda events: None)
         self.max_buffer_bytes = max_buffer_bytes
         self.analyzer = TcpAnalyzer(diag)
-        self.connections: list[Connection] = []
+        self.connections: list[Connection | None] = []
+        """the record of every tcp_stream (None: the connection is cold, or its record was
+        dropped once its table rows were made)"""
+        self.cold: ColdSyns | None = ColdSyns() if self.cold_syns else None
+        """the connections that sent one payload-less SYN and nothing else"""
+        self._warming = False
         self.events = EventColumns()
         """rows of tcp_events, in typed column arrays (~60 bytes a row)"""
         self.losses = LossRecorder(diag)
@@ -358,13 +373,19 @@ class TcpTracker:
         """tcp_streams of the TCP headers :meth:`unanalysed` saw (quoted in ICMP errors)"""
 
     def segment(self, seg: TcpSegment) -> SegmentAnalysis:
-        a = self.analyzer.feed(seg)
+        a = self.analyzer.feed_known(seg)
+        if a is None:  # (the first segment of its address pair, or of a cold connection)
+            a = self._first(seg)
+            if a.conv is None:  # (kept cold)
+                return a
         stream = a.tcp_stream
         conns = self.connections
-        conn = conns[stream] if stream < len(conns) else self._new_connection(a, seg)
+        conn = conns[stream] if stream < len(conns) else None
+        if conn is None:
+            conn = self._new_connection(a, seg)
         from_client = a.from_client
         counts = conn.counts
-        if a.conv.client_inferred and counts[0] + counts[1] == 0:
+        if counts[0] + counts[1] == 0 and a.conv is not None and a.conv.client_inferred:
             self.diag.add(
                 "tcp.capture_started_mid_stream",
                 "first packet of the connection is not a SYN; client/server roles inferred",
@@ -482,6 +503,37 @@ class TcpTracker:
             elif conn.follow is not None:
                 self._follow(conn, conn.follow, seg, a, d)
         return a
+
+    def _first(self, seg: TcpSegment) -> SegmentAnalysis:
+        """:meth:`segment`'s analysis of a segment of an address pair the analyzer does not
+        know: a cold connection's second segment makes it (its SYN replayed first); a
+        :func:`~.cold.cold_eligible` SYN is kept cold (the result has no ``conv``)."""
+        cold = self.cold
+        if cold is not None and not self._warming:
+            row = cold.find(seg)
+            if row >= 0:
+                self._warm(row)
+            elif cold_eligible(seg):
+                a = cold.add(seg, len(self.connections))
+                if a is not None:
+                    self.connections.append(None)
+                    self.analyzer.reserve()  # (the same number: one conversation a record)
+                    return a
+        return self.analyzer.feed(seg)
+
+    def _warm(self, row: int) -> None:
+        """Make the cold connection of ``row``: its SYN goes through :meth:`segment` again, as
+        when it came, under the ``tcp_stream`` it was given then (the packets table already
+        has that frame's row; the SYN makes no warning, event or observer call)."""
+        assert self.cold is not None
+        syn, stream = self.cold.pop(row)
+        self.analyzer.reserved = stream
+        self._warming = True
+        try:
+            self.segment(syn)
+        finally:
+            self._warming = False
+            self.analyzer.reserved = -1
 
     def _attach(self, conn: Connection) -> None:
         """Make the byte-stream state of a connection at its first segment that is not a
@@ -689,7 +741,11 @@ class TcpTracker:
         The analyzer's address-pair index goes (no segment comes after the end; each record
         keeps its conversation for the tables)."""
         self.analyzer = TcpAnalyzer(self.diag)
+        if self.cold is not None:
+            self.cold.keys = {}  # (likewise: the cold rows stay for the tables)
         for conn in self.connections:
+            if conn is None:  # (cold: nothing to flush)
+                continue
             loss = conn.loss
             if loss is not None:
                 for x in (0, 1):
@@ -720,12 +776,18 @@ class TcpTracker:
         the report) does not hold them as well as the tables made of them. The rows of
         ``tcp_events`` and ``tcp_losses`` stay (a streaming export drains them)."""
         self.connections = []
+        self.cold = None
         self.analyzer = TcpAnalyzer(self.diag)
 
     def unanalysed(self, seg: TcpSegment, captured: int) -> SegmentAnalysis | None:
         """A TCP header that is not a segment of its own (quoted in an ICMP error, or cut short):
         tshark gives its frame the connection's tcp.stream without analysing it. Returns the
         analysis (for the stream number) or None; the connection's counters are not touched."""
+        cold = self.cold
+        if cold is not None:
+            row = cold.find(seg)
+            if row >= 0:
+                self._warm(row)
         a = self.analyzer.feed_unanalysed(seg, captured)
         if a is not None:
             self.quoted_streams.add(a.tcp_stream)
@@ -734,12 +796,18 @@ class TcpTracker:
         return a
 
     def _new_connection(self, a: SegmentAnalysis, seg: TcpSegment) -> Connection:
-        # streams are numbered in order of appearance, so the new one is always the next index
-        conn = Connection(a.conv, seg.frame, seg.ts_ns,
-                          ConnHistory(client_inferred=a.conv.client_inferred),
+        conv = a.conv
+        assert conv is not None
+        conn = Connection(conv, seg.frame, seg.ts_ns,
+                          ConnHistory(client_inferred=conv.client_inferred),
                           (DirStats(), DirStats()), [0, 0, 0, 0, 0, 0, 0, 0],
                           last_frame=seg.frame, last_ts=seg.ts_ns)
-        self.connections.append(conn)  # (its byte-stream state: _attach(), when needed)
+        # (its byte-stream state: _attach(), when needed)
+        conns = self.connections
+        if a.tcp_stream < len(conns):  # a cold connection's place
+            conns[a.tcp_stream] = conn
+        else:  # streams are numbered in order of appearance: the next index
+            conns.append(conn)
         return conn
 
     @staticmethod

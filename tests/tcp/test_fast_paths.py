@@ -256,7 +256,8 @@ def _streams(path: Path, reference: bool, monkeypatch: pytest.MonkeyPatch) -> li
         log.append([
             (r.next_offset, r.buffered_bytes, r.delivered_bytes, r.gap_bytes, r.dropped_bytes,
              r.duplicate_bytes, r.inconsistent_bytes, r.base, r.fin_offset, r._high)
-            for c in tracker.connections if c.streams is not None for r in c.streams.reasm
+            for c in tracker.connections if c is not None and c.streams is not None
+            for r in c.streams.reasm
         ])
         tracker.finish(0, last)
     log.append([(r.code, r.frame, r.detail) for r in diag.rows])
