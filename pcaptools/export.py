@@ -661,7 +661,10 @@ def finish_stream(pump: ChunkPump, summary: CaptureSummary, tables: Mapping[str,
             if name == "ws_heartbeats":
                 continue
             df = tables[name] if name in tables else TABLES[name].frame([])
-            stream.write(name, df)
+            # (row groups of CHUNK_ROWS: the Arrow copy of a million-row table is made a
+            # slice at a time)
+            for start in range(0, max(len(df), 1), CHUNK_ROWS):
+                stream.write(name, df.iloc[start:start + CHUNK_ROWS])
             if name not in streamed:
                 memory[name] = df
         # the rows websocket_heartbeats() looks at (and one other row, if the table has

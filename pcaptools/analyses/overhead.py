@@ -378,43 +378,21 @@ def _tcp_rows(cap: Capture, by_direction: bool) -> list[list[Any]]:
         )
     ]
     rows: list[list[Any]] = []
+    st = streams.tolist()
     if by_direction:
+        per_dir = [([col[:, d].tolist() for col in (acc[c] for c in CATEGORIES)],
+                    packets[:, d].tolist(), wire[:, d].tolist()) for d in (0, 1)]
         for i in range(n):
             for d, label in enumerate(("client_to_server", "server_to_client")):
-                rows.append(
-                    _out_row(
-                        int(streams[i]),
-                        None,
-                        "tcp",
-                        label,
-                        False,
-                        client[i],
-                        server[i],
-                        proto[i],
-                        int(packets[i, d]),
-                        int(wire[i, d]),
-                        [int(acc[c][i, d]) for c in CATEGORIES],
-                        whole,
-                    )
-                )
-    else:
+                cats, pk, wr = per_dir[d]
+                rows.append(_out_row(st[i], None, "tcp", label, False, client[i], server[i],
+                                     proto[i], pk[i], wr[i], [c[i] for c in cats], whole))
+    else:  # (the sums of both directions, a column at a time)
+        cats = [acc[c].sum(axis=1).tolist() for c in CATEGORIES]
+        pk, wr = packets.sum(axis=1).tolist(), wire.sum(axis=1).tolist()
         for i in range(n):
-            rows.append(
-                _out_row(
-                    int(streams[i]),
-                    None,
-                    "tcp",
-                    "both",
-                    False,
-                    client[i],
-                    server[i],
-                    proto[i],
-                    int(packets[i].sum()),
-                    int(wire[i].sum()),
-                    [int(acc[c][i].sum()) for c in CATEGORIES],
-                    whole,
-                )
-            )
+            rows.append(_out_row(st[i], None, "tcp", "both", False, client[i], server[i],
+                                 proto[i], pk[i], wr[i], [c[i] for c in cats], whole))
     return rows
 
 
