@@ -118,8 +118,9 @@ class ColdSyns:
         seg = TcpSegment(frame, ts, frame_len, ver, src, dst, ttl, ip_id, sport, dport, seq, ack,
                          flags, window, header_len, self.options[oid], 0, b"", overhead_len,
                          bool(df))
-        del self.keys[(src, sport, dst, dport)]
-        del self.keys[(dst, dport, src, sport)]
+        keys = self.keys
+        keys.pop((src, sport, dst, dport), None)
+        keys.pop((dst, dport, src, sport), None)  # (the same key for a SYN sent to itself)
         self.live[row] = 0
         self.n_live -= 1
         return seg, stream

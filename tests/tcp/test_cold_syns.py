@@ -17,6 +17,8 @@ import pytest
 
 import pcaptools
 from pcaptools.diagnostics import Diagnostics
+from pcaptools.net.packet import TcpSegment
+from pcaptools.tables.tcp_tables import connections_table, handshakes_table
 from pcaptools.tcp.cold import ColdSyns
 from pcaptools.tcp.tracker import TcpTracker
 from tests.conftest import corpus_files, shipped_captures
@@ -173,3 +175,23 @@ def test_a_second_segment_makes_the_connection_under_its_number(tmp_path: Path) 
     assert conn is not None and conn.first_frame == 2 and conn.packets == (1, 1)
     assert conn.handshake is not None and conn.handshake.synack_frame == 4
     assert tracker.cold is not None and len(tracker.cold) == 2
+
+
+def test_a_syn_sent_to_its_own_address_and_port() -> None:
+    """Source and destination the same (a LAND packet): one address-pair key for both
+    directions; the second SYN makes the connection as the full path does."""
+    me = bytes([10, 0, 0, 9])
+
+    def syn(frame: int) -> TcpSegment:
+        return TcpSegment(frame, frame * 1000, 54, 4, me, me, 64, frame, 7000, 7000, 5, 0, SYN,
+                          1024, 20, b"", 0, b"", 54, True)
+
+    got, want = TcpTracker(Diagnostics()), TcpTracker(Diagnostics())
+    want.cold = None
+    for frame in (1, 2, 3):
+        a, b = got.segment(syn(frame)), want.segment(syn(frame))
+        assert (a.tcp_stream, a.rel_seq, a.kinds, a.from_client) == \
+            (b.tcp_stream, b.rel_seq, b.kinds, b.from_client)
+    assert got.cold is not None and len(got.cold) == 0 and not got.cold.keys
+    pd.testing.assert_frame_equal(connections_table(got), connections_table(want))
+    pd.testing.assert_frame_equal(handshakes_table(got), handshakes_table(want))
