@@ -37,7 +37,10 @@ target is replaced, never written through, and a failed write leaves the old fil
 Every file also records, in its Parquet key-value metadata (``pcaptools.categories``), the
 categories of its categorical columns as ``load()`` orders and types them; pandas itself
 reads them back as ``str`` categories in first-seen order (equal as a set, so the column
-dtype compares equal for unordered categoricals). :func:`read_parquet_table` and
+dtype compares equal for unordered categoricals), except where a streamed row group had
+fewer rows than categories: it holds only those its rows use (a SYN flood's packets table
+would otherwise repeat a million addresses in every row group), so a plain read may lack
+categories no row of that column uses. :func:`read_parquet_table` and
 :class:`StreamedCapture` restore them exactly, so their tables equal ``load()``'s.
 """
 
@@ -156,8 +159,8 @@ def _prepare(table: str, df: pd.DataFrame) -> pd.DataFrame:
             out[col] = pd.Series(
                 [None if v is None or v is pd.NA or (isinstance(v, float) and v != v)
                  else [[str(a), str(b)] for a, b in v] for v in s], index=s.index, dtype=object)
-        elif isinstance(s.dtype, pd.CategoricalDtype) and len(s.cat.categories) and not all(
-                isinstance(c, str) for c in s.cat.categories):
+        elif isinstance(s.dtype, pd.CategoricalDtype) and len(s.cat.categories) \
+                and s.cat.categories.inferred_type != "string":
             out = df.copy() if out is None else out
             out[col] = s.cat.rename_categories([str(c) for c in s.cat.categories])
     return df if out is None else out
@@ -350,22 +353,30 @@ class _Categories:
     dtype ``load()`` gives the whole column (codes appended in first-seen order, or sorted
     when every chunk was built by ``pd.Categorical(values)``)."""
 
-    __slots__ = ("dtype", "seen", "sorted")
+    __slots__ = ("_last", "dtype", "seen", "sorted")
 
     def __init__(self) -> None:
         self.seen: dict[Any, None] = {}
         self.sorted = True
         self.dtype = "object"
+        self._last: pd.Index | None = None
 
     def add(self, cats: pd.Index) -> None:
-        values = cats.tolist()
-        self.seen.update(dict.fromkeys(values))
         self.dtype = str(cats.dtype)
+        prev = self._last
+        k = 0  # (categories known from the previous chunk: a builder that keeps its codes
+        # hands over the categories seen so far, then the new ones; only those are walked)
+        if prev is not None and 0 < len(prev) <= len(cats) and cats[:len(prev)].equals(prev):
+            k = len(prev)
+        values = cats[k:].tolist()
+        self.seen.update(dict.fromkeys(values))
         if self.sorted:
+            check = [prev[-1], *values] if k and prev is not None else values
             try:
-                self.sorted = values == sorted(values)
+                self.sorted = check == sorted(check)
             except TypeError:
                 self.sorted = False
+        self._last = cats
 
     def final(self) -> list[Any]:
         values = list(self.seen)
@@ -413,19 +424,26 @@ class ParquetSink:
 
     def write(self, table: str, chunk: pd.DataFrame) -> None:
         """Append ``chunk`` (a DataFrame of the table's schema) as one row group; an empty
-        chunk only opens the file (so the table exists, with its schema, when closed)."""
-        arrow = _to_arrow(table, chunk)
+        chunk only opens the file (so the table exists, with its schema, when closed). A
+        categorical column's row group holds only the categories its rows use (every chunk
+        of a streamed table carries all the categories seen so far: a million addresses
+        would be written again in every row group); the file's metadata keeps them all."""
+        cats = self._cats.setdefault(table, {})
+        used = None
+        for col in chunk.columns:
+            s = chunk[col]
+            if isinstance(s.dtype, pd.CategoricalDtype):
+                c = s.cat.categories
+                cats.setdefault(col, _Categories()).add(c)
+                if len(c) > len(chunk) and c.inferred_type == "string":
+                    used = chunk.copy(deep=False) if used is None else used
+                    used[col] = s.cat.remove_unused_categories()
+        arrow = _to_arrow(table, chunk if used is None else used)
         w = self._writers.get(table)
         if w is None:
             w = self._writers[table] = self._pa.parquet.ParquetWriter(
                 self._partial(table), arrow.schema, compression=self.compression)
-            self._cats[table] = {}
             self.rows[table] = 0
-        cats = self._cats[table]
-        for col in chunk.columns:
-            dtype = chunk[col].dtype
-            if isinstance(dtype, pd.CategoricalDtype):
-                cats.setdefault(col, _Categories()).add(dtype.categories)
         if len(chunk) or not self.rows[table]:
             w.write_table(arrow, row_group_size=max(len(chunk), 1))
         self.rows[table] += len(chunk)
