@@ -725,17 +725,27 @@ def coverage_table(
             malformed=bad.get(sti),
         ))
         protocol[i], status[i], detail[i] = v.protocol, v.status, v.detail
-    keep = np.flatnonzero(has)
+    every = bool(has.all())  # (the usual case: no copy of the columns to drop rows)
+    kept = np.flatnonzero(has)
+    keep: Any = slice(None) if every else kept
+    n_keep = len(kept)
+    del kept
+
+    def ints(name: str) -> np.ndarray:
+        col: np.ndarray = conns[name].to_numpy(np.int64)[keep]
+        return col
+
+    def addrs(name: str) -> Any:
+        a = conns[name].array
+        return a if every else a.take(keep)
+
     part: dict[str, Any] = {
-        "frame": conns["first_frame"].to_numpy(np.int64)[keep],
-        "last_frame": conns["last_frame"].to_numpy(np.int64)[keep],
-        "transport": np.full(len(keep), _TCP, object),
+        "frame": ints("first_frame"), "last_frame": ints("last_frame"),
+        "transport": np.full(n_keep, _TCP, object),
         "protocol": protocol[keep], "status": status[keep], "detail": detail[keep],
-        "tcp_stream": st[keep], "ip_version": conns["ip_version"].to_numpy(np.int64)[keep],
-        "src": conns["client_addr"].array.take(keep),
-        "sport": conns["client_port"].to_numpy(np.int64)[keep],
-        "dst": conns["server_addr"].array.take(keep),
-        "dport": conns["server_port"].to_numpy(np.int64)[keep],
+        "tcp_stream": st[keep], "ip_version": ints("ip_version"),
+        "src": addrs("client_addr"), "sport": ints("client_port"),
+        "dst": addrs("server_addr"), "dport": ints("server_port"),
         "frames": frames[keep],
         "wire_bytes": (conns["client_wire_bytes"].to_numpy(np.int64)
                        + conns["server_wire_bytes"].to_numpy(np.int64))[keep],
@@ -749,23 +759,33 @@ def coverage_table(
     return _with_rows(part, rows)
 
 
+COVERAGE_DTYPES = {c.name: c.dtype for c in COVERAGE.columns}
+
+
 def _with_rows(part: dict[str, Any], rows: list[tuple[object, ...]]) -> pd.DataFrame:
     """The coverage table of the connection columns ``part`` and the flow ``rows``, in
     first-frame order (connections first among equal frames, as a stable sort of the
     connection rows followed by the flow rows)."""
     frame = np.concatenate([part["frame"], np.array([r[0] for r in rows], np.int64)])
-    order = np.argsort(frame, kind="stable")
+    order: Any = np.argsort(frame, kind="stable")
+    if (order[1:] > order[:-1]).all():  # (already in order: no copy)
+        order = slice(None)
+    del frame
     out: dict[str, Any] = {}
     for i, name in enumerate(COVERAGE.names):
-        p = part[name]
+        p = part.pop(name)  # (each input column goes once its output is made)
         ex = [r[i] for r in rows]
         if not isinstance(p, np.ndarray):  # (the addresses: strings of the connections table)
-            out[name] = pd.concat([pd.Series(p, copy=False), pd.Series(ex, dtype=p.dtype)],
-                                  ignore_index=True).array.take(order)
+            joined = pd.concat([pd.Series(p, copy=False), pd.Series(ex, dtype=p.dtype)],
+                               ignore_index=True).array
+            out[name] = joined if isinstance(order, slice) else joined.take(order)
         elif p.dtype.kind == "i" and all(type(x) is int for x in ex):
             out[name] = np.concatenate([p, np.array(ex, np.int64)])[order]
         else:
             extra = np.empty(len(rows), object)
             extra[:] = ex
-            out[name] = np.concatenate([p.astype(object), extra])[order].tolist()
+            v = np.concatenate([p.astype(object, copy=False), extra])[order]
+            # (a category column from the object array itself: no list of a million pointers)
+            out[name] = pd.Categorical(v) if COVERAGE_DTYPES[name] == "category" else v.tolist()
+        del p
     return COVERAGE.frame(columns=out, copy=False)
