@@ -431,14 +431,21 @@ def _check(checksums: ChecksumChecker, tracker: TcpTracker, data: bytes, seg: Tc
 
 
 def _assemble(s: _Sinks) -> dict[str, pd.DataFrame]:
-    """Step 3: every table from its source's builder, in registration order (a table its
+    """Step 3: every table from its source's builder, in registration order but the
+    ``packets`` source first (a table its
     builder leaves out, or of a source that is off, is the empty frame of its schema: so
     ws_heartbeats, derived from ws_frames in :func:`_finish_tables` or by the streaming
     export), except coverage, which :func:`_finish_tables` adds."""
     frames: dict[str, pd.DataFrame] = {}
-    for built in s.built.values():
+    # (the packets source first, its builder let go at once: its per-address state is gone
+    # before the per-connection tables are made, the memory peak of a port scan)
+    for name in sorted(s.built, key=lambda n: n != "packets"):
+        built = s.built[name]
         if built is not None:
             frames.update(built.frames())
+            if name == "packets":
+                s.built[name] = s.pb = None
+                trim()
     return {name: frames[name] if name in frames else schema.frame([])
             for name, schema in TABLES.items() if name != "coverage"}
 

@@ -777,7 +777,7 @@ def _with_rows(part: dict[str, Any], rows: list[tuple[object, ...]]) -> pd.DataF
         ex = [r[i] for r in rows]
         if not isinstance(p, np.ndarray):  # (the addresses: strings of the connections table)
             joined = pd.concat([pd.Series(p, copy=False), pd.Series(ex, dtype=p.dtype)],
-                               ignore_index=True).array
+                               ignore_index=True).array if ex else p
             out[name] = joined if isinstance(order, slice) else joined.take(order)
         elif p.dtype.kind == "i" and all(type(x) is int for x in ex):
             out[name] = np.concatenate([p, np.array(ex, np.int64)])[order]
