@@ -18,6 +18,8 @@ cdef class PacketsBuilder:
     cdef public object records
     cdef public dict codes
     cdef public dict _addr_cache
+    cdef public list _addrs
+    cdef public list _addr_texts
     cdef public tuple _dir_codes
     cdef public list _flag_codes
     cdef public bytearray _buf

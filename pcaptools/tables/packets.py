@@ -58,9 +58,17 @@ class PacketsBuilder:
         self.records = Records([(n, "q") for n in _INT_COLS] + [(n, "i") for n in _CODE_COLS],
                                chunk_rows=chunk_rows)
         """the rows not yet handed over by :meth:`frame`"""
-        self.codes = {n: CodeColumn() for n in _CODE_COLS}
-        """the values of the category columns and their codes (only ``codes`` is used)"""
+        self.codes = {n: CodeColumn() for n in _CODE_COLS if n not in ("src", "dst")}
+        """the values of the direction and flags columns and their codes (only ``codes`` is
+        used)"""
         self._addr_cache: dict[bytes, int] = {}
+        """packed address -> its code in src and dst (one code space, so an address has the
+        same code in both)"""
+        self._addrs: list[bytes] = []
+        """the packed addresses in code order"""
+        self._addr_texts: list[str] = []
+        """their text, made when the table is (a port scan's million addresses are not a
+        million strings kept through the pass)"""
         self._dir_codes = (self.codes["direction"].code("client_to_server"),
                            self.codes["direction"].code("server_to_client"))
         self._flag_codes: list[int] = [-1] * 0x200
@@ -72,11 +80,8 @@ class PacketsBuilder:
         self._limit = self.records.limit
 
     def _addr(self, packed: bytes) -> int:
-        # src and dst share one code space so an address has the same code in both
-        code = self._addr_cache[packed] = len(self._addr_cache)
-        text = addr_text(packed)
-        self.codes["src"].codes[text] = code
-        self.codes["dst"].codes[text] = code
+        code = self._addr_cache[packed] = len(self._addrs)
+        self._addrs.append(packed)
         return code
 
     def _flags(self, flags: int) -> int:
@@ -221,6 +226,13 @@ class PacketsBuilder:
         for n in ("ip_version", "ip_proto", "sport", "dport", "tcp_stream", "tcp_flags", "seq", "ack",
                   "seq_raw", "ack_raw", "tcp_len", "window", "acks_frame"):
             cols[n] = nullable(rec.column(n))
+        texts = self._addr_texts
+        texts += [addr_text(p) for p in self._addrs[len(texts):]]
+        addrs = pd.Index(texts, dtype=object)
         for n in _CODE_COLS:
-            cols[n] = categorical(c[n].codes, rec.column(n))
+            codes = rec.column(n)
+            if n in c:
+                cols[n] = categorical(c[n].codes, codes)
+            else:  # (src, dst: the addresses in code order)
+                cols[n] = pd.Categorical.from_codes(codes, categories=addrs)
         return PACKETS.frame(columns=cols, copy=False)
