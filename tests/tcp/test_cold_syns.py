@@ -195,3 +195,16 @@ def test_a_syn_sent_to_its_own_address_and_port() -> None:
     assert got.cold is not None and len(got.cold) == 0 and not got.cold.keys
     pd.testing.assert_frame_equal(connections_table(got), connections_table(want))
     pd.testing.assert_frame_equal(handshakes_table(got), handshakes_table(want))
+
+
+def test_a_syn_a_cold_row_cannot_hold_goes_the_full_path() -> None:
+    """A field out of the packed row's range (here a TTL of 300, which no decoder gives) is
+    analysed as any first segment: a record and a conversation at once."""
+    seg = TcpSegment(1, 1000, 54, 4, bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]), 300, 1, 4000,
+                     80, 5, 0, SYN, 1024, 20, b"", 0, b"", 54, True)
+    tracker = TcpTracker(Diagnostics())
+    a = tracker.segment(seg)
+    assert a.conv is not None and a.tcp_stream == 0
+    assert tracker.cold is not None and len(tracker.cold) == 0 and not tracker.cold.buf
+    conn = tracker.connections[0]
+    assert conn is not None and conn.packets == (1, 0)
