@@ -2,8 +2,9 @@
 
 A port scan or SYN flood is millions of them, and most connections of any capture spend a
 moment in this state before the SYN-ACK. :class:`~.tracker.TcpTracker` keeps such a
-connection here as one row of typed columns (~0.4 KB with its address-pair key) instead of
-the analyzer's conversation and the tracker's record (~2.7 KB of Python objects). When a
+connection here as one packed row (~0.45 KB with its addresses and address-pair key)
+instead of the analyzer's conversation and the tracker's record (~2.7 KB of Python objects).
+When a
 second segment of the address pair comes (the SYN-ACK, a retransmitted SYN, an RST, an ICMP
 error quoting it) the tracker takes the SYN back (:meth:`ColdSyns.pop`) and replays it
 through the full analysis with the ``tcp_stream`` number it was given, then goes on as if the
@@ -50,12 +51,12 @@ def cold_eligible(seg: TcpSegment) -> bool:
 
 
 class ColdSyns:
-    """The cold connections of one tracker: a row of typed columns each, in ``tcp_stream``
-    order, and ``keys``: address-pair key (both directions, as the analyzer keys them) -> row
-    of the connections still cold. A row taken back by :meth:`pop` stays (its ``live`` flag
-    cleared) so that row numbers never move."""
+    """The cold connections of one tracker: a packed row each (:data:`_ROW`), in
+    ``tcp_stream`` order, and ``keys``: address-pair key (both directions, as the analyzer
+    keys them) -> row of the connections still cold. A row taken back by :meth:`pop` stays
+    (its ``live`` flag cleared) so that row numbers never move."""
 
-    __slots__ = ("buf", "dst", "keys", "live", "n_live", "options", "_opt_ids", "src")
+    __slots__ = ("_opt_ids", "buf", "dst", "keys", "live", "n_live", "options", "src")
 
     def __init__(self) -> None:
         self.buf = bytearray()

@@ -338,7 +338,7 @@ class TcpTracker:
     """Feeds segments to the analysis and keeps per-connection records and tcp_events rows.
 
     A connection that has sent one payload-less SYN and nothing else is kept cold
-    (:mod:`.cold`): a row of typed columns in :attr:`cold`, None in :attr:`connections`,
+    (:mod:`.cold`): a packed row in :attr:`cold`, None in :attr:`connections`,
     no conversation in the analyzer, until a second segment of its address pair makes it
     (:meth:`_warm`)."""
 
