@@ -220,15 +220,13 @@ class Connection:
     counts: list[int]
     """[client, server] packets, then payload bytes, frame bytes and resent payload bytes
     (one list, not four pairs: a connection costs its fields, and most connections are
-    short; read them as :attr:`packets`, :attr:`payload_bytes`, :attr:`wire_bytes`,
-    :attr:`resent_bytes`)"""
+    short; the connections table reads them in this order)"""
     last_frame: int = 0
     last_ts: int = 0
     retransmissions: int = 0
     fin: list[int | None] | None = None
     """[client FIN frame, server FIN frame, client FIN ts, server FIN ts] of the first FIN
-    each way, made at the first FIN (None: no FIN yet; read as :attr:`fin_frame`,
-    :attr:`fin_ts`)"""
+    each way, made at the first FIN (None: no FIN yet)"""
     rst_frame: int | None = None
     rst_ts: int | None = None
     rst_by_client: bool | None = None
@@ -258,38 +256,6 @@ class Connection:
     loss: tuple[LossDirection, LossDirection] | None = None
     """(client, server): sequence-space state of the tcp_losses table, made at the first
     payload or ACK (None before: :data:`NO_LOSS` holds its values)"""
-
-    @property
-    def packets(self) -> tuple[int, int]:
-        """(client, server) packets"""
-        c = self.counts
-        return c[0], c[1]
-
-    @property
-    def payload_bytes(self) -> tuple[int, int]:
-        c = self.counts
-        return c[2], c[3]
-
-    @property
-    def wire_bytes(self) -> tuple[int, int]:
-        c = self.counts
-        return c[4], c[5]
-
-    @property
-    def resent_bytes(self) -> tuple[int, int]:
-        c = self.counts
-        return c[6], c[7]
-
-    @property
-    def fin_frame(self) -> tuple[int | None, int | None]:
-        """(client, server) frame of the first FIN each way (None: none)"""
-        f = self.fin
-        return (None, None) if f is None else (f[0], f[1])
-
-    @property
-    def fin_ts(self) -> tuple[int | None, int | None]:
-        f = self.fin
-        return (None, None) if f is None else (f[2], f[3])
 
     def vantage(self) -> str:
         """Where the capture was taken for this connection (see :func:`.losses.vantage`)."""

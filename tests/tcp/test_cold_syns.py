@@ -172,7 +172,7 @@ def test_a_second_segment_makes_the_connection_under_its_number(tmp_path: Path) 
     assert out[3].conv is not None and out[3].rel_ack == 1 and not out[3].from_client
     assert tracker.connections[0] is None and tracker.connections[2] is None
     conn = tracker.connections[1]
-    assert conn is not None and conn.first_frame == 2 and conn.packets == (1, 1)
+    assert conn is not None and conn.first_frame == 2 and conn.counts[:2] == [1, 1]
     assert conn.handshake is not None and conn.handshake.synack_frame == 4
     assert tracker.cold is not None and len(tracker.cold) == 2
 
@@ -207,4 +207,4 @@ def test_a_syn_a_cold_row_cannot_hold_goes_the_full_path() -> None:
     assert a.conv is not None and a.tcp_stream == 0
     assert tracker.cold is not None and len(tracker.cold) == 0 and not tracker.cold.buf
     conn = tracker.connections[0]
-    assert conn is not None and conn.packets == (1, 0)
+    assert conn is not None and conn.counts[:2] == [1, 0]
