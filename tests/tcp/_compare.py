@@ -13,6 +13,7 @@ from pcaptools.io.frame import RawFrame
 from pcaptools.net.decode import PacketDecoder
 from pcaptools.net.packet import IpPacket, TcpSegment
 from pcaptools.tcp.analysis import SegmentAnalysis, TcpAnalyzer
+from pcaptools.tcp.tracker import TcpTracker
 from tests.oracle import tshark_fields
 
 FIELDS: tuple[str, ...] = (
@@ -153,6 +154,20 @@ def tcp_items(path: str | Path) -> Iterator[tuple[TcpSegment, int | None]]:
                 q = _icmp_quoted_tcp(raw, pkt)
                 if q is not None:
                     yield q
+
+
+def feed(tracker: TcpTracker, path: str | Path) -> int:
+    """Every TCP segment of the capture to ``tracker`` (the ICMP-quoted headers as
+    :meth:`~TcpTracker.unanalysed`), as the pipeline gives them; returns the last frame number
+    (0: none)."""
+    last = 0
+    for seg, captured in tcp_items(path):
+        last = seg.frame
+        if captured is None:
+            tracker.segment(seg)
+        else:
+            tracker.unanalysed(seg, captured)
+    return last
 
 
 def tcp_segments(path: str | Path) -> Iterator[TcpSegment]:

@@ -30,7 +30,7 @@ from pcaptools.tcp.connstate import ConnHistory
 from pcaptools.tcp.reassembly import _chunk
 from pcaptools.tcp.tracker import TcpTracker, _unwrap
 from tests.conftest import corpus_files, shipped_captures
-from tests.tcp._compare import tcp_items
+from tests.tcp._compare import feed, tcp_items
 from tests.tcp._pcapgen import simulate, write_pcap
 from tests.tcp._scenarios import SCENARIOS
 
@@ -125,11 +125,7 @@ def _tables(path: Path, reference: bool, monkeypatch: pytest.MonkeyPatch) -> lis
             m.setattr(ConnHistory, "plain", plain)
         diag = Diagnostics()
         tracker = TcpTracker(diag)
-        for seg, captured in tcp_items(path):
-            if captured is None:
-                tracker.segment(seg)
-            else:
-                tracker.unanalysed(seg, captured)
+        feed(tracker, path)
         tracker.finish(0, 0)
     rows = pd.DataFrame([(r.code, r.frame, r.ts_ns, r.detail) for r in diag.rows])
     return [connections_table(tracker), events_table(tracker), rows]
@@ -246,13 +242,7 @@ def _streams(path: Path, reference: bool, monkeypatch: pytest.MonkeyPatch) -> li
             m.setattr(TcpTracker, "_bytes", _reference_bytes)
         diag = Diagnostics()
         tracker = TcpTracker(diag, observer_factory=lambda s, _mid: _Recorder(log, s))
-        last = 0
-        for seg, captured in tcp_items(path):
-            last = seg.frame
-            if captured is None:
-                tracker.segment(seg)
-            else:
-                tracker.unanalysed(seg, captured)
+        last = feed(tracker, path)
         log.append([
             (r.next_offset, r.buffered_bytes, r.delivered_bytes, r.gap_bytes, r.dropped_bytes,
              r.duplicate_bytes, r.inconsistent_bytes, r.base, r.fin_offset, r._high)

@@ -23,7 +23,7 @@ from pcaptools.diagnostics import Diagnostics
 from pcaptools.tables.tcp_tables import connections_table, events_table, handshakes_table
 from pcaptools.tcp.tracker import Connection, TcpTracker
 from tests.conftest import corpus_files, shipped_captures
-from tests.tcp._compare import tcp_items
+from tests.tcp._compare import feed, tcp_items
 from tests.tcp._pcapgen import ACK, FIN, PSH, RST, SYN, Pkt, simulate, write_pcap, wscale_opt
 from tests.tcp._scenarios import SCENARIOS
 from tests.tcp.test_fast_paths import _Recorder
@@ -93,13 +93,7 @@ def _run(path: Path, eager: bool, observe: bool,
         diag = Diagnostics()
         tracker = TcpTracker(diag, observer_factory=(lambda s, _mid: _Recorder(log, s))
                              if observe else None)
-        last = 0
-        for seg, captured in tcp_items(path):
-            last = seg.frame
-            if captured is None:
-                tracker.segment(seg)
-            else:
-                tracker.unanalysed(seg, captured)
+        last = feed(tracker, path)
         never = sum(1 for c in tracker.connections  # (None: cold, test_cold_syns.py)
                     if c is None or (c.streams is None and c.follow is None))
         tracker.finish(0, last)
