@@ -290,7 +290,7 @@ def test_report_into_a_named_pipe(tmp_path: Path) -> None:
     t = threading.Thread(target=reader, daemon=True)
     t.start()
     assert cli.main([str(DEMO), "-q", "-o", str(fifo)]) == 0
-    t.join(timeout=60)
+    t.join()  # (the report is written and the FIFO closed: the reader is at its end)
     assert got and got[0].startswith(b"<!DOCTYPE html>") and got[0].rstrip().endswith(b"</html>")
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     (tmp_path / "also.json").symlink_to(fifo)

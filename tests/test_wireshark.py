@@ -11,9 +11,9 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import signal
 import struct
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -479,17 +479,18 @@ def fake_tshark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ws._glossary.cache_clear()
 
 
-def _gone(pid: int) -> bool:
-    """The process has exited (absent, or a zombie waiting for init), within 10 s."""
-    for _ in range(100):
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.1)
-    return False
+def _killed(pid: int) -> bool:
+    """The process was killed: it is gone, a zombie, or has a SIGKILL pending (the kernel
+    ends it the next time it runs). Read once from /proc: nothing waits, no clock."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+    if fields.get("State", "")[:1] in ("Z", "X"):
+        return True
+    kill_bit = 1 << (signal.SIGKILL - 1)
+    return any(int(fields.get(k, "0"), 16) & kill_bit for k in ("SigPnd", "ShdPnd"))
 
 
 def test_timeout_kills_tshark_and_its_children(fake_tshark: Path, monkeypatch: pytest.MonkeyPatch,
@@ -500,7 +501,7 @@ def test_timeout_kills_tshark_and_its_children(fake_tshark: Path, monkeypatch: p
         pcaptools.wireshark(H2, ["fake.n"], tshark_path=fake_tshark, timeout=0.5)
     assert isinstance(e.value, TimeoutError)
     # what the fake tshark started was killed with it (its process group), not left running
-    assert _gone(int((tmp_path / "child.pid").read_text()))
+    assert _killed(int((tmp_path / "child.pid").read_text()))
 
 
 def test_tshark_crash(fake_tshark: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,14 +16,15 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import struct
 import subprocess
-import time
+import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -35,20 +36,18 @@ from tests.conftest import CAPTURES, CORPUS
 from tests.protocols.tls import _tls_build as tb
 
 websockets_sync = pytest.importorskip("websockets.sync.client")
+ConnectionClosed = pytest.importorskip("websockets.exceptions").ConnectionClosed
 
 CHROMIUM = shutil.which("chromium") or (
     "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None
 )
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 
-#: bounds on every wait for the browser (every loop is bounded by a count, and no clock is
-#: read): at most HANG_LIMIT_S for any one message from it, at most MAX_POLLS polls (POLL_S
-#: apart) for a state and MAX_MESSAGES messages for one answer. Reaching one means the page
-#: never got to the state waited for (a hang) and says so as a CdpHang error; nothing here
-#: measures or asserts how long anything took (the report's speed: benchmarks/report_speed.py).
-HANG_LIMIT_S = 300.0
-POLL_S = 0.05
-MAX_POLLS = 6000
+#: No wait here has a time limit, and no clock is read: the browser is waited for by what it
+#: says (its DevTools address on stderr, an answer, an event, a page-side promise that resolves
+#: when the state waited for is there); a browser that exits or closes the connection is a
+#: CdpError. Loops over messages are bounded by this count. How long the report takes to open
+#: is measured in benchmarks/report_speed.py, never asserted here.
 MAX_MESSAGES = 100_000
 BOX = "document.querySelectorAll('div.ptable')"
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -77,10 +76,6 @@ class CdpError(RuntimeError):
     pass
 
 
-class CdpHang(CdpError):
-    """The browser never reached the state waited for within HANG_LIMIT_S."""
-
-
 @dataclass
 class Page:
     """One tab, driven over the browser's DevTools websocket (flattened session)."""
@@ -89,34 +84,31 @@ class Page:
     session: str
     events: list[dict[str, Any]] = field(default_factory=list)
 
-    def send(
-        self, method: str, params: dict[str, Any] | None = None, timeout: float = HANG_LIMIT_S
-    ) -> dict[str, Any]:
-        return self.browser.send(method, params, session=self.session, timeout=timeout)
+    def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self.browser.send(method, params, session=self.session)
 
-    def evaluate(self, expr: str, timeout: float = HANG_LIMIT_S) -> Any:
+    def evaluate(self, expr: str) -> Any:
         res = self.send(
             "Runtime.evaluate",
             {"expression": expr, "returnByValue": True, "awaitPromise": True},
-            timeout=timeout,
         )
         if "exceptionDetails" in res:
             raise CdpError(f"{expr!r} threw: {res['exceptionDetails']}")
         return res["result"].get("value")
 
-    def wait_for(self, expr: str, timeout: float = HANG_LIMIT_S) -> Any:
-        """Poll ``expr`` until it is truthy (at most MAX_POLLS times); returns its value."""
-        for _ in range(MAX_POLLS):
-            v = self.evaluate(expr, timeout=timeout)
-            if v:
-                return v
-            time.sleep(POLL_S)
-        raise CdpHang(f"{expr} never became true ({MAX_POLLS} polls)")
+    def wait_for(self, expr: str) -> Any:
+        """The value of ``expr`` once it is truthy: a promise in the page re-evaluates it
+        after each turn of the page's event loop and resolves with it (the answer comes when
+        the state is there)."""
+        return self.evaluate(
+            "new Promise(done => { const check = () => { const v = (" + expr + ");"
+            " if (v) { done(v); } else { setTimeout(check, 10); } }; check(); })"
+        )
 
     def open(self, url: str) -> None:
         self.events.clear()
         self.send("Page.navigate", {"url": url})
-        self.browser.wait_event(self, "Page.loadEventFired", HANG_LIMIT_S)
+        self.browser.wait_event(self, "Page.loadEventFired")
 
     def errors(self) -> list[str]:
         """Script errors and console errors seen so far."""
@@ -143,6 +135,11 @@ class Page:
         ]
 
 
+def _read_to_end(f: IO[str]) -> None:
+    with f:
+        f.read()
+
+
 class Browser:
     def __init__(self, profile: Path) -> None:
         assert CHROMIUM is not None
@@ -150,24 +147,29 @@ class Browser:
             [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # (its renderers in its process group: killed with it)
         )
-        port_file = profile / "DevToolsActivePort"
-        for _ in range(MAX_POLLS):
-            if port_file.is_file() and len(port_file.read_text().splitlines()) >= 2:
+        # chromium says where its DevTools endpoint is on stderr ("DevTools listening on
+        # ws://..."); the end of stderr before that line means it exited
+        assert self.proc.stderr is not None
+        url = None
+        for line in self.proc.stderr:
+            if line.startswith("DevTools listening on "):
+                url = line.split(" on ", 1)[1].strip()
                 break
-            if self.proc.poll() is not None:
-                raise CdpError(f"chromium exited with {self.proc.returncode}")
-            time.sleep(POLL_S)
-        else:
+        if url is None:
             self.close()
-            raise CdpHang(f"chromium did not open its DevTools port ({MAX_POLLS} polls)")
-        port, path = port_file.read_text().splitlines()[:2]
+            raise CdpError(f"chromium exited with {self.proc.returncode} before DevTools")
+        # (the rest of stderr is read, to its end when chromium exits, so that chromium
+        # never blocks on a full pipe)
+        self._stderr = threading.Thread(target=_read_to_end, args=(self.proc.stderr,),
+                                        daemon=True)
+        self._stderr.start()
         self._stack = contextlib.ExitStack()  # websockets >= 17.1: connect() is a context manager
         self.ws = self._stack.enter_context(
-            websockets_sync.connect(
-                f"ws://127.0.0.1:{int(port)}{path}", max_size=None, open_timeout=HANG_LIMIT_S
-            )
+            websockets_sync.connect(url, max_size=None, open_timeout=None)
         )
         self._ids = itertools.count(1)
         self._pages: dict[str, Page] = {}
@@ -178,7 +180,6 @@ class Browser:
         params: dict[str, Any] | None = None,
         *,
         session: str | None = None,
-        timeout: float = HANG_LIMIT_S,
     ) -> dict[str, Any]:
         msg_id = next(self._ids)
         msg: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
@@ -186,20 +187,21 @@ class Browser:
             msg["sessionId"] = session
         self.ws.send(json.dumps(msg))
         for _ in range(MAX_MESSAGES):
-            m = self._recv(timeout, method)
+            m = self._recv(method)
             if m.get("id") == msg_id:
                 if "error" in m:
                     raise CdpError(f"{method}: {m['error']}")
                 result: dict[str, Any] = m.get("result", {})
                 return result
-        raise CdpHang(f"no answer to {method} in {MAX_MESSAGES} messages")
+        raise CdpError(f"no answer to {method} in {MAX_MESSAGES} messages")
 
-    def _recv(self, timeout: float, what: str) -> dict[str, Any]:
-        """The browser's next message; CdpHang when none comes within ``timeout``."""
+    def _recv(self, what: str) -> dict[str, Any]:
+        """The browser's next message; CdpError when it closed the connection."""
         try:
-            m: dict[str, Any] = json.loads(self.ws.recv(timeout=timeout))
-        except TimeoutError:
-            raise CdpHang(f"no answer to {what} (hang limit)") from None
+            m: dict[str, Any] = json.loads(self.ws.recv())
+        except ConnectionClosed:
+            raise CdpError(f"chromium closed the connection waiting for {what} "
+                           f"(exit status {self.proc.poll()})") from None
         if "method" in m:
             page = self._pages.get(m.get("sessionId", ""))
             if page is not None:
@@ -217,18 +219,18 @@ class Browser:
                     )
         return m
 
-    def wait_event(self, page: Page, method: str, timeout: float) -> dict[str, Any]:
+    def wait_event(self, page: Page, method: str) -> dict[str, Any]:
         seen = len(page.events)
         for e in page.events:
             if e["method"] == method:
                 return e
         for _ in range(MAX_MESSAGES):
-            self._recv(timeout, method)
+            self._recv(method)
             for e in page.events[seen:]:
                 if e["method"] == method:
                     return e
             seen = len(page.events)
-        raise CdpHang(f"no {method} in {MAX_MESSAGES} messages")
+        raise CdpError(f"no {method} in {MAX_MESSAGES} messages")
 
     def drain(self, page: Page) -> None:
         """Collect the events already sent (a round trip flushes them)."""
@@ -250,12 +252,13 @@ class Browser:
         if stack is not None:
             stack.close()
         if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+            os.killpg(self.proc.pid, signal.SIGKILL)  # (the browser and every child of it)
+        self.proc.wait()
+        reader = getattr(self, "_stderr", None)
+        if reader is not None:
+            reader.join()  # (chromium has exited: its stderr is at its end)
+        elif self.proc.stderr is not None:
+            self.proc.stderr.close()
 
 
 @pytest.fixture(scope="module")
