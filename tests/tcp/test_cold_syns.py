@@ -8,6 +8,7 @@ port with a new ISN, carry ECN bits, IPv6 and every TCP option the handshake tab
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from pcaptools.tables.tcp_tables import connections_table, handshakes_table
 from pcaptools.tcp.cold import ColdSyns
 from pcaptools.tcp.tracker import TcpTracker
 from tests.conftest import corpus_files, shipped_captures
+from tests.oracle import tshark_fields
 from tests.tcp._compare import tcp_items
 from tests.tcp._pcapgen import ACK, FIN, PSH, RST, SYN, Pkt, write_pcap, wscale_opt
 from tests.tcp.test_lazy_state import _scan
@@ -208,3 +210,23 @@ def test_a_syn_a_cold_row_cannot_hold_goes_the_full_path() -> None:
     assert tracker.cold is not None and len(tracker.cold) == 0 and not tracker.cold.buf
     conn = tracker.connections[0]
     assert conn is not None and conn.counts[:2] == [1, 0]
+
+
+@pytest.mark.tshark
+def test_cold_streams_seq_and_window_agree_with_tshark(made: dict[str, Path]) -> None:
+    """On the capture of SYNs of every shape and on the flood, every TCP frame's tcp.stream,
+    relative sequence number and window in the packets table (the cold SYNs' rows among them)
+    are tshark 4.0's."""
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark not installed")
+    for name in ("syns", "flood"):
+        path = made[name]
+        rows = tshark_fields(str(path), ("frame.number", "tcp.stream", "tcp.seq",
+                                         "tcp.window_size"), (), "tcp && !icmp && !icmpv6")
+        p = pcaptools.load(path).packets
+        p = p[p["ip_proto"] == 6]
+        got = list(zip(p["frame"].tolist(), p["tcp_stream"].tolist(), p["seq"].tolist(),
+                       p["window"].tolist(), strict=True))
+        want = [tuple(int(x) for x in r) for r in rows]
+        assert len(got) == len(want) > 40, name
+        assert got == want, name
