@@ -106,8 +106,10 @@ def load(
     ``out=directory`` streams every table to ``directory/<table>.parquet`` while reading, in row
     groups of ``chunk_rows`` rows (the layout of :meth:`Capture.to_parquet`), so the peak
     memory does not grow with the number of packets, and returns a
-    :class:`~pcaptools.export.StreamedCapture` (per-connection tables in memory, the others
-    read from their file when used); ``max_packet_rows`` does not apply then. Not with
+    :class:`~pcaptools.export.StreamedCapture` (the smaller per-connection tables in memory,
+    the others read from their file when used; connections, tcp_handshakes and coverage are
+    written a chunk of connections at a time at the end); ``max_packet_rows`` does not apply
+    then. Not with
     ``workers`` > 1 or ``shard``.
     ``packets=False`` skips the one table that grows with the number of frames;
     ``tls_records=False`` skips the per-record TLS table; ``payloads=False`` skips all payload

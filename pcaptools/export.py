@@ -27,7 +27,10 @@ hand them over through the hook of :mod:`pcaptools.tables.schema` (:class:`Drain
 :class:`ChunkPump`) and :class:`ParquetSink` writes them. Every file is written as a new
 ``.<table>.parquet.<random>.partial`` and renamed when the capture has been read to its end, so
 a reader never sees a half-written table. ``load`` then returns a :class:`StreamedCapture`:
-the per-connection tables in memory, the others read back from their file when asked for.
+the smaller per-connection tables in memory, the others read back from their file when asked
+for. The tables of one row per connection that a port scan makes big (connections,
+tcp_handshakes, coverage) are written at the end a chunk of connections at a time
+(:func:`pcaptools.pipeline.run`), never whole in memory.
 
 Every file here (:func:`to_parquet`, :func:`to_csv`, :func:`write_partition`, the streaming
 export) is written the same way (:func:`pcaptools._safewrite.atomic_open`): into a new
@@ -348,21 +351,42 @@ CATEGORIES_KEY = "pcaptools.categories"
 """Parquet key-value metadata: ``{column: {"dtype": ..., "categories": [...]}}`` as JSON"""
 
 
+SHARED_CODE_SPACES: dict[str, tuple[str, ...]] = {"packets": ("src", "dst")}
+"""table -> categorical columns whose categories are one list, in first-seen order over the
+rows, each row's values in column order (the packets builder codes ``src`` then ``dst`` of
+each frame, one code space): restored that way when they are not recorded"""
+
+RECORDED_CATEGORIES = 65536
+"""the most categories :class:`_Categories` keeps of a text column in first-seen order"""
+
+
 class _Categories:
     """The categories of one categorical column over all the chunks written: the order and
     dtype ``load()`` gives the whole column (codes appended in first-seen order, or sorted
-    when every chunk was built by ``pd.Categorical(values)``)."""
+    when every chunk was built by ``pd.Categorical(values)``).
+
+    Text categories in first-seen order need no record: pyarrow reads the row groups'
+    dictionaries back as one, new values appended in the order they come, which is that
+    order (each row group's dictionary holds its categories in code order). Once a text
+    column is known not to be sorted and has more than :data:`RECORDED_CATEGORIES` values,
+    they are let go (:attr:`seen` None, :meth:`final` None): a port scan's million addresses
+    are not held through the pass. (A read of some row groups only then has the categories
+    of those row groups, not all of the table's.)"""
 
     __slots__ = ("_last", "dtype", "seen", "sorted")
 
     def __init__(self) -> None:
-        self.seen: dict[Any, None] = {}
+        self.seen: dict[Any, None] | None = {}
         self.sorted = True
         self.dtype = "object"
         self._last: pd.Index | None = None
 
     def add(self, cats: pd.Index) -> None:
-        self.dtype = str(cats.dtype)
+        if len(cats) or not self.seen:  # (a chunk of NAs only has empty categories of any dtype)
+            self.dtype = str(cats.dtype)
+        if self.seen is None:  # (first-seen text: nothing to record)
+            self._last = cats
+            return
         prev = self._last
         k = 0  # (categories known from the previous chunk: a builder that keeps its codes
         # hands over the categories seen so far, then the new ones; only those are walked)
@@ -377,8 +401,14 @@ class _Categories:
             except TypeError:
                 self.sorted = False
         self._last = cats
+        if (not self.sorted and self.dtype == "object" and len(self.seen) > RECORDED_CATEGORIES
+                and all(isinstance(v, str) for v in self.seen)):
+            self.seen = None
 
-    def final(self) -> list[Any]:
+    def final(self) -> list[Any] | None:
+        """The categories in order, None for first-seen text (nothing to record)."""
+        if self.seen is None:
+            return None
         values = list(self.seen)
         if self.sorted:
             try:
@@ -408,6 +438,7 @@ class ParquetSink:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.compression = compression
         self._writers: dict[str, Any] = {}
+        """per table: its ParquetWriter (None once finished: :meth:`_finish`)"""
         self._files: dict[str, tuple[Any, Path]] = {}
         """per table: the open temporary file and its path"""
         self._cats: dict[str, dict[str, _Categories]] = {}
@@ -441,6 +472,8 @@ class ParquetSink:
         arrow = _to_arrow(table, chunk if used is None else used)
         w = self._writers.get(table)
         if w is None:
+            if table in self._writers:
+                raise ValueError(f"{table}: its file is finished (read_back)")
             w = self._writers[table] = self._pa.parquet.ParquetWriter(
                 self._partial(table), arrow.schema, compression=self.compression)
             self.rows[table] = 0
@@ -448,20 +481,46 @@ class ParquetSink:
             w.write_table(arrow, row_group_size=max(len(chunk), 1))
         self.rows[table] += len(chunk)
 
+    def _finish(self, table: str) -> Path:
+        """Finish ``table``'s file (its categories metadata) and close it; returns its
+        temporary path. No more rows can be written to it."""
+        w = self._writers[table]
+        if w is not None:
+            meta: dict[str, Any] = {}
+            for col, c in self._cats[table].items():
+                final = c.final()
+                if final is None:
+                    meta[col] = {"dtype": c.dtype, "categories": None}
+                    shared = SHARED_CODE_SPACES.get(table, ())
+                    if col in shared:
+                        meta[col]["shared"] = list(shared)
+                elif all(_json_scalar(v) for v in final):
+                    meta[col] = {"dtype": c.dtype, "categories": final}
+            w.add_key_value_metadata({CATEGORIES_KEY: json.dumps(meta)})
+            w.close()
+            self._writers[table] = None
+            self._files[table][0].close()
+        return self._files[table][1]
+
+    def read_back(self, table: str, columns: list[str], *,
+                  filters: Any = None) -> Any:
+        """``table``'s rows written so far (``columns`` only; pyarrow ``filters``), as a
+        ``pyarrow.parquet.ParquetFile`` to read a row group at a time (no filters) or a
+        DataFrame (filters); the file is finished first (:meth:`_finish`): nothing more can be
+        written to it. For a step that reads a table the export has written whole, a chunk at
+        a time."""
+        tmp = self._finish(table)
+        if filters is None:
+            return self._pa.parquet.ParquetFile(tmp)
+        return read_parquet_table(tmp, columns=columns, filters=filters)
+
     def close(self) -> dict[str, Path]:
         """Finish every file (its categories metadata), rename it into place; returns
         ``{table: path}``."""
         done: dict[str, Path] = {}
-        for table, w in self._writers.items():
-            meta: dict[str, Any] = {}
-            for col, c in self._cats[table].items():
-                final = c.final()
-                if all(_json_scalar(v) for v in final):
-                    meta[col] = {"dtype": c.dtype, "categories": final}
-            w.add_key_value_metadata({CATEGORIES_KEY: json.dumps(meta)})
-            w.close()
-            fobj, tmp = self._files.pop(table)
-            fobj.close()
+        for table in list(self._writers):
+            tmp = self._finish(table)
+            self._files.pop(table)
             path = self.directory / f"{table}.parquet"
             os.chmod(tmp, mode_for(path))
             os.replace(tmp, path)
@@ -473,7 +532,8 @@ class ParquetSink:
         """Close and remove the files not yet renamed into place (nothing raises)."""
         for w in self._writers.values():
             with contextlib.suppress(Exception):  # best effort clean-up of a failed run
-                w.close()
+                if w is not None:
+                    w.close()
         for fobj, tmp in self._files.values():
             with contextlib.suppress(Exception):
                 fobj.close()
@@ -484,12 +544,25 @@ class ParquetSink:
 
 def _restore_categories(df: pd.DataFrame, meta: Mapping[str, Any]) -> pd.DataFrame:
     """``df`` (read by pandas) with the categorical columns named in ``meta`` given the
-    categories, order and category dtype recorded when they were written."""
+    categories, order and category dtype recorded when they were written (categories None:
+    those read, in their order: :class:`_Categories`)."""
     for col, m in meta.items():
         if col not in df.columns or not isinstance(df[col].dtype, pd.CategoricalDtype):
             continue
-        want = pd.Index(m["categories"], dtype=m["dtype"])
         s = df[col]
+        if m["categories"] is None:
+            shared = m.get("shared") or [col]
+            if all(c in df.columns for c in shared):  # (else those of the rows read)
+                # first-seen order over the rows, each row's values in column order
+                both = np.column_stack([df[c].astype(object).to_numpy() for c in shared])
+                order = pd.unique(both.ravel())
+                values = [v for v in order.tolist() if isinstance(v, str)]
+            else:
+                values = s.cat.categories.tolist()
+            cats = pd.Index(values, dtype=m["dtype"])
+            df[col] = pd.Categorical(s.astype(object), categories=cats)
+            continue
+        want = pd.Index(m["categories"], dtype=m["dtype"])
         if not all(isinstance(v, str) for v in m["categories"]):
             # written as text (see _prepare): map the text back to the values
             s = s.cat.rename_categories({c: v for c in s.cat.categories for v in m["categories"]
@@ -541,10 +614,11 @@ class StreamedCapture(Capture):
     """What ``load(path, out=directory)`` returns: a :class:`Capture` whose tables are in
     ``directory`` (one Parquet file each, ``paths``), not in memory.
 
-    The tables that grow with the connections (connections, tcp_handshakes, tls_handshakes,
-    http2_connections, ws_connections, ws_heartbeats, dns, icmp_errors, path_mtu, warnings) and
-    tcp_losses (one row per segment resent: built sorted at the end) are held in memory as
-    well; the others are read from their file each time the attribute (``cap.packets``) or
+    The tables of one row per connection built at the end (tls_handshakes, http2_connections,
+    ws_connections, ws_heartbeats, dns, icmp_errors, path_mtu, warnings) and tcp_losses (one
+    row per segment resent: built sorted at the end) are held in memory as well; connections,
+    tcp_handshakes and coverage are written a chunk of connections at a time at the end and,
+    like the others, read from their file each time the attribute (``cap.packets``) or
     ``cap.tables[name]`` is used, so keep the DataFrame in a variable rather than reading it
     again (while it is referenced, the same DataFrame is returned). :meth:`read` reads some
     columns or rows only (pyarrow filters); DuckDB reads ``directory/*.parquet`` directly.
@@ -606,7 +680,7 @@ class StreamedCapture(Capture):
 
     def __repr__(self) -> str:
         s = self.summary
-        conns = len(self._memory["connections"]) if "connections" in self._memory else "?"
+        conns = self.rows.get("connections", "?")
         return (f"<StreamedCapture {Path(s.path).name!r} in {str(self.out)!r}: {s.frames} frames, "
                 f"{conns} TCP connections>")
 
@@ -622,6 +696,10 @@ class StreamedCapture(Capture):
         return (f"<div><b>StreamedCapture</b> {html.escape(Path(s.path).name)} in "
                 f"<code>{html.escape(str(self.out))}</code>: {s.frames} frames"
                 f"<table><tr><th>table</th><th>rows</th><th>held in</th></tr>{rows}</table></div>")
+
+
+_HEARTBEAT_CONNECTION_COLUMNS = ["tcp_stream", "last_ts", "end_ts", "end_reason"]
+"""the ``connections`` columns :func:`websocket_heartbeats` reads"""
 
 
 class _Stream:
@@ -647,6 +725,10 @@ class _Stream:
                 self.pings.append(chunk[keep])
         self.sink.write(table, chunk)
 
+    def read_back(self, table: str, columns: list[str], *, filters: Any = None) -> Any:
+        """:meth:`ParquetSink.read_back`"""
+        return self.sink.read_back(table, columns, filters=filters)
+
 
 def start_stream(out: str | os.PathLike[str], builders: Iterable[Any], *,
                  chunk_rows: int = CHUNK_ROWS, compression: str = "zstd") -> ChunkPump:
@@ -665,9 +747,11 @@ def start_stream(out: str | os.PathLike[str], builders: Iterable[Any], *,
 
 
 def finish_stream(pump: ChunkPump, summary: CaptureSummary, tables: Mapping[str, pd.DataFrame],
-                  *, capture_end: int | None) -> StreamedCapture:
+                  *, capture_end: int | None,
+                  written: frozenset[str] = frozenset()) -> StreamedCapture:
     """Write what ``load()`` built at the end (``tables``: the per-connection tables and the
-    rows not yet drained of the others), derive ws_heartbeats, close every file and write
+    rows not yet drained of the others; ``written``: the tables the end of the pass wrote
+    already, a chunk at a time), derive ws_heartbeats, close every file and write
     ``captures.parquet``; returns the :class:`StreamedCapture`."""
     stream = pump.sink
     assert isinstance(stream, _Stream)
@@ -676,7 +760,7 @@ def finish_stream(pump: ChunkPump, summary: CaptureSummary, tables: Mapping[str,
         streamed = {t for src in pump.sources for t in src.pending()}
         memory: dict[str, pd.DataFrame] = {}
         for name in TABLES:
-            if name == "ws_heartbeats":
+            if name == "ws_heartbeats" or name in written:
                 continue
             df = tables[name] if name in tables else TABLES[name].frame([])
             # (row groups of CHUNK_ROWS: the Arrow copy of a million-row table is made a
@@ -689,8 +773,14 @@ def finish_stream(pump: ChunkPump, summary: CaptureSummary, tables: Mapping[str,
         # rows but no ping/pong: it then takes the same path as with the whole table)
         pings = stream.pings
         frames = concat_tables(pings) if pings else TABLES["ws_frames"].frame([])
-        hb = websocket_heartbeats(frames, connections=memory.get("connections"),
-                                  capture_end=capture_end)
+        conns = memory.get("connections")
+        if conns is None and "connections" in written:  # (the rows of the ws connections)
+            ws = sorted({int(x) for x in frames["tcp_stream"].dropna().tolist()})
+            conns = sink.read_back("connections", _HEARTBEAT_CONNECTION_COLUMNS,
+                                   filters=[("tcp_stream", "in", ws)] if ws else None)
+            if not ws:
+                conns = None
+        hb = websocket_heartbeats(frames, connections=conns, capture_end=capture_end)
         sink.write("ws_heartbeats", hb)
         memory["ws_heartbeats"] = hb
         paths = sink.close()
@@ -719,4 +809,5 @@ def load_streamed(path: str | os.PathLike[str] | IO[bytes],
     res = run(path, options,
               open_sink=lambda builders: start_stream(out, builders, chunk_rows=options.chunk_rows))
     assert res.pump is not None
-    return finish_stream(res.pump, res.summary, res.tables, capture_end=res.capture_end)
+    return finish_stream(res.pump, res.summary, res.tables, capture_end=res.capture_end,
+                         written=res.written)

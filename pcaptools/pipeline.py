@@ -44,8 +44,9 @@ import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
+import numpy as np
 import pandas as pd
 
 from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS, EventCap
@@ -62,11 +63,19 @@ from .protocols.registry import REGISTRY, UdpRoute
 from .protocols.tls import KeyLog
 from .redaction import redact_frame
 from .result import Capture, CaptureSummary
-from .tables.coverage import FlowCounter, coverage_table
+from .tables.coverage import (
+    CONNECTION_COLUMNS,
+    COVERAGE,
+    CoverageContext,
+    FlowCounter,
+    coverage_chunks,
+    coverage_table,
+    in_frame_order,
+)
 from .tables.heartbeats import websocket_heartbeats
 from .tables.icmp_tables import IcmpErrorsBuilder
 from .tables.packets import PacketsBuilder
-from .tables.registry import SOURCES, TABLES, BuildContext, Built
+from .tables.registry import SOURCES, TABLES, BuildContext, Built, TableWriter
 from .tables.schema import ChunkPump, Drainable
 from .tcp.analysis import SegmentAnalysis
 from .tcp.stream import StreamObserver
@@ -177,6 +186,9 @@ class PassResult:
     """time of the last frame (integer ns), None for an empty capture"""
     pump: ChunkPump | None
     """the streaming export's pump (``open_sink``), else None"""
+    written: frozenset[str] = frozenset()
+    """while streaming: the tables written whole to the pump's sink at the end, a chunk at a
+    time (one row per connection: connections, tcp_handshakes, coverage), not in ``tables``"""
 
 
 @contextmanager
@@ -430,24 +442,28 @@ def _check(checksums: ChecksumChecker, tracker: TcpTracker, data: bytes, seg: Tc
         tracker.bad_checksum(seg, a)
 
 
-def _assemble(s: _Sinks) -> dict[str, pd.DataFrame]:
+def _assemble(s: _Sinks, write: TableWriter | None = None) -> dict[str, pd.DataFrame]:
     """Step 3: every table from its source's builder, in registration order but the
     ``packets`` source first (a table its
     builder leaves out, or of a source that is off, is the empty frame of its schema: so
     ws_heartbeats, derived from ws_frames in :func:`_finish_tables` or by the streaming
-    export), except coverage, which :func:`_finish_tables` adds."""
+    export), except coverage, which :func:`_finish_tables` adds. ``write`` (streaming): a
+    source with :attr:`~pcaptools.tables.registry.Built.write_frames` writes its biggest
+    tables there a chunk at a time; they are left out of the result."""
     frames: dict[str, pd.DataFrame] = {}
     # (the packets source first, its builder let go at once: its per-address state is gone
     # before the per-connection tables are made, the memory peak of a port scan)
     for name in sorted(s.built, key=lambda n: n != "packets"):
         built = s.built[name]
         if built is not None:
-            frames.update(built.frames())
+            frames.update(built.frames() if write is None or built.write_frames is None
+                          else built.write_frames(write))
             if name == "packets":
                 s.built[name] = s.pb = None
                 trim()
+    written = getattr(write, "written", ())
     return {name: frames[name] if name in frames else schema.frame([])
-            for name, schema in TABLES.items() if name != "coverage"}
+            for name, schema in TABLES.items() if name != "coverage" and name not in written}
 
 
 def _keep_shard(tables: dict[str, pd.DataFrame], own_k: int, own_n: int) -> None:
@@ -463,16 +479,23 @@ def _keep_shard(tables: dict[str, pd.DataFrame], own_k: int, own_n: int) -> None
 
 
 def _finish_tables(tables: dict[str, pd.DataFrame], o: LoadOptions, s: _Sinks,
-                   pump: ChunkPump | None, capture_end: int | None) -> None:
+                   pump: ChunkPump | None, capture_end: int | None,
+                   write: _EndWriter | None = None) -> None:
     """Step 5: the coverage table, when not streaming ws_heartbeats (derived from ws_frames),
-    and, unless ``show_secrets``, the redaction of every table's credential columns."""
-    tables["coverage"] = coverage_table(
-        tables, s.flows if s.own_k == 0 else None, payloads=o.payloads,
-        extra_streams=pump.sink.streams if pump is not None else None,  # type: ignore[attr-defined]
-    )
+    and, unless ``show_secrets``, the redaction of every table's credential columns.
+    With ``write`` (streaming) and the connections table written by it, the coverage table is
+    written there too, a chunk of connections at a time (:func:`_write_coverage`)."""
+    flows = s.flows if s.own_k == 0 else None
+    extra = pump.sink.streams if pump is not None else None  # type: ignore[attr-defined]
+    if write is not None and "connections" in write.written:
+        _write_coverage(tables, o, flows, extra, write)
+    else:
+        tables["coverage"] = coverage_table(tables, flows, payloads=o.payloads,
+                                            extra_streams=extra)
     names = list(TABLES)
     for name in names[names.index("coverage") + 1:]:  # (tables registered after coverage)
-        tables[name] = tables.pop(name)
+        if name in tables:
+            tables[name] = tables.pop(name)
     if pump is None:
         tables["ws_heartbeats"] = websocket_heartbeats(
             tables["ws_frames"], connections=tables["connections"], capture_end=capture_end
@@ -482,6 +505,58 @@ def _finish_tables(tables: dict[str, pd.DataFrame], o: LoadOptions, s: _Sinks,
             secret = TABLES[name].secret_columns if name in TABLES else ()
             if secret:
                 tables[name] = redact_frame(df, secret)
+
+
+class _EndWriter:
+    """The :data:`~pcaptools.tables.registry.TableWriter` of the end of a streaming pass:
+    chunks to the pump's sink, redacted unless ``show_secrets``; ``written`` names the
+    tables it wrote."""
+
+    __slots__ = ("pump", "show_secrets", "written")
+
+    def __init__(self, pump: ChunkPump, show_secrets: bool) -> None:
+        self.pump, self.show_secrets = pump, show_secrets
+        self.written: set[str] = set()
+
+    def __call__(self, table: str, chunk: pd.DataFrame) -> None:
+        self.written.add(table)
+        secret = TABLES[table].secret_columns if table in TABLES else ()
+        if secret and not self.show_secrets and len(chunk):
+            chunk = redact_frame(chunk, secret)
+        self.pump.sink.write(table, chunk)
+
+    def read_back(self, table: str, columns: list[str]) -> Any:
+        """What the sink wrote of ``table``, a ``pyarrow.parquet.ParquetFile``
+        (:meth:`pcaptools.export.ParquetSink.read_back`)."""
+        return self.pump.sink.read_back(table, columns)  # type: ignore[attr-defined]
+
+
+def _write_coverage(tables: dict[str, pd.DataFrame], o: LoadOptions, flows: FlowCounter | None,
+                    extra: dict[str, set[int]] | None, write: _EndWriter) -> None:
+    """The coverage table of a streaming pass whose connections table is written already: its
+    columns read back a row group (a chunk of connections) at a time, each chunk's coverage
+    rows written out with the flow rows before the next chunk (:func:`coverage_chunks`). A
+    capture whose connections do not come in first-frame order (none known) reads the
+    columns whole instead."""
+    ctx = CoverageContext(tables, payloads=o.payloads, extra_streams=extra)
+    cols = list(CONNECTION_COLUMNS)
+    pf = write.read_back("connections", cols)
+    t = pf.read(columns=["first_frame", "client_packets", "server_packets"])
+    frames = np.asarray(t.column("client_packets")) + np.asarray(t.column("server_packets"))
+    firsts = np.asarray(t.column("first_frame"), np.int64)[frames > 0]
+    del t, frames
+    groups: Iterator[pd.DataFrame]
+    if in_frame_order(firsts):
+        groups = (pf.read_row_group(i, columns=cols).to_pandas()
+                  for i in range(pf.num_row_groups))
+    else:
+        groups = iter([pf.read(columns=cols).to_pandas()])
+    n = 0
+    for chunk in coverage_chunks(ctx, flows, firsts, groups):
+        write("coverage", chunk)
+        n += len(chunk)
+    if not n:
+        write("coverage", COVERAGE.frame([]))
 
 
 class _RedactedDrain:
@@ -517,17 +592,19 @@ def run(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions, *,
             drains = [_RedactedDrain(d) if isinstance(d, Drainable)
                       and not isinstance(d, TcpTracker) else d for d in drains]
         pump = open_sink(drains)
+    write = _EndWriter(pump, options.show_secrets) if pump is not None else None
     with _gc_relaxed():
         summary = _read(path, options, s, pump)
-        tables = _assemble(s)
+        tables = _assemble(s, write)
         s.tracker.release()  # (the connection records are in the tables now)
         if pump is None:  # (and the builders' rows: only a streaming export drains them after)
             s.built, s.pb = {}, None
         trim()
         if options.shard is not None:
             _keep_shard(tables, s.own_k, s.own_n)
-        _finish_tables(tables, options, s, pump, summary.last_ts_ns)
-    return PassResult(summary=summary, tables=tables, capture_end=summary.last_ts_ns, pump=pump)
+        _finish_tables(tables, options, s, pump, summary.last_ts_ns, write)
+    return PassResult(summary=summary, tables=tables, capture_end=summary.last_ts_ns, pump=pump,
+                      written=frozenset(write.written) if write is not None else frozenset())
 
 
 def run_tables(path: str, options: LoadOptions) -> tuple[CaptureSummary, dict[str, pd.DataFrame]]:

@@ -33,6 +33,7 @@ into one row per (transport, protocol, status) with no addresses.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -653,110 +654,185 @@ def coverage_table(
     the :data:`STREAM_PROTOCOLS` tables, ``warnings``) and the non-TCP flow counts.
     ``extra_streams``: table name -> tcp_streams of rows already handed over (streaming
     export), added to what the tables still hold. Rows in first-frame order."""
-    conns = tables["connections"]
-    extra = extra_streams or {}
-    layer_streams = [
-        (proto, _streams(tables.get(name)) | extra.get(name, set()))
-        for name, proto in STREAM_PROTOCOLS
-    ]
-    tls: dict[int, tuple[str, str | None, str | None, int]] = {}
-    hs = tables.get("tls_handshakes")
-    if hs is not None and len(hs):
-        rank = {s: i for i, s in enumerate(_TLS_BEST)}
-        app = hs["client_app_bytes"].fillna(0).astype("int64") + hs["server_app_bytes"].fillna(
-            0
-        ).astype("int64")
-        for st, status, ver, alpn, nb in zip(
-            hs["tcp_stream"].tolist(),
-            hs["decrypt_status"].astype(object).tolist(),
-            hs["version"].astype(object).tolist(),
-            hs["alpn_selected"].astype(object).tolist(),
-            app.tolist(),
-            strict=True,
-        ):
-            status = str(status) if isinstance(status, str) else "incomplete"
-            old = tls.get(int(st))
-            if old is None or rank.get(status, 99) < rank.get(old[0], 99):
-                tls[int(st)] = (
-                    status,
-                    ver if isinstance(ver, str) else None,
-                    alpn if isinstance(alpn, str) else None,
-                    int(nb) + (old[3] if old else 0),
-                )
-            else:
-                tls[int(st)] = (old[0], old[1], old[2], old[3] + int(nb))
-    bad: dict[int, str] = {}
-    w = tables.get("warnings")
-    if w is not None and len(w):
-        m = w["code"].astype(object).isin(MALFORMED_CODES) & w["tcp_stream"].notna()
-        for st, code in zip(
-            w.loc[m, "tcp_stream"].tolist(), w.loc[m, "code"].astype(object).tolist(), strict=True
-        ):
-            bad.setdefault(int(st), str(code))
-    # one row per connection with frames, as whole columns; the verdict of a connection no
-    # observer, TLS session or malformed-warning reported on depends only on whether it
-    # carried payload, so connection_verdict is asked once for each of those two cases
-    st = conns["tcp_stream"].to_numpy(np.int64)
-    frames = (conns["client_packets"].to_numpy(np.int64)
-              + conns["server_packets"].to_numpy(np.int64))
-    payload = conns["client_bytes"].to_numpy(np.int64) + conns["server_bytes"].to_numpy(np.int64)
-    has = frames > 0  # (else known only from an ICMP error quoting it: the ICMP row counts it)
-    reported = set(tls) | set(bad)
-    for _, s in layer_streams:
-        reported |= s
-    special = np.isin(st, np.fromiter(reported, np.int64, len(reported)))
-    verdicts = [connection_verdict(ConnectionFacts(payload_bytes=0, parsed=payloads)),
-                connection_verdict(ConnectionFacts(payload_bytes=1, parsed=payloads))]
-    pick = (payload > 0).astype(np.intp)
-    protocol = np.array([v.protocol for v in verdicts], object)[pick]
-    status = np.array([v.status for v in verdicts], object)[pick]
-    detail = np.array([v.detail for v in verdicts], object)[pick]
-    for i in np.flatnonzero(special & has).tolist():
-        sti = int(st[i])
-        t = tls.get(sti)
-        v = connection_verdict(ConnectionFacts(
-            payload_bytes=int(payload[i]),
-            parsed=payloads,
-            tls_status=t[0] if t else None,
-            tls_version=t[1] if t else None,
-            alpn=t[2] if t else None,
-            tls_app_bytes=t[3] if t else 0,
-            layers=tuple(p for p, s in layer_streams if sti in s),
-            malformed=bad.get(sti),
-        ))
-        protocol[i], status[i], detail[i] = v.protocol, v.status, v.detail
-    every = bool(has.all())  # (the usual case: no copy of the columns to drop rows)
-    kept = np.flatnonzero(has)
-    keep: Any = slice(None) if every else kept
-    n_keep = len(kept)
-    del kept
+    ctx = CoverageContext(tables, payloads=payloads, extra_streams=extra_streams)
+    return _with_rows(ctx.part(tables["connections"]), ctx.flow_rows(flows))
 
-    def ints(name: str) -> np.ndarray:
-        col: np.ndarray = conns[name].to_numpy(np.int64)[keep]
-        return col
 
-    def addrs(name: str) -> Any:
-        a = conns[name].array
-        return a if every else a.take(keep)
+def coverage_chunks(
+    ctx: CoverageContext,
+    flows: FlowCounter | None,
+    first_frames: np.ndarray,
+    chunks: Iterable[pd.DataFrame],
+) -> Iterator[pd.DataFrame]:
+    """The coverage table in pieces, for a connections table read a chunk at a time (the
+    streaming export): ``chunks`` are its rows in tcp_stream order (the columns of
+    :data:`CONNECTION_COLUMNS`), ``first_frames`` its whole ``first_frame`` column of the
+    connections with frames. Each piece is one chunk's rows merged with the flow rows that
+    come before the next chunk's first frame, so the pieces joined are
+    :func:`coverage_table`'s rows. Needs ``first_frames`` non-decreasing (connections are
+    numbered in the order their first frame comes: :func:`in_frame_order`)."""
+    rows = ctx.flow_rows(flows)
+    rows.sort(key=lambda r: int(r[0]))  # type: ignore[call-overload]  # (stable)
+    at = 0  # next flow row to hand out
+    seen = 0  # connections with frames handed out so far
+    for conns in chunks:
+        part = ctx.part(conns)
+        seen += len(part["frame"])
+        nxt = int(first_frames[seen]) if seen < len(first_frames) else None
+        stop = len(rows) if nxt is None else at
+        while nxt is not None and stop < len(rows) and int(rows[stop][0]) < nxt:  # type: ignore[call-overload]
+            stop += 1
+        if len(part["frame"]) or stop > at:
+            yield _with_rows(part, rows[at:stop])
+        at = stop
+    if at < len(rows):
+        yield _with_rows(CoverageContext.empty_part(), rows[at:])
 
-    part: dict[str, Any] = {
-        "frame": ints("first_frame"), "last_frame": ints("last_frame"),
-        "transport": np.full(n_keep, _TCP, object),
-        "protocol": protocol[keep], "status": status[keep], "detail": detail[keep],
-        "tcp_stream": st[keep], "ip_version": ints("ip_version"),
-        "src": addrs("client_addr"), "sport": ints("client_port"),
-        "dst": addrs("server_addr"), "dport": ints("server_port"),
-        "frames": frames[keep],
-        "wire_bytes": (conns["client_wire_bytes"].to_numpy(np.int64)
-                       + conns["server_wire_bytes"].to_numpy(np.int64))[keep],
-        "payload_bytes": payload[keep],
-    }
-    rows: list[tuple[object, ...]] = []
-    if flows is not None:
-        quic = _quic_flows(tables.get("quic_connections"))
-        rows += [_quic_row(r, quic[r[8:12]]) if quic and r[3] == "quic" and r[8:12] in quic
-                 else r for r in flows.rows()]
-    return _with_rows(part, rows)
+
+def in_frame_order(first_frames: np.ndarray) -> bool:
+    """Whether the connections' first frames (those with frames, in tcp_stream order) never
+    go back, as :func:`coverage_chunks` needs."""
+    return bool((first_frames[1:] >= first_frames[:-1]).all())
+
+
+CONNECTION_COLUMNS = ("tcp_stream", "first_frame", "last_frame", "ip_version", "client_addr",
+                      "client_port", "server_addr", "server_port", "client_packets",
+                      "server_packets", "client_bytes", "server_bytes", "client_wire_bytes",
+                      "server_wire_bytes")
+"""the ``connections`` columns the coverage table reads"""
+
+
+class CoverageContext:
+    """What the coverage rows of connections need from the other tables: each reported
+    connection's TLS session, malformed-payload warning and protocol layers, and the two
+    verdicts of a connection nothing reported on (with or without payload)."""
+
+    def __init__(self, tables: Mapping[str, pd.DataFrame], *, payloads: bool = True,
+                 extra_streams: dict[str, set[int]] | None = None) -> None:
+        self.payloads = payloads
+        extra = extra_streams or {}
+        self.layer_streams = [
+            (proto, _streams(tables.get(name)) | extra.get(name, set()))
+            for name, proto in STREAM_PROTOCOLS
+        ]
+        self.quic_connections = tables.get("quic_connections")
+        tls: dict[int, tuple[str, str | None, str | None, int]] = {}
+        hs = tables.get("tls_handshakes")
+        if hs is not None and len(hs):
+            rank = {s: i for i, s in enumerate(_TLS_BEST)}
+            app = hs["client_app_bytes"].fillna(0).astype("int64") + hs[
+                "server_app_bytes"].fillna(0).astype("int64")
+            for st, status, ver, alpn, nb in zip(
+                hs["tcp_stream"].tolist(),
+                hs["decrypt_status"].astype(object).tolist(),
+                hs["version"].astype(object).tolist(),
+                hs["alpn_selected"].astype(object).tolist(),
+                app.tolist(),
+                strict=True,
+            ):
+                status = str(status) if isinstance(status, str) else "incomplete"
+                old = tls.get(int(st))
+                if old is None or rank.get(status, 99) < rank.get(old[0], 99):
+                    tls[int(st)] = (
+                        status,
+                        ver if isinstance(ver, str) else None,
+                        alpn if isinstance(alpn, str) else None,
+                        int(nb) + (old[3] if old else 0),
+                    )
+                else:
+                    tls[int(st)] = (old[0], old[1], old[2], old[3] + int(nb))
+        self.tls = tls
+        bad: dict[int, str] = {}
+        w = tables.get("warnings")
+        if w is not None and len(w):
+            m = w["code"].astype(object).isin(MALFORMED_CODES) & w["tcp_stream"].notna()
+            for st, code in zip(w.loc[m, "tcp_stream"].tolist(),
+                                w.loc[m, "code"].astype(object).tolist(), strict=True):
+                bad.setdefault(int(st), str(code))
+        self.bad = bad
+        reported = set(tls) | set(bad)
+        for _, s in self.layer_streams:
+            reported |= s
+        self.reported = np.fromiter(reported, np.int64, len(reported))
+        self.verdicts = [connection_verdict(ConnectionFacts(payload_bytes=0, parsed=payloads)),
+                         connection_verdict(ConnectionFacts(payload_bytes=1, parsed=payloads))]
+
+    def flow_rows(self, flows: FlowCounter | None) -> list[tuple[object, ...]]:
+        """The rows of the non-TCP flows (QUIC flows with what the QUIC observer found)."""
+        if flows is None:
+            return []
+        quic = _quic_flows(self.quic_connections)
+        return [_quic_row(r, quic[r[8:12]]) if quic and r[3] == "quic" and r[8:12] in quic
+                else r for r in flows.rows()]
+
+    @staticmethod
+    def empty_part() -> dict[str, Any]:
+        """:meth:`part` of no connection."""
+        e = np.empty(0, np.int64)
+        o = np.empty(0, object)
+        return {"frame": e, "last_frame": e, "transport": o, "protocol": o, "status": o,
+                "detail": o, "tcp_stream": e, "ip_version": e, "src": pd.array([], "string"),
+                "sport": e, "dst": pd.array([], "string"), "dport": e, "frames": e,
+                "wire_bytes": e, "payload_bytes": e}
+
+    def part(self, conns: pd.DataFrame) -> dict[str, Any]:
+        """The coverage columns of the connections ``conns`` that have frames, as whole
+        columns; the verdict of a connection no observer, TLS session or malformed-warning
+        reported on depends only on whether it carried payload, so it is asked once for each
+        of those two cases."""
+        st = conns["tcp_stream"].to_numpy(np.int64)
+        frames = (conns["client_packets"].to_numpy(np.int64)
+                  + conns["server_packets"].to_numpy(np.int64))
+        payload = (conns["client_bytes"].to_numpy(np.int64)
+                   + conns["server_bytes"].to_numpy(np.int64))
+        has = frames > 0  # (else known only from an ICMP error quoting it: the ICMP row counts it)
+        special = np.isin(st, self.reported)
+        verdicts = self.verdicts
+        pick = (payload > 0).astype(np.intp)
+        protocol = np.array([v.protocol for v in verdicts], object)[pick]
+        status = np.array([v.status for v in verdicts], object)[pick]
+        detail = np.array([v.detail for v in verdicts], object)[pick]
+        tls, bad = self.tls, self.bad
+        for i in np.flatnonzero(special & has).tolist():
+            sti = int(st[i])
+            t = tls.get(sti)
+            v = connection_verdict(ConnectionFacts(
+                payload_bytes=int(payload[i]),
+                parsed=self.payloads,
+                tls_status=t[0] if t else None,
+                tls_version=t[1] if t else None,
+                alpn=t[2] if t else None,
+                tls_app_bytes=t[3] if t else 0,
+                layers=tuple(p for p, s in self.layer_streams if sti in s),
+                malformed=bad.get(sti),
+            ))
+            protocol[i], status[i], detail[i] = v.protocol, v.status, v.detail
+        every = bool(has.all())  # (the usual case: no copy of the columns to drop rows)
+        kept = np.flatnonzero(has)
+        keep: Any = slice(None) if every else kept
+        n_keep = len(kept)
+        del kept
+
+        def ints(name: str) -> np.ndarray:
+            col: np.ndarray = conns[name].to_numpy(np.int64)[keep]
+            return col
+
+        def addrs(name: str) -> Any:
+            a = conns[name].array
+            return a if every else a.take(keep)
+
+        return {
+            "frame": ints("first_frame"), "last_frame": ints("last_frame"),
+            "transport": np.full(n_keep, _TCP, object),
+            "protocol": protocol[keep], "status": status[keep], "detail": detail[keep],
+            "tcp_stream": st[keep], "ip_version": ints("ip_version"),
+            "src": addrs("client_addr"), "sport": ints("client_port"),
+            "dst": addrs("server_addr"), "dport": ints("server_port"),
+            "frames": frames[keep],
+            "wire_bytes": (conns["client_wire_bytes"].to_numpy(np.int64)
+                           + conns["server_wire_bytes"].to_numpy(np.int64))[keep],
+            "payload_bytes": payload[keep],
+        }
 
 
 COVERAGE_DTYPES = {c.name: c.dtype for c in COVERAGE.columns}

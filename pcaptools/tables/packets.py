@@ -202,8 +202,18 @@ class PacketsBuilder:
 
     def drain(self, table: str = "packets") -> pd.DataFrame:
         """:meth:`frame` or :meth:`sack_frame` (the rows held, handed over): the streaming
-        hook."""
-        return self.sack_frame() if table == "tcp_sack_blocks" else self.frame()
+        hook. The addresses are forgotten after each chunk (the next chunk's ``src`` and
+        ``dst`` categories are its own addresses, in the order they come): the builder holds
+        no state per address of the whole capture, and the chunks read back as one table
+        have the categories :meth:`frame` gives it whole (first-seen order:
+        ``pcaptools.export.ParquetSink``)."""
+        if table == "tcp_sack_blocks":
+            return self.sack_frame()
+        df = self.frame()
+        self._addr_cache = {}
+        self._addrs = []
+        self._addr_texts = []
+        return df
 
     def sack_frame(self) -> pd.DataFrame:
         """The ``tcp_sack_blocks`` table of the rows added so far, handed over (the builder

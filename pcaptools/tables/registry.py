@@ -85,6 +85,7 @@ __all__ = [
     "BuildContext",
     "Built",
     "TableSource",
+    "TableWriter",
     "register",
     "register_source",
     "registered",
@@ -93,6 +94,8 @@ __all__ = [
 
 _T = TypeVar("_T")
 
+TableWriter = Callable[[str, pd.DataFrame], None]
+"""``write(table, chunk)``: the next rows of a table, to the streaming export"""
 ConnAddrs = Callable[[int], "tuple[int, bytes, int, bytes, int] | None"]
 """``conn_addrs(tcp_stream)``: a connection's (ip_version, client address, client port, server
 address, server port), None for a stream the tracker does not know"""
@@ -140,6 +143,10 @@ class Built:
     builder: object = None
     """the builder itself, for a step of the pipeline that feeds it directly (the frame loop
     feeds the ICMP and packets builders): :meth:`get`"""
+    write_frames: Callable[[TableWriter], Mapping[str, pd.DataFrame]] | None = None
+    """what the streaming export calls instead of :attr:`frames`, or None (it calls
+    ``frames``): the same tables, but those too big to be whole in memory at once (one row
+    per connection) are handed to the writer a chunk at a time and left out of the mapping"""
 
     def get(self, cls: type[_T]) -> _T:
         """:attr:`builder`, checked to be a ``cls``."""
@@ -232,14 +239,16 @@ def _tcp(ctx: BuildContext) -> Built:
     those the icmp source's path_mtu reads after: icmp_tables.path_mtu_needs)"""
     t = ctx.tracker
 
-    def frames() -> dict[str, pd.DataFrame]:
-        conns, handshakes = record_tables(t, keep=lambda c: path_mtu_needs(c, t))
+    def frames(write: TableWriter | None = None) -> dict[str, pd.DataFrame]:
+        conns, handshakes = record_tables(t, keep=lambda c: path_mtu_needs(c, t), write=write)
         t.cold = None  # (its rows are in the tables: nothing reads the cold SYNs after)
         trim()
-        return {"connections": conns, "tcp_handshakes": handshakes,
-                "tcp_events": events_table(t), "tcp_losses": losses_table(t)}
+        out = {"tcp_events": events_table(t), "tcp_losses": losses_table(t)}
+        if write is None:
+            out |= {"connections": conns, "tcp_handshakes": handshakes}
+        return out
 
-    return Built(frames=frames, drain=t)
+    return Built(frames=frames, drain=t, write_frames=frames)
 
 
 def _tls(ctx: BuildContext) -> Built:

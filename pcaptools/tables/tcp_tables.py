@@ -24,13 +24,19 @@ def connections_table(tracker: TcpTracker) -> pd.DataFrame:
 
 
 def record_tables(tracker: TcpTracker,
-                  keep: Callable[[Connection], bool]) -> tuple[pd.DataFrame, pd.DataFrame]:
+                  keep: Callable[[Connection], bool],
+                  write: Callable[[str, pd.DataFrame], None] | None = None,
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``connections`` and ``tcp_handshakes`` in one pass, :data:`CHUNK_ROWS` tcp_streams at
     a time: the rows of the tracker's records, and those of its cold connections
     (:mod:`pcaptools.tcp.cold`) made as whole columns, in tcp_stream order. Each record is
     dropped from ``tracker.connections`` (left None) once its rows are made unless
     ``keep(conn)``: the records give way to the tables as they are built, so the two are not
-    held whole at once. For the pipeline's last use of the records."""
+    held whole at once. For the pipeline's last use of the records.
+
+    ``write(table, chunk)`` (the streaming export): each chunk of the two tables goes there
+    as it is made, and the two frames returned are empty: neither table is ever whole in
+    memory."""
     conns: list[Any] = tracker.connections
     cold = tracker.cold
     if cold is not None and len(cold):
@@ -44,18 +50,31 @@ def record_tables(tracker: TcpTracker,
         lo, hi = np.searchsorted(cold_streams, [start, end])
         rows = cold_rows[lo:hi]
         if not len(rows):
-            cf.add(_connection_rows(chunk))
-            hf.add(_handshake_rows(chunk))
+            if write is None:
+                cf.add(_connection_rows(chunk))
+                hf.add(_handshake_rows(chunk))
+            else:
+                write("connections", CONNECTIONS.frame(_connection_rows(chunk)))
+                write("tcp_handshakes", TCP_HANDSHAKES.frame(_handshake_rows(chunk)))
         else:
             assert cold is not None
-            cf.add_frame(_merged(CONNECTIONS, _connection_rows(chunk),
-                                 cold_connection_columns(cold, rows, addr_text)))
-            hf.add_frame(_merged(TCP_HANDSHAKES, _handshake_rows(chunk),
-                                 cold_handshake_columns(cold, rows)))
+            c = _merged(CONNECTIONS, _connection_rows(chunk),
+                        cold_connection_columns(cold, rows, addr_text))
+            h = _merged(TCP_HANDSHAKES, _handshake_rows(chunk), cold_handshake_columns(cold, rows))
+            if write is None:
+                cf.add_frame(c)
+                hf.add_frame(h)
+            else:
+                write("connections", c)
+                write("tcp_handshakes", h)
+            del c, h
         for conn in chunk:
             if not keep(conn):
                 conns[conn.conv.tcp_stream] = None
         del chunk
+    if write is not None and not conns:  # (the files exist, with their schema)
+        write("connections", CONNECTIONS.frame([]))
+        write("tcp_handshakes", TCP_HANDSHAKES.frame([]))
     return cf.frame(), hf.frame()
 
 
