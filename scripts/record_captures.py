@@ -1789,14 +1789,19 @@ def h3_cert(ctx: Ctx) -> tuple[Path, Path]:
     return cert, key
 
 
-def start_h3kit(ctx: Ctx, ns: Netns, *, retry: bool, lifetime_s: int = 60) -> Path:
-    """scripts/servers/h3kit.py serve (aioquic HTTP/3) on SERVER4:443/udp; returns its log."""
+def start_h3kit(ctx: Ctx, ns: Netns, *, retry: bool, lifetime_s: int = 60,
+                blocked_frames: bool = False) -> Path:
+    """scripts/servers/h3kit.py serve (aioquic HTTP/3) on SERVER4:443/udp; returns its log.
+    ``blocked_frames``: it sends STREAM_DATA_BLOCKED / DATA_BLOCKED when flow control holds
+    its data back."""
     cert, key = h3_cert(ctx)
     events = ctx.work / "h3kit-server.jsonl"
     args = ["serve", "--listen", f"{SERVER4}:{HTTPS_PORT}", "--cert", str(cert), "--key",
             str(key), "--events", str(events), "--lifetime", str(lifetime_s)]
     if retry:
         args.append("--retry")
+    if blocked_frames:
+        args.append("--blocked-frames")
     spawn_py(ctx, ns, H3KIT, args, name="h3kit-server", lifetime_s=lifetime_s + 5)
     if wait_for_event(events, "listening", 10.0) is None:
         raise netlab.LabError("h3kit server did not start")
@@ -1805,7 +1810,9 @@ def start_h3kit(ctx: Ctx, ns: Netns, *, retry: bool, lifetime_s: int = 60) -> Pa
         "version": f"aioquic {_pkg_version('aioquic')}", "retry": retry,
         "behaviour": "HTTP/3 POST /v1/chat/completions streaming text/event-stream on a "
                      "planned schedule (one DATA frame per SSE event); session tickets "
-                     "allowing 0-RTT" + ("; a Retry for every first Initial" if retry else "")})
+                     "allowing 0-RTT" + ("; a Retry for every first Initial" if retry else "")
+                     + ("; STREAM_DATA_BLOCKED / DATA_BLOCKED when the client's flow-control "
+                        "limit holds data back (once per limit)" if blocked_frames else "")})
     return events
 
 
@@ -1925,6 +1932,13 @@ def _walk(tree: Any, key: str) -> Iterator[Any]:
 _V2_LONG_TYPES = {"1": "0", "2": "1", "3": "2", "0": "3"}
 
 
+#: tshark 4.0's fields holding the limit of MAX_STREAM_DATA, MAX_DATA, STREAM_DATA_BLOCKED
+#: and DATA_BLOCKED frames
+_QUIC_LIMIT_FIELDS = ("quic.msd.maximum_stream_data", "quic.md.maximum_data",
+                      "quic.sdb.stream_data_limit", "quic.sb.stream_data_limit",
+                      "quic.db.stream_data_limit")
+
+
 def tshark_quic_packets(path: Path, *, keylog: Path | None) -> list[dict[str, Any]]:
     """tshark's QUIC view per frame (``-T json --no-duplicate-keys``): for each QUIC packet
     in the datagram (coalesced ones too) its connection, header form, long packet type,
@@ -1949,11 +1963,17 @@ def tshark_quic_packets(path: Path, *, keylog: Path | None) -> list[dict[str, An
                 continue  # not a packet (e.g. an expert note on padding after the packets)
             frames = []
             for f in _as_list(q.get("quic.frame")):
+                # flow control: MAX_STREAM_DATA / STREAM_DATA_BLOCKED name their stream in
+                # fields of their own; MAX_DATA / DATA_BLOCKED have only the limit
+                fsid = f.get("quic.msd.stream_id", f.get("quic.sdb.stream_id"))
+                limit = next((f[k] for k in _QUIC_LIMIT_FIELDS if k in f), None)
                 frames.append({"type": int(f.get("quic.frame_type", -1)),
                                "stream_id": int(f["quic.stream.stream_id"])
                                if "quic.stream.stream_id" in f else None,
                                "offset": int(f.get("quic.stream.offset", 0)),
-                               "data": str(f.get("quic.stream_data", "")).replace(":", "")})
+                               "data": str(f.get("quic.stream_data", "")).replace(":", ""),
+                               "flow_stream_id": None if fsid is None else int(fsid),
+                               "limit": None if limit is None else int(limit)})
             ptype = next(_walk(q, "quic.long.packet_type"), None)
             if ptype is None:  # QUIC v2 (RFC 9369 §3.2): tshark 4.0 names its own field
                 v2 = next(_walk(q, "quic.long.packet_type_v2"), None)
@@ -2298,6 +2318,88 @@ def sc_h3_push(ctx: Ctx) -> None:
                         "control and QPACK streams 3, 7, 11); connections[].quic."
                         "pushes_received: the client's view, requests[0].server_pushes: the "
                         "server's")
+
+
+H3_FLOW_NAME = "h3-flow-control.pcapng"
+#: the client's reading plan (h3kit.py ReadPacer): 1024-byte stream windows, credit as it
+#: reads, and one 1 s reading pause once 3000 bytes of the response arrived
+H3_FLOW_READ = {"window": 1024, "pause_after_bytes": 3000, "pause_ms": 1000}
+QUIC_FRAME_MAX_STREAM_DATA, QUIC_FRAME_STREAM_DATA_BLOCKED = 0x11, 0x15
+
+
+def tshark_quic_flow_frames(path: Path, keylog: Path) -> list[dict[str, Any]]:
+    """tshark's MAX_STREAM_DATA and STREAM_DATA_BLOCKED frames of a decrypted capture, one
+    row per QUIC frame: Wireshark frame, time, frame type, stream id, limit."""
+    out = []
+    for pkt in tshark_quic_packets(path, keylog=keylog):
+        for q in pkt["quic"]:
+            for f in q["frames"]:
+                if f["type"] in (QUIC_FRAME_MAX_STREAM_DATA, QUIC_FRAME_STREAM_DATA_BLOCKED):
+                    out.append({"frame": pkt["frame"], "epoch": pkt["epoch"],
+                                "type": f["type"], "stream_id": f["flow_stream_id"],
+                                "limit": f["limit"]})
+    return out
+
+
+@scenario("h3-flow-control", outputs=(H3_FLOW_NAME,),
+          summary="HTTP/3 (aioquic client and server) held up by QUIC flow control: the "
+                  "client announces 1024-byte stream windows (initial_max_stream_data) and "
+                  "grants credit with MAX_STREAM_DATA only as it reads; it stops reading the "
+                  "streamed chat response (40 tokens, 40 ms apart) for 1 s once 3000 bytes "
+                  "arrived, the server fills the window, says so with STREAM_DATA_BLOCKED "
+                  "and waits for the MAX_STREAM_DATA that follows the pause; TAP link with "
+                  "20 ms one-way delay, no loss; key log in h3-flow-control.keys")
+def sc_h3_flow_control(ctx: Ctx) -> None:
+    c, s, tl = ctx.pair(link=H3_CHAT_LINK, hosts={TLS_HOST: SERVER4})
+    ev = start_h3kit(ctx, s, retry=False, blocked_frames=True)
+    name = H3_FLOW_NAME
+    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    conns = [{"id": "conn-1", "local_port": 50495, "read": H3_FLOW_READ, "requests": [
+        h3_plan_request("flow-1", 0, tokens=40, first_ms=100, every_ms=40, seed=371)]}]
+    res, kl = run_h3client(ctx, c, conns, tag="flow")
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    ctx.link_stats(tl)
+    ctx.add_keys(name, kl)
+    slog = jsonl(ev)
+    h3_conn_facts(ctx, res, slog)
+    (conn,) = res["connections"]
+    frames = tshark_quic_flow_frames(ctx.work / name, kl)
+    ctx.truth(name, plan=conns, transport="quic", read=H3_FLOW_READ,
+              read_pauses=conn.get("read_pauses"),
+              max_stream_data_sent=conn.get("max_stream_data_sent"),
+              blocked_sent=[r for r in slog if r.get("what") == "blocked_sent"],
+              tshark_flow_frames=frames,
+              sse_format="one HTTP/3 DATA frame per SSE event, as h3-sse-chat")
+    ctx.check(name, _h3_checks)
+
+    def flow(f: dict[str, Any]) -> list[dict[str, Any]]:
+        t = f["truth"]
+        (pause,) = t["read_pauses"] or [{}]
+        sid = pause.get("stream_id")
+        blocked = [b for b in t["blocked_sent"] if b["frame"] == "STREAM_DATA_BLOCKED"]
+        wire = [x for x in t["tshark_flow_frames"] if x["stream_id"] == sid]
+        said = [x for x in wire if x["type"] == QUIC_FRAME_STREAM_DATA_BLOCKED]
+        grants = [x for x in wire if x["type"] == QUIC_FRAME_MAX_STREAM_DATA]
+        after = [g for g in grants if said and g["frame"] > said[0]["frame"]]
+        ok = (bool(said) and [(b["stream_id"], b["limit"]) for b in blocked]
+              == [(x["stream_id"], x["limit"]) for x in said]
+              and any(g["limit"] == said[0]["limit"] for g in grants)
+              and bool(after) and after[0]["limit"] > said[0]["limit"]
+              and pause.get("t_start_ns", 0) < said[0]["epoch"] * 1e9
+              < pause.get("t_end_ns", 0) <= after[0]["epoch"] * 1e9)
+        return [{"check": "the server's first STREAM_DATA_BLOCKED came during the client's "
+                          "reading pause, on the paused stream, at the limit of an earlier "
+                          "MAX_STREAM_DATA, and the next MAX_STREAM_DATA raised it after the "
+                          "pause; tshark's decrypted STREAM_DATA_BLOCKED frames are the ones "
+                          "the server logged (after the pause the backlog drains one window "
+                          "per round trip, blocked again at each)", "ok": ok,
+                 "detail": f"pause {pause}, server {blocked}, tshark blocked {said}, "
+                           f"next grant {after[:1]}"}]
+    ctx.check(name, flow)
+    ctx.highlight(name, "truth.read_pauses: the client's reading pause; "
+                        "truth.tshark_flow_frames: every MAX_STREAM_DATA and "
+                        "STREAM_DATA_BLOCKED frame as tshark 4.0 decrypts them")
 
 
 def _udp_payload_hashes(path: Path) -> list[tuple[str, str]]:
