@@ -153,10 +153,12 @@ class Capture:
         fin_grace_s: float = 1.0,
         pmtu_min_retransmissions: int = 2,
         quic: bool = False,
+        tcp: bool = True,
     ) -> pd.DataFrame:
         """One row per connection that did not end cleanly, with its verdict, evidence frames
         and Wireshark filter: :func:`pcaptools.analyses.disconnects` (its parameters are the
-        rules' thresholds; ``quic=True``: QUIC connections too). Its repr starts with the
+        rules' thresholds; ``quic=True``: QUIC connections too; ``quic=True, tcp=False``:
+        only them). Its repr starts with the
         count of connections checked, clean and still open, so an empty result says what it
         means; ``attrs`` holds the same counts."""
         from .analyses.disconnects import disconnects
@@ -165,7 +167,7 @@ class Capture:
             self, idle_gap_s=idle_gap_s, min_retransmissions=min_retransmissions,
             heartbeat_grace=heartbeat_grace, reset_window_s=reset_window_s,
             fin_grace_s=fin_grace_s, pmtu_min_retransmissions=pmtu_min_retransmissions,
-            quic=quic,
+            quic=quic, tcp=tcp,
         )
 
     def conn_log(

@@ -1789,14 +1789,19 @@ def h3_cert(ctx: Ctx) -> tuple[Path, Path]:
     return cert, key
 
 
-def start_h3kit(ctx: Ctx, ns: Netns, *, retry: bool, lifetime_s: int = 60) -> Path:
-    """scripts/servers/h3kit.py serve (aioquic HTTP/3) on SERVER4:443/udp; returns its log."""
+def start_h3kit(ctx: Ctx, ns: Netns, *, retry: bool, lifetime_s: int = 60,
+                blocked_frames: bool = False) -> Path:
+    """scripts/servers/h3kit.py serve (aioquic HTTP/3) on SERVER4:443/udp; returns its log.
+    ``blocked_frames``: it sends STREAM_DATA_BLOCKED / DATA_BLOCKED when flow control holds
+    its data back."""
     cert, key = h3_cert(ctx)
     events = ctx.work / "h3kit-server.jsonl"
     args = ["serve", "--listen", f"{SERVER4}:{HTTPS_PORT}", "--cert", str(cert), "--key",
             str(key), "--events", str(events), "--lifetime", str(lifetime_s)]
     if retry:
         args.append("--retry")
+    if blocked_frames:
+        args.append("--blocked-frames")
     spawn_py(ctx, ns, H3KIT, args, name="h3kit-server", lifetime_s=lifetime_s + 5)
     if wait_for_event(events, "listening", 10.0) is None:
         raise netlab.LabError("h3kit server did not start")
@@ -1805,7 +1810,9 @@ def start_h3kit(ctx: Ctx, ns: Netns, *, retry: bool, lifetime_s: int = 60) -> Pa
         "version": f"aioquic {_pkg_version('aioquic')}", "retry": retry,
         "behaviour": "HTTP/3 POST /v1/chat/completions streaming text/event-stream on a "
                      "planned schedule (one DATA frame per SSE event); session tickets "
-                     "allowing 0-RTT" + ("; a Retry for every first Initial" if retry else "")})
+                     "allowing 0-RTT" + ("; a Retry for every first Initial" if retry else "")
+                     + ("; STREAM_DATA_BLOCKED / DATA_BLOCKED when the client's flow-control "
+                        "limit holds data back (once per limit)" if blocked_frames else "")})
     return events
 
 
@@ -1925,6 +1932,13 @@ def _walk(tree: Any, key: str) -> Iterator[Any]:
 _V2_LONG_TYPES = {"1": "0", "2": "1", "3": "2", "0": "3"}
 
 
+#: tshark 4.0's fields holding the limit of MAX_STREAM_DATA, MAX_DATA, STREAM_DATA_BLOCKED
+#: and DATA_BLOCKED frames
+_QUIC_LIMIT_FIELDS = ("quic.msd.maximum_stream_data", "quic.md.maximum_data",
+                      "quic.sdb.stream_data_limit", "quic.sb.stream_data_limit",
+                      "quic.db.stream_data_limit")
+
+
 def tshark_quic_packets(path: Path, *, keylog: Path | None) -> list[dict[str, Any]]:
     """tshark's QUIC view per frame (``-T json --no-duplicate-keys``): for each QUIC packet
     in the datagram (coalesced ones too) its connection, header form, long packet type,
@@ -1949,11 +1963,17 @@ def tshark_quic_packets(path: Path, *, keylog: Path | None) -> list[dict[str, An
                 continue  # not a packet (e.g. an expert note on padding after the packets)
             frames = []
             for f in _as_list(q.get("quic.frame")):
+                # flow control: MAX_STREAM_DATA / STREAM_DATA_BLOCKED name their stream in
+                # fields of their own; MAX_DATA / DATA_BLOCKED have only the limit
+                fsid = f.get("quic.msd.stream_id", f.get("quic.sdb.stream_id"))
+                limit = next((f[k] for k in _QUIC_LIMIT_FIELDS if k in f), None)
                 frames.append({"type": int(f.get("quic.frame_type", -1)),
                                "stream_id": int(f["quic.stream.stream_id"])
                                if "quic.stream.stream_id" in f else None,
                                "offset": int(f.get("quic.stream.offset", 0)),
-                               "data": str(f.get("quic.stream_data", "")).replace(":", "")})
+                               "data": str(f.get("quic.stream_data", "")).replace(":", ""),
+                               "flow_stream_id": None if fsid is None else int(fsid),
+                               "limit": None if limit is None else int(limit)})
             ptype = next(_walk(q, "quic.long.packet_type"), None)
             if ptype is None:  # QUIC v2 (RFC 9369 §3.2): tshark 4.0 names its own field
                 v2 = next(_walk(q, "quic.long.packet_type_v2"), None)
@@ -2080,6 +2100,26 @@ def _h3_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def record_h3(ctx: Ctx, name: str, conns: list[dict[str, Any]], *, link: LinkParams,
+              tag: str, blocked_frames: bool = False
+              ) -> tuple[dict[str, Any], Path, list[dict[str, Any]], list[dict[str, Any]]]:
+    """One HTTP/3 recording at the client: client and server namespaces over a TAP ``link``,
+    h3kit's server (no Retry), ``name`` captured by dumpcap while h3kit's client runs the
+    ``conns`` plan, the link's statistics and the client's key log into the facts, a
+    ``ctx.conn`` row per QUIC connection.  Returns (the client's result, its key log, the
+    server's log, those rows)."""
+    c, s, tl = ctx.pair(link=link, hosts={TLS_HOST: SERVER4})
+    ev = start_h3kit(ctx, s, retry=False, blocked_frames=blocked_frames)
+    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
+    res, kl = run_h3client(ctx, c, conns, tag=tag)
+    time.sleep(0.3)
+    ctx.stop_capture(name)
+    ctx.link_stats(tl)
+    ctx.add_keys(name, kl)
+    slog = jsonl(ev)
+    return res, kl, slog, h3_conn_facts(ctx, res, slog)
+
+
 @scenario("h3-sse-chat", outputs=("h3-sse-chat.pcapng",),
           summary="HTTP/3 over QUIC v1 (aioquic client and server, ALPN h3): 3 streamed chat "
                   "requests (SSE) on one connection, then a second connection resumed with "
@@ -2087,10 +2127,7 @@ def _h3_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
                   "20 ms one-way delay, no loss; key log in h3-sse-chat.keys",
           attempts=2)
 def sc_h3_sse_chat(ctx: Ctx) -> None:
-    c, s, tl = ctx.pair(link=H3_CHAT_LINK, hosts={TLS_HOST: SERVER4})
-    ev = start_h3kit(ctx, s, retry=False)
     name = "h3-sse-chat.pcapng"
-    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
     conns = [
         {"id": "conn-1", "local_port": 50443, "requests": [
             h3_plan_request("chat-1", 0, seed=21),
@@ -2099,12 +2136,7 @@ def sc_h3_sse_chat(ctx: Ctx) -> None:
         {"id": "conn-2", "local_port": 50444, "resume": True, "early_data": True,
          "requests": [h3_plan_request("chat-4", 0, seed=24),
                       h3_plan_request("chat-5", 200, tokens=10, seed=25)]}]
-    res, kl = run_h3client(ctx, c, conns, tag="h3")
-    time.sleep(0.3)
-    ctx.stop_capture(name)
-    ctx.link_stats(tl)
-    ctx.add_keys(name, kl)
-    rows = h3_conn_facts(ctx, res, jsonl(ev))
+    *_, rows = record_h3(ctx, name, conns, link=H3_CHAT_LINK, tag="h3")
     ctx.truth(name, plan=conns, transport="quic",
               sse_format="one HTTP/3 DATA frame per SSE event: data: {chat.completion.chunk "
                          "JSON}\\n\\n per token, then a finish_reason=stop chunk, then "
@@ -2209,20 +2241,12 @@ QUIC_SUITES_PLAN = (
                   "Initial salt, key labels and long-header type bits); TAP link with 5 ms "
                   "one-way delay, no loss; key log in quic-suites.keys")
 def sc_quic_suites(ctx: Ctx) -> None:
-    c, s, tl = ctx.pair(link=QUIC_SUITES_LINK, hosts={TLS_HOST: SERVER4})
-    ev = start_h3kit(ctx, s, retry=False)
     name = "quic-suites.pcapng"
-    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
     conns = [{"id": cid, "local_port": port, "cipher_suites": suites, "versions": versions,
               "requests": [h3_plan_request(f"{cid}-1", 0, tokens=5, first_ms=40, every_ms=20,
                                            seed=350 + i)]}
              for i, (cid, port, suites, versions) in enumerate(QUIC_SUITES_PLAN)]
-    res, kl = run_h3client(ctx, c, conns, tag="suites")
-    time.sleep(0.3)
-    ctx.stop_capture(name)
-    ctx.link_stats(tl)
-    ctx.add_keys(name, kl)
-    h3_conn_facts(ctx, res, jsonl(ev))
+    record_h3(ctx, name, conns, link=QUIC_SUITES_LINK, tag="suites")
     ctx.truth(name, plan=conns, transport="quic",
               sse_format="one HTTP/3 DATA frame per SSE event, as h3-sse-chat")
     ctx.check(name, _h3_checks)
@@ -2262,20 +2286,12 @@ H3_PUSH_PATHS = ["/static/chat.css", "/static/chat-theme.css"]
                   "push stream (200 text/css, 600 bytes), then a second request without "
                   "pushes; TAP link with 5 ms one-way delay, no loss; key log in h3-push.keys")
 def sc_h3_push(ctx: Ctx) -> None:
-    c, s, tl = ctx.pair(link=QUIC_SUITES_LINK, hosts={TLS_HOST: SERVER4})
-    ev = start_h3kit(ctx, s, retry=False)
     name = "h3-push.pcapng"
-    ctx.capture(c, "eth0", name, vantage="client", tool="dumpcap")
     conns = [{"id": "conn-1", "local_port": 50490, "requests": [
         h3_plan_request("push-1", 0, tokens=5, first_ms=40, every_ms=20, seed=361,
                         push=H3_PUSH_PATHS),
         h3_plan_request("plain-2", 300, tokens=5, first_ms=40, every_ms=20, seed=362)]}]
-    res, kl = run_h3client(ctx, c, conns, tag="push")
-    time.sleep(0.3)
-    ctx.stop_capture(name)
-    ctx.link_stats(tl)
-    ctx.add_keys(name, kl)
-    h3_conn_facts(ctx, res, jsonl(ev))
+    record_h3(ctx, name, conns, link=QUIC_SUITES_LINK, tag="push")
     ctx.truth(name, plan=conns, transport="quic", push_paths=H3_PUSH_PATHS,
               push_body_bytes=600)
     ctx.check(name, _h3_checks)
@@ -2298,6 +2314,80 @@ def sc_h3_push(ctx: Ctx) -> None:
                         "control and QPACK streams 3, 7, 11); connections[].quic."
                         "pushes_received: the client's view, requests[0].server_pushes: the "
                         "server's")
+
+
+H3_FLOW_NAME = "h3-flow-control.pcapng"
+#: the client's reading plan (h3kit.py ReadPacer): 1024-byte stream windows, credit as it
+#: reads, and one 1 s reading pause once 3000 bytes of the response arrived
+H3_FLOW_READ = {"window": 1024, "pause_after_bytes": 3000, "pause_ms": 1000}
+QUIC_FRAME_MAX_STREAM_DATA, QUIC_FRAME_STREAM_DATA_BLOCKED = 0x11, 0x15
+
+
+def tshark_quic_flow_frames(path: Path, keylog: Path) -> list[dict[str, Any]]:
+    """tshark's MAX_STREAM_DATA and STREAM_DATA_BLOCKED frames of a decrypted capture, one
+    row per QUIC frame: Wireshark frame, time, frame type, stream id, limit."""
+    out = []
+    for pkt in tshark_quic_packets(path, keylog=keylog):
+        for q in pkt["quic"]:
+            for f in q["frames"]:
+                if f["type"] in (QUIC_FRAME_MAX_STREAM_DATA, QUIC_FRAME_STREAM_DATA_BLOCKED):
+                    out.append({"frame": pkt["frame"], "epoch": pkt["epoch"],
+                                "type": f["type"], "stream_id": f["flow_stream_id"],
+                                "limit": f["limit"]})
+    return out
+
+
+@scenario("h3-flow-control", outputs=(H3_FLOW_NAME,),
+          summary="HTTP/3 (aioquic client and server) held up by QUIC flow control: the "
+                  "client announces 1024-byte stream windows (initial_max_stream_data) and "
+                  "grants credit with MAX_STREAM_DATA only as it reads; it stops reading the "
+                  "streamed chat response (40 tokens, 40 ms apart) for 1 s once 3000 bytes "
+                  "arrived, the server fills the window, says so with STREAM_DATA_BLOCKED "
+                  "and waits for the MAX_STREAM_DATA that follows the pause; TAP link with "
+                  "20 ms one-way delay, no loss; key log in h3-flow-control.keys")
+def sc_h3_flow_control(ctx: Ctx) -> None:
+    name = H3_FLOW_NAME
+    conns = [{"id": "conn-1", "local_port": 50495, "read": H3_FLOW_READ, "requests": [
+        h3_plan_request("flow-1", 0, tokens=40, first_ms=100, every_ms=40, seed=371)]}]
+    res, kl, slog, _ = record_h3(ctx, name, conns, link=H3_CHAT_LINK, tag="flow",
+                                 blocked_frames=True)
+    (conn,) = res["connections"]
+    frames = tshark_quic_flow_frames(ctx.work / name, kl)
+    ctx.truth(name, plan=conns, transport="quic", read=H3_FLOW_READ,
+              read_pauses=conn.get("read_pauses"),
+              max_stream_data_sent=conn.get("max_stream_data_sent"),
+              blocked_sent=[r for r in slog if r.get("what") == "blocked_sent"],
+              tshark_flow_frames=frames,
+              sse_format="one HTTP/3 DATA frame per SSE event, as h3-sse-chat")
+    ctx.check(name, _h3_checks)
+
+    def flow(f: dict[str, Any]) -> list[dict[str, Any]]:
+        t = f["truth"]
+        (pause,) = t["read_pauses"] or [{}]
+        sid = pause.get("stream_id")
+        blocked = [b for b in t["blocked_sent"] if b["frame"] == "STREAM_DATA_BLOCKED"]
+        wire = [x for x in t["tshark_flow_frames"] if x["stream_id"] == sid]
+        said = [x for x in wire if x["type"] == QUIC_FRAME_STREAM_DATA_BLOCKED]
+        grants = [x for x in wire if x["type"] == QUIC_FRAME_MAX_STREAM_DATA]
+        after = [g for g in grants if said and g["frame"] > said[0]["frame"]]
+        ok = (bool(said) and [(b["stream_id"], b["limit"]) for b in blocked]
+              == [(x["stream_id"], x["limit"]) for x in said]
+              and any(g["limit"] == said[0]["limit"] for g in grants)
+              and bool(after) and after[0]["limit"] > said[0]["limit"]
+              and pause.get("t_start_ns", 0) < said[0]["epoch"] * 1e9
+              < pause.get("t_end_ns", 0) <= after[0]["epoch"] * 1e9)
+        return [{"check": "the server's first STREAM_DATA_BLOCKED came during the client's "
+                          "reading pause, on the paused stream, at the limit of an earlier "
+                          "MAX_STREAM_DATA, and the next MAX_STREAM_DATA raised it after the "
+                          "pause; tshark's decrypted STREAM_DATA_BLOCKED frames are the ones "
+                          "the server logged (after the pause the backlog drains one window "
+                          "per round trip, blocked again at each)", "ok": ok,
+                 "detail": f"pause {pause}, server {blocked}, tshark blocked {said}, "
+                           f"next grant {after[:1]}"}]
+    ctx.check(name, flow)
+    ctx.highlight(name, "truth.read_pauses: the client's reading pause; "
+                        "truth.tshark_flow_frames: every MAX_STREAM_DATA and "
+                        "STREAM_DATA_BLOCKED frame as tshark 4.0 decrypts them")
 
 
 def _udp_payload_hashes(path: Path) -> list[tuple[str, str]]:
@@ -3002,18 +3092,17 @@ LAB_SECRETS = {
 }
 
 
-@scenario("secrets", outputs=("secrets.pcap",),
-          summary="credentials in every place pcaptools redacts, cleartext: OAuth code=, "
-                  "Private-Token / X-Amz-Security-Token / X-Vault-Token headers, a "
-                  "user:password@ URL (HTTP/1.1, aiohttp), :authority userinfo, code= and "
-                  "*-token headers (HTTP/2 prior knowledge, python h2), api_key / token / "
-                  "password / authorization / secret JSON fields in SSE events and WebSocket "
-                  "text messages (python websockets)")
-def sc_secrets(ctx: Ctx) -> None:
+def record_secretskit(ctx: Ctx, name: str, secrets: dict[str, str], *, client: str,
+                      behaviour: str, steps: dict[str, tuple[int, int, str]]) -> None:
+    """The secrets scenarios' recording: scripts/servers/secretskit.py serves ``secrets`` on
+    SERVER4:8080 (HTTP/1.1, WebSocket) and :8081 (HTTP/2 prior knowledge, ``behaviour``),
+    its ``client`` command runs every step while ``name`` is captured at the client, and
+    each step's connection (``steps``: step -> client port, server port, client library;
+    each ends with the server's FIN first) and both sides' logs go into the facts
+    (``truth``: secrets, client_exit, client_log, server_log)."""
     c, s, _ = ctx.pair()
-    name = "secrets.pcap"
-    sfile = ctx.work / "secrets.json"
-    sfile.write_text(json.dumps(LAB_SECRETS))
+    sfile = ctx.work / f"{Path(name).stem}.json"
+    sfile.write_text(json.dumps(secrets))
     sev, cev = ctx.work / "secretskit-server.jsonl", ctx.work / "secretskit-client.jsonl"
     spawn_py(ctx, s, SECRETSKIT, ["serve", "--listen", SERVER4, "--secrets", str(sfile),
                                   "--events", str(sev), "--lifetime", "40"],
@@ -3024,13 +3113,11 @@ def sc_secrets(ctx: Ctx) -> None:
         "kind": "secretskit (aiohttp + python h2)", "listen": [f"{SERVER4}:8080",
                                                                f"{SERVER4}:8081"],
         "version": f"aiohttp {_pkg_version('aiohttp')}, h2 {_pkg_version('h2')}",
-        "behaviour": "8080: GET /oauth/callback, GET /v1/events (SSE with credential JSON "
-                     "fields), GET /ws (WebSocket, no compression); 8081: HTTP/2 prior "
-                     "knowledge, SSE answer with credential JSON fields"})
+        "behaviour": behaviour})
     ctx.tshark_options(name, "-d", "tcp.port==8081,http2")
     ctx.capture(c, "eth0", name, vantage="client")
     t0 = time.time_ns()
-    proc = spawn_py(ctx, c, SECRETSKIT, ["client", "--server", SERVER4, "--local", CLIENT4,
+    proc = spawn_py(ctx, c, SECRETSKIT, [client, "--server", SERVER4, "--local", CLIENT4,
                                          "--secrets", str(sfile), "--events", str(cev)],
                     name="secretskit-client", lifetime_s=40)
     rc = wait_proc(proc, 35)
@@ -3038,16 +3125,31 @@ def sc_secrets(ctx: Ctx) -> None:
     ctx.stop_capture(name)
     clog, slog = jsonl(cev), jsonl(sev)
     t1 = time.time_ns()
-    via = {"h1-headers": "raw socket", "h1-userinfo-sse": "raw socket",
-           "h2": f"python h2 {_pkg_version('h2')} on a socket",
-           "ws": f"python websockets {_pkg_version('websockets')}"}
-    ports = {"h1-headers": (50801, 8080), "h1-userinfo-sse": (50802, 8080), "h2": (50803, 8081),
-             "ws": (50804, 8080)}
-    for step, (cport, sport) in ports.items():
-        # Connection: close, GOAWAY and the WebSocket close handshake: the server's FIN first
+    for step, (cport, sport, via) in steps.items():
         ctx.conn(client=ep(CLIENT4, cport), server=ep(SERVER4, sport), end="fin-server-first",
-                 via=via[step], purpose=f"secrets: {step}", t_start_ns=t0, t_end_ns=t1)
-    ctx.truth(name, secrets=LAB_SECRETS, client_exit=rc, client_log=clog, server_log=slog)
+                 via=via, purpose=f"{Path(name).stem}: {step}", t_start_ns=t0, t_end_ns=t1)
+    ctx.truth(name, secrets=secrets, client_exit=rc, client_log=clog, server_log=slog)
+
+
+@scenario("secrets", outputs=("secrets.pcap",),
+          summary="credentials in every place pcaptools redacts, cleartext: OAuth code=, "
+                  "Private-Token / X-Amz-Security-Token / X-Vault-Token headers, a "
+                  "user:password@ URL (HTTP/1.1, aiohttp), :authority userinfo, code= and "
+                  "*-token headers (HTTP/2 prior knowledge, python h2), api_key / token / "
+                  "password / authorization / secret JSON fields in SSE events and WebSocket "
+                  "text messages (python websockets)")
+def sc_secrets(ctx: Ctx) -> None:
+    name = "secrets.pcap"
+    record_secretskit(
+        ctx, name, LAB_SECRETS, client="client",
+        behaviour="8080: GET /oauth/callback, GET /v1/events (SSE with credential JSON "
+                  "fields), GET /ws (WebSocket, no compression); 8081: HTTP/2 prior "
+                  "knowledge, SSE answer with credential JSON fields",
+        # Connection: close, GOAWAY and the WebSocket close handshake: the server's FIN first
+        steps={"h1-headers": (50801, 8080, "raw socket"),
+               "h1-userinfo-sse": (50802, 8080, "raw socket"),
+               "h2": (50803, 8081, f"python h2 {_pkg_version('h2')} on a socket"),
+               "ws": (50804, 8080, f"python websockets {_pkg_version('websockets')}")})
 
     def secrets_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
         cl = f["truth"]["client_log"]
@@ -3659,47 +3761,19 @@ LAB_SECRETS_MORE = {
                   "in Sec-WebSocket-Protocol, a message whose 256-character preview ends "
                   "inside a token, and a Close reason holding one (python websockets)")
 def sc_secrets_more(ctx: Ctx) -> None:
-    c, s, _ = ctx.pair()
     name = "secrets-more.pcap"
-    sfile = ctx.work / "secrets-more.json"
-    sfile.write_text(json.dumps(LAB_SECRETS_MORE))
-    sev, cev = ctx.work / "secretskit-server.jsonl", ctx.work / "secretskit-client.jsonl"
-    spawn_py(ctx, s, SECRETSKIT, ["serve", "--listen", SERVER4, "--secrets", str(sfile),
-                                  "--events", str(sev), "--lifetime", "40"],
-             name="secretskit-server", lifetime_s=45)
-    netlab.wait_for_port(s, "", 8080)
-    netlab.wait_for_port(s, "", 8081)
-    ctx.common["servers"].append({
-        "kind": "secretskit (aiohttp + python h2)", "listen": [f"{SERVER4}:8080",
-                                                               f"{SERVER4}:8081"],
-        "version": f"aiohttp {_pkg_version('aiohttp')}, h2 {_pkg_version('h2')}",
-        "behaviour": "8080: GET /oauth/authorize (302 with Location, Set-Cookie, "
-                     "X-Session-Token), GET /v2/events (SSE with credential JSON fields), "
-                     "GET /ws2 (WebSocket, subprotocol realtime, no compression, closed by "
-                     "the server with 4001); 8081: HTTP/2 prior knowledge, SSE answer with "
-                     "credential JSON fields and an x-session-token header"})
-    ctx.tshark_options(name, "-d", "tcp.port==8081,http2")
-    ctx.capture(c, "eth0", name, vantage="client")
-    t0 = time.time_ns()
-    proc = spawn_py(ctx, c, SECRETSKIT, ["client-more", "--server", SERVER4, "--local",
-                                         CLIENT4, "--secrets", str(sfile), "--events",
-                                         str(cev)],
-                    name="secretskit-client", lifetime_s=40)
-    rc = wait_proc(proc, 35)
-    time.sleep(0.3)
-    ctx.stop_capture(name)
-    clog, slog = jsonl(cev), jsonl(sev)
-    t1 = time.time_ns()
-    via = {"more-h1-oauth": "raw socket", "more-h1-sse": "raw socket",
-           "more-h2": f"python h2 {_pkg_version('h2')} on a socket",
-           "more-ws": f"python websockets {_pkg_version('websockets')}"}
-    ports = {"more-h1-oauth": (50811, 8080), "more-h1-sse": (50812, 8080),
-             "more-h2": (50813, 8081), "more-ws": (50814, 8080)}
-    for step, (cport, sport) in ports.items():
+    record_secretskit(
+        ctx, name, LAB_SECRETS_MORE, client="client-more",
+        behaviour="8080: GET /oauth/authorize (302 with Location, Set-Cookie, "
+                  "X-Session-Token), GET /v2/events (SSE with credential JSON fields), "
+                  "GET /ws2 (WebSocket, subprotocol realtime, no compression, closed by "
+                  "the server with 4001); 8081: HTTP/2 prior knowledge, SSE answer with "
+                  "credential JSON fields and an x-session-token header",
         # Connection: close, GOAWAY and the server's WebSocket Close: the server's FIN first
-        ctx.conn(client=ep(CLIENT4, cport), server=ep(SERVER4, sport), end="fin-server-first",
-                 via=via[step], purpose=f"secrets-more: {step}", t_start_ns=t0, t_end_ns=t1)
-    ctx.truth(name, secrets=LAB_SECRETS_MORE, client_exit=rc, client_log=clog, server_log=slog)
+        steps={"more-h1-oauth": (50811, 8080, "raw socket"),
+               "more-h1-sse": (50812, 8080, "raw socket"),
+               "more-h2": (50813, 8081, f"python h2 {_pkg_version('h2')} on a socket"),
+               "more-ws": (50814, 8080, f"python websockets {_pkg_version('websockets')}")})
 
     def more_checks(f: dict[str, Any]) -> list[dict[str, Any]]:
         cl = f["truth"]["client_log"]

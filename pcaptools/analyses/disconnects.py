@@ -416,6 +416,7 @@ def disconnects(
     fin_grace_s: float = 1.0,
     pmtu_min_retransmissions: int = 2,
     quic: bool = False,
+    tcp: bool = True,
 ) -> pd.DataFrame:
     """One row per connection of ``cap`` that did not end cleanly (schema :data:`DISCONNECTS`),
     ordered by tcp_stream, then (``quic=True``) by quic_connection; the rules are in the
@@ -436,6 +437,11 @@ def disconnects(
 
     ``quic``: QUIC connections get rows too (off by default so that callers reading every
     row as a TCP connection, like the report's Disconnects section, keep doing so).
+    ``tcp=False`` (with ``quic=True``; alone it raises ``ValueError``) skips the TCP rules:
+    the rows and ``quic_*`` attrs are those of the QUIC connections in the ``quic=True``
+    result, and the TCP counts (``clean_connections``, ``open_connections``,
+    ``connections``) are left out of ``attrs``. The report takes its TCP part from the
+    default call and its QUIC part from ``quic=True, tcp=False``.
 
     The result's ``attrs`` hold ``clean_connections``, ``open_connections``, ``connections``
     (TCP), ``verdicts`` ({verdict: rows}) and ``parameters``; with ``quic=True`` also
@@ -445,6 +451,8 @@ def disconnects(
     show). Missing tables (no WebSocket, no heartbeats) only switch off the rules that need
     them; nothing raises on odd captures.
     """
+    if not tcp and not quic:
+        raise ValueError("disconnects(tcp=False) needs quic=True: there is nothing else to check")
     params = {
         "idle_gap_s": idle_gap_s,
         "min_retransmissions": min_retransmissions,
@@ -453,9 +461,36 @@ def disconnects(
         "fin_grace_s": fin_grace_s,
         "pmtu_min_retransmissions": pmtu_min_retransmissions,
     }
-    conns = cap.connections
     eof_ts = cap.summary.last_ts_ns or 0
-    grace = int(heartbeat_grace * _NS)
+    limits = _Limits(
+        idle_gap_s=idle_gap_s,
+        min_retx=min_retransmissions,
+        grace=int(heartbeat_grace * _NS),
+        reset_window=int(reset_window_s * _NS),
+        fin_grace=int(fin_grace_s * _NS),
+        pmtu_min_retx=pmtu_min_retransmissions,
+    )
+    rows: list[tuple[Any, ...]] = []
+    counts: dict[str, int] = {}
+    if tcp:
+        rows, counts = _tcp(cap, limits, eof_ts, heartbeat_grace)
+    if quic:
+        qrows, qcounts = _quic(cap, limits, eof_ts)
+        rows += qrows
+        counts.update(qcounts)
+    df = DisconnectsFrame(DISCONNECTS.frame(rows))
+    df.attrs.update(counts)
+    df.attrs["verdicts"] = {v: int(n) for v, n in df["verdict"].value_counts().items() if n}
+    df.attrs["parameters"] = params
+    return df
+
+
+def _tcp(
+    cap: Capture, limits: _Limits, eof_ts: int, heartbeat_grace: float
+) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
+    """Rows of the TCP connections that did not end cleanly, and the attrs counts."""
+    conns = cap.connections
+    grace = limits.grace
     retx = _by_stream(cap.tcp_events, RETRANSMISSION_KINDS)
     zwin = _by_stream(cap.tcp_events, ("zero_window",))
     wupd = _by_stream(cap.tcp_events, ("window_update",))
@@ -466,14 +501,6 @@ def disconnects(
     icmp = _icmp_errors(cap.packets)
     retx_len = _retransmitted_lengths(cap.tcp_events)
     too_big = _too_big(_table(cap, "icmp_errors"))
-    limits = _Limits(
-        idle_gap_s=idle_gap_s,
-        min_retx=min_retransmissions,
-        grace=grace,
-        reset_window=int(reset_window_s * _NS),
-        fin_grace=int(fin_grace_s * _NS),
-        pmtu_min_retx=pmtu_min_retransmissions,
-    )
     rows: list[tuple[Any, ...]] = []
     clean = opened = 0
     for c in _facts(conns):
@@ -509,18 +536,8 @@ def disconnects(
                 opened += 1
             continue
         rows.append(_row(c, found, ws.get(c.stream), proto.get(c.stream, "tcp")))
-    qcounts: dict[str, int] = {}
-    if quic:
-        qrows, qcounts = _quic(cap, limits, eof_ts)
-        rows += qrows
-    df = DisconnectsFrame(DISCONNECTS.frame(rows))
-    df.attrs["clean_connections"] = clean
-    df.attrs["open_connections"] = opened
-    df.attrs["connections"] = len(conns)
-    df.attrs.update(qcounts)
-    df.attrs["verdicts"] = {v: int(n) for v, n in df["verdict"].value_counts().items() if n}
-    df.attrs["parameters"] = params
-    return df
+    return rows, {"clean_connections": clean, "open_connections": opened,
+                  "connections": len(conns)}
 
 
 class DisconnectsFrame(pd.DataFrame):
@@ -538,19 +555,20 @@ class DisconnectsFrame(pd.DataFrame):
     def counts_line(self) -> str:
         """The line the printed forms start with (empty when ``attrs`` lost its counts)."""
         a = self.attrs
-        if not isinstance(a.get("connections"), int):
+        quic_only = not isinstance(a.get("connections"), int)  # tcp=False
+        if quic_only and not isinstance(a.get("quic_connections"), int):
             return ""
-        n, bad = int(a["connections"]), len(self)
+        n, bad = int(a.get("connections", 0)), len(self)
         clean, still = int(a.get("clean_connections", 0)), int(a.get("open_connections", 0))
-        conns = f"{n:,} TCP connection{'' if n == 1 else 's'}"
+        conns = "" if quic_only else f"{n:,} TCP connection{'' if n == 1 else 's'}"
         q = a.get("quic_connections")
-        if not isinstance(q, int) or not q:
+        if not isinstance(q, int) or (not q and not quic_only):
             q = None  # no QUIC connection (or quic=False): the TCP line as it always was
         else:
-            conns += f" and {q:,} QUIC connection{'' if q == 1 else 's'}"
+            conns += f"{'' if quic_only else ' and '}{q:,} QUIC connection{'' if q == 1 else 's'}"
             n += q
         if not n:
-            return "disconnects: the capture holds no TCP connection"
+            return f"disconnects: the capture holds no {'QUIC' if quic_only else 'TCP'} connection"
         head = f"disconnects: {bad:,} of {conns} ended badly"
         rest = [f"{clean:,} closed cleanly with FIN"] if clean else []
         if still:

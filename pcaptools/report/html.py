@@ -143,15 +143,13 @@ class ReportContext:
         return df
 
     def quic_disconnects(self) -> pd.DataFrame | None:
-        """The QUIC rows of ``analyses.disconnects(cap, quic=True)``, with its ``quic_*``
-        counts in ``attrs``, computed once per report; None without QUIC connections. (That
-        call repeats the TCP rules, so a capture with QUIC pays for them twice.)"""
+        """``analyses.disconnects(cap, quic=True, tcp=False)``: the QUIC rows, with the
+        ``quic_*`` counts in ``attrs`` (the TCP rules are not run again), computed once per
+        report; None without QUIC connections."""
         if "quic_disconnects" not in self._cache:
             d: pd.DataFrame | None = None
             if len(self.cap.quic_connections):
-                full = disconnects(self.cap, quic=True)
-                d = full[(full["transport"] == "quic").to_numpy(bool)]
-                d.attrs = {k: v for k, v in full.attrs.items() if str(k).startswith("quic_")}
+                d = disconnects(self.cap, quic=True, tcp=False)
             self._cache["quic_disconnects"] = d
         out: pd.DataFrame | None = self._cache["quic_disconnects"]
         return out

@@ -44,6 +44,19 @@ the QUIC version and TLS cipher suite the connection used (``version``,
 ``cipher_suite``); and per server push (``pushes``) its push id, promised request and
 request stream, push stream, status, body bytes and end.
 
+Flow control (RFC 9000 §4): with ``--blocked-frames`` the server sends STREAM_DATA_BLOCKED
+(DATA_BLOCKED) when a stream (the connection) has data queued that the client's limit does
+not let it send, once per limit (aioquic does not send these frames itself), and logs each
+(``what`` blocked_sent).  A client connection with ``read`` (``{"window": 1024,
+"pause_after_bytes": 3000, "pause_ms": 1000}``) announces ``window`` as its initial
+max_stream_data and grants request streams credit only as its application reads (limit =
+bytes read + ``window``, raised once at least half a window is read; aioquic instead doubles
+its limit as data arrives), and stops reading a request stream for ``pause_ms`` once
+``pause_after_bytes`` of it arrived: the server fills the window and waits for the
+MAX_STREAM_DATA that follows the pause.  The result lists each pause (``read_pauses``: stream,
+bytes read, limit, start and end) and every MAX_STREAM_DATA the client sent
+(``max_stream_data_sent``).
+
 Bounded: the server exits after ``--lifetime`` seconds, each request has a 20 s timeout,
 each connection 30 s and the whole client run ``--deadline`` seconds; a stream never has
 more than 1000 events.  Loopback / lab namespaces only.
@@ -63,11 +76,19 @@ from pathlib import Path
 from typing import Any
 
 from aioquic.asyncio import QuicConnectionProtocol, connect, serve
+from aioquic.buffer import UINT_VAR_MAX_SIZE
 from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, H3Event, HeadersReceived, PushPromiseReceived
 from aioquic.quic.configuration import QuicConfiguration
-from aioquic.quic.events import HandshakeCompleted, QuicEvent
-from aioquic.quic.packet import QuicProtocolVersion
+from aioquic.quic.connection import (
+    MAX_STREAM_DATA_FRAME_CAPACITY,
+    QuicConnection,
+    QuicPacketBuilder,
+    QuicPacketSpace,
+)
+from aioquic.quic.events import HandshakeCompleted, QuicEvent, StreamDataReceived
+from aioquic.quic.packet import QuicFrameType, QuicProtocolVersion
+from aioquic.quic.stream import QuicStream
 from aioquic.tls import CipherSuite, SessionTicket
 
 WORDS = ("The", " packet", " capture", " shows", " a", " stream", " of", " tokens", ",",
@@ -135,16 +156,57 @@ class Log:
         self.out.flush()
 
 
+def send_blocked_frames(quic: QuicConnection, log: Log) -> None:
+    """Make ``quic`` send STREAM_DATA_BLOCKED / DATA_BLOCKED (RFC 9000 §4.1, §19.12-13) when
+    a stream / the connection has queued data its peer's limit holds back, once per limit,
+    logging each (aioquic never sends them).  Hooks the limit writers aioquic calls for every
+    1-RTT packet it builds, before the STREAM frames."""
+    told: set[tuple[int, int]] = set()  # (stream id or -1, limit)
+    stream_limits, conn_limits = quic._write_stream_limits, quic._write_connection_limits
+
+    def blocked(builder: QuicPacketBuilder, kind: QuicFrameType, sid: int, limit: int) -> None:
+        if (sid, limit) in told or len(told) > 10_000:
+            return
+        told.add((sid, limit))
+        buf = builder.start_frame(kind, capacity=1 + 2 * UINT_VAR_MAX_SIZE)
+        if sid >= 0:
+            buf.push_uint_var(sid)
+        buf.push_uint_var(limit)
+        log(what="blocked_sent", frame=kind.name, stream_id=None if sid < 0 else sid,
+            limit=limit)
+
+    def write_stream_limits(builder: QuicPacketBuilder, space: QuicPacketSpace,
+                            stream: QuicStream) -> None:
+        stream_limits(builder=builder, space=space, stream=stream)
+        snd = stream.sender
+        if snd._buffer_stop > snd.highest_offset >= stream.max_stream_data_remote > 0:
+            blocked(builder, QuicFrameType.STREAM_DATA_BLOCKED, stream.stream_id,
+                    stream.max_stream_data_remote)
+
+    def write_connection_limits(builder: QuicPacketBuilder, space: QuicPacketSpace) -> None:
+        conn_limits(builder=builder, space=space)
+        if quic._remote_max_data_used >= quic._remote_max_data > 0 and any(
+                st.sender._buffer_stop > st.sender.highest_offset
+                for st in quic._streams.values()):
+            blocked(builder, QuicFrameType.DATA_BLOCKED, -1, quic._remote_max_data)
+
+    quic._write_stream_limits = write_stream_limits  # type: ignore[method-assign]
+    quic._write_connection_limits = write_connection_limits  # type: ignore[method-assign]
+
+
 class ChatServerProtocol(QuicConnectionProtocol):
     """One QUIC connection on the server: HTTP/3 requests, streamed chat answers."""
 
     log: Log
+    blocked_frames = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.h3: H3Connection | None = None
         self.reqs: dict[int, dict[str, Any]] = {}
         self.tasks: set[asyncio.Task[None]] = set()
+        if self.blocked_frames:
+            send_blocked_frames(self._quic, self.log)
 
     def quic_event_received(self, event: QuicEvent) -> None:
         if self.h3 is None:
@@ -271,12 +333,14 @@ async def serve_main(args: argparse.Namespace) -> None:
         if len(tickets) < 100:
             tickets[t.ticket] = t
 
-    proto = type("P", (ChatServerProtocol,), {"log": log})
+    proto = type("P", (ChatServerProtocol,), {"log": log,
+                                               "blocked_frames": args.blocked_frames})
     host, _, port = args.listen.rpartition(":")
     server = await serve(host.strip("[]"), int(port), configuration=cfg, create_protocol=proto,
                          session_ticket_fetcher=fetch, session_ticket_handler=store,
                          retry=args.retry)
-    log(what="listening", listen=args.listen, retry=args.retry)
+    log(what="listening", listen=args.listen, retry=args.retry,
+        blocked_frames=args.blocked_frames)
     try:
         await asyncio.sleep(args.lifetime)
     finally:
@@ -284,6 +348,70 @@ async def serve_main(args: argparse.Namespace) -> None:
 
 
 # =========================================================================== client
+
+class ReadPacer:
+    """Request-stream credit granted as the application reads (see the module docstring:
+    the ``read`` plan of a connection), with one reading pause per stream."""
+
+    def __init__(self, quic: QuicConnection, plan: dict[str, Any], transmit: Any) -> None:
+        self.quic, self.transmit = quic, transmit
+        self.window = int(plan["window"])
+        self.pause_after = int(plan["pause_after_bytes"])
+        self.pause_s = float(plan["pause_ms"]) / 1000
+        self.received: dict[int, int] = {}
+        self.read: dict[int, int] = {}
+        self.paused: set[int] = set()
+        self.pauses: list[dict[str, Any]] = []
+        self.sent: list[dict[str, Any]] = []
+        self._default = quic._write_stream_limits
+        quic._write_stream_limits = self.write_limits  # type: ignore[method-assign]
+
+    def data(self, ev: StreamDataReceived) -> None:
+        sid = ev.stream_id
+        if sid % 4 != 0:  # not a request stream: aioquic's own credit
+            return
+        n = self.received[sid] = self.received.get(sid, 0) + len(ev.data)
+        if sid in self.paused:
+            return
+        if n >= self.pause_after and not any(p["stream_id"] == sid for p in self.pauses):
+            self.paused.add(sid)
+            st = self.quic._streams.get(sid)
+            self.pauses.append({"stream_id": sid, "t_start_ns": time.time_ns(),
+                                "bytes_read": self.read.get(sid, 0),
+                                "limit": None if st is None else st.max_stream_data_local})
+            asyncio.get_running_loop().call_later(self.pause_s, self.resume, sid)
+            return
+        self.read[sid] = n
+
+    def resume(self, sid: int) -> None:
+        self.paused.discard(sid)
+        self.read[sid] = self.received.get(sid, 0)
+        for p in self.pauses:
+            if p["stream_id"] == sid and "t_end_ns" not in p:
+                p["t_end_ns"], p["bytes_received"] = time.time_ns(), self.read[sid]
+        self.transmit()
+
+    def write_limits(self, builder: QuicPacketBuilder, space: QuicPacketSpace,
+                     stream: QuicStream) -> None:
+        sid = stream.stream_id
+        if sid % 4 != 0 or not stream.max_stream_data_local:
+            self._default(builder=builder, space=space, stream=stream)
+            return
+        want = self.read.get(sid, 0) + self.window
+        if want - stream.max_stream_data_local >= self.window // 2:
+            stream.max_stream_data_local = want
+        if stream.max_stream_data_local_sent != stream.max_stream_data_local:
+            buf = builder.start_frame(QuicFrameType.MAX_STREAM_DATA,
+                                      capacity=MAX_STREAM_DATA_FRAME_CAPACITY,
+                                      handler=self.quic._on_max_stream_data_delivery,
+                                      handler_args=(stream,))
+            buf.push_uint_var(sid)
+            buf.push_uint_var(stream.max_stream_data_local)
+            stream.max_stream_data_local_sent = stream.max_stream_data_local
+            if len(self.sent) < 10_000:
+                self.sent.append({"t_ns": time.time_ns(), "stream_id": sid,
+                                  "maximum": stream.max_stream_data_local})
+
 
 class ChatClientProtocol(QuicConnectionProtocol):
     """One QUIC connection on the client: HTTP/3 events go to the request that owns them."""
@@ -309,8 +437,11 @@ class ChatClientProtocol(QuicConnectionProtocol):
         self.handshake: dict[str, Any] = {}
         self.pushes: dict[int, dict[str, Any]] = {}
         """push id -> what the client saw of that server push"""
+        self.pacer: ReadPacer | None = None
 
     def quic_event_received(self, event: QuicEvent) -> None:
+        if self.pacer is not None and isinstance(event, StreamDataReceived):
+            self.pacer.data(event)
         if isinstance(event, HandshakeCompleted):
             self.handshake = {"t_ns": time.time_ns(), "alpn": event.alpn_protocol,
                               "resumed": event.session_resumed,
@@ -417,6 +548,8 @@ async def one_connection(args: argparse.Namespace, conn: dict[str, Any], keylog:
         cfg.cipher_suites = [CipherSuite[n] for n in conn["cipher_suites"]]
     if conn.get("versions"):
         cfg.supported_versions = [QuicProtocolVersion[n] for n in conn["versions"]]
+    if conn.get("read"):
+        cfg.max_stream_data = int(conn["read"]["window"])
     got: list[SessionTicket] = []
     if conn.get("resume") and ticket is not None:
         cfg.session_ticket = ticket
@@ -434,6 +567,8 @@ async def one_connection(args: argparse.Namespace, conn: dict[str, Any], keylog:
                        wait_connected=not early, local_port=int(conn["local_port"])) as p:
         assert isinstance(p, ChatClientProtocol)
         q = p._quic
+        if conn.get("read"):
+            p.pacer = ReadPacer(q, conn["read"], p.transmit)
         out["original_dcid"] = q._original_destination_connection_id.hex()
         out["client_scid"] = q.host_cid.hex()
         t0 = time.monotonic()
@@ -457,6 +592,9 @@ async def one_connection(args: argparse.Namespace, conn: dict[str, Any], keylog:
         out["requests"] = list(res)
         await asyncio.sleep(0.2)  # let late session tickets / ACKs arrive (and pushes end)
         out["pushes"] = [p.pushes[k] for k in sorted(p.pushes)]
+        if p.pacer is not None:
+            out["read_pauses"] = p.pacer.pauses
+            out["max_stream_data_sent"] = p.pacer.sent
         p.close()
         await p.wait_closed()
     out["t_end_ns"] = time.time_ns()
@@ -500,6 +638,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--key", required=True)
     s.add_argument("--events", required=True)
     s.add_argument("--retry", action="store_true")
+    s.add_argument("--blocked-frames", action="store_true",
+                   help="send STREAM_DATA_BLOCKED / DATA_BLOCKED when flow control holds "
+                        "data back")
     s.add_argument("--lifetime", type=float, default=60.0)
     k = sub.add_parser("client")
     k.add_argument("--connect", required=True, metavar="HOST:PORT")

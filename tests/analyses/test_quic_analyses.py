@@ -429,6 +429,68 @@ def test_clean_and_undecrypted_quic_connections_get_no_row(lossy: Any, zerortt: 
     assert d.attrs["quic_unknown_connections"] == d.attrs["quic_connections"] == 2
 
 
+#: shipped QUIC capture -> (its QUIC rows' verdicts by quic_connection, quic_connections,
+#: quic_clean_connections); none is open or undecrypted
+_QUIC_ONLY: dict[str, tuple[dict[int, str], int, int]] = {
+    "quic-endings": ({1: "close_application_error", 2: "close_transport_error",
+                      3: "handshake_incomplete", 4: "handshake_incomplete", 5: "idle_timeout",
+                      6: "peer_vanished", 7: "stateless_reset"}, 9, 2),
+    "h3-sse-chat": ({}, 2, 2),
+    "h3-sse-lossy": ({}, 1, 1),
+    "h3-sse-lossy-server": ({}, 1, 1),
+    "h3-push": ({}, 1, 1),
+    "quic-suites": ({}, 4, 4),
+}
+
+
+def _quic_part(full: pd.DataFrame) -> pd.DataFrame:
+    q = full[(full["transport"].astype(object) == "quic").to_numpy(bool)]
+    return pd.DataFrame(q).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("name", sorted(_QUIC_ONLY))
+def test_quic_only_call_is_the_quic_part(name: str) -> None:
+    """disconnects(quic=True, tcp=False), what the report calls, gives exactly the QUIC rows
+    and quic_* attrs of disconnects(quic=True), without the TCP counts."""
+    path = CAPTURES / f"{name}.pcapng"
+    cap = _load(path, path.with_suffix(".keys"))
+    full = _disconnects(cap)
+    only = disconnects(cap, quic=True, tcp=False)
+    pd.testing.assert_frame_equal(pd.DataFrame(only), _quic_part(full))
+    quic_attrs = {k: v for k, v in full.attrs.items() if k.startswith("quic_")}
+    assert {k: v for k, v in only.attrs.items() if k.startswith("quic_")} == quic_attrs
+    assert "connections" not in only.attrs and "clean_connections" not in only.attrs
+    assert only.attrs["parameters"] == full.attrs["parameters"]
+    verdicts, n, clean = _QUIC_ONLY[name]
+    got = dict(zip(only["quic_connection"].tolist(), only["verdict"].astype(object),
+                   strict=True))
+    assert got == verdicts
+    assert quic_attrs == {"quic_connections": n, "quic_clean_connections": clean,
+                          "quic_open_connections": 0, "quic_unknown_connections": 0}
+    assert only.attrs["verdicts"] == {v: list(verdicts.values()).count(v)
+                                      for v in set(verdicts.values())}
+    plural = "" if n == 1 else "s"
+    assert only.counts_line().startswith(
+        f"disconnects: {len(verdicts)} of {n} QUIC connection{plural} ended badly")
+
+
+def test_quic_only_call_beside_tcp(chrome: Any) -> None:
+    """A capture with a TCP connection too (Chrome's, from the corpus): the QUIC-only call
+    leaves the TCP connection out of rows and counts."""
+    full = _disconnects(chrome)
+    only = disconnects(chrome, quic=True, tcp=False)
+    assert full.attrs["connections"] == 1 and full.attrs["quic_connections"] == 1
+    pd.testing.assert_frame_equal(pd.DataFrame(only), _quic_part(full))
+    assert len(only) == 0 and only.attrs["quic_clean_connections"] == 1
+    assert only.counts_line() == ("disconnects: 0 of 1 QUIC connection ended badly "
+                                  "(1 QUIC closed cleanly with CONNECTION_CLOSE)")
+
+
+def test_tcp_false_needs_quic(lossy: Any) -> None:
+    with pytest.raises(ValueError, match="needs quic=True"):
+        disconnects(lossy, tcp=False)
+
+
 # ------------------------------------------------------------------------------------ PTO
 
 

@@ -5,8 +5,10 @@ Truth: the recorded captures and their facts (captures/README.md). h2-sse-lossy.
 streamed chats on one HTTP/2 connection over a link of 100 ms each way and 2% seeded loss,
 captured at the client; its facts hold the forwarder's drop log (two server segments and one
 client segment with data were dropped) and the client's own arrival time of every SSE event.
-http1-lossy.pcap: HTTP/1.1 over 30 ms each way. Hand-built HTTP/2 frames for the flow-control
-windows the recordings do not exhaust.
+http1-lossy.pcap: HTTP/1.1 over 30 ms each way. h3-flow-control.pcapng: an HTTP/3 response
+held up by the client's QUIC stream window (STREAM_DATA_BLOCKED, then MAX_STREAM_DATA), its
+frames checked against tshark. Hand-built HTTP/2 and QUIC frames for the flow-control windows
+the recordings do not exhaust.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pcaptools.result import Capture
 from pcaptools.tables.registry import TABLES
 from tests.analyses import llmcap
 from tests.conftest import CAPTURES
+from tests.oracle import keylog_options, tshark_fields
 
 H2 = CAPTURES / "h2-sse-lossy.pcapng"
 H1 = CAPTURES / "http1-lossy.pcap"
@@ -311,6 +314,82 @@ def test_quic_flow_control_blocked_until_max_stream_data() -> None:
     below = _QuicFlow(_quic_frames([base[0], (3, s2c, "STREAM", 0, 0, 600, None),
                                     (9, c2s, "MAX_STREAM_DATA", 0, None, None, 3000)]))
     assert below.blocked(0, 4 * ms, 10 * ms) is None
+
+
+FLOW = CAPTURES / "h3-flow-control.pcapng"
+#: h3-flow-control as tshark 4.0.17 decrypts it (the shipped key log): the client's
+#: MAX_STREAM_DATA frames (frame, limit) on request stream 0 and the server's
+#: STREAM_DATA_BLOCKED frames; the first BLOCKED is at the limit of frame 48, sent while the
+#: client had stopped reading; frame 64 raises it after the pause; then the backlog drains
+#: one 1024-byte window per round trip, blocked again at each
+FLOW_MAX_STREAM_DATA = [(16, 1619), (24, 2155), (32, 2696), (40, 3239), (48, 3770),
+                        (64, 4794), (67, 5818), (72, 6842), (77, 7866), (81, 8445)]
+FLOW_STREAM_DATA_BLOCKED = [(62, 3770), (66, 4794), (71, 5818), (76, 6842)]
+
+
+def _flow_frames(cap: Capture, kind: str) -> list[tuple[int, int]]:
+    f = cap.quic_frames
+    f = f[(f["frame_type"].astype(str) == kind).to_numpy(bool)]
+    assert set(f["stream_id"].astype(int)) == {0}
+    return list(zip(f["frame"].astype(int), f["maximum"].astype(int), strict=True))
+
+
+def test_quic_flow_control_stall_in_the_recording() -> None:
+    """h3-flow-control.pcapng (scripts/record_captures.py --only h3-flow-control): the client
+    (aioquic, 1024-byte stream windows, credit as it reads) stopped reading for 1 s; the
+    server filled the window (frame 61 reaches 3770, the limit the client announced in frame
+    48), said so with STREAM_DATA_BLOCKED in frame 62 and sent again only after the
+    MAX_STREAM_DATA of frame 64: one stall, cause quic_flow_control, mechanism
+    stream_data_blocked, from the last complete token (frame 59) to the next (frame 65)."""
+    cap = _load(FLOW.name)
+    assert _flow_frames(cap, "MAX_STREAM_DATA") == FLOW_MAX_STREAM_DATA
+    assert _flow_frames(cap, "STREAM_DATA_BLOCKED") == FLOW_STREAM_DATA_BLOCKED
+    st = stalls(cap)
+    STALLS.check(st)
+    assert len(st) == 1
+    r = st.iloc[0]
+    assert (r["cause"], r["mechanism"], r["protocol"]) == (
+        "quic_flow_control", "stream_data_blocked", "HTTP/3")
+    assert (r["quic_connection"], r["streams"], r["phase"]) == (0, "0", "streaming")
+    assert (r["start_frame"], r["end_frame"], r["evidence_frames"]) == (59, 65, "62,64")
+    assert "BLOCKED frame in frame 62" in r["detail"] and "in frame 64" in r["detail"]
+    # the stall spans the client's reading pause (its own clock, the capture's): the
+    # BLOCKED frame was sent during it and the grant left as it ended
+    facts = json.loads(FLOW.with_name(FLOW.name + ".facts.json").read_text())
+    (pause,) = facts["truth"]["read_pauses"]
+    assert (pause["stream_id"], pause["limit"]) == (0, 3770)
+    ts = dict(zip(cap.packets["frame"].astype(int), cap.packets["ts"], strict=True))
+    assert pause["t_start_ns"] < ts[62].value < pause["t_end_ns"] < ts[64].value
+    assert r["start_ts"].value < pause["t_end_ns"] < r["end_ts"].value
+    assert 800 < r["duration_ms"] < 1000  # the 1 s pause less the time to fill the window
+
+
+def test_quic_flow_control_frames_against_tshark(tshark: str) -> None:
+    """The MAX_STREAM_DATA / STREAM_DATA_BLOCKED frames of h3-flow-control (frame, stream,
+    limit) and the stall's frames as tshark 4.0.17 decrypts and numbers them."""
+    if not FLOW.is_file():
+        pytest.skip(f"{FLOW.name} is absent")
+    fields = ("frame.number", "quic.frame_type", "quic.msd.stream_id", "quic.sdb.stream_id",
+              "quic.msd.maximum_stream_data", "quic.sb.stream_data_limit")
+    rows = tshark_fields(FLOW, fields, keylog_options(FLOW.with_suffix(".keys")),
+                         display_filter="quic.frame_type == 0x11 || quic.frame_type == 0x15")
+    got: dict[str, list[tuple[int, int]]] = {"17": [], "21": []}
+    for fr, types, msd_sid, sdb_sid, msd, sdb in rows:
+        # tshark lists every frame type of the packet; these carry one flow frame each
+        kind = "21" if sdb_sid else "17"
+        assert (msd_sid or sdb_sid) == "0", fr
+        assert kind in types.split(","), fr
+        got[kind].append((int(fr), int(msd or sdb)))
+    assert got == {"17": FLOW_MAX_STREAM_DATA, "21": FLOW_STREAM_DATA_BLOCKED}
+    # frame 59 and 65 carry stream 0's STREAM data (tshark: offsets 3460 and 3770), frame
+    # 61 the bytes up to the limit of 3770
+    data = {int(r[0]): (r[1], r[2], r[3]) for r in tshark_fields(
+        FLOW, ("frame.number", "quic.stream.stream_id", "quic.stream.offset",
+               "quic.stream.length"), keylog_options(FLOW.with_suffix(".keys")),
+        display_filter="(frame.number == 59 || frame.number == 61 || frame.number == 65) "
+        "&& quic.stream.stream_id == 0")}
+    assert data == {59: ("0", "3460", "179"), 61: ("0", "3639", "131"),
+                    65: ("0", "3770", "1024")}
 
 
 @pytest.mark.parametrize("name", ["h3-sse-lossy.pcapng", "h3-sse-lossy-server.pcapng",
