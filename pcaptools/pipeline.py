@@ -303,7 +303,7 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
                                   midstream=midstream)
 
     tracker = s.tracker = TcpTracker(diag, observer_factory=observer if o.payloads else None,
-                                     emit=emit)
+                                     emit=emit, spill_cold=streaming)
     ctx = BuildContext(diag=diag, tracker=tracker, udp=udp, conn_addrs=conn_addrs,
                        payloads=o.payloads, packets=o.packets, tls_records=o.tls_records,
                        show_secrets=o.show_secrets,

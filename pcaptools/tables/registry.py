@@ -234,7 +234,7 @@ def _tcp(ctx: BuildContext) -> Built:
 
     def frames() -> dict[str, pd.DataFrame]:
         conns, handshakes = record_tables(t, keep=lambda c: path_mtu_needs(c, t))
-        t.cold = None  # (its rows are in the tables: nothing reads the cold SYNs after)
+        t.drop_cold()  # (its rows are in the tables: nothing reads the cold SYNs after)
         trim()
         return {"connections": conns, "tcp_handshakes": handshakes,
                 "tcp_events": events_table(t), "tcp_losses": losses_table(t)}
