@@ -96,8 +96,10 @@ _Page = tuple[bytearray, list[bytes], list[bytes], bytearray]
 class _SpillStore:
     """The spilled rows of a :class:`ColdSyns`: a private temporary sqlite database (on disk
     once past sqlite's small page cache; deleted when closed) with, per row, its tcp_stream,
-    the address-pair key, the packed row and the two addresses; and a Bloom filter of the
-    keys (fixed size; a false positive costs one indexed query, a negative costs none)."""
+    the packed row and the two addresses (``cold``, appended in tcp_stream order), and its
+    address-pair key (``cold_key``, clustered by key: a page's keys go in sorted, so that
+    they touch each page of that index once, not one page at random each); and a Bloom filter
+    of the keys (fixed size; a false positive costs one indexed query, a negative none)."""
 
     __slots__ = ("bloom", "db", "mask")
 
@@ -110,25 +112,34 @@ class _SpillStore:
         db = self.db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
         for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-2048"):
             db.execute(f"PRAGMA {pragma}")
-        db.execute("CREATE TABLE cold (stream INTEGER PRIMARY KEY, key INTEGER NOT NULL,"
-                   " row BLOB NOT NULL, src BLOB NOT NULL, dst BLOB NOT NULL)")
-        db.execute("CREATE INDEX cold_key ON cold (key)")
+        db.execute("CREATE TABLE cold (stream INTEGER PRIMARY KEY, row BLOB NOT NULL,"
+                   " src BLOB NOT NULL, dst BLOB NOT NULL)")
+        db.execute("CREATE TABLE cold_key (key INTEGER NOT NULL, stream INTEGER NOT NULL,"
+                   " PRIMARY KEY (key, stream)) WITHOUT ROWID")
 
     def _bits(self, key: int) -> tuple[int, int, int]:
-        """the k = 3 bit positions of ``key`` (double hashing)"""
+        """the k = 3 bit positions of ``key`` (double hashing; :meth:`put` computes the same
+        with numpy)"""
         m, step = self.mask, (key >> 32) | 1
         return key & m, (key + step) & m, (key + 2 * step) & m
 
-    def put(self, rows: list[tuple[int, int, bytes, bytes, bytes]]) -> None:
-        """Store (stream, key, packed row, src, dst) rows, in one transaction."""
-        bloom = self.bloom
-        if bloom is not None:
-            for _, key, _, _, _ in rows:
-                for b in self._bits(key):
-                    bloom[b >> 3] |= 1 << (b & 7)
+    def put(self, rows: list[tuple[int, bytes, bytes, bytes]], keys: list[int]) -> None:
+        """Store (stream, packed row, src, dst) rows, in tcp_stream order, and their keys,
+        in one transaction."""
+        k = np.array(keys, dtype=np.int64)
+        if self.bloom is not None:
+            bloom = np.frombuffer(self.bloom, dtype=np.uint8)
+            step = (k >> 32) | 1
+            for i in range(3):  # (int64 arithmetic wraps: the same low bits as _bits)
+                b = (k + i * step) & self.mask
+                np.bitwise_or.at(bloom, b >> 3, (1 << (b & 7)).astype(np.uint8))
+        order = np.argsort(k, kind="stable")
+        streams = [r[0] for r in rows]
         db = self.db
         db.execute("BEGIN")
-        db.executemany("INSERT INTO cold VALUES (?, ?, ?, ?, ?)", rows)
+        db.executemany("INSERT INTO cold VALUES (?, ?, ?, ?)", rows)
+        db.executemany("INSERT INTO cold_key VALUES (?, ?)",
+                       [(keys[i], streams[i]) for i in order.tolist()])
         db.execute("COMMIT")
 
     def may_hold(self, key: int) -> bool:
@@ -142,15 +153,19 @@ class _SpillStore:
 
     def with_key(self, key: int) -> list[tuple[int, bytes, bytes, bytes]]:
         """(stream, packed row, src, dst) of the rows of ``key`` (hash collisions among them)"""
-        return self.db.execute("SELECT stream, row, src, dst FROM cold WHERE key = ?",
+        return self.db.execute("SELECT c.stream, c.row, c.src, c.dst FROM cold_key k"
+                               " JOIN cold c ON c.stream = k.stream WHERE k.key = ?",
                                (key,)).fetchall()
 
-    def take(self, stream: int) -> tuple[bytes, bytes, bytes]:
-        """(packed row, src, dst) of ``stream``'s row, which is deleted."""
+    def get(self, stream: int) -> tuple[bytes, bytes, bytes]:
+        """(packed row, src, dst) of ``stream``'s row"""
+        return self.db.execute(  # type: ignore[no-any-return]
+            "SELECT row, src, dst FROM cold WHERE stream = ?", (stream,)).fetchone()
+
+    def delete(self, stream: int, key: int) -> None:
         db = self.db
-        got = db.execute("SELECT row, src, dst FROM cold WHERE stream = ?", (stream,)).fetchone()
         db.execute("DELETE FROM cold WHERE stream = ?", (stream,))
-        return got  # type: ignore[no-any-return]
+        db.execute("DELETE FROM cold_key WHERE key = ? AND stream = ?", (key, stream))
 
     def between(self, start: int, end: int) -> list[tuple[bytes, bytes, bytes]]:
         """(packed row, src, dst) of the rows of tcp_streams [start, end), in order"""
@@ -212,8 +227,8 @@ class ColdSyns:
         """row number of the first row of the page being filled"""
         self._store: _SpillStore | None = None
         """the database, from the first spilled page on"""
-        self._found: tuple[int, bytes, bytes, bytes] | None = None
-        """(stream, row, src, dst) of the spilled row :meth:`find` found last"""
+        self._found: tuple[int, int, bytes, bytes, bytes] | None = None
+        """(stream, key, row, src, dst) of the spilled row :meth:`find` found last"""
         self._streams: dict[int, np.ndarray] = {}
         """page -> its tcp_stream column (:meth:`batch`)"""
 
@@ -272,7 +287,7 @@ class ColdSyns:
             sp, dp = _PORTS.unpack_from(row, _PORTS_AT)
             if (s == src and sp == sport and d == dst and dp == dport) \
                     or (s == dst and sp == dport and d == src and dp == sport):
-                self._found = (stream, row, s, d)
+                self._found = (stream, key, row, s, d)
                 return -2 - stream
         return -1
 
@@ -303,13 +318,16 @@ class ColdSyns:
         found = self._found
         self._found = None
         if found is not None and found[0] == stream:
-            row, src, dst = found[1:]
-            store.db.execute("DELETE FROM cold WHERE stream = ?", (stream,))
+            _, key, row, src, dst = found
+            seg, _ = self._segment(row, 0, src, dst)
         else:
-            row, src, dst = store.take(stream)
+            row, src, dst = store.get(stream)
+            seg, _ = self._segment(row, 0, src, dst)
+            key = self._key_hash(src, seg.sport, dst, seg.dport)
+        store.delete(stream, key)
         self.n_spilled -= 1
         self.n_live -= 1
-        return self._segment(row, 0, src, dst)
+        return seg, stream
 
     def _segment(self, buf: bytes | bytearray, at: int, src: bytes, dst: bytes
                  ) -> tuple[TcpSegment, int]:
@@ -344,17 +362,18 @@ class ColdSyns:
         rec = np.frombuffer(buf, dtype=_DTYPE)[rows]
         keys, key_hash, size = self.keys, self._key_hash, _ROW.size
         out = []
+        pair_keys = []
         for i, stream, sport, dport in zip(rows.tolist(), rec["stream"].tolist(),
                                            rec["sport"].tolist(), rec["dport"].tolist(),
                                            strict=True):
             src, dst = srcs[i], dsts[i]
             keys.pop((src, sport, dst, dport), None)
             keys.pop((dst, dport, src, sport), None)
-            out.append((stream, key_hash(src, sport, dst, dport),
-                        bytes(buf[i * size:(i + 1) * size]), src, dst))
+            pair_keys.append(key_hash(src, sport, dst, dport))
+            out.append((stream, bytes(buf[i * size:(i + 1) * size]), src, dst))
         if self._store is None:
             self._store = _SpillStore(self.bloom_bits)
-        self._store.put(out)
+        self._store.put(out, pair_keys)
         self.n_spilled += len(out)
 
     def _pages(self) -> Iterator[tuple[int, _Page]]:

@@ -185,13 +185,20 @@ def test_a_key_collision_never_takes_the_wrong_row() -> None:
     assert cold.find(_syn(9, 1, 5002)) == -1  # (a key match, no address match)
     assert cold.find(_syn(9, 1, 5000, dst=201)) == -1
     assert cold.find(_syn(9, 4, 5000)) == -1
-    for stream in (2, 0, 3, 1):  # (out of order, found from the answer's direction)
+    for stream in (2, 0):  # (out of order, found from the answer's direction)
         handle = cold.find(_reply(syns[stream], 10 + stream))
         assert handle == -2 - stream
         seg, got = cold.pop(handle)
         assert got == stream and seg == syns[stream]
         assert cold.find(syns[stream]) == -1  # (taken: no longer cold)
+    first, second = cold.find(syns[3]), cold.find(syns[1])  # (two handles at once)
+    assert (first, second) == (-5, -3)
+    assert cold.pop(first) == (syns[3], 3)
+    assert cold.pop(second) == (syns[1], 1)
     assert (cold.n_live, cold.n_spilled) == (1, 0)
+    store = cold._store
+    assert store is not None
+    assert store.db.execute("SELECT count(*) FROM cold_key").fetchone() == (0,)
     handle = cold.find(syns[4])  # (in memory)
     assert handle == 4 and cold.pop(handle) == (syns[4], 4)
     assert cold.batch(0, 100) is None
