@@ -117,12 +117,6 @@ class _SpillStore:
         db.execute("CREATE TABLE cold_key (key INTEGER NOT NULL, stream INTEGER NOT NULL,"
                    " PRIMARY KEY (key, stream)) WITHOUT ROWID")
 
-    def _bits(self, key: int) -> tuple[int, int, int]:
-        """the k = 3 bit positions of ``key`` (double hashing; :meth:`put` computes the same
-        with numpy)"""
-        m, step = self.mask, (key >> 32) | 1
-        return key & m, (key + step) & m, (key + 2 * step) & m
-
     def put(self, rows: list[tuple[int, bytes, bytes, bytes]], keys: list[int]) -> None:
         """Store (stream, packed row, src, dst) rows, in tcp_stream order, and their keys,
         in one transaction."""
@@ -130,7 +124,7 @@ class _SpillStore:
         if self.bloom is not None:
             bloom = np.frombuffer(self.bloom, dtype=np.uint8)
             step = (k >> 32) | 1
-            for i in range(3):  # (int64 arithmetic wraps: the same low bits as _bits)
+            for i in range(3):  # (as may_hold; int64 arithmetic wraps: the same low bits)
                 b = (k + i * step) & self.mask
                 np.bitwise_or.at(bloom, b >> 3, (1 << (b & 7)).astype(np.uint8))
         order = np.argsort(k, kind="stable")
@@ -147,9 +141,12 @@ class _SpillStore:
         bloom = self.bloom
         if bloom is None:
             return True
-        a, b, c = self._bits(key)
-        return bool(bloom[a >> 3] >> (a & 7) & bloom[b >> 3] >> (b & 7)
-                    & bloom[c >> 3] >> (c & 7) & 1)
+        # the k = 3 bit positions of the key, by double hashing (put sets them with numpy)
+        m, step = self.mask, (key >> 32) | 1
+        for b in (key & m, (key + step) & m, (key + 2 * step) & m):
+            if not bloom[b >> 3] >> (b & 7) & 1:
+                return False
+        return True
 
     def with_key(self, key: int) -> list[tuple[int, bytes, bytes, bytes]]:
         """(stream, packed row, src, dst) of the rows of ``key`` (hash collisions among them)"""
@@ -360,9 +357,11 @@ class ColdSyns:
         if not len(rows):
             return
         rec = np.frombuffer(buf, dtype=_DTYPE)[rows]
+        packed = rec.tobytes()
         keys, key_hash, size = self.keys, self._key_hash, _ROW.size
         out = []
         pair_keys = []
+        at = 0
         for i, stream, sport, dport in zip(rows.tolist(), rec["stream"].tolist(),
                                            rec["sport"].tolist(), rec["dport"].tolist(),
                                            strict=True):
@@ -370,7 +369,8 @@ class ColdSyns:
             keys.pop((src, sport, dst, dport), None)
             keys.pop((dst, dport, src, sport), None)
             pair_keys.append(key_hash(src, sport, dst, dport))
-            out.append((stream, bytes(buf[i * size:(i + 1) * size]), src, dst))
+            out.append((stream, packed[at:at + size], src, dst))
+            at += size
         if self._store is None:
             self._store = _SpillStore(self.bloom_bits)
         self._store.put(out, pair_keys)
