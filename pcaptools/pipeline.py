@@ -518,8 +518,12 @@ def run(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions, *,
                       and not isinstance(d, TcpTracker) else d for d in drains]
         pump = open_sink(drains)
     with _gc_relaxed():
-        summary = _read(path, options, s, pump)
-        tables = _assemble(s)
+        try:
+            summary = _read(path, options, s, pump)
+            tables = _assemble(s)
+        except BaseException:
+            s.tracker.drop_cold()  # (its database closed now, not at some later collection)
+            raise
         s.tracker.release()  # (the connection records are in the tables now)
         if pump is None:  # (and the builders' rows: only a streaming export drains them after)
             s.built, s.pb = {}, None

@@ -272,3 +272,26 @@ def test_the_streaming_export_spills_and_reads_back_as_load(
     assert sum(spilled) == 623 * 64  # (625 pages, the last two in memory)
     assert_same_tables(cap, ref)
     assert len(ref.connections) == 40_000
+
+
+def test_a_failed_load_closes_the_database(
+        made: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception while the tables are built (here: in the middle of them) still closes
+    the spilled rows' database at once."""
+    import pcaptools.pipeline as pipeline
+
+    _tiny_pages(monkeypatch, 64, pages_in_memory=2, always=False)
+    stores = []
+
+    def failing(s: object) -> None:
+        cold = s.tracker.cold  # type: ignore[attr-defined]
+        assert cold is not None and cold.n_spilled > 0
+        stores.append(cold._store)
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(pipeline, "_assemble", failing)
+    with pytest.raises(RuntimeError, match="boom"):
+        pcaptools.load(made["flood"], out=tmp_path / "out")
+    assert len(stores) == 1 and stores[0] is not None
+    with pytest.raises(sqlite3.ProgrammingError):
+        stores[0].db.execute("SELECT 1")
