@@ -315,7 +315,7 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
                                   midstream=midstream)
 
     tracker = s.tracker = TcpTracker(diag, observer_factory=observer if o.payloads else None,
-                                     emit=emit)
+                                     emit=emit, spill_cold=streaming)
     ctx = BuildContext(diag=diag, tracker=tracker, udp=udp, conn_addrs=conn_addrs,
                        payloads=o.payloads, packets=o.packets, tls_records=o.tls_records,
                        show_secrets=o.show_secrets,
@@ -594,8 +594,12 @@ def run(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions, *,
         pump = open_sink(drains)
     write = _EndWriter(pump, options.show_secrets) if pump is not None else None
     with _gc_relaxed():
-        summary = _read(path, options, s, pump)
-        tables = _assemble(s, write)
+        try:
+            summary = _read(path, options, s, pump)
+            tables = _assemble(s, write)
+        except BaseException:
+            s.tracker.drop_cold()  # (its database closed now, not at some later collection)
+            raise
         s.tracker.release()  # (the connection records are in the tables now)
         if pump is None:  # (and the builders' rows: only a streaming export drains them after)
             s.built, s.pb = {}, None

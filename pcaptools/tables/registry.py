@@ -241,7 +241,7 @@ def _tcp(ctx: BuildContext) -> Built:
 
     def frames(write: TableWriter | None = None) -> dict[str, pd.DataFrame]:
         conns, handshakes = record_tables(t, keep=lambda c: path_mtu_needs(c, t), write=write)
-        t.cold = None  # (its rows are in the tables: nothing reads the cold SYNs after)
+        t.drop_cold()  # (its rows are in the tables: nothing reads the cold SYNs after)
         trim()
         out = {"tcp_events": events_table(t), "tcp_losses": losses_table(t)}
         if write is None:

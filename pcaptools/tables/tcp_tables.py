@@ -39,17 +39,12 @@ def record_tables(tracker: TcpTracker,
     memory."""
     conns: list[Any] = tracker.connections
     cold = tracker.cold
-    if cold is not None and len(cold):
-        cold_streams, cold_rows = cold.rows_by_stream()
-    else:
-        cold_streams = cold_rows = np.empty(0, np.int64)
     cf, hf = ChunkedFrame(CONNECTIONS), ChunkedFrame(TCP_HANDSHAKES)
     for start in range(0, len(conns), CHUNK_ROWS):
         end = start + CHUNK_ROWS
         chunk = [c for c in conns[start:end] if c is not None]
-        lo, hi = np.searchsorted(cold_streams, [start, end])
-        rows = cold_rows[lo:hi]
-        if not len(rows):
+        batch = cold.batch(start, end) if cold is not None else None
+        if batch is None:
             if write is None:
                 cf.add(_connection_rows(chunk))
                 hf.add(_handshake_rows(chunk))
@@ -57,10 +52,9 @@ def record_tables(tracker: TcpTracker,
                 write("connections", CONNECTIONS.frame(_connection_rows(chunk)))
                 write("tcp_handshakes", TCP_HANDSHAKES.frame(_handshake_rows(chunk)))
         else:
-            assert cold is not None
             c = _merged(CONNECTIONS, _connection_rows(chunk),
-                        cold_connection_columns(cold, rows, addr_text))
-            h = _merged(TCP_HANDSHAKES, _handshake_rows(chunk), cold_handshake_columns(cold, rows))
+                        cold_connection_columns(batch, addr_text))
+            h = _merged(TCP_HANDSHAKES, _handshake_rows(chunk), cold_handshake_columns(batch))
             if write is None:
                 cf.add_frame(c)
                 hf.add_frame(h)

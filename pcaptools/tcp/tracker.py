@@ -306,7 +306,9 @@ class TcpTracker:
     A connection that has sent one payload-less SYN and nothing else is kept cold
     (:mod:`.cold`): a packed row in :attr:`cold`, None in :attr:`connections`,
     no conversation in the analyzer, until a second segment of its address pair makes it
-    (:meth:`_warm`)."""
+    (:meth:`_warm`). ``spill_cold``: the oldest cold rows go to a temporary database on disk
+    (:class:`~.cold.ColdSyns` ``spill``; the streaming export's choice, so that its memory
+    stays flat however many connections stay cold)."""
 
     cold_syns = True
     """keep one-SYN connections cold (False: every connection gets its record at its first
@@ -319,6 +321,7 @@ class TcpTracker:
         observer_factory: ObserverFactory | None = None,
         emit: EventSink | None = None,
         max_buffer_bytes: int = 4 << 20,
+        spill_cold: bool = False,
     ) -> None:
         self.diag = diag
         self.observer_factory = observer_factory
@@ -328,8 +331,9 @@ class TcpTracker:
         self.connections: list[Connection | None] = []
         """the record of every tcp_stream (None: the connection is cold, or its record was
         dropped once its table rows were made)"""
-        self.cold: ColdSyns | None = ColdSyns() if self.cold_syns else None
-        """the connections that sent one payload-less SYN and nothing else"""
+        self.cold: ColdSyns | None = ColdSyns(spill_cold) if self.cold_syns else None
+        """the connections that sent one payload-less SYN and nothing else (None: not kept
+        cold, or let go: :meth:`drop_cold`)"""
         self._warming = False
         self.events = EventColumns()
         """rows of tcp_events, in typed column arrays (~60 bytes a row)"""
@@ -477,7 +481,7 @@ class TcpTracker:
         cold = self.cold
         if cold is not None and not self._warming:
             row = cold.find(seg)
-            if row >= 0:
+            if row != -1:  # (a handle: a row in memory, or spilled)
                 self._warm(row)
             elif cold_eligible(seg):
                 a = cold.add(seg, len(self.connections))
@@ -488,9 +492,10 @@ class TcpTracker:
         return self.analyzer.feed(seg)
 
     def _warm(self, row: int) -> None:
-        """Make the cold connection of ``row``: its SYN goes through :meth:`segment` again, as
-        when it came, under the ``tcp_stream`` it was given then (the packets table already
-        has that frame's row; the SYN makes no warning, event or observer call)."""
+        """Make the cold connection of ``row`` (a :meth:`~.cold.ColdSyns.find` handle): its
+        SYN goes through :meth:`segment` again, as when it came, under the ``tcp_stream`` it
+        was given then (the packets table already has that frame's row; the SYN makes no
+        warning, event or observer call)."""
         assert self.cold is not None
         syn, stream = self.cold.pop(row)
         self.analyzer.reserved = stream
@@ -708,7 +713,10 @@ class TcpTracker:
         keeps its conversation for the tables)."""
         self.analyzer = TcpAnalyzer(self.diag)
         if self.cold is not None:
-            self.cold.keys = {}  # (likewise: the cold rows stay for the tables)
+            self.cold.forget_pairs()  # (likewise: the cold rows stay for the tables)
+            if self.cold.spill_error is not None:
+                self.diag.add("tcp.cold_spill_failed", self.cold.spill_error[:200],
+                              ts_ns=ts_ns, frame=frame)
         for conn in self.connections:
             if conn is None:  # (cold: nothing to flush)
                 continue
@@ -742,8 +750,15 @@ class TcpTracker:
         the report) does not hold them as well as the tables made of them. The rows of
         ``tcp_events`` and ``tcp_losses`` stay (a streaming export drains them)."""
         self.connections = []
-        self.cold = None
+        self.drop_cold()
         self.analyzer = TcpAnalyzer(self.diag)
+
+    def drop_cold(self) -> None:
+        """Let the cold connections go (their rows are in the tables), closing the database
+        of those spilled."""
+        if self.cold is not None:
+            self.cold.close()
+            self.cold = None
 
     def unanalysed(self, seg: TcpSegment, captured: int) -> SegmentAnalysis | None:
         """A TCP header that is not a segment of its own (quoted in an ICMP error, or cut short):
@@ -752,7 +767,7 @@ class TcpTracker:
         cold = self.cold
         if cold is not None:
             row = cold.find(seg)
-            if row >= 0:
+            if row != -1:
                 self._warm(row)
         a = self.analyzer.feed_unanalysed(seg, captured)
         if a is not None:
