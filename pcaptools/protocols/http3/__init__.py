@@ -15,16 +15,39 @@ registry's ``QuicAppEntry`` (:mod:`pcaptools.protocols.builtin`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .events import Headers, Http3Frame, Http3StreamEnded
 from .frames import ERROR_CODES, FRAME_TYPES, SETTINGS_NAMES, STREAM_TYPES, error_name
-from .observer import (
-    MAX_HTTP3_FRAME_BYTES,
-    MAX_HTTP3_FRAME_ROWS,
-    MAX_HTTP3_OPEN_STREAMS,
-    MAX_HTTP3_SSE_ROWS,
-    MAX_QPACK_PENDING_BYTES,
-    Http3Observer,
-)
+
+if TYPE_CHECKING:
+    from .observer import (
+        MAX_HTTP3_FRAME_BYTES,
+        MAX_HTTP3_FRAME_ROWS,
+        MAX_HTTP3_OPEN_STREAMS,
+        MAX_HTTP3_SSE_ROWS,
+        MAX_QPACK_PENDING_BYTES,
+        Http3Observer,
+    )
+
+_FROM_OBSERVER = frozenset({
+    "MAX_HTTP3_FRAME_BYTES",
+    "MAX_HTTP3_FRAME_ROWS",
+    "MAX_HTTP3_OPEN_STREAMS",
+    "MAX_HTTP3_SSE_ROWS",
+    "MAX_QPACK_PENDING_BYTES",
+    "Http3Observer",
+})
+"""the names re-exported from :mod:`.observer`, imported on first use (PEP 562): the
+observer brings pylsqpack, which only a capture with HTTP/3 needs"""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_OBSERVER:
+        from . import observer
+
+        return getattr(observer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "ERROR_CODES",
