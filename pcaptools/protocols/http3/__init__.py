@@ -30,24 +30,17 @@ if TYPE_CHECKING:
         Http3Observer,
     )
 
-_FROM_OBSERVER = frozenset({
-    "MAX_HTTP3_FRAME_BYTES",
-    "MAX_HTTP3_FRAME_ROWS",
-    "MAX_HTTP3_OPEN_STREAMS",
-    "MAX_HTTP3_SSE_ROWS",
-    "MAX_QPACK_PENDING_BYTES",
-    "Http3Observer",
-})
-"""the names re-exported from :mod:`.observer`, imported on first use (PEP 562): the
-observer brings pylsqpack, which only a capture with HTTP/3 needs"""
-
 
 def __getattr__(name: str) -> Any:
-    if name in _FROM_OBSERVER:
+    """The names of :data:`__all__` that :mod:`.observer` defines, imported on first use (PEP
+    562; only names not bound here get here): the observer brings pylsqpack, which only a
+    capture with HTTP/3 needs."""
+    if name in __all__:
         from . import observer
 
         return getattr(observer, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ERROR_CODES",
