@@ -15,6 +15,7 @@ row in the :class:`Diagnostics` sink and ends the frame iterator cleanly.
 from __future__ import annotations
 
 import bz2
+import functools
 import gzip
 import io
 import lzma
@@ -49,7 +50,10 @@ recycled by malloc. Classic pcap does not read ahead: ``BufferedReader.read`` pe
 header and record is faster there than unpacking and slicing records out of a block."""
 
 
+@functools.cache
 def _decompression_errors() -> tuple[type[BaseException], ...]:
+    """what a decompressor raises on a damaged stream; looked up by the ``except`` clauses
+    only when something was raised (zstandard is imported then, or by a zstd capture)"""
     errs: list[type[BaseException]] = [OSError, EOFError, ValueError, zlib.error, lzma.LZMAError]
     try:
         import zstandard
@@ -58,9 +62,6 @@ def _decompression_errors() -> tuple[type[BaseException], ...]:
     except ImportError:  # pragma: no cover - zstandard is a dependency
         pass
     return tuple(errs)
-
-
-_DECOMPRESSION_ERRORS = _decompression_errors()
 
 
 def _is_read_error(exc: BaseException) -> bool:
@@ -213,7 +214,7 @@ class _Stream:
                 if not more:
                     break
                 data += more
-        except _DECOMPRESSION_ERRORS as exc:
+        except _decompression_errors() as exc:
             if self.stopped:  # the source failed (read_failed): the stream ended early
                 return b""
             if _is_read_error(exc):
@@ -618,7 +619,7 @@ def _open(p: Path, raw: Any, diag: Diagnostics, limit: int | None) -> CaptureRea
         raw.on_error = stream.read_failed
     try:
         magic = fh.read(4)
-    except _DECOMPRESSION_ERRORS as exc:
+    except _decompression_errors() as exc:
         raise CaptureFormatError(
             f"{p} starts like a {compression} file but cannot be decompressed "
             f"({type(exc).__name__}: {exc})"
@@ -642,7 +643,7 @@ def _open(p: Path, raw: Any, diag: Diagnostics, limit: int | None) -> CaptureRea
     else:
         try:
             sample = magic + fh.read(508)
-        except _DECOMPRESSION_ERRORS:
+        except _decompression_errors():
             sample = magic
         raise CaptureFormatError(
             f"{p} is not a capture file: expected pcap or pcapng magic{after}, got 0x{magic.hex()} "

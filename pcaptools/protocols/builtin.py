@@ -13,7 +13,7 @@ first time pcaptools is imported.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..diagnostics import Diagnostics
 from ..tcp.stream import Direction
@@ -21,7 +21,6 @@ from .body import DNS_MESSAGE, BodyCollector
 from .dns import DNS_PORT, DnsTcpObserver, DnsTracker
 from .http1 import Http1Observer, HttpRequest
 from .http2 import H2cUpgrade, Http2Observer
-from .http3 import Http3Observer
 from .quic import QUIC_PORT, QuicTracker, looks_like_quic_datagram
 from .quic.streams import QuicAppContext
 from .registry import (
@@ -37,6 +36,9 @@ from .registry import (
     UpgradeEntry,
 )
 from .sse import SseParser
+
+if TYPE_CHECKING:
+    from .http3.observer import Http3Observer
 
 __all__ = ["BUILTIN"]
 
@@ -148,6 +150,9 @@ def _collect(
 
 
 def _h3(ctx: QuicAppContext) -> Http3Observer:
+    # imported by the first QUIC connection that negotiated h3 (it brings pylsqpack)
+    from .http3.observer import Http3Observer
+
     return Http3Observer(connection=ctx.connection, diag=ctx.diag, midstream=ctx.midstream)
 
 

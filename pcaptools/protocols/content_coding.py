@@ -34,6 +34,8 @@ A watcher, not a participant: it never raises on wire data. ``status`` says what
 
 from __future__ import annotations
 
+import functools
+import importlib
 import zlib
 from collections.abc import Iterable
 from typing import Any
@@ -57,21 +59,15 @@ _ZSTD_SLICE = 1024
 """zstd input is fed in slices this long, so one call cannot expand past ~32 MiB (a 128 KiB
 RLE block costs 4 bytes) before the output bound is checked"""
 
-_brotli: Any = None
-try:
-    import brotli
 
-    _brotli = brotli
-except ImportError:  # pragma: no cover - brotli is a dependency; without it br is unsupported
-    pass
-
-_zstd: Any = None
-try:
-    import zstandard
-
-    _zstd = zstandard
-except ImportError:  # pragma: no cover - zstandard is a dependency
-    pass
+@functools.cache
+def _decompressor(module: str) -> Any:
+    """The module ``brotli`` or ``zstandard``, imported by the first body in its coding (most
+    loads have none); None when it is not installed (the coding is then unsupported)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:  # pragma: no cover - brotli and zstandard are dependencies
+        return None
 
 
 def parse_content_encoding(values: Iterable[str]) -> tuple[str, ...]:
@@ -159,18 +155,20 @@ class _Zlib(_Stage):
 
 
 class _Brotli(_Stage):
-    __slots__ = ("_d",)
+    __slots__ = ("_d", "_error")
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        self._d: Any = _brotli.Decompressor()
+        brotli = _decompressor("brotli")
+        self._d: Any = brotli.Decompressor()
+        self._error: type[Exception] = brotli.error
 
     def run(self, data: bytes, budget: int) -> bytes:
         if self.ended or not data:
             return b""
         try:
             out = bytes(self._d.process(data, output_buffer_limit=budget + 1))
-        except _brotli.error as exc:
+        except self._error as exc:
             raise _Damaged(f"br: {exc}") from None
         if self._d.is_finished():
             self.ended = True
@@ -178,11 +176,13 @@ class _Brotli(_Stage):
 
 
 class _Zstd(_Stage):
-    __slots__ = ("_d", "_dctx")
+    __slots__ = ("_d", "_dctx", "_error")
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        self._dctx: Any = _zstd.ZstdDecompressor(max_window_size=_ZSTD_MAX_WINDOW)
+        zstandard = _decompressor("zstandard")
+        self._dctx: Any = zstandard.ZstdDecompressor(max_window_size=_ZSTD_MAX_WINDOW)
+        self._error: type[Exception] = zstandard.ZstdError
         self._d: Any = self._dctx.decompressobj()
 
     def run(self, data: bytes, budget: int) -> bytes:
@@ -198,7 +198,7 @@ class _Zstd(_Stage):
             pos += len(piece)
             try:
                 out = bytes(self._d.decompress(piece))
-            except _zstd.ZstdError as exc:
+            except self._error as exc:
                 raise _Damaged(f"zstd: {exc}") from None
             parts.append(out)
             total += len(out)
@@ -216,9 +216,9 @@ class _Zstd(_Stage):
 def _stage(name: str) -> _Stage | None:
     if name in ("gzip", "x-gzip", "deflate"):
         return _Zlib(name)
-    if name == "br" and _brotli is not None:
+    if name == "br" and _decompressor("brotli") is not None:
         return _Brotli(name)
-    if name == "zstd" and _zstd is not None:
+    if name == "zstd" and _decompressor("zstandard") is not None:
         return _Zstd(name)
     return None
 

@@ -39,8 +39,8 @@ from __future__ import annotations
 import socket
 import struct
 from dataclasses import dataclass
-
-import dpkt
+from types import ModuleType
+from typing import Any
 
 from ..diagnostics import Diagnostics
 from ..net.packet import UdpDatagram
@@ -117,21 +117,12 @@ def rcode_name(code: int) -> str:
     return RCODE_NAMES.get(code, f"RCODE{code}")
 
 
-# rdata types whose fields dpkt decodes; others keep their raw rdata (dpkt would raise)
-_DPKT_RDATA = frozenset({1, 2, 5, 6, 12, 15, 28, 33})
+def _wire() -> ModuleType:
+    """:mod:`._dnswire` (dpkt's DNS message): imported by the first message decoded, so a
+    load without DNS does not import dpkt."""
+    from . import _dnswire
 
-
-class _RR(dpkt.dns.DNS.RR):  # type: ignore[misc]
-    def unpack_rdata(self, buf: bytes, off: int) -> None:
-        if self.type in _DPKT_RDATA:
-            super().unpack_rdata(buf, off)
-
-
-class _DNS(dpkt.dns.DNS):  # type: ignore[misc]
-    """dpkt's DNS message that tolerates record types dpkt does not decode (HTTPS, SVCB,
-    DNSSEC...): their rdata is kept raw instead of raising UnpackError."""
-
-    RR = _RR
+    return _dnswire
 
 
 @dataclass(slots=True)
@@ -374,11 +365,12 @@ class DnsTracker:
     def _decode(
         self, buf: bytes, frame: int, ts: int, where: str, tcp_stream: int | None
     ) -> _Message | None:
+        dw = _wire()
         try:
-            msg = _DNS(buf)
+            msg = dw.Message(buf)
             for rr in (*msg.an, *msg.ns, *msg.ar):
                 if len(rr.rdata) != rr.rlen:  # dpkt slices past the end silently
-                    raise dpkt.NeedData("record data cut short")
+                    raise dw.NeedData("record data cut short")
         except (
             Exception
         ) as exc:  # dpkt raises UnpackError, NeedData, struct.error, UnicodeDecodeError...
@@ -427,7 +419,7 @@ class DnsTracker:
         qtype: int | None = None
         if qdcount:
             try:
-                raw, off = dpkt.dns.unpack_name(buf, 12)
+                raw, off = _wire().unpack_name(buf, 12)
                 if off + 4 <= len(buf):
                     name, qtype = _name(raw), struct.unpack_from(">H", buf, off)[0]
             except Exception:  # the question itself is unreadable
@@ -455,7 +447,7 @@ def _name(raw: str) -> str:
 
 
 def _reason(exc: Exception) -> str:
-    if isinstance(exc, dpkt.NeedData):
+    if isinstance(exc, _wire().NeedData):
         return "cut short"
     if isinstance(exc, UnicodeDecodeError):
         return "a name is not UTF-8"
@@ -463,7 +455,8 @@ def _reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _rr_text(rr: dpkt.dns.DNS.RR) -> str:
+def _rr_text(rr: Any) -> str:
+    """a decoded record (dpkt's ``DNS.RR``) as text"""
     t = int(rr.type)
     name = type_name(t)
     if t == 1 and len(rr.rdata) == 4:
@@ -675,7 +668,7 @@ class DnsTcpObserver:
 def looks_like_query(data: bytes) -> bool:
     """``data`` decodes as a DNS message with one question."""
     try:
-        msg = _DNS(data)
+        msg = _wire().Message(data)
     except Exception:  # dpkt raises many types on garbage
         return False
     return len(msg.qd) == 1

@@ -21,17 +21,19 @@ recorded timelines of the shipped captures.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..protocols.http3 import Http3Frame, Http3Observer, Http3StreamEnded
+from ..protocols.http3 import Http3Frame, Http3StreamEnded
 from ..protocols.http3.frames import error_name, frame_type_name, settings_text
-from ..protocols.http3.observer import Http3Push
 from ..protocols.sse import SseEvent
 from ..tcp.stream import Direction
 from .http_tables import _coding_columns
 from .schema import TS_DTYPE, Column, TableSchema
+
+if TYPE_CHECKING:  # (the observer module, with pylsqpack, is imported by a load with HTTP/3)
+    from ..protocols.http3.observer import Http3Observer, Http3Push
 
 __all__ = [
     "HTTP3_CONNECTIONS",

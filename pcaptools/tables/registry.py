@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pandas as pd
 
@@ -42,7 +42,6 @@ from ..protocols.dns import DnsTracker
 from ..protocols.doh import DohCollector
 from ..protocols.http1 import HttpExchange, ProtocolSwitched
 from ..protocols.http2 import Http2ConnectionEnded, Http2Frame, Http2StreamEnded
-from ..protocols.http3 import Http3Observer
 from ..protocols.quic import QuicTracker
 from ..protocols.registry import UdpRoute
 from ..protocols.sse import SseEvent
@@ -77,6 +76,9 @@ from .schema import TableSchema
 from .tcp_tables import events_table, losses_table, record_tables, warnings_table
 from .tls_tables import TLS_HANDSHAKES, TLS_RECORDS, TlsTablesBuilder
 from .ws_tables import WS_TABLES, WsTablesBuilder
+
+if TYPE_CHECKING:
+    from ..protocols.http3.observer import Http3Observer
 
 __all__ = [
     "PER_RECORD",
@@ -300,8 +302,10 @@ def http3_observers(tracker: QuicTracker | None) -> list[Http3Observer]:
     """The HTTP/3 observers of a load's QUIC connections (those whose ALPN is ``h3`` and
     whose streams were decrypted), in connection order."""
     out: list[Http3Observer] = []
-    if tracker is None:
+    if tracker is None or not tracker.connections:
         return out
+    from ..protocols.http3.observer import Http3Observer  # (pylsqpack: only with QUIC)
+
     for conn in tracker.connections:
         obs = conn.assembler.observer if conn.assembler is not None else None
         if isinstance(obs, Http3Observer):

@@ -15,16 +15,32 @@ registry's ``QuicAppEntry`` (:mod:`pcaptools.protocols.builtin`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .events import Headers, Http3Frame, Http3StreamEnded
 from .frames import ERROR_CODES, FRAME_TYPES, SETTINGS_NAMES, STREAM_TYPES, error_name
-from .observer import (
-    MAX_HTTP3_FRAME_BYTES,
-    MAX_HTTP3_FRAME_ROWS,
-    MAX_HTTP3_OPEN_STREAMS,
-    MAX_HTTP3_SSE_ROWS,
-    MAX_QPACK_PENDING_BYTES,
-    Http3Observer,
-)
+
+if TYPE_CHECKING:
+    from .observer import (
+        MAX_HTTP3_FRAME_BYTES,
+        MAX_HTTP3_FRAME_ROWS,
+        MAX_HTTP3_OPEN_STREAMS,
+        MAX_HTTP3_SSE_ROWS,
+        MAX_QPACK_PENDING_BYTES,
+        Http3Observer,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """The names of :data:`__all__` that :mod:`.observer` defines, imported on first use (PEP
+    562; only names not bound here get here): the observer brings pylsqpack, which only a
+    capture with HTTP/3 needs."""
+    if name in __all__:
+        from . import observer
+
+        return getattr(observer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ERROR_CODES",

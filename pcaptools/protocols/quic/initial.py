@@ -3,7 +3,8 @@ destination connection ID, header protection removal and AES-128-GCM decryption,
 key log. Also the frames an Initial packet may carry (RFC 9000 §17.2.2: PADDING, PING, ACK,
 CRYPTO, CONNECTION_CLOSE) and the reassembly of the CRYPTO stream of one direction.
 
-Uses the ``cryptography`` package (a dependency of pcaptools for TLS decryption).
+Uses the ``cryptography`` package (a dependency of pcaptools for TLS decryption), imported by
+the first Initial packet opened.
 """
 
 from __future__ import annotations
@@ -12,9 +13,6 @@ import hashlib
 import hmac
 import struct
 from dataclasses import dataclass
-
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .packets import VERSION_1, VERSION_2, QuicHeaderError, read_varint
 
@@ -117,6 +115,9 @@ def open_initial(packet: bytes, pn_offset: int, keys: InitialKeys, largest: int)
     """Remove header protection and decrypt one long-header packet (``packet``: its bytes
     from the first byte to the end of its Length; ``pn_offset`` relative to it). Raises
     QuicDecryptError."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     sample = packet[pn_offset + 4:pn_offset + 20]
     if len(sample) != 16:
         raise QuicDecryptError("packet too short for the header protection sample")

@@ -8,17 +8,20 @@ the hash of the cipher suite. A key update (RFC 9001 §6) derives the next secre
 ``quic ku`` (v2 ``quicv2 ku``) and keeps the header protection key.
 
 Ciphers (the ``cryptography`` package): AES-128-GCM and AES-256-GCM with AES-ECB header
-protection, ChaCha20-Poly1305 with ChaCha20 header protection (RFC 9001 §5.4).
+protection, ChaCha20-Poly1305 with ChaCha20 header protection (RFC 9001 §5.4); imported by
+the first :class:`PacketProtection` built, so a load without QUIC keys does not import it.
 """
 
 from __future__ import annotations
 
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+from typing import TYPE_CHECKING
 
 from ..tls.keyschedule import hkdf_expand_label
 from .initial import QuicDecryptError, decode_packet_number
 from .packets import VERSION_2
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
 __all__ = [
     "QUIC_SUITES",
@@ -59,6 +62,9 @@ class PacketProtection:
 
     def __init__(self, suite: int, secret: bytes, version: int, generation: int = 0,
                  hp: bytes | None = None) -> None:
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+
         hash_name, key_len, hp_kind = QUIC_SUITES[suite]
         prefix = label_prefix(version)
         self.suite = suite
@@ -84,6 +90,8 @@ class PacketProtection:
         """The 5-byte header protection mask of a 16-byte ``sample`` (RFC 9001 §5.4)."""
         ecb = self._ecb
         if ecb is None:
+            from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
             enc = Cipher(algorithms.ChaCha20(self._hp, sample), mode=None).encryptor()
             return enc.update(b"\0\0\0\0\0")
         return ecb.update(sample)[:5]

@@ -14,6 +14,10 @@ The primitives come from ``cryptography``; the record formats are ours:
 :class:`DecryptError` whose message never contains key material. The sequence number
 advances only on success (callers call :meth:`RecordDecryptor.skip` when they decide a
 record that failed was really sent under this key).
+
+``cryptography`` is imported by the first decryptor built (a load without a key log never
+imports it): the cipher objects are made in ``__init__``; ``except _invalid_tag():`` looks
+the exception class up only when an exception is raised.
 """
 
 from __future__ import annotations
@@ -23,11 +27,6 @@ import hmac
 import struct
 from collections.abc import Callable
 from typing import Any
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.decrepit.ciphers import algorithms as legacy
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-from cryptography.hazmat.primitives.ciphers.aead import AESCCM, AESGCM, ChaCha20Poly1305
 
 from .keyschedule import key_block, prf, traffic_keys
 from .suites import CipherSuite
@@ -65,7 +64,16 @@ class RecordDecryptor:
         return length
 
 
+def _invalid_tag() -> type[Exception]:
+    """cryptography's InvalidTag (an AEAD tag mismatch)"""
+    from cryptography.exceptions import InvalidTag
+
+    return InvalidTag
+
+
 def _aead(cipher: str, key: bytes, tag_len: int) -> Any:
+    from cryptography.hazmat.primitives.ciphers.aead import AESCCM, AESGCM, ChaCha20Poly1305
+
     if cipher == "CHACHA20":
         return ChaCha20Poly1305(key)
     if cipher == "AES-CCM":
@@ -94,7 +102,7 @@ class Tls13Decryptor(RecordDecryptor):
                 fragment,
                 _AAD13.pack(ctype, version, len(fragment)),
             )
-        except InvalidTag:
+        except _invalid_tag():
             raise DecryptError("authentication tag mismatch") from None
         if pt and pt[-1]:  # no padding: the content type is the last byte
             self.seq += 1
@@ -136,7 +144,7 @@ class Tls12AeadDecryptor(RecordDecryptor):
         aad = _AAD12.pack(self.seq, ctype, version, n)
         try:
             pt = self._aead.decrypt(nonce, body, aad)
-        except InvalidTag:
+        except _invalid_tag():
             raise DecryptError("authentication tag mismatch") from None
         self.seq += 1
         return ctype, pt
@@ -203,6 +211,8 @@ class CbcDecryptor(RecordDecryptor):
             # TLS 1.0 / SSLv3: the IV is the previous record's last block, whatever happens next
             iv, ct = self._iv, body
             self._iv = body[-bs:]
+        from cryptography.hazmat.primitives.ciphers import Cipher, modes
+
         dec = Cipher(self._algo, modes.CBC(iv)).decryptor()
         pt = dec.update(ct) + dec.finalize()
         pad = pt[-1]
@@ -234,9 +244,12 @@ class StreamDecryptor(RecordDecryptor):
 
     def __init__(self, suite: CipherSuite, key: bytes, mac_key: bytes) -> None:
         super().__init__()
-        self._dec = (
-            Cipher(legacy.ARC4(key), mode=None).decryptor() if suite.cipher == "RC4" else None
-        )
+        self._dec: Any = None
+        if suite.cipher == "RC4":
+            from cryptography.hazmat.decrepit.ciphers import algorithms as legacy
+            from cryptography.hazmat.primitives.ciphers import Cipher
+
+            self._dec = Cipher(legacy.ARC4(key), mode=None).decryptor()
         self._mac_hash = suite.mac or "sha1"
         self._mac_key = mac_key
         self._mac_len = suite.mac_len
@@ -260,6 +273,9 @@ class StreamDecryptor(RecordDecryptor):
 
 
 def _block_algorithm(cipher: str, key: bytes) -> Any:
+    from cryptography.hazmat.decrepit.ciphers import algorithms as legacy
+    from cryptography.hazmat.primitives.ciphers import algorithms
+
     if cipher == "AES":
         return algorithms.AES(key)
     if cipher == "CAMELLIA":
