@@ -8,6 +8,9 @@ and N frames (about 70 bytes a frame on disk with its pcap record header, the 70
 #18 for a million). The frames are generated, not recorded: a SYN is the same bytes whichever
 tool sent it, and generating a million takes seconds where recording them takes a flood tool.
 Deterministic: the same N gives the same file.
+
+``--answer rst``: each SYN is answered 5 µs later by the server's RST/ACK (a scan of closed
+ports, or a server refusing a flood): 2N frames, N connections that each ended at once.
 """
 
 from __future__ import annotations
@@ -34,23 +37,42 @@ def _checksum(data: bytes) -> int:
     return ~total & 0xFFFF
 
 
-def syn_frame(i: int) -> bytes:
-    """The i-th SYN: client 10.(100 + i // 2**16 % 100).x.y, port 1024 + i % 60000."""
-    client = bytes([10, 100 + (i >> 16) % 100, (i >> 8) & 0xFF, i & 0xFF])
-    sport = 1024 + i % 60000
-    seq = (i * 2654435761) & 0xFFFFFFFF
-    tcp = struct.pack("!HHIIBBHHH", sport, SERVER_PORT, seq, 0, 5 << 4, 0x02, 64240, 0, 0)
-    pseudo = client + SERVER + struct.pack("!BBH", 0, 6, len(tcp))
+def _frame(src: bytes, dst: bytes, sport: int, dport: int, seq: int, ack: int, flags: int,
+           window: int, ip_id: int, *, to_server: bool) -> bytes:
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, window, 0, 0)
+    pseudo = src + dst + struct.pack("!BBH", 0, 6, len(tcp))
     tcp = tcp[:16] + struct.pack("!H", _checksum(pseudo + tcp)) + tcp[18:]
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), i & 0xFFFF, 0x4000, 64, 6, 0,
-                     client, SERVER)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), ip_id, 0x4000, 64, 6, 0,
+                     src, dst)
     ip = ip[:10] + struct.pack("!H", _checksum(ip)) + ip[12:]
-    eth = b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02" + b"\x08\x00"
+    a, b = b"\x02\x00\x00\x00\x00\x01", b"\x02\x00\x00\x00\x00\x02"
+    eth = (a + b if to_server else b + a) + b"\x08\x00"
     return eth + ip + tcp
 
 
-def write(path: Path, connections: int) -> int:
-    """Write the capture; return the number of frames written."""
+def _client(i: int) -> tuple[bytes, int, int]:
+    """The i-th connection's client address and port, and its SYN's sequence number."""
+    return (bytes([10, 100 + (i >> 16) % 100, (i >> 8) & 0xFF, i & 0xFF]), 1024 + i % 60000,
+            (i * 2654435761) & 0xFFFFFFFF)
+
+
+def syn_frame(i: int) -> bytes:
+    """The i-th SYN: client 10.(100 + i // 2**16 % 100).x.y, port 1024 + i % 60000."""
+    client, sport, seq = _client(i)
+    return _frame(client, SERVER, sport, SERVER_PORT, seq, 0, 0x02, 64240, i & 0xFFFF,
+                  to_server=True)
+
+
+def rst_frame(i: int) -> bytes:
+    """The server's RST/ACK to the i-th SYN."""
+    client, sport, seq = _client(i)
+    return _frame(SERVER, client, SERVER_PORT, sport, 0, (seq + 1) & 0xFFFFFFFF, 0x14, 0,
+                  0, to_server=False)
+
+
+def write(path: Path, connections: int, *, answer: str | None = None) -> int:
+    """Write the capture (``answer="rst"``: each SYN answered by an RST/ACK); return the
+    number of frames written."""
     with open(path, "wb") as fh:
         # nanosecond pcap: the record header is written here, not by dpkt's Writer, whose float
         # timestamps would move each 10 µs step by a few nanoseconds
@@ -60,18 +82,24 @@ def write(path: Path, connections: int) -> int:
             frame = syn_frame(i)
             fh.write(struct.pack("<IIII", sec, ns, len(frame), len(frame)))
             fh.write(frame)
-    return connections
+            if answer == "rst":
+                frame = rst_frame(i)
+                fh.write(struct.pack("<IIII", sec, ns + STEP_NS // 2, len(frame), len(frame)))
+                fh.write(frame)
+    return connections * (2 if answer == "rst" else 1)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--connections", type=int, default=1_000_000)
+    ap.add_argument("--answer", choices=["rst"], default=None,
+                    help="answer each SYN (rst: the server's RST/ACK)")
     args = ap.parse_args(argv)
     if args.connections < 1:
         ap.error("--connections must be at least 1")
-    n = write(args.out, args.connections)
-    print(f"{args.out}: {n:,} SYN frames, {args.out.stat().st_size / 1e6:.1f} MB")
+    n = write(args.out, args.connections, answer=args.answer)
+    print(f"{args.out}: {n:,} frames, {args.out.stat().st_size / 1e6:.1f} MB")
     return 0
 
 

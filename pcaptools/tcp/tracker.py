@@ -235,12 +235,16 @@ class Connection:
     """reassembly and the observer, for a connection an observer parses (see ``follow``)"""
     follow: SeqFollower | None = None
     """sequence-space follower of a connection no observer parses (content gaps, no payload).
-    Neither ``streams`` nor ``follow`` exists while the connection has sent nothing but
-    payload-less SYNs (a port scan or SYN flood: most connections never get further): they
-    are made at its first other segment (:meth:`TcpTracker._attach`), which replays the SYN"""
+    Neither ``streams`` nor ``follow`` exists while the connection has sent nothing they would
+    act on: payload-less SYNs, and payload-less ACKs and RSTs at the start of the sequence
+    spaces (a port scan, a SYN flood, a refused or reset handshake: most such connections
+    never get further); they are made at its first other segment
+    (:meth:`TcpTracker._attach`), which replays the SYNs (:meth:`TcpTracker._defer`)"""
     syn_pending: int = -1
-    """while neither ``streams`` nor ``follow`` exists: the payload-less SYN seen so far, as
+    """while neither ``streams`` nor ``follow`` exists: the payload-less SYN seen first, as
     ``rel_seq * 2 + direction`` (-1: none), replayed into them when they are made"""
+    syn_pending_peer: int = -1
+    """likewise, the other direction's (a SYN-ACK)"""
     rst_ttl: int = -1
     rst_ip_id: int = -1
     idle_max_ns: int = 0
@@ -463,8 +467,8 @@ class TcpTracker:
             self._bytes(conn, st, seg, a, d)
         elif conn.follow is not None:
             self._follow(conn, conn.follow, seg, a, d)
-        elif flags & _SFRA == SYN and not seg_len and conn.syn_pending < 0 and a.rel_seq >= 0:
-            conn.syn_pending = a.rel_seq * 2 + d  # (a SYN alone: nothing to reassemble yet)
+        elif not seg_len and not flags & FIN and self._defer(conn, flags, a, d):
+            pass  # (nothing to reassemble yet)
         else:
             self._attach(conn)
             st = conn.streams
@@ -506,6 +510,34 @@ class TcpTracker:
             self._warming = False
             self.analyzer.reserved = -1
 
+    @staticmethod
+    def _defer(conn: Connection, flags: int, a: SegmentAnalysis, d: int) -> bool:
+        """Whether a payload-less segment (no FIN) of a connection with no byte-stream state
+        yet may leave it without: a SYN or SYN-ACK, the first of its direction (kept in
+        ``syn_pending``/``syn_pending_peer`` to be replayed by :meth:`_attach`: it only sets
+        where the direction's stream starts); an ACK or RST at the start of its sequence
+        space (relative sequence 0 or 1) acknowledging at most the other direction's SYN,
+        which is pending (its reassembler's start then comes from that SYN, as it would
+        have). Made earlier, the state would have seen nothing of these but the SYNs: no
+        byte, no gap, and an observer fed nothing reports nothing on ``close``/``finish``
+        (``tests/tcp/test_lazy_state.py``)."""
+        p, q = conn.syn_pending, conn.syn_pending_peer
+        if flags & SYN:
+            if flags & RST or a.rel_seq < 0 or q >= 0 or (p >= 0 and p & 1 == d):
+                return False
+            if a.rel_ack is not None and (a.rel_ack > 1 or p < 0):
+                return False
+            if p < 0:
+                conn.syn_pending = a.rel_seq * 2 + d
+            else:
+                conn.syn_pending_peer = a.rel_seq * 2 + d
+            return True
+        if a.rel_seq not in (0, 1):
+            return False
+        if a.rel_ack is None:
+            return not flags & ACK
+        return a.rel_ack <= 1 and ((p >= 0 and p & 1 != d) or (q >= 0 and q & 1 != d))
+
     def _attach(self, conn: Connection) -> None:
         """Make the byte-stream state of a connection at its first segment that is not a
         payload-less SYN: the observer and reassemblers, or the follower (as
@@ -525,26 +557,27 @@ class TcpTracker:
                                               Reassembler(Direction.SERVER_TO_CLIENT, max_buffer_bytes=mb)))
         if conn.streams is None:
             self._start_following(conn, None)
-        p = conn.syn_pending
-        if p < 0:
-            return
-        conn.syn_pending = -1
-        d, rel_seq = p & 1, p >> 1
-        st = conn.streams
-        if st is not None:  # _bytes() of the SYN
-            seq = st.seq_hi[d] = _unwrap(st.seq_hi[d], rel_seq)
-            st.reasm[d].segment(seq, b"", 0, 0, syn=True, fin=False, seg_len=0)
-            if not st.observer.wants_bytes:
-                conn.streams = None
-                self._start_following(conn, st)
-        else:  # _follow() of the SYN
-            f = conn.follow
-            assert f is not None
-            hi = f.hi
-            seq = hi[d] = _unwrap(hi[d], rel_seq)
-            out: list[Gap] = []
-            f.segment(d, seq, 0, 0, True, False, out)
-            assert not out  # (a payload-less SYN finds no gap)
+        pending = (conn.syn_pending, conn.syn_pending_peer)
+        conn.syn_pending = conn.syn_pending_peer = -1
+        for p in pending:
+            if p < 0:
+                continue
+            d, rel_seq = p & 1, p >> 1
+            st = conn.streams
+            if st is not None:  # _bytes() of the SYN
+                seq = st.seq_hi[d] = _unwrap(st.seq_hi[d], rel_seq)
+                st.reasm[d].segment(seq, b"", 0, 0, syn=True, fin=False, seg_len=0)
+                if not st.observer.wants_bytes:
+                    conn.streams = None
+                    self._start_following(conn, st)
+            else:  # _follow() of the SYN
+                f = conn.follow
+                assert f is not None
+                hi = f.hi
+                seq = hi[d] = _unwrap(hi[d], rel_seq)
+                out: list[Gap] = []
+                f.segment(d, seq, 0, 0, True, False, out)
+                assert not out  # (a payload-less SYN finds no gap)
 
     def _follow(self, conn: Connection, f: SeqFollower, seg: TcpSegment, a: SegmentAnalysis,
                 d: int) -> None:

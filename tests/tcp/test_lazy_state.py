@@ -1,8 +1,10 @@
 """Per-connection state made when needed (issue #18) gives exactly what state made up front gives.
 
-``TcpTracker`` makes a connection's reassembly and observer (or its sequence follower) at its
-first segment that is not a payload-less SYN, replaying that SYN (:meth:`TcpTracker._attach`),
-so the connections of a port scan or SYN flood never get them. Here every input goes through
+``TcpTracker`` makes a connection's reassembly and observer (or its sequence follower) at
+its first segment that is not a payload-less SYN, SYN-ACK, or ACK/RST at the start of the
+sequence spaces (:meth:`TcpTracker._defer`), replaying the SYNs
+(:meth:`TcpTracker._attach`), so the connections of a port scan, a SYN flood or refused or
+reset handshakes never get them. Here every input goes through
 the tracker as it is and through one that attaches at the connection's first segment (what
 it did before): the observers must see the same calls, except the ``close``/``finish`` of
 connections that never got past a SYN (nothing was fed to them, and they report nothing), and
@@ -132,9 +134,14 @@ def test_a_syn_flood_makes_no_stream_state(tmp_path: Path) -> None:
     path = write_pcap(tmp_path / "scan.pcap", _scan())
     for seg, _ in tcp_items(path):
         tracker.segment(seg)
-    # 20: SYN twice, handshake, data; 21: refused; 22: data; 23: a new ISN on the port of
-    # SYN-only stream 3 (a new stream, as in tshark), answered
-    assert made == [20, 21, 22, 23]
+    # 20: SYN twice, handshake, data; 22: data. No stream state for 21 (refused: SYN,
+    # RST-ACK) and 23 (a new ISN on the port of SYN-only stream 3, a new stream as in tshark,
+    # answered by a SYN-ACK and nothing more): nothing but SYNs to replay
+    assert made == [20, 22]
     assert [c is not None and c.loss is not None for c in tracker.connections].count(True) == 4
+    refused, reused = tracker.connections[21], tracker.connections[23]
+    assert refused is not None and refused.streams is None and refused.follow is None
+    assert refused.syn_pending == 0 and refused.syn_pending_peer == -1  # (the client's SYN)
+    assert reused is not None and (reused.syn_pending, reused.syn_pending_peer) == (0, 1)
     tracker.finish(0, 0)
-    assert {x[0] for x in log} == {20, 21, 22, 23}  # type: ignore[index]
+    assert {x[0] for x in log} == {20, 22}  # type: ignore[index]
