@@ -145,3 +145,51 @@ def test_a_syn_flood_makes_no_stream_state(tmp_path: Path) -> None:
     assert reused is not None and (reused.syn_pending, reused.syn_pending_peer) == (0, 1)
     tracker.finish(0, 0)
     assert {x[0] for x in log} == {20, 22}  # type: ignore[index]
+
+
+@pytest.mark.tshark
+def test_a_closed_port_scan_agrees_with_tshark_and_makes_no_stream_state(
+        tmp_path: Path) -> None:
+    """``benchmarks/synflood.py --answer rst``: 3,000 SYNs, each answered by the server's
+    RST-ACK (a scan of closed ports). No connection gets reassembly, an observer or a
+    follower (nothing but its SYN to replay); every frame's tcp.stream, relative sequence and
+    acknowledgement numbers and ack RTT are tshark 4.0's; each connection is refused (Zeek
+    REJ, history Sr)."""
+    import shutil
+    import subprocess
+    import sys
+
+    import pcaptools
+    from tests.oracle import tshark_fields
+
+    root = Path(__file__).resolve().parents[2]
+    path = tmp_path / "rst.pcap"
+    subprocess.run([sys.executable, str(root / "benchmarks" / "synflood.py"), str(path),
+                    "--connections", "3000", "--answer", "rst"], check=True,
+                   capture_output=True)
+    made: list[int] = []
+    tracker = TcpTracker(Diagnostics(), observer_factory=lambda s, _m: made.append(s))
+    feed(tracker, path)
+    assert made == [] and len(tracker.connections) == 3000
+    assert all(c is not None and c.streams is None and c.follow is None
+               and c.syn_pending == 0 for c in tracker.connections)
+    cap = pcaptools.load(path)
+    assert len(cap.packets) == 6000
+    c = cap.connections
+    assert (c["conn_state"].astype(str) == "REJ").all()
+    assert (c["history"].astype(str) == "Sr").all()
+    assert (cap.tcp_handshakes["result"].astype(str) == "refused").all()
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark not installed")
+    rows = tshark_fields(str(path), ("frame.number", "tcp.stream", "tcp.seq", "tcp.ack",
+                                     "tcp.analysis.ack_rtt"), (), "tcp")
+    p = cap.packets
+    # (the SYNs, odd frames, have no ACK flag: tshark prints 0, the packets table NA)
+    want = [(int(f), int(s), int(q), int(a) if int(f) % 2 == 0 else None,
+             round(float(r) * 1e3, 6) if r else None) for f, s, q, a, r in rows]
+    got = [(f, s, q, None if pd.isna(a) else a, None if pd.isna(r) else round(r, 6))
+           for f, s, q, a, r in zip(p["frame"].tolist(), p["tcp_stream"].tolist(),
+                                    p["seq"].tolist(), p["ack"].tolist(),
+                                    p["ack_rtt_ms"].tolist(), strict=True)]
+    assert len(want) == 6000 and got == want
+    assert sum(r[4] is not None for r in want) == 3000  # (each RST-ACK acks its SYN)
