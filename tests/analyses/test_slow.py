@@ -361,7 +361,10 @@ def test_quic_flow_control_stall_in_the_recording() -> None:
     ts = dict(zip(cap.packets["frame"].astype(int), cap.packets["ts"], strict=True))
     assert pause["t_start_ns"] < ts[62].value < pause["t_end_ns"] < ts[64].value
     assert r["start_ts"].value < pause["t_end_ns"] < r["end_ts"].value
-    assert 800 < r["duration_ms"] < 1000  # the 1 s pause less the time to fill the window
+    # the stall runs from frame 59 to frame 65 (tshark's frame.time_epoch: 1796543809.366710733
+    # and 1796543810.290627689)
+    assert (r["start_ts"].value, r["end_ts"].value) == (1796543809366710733, 1796543810290627689)
+    assert r["duration_ms"] == 923.916956
 
 
 def test_quic_flow_control_frames_against_tshark(tshark: str) -> None:
@@ -390,6 +393,13 @@ def test_quic_flow_control_frames_against_tshark(tshark: str) -> None:
         "&& quic.stream.stream_id == 0")}
     assert data == {59: ("0", "3460", "179"), 61: ("0", "3639", "131"),
                     65: ("0", "3770", "1024")}
+    # the stall's start and end times are those frames' times as tshark reads them
+    epoch = {int(f): t for f, t in tshark_fields(
+        FLOW, ("frame.number", "frame.time_epoch"), (),
+        display_filter="frame.number == 59 || frame.number == 65")}
+    r = stalls(_load(FLOW.name)).iloc[0]
+    want = {59: r["start_ts"].value, 65: r["end_ts"].value}
+    assert {f: int(t.replace(".", "")) for f, t in epoch.items()} == want
 
 
 @pytest.mark.parametrize("name", ["h3-sse-lossy.pcapng", "h3-sse-lossy-server.pcapng",
