@@ -9,8 +9,6 @@ spills and reads back as ``load()``.
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,11 +25,7 @@ from pcaptools.tcp.tracker import TcpTracker
 from tests.conftest import shipped_captures
 from tests.tcp._compare import tcp_items
 from tests.tcp._pcapgen import ACK, FIN, RST, SYN, Pkt, write_pcap, wscale_opt
-from tests.tcp.test_cold_syns import _syns
-from tests.tcp.test_lazy_state import _scan
 from tests.test_streaming_export import assert_same_tables
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -73,16 +67,6 @@ def _same_spilled(path: Path, monkeypatch: pytest.MonkeyPatch, page_rows: int,
         pd.testing.assert_frame_equal(df, want.tables[name], check_exact=True,
                                       obj=f"{path.name}: {name}")
     return got
-
-
-@pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("spill")
-    flood = d / "flood.pcap"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "synflood.py"), str(flood),
-                    "--connections", "40000"], check=True, capture_output=True)
-    return {"syns": write_pcap(d / "syns.pcap", _syns()),
-            "scan": write_pcap(d / "scan.pcap", _scan()), "flood": flood}
 
 
 def test_spilled_tables_equal_memory_tables_on_shipped_captures(

@@ -9,8 +9,6 @@ port with a new ISN, carry ECN bits, IPv6 and every TCP option the handshake tab
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -26,7 +24,6 @@ from tests.conftest import corpus_files, shipped_captures
 from tests.oracle import tshark_fields
 from tests.tcp._compare import tcp_items
 from tests.tcp._pcapgen import ACK, FIN, PSH, RST, SYN, Pkt, write_pcap, wscale_opt
-from tests.tcp.test_lazy_state import _scan
 
 ROOT = Path(__file__).resolve().parents[2]
 ECE, CWR = 0x40, 0x80
@@ -72,16 +69,6 @@ def _syns() -> list[Pkt]:
             Pkt(t + 9_000_000, True, ACK, 334, 901, cport=port + 5),
             Pkt(t + 10_000_000, True, PSH | ACK, 334, 901, plen=20, cport=port + 5)]
     return sorted(out, key=lambda p: p.t_ns)
-
-
-@pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("cold")
-    flood = d / "flood.pcap"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "synflood.py"), str(flood),
-                    "--connections", "40000"], check=True, capture_output=True)
-    return {"syns": write_pcap(d / "syns.pcap", _syns()),
-            "scan": write_pcap(d / "scan.pcap", _scan()), "flood": flood}
 
 
 def _load(path: Path, cold: bool, monkeypatch: pytest.MonkeyPatch) -> pcaptools.Capture:
