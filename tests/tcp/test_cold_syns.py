@@ -25,7 +25,6 @@ from tests.oracle import tshark_fields
 from tests.tcp._compare import tcp_items
 from tests.tcp._pcapgen import ACK, FIN, PSH, RST, SYN, Pkt, write_pcap, wscale_opt
 
-ROOT = Path(__file__).resolve().parents[2]
 ECE, CWR = 0x40, 0x80
 _TS = bytes([8, 10, 0, 0, 0, 1, 0, 0, 0, 0])  # timestamps option
 _SACK_PERM = bytes([4, 2])
