@@ -546,17 +546,20 @@ def _restore_categories(df: pd.DataFrame, meta: Mapping[str, Any]) -> pd.DataFra
     """``df`` (read by pandas) with the categorical columns named in ``meta`` given the
     categories, order and category dtype recorded when they were written (categories None:
     those read, in their order: :class:`_Categories`)."""
+    orders: dict[tuple[str, ...], list[Any]] = {}  # (a code space's order, made once)
     for col, m in meta.items():
         if col not in df.columns or not isinstance(df[col].dtype, pd.CategoricalDtype):
             continue
         s = df[col]
         if m["categories"] is None:
-            shared = m.get("shared") or [col]
+            shared = tuple(m.get("shared") or [col])
             if all(c in df.columns for c in shared):  # (else those of the rows read)
-                # first-seen order over the rows, each row's values in column order
-                both = np.column_stack([df[c].astype(object).to_numpy() for c in shared])
-                order = pd.unique(both.ravel())
-                values = [v for v in order.tolist() if isinstance(v, str)]
+                values = orders.get(shared)
+                if values is None:
+                    # first-seen order over the rows, each row's values in column order
+                    both = np.column_stack([df[c].astype(object).to_numpy() for c in shared])
+                    values = orders[shared] = [v for v in pd.unique(both.ravel()).tolist()
+                                               if isinstance(v, str)]
             else:
                 values = s.cat.categories.tolist()
             cats = pd.Index(values, dtype=m["dtype"])
