@@ -75,7 +75,7 @@ from .tables.coverage import (
 from .tables.heartbeats import websocket_heartbeats
 from .tables.icmp_tables import IcmpErrorsBuilder
 from .tables.packets import PacketsBuilder
-from .tables.registry import SOURCES, TABLES, BuildContext, Built, TableWriter
+from .tables.registry import SOURCES, TABLES, BuildContext, Built
 from .tables.schema import ChunkPump, Drainable
 from .tcp.analysis import SegmentAnalysis
 from .tcp.stream import StreamObserver
@@ -442,7 +442,7 @@ def _check(checksums: ChecksumChecker, tracker: TcpTracker, data: bytes, seg: Tc
         tracker.bad_checksum(seg, a)
 
 
-def _assemble(s: _Sinks, write: TableWriter | None = None) -> dict[str, pd.DataFrame]:
+def _assemble(s: _Sinks, write: _EndWriter | None = None) -> dict[str, pd.DataFrame]:
     """Step 3: every table from its source's builder, in registration order but the
     ``packets`` source first (a table its
     builder leaves out, or of a source that is off, is the empty frame of its schema: so
@@ -461,7 +461,7 @@ def _assemble(s: _Sinks, write: TableWriter | None = None) -> dict[str, pd.DataF
             if name == "packets":
                 s.built[name] = s.pb = None
                 trim()
-    written = getattr(write, "written", ())
+    written = write.written if write is not None else set()
     return {name: frames[name] if name in frames else schema.frame([])
             for name, schema in TABLES.items() if name != "coverage" and name not in written}
 

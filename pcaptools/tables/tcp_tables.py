@@ -19,12 +19,8 @@ CHUNK_ROWS = 16384
 """connections cast into table columns at a time (:meth:`TableSchema.frame_in_chunks`)"""
 
 
-def connections_table(tracker: TcpTracker) -> pd.DataFrame:
-    return record_tables(tracker, keep=lambda conn: True)[0]
-
-
 def record_tables(tracker: TcpTracker,
-                  keep: Callable[[Connection], bool],
+                  keep: Callable[[Connection], bool] = lambda conn: True,
                   write: Callable[[str, pd.DataFrame], None] | None = None,
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``connections`` and ``tcp_handshakes`` in one pass, :data:`CHUNK_ROWS` tcp_streams at
@@ -188,10 +184,6 @@ def losses_table(tracker: TcpTracker) -> pd.DataFrame:
     if len(df):
         df = df.sort_values(list(TCP_LOSSES.key), kind="stable").reset_index(drop=True)
     return df
-
-
-def handshakes_table(tracker: TcpTracker) -> pd.DataFrame:
-    return record_tables(tracker, keep=lambda conn: True)[1]
 
 
 def _handshake_rows(conns: list[Connection]) -> list[tuple[object, ...]]:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from pcaptools.diagnostics import Diagnostics
 from pcaptools.net.packet import ACK, FIN, PSH, RST, SYN, TcpSegment
 from pcaptools.protocols._base import Direction, StreamChunk
-from pcaptools.tables.tcp_tables import connections_table, events_table
+from pcaptools.tables.tcp_tables import events_table, record_tables
 from pcaptools.tcp.analysis import SegmentAnalysis, TcpAnalyzer, TcpDirection
 from pcaptools.tcp.connstate import ConnHistory
 from pcaptools.tcp.reassembly import _chunk
@@ -128,7 +128,7 @@ def _tables(path: Path, reference: bool, monkeypatch: pytest.MonkeyPatch) -> lis
         feed(tracker, path)
         tracker.finish(0, 0)
     rows = pd.DataFrame([(r.code, r.frame, r.ts_ns, r.detail) for r in diag.rows])
-    return [connections_table(tracker), events_table(tracker), rows]
+    return [record_tables(tracker)[0], events_table(tracker), rows]
 
 
 def test_tracker_shortcuts_are_exact(inputs: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from pcaptools.diagnostics import Diagnostics
-from pcaptools.tables.tcp_tables import connections_table, events_table, handshakes_table
+from pcaptools.tables.tcp_tables import events_table, record_tables
 from pcaptools.tcp.tracker import Connection, TcpTracker
 from tests.conftest import corpus_files, shipped_captures
 from tests.tcp._compare import feed, tcp_items
@@ -99,7 +99,7 @@ def _run(path: Path, eager: bool, observe: bool,
         never = sum(1 for c in tracker.connections  # (None: cold, test_cold_syns.py)
                     if c is None or (c.streams is None and c.follow is None))
         tracker.finish(0, last)
-        tables = [connections_table(tracker), handshakes_table(tracker), events_table(tracker)]
+        tables = [*record_tables(tracker), events_table(tracker)]
     return log, tables, [(r.code, r.frame, r.detail) for r in diag.rows], never
 
 
