@@ -24,6 +24,7 @@ from pcaptools.tcp.cold import ColdSyns
 from pcaptools.tcp.tracker import TcpTracker
 from tests.conftest import shipped_captures
 from tests.tcp._compare import tcp_items
+from tests.tcp._made import made_fixture  # noqa: F401  (the fixture ``made``)
 from tests.tcp._pcapgen import ACK, FIN, RST, SYN, Pkt, write_pcap, wscale_opt
 from tests.test_streaming_export import assert_same_tables
 

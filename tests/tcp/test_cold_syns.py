@@ -23,6 +23,7 @@ from pcaptools.tcp.tracker import TcpTracker
 from tests.conftest import corpus_files, shipped_captures
 from tests.oracle import tshark_fields
 from tests.tcp._compare import tcp_items
+from tests.tcp._made import made_fixture  # noqa: F401  (the fixture ``made``)
 from tests.tcp._pcapgen import ACK, FIN, PSH, RST, SYN, Pkt, write_pcap, wscale_opt
 
 ECE, CWR = 0x40, 0x80

@@ -1,4 +1,5 @@
-"""Fixtures of the TCP tests."""
+"""The ``made`` fixture of test_cold_syns and test_cold_spill (each imports it: a second
+conftest.py would shadow the ``conftest`` module other tests import)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+@pytest.fixture(scope="module", name="made")
+def made_fixture(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Captures of cold connections (test_cold_syns, test_cold_spill): ``syns``, SYNs of
     every shape; ``scan``, SYN-only connections around four that go further; ``flood``,
     40,000 one-SYN connections (``benchmarks/synflood.py``)."""
