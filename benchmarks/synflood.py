@@ -11,6 +11,10 @@ Deterministic: the same N gives the same file.
 
 ``--answer rst``: each SYN is answered 5 µs later by the server's RST/ACK (a scan of closed
 ports, or a server refusing a flood): 2N frames, N connections that each ended at once.
+
+``--answer close``: each connection is complete, within its 10 µs: handshake, a 100-byte
+request, a 300-byte answer, FIN both ways and the last ACK (9N frames; a busy load balancer's
+short connections, one at a time).
 """
 
 from __future__ import annotations
@@ -38,8 +42,9 @@ def _checksum(data: bytes) -> int:
 
 
 def _frame(src: bytes, dst: bytes, sport: int, dport: int, seq: int, ack: int, flags: int,
-           window: int, ip_id: int, *, to_server: bool) -> bytes:
-    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, window, 0, 0)
+           window: int, ip_id: int, *, to_server: bool, payload: bytes = b"") -> bytes:
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, window, 0,
+                      0) + payload
     pseudo = src + dst + struct.pack("!BBH", 0, 6, len(tcp))
     tcp = tcp[:16] + struct.pack("!H", _checksum(pseudo + tcp)) + tcp[18:]
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), ip_id, 0x4000, 64, 6, 0,
@@ -70,6 +75,32 @@ def rst_frame(i: int) -> bytes:
                   0, to_server=False)
 
 
+REQUEST = b"GET / HTTP/1.1\r\nHost: lb\r\n" + b"x" * 72 + b"\r\n\r\n"
+ANSWER = b"HTTP/1.1 200 OK\r\n" + b"y" * 283
+SERVER_ISN = 0x5EED0000
+
+
+def close_frames(i: int) -> list[tuple[int, bytes]]:
+    """The i-th complete connection's frames after its SYN, each with its offset in ns."""
+    client, sport, cseq = _client(i)
+    s, m = SERVER_ISN, 0xFFFFFFFF
+    c1, s1 = (cseq + 1) & m, (s + 1) & m
+    c2, s2 = (c1 + len(REQUEST)) & m, (s1 + len(ANSWER)) & m
+
+    def up(seq: int, ack: int, flags: int, payload: bytes = b"") -> bytes:
+        return _frame(client, SERVER, sport, SERVER_PORT, seq, ack, flags, 64240, i & 0xFFFF,
+                      to_server=True, payload=payload)
+
+    def down(seq: int, ack: int, flags: int, payload: bytes = b"") -> bytes:
+        return _frame(SERVER, client, SERVER_PORT, sport, seq, ack, flags, 65160, i & 0xFFFF,
+                      to_server=False, payload=payload)
+
+    return [(1000, down(s, c1, 0x12)), (2000, up(c1, s1, 0x10)),
+            (3000, up(c1, s1, 0x18, REQUEST)), (4000, down(s1, c2, 0x10)),
+            (5000, down(s1, c2, 0x18, ANSWER)), (6000, up(c2, s2, 0x11)),
+            (7000, down(s2, (c2 + 1) & m, 0x11)), (8000, up((c2 + 1) & m, (s2 + 1) & m, 0x10))]
+
+
 def write(path: Path, connections: int, *, answer: str | None = None) -> int:
     """Write the capture (``answer="rst"``: each SYN answered by an RST/ACK); return the
     number of frames written."""
@@ -86,15 +117,20 @@ def write(path: Path, connections: int, *, answer: str | None = None) -> int:
                 frame = rst_frame(i)
                 fh.write(struct.pack("<IIII", sec, ns + STEP_NS // 2, len(frame), len(frame)))
                 fh.write(frame)
-    return connections * (2 if answer == "rst" else 1)
+            elif answer == "close":
+                for offset, frame in close_frames(i):
+                    fh.write(struct.pack("<IIII", sec, ns + offset, len(frame), len(frame)))
+                    fh.write(frame)
+    return connections * {"rst": 2, "close": 9}.get(answer or "", 1)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--connections", type=int, default=1_000_000)
-    ap.add_argument("--answer", choices=["rst"], default=None,
-                    help="answer each SYN (rst: the server's RST/ACK)")
+    ap.add_argument("--answer", choices=["rst", "close"], default=None,
+                    help="answer each SYN (rst: the server's RST/ACK; close: a whole "
+                    "connection with a request and an answer)")
     args = ap.parse_args(argv)
     if args.connections < 1:
         ap.error("--connections must be at least 1")

@@ -12,7 +12,8 @@ wall time of the call (imports excluded); ``report`` runs ``pcap-report capture 
 ``tshark -r capture -T fields -e frame.number -e tcp.stream`` (output to /dev/null) under
 ``/usr/bin/time -v`` (its "Maximum resident set size" and elapsed time).
 
-Modes: ``nopackets`` (``packets=False``), ``default`` (every table), ``out``
+Modes: ``nopackets`` (``packets=False``), ``tcponly`` (``packets=False, payloads=False``),
+``default`` (every table), ``out``
 (``out=DIR``: the streaming export to Parquet), ``report``, ``tshark``. ``--tree DIR`` runs
 pcaptools from another checkout (e.g. the commit before a change, for before/after numbers);
 ``PCAPTOOLS_PURE`` is passed through. Prints one JSON line per measurement and, with
@@ -38,7 +39,8 @@ _LOAD = r"""
 import json, resource, sys, tempfile, time
 import pcaptools
 path, mode = sys.argv[1], sys.argv[2]
-kw = {"nopackets": {"packets": False}, "default": {}, "out": {"out": tempfile.mkdtemp()}}[mode]
+kw = {"nopackets": {"packets": False}, "default": {}, "out": {"out": tempfile.mkdtemp()},
+      "tcponly": {"packets": False, "payloads": False}}[mode]
 t0 = time.perf_counter()
 cap = pcaptools.load(path, **kw)
 wall = time.perf_counter() - t0

@@ -56,6 +56,7 @@ CATALOGUE: dict[str, str] = {
     "tcp.loss_holes_limit": "too many uncaptured sequence ranges in one direction: the oldest is given up as unresolved",
     "tcp.unacked_limit": "too many unacknowledged segments in one direction; older ones are no longer tracked (as tshark)",
     "tcp.cold_spill_failed": "load(out=DIR) could not move old one-SYN connections to its temporary database (no writable temporary directory, a full disk): they stay in memory, which then grows with them; every table is still complete",
+    "tcp.frozen_spill_failed": "load(out=DIR) could not move the records of ended or idle connections to its temporary database (no writable temporary directory, a full disk): they stay in memory, which then grows with them; every table is still complete",
     "tcp.observer_error": "a protocol observer raised an unexpected error on this connection (a pcaptools bug: please report it); the connection's payload is no longer parsed, its TCP rows are unaffected",
     # udp
     "udp.observer_error": "a UDP datagram observer (DNS, ...) or its probe raised an unexpected error on this datagram (a pcaptools bug: please report it); the datagram is skipped, the next ones are still given to it",

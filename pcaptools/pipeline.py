@@ -78,6 +78,7 @@ from .tables.packets import PacketsBuilder
 from .tables.registry import SOURCES, TABLES, BuildContext, Built
 from .tables.schema import ChunkPump, Drainable
 from .tcp.analysis import SegmentAnalysis
+from .tcp.frozen import FreezePolicy
 from .tcp.stream import StreamObserver
 from .tcp.tracker import TcpTracker
 
@@ -285,11 +286,9 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
     cap_events = event_cap if event_cap.active else None
 
     def conn_addrs(tcp_stream: int) -> tuple[int, bytes, int, bytes, int] | None:
-        conns = tracker.connections
-        conn = conns[tcp_stream] if tcp_stream < len(conns) else None
-        if conn is None:  # (None: cold, or the record dropped)
+        c = tracker.conversation(tcp_stream)
+        if c is None:  # (None: cold, or the record dropped)
             return None
-        c = conn.conv
         return (c.ip_version, c.client_addr, c.client_port, c.server_addr, c.server_port)
 
     consumers: tuple[Callable[[list[object]], None], ...] = ()  # (set below, before reading)
@@ -315,7 +314,8 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
                                   midstream=midstream)
 
     tracker = s.tracker = TcpTracker(diag, observer_factory=observer if o.payloads else None,
-                                     emit=emit, spill_cold=streaming)
+                                     emit=emit, spill_cold=streaming,
+                                     freeze_policy=FreezePolicy())
     ctx = BuildContext(diag=diag, tracker=tracker, udp=udp, conn_addrs=conn_addrs,
                        payloads=o.payloads, packets=o.packets, tls_records=o.tls_records,
                        show_secrets=o.show_secrets,

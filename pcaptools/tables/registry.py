@@ -47,7 +47,7 @@ from ..protocols.registry import UdpRoute
 from ..protocols.sse import SseEvent
 from ..protocols.tls.events import TlsRecord, TlsSession
 from ..protocols.websocket import WsConnectionEnded, WsFrame, WsMessage
-from ..tcp.tracker import TcpTracker
+from ..tcp.tracker import Connection, TcpTracker
 from .coverage import COVERAGE
 from .dns_tables import DNS, dns_table
 from .foundation import (
@@ -73,7 +73,7 @@ from .quic_tables import (
 )
 from .realtime_tables import REALTIME_EVENTS, RealtimeEventsBuilder
 from .schema import TableSchema
-from .tcp_tables import events_table, losses_table, record_tables, warnings_table
+from .tcp_tables import events_table, losses_table, packed_rows, record_tables, warnings_table
 from .tls_tables import TLS_HANDSHAKES, TLS_RECORDS, TlsTablesBuilder
 from .ws_tables import WS_TABLES, WsTablesBuilder
 
@@ -241,8 +241,13 @@ def _tcp(ctx: BuildContext) -> Built:
     those the icmp source's path_mtu reads after: icmp_tables.path_mtu_needs)"""
     t = ctx.tracker
 
+    def keep(conn: Connection) -> bool:
+        return path_mtu_needs(conn, t)
+
+    t.row_maker = lambda conn: packed_rows(conn, keep)
+
     def frames(write: TableWriter | None = None) -> dict[str, pd.DataFrame]:
-        conns, handshakes = record_tables(t, keep=lambda c: path_mtu_needs(c, t), write=write)
+        conns, handshakes = record_tables(t, keep=keep, write=write)
         t.drop_cold()  # (its rows are in the tables: nothing reads the cold SYNs after)
         trim()
         out = {"tcp_events": events_table(t), "tcp_losses": losses_table(t)}

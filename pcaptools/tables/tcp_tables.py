@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -34,23 +36,27 @@ def record_tables(tracker: TcpTracker,
     as it is made, and the two frames returned are empty: neither table is ever whole in
     memory."""
     conns: list[Any] = tracker.connections
-    cold = tracker.cold
+    cold, frozen = tracker.cold, tracker.frozen
     cf, hf = ChunkedFrame(CONNECTIONS), ChunkedFrame(TCP_HANDSHAKES)
     for start in range(0, len(conns), CHUNK_ROWS):
         end = start + CHUNK_ROWS
-        chunk = [c for c in conns[start:end] if c is not None]
+        chunk = tracker.records(start, end)
+        crows, hrows = _connection_rows(chunk), _handshake_rows(chunk)
+        packed = frozen.take_rows(start, end) if frozen is not None else []
+        if packed:  # (rows made when their records were frozen: in tcp_stream order)
+            crows = sorted(crows + [p[0] for p in packed], key=_first)
+            hrows = sorted(hrows + [h for p in packed for h in p[1]], key=_first)
         batch = cold.batch(start, end) if cold is not None else None
         if batch is None:
             if write is None:
-                cf.add(_connection_rows(chunk))
-                hf.add(_handshake_rows(chunk))
+                cf.add(crows)
+                hf.add(hrows)
             else:
-                write("connections", CONNECTIONS.frame(_connection_rows(chunk)))
-                write("tcp_handshakes", TCP_HANDSHAKES.frame(_handshake_rows(chunk)))
+                write("connections", CONNECTIONS.frame(crows))
+                write("tcp_handshakes", TCP_HANDSHAKES.frame(hrows))
         else:
-            c = _merged(CONNECTIONS, _connection_rows(chunk),
-                        cold_connection_columns(batch, addr_text))
-            h = _merged(TCP_HANDSHAKES, _handshake_rows(chunk), cold_handshake_columns(batch))
+            c = _merged(CONNECTIONS, crows, cold_connection_columns(batch, addr_text))
+            h = _merged(TCP_HANDSHAKES, hrows, cold_handshake_columns(batch))
             if write is None:
                 cf.add_frame(c)
                 hf.add_frame(h)
@@ -58,14 +64,26 @@ def record_tables(tracker: TcpTracker,
                 write("connections", c)
                 write("tcp_handshakes", h)
             del c, h
-        for conn in chunk:
-            if not keep(conn):
-                conns[conn.conv.tcp_stream] = None
-        del chunk
+        for conn in chunk:  # (a frozen record was thawed: kept, it is put back)
+            conns[conn.conv.tcp_stream] = conn if keep(conn) else None
+        del chunk, crows, hrows, packed
     if write is not None and not conns:  # (the files exist, with their schema)
         write("connections", CONNECTIONS.frame([]))
         write("tcp_handshakes", TCP_HANDSHAKES.frame([]))
     return cf.frame(), hf.frame()
+
+
+_first = itemgetter(0)
+"""a row's tcp_stream"""
+
+
+def packed_rows(conn: Connection, keep: Callable[[Connection], bool]) -> bytes | None:
+    """A record's ``connections`` row and ``tcp_handshakes`` rows, packed, made when it is
+    frozen (:attr:`~pcaptools.tcp.tracker.TcpTracker.row_maker`), so the end of the pass does
+    not thaw it; None for a record ``keep`` wants (the end thaws it, and keeps it)."""
+    if keep(conn):
+        return None
+    return marshal.dumps((_connection_rows([conn])[0], _handshake_rows([conn])))
 
 
 def _merged(schema: TableSchema, rows: list[tuple[object, ...]],

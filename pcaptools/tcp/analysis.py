@@ -513,6 +513,31 @@ class TcpAnalyzer:
         self.conversations.append(None)
         return len(self.conversations) - 1
 
+    def knows(self, src: bytes, sport: int, dst: bytes, dport: int) -> bool:
+        """Whether a segment of this address pair would be analysed with a conversation the
+        analyzer has (:meth:`feed_known` would not return None)."""
+        return (src, sport, dst, dport) in self._table
+
+    def forget(self, conv: TcpConversation) -> bool:
+        """Let ``conv`` go (a frozen connection: :mod:`.frozen`): from :attr:`conversations`,
+        and its address pair from the index while the pair is still its own; returns whether
+        it was (False: a later connection took the address pair over)."""
+        self.conversations[conv.tcp_stream] = None
+        key = (conv.client_addr, conv.client_port, conv.server_addr, conv.server_port)
+        table = self._table
+        if table.get(key) is not conv:
+            return False
+        del table[key]
+        del table[(conv.server_addr, conv.server_port, conv.client_addr, conv.client_port)]
+        return True
+
+    def restore(self, conv: TcpConversation) -> None:
+        """Take back a conversation :meth:`forget` let go, with its address pair."""
+        self.conversations[conv.tcp_stream] = conv
+        table = self._table
+        table[(conv.client_addr, conv.client_port, conv.server_addr, conv.server_port)] = conv
+        table[(conv.server_addr, conv.server_port, conv.client_addr, conv.client_port)] = conv
+
     def _new_conv(self, seg: TcpSegment) -> TcpConversation:
         flags = seg.flags
         if flags & SYN:

@@ -96,6 +96,43 @@ _Page = tuple[bytearray, list[bytes], list[bytes], bytearray]
 """(packed rows, src, dst, live flags) of a page kept in memory"""
 
 
+class KeyBloom:
+    """A fixed-size Bloom filter of 64-bit address-pair keys (:func:`pair_hash`): k = 3 bit
+    positions a key, by double hashing. :meth:`may_hold` False: the key was never added."""
+
+    __slots__ = ("bits", "mask")
+
+    def __init__(self, nbits: int) -> None:
+        if nbits < 8 or nbits & (nbits - 1):
+            raise ValueError(f"bloom_bits must be a power of two >= 8, got {nbits}")
+        self.bits: bytearray | None = bytearray(nbits >> 3)
+        """(None once :meth:`forget` let it go: every key may be there)"""
+        self.mask = nbits - 1
+
+    def add(self, keys: np.ndarray) -> None:
+        """Add int64 ``keys``."""
+        if self.bits is None:
+            return
+        bloom = np.frombuffer(self.bits, dtype=np.uint8)
+        step = (keys >> 32) | 1
+        for i in range(3):  # (as may_hold; int64 arithmetic wraps: the same low bits)
+            b = (keys + i * step) & self.mask
+            np.bitwise_or.at(bloom, b >> 3, (1 << (b & 7)).astype(np.uint8))
+
+    def may_hold(self, key: int) -> bool:
+        bits = self.bits
+        if bits is None:
+            return True
+        m, step = self.mask, (key >> 32) | 1
+        for b in (key & m, (key + step) & m, (key + 2 * step) & m):
+            if not bits[b >> 3] >> (b & 7) & 1:
+                return False
+        return True
+
+    def forget(self) -> None:
+        self.bits = None
+
+
 class _SpillStore:
     """The spilled rows of a :class:`ColdSyns`: a private temporary sqlite database (on disk
     once past sqlite's small page cache; deleted when closed) with, per row, its tcp_stream,
@@ -104,14 +141,10 @@ class _SpillStore:
     they touch each page of that index once, not one page at random each); and a Bloom filter
     of the keys (fixed size; a false positive costs one indexed query, a negative none)."""
 
-    __slots__ = ("bloom", "db", "mask")
+    __slots__ = ("bloom", "db")
 
     def __init__(self, bloom_bits: int) -> None:
-        if bloom_bits < 8 or bloom_bits & (bloom_bits - 1):
-            raise ValueError(f"bloom_bits must be a power of two >= 8, got {bloom_bits}")
-        self.bloom: bytearray | None = bytearray(bloom_bits >> 3)
-        """(None once :meth:`ColdSyns.forget_pairs` let it go: every key may be there)"""
-        self.mask = bloom_bits - 1
+        self.bloom = KeyBloom(bloom_bits)
         db = self.db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
         for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-2048"):
             db.execute(f"PRAGMA {pragma}")
@@ -124,12 +157,7 @@ class _SpillStore:
         """Store (stream, packed row, src, dst) rows, in tcp_stream order, and their keys,
         in one transaction."""
         k = np.array(keys, dtype=np.int64)
-        if self.bloom is not None:
-            bloom = np.frombuffer(self.bloom, dtype=np.uint8)
-            step = (k >> 32) | 1
-            for i in range(3):  # (as may_hold; int64 arithmetic wraps: the same low bits)
-                b = (k + i * step) & self.mask
-                np.bitwise_or.at(bloom, b >> 3, (1 << (b & 7)).astype(np.uint8))
+        self.bloom.add(k)
         order = np.argsort(k, kind="stable")
         streams = [r[0] for r in rows]
         db = self.db
@@ -146,15 +174,7 @@ class _SpillStore:
 
     def may_hold(self, key: int) -> bool:
         """False: no row of ``key`` was ever stored (the Bloom filter says so)."""
-        bloom = self.bloom
-        if bloom is None:
-            return True
-        # the k = 3 bit positions of the key, by double hashing (put sets them with numpy)
-        m, step = self.mask, (key >> 32) | 1
-        for b in (key & m, (key + step) & m, (key + 2 * step) & m):
-            if not bloom[b >> 3] >> (b & 7) & 1:
-                return False
-        return True
+        return self.bloom.may_hold(key)
 
     def with_key(self, key: int) -> list[tuple[int, bytes, bytes, bytes]]:
         """(stream, packed row, src, dst) of the rows of ``key`` (hash collisions among them)"""
@@ -179,7 +199,7 @@ class _SpillStore:
 
     def close(self) -> None:
         self.db.close()
-        self.bloom = None
+        self.bloom.forget()
 
 
 class ColdSyns:
@@ -454,7 +474,7 @@ class ColdSyns:
         self.keys = {}
         self._found = None
         if self._store is not None:
-            self._store.bloom = None
+            self._store.bloom.forget()
 
     def close(self) -> None:
         """Close (and so delete) the database of the spilled rows; nothing may be read

@@ -22,8 +22,9 @@ from ..net.packet import ACK, FIN, RST, SYN, TcpSegment
 from .stream import Direction, StreamChunk, StreamObserver
 from .analysis import RETRANSMISSION_KINDS as RETRANSMISSION_KINDS  # (re-exported: its home)
 from .analysis import SegmentAnalysis, TcpAnalyzer, TcpConversation
-from .cold import ColdSyns, cold_eligible
+from .cold import ColdSyns, cold_eligible, pair_hash
 from .connstate import ConnHistory
+from .frozen import Deadlines, FreezePolicy, FrozenConnections, freeze
 from .gaps import Gap, SeqFollower
 from .losses import LossDirection, LossRecorder, vantage
 from .options import parse_options
@@ -326,6 +327,7 @@ class TcpTracker:
         emit: EventSink | None = None,
         max_buffer_bytes: int = 4 << 20,
         spill_cold: bool = False,
+        freeze_policy: FreezePolicy | None = None,
     ) -> None:
         self.diag = diag
         self.observer_factory = observer_factory
@@ -345,8 +347,25 @@ class TcpTracker:
         """rows of tcp_losses (segments resent, capture drops)"""
         self.quoted_streams: set[int] = set()
         """tcp_streams of the TCP headers :meth:`unanalysed` saw (quoted in ICMP errors)"""
+        self.freeze_policy = freeze_policy
+        self.frozen: FrozenConnections | None = \
+            FrozenConnections(spill_cold) if freeze_policy is not None else None
+        """the connections frozen (:mod:`.frozen`; None: none is, ``freeze_policy`` None)"""
+        self._ended_q = Deadlines()
+        """connections that ended (RST, FIN both ways), to freeze once quiet"""
+        self._idle_q = Deadlines()
+        """every connection, to freeze once idle"""
+        self._countdown = freeze_policy.every if freeze_policy is not None else 0
+        """segments until the next look for connections to freeze"""
+        self.row_maker: Callable[[Connection], bytes | None] | None = None
+        """a record's table rows, packed, made when it is frozen (the tables layer sets it;
+        None: made at the end from the thawed record, as are those it returns None for)"""
 
     def segment(self, seg: TcpSegment) -> SegmentAnalysis:
+        if self.frozen is not None and not self._warming:
+            self._countdown -= 1
+            if self._countdown <= 0:
+                self._sweep(seg.ts_ns)
         a = self.analyzer.feed_known(seg)
         if a is None:  # (the first segment of its address pair, or of a cold connection)
             a = self._first(seg)
@@ -487,13 +506,109 @@ class TcpTracker:
             row = cold.find(seg)
             if row != -1:  # (a handle: a row in memory, or spilled)
                 self._warm(row)
+            elif self._thaw(seg):
+                pass
             elif cold_eligible(seg):
                 a = cold.add(seg, len(self.connections))
                 if a is not None:
                     self.connections.append(None)
                     self.analyzer.reserve()  # (the same number: one conversation a record)
                     return a
+        elif cold is None:
+            self._thaw(seg)
         return self.analyzer.feed(seg)
+
+    # ------------------------------------------------------------ frozen connections
+
+    def _sweep(self, now: int) -> None:
+        """Freeze the connections whose time came (:class:`~.frozen.FreezePolicy`)."""
+        pol = self.freeze_policy
+        assert pol is not None
+        self._countdown = pol.every
+        conns = self.connections
+        for q, wait in ((self._ended_q, pol.ended_ns), (self._idle_q, pol.idle_ns)):
+            for stream in q.due(now):
+                conn = conns[stream]
+                if conn is None:  # (cold, frozen already, or dropped)
+                    continue
+                at = conn.last_ts + wait
+                if at > now:  # (it sent something since: look again then)
+                    q.add(stream, at)
+                elif conn.streams is None:
+                    self._freeze(conn)
+                elif q is self._idle_q:  # (its parser may let it go later)
+                    q.add(stream, now + wait)
+
+    def _freeze(self, conn: Connection) -> None:
+        fz = self.frozen
+        assert fz is not None and conn.streams is None
+        blob = freeze(conn)
+        c = conn.conv
+        at_finish = conn.loss is not None and bool(conn.loss[0].holes or conn.loss[1].holes)
+        if not at_finish and conn.follow is not None:
+            out: list[Gap] = []
+            conn.follow.finish(out)  # (this follower is let go: the blob has its state)
+            at_finish = bool(out)
+        key = pair_hash(c.client_addr, c.client_port, c.server_addr, c.server_port) \
+            if self.analyzer.forget(c) else None
+        self.connections[c.tcp_stream] = None
+        rows = self.row_maker(conn) if self.row_maker is not None and not at_finish else None
+        fz.put(c.tcp_stream, blob, key, at_finish, rows)
+
+    def _thaw(self, seg: TcpSegment) -> bool:
+        """Thaw the frozen connection of ``seg``'s address pair, if there is one."""
+        fz = self.frozen
+        if fz is None or not fz.n:
+            return False
+        src, sport, dst, dport = seg.src, seg.sport, seg.dst, seg.dport
+
+        def same(conn: Connection) -> bool:
+            c = conn.conv
+            return (c.client_port == sport and c.server_port == dport and c.client_addr == src
+                    and c.server_addr == dst) or (c.client_port == dport and c.server_port == sport
+                                                  and c.client_addr == dst and c.server_addr == src)
+
+        conn = fz.take(src, sport, dst, dport, same)
+        if conn is None:
+            return False
+        c = conn.conv
+        self.connections[c.tcp_stream] = conn
+        self.analyzer.restore(c)
+        pol = self.freeze_policy
+        assert pol is not None
+        now = seg.ts_ns
+        self._idle_q.add(c.tcp_stream, now + pol.idle_ns)
+        if conn.rst_frame is not None or (conn.fin is not None and conn.fin[0] is not None
+                                          and conn.fin[1] is not None):
+            self._ended_q.add(c.tcp_stream, now + pol.ended_ns)
+        return True
+
+    def records(self, start: int, end: int) -> list[Connection]:
+        """The records of tcp_streams [start, end) in order, frozen ones thawed (and no longer
+        frozen: the caller puts back those it keeps) but for those frozen with their table
+        rows (:attr:`row_maker`; :meth:`~.frozen.FrozenConnections.take_rows`); cold
+        connections have none."""
+        conns = self.connections
+        fz = self.frozen
+        if fz is None or not fz.n:
+            return [c for c in conns[start:end] if c is not None]
+        out = []
+        for i in range(start, min(end, len(conns))):
+            c = conns[i]
+            if c is None:
+                c = fz.pop(i, with_rows=False)
+            if c is not None:
+                out.append(c)
+        return out
+
+    def conversation(self, stream: int) -> TcpConversation | None:
+        """The conversation of ``stream`` (None: the connection is cold or its record was
+        dropped), a frozen one's as a thawed copy (it stays frozen)."""
+        conns = self.connections
+        conn = conns[stream] if stream < len(conns) else None
+        if conn is None and self.frozen is not None:
+            conn = self.frozen.peek(stream)
+        return conn.conv if conn is not None else None
 
     def _warm(self, row: int) -> None:
         """Make the cold connection of ``row`` (a :meth:`~.cold.ColdSyns.find` handle): its
@@ -750,6 +865,14 @@ class TcpTracker:
             if self.cold.spill_error is not None:
                 self.diag.add("tcp.cold_spill_failed", self.cold.spill_error[:200],
                               ts_ns=ts_ns, frame=frame)
+        fz = self.frozen
+        if fz is not None:  # (those the end must see, thawed: below, in tcp_stream order)
+            for stream in sorted(fz.finish):
+                self.connections[stream] = fz.pop(stream)
+            fz.forget_pairs()
+            if fz.spill_error is not None:
+                self.diag.add("tcp.frozen_spill_failed", fz.spill_error[:200], ts_ns=ts_ns,
+                              frame=frame)
         for conn in self.connections:
             if conn is None:  # (cold: nothing to flush)
                 continue
@@ -787,11 +910,14 @@ class TcpTracker:
         self.analyzer = TcpAnalyzer(self.diag)
 
     def drop_cold(self) -> None:
-        """Let the cold connections go (their rows are in the tables), closing the database
-        of those spilled."""
+        """Let the cold connections and the frozen records go (their rows are in the
+        tables), closing the databases of those spilled."""
         if self.cold is not None:
             self.cold.close()
             self.cold = None
+        if self.frozen is not None:
+            self.frozen.close()
+            self.frozen = FrozenConnections()
 
     def unanalysed(self, seg: TcpSegment, captured: int) -> SegmentAnalysis | None:
         """A TCP header that is not a segment of its own (quoted in an ICMP error, or cut short):
@@ -802,6 +928,9 @@ class TcpTracker:
             row = cold.find(seg)
             if row != -1:
                 self._warm(row)
+        if self.frozen is not None and not self.analyzer.knows(seg.src, seg.sport, seg.dst,
+                                                               seg.dport):
+            self._thaw(seg)
         a = self.analyzer.feed_unanalysed(seg, captured)
         if a is not None:
             self.quoted_streams.add(a.tcp_stream)
@@ -822,6 +951,9 @@ class TcpTracker:
             conns[a.tcp_stream] = conn
         else:  # streams are numbered in order of appearance: the next index
             conns.append(conn)
+        pol = self.freeze_policy
+        if pol is not None:
+            self._idle_q.add(a.tcp_stream, seg.ts_ns + pol.idle_ns)
         return conn
 
     @staticmethod
@@ -944,3 +1076,11 @@ class TcpTracker:
             hs = conn.handshake
             if hs is not None and d == 1 and hs.synack_frame is None and hs.syn_frame is not None:
                 hs.refused = True
+            if self.freeze_policy is not None:
+                self._ended_q.add(conn.conv.tcp_stream, seg.ts_ns + self.freeze_policy.ended_ns)
+        elif flags & FIN and self.freeze_policy is not None and conn.rst_frame is None:
+            fin = conn.fin
+            assert fin is not None
+            if fin[0] == seg.frame and fin[1] is not None or fin[1] == seg.frame \
+                    and fin[0] is not None:  # (the second direction's first FIN)
+                self._ended_q.add(conn.conv.tcp_stream, seg.ts_ns + self.freeze_policy.ended_ns)

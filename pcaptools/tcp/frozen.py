@@ -1,0 +1,471 @@
+"""Frozen connections: the records of connections that ended or went idle, packed into one
+``bytes`` object each until a segment of their address pair comes again.
+
+A connection the tracker analyses costs ~3.3 KB of Python objects (its
+:class:`~.tracker.Connection` record, the analyzer's :class:`~.analysis.TcpConversation` and
+their parts) from its first segment after the SYN to the end of the capture. A busy load
+balancer's hour, or a closed-port scan, is millions of connections that ended long before the
+capture did. :class:`~.tracker.TcpTracker` freezes such a connection (when ``load()`` asks it
+to: :class:`FreezePolicy`): every field of its record and conversation goes into one
+``marshal`` blob (~0.4 KB with its address-pair key, :func:`freeze`), the objects go, and the
+analyzer forgets the address pair. A later segment of that address pair (a retransmitted FIN,
+a late RST, a reused port, an ICMP error quoting it) thaws it (:func:`thaw`): the same objects
+with the same values are made again and the analyzer takes the address pair back, so the
+segment is analysed exactly as if the connection had never been frozen, under the same
+``tcp_stream`` (tshark never forgets an address pair, and neither does pcaptools: unlike Zeek's
+timeouts, freezing changes no number and no row). The end of the pass thaws each frozen record
+in turn to make its table rows (:meth:`FrozenConnections.record`).
+
+Only a connection with no byte-stream observer state is frozen (``Connection.streams`` None:
+nobody parses its payload, or ``load(payloads=False)``); a parser's state (TLS keys, HPACK
+tables, a WebSocket's inflater) has no such packed form, and those connections keep their
+objects to the end. ``tests/tcp/test_frozen.py`` freezes every connection after each of its
+segments and requires every table, warning and observer call to be what they are without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import marshal
+import sqlite3
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .analysis import TcpConversation, TcpDirection
+from .._memory import trim
+from .cold import BLOOM_BITS, PAGE_ROWS, KeyBloom, pair_hash
+from .connstate import ConnHistory, _Endpoint
+from .gaps import SeqFollower, _Dir
+from .losses import LossDirection
+
+if TYPE_CHECKING:
+    from .tracker import Connection
+
+_NS = 1_000_000_000
+_I64 = 1 << 63
+
+
+@dataclass(frozen=True, slots=True)
+class FreezePolicy:
+    """When the tracker freezes a connection nobody parses (capture time, nanoseconds).
+
+    Zeek expires a connection 5 s after its close or reset (``tcp_close_delay``,
+    ``tcp_reset_delay``) and after 5 minutes without a packet (``tcp_inactivity_timeout``),
+    and a packet after that starts a new connection. Freezing loses nothing (a later segment
+    thaws the connection under its number), so pcaptools can freeze sooner: 1 s after the last
+    packet of a connection that ended (RST, or FIN both ways), 60 s after the last packet of
+    one that did not. ``every``: the tracker looks for connections to freeze once every that
+    many segments (the tests freeze after each segment: ``FreezePolicy(0, 0, 1)``)."""
+
+    ended_ns: int = 1 * _NS
+    idle_ns: int = 60 * _NS
+    every: int = 4096
+
+
+# ----------------------------------------------------------------- the packed form
+
+def _names(cls: type) -> tuple[str, ...]:
+    if dataclasses.is_dataclass(cls):
+        return tuple(f.name for f in dataclasses.fields(cls))
+    return tuple(cls.__slots__)  # type: ignore[attr-defined]
+
+
+class _Codec:
+    """attrgetters and names of every class of a record, in a fixed order."""
+
+    __slots__ = ("conn", "conn_cls", "conn_n", "conv", "conv_n", "dir", "dir_n", "ds",
+                 "ds_cls", "ep", "ep_n", "gd", "gd_n", "hist", "hist_n", "hs", "hs_cls", "ld",
+                 "ld_n")
+
+    def __init__(self) -> None:
+        from .tracker import Connection, DirStats, Handshake  # (tracker imports this module)
+
+        self.conn_cls, self.hs_cls, self.ds_cls = Connection, Handshake, DirStats
+        self.conn_n = _names(Connection)
+        self.conn = attrgetter(*self.conn_n)
+        self.hs = attrgetter(*_names(Handshake))
+        self.ds = attrgetter(*_names(DirStats))
+        self.conv_n = tuple(n for n in _names(TcpConversation) if n not in ("c2s", "s2c"))
+        self.conv = attrgetter(*self.conv_n)
+        self.dir_n = _names(TcpDirection)
+        self.dir = attrgetter(*self.dir_n)
+        self.hist_n = tuple(n for n in _names(ConnHistory) if n not in ("_orig", "_resp"))
+        self.hist = attrgetter(*self.hist_n)
+        self.ep_n = _names(_Endpoint)
+        self.ep = attrgetter(*self.ep_n)
+        self.gd_n = _names(_Dir)
+        self.gd = attrgetter(*self.gd_n)
+        self.ld_n = _names(LossDirection)
+        self.ld = attrgetter(*self.ld_n)
+
+
+_codec: _Codec | None = None
+
+
+def _the_codec() -> _Codec:
+    global _codec
+    if _codec is None:
+        _codec = _Codec()
+    return _codec
+
+
+def _make(cls: Any, names: tuple[str, ...], values: tuple[Any, ...]) -> Any:
+    o = cls.__new__(cls)
+    for n, v in zip(names, values, strict=True):
+        setattr(o, n, v)
+    return o
+
+
+def freeze(conn: Connection) -> bytes:
+    """Every field of ``conn`` (no byte-stream observer: ``streams`` None) and of its
+    conversation as one ``marshal`` blob (:func:`thaw` makes them again)."""
+    k = _the_codec()
+    assert conn.streams is None
+    c = conn.conv
+    h = conn.history
+    hs = conn.handshake
+    f = conn.follow
+    loss = conn.loss
+    fields = list(k.conn(conn))
+    fields[k.conn_n.index("conv")] = (k.conv(c), k.dir(c.c2s), k.dir(c.s2c))
+    fields[k.conn_n.index("history")] = (k.hist(h), k.ep(h._orig), k.ep(h._resp))
+    fields[k.conn_n.index("side")] = (k.ds(conn.side[0]), k.ds(conn.side[1]))
+    fields[k.conn_n.index("handshake")] = None if hs is None else k.hs(hs)
+    fields[k.conn_n.index("follow")] = \
+        None if f is None else (f.hi, k.gd(f.dirs[0]), k.gd(f.dirs[1]))
+    fields[k.conn_n.index("loss")] = None if loss is None else (k.ld(loss[0]), k.ld(loss[1]))
+    return marshal.dumps(tuple(fields))
+
+
+def thaw(blob: bytes) -> Connection:
+    """The record :func:`freeze` packed, with its conversation, as new objects."""
+    k = _the_codec()
+    v = list(marshal.loads(blob))
+    n = k.conn_n
+    i = n.index("conv")
+    cv, c2s, s2c = v[i]
+    conv = _make(TcpConversation, k.conv_n, cv)
+    conv.c2s = _make(TcpDirection, k.dir_n, c2s)
+    conv.s2c = _make(TcpDirection, k.dir_n, s2c)
+    v[i] = conv
+    i = n.index("history")
+    hv, orig, resp = v[i]
+    h = _make(ConnHistory, k.hist_n, hv)
+    h._orig = _make(_Endpoint, k.ep_n, orig)
+    h._resp = _make(_Endpoint, k.ep_n, resp)
+    v[i] = h
+    i = n.index("side")
+    v[i] = (k.ds_cls(*v[i][0]), k.ds_cls(*v[i][1]))
+    i = n.index("handshake")
+    if v[i] is not None:
+        v[i] = k.hs_cls(*v[i])
+    i = n.index("follow")
+    if v[i] is not None:
+        hi, d0, d1 = v[i]
+        f = SeqFollower.__new__(SeqFollower)
+        f.hi = hi
+        f.dirs = (_make(_Dir, k.gd_n, d0), _make(_Dir, k.gd_n, d1))
+        v[i] = f
+    i = n.index("loss")
+    if v[i] is not None:
+        v[i] = (_make(LossDirection, k.ld_n, v[i][0]), _make(LossDirection, k.ld_n, v[i][1]))
+    return k.conn_cls(*v)  # type: ignore[no-any-return]
+
+
+# ----------------------------------------------------------------- the store
+
+class _Disk:
+    """Frozen records moved out of memory: a private temporary sqlite database (deleted when
+    closed) with, per record, its tcp_stream, address-pair key (NULL: the pair is a later
+    connection's), blob and packed rows; and a Bloom filter of the keys."""
+
+    __slots__ = ("bloom", "db")
+
+    def __init__(self, bloom_bits: int) -> None:
+        self.bloom = KeyBloom(bloom_bits)
+        db = self.db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
+        for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-2048"):
+            db.execute(f"PRAGMA {pragma}")
+        db.execute("CREATE TABLE frozen (stream INTEGER PRIMARY KEY, key INTEGER, blob BLOB"
+                   " NOT NULL, rows BLOB)")
+        db.execute("CREATE INDEX frozen_key ON frozen (key) WHERE key IS NOT NULL")
+
+    def put(self, recs: list[tuple[int, int | None, bytes, bytes | None]]) -> None:
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            db.executemany("INSERT INTO frozen VALUES (?, ?, ?, ?)", recs)
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):  # (nothing of the page stays stored)
+                db.execute("ROLLBACK")
+            raise
+        self.bloom.add(np.array([r[1] for r in recs if r[1] is not None], dtype=np.int64))
+
+    def with_key(self, key: int) -> list[tuple[int, bytes]]:
+        if not self.bloom.may_hold(key):
+            return []
+        return self.db.execute("SELECT stream, blob FROM frozen WHERE key = ?",
+                               (key,)).fetchall()
+
+    def get(self, stream: int) -> tuple[bytes, bytes | None]:
+        return self.db.execute(  # type: ignore[no-any-return]
+            "SELECT blob, rows FROM frozen WHERE stream = ?", (stream,)).fetchone()
+
+    def delete(self, stream: int) -> None:
+        self.db.execute("DELETE FROM frozen WHERE stream = ?", (stream,))
+
+    def rows_between(self, start: int, end: int) -> list[tuple[int, bytes]]:
+        return self.db.execute("SELECT stream, rows FROM frozen WHERE stream >= ? AND stream < ?"
+                               " AND rows IS NOT NULL ORDER BY stream", (start, end)).fetchall()
+
+
+_ON_DISK_ROWS, _ON_DISK = 1, 2
+"""FrozenConnections.on_disk: the record is on disk with its rows, without"""
+
+
+class FrozenConnections:
+    """The frozen records of one tracker: ``blobs[tcp_stream]`` (None: not frozen, or on
+    disk) and an index of their address pairs (:func:`~.cold.pair_hash` -> tcp_stream, or a
+    list of them for keys that collide; a key match is checked against the record's
+    addresses).
+
+    ``spill`` (the streaming export's choice, as for cold SYNs): when :data:`PAGE_ROWS` x 2
+    records are frozen in memory, the :data:`PAGE_ROWS` frozen first move to a temporary
+    database (:class:`_Disk`), and their address pairs leave the index (a Bloom filter of
+    their keys answers "never moved" without a query). If the database cannot be made or
+    written, they stay in memory (:attr:`spill_error` says why, the tracker warns)."""
+
+    __slots__ = ("_disk", "_order", "blobs", "finish", "index", "n", "n_disk", "on_disk",
+                 "page_rows", "rows", "spill", "spill_error", "bloom_bits")
+
+    def __init__(self, spill: bool = False, *, page_rows: int = PAGE_ROWS,
+                 bloom_bits: int = BLOOM_BITS) -> None:
+        self.blobs: list[bytes | None] = []
+        self.rows: list[bytes | None] = []
+        """``rows[tcp_stream]``: the table rows of a frozen record, made when it was frozen
+        (:attr:`~.tracker.TcpTracker.row_maker`), packed; None: none were made"""
+        self.index: dict[int, int | list[int]] = {}
+        self.finish: set[int] = set()
+        """tcp_streams whose record the end of the capture must see (a hole the loss table
+        closes, a content gap to report): :meth:`~.tracker.TcpTracker.finish` thaws those"""
+        self.n = 0
+        """records frozen now (those on disk among them)"""
+        self.spill = spill
+        self.page_rows = page_rows
+        self.bloom_bits = bloom_bits
+        self._order: list[tuple[int, int | None, bytes]] = []
+        """(tcp_stream, key, blob) of the records frozen in memory, in the order frozen (with
+        ``spill``; a record thawed since no longer has that blob)"""
+        self.on_disk = bytearray()
+        """per tcp_stream: 0, or _ON_DISK_ROWS / _ON_DISK while its record is on disk"""
+        self.n_disk = 0
+        self._disk: _Disk | None = None
+        self.spill_error: str | None = None
+
+    def put(self, stream: int, blob: bytes, key: int | None, at_finish: bool,
+            rows: bytes | None = None) -> None:
+        """Keep ``blob`` as ``stream``'s record (and ``rows``, its table rows); ``key``: its
+        address pair's (None: the pair belongs to a later connection, so nothing thaws this
+        one before the end)."""
+        blobs = self.blobs
+        if stream >= len(blobs):
+            more = [None] * (stream + 1 - len(blobs))
+            blobs.extend(more)
+            self.rows.extend(more)
+            if self.spill:
+                self.on_disk.extend(bytes(len(more)))
+        blobs[stream] = blob
+        self.rows[stream] = rows
+        self.n += 1
+        if at_finish:
+            self.finish.add(stream)
+        if key is not None:
+            have = self.index.get(key)
+            if have is None:
+                self.index[key] = stream
+            elif isinstance(have, int):
+                self.index[key] = [have, stream]
+            else:
+                have.append(stream)
+        if self.spill:
+            order = self._order
+            order.append((stream, key, blob))
+            if len(order) >= 2 * self.page_rows and self.spill_error is None:
+                self._move(order[:self.page_rows])
+                del order[:self.page_rows]
+
+    def _move(self, page: list[tuple[int, int | None, bytes]]) -> None:
+        """The records of ``page`` still frozen in memory as they were then go to the
+        database."""
+        blobs, rows = self.blobs, self.rows
+        recs = [(s, k, b, rows[s]) for s, k, b in page if blobs[s] is b]
+        try:
+            if self._disk is None:
+                self._disk = _Disk(self.bloom_bits)
+            self._disk.put(recs)
+        except sqlite3.Error as exc:
+            self.spill_error = f"{type(exc).__name__}: {exc}"
+            return
+        on_disk = self.on_disk
+        for s, k, _, r in recs:
+            blobs[s] = rows[s] = None
+            on_disk[s] = _ON_DISK if r is None else _ON_DISK_ROWS
+            if k is not None:
+                self._unindex(s, k)
+        self.n_disk += len(recs)
+        trim()
+
+    def take(self, src: bytes, sport: int, dst: bytes, dport: int,
+             same: Callable[[Connection], bool]) -> Connection | None:
+        """The frozen record of this address pair, thawed and no longer frozen (None: none).
+        ``same(record)``: whether it is the connection of these addresses (a key collision
+        is not)."""
+        key = pair_hash(src, sport, dst, dport)
+        have = self.index.get(key)
+        if have is not None:
+            for stream in ([have] if isinstance(have, int) else list(have)):
+                blob = self.blobs[stream]
+                assert blob is not None
+                conn = thaw(blob)
+                if same(conn):
+                    self._forget(stream, key)
+                    return conn
+        if self.n_disk:
+            assert self._disk is not None
+            for stream, blob in self._disk.with_key(key):
+                conn = thaw(blob)
+                if same(conn):
+                    self._off_disk(stream)
+                    return conn
+        return None
+
+    def pop(self, stream: int, with_rows: bool = True) -> Connection | None:
+        """``stream``'s record, thawed and no longer frozen (None: not frozen, or, unless
+        ``with_rows``, frozen with its table rows)."""
+        if stream >= len(self.blobs):
+            return None
+        blob = self.blobs[stream]
+        if blob is None:
+            state = self.on_disk[stream] if self.n_disk else 0
+            if not state or state == _ON_DISK_ROWS and not with_rows:
+                return None
+            assert self._disk is not None
+            blob = self._disk.get(stream)[0]
+            self._off_disk(stream)
+            return thaw(blob)
+        if not with_rows and self.rows[stream] is not None:
+            return None
+        conn = thaw(blob)
+        c = conn.conv
+        self._forget(stream, pair_hash(c.client_addr, c.client_port, c.server_addr,
+                                       c.server_port))
+        return conn
+
+    def peek(self, stream: int) -> Connection | None:
+        """``stream``'s record, thawed, still frozen (None: not frozen)."""
+        if stream >= len(self.blobs):
+            return None
+        blob = self.blobs[stream]
+        if blob is None and self.n_disk and self.on_disk[stream]:
+            assert self._disk is not None
+            blob = self._disk.get(stream)[0]
+        return None if blob is None else thaw(blob)
+
+    def take_rows(self, start: int, end: int) -> list[Any]:
+        """The table rows of the frozen records of tcp_streams [start, end) that have them,
+        unpacked, in order; those records are let go (nothing thaws them after the pass)."""
+        got: list[tuple[int, bytes]] = []
+        rows, blobs = self.rows, self.blobs
+        for i in range(start, min(end, len(rows))):
+            r = rows[i]
+            if r is not None:
+                got.append((i, r))
+                rows[i] = blobs[i] = None
+                self.n -= 1
+        if self.n_disk:
+            assert self._disk is not None
+            more = self._disk.rows_between(start, end)
+            for i, _ in more:
+                self.on_disk[i] = 0
+            self.n_disk -= len(more)
+            self.n -= len(more)
+            got = sorted(got + more) if got else more
+        return [marshal.loads(r) for _, r in got]
+
+    def _off_disk(self, stream: int) -> None:
+        assert self._disk is not None
+        self._disk.delete(stream)
+        self.on_disk[stream] = 0
+        self.n_disk -= 1
+        self.n -= 1
+        self.finish.discard(stream)
+
+    def _forget(self, stream: int, key: int) -> None:
+        self.blobs[stream] = None
+        self.rows[stream] = None
+        self.n -= 1
+        self.finish.discard(stream)
+        self._unindex(stream, key)
+
+    def _unindex(self, stream: int, key: int) -> None:
+        have = self.index.get(key)
+        if have == stream:
+            del self.index[key]
+        elif isinstance(have, list) and stream in have:
+            have.remove(stream)
+            if len(have) == 1:
+                self.index[key] = have[0]
+
+    def forget_pairs(self) -> None:
+        """End of capture: no segment comes after, so the address-pair index goes."""
+        self.index = {}
+        self._order = []
+        if self._disk is not None:
+            self._disk.bloom.forget()
+
+    def close(self) -> None:
+        """Close (and so delete) the database; nothing on disk may be read after."""
+        if self._disk is not None:
+            self._disk.db.close()
+            self._disk = None
+
+
+class Deadlines:
+    """tcp_streams with the capture time after which they may be frozen, in the order they
+    were added: two int64 arrays (16 bytes an entry) read from ``head`` on."""
+
+    __slots__ = ("at", "head", "streams")
+
+    def __init__(self) -> None:
+        self.streams = array("q")
+        self.at = array("q")
+        self.head = 0
+
+    def add(self, stream: int, at: int) -> None:
+        self.streams.append(stream)
+        self.at.append(at if -_I64 <= at < _I64 else _I64 - 1 if at > 0 else -_I64)
+
+    def due(self, now: int) -> list[int]:
+        """The streams whose time came (taken out), oldest first."""
+        at, h = self.at, self.head
+        n = len(at)
+        start = h
+        while h < n and at[h] <= now:
+            h += 1
+        out = self.streams[start:h].tolist()
+        if h > 4096 and h * 2 > n:  # (the entries before head go)
+            del at[:h]
+            del self.streams[:h]
+            h = 0
+        self.head = h
+        return out
+
+    def __len__(self) -> int:
+        return len(self.at) - self.head

@@ -1,0 +1,171 @@
+"""Frozen connections (issue #18, :mod:`pcaptools.tcp.frozen`) change no number and no row.
+
+Every input goes through a tracker that freezes every connection it may (no byte-stream
+observer) before each segment (``FreezePolicy(0, 0, 1)``: each segment of a frozen connection
+thaws it, so every record goes through :func:`freeze`/:func:`thaw` once per segment) and
+through one that never freezes: the connections, handshakes, events and losses tables, the
+Diagnostics rows and the observer calls must be identical. Inputs: captures/, the public
+corpus, the tshark-comparison scenarios, seeded simulations and a scan-like capture, with an
+observer for every other connection (the others are frozen) and without observers.
+"""
+
+from __future__ import annotations
+
+import marshal
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pcaptools.diagnostics import Diagnostics
+from pcaptools.tables.tcp_tables import events_table, losses_table, packed_rows, record_tables
+from pcaptools.tcp.frozen import FreezePolicy, FrozenConnections, freeze, thaw
+from pcaptools.tcp.tracker import TcpTracker
+from tests.conftest import corpus_files, shipped_captures
+from tests.tcp._compare import feed
+from tests.tcp._pcapgen import simulate, write_pcap
+from tests.tcp._scenarios import SCENARIOS
+from tests.tcp.test_fast_paths import _Recorder
+from tests.tcp.test_lazy_state import _scan
+
+ALWAYS = FreezePolicy(0, 0, 1)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    d = tmp_path_factory.mktemp("frozen")
+    paths = [write_pcap(d / "scan.pcap", _scan()), *shipped_captures(), *corpus_files()]
+    for name, build in SCENARIOS.items():
+        paths.append(write_pcap(d / f"scenario_{name}.pcap", build()))
+    for seed in range(8):
+        paths.append(write_pcap(d / f"sim_{seed:03d}.pcap",
+                                simulate(seed, n_conns=2 + seed % 4, n_data=40 + seed % 80)))
+    return paths
+
+
+class _Counting(TcpTracker):
+    """Counts the freezes and thaws."""
+
+    frozen_n = 0
+    thawed_n = 0
+
+    def _freeze(self, conn):  # type: ignore[no-untyped-def]
+        self.frozen_n += 1
+        super()._freeze(conn)
+
+    def _thaw(self, seg):  # type: ignore[no-untyped-def]
+        got = super()._thaw(seg)
+        self.thawed_n += got
+        return got
+
+
+def _run(path: Path, policy: FreezePolicy | None, observe: bool, early: bool = False,
+         spill: bool = False) -> tuple[list[object], list[pd.DataFrame], list[object], _Counting]:
+    log: list[object] = []
+    diag = Diagnostics()
+    factory = (lambda s, _mid: _Recorder(log, s) if s % 2 == 0 else None) if observe else None
+    tracker = _Counting(diag, observer_factory=factory, freeze_policy=policy)
+    if policy is not None and early:  # (as the pipeline: the rows made when frozen)
+        tracker.row_maker = lambda conn: packed_rows(conn, lambda c: c.conv.tcp_stream % 7 == 0)
+    if spill:  # (pages of 2 records go to disk; an 8-bit Bloom filter: false positives)
+        tracker.frozen = FrozenConnections(True, page_rows=2, bloom_bits=8)
+    last = feed(tracker, path)
+    tracker.finish(0, last)
+    tables = [*record_tables(tracker), events_table(tracker), losses_table(tracker)]
+    return log, tables, [(r.code, r.frame, r.detail) for r in diag.rows], tracker
+
+
+@pytest.mark.parametrize(("observe", "early", "spill"),
+                         [(True, False, False), (False, False, False), (False, True, False),
+                          (False, True, True), (True, False, True)],
+                         ids=["observer", "no_observer", "rows_when_frozen", "spilled",
+                              "observer_spilled"])
+def test_freezing_every_connection_changes_nothing(inputs: list[Path], observe: bool,
+                                                   early: bool, spill: bool) -> None:
+    frozen = thawed = 0
+    for path in inputs:
+        log, tables, rows, tracker = _run(path, ALWAYS, observe, early, spill)
+        want_log, want_tables, want_rows, _ = _run(path, None, observe)
+        assert log == want_log, path.name
+        for got, want in zip(tables, want_tables, strict=True):
+            pd.testing.assert_frame_equal(got, want, check_exact=True, obj=path.name)
+        assert rows == want_rows, path.name
+        frozen += tracker.frozen_n
+        thawed += tracker.thawed_n
+    assert thawed > 1000 and frozen > thawed  # (a late segment thaws; most stay frozen at the end)
+
+
+def test_a_record_survives_the_round_trip(inputs: list[Path]) -> None:
+    """freeze(thaw(freeze(c))) holds what freeze(c) does, for every record at the end of every
+    input (compared unpacked: marshal's bytes also say which objects were shared)."""
+    n = 0
+    for path in inputs:
+        tracker = TcpTracker(Diagnostics())
+        feed(tracker, path)
+        for conn in tracker.connections:
+            if conn is None:
+                continue
+            blob = freeze(conn)
+            again = thaw(blob)
+            assert marshal.loads(freeze(again)) == marshal.loads(blob)
+            assert again.conv.tcp_stream == conn.conv.tcp_stream
+            assert again.history.history == conn.history.history
+            assert again.conv.c2s.unacked == conn.conv.c2s.unacked
+            n += 1
+    assert n > 250
+
+
+def test_a_key_collision_takes_the_right_record(inputs: list[Path]) -> None:
+    """Two frozen records under one address-pair key: each pair thaws its own."""
+    tracker = TcpTracker(Diagnostics())
+    feed(tracker, inputs[1])
+    a, b = [c for c in tracker.connections if c is not None][:2]
+    fz = FrozenConnections()
+    for conn in (a, b):
+        conn.streams = None
+        fz.put(conn.conv.tcp_stream, freeze(conn), 7, False)
+    assert fz.index == {7: [a.conv.tcp_stream, b.conv.tcp_stream]}
+    fz.index = {k: v for k, v in fz.index.items()}
+
+    def same_as(want: int):  # type: ignore[no-untyped-def]
+        return lambda conn: conn.conv.tcp_stream == want
+
+    import pcaptools.tcp.frozen as frozen_mod
+    real = frozen_mod.pair_hash
+    frozen_mod.pair_hash = lambda *args: 7  # type: ignore[assignment]
+    try:
+        got = fz.take(b"x", 1, b"y", 2, same_as(b.conv.tcp_stream))
+        assert got is not None and got.conv.tcp_stream == b.conv.tcp_stream
+        assert fz.index == {7: a.conv.tcp_stream} and fz.n == 1
+        assert fz.take(b"x", 1, b"y", 2, same_as(-1)) is None
+        assert fz.n == 1
+    finally:
+        frozen_mod.pair_hash = real
+
+
+def test_a_database_that_fails_keeps_the_records_in_memory(
+        inputs: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The database fails at its second page: tables whole, one warning row."""
+    import sqlite3
+
+    import pcaptools.tcp.frozen as frozen_mod
+
+    calls = []
+    real = frozen_mod._Disk.put
+
+    def failing(self, recs):  # type: ignore[no-untyped-def]
+        calls.append(len(recs))
+        if len(calls) == 2:
+            raise sqlite3.OperationalError("database or disk is full")
+        real(self, recs)
+
+    monkeypatch.setattr(frozen_mod._Disk, "put", failing)
+    path = next(p for p in inputs if p.name == "scan.pcap")
+    log, tables, rows, _ = _run(path, ALWAYS, False, True, True)
+    _, want_tables, want_rows, _ = _run(path, None, False)
+    for got, want in zip(tables, want_tables, strict=True):
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert len(calls) == 2
+    extra = [r for r in rows if r not in want_rows]
+    assert [r[0] for r in extra] == ["tcp.frozen_spill_failed"]
+    assert "disk is full" in str(extra[0][2])  # type: ignore[index]
