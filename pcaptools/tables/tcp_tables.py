@@ -83,7 +83,8 @@ def packed_rows(conn: Connection, keep: Callable[[Connection], bool]) -> bytes |
     not thaw it; None for a record ``keep`` wants (the end thaws it, and keeps it)."""
     if keep(conn):
         return None
-    return marshal.dumps((_connection_rows([conn])[0], _handshake_rows([conn])))
+    rows: Any = (_connection_rows([conn])[0], _handshake_rows([conn]))  # (marshallable values)
+    return marshal.dumps(rows)
 
 
 def _merged(schema: TableSchema, rows: list[tuple[object, ...]],

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .analysis import TcpConversation, TcpDirection
 from .._memory import trim
+from .analysis import TcpConversation, TcpDirection
 from .cold import BLOOM_BITS, PAGE_ROWS, KeyBloom, pair_hash
 from .connstate import ConnHistory, _Endpoint
 from .gaps import SeqFollower, _Dir
@@ -61,11 +61,14 @@ class FreezePolicy:
     thaws the connection under its number), so pcaptools can freeze sooner: 1 s after the last
     packet of a connection that ended (RST, or FIN both ways), 60 s after the last packet of
     one that did not. ``every``: the tracker looks for connections to freeze once every that
-    many segments (the tests freeze after each segment: ``FreezePolicy(0, 0, 1)``)."""
+    many segments, and only while it holds more than ``min_records`` records (~3.3 KB each:
+    a capture of fewer connections is never frozen, and pays nothing for it). The tests
+    freeze before each segment: ``FreezePolicy(0, 0, 1, 0)``."""
 
     ended_ns: int = 1 * _NS
     idle_ns: int = 60 * _NS
     every: int = 4096
+    min_records: int = 10_000
 
 
 # ----------------------------------------------------------------- the packed form
@@ -175,7 +178,7 @@ def thaw(blob: bytes) -> Connection:
     i = n.index("loss")
     if v[i] is not None:
         v[i] = (_make(LossDirection, k.ld_n, v[i][0]), _make(LossDirection, k.ld_n, v[i][1]))
-    return k.conn_cls(*v)  # type: ignore[no-any-return]
+    return k.conn_cls(*v)
 
 
 # ----------------------------------------------------------------- the store
@@ -242,8 +245,21 @@ class FrozenConnections:
     their keys answers "never moved" without a query). If the database cannot be made or
     written, they stay in memory (:attr:`spill_error` says why, the tracker warns)."""
 
-    __slots__ = ("_disk", "_order", "blobs", "finish", "index", "n", "n_disk", "on_disk",
-                 "page_rows", "rows", "spill", "spill_error", "bloom_bits")
+    __slots__ = (
+        "_disk",
+        "_order",
+        "blobs",
+        "bloom_bits",
+        "finish",
+        "index",
+        "n",
+        "n_disk",
+        "on_disk",
+        "page_rows",
+        "rows",
+        "spill",
+        "spill_error",
+    )
 
     def __init__(self, spill: bool = False, *, page_rows: int = PAGE_ROWS,
                  bloom_bits: int = BLOOM_BITS) -> None:
@@ -354,7 +370,7 @@ class FrozenConnections:
         blob = self.blobs[stream]
         if blob is None:
             state = self.on_disk[stream] if self.n_disk else 0
-            if not state or state == _ON_DISK_ROWS and not with_rows:
+            if not state or (state == _ON_DISK_ROWS and not with_rows):
                 return None
             assert self._disk is not None
             blob = self._disk.get(stream)[0]

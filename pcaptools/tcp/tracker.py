@@ -357,6 +357,9 @@ class TcpTracker:
         """every connection, to freeze once idle"""
         self._countdown = freeze_policy.every if freeze_policy is not None else 0
         """segments until the next look for connections to freeze"""
+        self._records = 0
+        """records in :attr:`connections` (with ``freeze_policy``: made and thawed, less
+        those frozen)"""
         self.row_maker: Callable[[Connection], bytes | None] | None = None
         """a record's table rows, packed, made when it is frozen (the tables layer sets it;
         None: made at the end from the thawed record, as are those it returns None for)"""
@@ -525,6 +528,8 @@ class TcpTracker:
         pol = self.freeze_policy
         assert pol is not None
         self._countdown = pol.every
+        if self._records <= pol.min_records:
+            return
         conns = self.connections
         for q, wait in ((self._ended_q, pol.ended_ns), (self._idle_q, pol.idle_ns)):
             for stream in q.due(now):
@@ -552,6 +557,7 @@ class TcpTracker:
         key = pair_hash(c.client_addr, c.client_port, c.server_addr, c.server_port) \
             if self.analyzer.forget(c) else None
         self.connections[c.tcp_stream] = None
+        self._records -= 1
         rows = self.row_maker(conn) if self.row_maker is not None and not at_finish else None
         fz.put(c.tcp_stream, blob, key, at_finish, rows)
 
@@ -573,6 +579,7 @@ class TcpTracker:
             return False
         c = conn.conv
         self.connections[c.tcp_stream] = conn
+        self._records += 1
         self.analyzer.restore(c)
         pol = self.freeze_policy
         assert pol is not None
@@ -954,6 +961,7 @@ class TcpTracker:
         pol = self.freeze_policy
         if pol is not None:
             self._idle_q.add(a.tcp_stream, seg.ts_ns + pol.idle_ns)
+            self._records += 1
         return conn
 
     @staticmethod
@@ -1081,6 +1089,6 @@ class TcpTracker:
         elif flags & FIN and self.freeze_policy is not None and conn.rst_frame is None:
             fin = conn.fin
             assert fin is not None
-            if fin[0] == seg.frame and fin[1] is not None or fin[1] == seg.frame \
-                    and fin[0] is not None:  # (the second direction's first FIN)
+            if (fin[0] == seg.frame and fin[1] is not None) or (
+                    fin[1] == seg.frame and fin[0] is not None):  # (the second way's first FIN)
                 self._ended_q.add(conn.conv.tcp_stream, seg.ts_ns + self.freeze_policy.ended_ns)

@@ -1,7 +1,7 @@
 """Frozen connections (issue #18, :mod:`pcaptools.tcp.frozen`) change no number and no row.
 
 Every input goes through a tracker that freezes every connection it may (no byte-stream
-observer) before each segment (``FreezePolicy(0, 0, 1)``: each segment of a frozen connection
+observer) before each segment (``FreezePolicy(0, 0, 1, 0)``: each segment of a frozen connection
 thaws it, so every record goes through :func:`freeze`/:func:`thaw` once per segment) and
 through one that never freezes: the connections, handshakes, events and losses tables, the
 Diagnostics rows and the observer calls must be identical. Inputs: captures/, the public
@@ -28,7 +28,7 @@ from tests.tcp._scenarios import SCENARIOS
 from tests.tcp.test_fast_paths import _Recorder
 from tests.tcp.test_lazy_state import _scan
 
-ALWAYS = FreezePolicy(0, 0, 1)
+ALWAYS = FreezePolicy(0, 0, 1, 0)
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +161,7 @@ def test_a_database_that_fails_keeps_the_records_in_memory(
 
     monkeypatch.setattr(frozen_mod._Disk, "put", failing)
     path = next(p for p in inputs if p.name == "scan.pcap")
-    log, tables, rows, _ = _run(path, ALWAYS, False, True, True)
+    _, tables, rows, _ = _run(path, ALWAYS, False, True, True)
     _, want_tables, want_rows, _ = _run(path, None, False)
     for got, want in zip(tables, want_tables, strict=True):
         pd.testing.assert_frame_equal(got, want, check_exact=True)
@@ -169,3 +169,55 @@ def test_a_database_that_fails_keeps_the_records_in_memory(
     extra = [r for r in rows if r not in want_rows]
     assert [r[0] for r in extra] == ["tcp.frozen_spill_failed"]
     assert "disk is full" in str(extra[0][2])  # type: ignore[index]
+
+
+@pytest.mark.parametrize("name", ["scan", "coverage-mixed.pcap", "zeek-rules.pcap",
+                                  "tcp-refused.pcap", "http1-lossy.pcap", "pmtu-icmp-client.pcap",
+                                  "ipv6.pcap", "compare-h2.pcapng"])
+def test_load_with_every_connection_frozen_equals_load(name: str, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """load() and load(out=DIR), every table, with every connection nobody parses frozen at
+    each segment (rows made when frozen, records moved to disk in pages of 2) equal the same
+    load without freezing: the pipeline's wiring (the row maker, path_mtu's kept records, the
+    addresses of frozen connections, the database) changes nothing."""
+    import pcaptools
+    import pcaptools.pipeline as pipeline
+    import pcaptools.tcp.tracker as tracker_mod
+    from tests.conftest import CAPTURES
+
+    path = write_pcap(tmp_path / "scan.pcap", _scan()) if name == "scan" else CAPTURES / name
+    if not path.exists():
+        pytest.skip(f"captures/{name} missing")
+    keys = path.with_suffix(".keys")
+    keylog = keys if keys.exists() else None
+    monkeypatch.setattr(pipeline, "FreezePolicy", lambda: None)
+    want = pcaptools.load(path, keylog=keylog)
+    want_out = pcaptools.load(path, keylog=keylog, out=tmp_path / "want")
+    frozen: list[int] = []
+    real_freeze = tracker_mod.TcpTracker._freeze
+
+    def counting(self, conn):  # type: ignore[no-untyped-def]
+        frozen.append(conn.conv.tcp_stream)
+        real_freeze(self, conn)
+
+    monkeypatch.setattr(tracker_mod.TcpTracker, "_freeze", counting)
+    monkeypatch.setattr(pipeline, "FreezePolicy", lambda: ALWAYS)
+    got = pcaptools.load(path, keylog=keylog)
+    for table, df in want.tables.items():
+        pd.testing.assert_frame_equal(got.tables[table], df, check_exact=True, obj=table)
+    import pcaptools.tcp.frozen as frozen_mod
+    monkeypatch.setitem(FrozenConnections.__init__.__kwdefaults__, "page_rows", 2)
+    moved: list[int] = []
+    real_put = frozen_mod._Disk.put
+
+    def put(self, recs):  # type: ignore[no-untyped-def]
+        moved.extend(r[0] for r in recs)
+        real_put(self, recs)
+
+    monkeypatch.setattr(frozen_mod._Disk, "put", put)
+    got_out = pcaptools.load(path, keylog=keylog, out=tmp_path / "out")
+    for table in want.tables:
+        pd.testing.assert_frame_equal(got_out.tables[table], want_out.tables[table],
+                                      check_exact=True, obj=table)
+    assert frozen  # (some connection was frozen)
+    assert moved or len(set(frozen)) < 4, name  # (and moved to disk, when 4 were)
