@@ -13,8 +13,10 @@ a late RST, a reused port, an ICMP error quoting it) thaws it (:func:`thaw`): th
 with the same values are made again and the analyzer takes the address pair back, so the
 segment is analysed exactly as if the connection had never been frozen, under the same
 ``tcp_stream`` (tshark never forgets an address pair, and neither does pcaptools: unlike Zeek's
-timeouts, freezing changes no number and no row). The end of the pass thaws each frozen record
-in turn to make its table rows (:meth:`FrozenConnections.record`).
+timeouts, freezing changes no number and no row). The record's table rows are made when it is
+frozen (:attr:`~.tracker.TcpTracker.row_maker`; it cannot change while frozen), so the end of
+the pass reads them (:meth:`FrozenConnections.take_rows`) instead of thawing the record. With
+``spill`` (``load(out=DIR)``) frozen records move to a temporary database in pages.
 
 Only a connection with no byte-stream observer state is frozen (``Connection.streams`` None:
 nobody parses its payload, or ``load(payloads=False)``); a parser's state (TLS keys, HPACK
