@@ -7,9 +7,9 @@ their parts) from its first segment after the SYN to the end of the capture. A b
 balancer's hour, or a closed-port scan, is millions of connections that ended long before the
 capture did. :class:`~.tracker.TcpTracker` freezes such a connection (when ``load()`` asks it
 to: :class:`FreezePolicy`): every field of its record and conversation goes into one
-``marshal`` blob (~0.4 KB with its address-pair key, :func:`freeze`), the objects go, and the
+``marshal`` blob (~0.8 KB for a short connection, :meth:`RecordCodec.freeze`), the objects go, and the
 analyzer forgets the address pair. A later segment of that address pair (a retransmitted FIN,
-a late RST, a reused port, an ICMP error quoting it) thaws it (:func:`thaw`): the same objects
+a late RST, a reused port, an ICMP error quoting it) thaws it (:meth:`RecordCodec.thaw`): the same objects
 with the same values are made again and the analyzer takes the address pair back, so the
 segment is analysed exactly as if the connection had never been frozen, under the same
 ``tcp_stream`` (tshark never forgets an address pair, and neither does pcaptools: unlike Zeek's
@@ -35,7 +35,7 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -45,9 +45,6 @@ from .cold import BLOOM_BITS, PAGE_ROWS, KeyBloom, pair_hash
 from .connstate import ConnHistory, _Endpoint
 from .gaps import SeqFollower, _Dir
 from .losses import LossDirection
-
-if TYPE_CHECKING:
-    from .tracker import Connection
 
 _NS = 1_000_000_000
 _I64 = 1 << 63
@@ -81,21 +78,51 @@ def _names(cls: type) -> tuple[str, ...]:
     return tuple(cls.__slots__)  # type: ignore[attr-defined]
 
 
-class _Codec:
-    """attrgetters and names of every class of a record, in a fixed order."""
+def _make(cls: Any, names: tuple[str, ...], values: tuple[Any, ...]) -> Any:
+    o = cls.__new__(cls)
+    for n, v in zip(names, values, strict=True):
+        setattr(o, n, v)
+    return o
 
-    __slots__ = ("conn", "conn_cls", "conn_n", "conv", "conv_n", "dir", "dir_n", "ds",
-                 "ds_cls", "ep", "ep_n", "gd", "gd_n", "hist", "hist_n", "hs", "hs_cls", "ld",
-                 "ld_n")
 
-    def __init__(self) -> None:
-        from .tracker import Connection, DirStats, Handshake  # (tracker imports this module)
+class RecordCodec:
+    """Packs a tracker's connection record (``conn_cls``, with its ``DirStats`` and
+    ``Handshake`` classes: the tracker gives them, this module does not import it) and its
+    conversation into one ``marshal`` blob (:meth:`freeze`) and makes them again
+    (:meth:`thaw`): attrgetters of every class of a record, in a fixed field order."""
 
-        self.conn_cls, self.hs_cls, self.ds_cls = Connection, Handshake, DirStats
-        self.conn_n = _names(Connection)
+    __slots__ = (
+        "at",
+        "conn",
+        "conn_cls",
+        "conn_n",
+        "conv",
+        "conv_n",
+        "dir",
+        "dir_n",
+        "ds",
+        "ds_cls",
+        "ep",
+        "ep_n",
+        "gd",
+        "gd_n",
+        "hist",
+        "hist_n",
+        "hs",
+        "hs_cls",
+        "ld",
+        "ld_n",
+    )
+
+    def __init__(self, conn_cls: type, ds_cls: type, hs_cls: type) -> None:
+        self.conn_cls, self.ds_cls, self.hs_cls = conn_cls, ds_cls, hs_cls
+        self.conn_n = _names(conn_cls)
         self.conn = attrgetter(*self.conn_n)
-        self.hs = attrgetter(*_names(Handshake))
-        self.ds = attrgetter(*_names(DirStats))
+        self.at = tuple(self.conn_n.index(n) for n in ("conv", "history", "side", "handshake",
+                                                       "follow", "loss"))
+        """positions of the record's fields that are objects of their own"""
+        self.hs = attrgetter(*_names(hs_cls))
+        self.ds = attrgetter(*_names(ds_cls))
         self.conv_n = tuple(n for n in _names(TcpConversation) if n not in ("c2s", "s2c"))
         self.conv = attrgetter(*self.conv_n)
         self.dir_n = _names(TcpDirection)
@@ -109,78 +136,55 @@ class _Codec:
         self.ld_n = _names(LossDirection)
         self.ld = attrgetter(*self.ld_n)
 
+    def freeze(self, conn: Any) -> bytes:
+        """Every field of ``conn`` (no byte-stream observer: ``streams`` None) and of its
+        conversation as one blob."""
+        assert conn.streams is None
+        c = conn.conv
+        h = conn.history
+        hs = conn.handshake
+        f = conn.follow
+        loss = conn.loss
+        side = conn.side
+        v = list(self.conn(conn))
+        i_conv, i_hist, i_side, i_hs, i_follow, i_loss = self.at
+        d, ep, gd, ld = self.dir, self.ep, self.gd, self.ld
+        v[i_conv] = (self.conv(c), d(c.c2s), d(c.s2c))
+        v[i_hist] = (self.hist(h), ep(h._orig), ep(h._resp))
+        v[i_side] = (self.ds(side[0]), self.ds(side[1]))
+        v[i_hs] = None if hs is None else self.hs(hs)
+        v[i_follow] = None if f is None else (f.hi, gd(f.dirs[0]), gd(f.dirs[1]))
+        v[i_loss] = None if loss is None else (ld(loss[0]), ld(loss[1]))
+        return marshal.dumps(tuple(v))
 
-_codec: _Codec | None = None
-
-
-def _the_codec() -> _Codec:
-    global _codec
-    if _codec is None:
-        _codec = _Codec()
-    return _codec
-
-
-def _make(cls: Any, names: tuple[str, ...], values: tuple[Any, ...]) -> Any:
-    o = cls.__new__(cls)
-    for n, v in zip(names, values, strict=True):
-        setattr(o, n, v)
-    return o
-
-
-def freeze(conn: Connection) -> bytes:
-    """Every field of ``conn`` (no byte-stream observer: ``streams`` None) and of its
-    conversation as one ``marshal`` blob (:func:`thaw` makes them again)."""
-    k = _the_codec()
-    assert conn.streams is None
-    c = conn.conv
-    h = conn.history
-    hs = conn.handshake
-    f = conn.follow
-    loss = conn.loss
-    fields = list(k.conn(conn))
-    fields[k.conn_n.index("conv")] = (k.conv(c), k.dir(c.c2s), k.dir(c.s2c))
-    fields[k.conn_n.index("history")] = (k.hist(h), k.ep(h._orig), k.ep(h._resp))
-    fields[k.conn_n.index("side")] = (k.ds(conn.side[0]), k.ds(conn.side[1]))
-    fields[k.conn_n.index("handshake")] = None if hs is None else k.hs(hs)
-    fields[k.conn_n.index("follow")] = \
-        None if f is None else (f.hi, k.gd(f.dirs[0]), k.gd(f.dirs[1]))
-    fields[k.conn_n.index("loss")] = None if loss is None else (k.ld(loss[0]), k.ld(loss[1]))
-    return marshal.dumps(tuple(fields))
-
-
-def thaw(blob: bytes) -> Connection:
-    """The record :func:`freeze` packed, with its conversation, as new objects."""
-    k = _the_codec()
-    v = list(marshal.loads(blob))
-    n = k.conn_n
-    i = n.index("conv")
-    cv, c2s, s2c = v[i]
-    conv = _make(TcpConversation, k.conv_n, cv)
-    conv.c2s = _make(TcpDirection, k.dir_n, c2s)
-    conv.s2c = _make(TcpDirection, k.dir_n, s2c)
-    v[i] = conv
-    i = n.index("history")
-    hv, orig, resp = v[i]
-    h = _make(ConnHistory, k.hist_n, hv)
-    h._orig = _make(_Endpoint, k.ep_n, orig)
-    h._resp = _make(_Endpoint, k.ep_n, resp)
-    v[i] = h
-    i = n.index("side")
-    v[i] = (k.ds_cls(*v[i][0]), k.ds_cls(*v[i][1]))
-    i = n.index("handshake")
-    if v[i] is not None:
-        v[i] = k.hs_cls(*v[i])
-    i = n.index("follow")
-    if v[i] is not None:
-        hi, d0, d1 = v[i]
-        f = SeqFollower.__new__(SeqFollower)
-        f.hi = hi
-        f.dirs = (_make(_Dir, k.gd_n, d0), _make(_Dir, k.gd_n, d1))
-        v[i] = f
-    i = n.index("loss")
-    if v[i] is not None:
-        v[i] = (_make(LossDirection, k.ld_n, v[i][0]), _make(LossDirection, k.ld_n, v[i][1]))
-    return k.conn_cls(*v)
+    def thaw(self, blob: bytes) -> Any:
+        """The record :meth:`freeze` packed, with its conversation, as new objects."""
+        v = list(marshal.loads(blob))
+        i_conv, i_hist, i_side, i_hs, i_follow, i_loss = self.at
+        cv, c2s, s2c = v[i_conv]
+        conv = _make(TcpConversation, self.conv_n, cv)
+        conv.c2s = _make(TcpDirection, self.dir_n, c2s)
+        conv.s2c = _make(TcpDirection, self.dir_n, s2c)
+        v[i_conv] = conv
+        hv, orig, resp = v[i_hist]
+        h = _make(ConnHistory, self.hist_n, hv)
+        h._orig = _make(_Endpoint, self.ep_n, orig)
+        h._resp = _make(_Endpoint, self.ep_n, resp)
+        v[i_hist] = h
+        c, s = v[i_side]
+        v[i_side] = (self.ds_cls(*c), self.ds_cls(*s))
+        if v[i_hs] is not None:
+            v[i_hs] = self.hs_cls(*v[i_hs])
+        if v[i_follow] is not None:
+            hi, d0, d1 = v[i_follow]
+            f = SeqFollower.__new__(SeqFollower)
+            f.hi = hi
+            f.dirs = (_make(_Dir, self.gd_n, d0), _make(_Dir, self.gd_n, d1))
+            v[i_follow] = f
+        if v[i_loss] is not None:
+            a, b = v[i_loss]
+            v[i_loss] = (_make(LossDirection, self.ld_n, a), _make(LossDirection, self.ld_n, b))
+        return self.conn_cls(*v)
 
 
 # ----------------------------------------------------------------- the store
@@ -252,6 +256,7 @@ class FrozenConnections:
         "_order",
         "blobs",
         "bloom_bits",
+        "codec",
         "finish",
         "index",
         "n",
@@ -263,8 +268,9 @@ class FrozenConnections:
         "spill_error",
     )
 
-    def __init__(self, spill: bool = False, *, page_rows: int = PAGE_ROWS,
+    def __init__(self, codec: RecordCodec, spill: bool = False, *, page_rows: int = PAGE_ROWS,
                  bloom_bits: int = BLOOM_BITS) -> None:
+        self.codec = codec
         self.blobs: list[bytes | None] = []
         self.rows: list[bytes | None] = []
         """``rows[tcp_stream]``: the table rows of a frozen record, made when it was frozen
@@ -341,7 +347,7 @@ class FrozenConnections:
         trim()
 
     def take(self, src: bytes, sport: int, dst: bytes, dport: int,
-             same: Callable[[Connection], bool]) -> Connection | None:
+             same: Callable[[Any], bool]) -> Any:
         """The frozen record of this address pair, thawed and no longer frozen (None: none).
         ``same(record)``: whether it is the connection of these addresses (a key collision
         is not)."""
@@ -351,20 +357,20 @@ class FrozenConnections:
             for stream in ([have] if isinstance(have, int) else list(have)):
                 blob = self.blobs[stream]
                 assert blob is not None
-                conn = thaw(blob)
+                conn = self.codec.thaw(blob)
                 if same(conn):
                     self._forget(stream, key)
                     return conn
         if self.n_disk:
             assert self._disk is not None
             for stream, blob in self._disk.with_key(key):
-                conn = thaw(blob)
+                conn = self.codec.thaw(blob)
                 if same(conn):
                     self._off_disk(stream)
                     return conn
         return None
 
-    def pop(self, stream: int, with_rows: bool = True) -> Connection | None:
+    def pop(self, stream: int, with_rows: bool = True) -> Any:
         """``stream``'s record, thawed and no longer frozen (None: not frozen, or, unless
         ``with_rows``, frozen with its table rows)."""
         if stream >= len(self.blobs):
@@ -377,16 +383,16 @@ class FrozenConnections:
             assert self._disk is not None
             blob = self._disk.get(stream)[0]
             self._off_disk(stream)
-            return thaw(blob)
+            return self.codec.thaw(blob)
         if not with_rows and self.rows[stream] is not None:
             return None
-        conn = thaw(blob)
+        conn = self.codec.thaw(blob)
         c = conn.conv
         self._forget(stream, pair_hash(c.client_addr, c.client_port, c.server_addr,
                                        c.server_port))
         return conn
 
-    def peek(self, stream: int) -> Connection | None:
+    def peek(self, stream: int) -> Any:
         """``stream``'s record, thawed, still frozen (None: not frozen)."""
         if stream >= len(self.blobs):
             return None
@@ -394,7 +400,7 @@ class FrozenConnections:
         if blob is None and self.n_disk and self.on_disk[stream]:
             assert self._disk is not None
             blob = self._disk.get(stream)[0]
-        return None if blob is None else thaw(blob)
+        return None if blob is None else self.codec.thaw(blob)
 
     def take_rows(self, start: int, end: int) -> list[Any]:
         """The table rows of the frozen records of tcp_streams [start, end) that have them,

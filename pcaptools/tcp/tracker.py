@@ -14,21 +14,21 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from .._columns import NA, CodeColumn, IntColumn
 from ..diagnostics import Diagnostics
 from ..net.packet import ACK, FIN, RST, SYN, TcpSegment
-from .stream import Direction, StreamChunk, StreamObserver
 from .analysis import RETRANSMISSION_KINDS as RETRANSMISSION_KINDS  # (re-exported: its home)
 from .analysis import SegmentAnalysis, TcpAnalyzer, TcpConversation
 from .cold import ColdSyns, cold_eligible, pair_hash
 from .connstate import ConnHistory
-from .frozen import Deadlines, FreezePolicy, FrozenConnections, freeze
+from .frozen import Deadlines, FreezePolicy, FrozenConnections, RecordCodec
 from .gaps import Gap, SeqFollower
 from .losses import LossDirection, LossRecorder, vantage
 from .options import parse_options
 from .reassembly import Reassembler, StreamGap
+from .stream import Direction, StreamChunk, StreamObserver
 
 _M32 = 0xFFFFFFFF
 _GAP_REASONS_IN_HISTORY = frozenset({"acked", "snaplen"})
@@ -270,6 +270,9 @@ class Connection:
         return vantage(hs.syn_ts, hs.synack_ts, hs.ack_ts)
 
 
+RECORDS = RecordCodec(Connection, DirStats, Handshake)
+"""packs a record for :mod:`.frozen`"""
+
 NO_LOSS = (LossDirection(), LossDirection())
 """the tcp_losses state of a connection that sent no payload and no ACK (Connection.loss
 None): read only"""
@@ -349,7 +352,7 @@ class TcpTracker:
         """tcp_streams of the TCP headers :meth:`unanalysed` saw (quoted in ICMP errors)"""
         self.freeze_policy = freeze_policy
         self.frozen: FrozenConnections | None = \
-            FrozenConnections(spill_cold) if freeze_policy is not None else None
+            FrozenConnections(RECORDS, spill_cold) if freeze_policy is not None else None
         """the connections frozen (:mod:`.frozen`; None: none is, ``freeze_policy`` None)"""
         self._ended_q = Deadlines()
         """connections that ended (RST, FIN both ways), to freeze once quiet"""
@@ -547,7 +550,7 @@ class TcpTracker:
     def _freeze(self, conn: Connection) -> None:
         fz = self.frozen
         assert fz is not None and conn.streams is None
-        blob = freeze(conn)
+        blob = RECORDS.freeze(conn)
         c = conn.conv
         at_finish = conn.loss is not None and bool(conn.loss[0].holes or conn.loss[1].holes)
         if not at_finish and conn.follow is not None:
@@ -924,7 +927,7 @@ class TcpTracker:
             self.cold = None
         if self.frozen is not None:
             self.frozen.close()
-            self.frozen = FrozenConnections()
+            self.frozen = FrozenConnections(RECORDS)
 
     def unanalysed(self, seg: TcpSegment, captured: int) -> SegmentAnalysis | None:
         """A TCP header that is not a segment of its own (quoted in an ICMP error, or cut short):

@@ -2,7 +2,7 @@
 
 Every input goes through a tracker that freezes every connection it may (no byte-stream
 observer) before each segment (``FreezePolicy(0, 0, 1, 0)``: each segment of a frozen connection
-thaws it, so every record goes through :func:`freeze`/:func:`thaw` once per segment) and
+thaws it, so every record goes through :meth:`RecordCodec.freeze`/``thaw`` once per segment) and
 through one that never freezes: the connections, handshakes, events and losses tables, the
 Diagnostics rows and the observer calls must be identical. Inputs: captures/, the public
 corpus, the tshark-comparison scenarios, seeded simulations and a scan-like capture, with an
@@ -19,8 +19,8 @@ import pytest
 
 from pcaptools.diagnostics import Diagnostics
 from pcaptools.tables.tcp_tables import events_table, losses_table, packed_rows, record_tables
-from pcaptools.tcp.frozen import FreezePolicy, FrozenConnections, freeze, thaw
-from pcaptools.tcp.tracker import TcpTracker
+from pcaptools.tcp.frozen import FreezePolicy, FrozenConnections
+from pcaptools.tcp.tracker import RECORDS, TcpTracker
 from tests.conftest import corpus_files, shipped_captures
 from tests.tcp._compare import feed
 from tests.tcp._pcapgen import simulate, write_pcap
@@ -68,7 +68,7 @@ def _run(path: Path, policy: FreezePolicy | None, observe: bool, early: bool = F
     if policy is not None and early:  # (as the pipeline: the rows made when frozen)
         tracker.row_maker = lambda conn: packed_rows(conn, lambda c: c.conv.tcp_stream % 7 == 0)
     if spill:  # (pages of 2 records go to disk; an 8-bit Bloom filter: false positives)
-        tracker.frozen = FrozenConnections(True, page_rows=2, bloom_bits=8)
+        tracker.frozen = FrozenConnections(RECORDS, True, page_rows=2, bloom_bits=8)
     last = feed(tracker, path)
     tracker.finish(0, last)
     tables = [*record_tables(tracker), events_table(tracker), losses_table(tracker)]
@@ -105,9 +105,9 @@ def test_a_record_survives_the_round_trip(inputs: list[Path]) -> None:
         for conn in tracker.connections:
             if conn is None:
                 continue
-            blob = freeze(conn)
-            again = thaw(blob)
-            assert marshal.loads(freeze(again)) == marshal.loads(blob)
+            blob = RECORDS.freeze(conn)
+            again = RECORDS.thaw(blob)
+            assert marshal.loads(RECORDS.freeze(again)) == marshal.loads(blob)
             assert again.conv.tcp_stream == conn.conv.tcp_stream
             assert again.history.history == conn.history.history
             assert again.conv.c2s.unacked == conn.conv.c2s.unacked
@@ -120,10 +120,10 @@ def test_a_key_collision_takes_the_right_record(inputs: list[Path]) -> None:
     tracker = TcpTracker(Diagnostics())
     feed(tracker, inputs[1])
     a, b = [c for c in tracker.connections if c is not None][:2]
-    fz = FrozenConnections()
+    fz = FrozenConnections(RECORDS)
     for conn in (a, b):
         conn.streams = None
-        fz.put(conn.conv.tcp_stream, freeze(conn), 7, False)
+        fz.put(conn.conv.tcp_stream, RECORDS.freeze(conn), 7, False)
     assert fz.index == {7: [a.conv.tcp_stream, b.conv.tcp_stream]}
     fz.index = {k: v for k, v in fz.index.items()}
 
