@@ -133,6 +133,15 @@ class KeyBloom:
         self.bits = None
 
 
+def temporary_database() -> sqlite3.Connection:
+    """A private temporary sqlite database (a file sqlite deletes when it is closed), made for
+    speed, not durability: no journal, no sync, a 2 MB page cache; transactions by hand."""
+    db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
+    for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-2048"):
+        db.execute(f"PRAGMA {pragma}")
+    return db
+
+
 class _SpillStore:
     """The spilled rows of a :class:`ColdSyns`: a private temporary sqlite database (on disk
     once past sqlite's small page cache; deleted when closed) with, per row, its tcp_stream,
@@ -145,9 +154,7 @@ class _SpillStore:
 
     def __init__(self, bloom_bits: int) -> None:
         self.bloom = KeyBloom(bloom_bits)
-        db = self.db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
-        for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-2048"):
-            db.execute(f"PRAGMA {pragma}")
+        db = self.db = temporary_database()
         db.execute("CREATE TABLE cold (stream INTEGER PRIMARY KEY, row BLOB NOT NULL,"
                    " src BLOB NOT NULL, dst BLOB NOT NULL)")
         db.execute("CREATE TABLE cold_key (key INTEGER NOT NULL, stream INTEGER NOT NULL,"

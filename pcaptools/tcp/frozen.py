@@ -7,11 +7,11 @@ their parts) from its first segment after the SYN to the end of the capture. A b
 balancer's hour, or a closed-port scan, is millions of connections that ended long before the
 capture did. :class:`~.tracker.TcpTracker` freezes such a connection (when ``load()`` asks it
 to: :class:`FreezePolicy`): every field of its record and conversation goes into one
-``marshal`` blob (~0.8 KB for a short connection, :meth:`RecordCodec.freeze`), the objects go, and the
-analyzer forgets the address pair. A later segment of that address pair (a retransmitted FIN,
-a late RST, a reused port, an ICMP error quoting it) thaws it (:meth:`RecordCodec.thaw`): the same objects
-with the same values are made again and the analyzer takes the address pair back, so the
-segment is analysed exactly as if the connection had never been frozen, under the same
+``marshal`` blob (~0.8 KB for a short connection, :meth:`RecordCodec.freeze`), the objects
+go, and the analyzer forgets the address pair. A later segment of that address pair (a
+retransmitted FIN, a late RST, a reused port, an ICMP error quoting it) thaws it
+(:meth:`RecordCodec.thaw`): the same objects with the same values are made again and the
+analyzer takes the address pair back, so the segment is analysed exactly as if the connection had never been frozen, under the same
 ``tcp_stream`` (tshark never forgets an address pair, and neither does pcaptools: unlike Zeek's
 timeouts, freezing changes no number and no row). The record's table rows are made when it is
 frozen (:attr:`~.tracker.TcpTracker.row_maker`; it cannot change while frozen), so the end of
@@ -41,7 +41,7 @@ import numpy as np
 
 from .._memory import trim
 from .analysis import TcpConversation, TcpDirection
-from .cold import BLOOM_BITS, PAGE_ROWS, KeyBloom, pair_hash
+from .cold import BLOOM_BITS, PAGE_ROWS, KeyBloom, pair_hash, temporary_database
 from .connstate import ConnHistory, _Endpoint
 from .gaps import SeqFollower, _Dir
 from .losses import LossDirection
@@ -198,9 +198,7 @@ class _Disk:
 
     def __init__(self, bloom_bits: int) -> None:
         self.bloom = KeyBloom(bloom_bits)
-        db = self.db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
-        for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-2048"):
-            db.execute(f"PRAGMA {pragma}")
+        db = self.db = temporary_database()
         db.execute("CREATE TABLE frozen (stream INTEGER PRIMARY KEY, key INTEGER, blob BLOB"
                    " NOT NULL, rows BLOB)")
         db.execute("CREATE INDEX frozen_key ON frozen (key) WHERE key IS NOT NULL")

@@ -21,26 +21,13 @@ from pcaptools.diagnostics import Diagnostics
 from pcaptools.tables.tcp_tables import events_table, losses_table, packed_rows, record_tables
 from pcaptools.tcp.frozen import FreezePolicy, FrozenConnections
 from pcaptools.tcp.tracker import RECORDS, TcpTracker
-from tests.conftest import corpus_files, shipped_captures
 from tests.tcp._compare import feed
-from tests.tcp._pcapgen import simulate, write_pcap
-from tests.tcp._scenarios import SCENARIOS
+from tests.tcp._pcapgen import write_pcap
 from tests.tcp.test_fast_paths import _Recorder
 from tests.tcp.test_lazy_state import _scan
+from tests.tcp.test_lazy_state import inputs as inputs  # (the fixture: the same inputs)
 
 ALWAYS = FreezePolicy(0, 0, 1, 0)
-
-
-@pytest.fixture(scope="module")
-def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    d = tmp_path_factory.mktemp("frozen")
-    paths = [write_pcap(d / "scan.pcap", _scan()), *shipped_captures(), *corpus_files()]
-    for name, build in SCENARIOS.items():
-        paths.append(write_pcap(d / f"scenario_{name}.pcap", build()))
-    for seed in range(8):
-        paths.append(write_pcap(d / f"sim_{seed:03d}.pcap",
-                                simulate(seed, n_conns=2 + seed % 4, n_data=40 + seed % 80)))
-    return paths
 
 
 class _Counting(TcpTracker):
