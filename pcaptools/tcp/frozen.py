@@ -7,16 +7,17 @@ their parts) from its first segment after the SYN to the end of the capture. A b
 balancer's hour, or a closed-port scan, is millions of connections that ended long before the
 capture did. :class:`~.tracker.TcpTracker` freezes such a connection (when ``load()`` asks it
 to: :class:`FreezePolicy`): every field of its record and conversation goes into one
-``marshal`` blob (~0.8 KB for a short connection, :meth:`RecordCodec.freeze`), the objects
-go, and the analyzer forgets the address pair. A later segment of that address pair (a
+``marshal`` blob (~0.8 KB for a short connection, :meth:`RecordCodec.freeze`), the objects go,
+and the analyzer forgets the address pair. A later segment of that address pair (a
 retransmitted FIN, a late RST, a reused port, an ICMP error quoting it) thaws it
 (:meth:`RecordCodec.thaw`): the same objects with the same values are made again and the
-analyzer takes the address pair back, so the segment is analysed exactly as if the connection had never been frozen, under the same
-``tcp_stream`` (tshark never forgets an address pair, and neither does pcaptools: unlike Zeek's
-timeouts, freezing changes no number and no row). The record's table rows are made when it is
-frozen (:attr:`~.tracker.TcpTracker.row_maker`; it cannot change while frozen), so the end of
-the pass reads them (:meth:`FrozenConnections.take_rows`) instead of thawing the record. With
-``spill`` (``load(out=DIR)``) frozen records move to a temporary database in pages.
+analyzer takes the address pair back, so the segment is analysed exactly as if the connection
+had never been frozen, under the same ``tcp_stream`` (tshark never forgets an address pair, and
+neither does pcaptools: unlike Zeek's timeouts, freezing changes no number and no row). The
+record's table rows are made when it is frozen (:attr:`~.tracker.TcpTracker.row_maker`; it
+cannot change while frozen), so the end of the pass reads them
+(:meth:`FrozenConnections.take_rows`) instead of thawing the record. With ``spill``
+(``load(out=DIR)``) frozen records move to a temporary database in pages.
 
 Only a connection with no byte-stream observer state is frozen (``Connection.streams`` None:
 nobody parses its payload, or ``load(payloads=False)``); a parser's state (TLS keys, HPACK
