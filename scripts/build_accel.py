@@ -63,6 +63,11 @@ def build(jobs: int, candidates: bool = False) -> int:
     if int(Cython.__version__.split(".")[0]) < 3:
         print(f"build_accel: Cython {Cython.__version__} is too old (need 3.x)", file=sys.stderr)
         return 1
+    unbuilt = sorted({d for m in modules for d in accel.cimports(m)} - set(modules))
+    if unbuilt:  # (a .pxd cimports the extension types of a module left out of the list)
+        print(f"build_accel: {', '.join(unbuilt)} must be compiled too (cimported)",
+              file=sys.stderr)
+        return 1
     t0 = time.monotonic()
     os.chdir(ROOT)
     n = len(modules)
@@ -75,6 +80,7 @@ def build(jobs: int, candidates: bool = False) -> int:
         exts = [Extension(m, [str(accel.source_path(m).relative_to(ROOT))],
                           extra_compile_args=list(C_FLAGS)) for m in modules]
         exts = cythonize(exts, build_dir=str(Path(tmp) / "c"), nthreads=jobs, quiet=True,
+                         include_path=[str(ROOT)],  # (for cimports between our .pxd files)
                          compiler_directives={"language_level": 3, "binding": True,
                                               "annotation_typing": False,
                                               "embedsignature": True})
