@@ -174,8 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     base = res["sets"][0]["median_s"]
     print(f"{res['events']} events per replay; CPU s, medians of {args.repeats}:")
     for row in res["sets"]:
-        print(f"{row['name']}: {row['median_s']:.3f} s ({base - row['median_s']:+.3f} s against "
-              f"{res['sets'][0]['name']}; runs {', '.join(f'{x:.3f}' for x in row['runs_s'])})")
+        print(f"{row['name']}: {row['median_s']:.3f} s (saves {base - row['median_s']:+.3f} s "
+              f"against {res['sets'][0]['name']}; runs "
+              f"{', '.join(f'{x:.3f}' for x in row['runs_s'])})")
     return 0
 
 

@@ -28,24 +28,24 @@ from types import ModuleType
 from typing import Any
 
 #: Modules compiled by ``scripts/build_accel.py``, the ones that pay (benchmarks/README.md,
-#: "Which compiled modules pay", 2026-12-06, ``benchmarks/module_pay.py`` on the benchmark's
-#: WebSocket-heavy capture, medians of 8 alternated runs on one pinned core):
+#: "Which compiled modules pay", 2026-12-06; ``benchmarks/module_pay.py --sets`` on the
+#: benchmark's WebSocket-heavy capture, CPU s in ``load()``, medians of 8 alternated runs on
+#: one pinned core, and ``benchmarks/payload_replay.py`` for the payload stack alone):
 #:
 #: * the TCP core of the per-frame path (the decoder, the TCP tracker, analyser, history and
-#:   reassembler, the packets table), with ``.pxd`` type declarations: 4.09 CPU s in
-#:   ``load()``, against about 4.8 s as pure Python;
+#:   reassembler, the packets table), with ``.pxd`` type declarations: 4.09 s;
 #: * the WebSocket observer (``protocols/websocket``: state, observer and inflate with
-#:   ``.pxd`` declarations that make the per-direction and per-message state C fields;
-#:   frames) and ``protocols/_base`` (the event builder it uses once per frame and
-#:   message): 4.02 s with the core (-1.7 %; replaying the payload stack alone, it takes
-#:   0.18 of its 1.22 CPU s off).
+#:   ``.pxd`` declarations that make the per-direction and per-message state C fields, and
+#:   frames) and ``protocols._base`` (the event builder it calls once per frame and message):
+#:   4.02 s with the core (-1.7 %); in the replay they take 0.19 s off the payload stack's
+#:   1.22 s. All 11 compiled against pure Python: 3.93 s against 4.39 s (medians of 7).
 #:
 #: Weighed and left out: the TLS record loop (``protocols/tls`` records and observer, with
-#: ``.pxd`` declarations) saved 1.0 % more (3.98 s; 0.035-0.045 s in the replay, under the
-#: 1 % the rule asks for, for the largest C compile of the payload stack: its time goes to
-#: the AEAD decryption, which is C already); HTTP/1.1, HTTP/2 and SSE compiled without
-#: declarations saved nothing or ran slower (replay: +0.015, -0.011, -0.005 s). The reader,
-#: the table builders and the pipeline, weighed earlier, did not pay either.
+#: ``.pxd`` declarations) took 1.0 % more off (3.98 s; 0.035-0.045 s in the replay): at the
+#: rule's 1 %, not reliably over it, for the largest C compile of the payload stack.
+#: HTTP/1.1, HTTP/2 and SSE compiled without declarations saved nothing or ran slower (replay:
+#: +0.015, -0.011, -0.005 s); the reader, the table builders and the pipeline, weighed
+#: earlier, did not pay either.
 MODULES: tuple[str, ...] = (
     "pcaptools.net.decode",
     "pcaptools.tcp.analysis",
