@@ -119,6 +119,19 @@ def group_of(module: str) -> str:
     return ".".join(parts[1:])
 
 
+def _cimports(module: str) -> tuple[str, ...]:
+    """The modules whose extension types ``module``'s ``.pxd`` cimports (pcaptools/_accel.py,
+    read on its own: this process does not import pcaptools)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_pcaptools_accel",
+                                                  ROOT / "pcaptools" / "_accel.py")
+    assert spec is not None and spec.loader is not None
+    accel = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(accel)
+    return tuple(accel.cimports(module))
+
+
 def in_core(module: str) -> bool:
     return group_of(module) in CORE or module.split(".", 1)[1] in CORE
 
@@ -137,7 +150,9 @@ def measure(cap: Path, keys: Path, repeats: int, inner: int, log: Any = print,
         if all(x in core for x in members):
             configs.append((f"-{u}", [x for x in core if units[x] != u]))
         else:
-            configs.append((f"+{u}", core + [x for x in members if x not in core]))
+            # (with the modules their .pxd cimports: the loader runs them only together)
+            added = members + [d for x in members for d in _cimports(x) if d in built]
+            configs.append((f"+{u}", core + sorted({x for x in added if x not in core})))
     times: dict[str, list[float]] = {name: [] for name, _ in configs}
     load_avg = [round(os.getloadavg()[0], 2)]
     try:

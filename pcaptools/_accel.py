@@ -21,20 +21,31 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-#: Modules compiled by ``scripts/build_accel.py``: the TCP core of the per-frame path of
-#: ``load()`` (the decoder, the TCP tracker, analyser, history and reassembler, the packets
-#: table), the modules that pay. Chosen by ``benchmarks/module_pay.py`` (benchmarks/README.md,
-#: "Which compiled modules pay", 2026-12-06): on the benchmark's WebSocket-heavy capture
-#: ``load()`` took 4.57 CPU s with these compiled, 4.81 s as pure Python, 4.78 s with the reader,
-#: TLS, SSE and the TLS table builder compiled as well and 5.02 s with every module of
-#: ``CANDIDATES`` compiled (medians of 7 alternated runs): Cython's generic code for the
-#: payload stack's attribute-heavy Python classes runs slower than CPython 3.11's specialising
-#: interpreter, while the core's ``.pxd`` type declarations make its state C fields.
+#: Modules compiled by ``scripts/build_accel.py``, the ones that pay (benchmarks/README.md,
+#: "Which compiled modules pay", 2026-12-06; ``benchmarks/module_pay.py --sets`` on the
+#: benchmark's WebSocket-heavy capture, CPU s in ``load()``, medians of 8 alternated runs on
+#: one pinned core, and ``benchmarks/payload_replay.py`` for the payload stack alone):
+#:
+#: * the TCP core of the per-frame path (the decoder, the TCP tracker, analyser, history and
+#:   reassembler, the packets table), with ``.pxd`` type declarations: 4.09 s;
+#: * the WebSocket observer (``protocols/websocket``: state, observer and inflate with
+#:   ``.pxd`` declarations that make the per-direction and per-message state C fields, and
+#:   frames) and ``protocols._base`` (the event builder it calls once per frame and message):
+#:   4.02 s with the core (-1.7 %); in the replay they take 0.19 s off the payload stack's
+#:   1.22 s. All 11 compiled against pure Python: 3.93 s against 4.39 s (medians of 7).
+#:
+#: Weighed and left out: the TLS record loop (``protocols/tls`` records and observer, with
+#: ``.pxd`` declarations) took 1.0 % more off (3.98 s; 0.035-0.045 s in the replay): at the
+#: rule's 1 %, not reliably over it, for the largest C compile of the payload stack.
+#: HTTP/1.1, HTTP/2 and SSE compiled without declarations saved nothing or ran slower (replay:
+#: +0.015, -0.011, -0.005 s); the reader, the table builders and the pipeline, weighed
+#: earlier, did not pay either.
 MODULES: tuple[str, ...] = (
     "pcaptools.net.decode",
     "pcaptools.tcp.analysis",
@@ -42,6 +53,11 @@ MODULES: tuple[str, ...] = (
     "pcaptools.tcp.reassembly",
     "pcaptools.tcp.tracker",
     "pcaptools.tables.packets",
+    "pcaptools.protocols._base",
+    "pcaptools.protocols.websocket.frames",
+    "pcaptools.protocols.websocket.inflate",
+    "pcaptools.protocols.websocket.observer",
+    "pcaptools.protocols.websocket.state",
 )
 
 #: Every module that has been weighed for compiling (``MODULES`` and the payload stack):
@@ -62,10 +78,6 @@ CANDIDATES: tuple[str, ...] = (
     "pcaptools.protocols.http2.frames",
     "pcaptools.protocols.http2.observer",
     "pcaptools.protocols.sse",
-    "pcaptools.protocols.websocket.frames",
-    "pcaptools.protocols.websocket.inflate",
-    "pcaptools.protocols.websocket.observer",
-    "pcaptools.protocols.websocket.state",
     "pcaptools.pipeline",
 )
 
@@ -86,14 +98,35 @@ def compiled_path(module: str) -> Path:
     return BUILD_DIR / (module + importlib.machinery.EXTENSION_SUFFIXES[0])
 
 
+_CIMPORT = re.compile(r"^from (pcaptools(?:\.\w+)+) cimport ", re.MULTILINE)
+
+
+def cimports(module: str) -> tuple[str, ...]:
+    """The pcaptools modules whose extension types the module's ``.pxd`` cimports
+    (``from pcaptools.x.y cimport T``): its compiled code is built against their ``.pxd``
+    and needs them compiled too (``()`` without a ``.pxd``)."""
+    pxd = source_path(module).with_suffix(".pxd")
+    if not pxd.is_file():
+        return ()
+    return tuple(sorted(set(_CIMPORT.findall(pxd.read_text(encoding="utf-8")))))
+
+
 def source_hash(module: str) -> str:
     """SHA-256 of the module's ``.py`` source and, when there is one, its ``.pxd`` (Cython type
-    declarations beside it): what a compiled build of the module was made from."""
+    declarations beside it), and of the ``.py`` and ``.pxd`` of each module it cimports: what
+    a compiled build of the module was made from (an edit to a cimported module makes both
+    stale, so both run as Python)."""
     py = source_path(module)
     h = hashlib.sha256(py.read_bytes())
     pxd = py.with_suffix(".pxd")
     if pxd.is_file():
         h.update(b"\0pxd\0" + pxd.read_bytes())
+    for dep in cimports(module):
+        dep_py = source_path(dep)
+        h.update(b"\0cimport " + dep.encode() + b"\0" + dep_py.read_bytes())
+        dep_pxd = dep_py.with_suffix(".pxd")
+        if dep_pxd.is_file():
+            h.update(b"\0pxd\0" + dep_pxd.read_bytes())
     return h.hexdigest()
 
 
@@ -123,6 +156,13 @@ class _CompiledFinder(importlib.abc.MetaPathFinder):
             return None
         if current != self._sources[fullname]:
             self.status[fullname] = "python: source changed since the build"
+            return None
+        # compiled against the extension types of the modules it cimports: only with them
+        # (a build narrowed to a subset, benchmarks/module_pay.py, may leave them out)
+        missing = [d for d in cimports(fullname)
+                   if d not in self._sources or not compiled_path(d).is_file()]
+        if missing:
+            self.status[fullname] = f"python: {', '.join(missing)} not compiled with it"
             return None
         self.status[fullname] = "compiled"
         return importlib.util.spec_from_file_location(

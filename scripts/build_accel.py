@@ -6,11 +6,14 @@
     python scripts/build_accel.py --clean    # remove the build: pcaptools runs pure Python
     python scripts/build_accel.py --candidates  # also the modules that do not pay (module_pay.py)
 
-The modules (``pcaptools._accel.MODULES``, the TCP core: the ones that pay, see its comment) are
-compiled from their unchanged ``.py`` source. A
+The modules (``pcaptools._accel.MODULES``, the TCP core and the WebSocket observer: the ones that
+pay, see its comment) are compiled from their unchanged ``.py`` source. A
 ``.pxd`` beside a module (``net/decode.pxd``, ``tcp/analysis.pxd``, ``tcp/tracker.pxd``,
-``tables/packets.pxd``) adds Cython type declarations (extension types, C integer locals) without
-changing the ``.py``. The SHA-256 of each ``.py`` and its ``.pxd`` goes into
+``tables/packets.pxd``, ``protocols/websocket/{state,observer,inflate}.pxd``, and for the
+candidates ``protocols/tls/{records,observer}.pxd``) adds Cython type declarations (extension
+types, C integer locals) without changing the ``.py``; one may cimport another's extension
+types, and then both must be built together (checked here and by the loader). The SHA-256 of
+each ``.py`` and its ``.pxd`` (with those of the modules it cimports) goes into
 ``_compiled/manifest.json``, and pcaptools loads a compiled module only while its sources still
 have that hash (see ``pcaptools/_accel.py``). Results are identical either way
 (tests/test_accel.py); the speed-up is measured in benchmarks/README.md. Exit status 0 on
@@ -63,6 +66,11 @@ def build(jobs: int, candidates: bool = False) -> int:
     if int(Cython.__version__.split(".")[0]) < 3:
         print(f"build_accel: Cython {Cython.__version__} is too old (need 3.x)", file=sys.stderr)
         return 1
+    unbuilt = sorted({d for m in modules for d in accel.cimports(m)} - set(modules))
+    if unbuilt:  # (a .pxd cimports the extension types of a module left out of the list)
+        print(f"build_accel: {', '.join(unbuilt)} must be compiled too (cimported)",
+              file=sys.stderr)
+        return 1
     t0 = time.monotonic()
     os.chdir(ROOT)
     n = len(modules)
@@ -75,6 +83,7 @@ def build(jobs: int, candidates: bool = False) -> int:
         exts = [Extension(m, [str(accel.source_path(m).relative_to(ROOT))],
                           extra_compile_args=list(C_FLAGS)) for m in modules]
         exts = cythonize(exts, build_dir=str(Path(tmp) / "c"), nthreads=jobs, quiet=True,
+                         include_path=[str(ROOT)],  # (for cimports between our .pxd files)
                          compiler_directives={"language_level": 3, "binding": True,
                                               "annotation_typing": False,
                                               "embedsignature": True})
@@ -125,9 +134,9 @@ def build(jobs: int, candidates: bool = False) -> int:
 C_FLAGS = ("-w", "-g0")
 
 #: CPU seconds (user + system) of the build per module, measured 2026-12-06 (Cython 3.3.1,
-#: gcc 12): the 6 modules of MODULES in 40 s, the 23 of CANDIDATES in 161 s; the whole
-#: 23-module build took 73 s wall on an idle 2-core machine. The estimate printed is this times
-#: the module count, spread over the parallel compiles
+#: gcc 12): the 6 modules of the TCP core in 40 s, the 23 of CANDIDATES in 161 s (73 s wall on
+#: an idle 2-core machine); the 11 of MODULES with the WebSocket observer in 55 s. The estimate
+#: printed is this times the module count, spread over the parallel compiles
 _CPU_S_PER_MODULE = 7.0
 
 

@@ -6,6 +6,7 @@ of real captures are identical with and without the build.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -59,6 +60,31 @@ def test_finder_without_a_file_for_this_interpreter(tmp_path: Path, monkeypatch)
     f = _fresh_finder(tmp_path, {m: _accel.source_hash(m)})
     assert f.find_spec(m) is None
     assert f.status[m] == "python: no build for this interpreter"
+
+
+def test_a_module_is_hashed_with_the_modules_it_cimports() -> None:
+    m, dep = "pcaptools.protocols.websocket.observer", "pcaptools.protocols.websocket.state"
+    assert _accel.cimports(m) == (dep,)
+    assert _accel.cimports(dep) == ()
+    assert _accel.cimports("pcaptools.tcp.analysis") == ()  # (no cimport: hash unchanged)
+    alone = hashlib.sha256(_accel.source_path(m).read_bytes())
+    alone.update(b"\0pxd\0" + _accel.source_path(m).with_suffix(".pxd").read_bytes())
+    assert _accel.source_hash(m) != alone.hexdigest()
+
+
+def test_finder_loads_a_module_only_with_the_modules_it_cimports(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    m, dep = "pcaptools.protocols.websocket.observer", "pcaptools.protocols.websocket.state"
+    monkeypatch.setattr(_accel, "BUILD_DIR", tmp_path)
+    for x in (m, dep):
+        _accel.compiled_path(x).write_bytes(b"")  # (found, not loaded: find_spec only)
+    alone = _fresh_finder(tmp_path, {m: _accel.source_hash(m)})
+    assert alone.find_spec(m) is None
+    assert alone.status[m] == f"python: {dep} not compiled with it"
+    both = _fresh_finder(tmp_path, {x: _accel.source_hash(x) for x in (m, dep)})
+    assert both.find_spec(m) is not None and both.status[m] == "compiled"
+    _accel.compiled_path(dep).unlink()
+    assert both.find_spec(m) is None
 
 
 @pytest.mark.parametrize("manifest", [[], {}, {"sources": ["a"]}, "x"])

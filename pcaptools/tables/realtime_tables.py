@@ -121,6 +121,11 @@ REALTIME_EVENTS = TableSchema(
 )
 
 
+#: ``json.dumps(fields, ensure_ascii=False, separators=(",", ":"))`` without building a new
+#: JSONEncoder per call (dumps does, for any non-default argument): once per realtime event
+_fields_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def base64_size(s: str) -> int | None:
     """Decoded size of standard base64 text ``s`` (length a multiple of 4, at most two ``=``);
     None when ``s`` is not base64 (base64url or unpadded text is not taken as audio)."""
@@ -189,7 +194,7 @@ def summarise_event(obj: dict[str, Any], *, show_secrets: bool = False
             break
     return (typ, _str(obj.get("event_id")), response_id, item_id, audio_field,
             audio[2] if audio is not None else None, text_chars,
-            json.dumps(fields, ensure_ascii=False, separators=(",", ":")))
+            _fields_json(fields))
 
 
 class RealtimeEventsBuilder:

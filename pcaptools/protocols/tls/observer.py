@@ -189,9 +189,13 @@ def _stream_chunk(
     return c
 
 
-class _Dir(StreamCursor):
+class _Dir:
     """State of one direction, and its cursor (:attr:`next_offset`: the next stream offset
-    expected). Holds key material: never printed (no dataclass repr)."""
+    expected). Holds key material: never printed (no dataclass repr).
+
+    The cursor is a :class:`~pcaptools.tcp.stream.StreamCursor`'s, whose methods it borrows
+    (:meth:`align`, :meth:`skip`) rather than inherits: compiled (``observer.pxd``) it is an
+    extension type, which cannot subclass a Python class."""
 
     __slots__ = (
         "app_dec",
@@ -204,6 +208,7 @@ class _Dir(StreamCursor):
         "hs_buf",
         "hs_dec",
         "next_dec",
+        "next_offset",
         "nrec",
         "protect",
         "pt_offset",
@@ -235,6 +240,15 @@ class _Dir(StreamCursor):
 
     def __repr__(self) -> str:
         return f"<_Dir protect={self.protect} dec={self.dec!r}>"
+
+    def align(self, offset: int, data: bytes) -> tuple[int, bytes]:
+        """:meth:`StreamCursor.align <pcaptools.tcp.stream.StreamCursor.align>` on this cursor
+        (it reads and moves only :attr:`next_offset`)."""
+        return StreamCursor.align(self, offset, data)  # type: ignore[arg-type]
+
+    def skip(self, offset: int, nbytes: int) -> int:
+        """:meth:`StreamCursor.skip <pcaptools.tcp.stream.StreamCursor.skip>` on this cursor."""
+        return StreamCursor.skip(self, offset, nbytes)  # type: ignore[arg-type]
 
 
 class _Session:

@@ -102,10 +102,14 @@ class _Msg:
                 self.utf8_ok = False
 
 
-class _Dir(StreamCursor):
+class _Dir:
     """Parser state and counters of one direction: its cursor (:attr:`next_offset`, the next
     stream offset expected), the frame in progress, the message in progress, close facts,
-    the shared permessage-deflate context, the frame search."""
+    the shared permessage-deflate context, the frame search.
+
+    Its cursor is a :class:`~pcaptools.tcp.stream.StreamCursor`'s, whose methods it borrows
+    (:meth:`align`, :meth:`skip`) rather than inherits: compiled (``state.pxd``) it is an
+    extension type, which cannot subclass a Python class."""
 
     __slots__ = (
         "b0",
@@ -131,6 +135,7 @@ class _Dir(StreamCursor):
         "messages",
         "mode",
         "msg",
+        "next_offset",
         "payload_bytes",
         "pings",
         "pongs",
@@ -193,3 +198,12 @@ class _Dir(StreamCursor):
         self.scan_from = 0
         self.hunt_skipped = 0
         self.hunt_total = 0
+
+    def align(self, offset: int, data: bytes) -> tuple[int, bytes]:
+        """:meth:`StreamCursor.align <pcaptools.tcp.stream.StreamCursor.align>` on this cursor
+        (it reads and moves only :attr:`next_offset`)."""
+        return StreamCursor.align(self, offset, data)  # type: ignore[arg-type]
+
+    def skip(self, offset: int, nbytes: int) -> int:
+        """:meth:`StreamCursor.skip <pcaptools.tcp.stream.StreamCursor.skip>` on this cursor."""
+        return StreamCursor.skip(self, offset, nbytes)  # type: ignore[arg-type]
