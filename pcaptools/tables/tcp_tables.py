@@ -96,6 +96,10 @@ def _merged(schema: TableSchema, rows: list[tuple[object, ...]],
         df = pd.concat([schema.frame(rows), df], ignore_index=True)
         order = np.argsort(df["tcp_stream"].to_numpy(), kind="stable")
         df = df.take(order).reset_index(drop=True)
+        for col in schema.columns:  # (concat leaves two different category sets as objects)
+            if col.dtype == "category" and not isinstance(df[col.name].dtype,
+                                                          pd.CategoricalDtype):
+                df[col.name] = pd.Categorical(df[col.name].tolist())  # (as TableSchema casts)
     return df
 
 
