@@ -121,9 +121,66 @@ REALTIME_EVENTS = TableSchema(
 )
 
 
-#: ``json.dumps(fields, ensure_ascii=False, separators=(",", ":"))`` without building a new
-#: JSONEncoder per call (dumps does, for any non-default argument): once per realtime event
-_fields_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_c_encoder: Any = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+
+
+def _py_fields_json(fields: dict[str, Any]) -> str:
+    """``json.dumps(fields, ensure_ascii=False, separators=(",", ":"))`` without a new
+    JSONEncoder per call (dumps builds one for any non-default argument)"""
+    return _encoder.encode(fields)
+
+
+if _c_encoder is not None:
+    # What ``_encoder.encode(fields)`` runs (JSONEncoder.iterencode with _one_shot: the C
+    # encoder with the encoder's own settings), without building that C encoder and its
+    # float formatter again per call: once per realtime event. ``fields`` is one flat dict of
+    # str keys and scalar values (never circular: no markers; nothing else of iterencode
+    # applies).
+    _c_fields = _c_encoder(
+        None, _encoder.default, json.encoder.encode_basestring, None, _encoder.key_separator,
+        _encoder.item_separator, _encoder.sort_keys, _encoder.skipkeys, _encoder.allow_nan)
+
+    def _fields_json(fields: dict[str, Any]) -> str:
+        return "".join(_c_fields(fields, 0))
+else:  # pragma: no cover - CPython without the _json accelerator
+    _fields_json = _py_fields_json
+
+_decoder = json.JSONDecoder()
+_scan_once: Any = _decoder.scan_once  # type: ignore[attr-defined]
+
+
+def _loads(text: bytes) -> Any:
+    """``json.loads(text)`` (same object, same exception) for a WsMessage.json_text: UTF-8
+    bytes starting like a JSON object. The usual case (``{`` first, the second byte not NUL, so
+    json.detect_encoding says utf-8; fewer than 200 brackets, so no nesting near the recursion
+    limit) is decoded and scanned directly; when that does not end exactly at the end of the
+    text, or fails, or for anything else, json.loads itself is called and gives the verdict."""
+    if (text[:1] == b"{" and text[1:2] != b"\x00"
+            and text.count(b"{") + text.count(b"[") < 200):
+        try:
+            s = text.decode("utf-8", "surrogatepass")
+            obj, end = _scan_once(s, 0)
+            if end == len(s):
+                return obj
+        except (ValueError, StopIteration, RecursionError):
+            pass
+    return json.loads(text)
+
+
+_SECRET_KEYS: dict[str, bool] = {}
+""":func:`is_secret_json_key` of the member names seen (a pure function of the name; the
+names of realtime events repeat), up to :data:`_SECRET_KEYS_MAX` names"""
+_SECRET_KEYS_MAX: Final = 4096
+
+
+def _is_secret_key(k: str) -> bool:
+    r = _SECRET_KEYS.get(k)
+    if r is None:
+        r = is_secret_json_key(k)
+        if len(_SECRET_KEYS) < _SECRET_KEYS_MAX:
+            _SECRET_KEYS[k] = r
+    return r
 
 
 def base64_size(s: str) -> int | None:
@@ -135,8 +192,42 @@ def base64_size(s: str) -> int | None:
     return n // 4 * 3 - (2 if s.endswith("==") else 1 if s.endswith("=") else 0)
 
 
-def _str(v: object) -> str | None:
-    return v if isinstance(v, str) else None
+def _walk(o: dict[str, Any], prefix: str, depth: int, secret: bool, show_secrets: bool,
+          fields: dict[str, Any], room: int, audio: tuple[int, str, int] | None
+          ) -> tuple[int, tuple[int, str, int] | None]:
+    """Reads the members of ``o`` into ``fields`` (see :func:`summarise_event`); returns the
+    characters of ``fields`` still free and the audio candidate (priority, path, bytes)."""
+    for k, v in o.items():
+        if not isinstance(k, str):
+            continue
+        path = prefix + k
+        if isinstance(v, dict):
+            if depth < MAX_FIELD_DEPTH:
+                room, audio = _walk(v, path + ".", depth + 1, secret or _is_secret_key(k),
+                                    show_secrets, fields, room, audio)
+            continue
+        if isinstance(v, str):
+            n = len(v)
+            if n > MAX_FIELD_CHARS:
+                size = base64_size(v)
+                if size is not None:
+                    # a member named like audio first, then the longest string
+                    prio = (2 if k in AUDIO_KEYS else 1) * (1 << 40) + n
+                    if audio is None or prio > audio[0]:
+                        audio = (prio, path, size)
+                continue
+            if not show_secrets and (secret or _is_secret_key(k)):
+                v = redacted(v)
+                n = len(v)
+            cost = len(path) + n + 6
+        elif v is None or isinstance(v, (bool, int, float)):
+            cost = len(path) + 14
+        else:
+            continue  # arrays are not read
+        if cost <= room and len(fields) < MAX_FIELDS:
+            fields[path] = v
+            room -= cost
+    return room, audio
 
 
 def summarise_event(obj: dict[str, Any], *, show_secrets: bool = False
@@ -145,55 +236,30 @@ def summarise_event(obj: dict[str, Any], *, show_secrets: bool = False
     """(type, event_id, response_id, item_id, audio_field, audio_bytes, text_chars, fields
     JSON) of one parsed event object (see :data:`REALTIME_EVENTS`)."""
     fields: dict[str, Any] = {}
-    audio: tuple[int, str, int] | None = None  # (priority, path, bytes)
-    room = MAX_FIELDS_CHARS
-
-    def walk(o: dict[str, Any], prefix: str, depth: int, secret: bool) -> None:
-        nonlocal audio, room
-        for k, v in o.items():
-            if not isinstance(k, str):
-                continue
-            path = prefix + k
-            if isinstance(v, dict):
-                if depth < MAX_FIELD_DEPTH:
-                    walk(v, path + ".", depth + 1, secret or is_secret_json_key(k))
-                continue
-            if isinstance(v, str):
-                if len(v) > MAX_FIELD_CHARS:
-                    size = base64_size(v)
-                    if size is not None:
-                        # a member named like audio first, then the longest string
-                        cand = ((2 if k in AUDIO_KEYS else 1) * (1 << 40) + len(v), path, size)
-                        if audio is None or cand[0] > audio[0]:
-                            audio = cand
-                if len(v) > MAX_FIELD_CHARS:
-                    continue
-                if not show_secrets and (secret or is_secret_json_key(k)):
-                    v = redacted(v)
-            elif not (v is None or isinstance(v, (bool, int, float))):
-                continue  # arrays are not read
-            cost = len(path) + (len(v) if isinstance(v, str) else 8) + 6
-            if len(fields) < MAX_FIELDS and cost <= room:
-                fields[path] = v
-                room -= cost
-
-    walk(obj, "", 1, False)
-    typ = _str(obj.get("type"))
-    resp = obj.get("response")
-    item = obj.get("item")
-    response_id = _str(obj.get("response_id")) or (
-        _str(resp.get("id")) if isinstance(resp, dict) else None)
-    item_id = _str(obj.get("item_id")) or (_str(item.get("id")) if isinstance(item, dict)
-                                           else None)
+    audio = _walk(obj, "", 1, False, show_secrets, fields, MAX_FIELDS_CHARS, None)[1]
+    get = obj.get
+    typ = get("type")
+    event_id = get("event_id")
+    response_id = get("response_id")
+    if not (isinstance(response_id, str) and response_id):
+        resp = get("response")
+        response_id = resp.get("id") if isinstance(resp, dict) else None
+    item_id = get("item_id")
+    if not (isinstance(item_id, str) and item_id):
+        item = get("item")
+        item_id = item.get("id") if isinstance(item, dict) else None
     audio_field = audio[1] if audio is not None else None
     text_chars: int | None = None
     for k in ("delta", "transcript", "text"):
-        v = obj.get(k)
+        v = get(k)
         if isinstance(v, str) and k != audio_field:
             text_chars = len(v)
             break
-    return (typ, _str(obj.get("event_id")), response_id, item_id, audio_field,
-            audio[2] if audio is not None else None, text_chars,
+    return (typ if isinstance(typ, str) else None,
+            event_id if isinstance(event_id, str) else None,
+            response_id if isinstance(response_id, str) else None,
+            item_id if isinstance(item_id, str) else None,
+            audio_field, audio[2] if audio is not None else None, text_chars,
             _fields_json(fields))
 
 
@@ -223,7 +289,7 @@ class RealtimeEventsBuilder:
             self._row(e, status, size, (e.json_type, None, None, None, None, None, None, None))
             return
         try:
-            obj = json.loads(text)
+            obj = _loads(text)
         except (ValueError, RecursionError) as exc:
             obj = exc
         if not isinstance(obj, dict):  # (text starting with "{" parses to an object or fails)

@@ -291,43 +291,52 @@ def _party(d: Direction | None) -> str | None:
     return "client" if d == Direction.CLIENT_TO_SERVER else "server"
 
 
-def _na(v: int | None) -> int:
-    return NA if v is None else v
-
-
 class _FrameColumns:
     """ws_frames rows packed one struct call each (the WebSocket table that grows with
     packets); :meth:`columns` hands over the rows held."""
 
-    __slots__ = ("_buf", "_pack", "_rec", "codes", "n", "sparse")
+    __slots__ = ("_buf", "_dir_code", "_limit", "_op_code", "_pack", "_rec", "codes", "n",
+                 "sparse")
 
     def __init__(self, chunk_rows: int = 65536) -> None:
         self._rec = Records(_FRAME_FIELDS, chunk_rows=chunk_rows)
         self._buf = self._rec.buf
         self._pack = self._rec.pack
+        self._limit = self._rec.limit
         self.codes = {name: CodeColumn() for name in ("direction", "opcode_name")}
+        # the category code of each direction and opcode seen (codes are never reassigned:
+        # a miss asks the CodeColumn, in the order the values appear, as before)
+        self._dir_code: dict[Direction, int] = {}
+        self._op_code: dict[int, int] = {}
         self.sparse: dict[str, dict[int, object]] = {"close_reason": {}, "control_payload": {}}
         self.n = 0
         """rows held"""
 
     def add(self, e: WsFrame) -> None:
-        c = self.codes["direction"]
-        direction = c.code(e.direction.label)
-        c = self.codes["opcode_name"]
-        op_name = c.code(opcode_name(e.opcode))
-        self._buf += self._pack(
-            e.frame, e.ts_ns, e.tcp_stream, _na(e.stream_id), e.index, e.start_frame,
-            e.start_ts_ns, 1 if e.fin else 0, e.rsv, e.opcode, 1 if e.masked else 0,
-            e.payload_len if e.payload_len < (1 << 63) else NA, e.header_bytes, e.lost_bytes,
-            1 if e.complete else 0, _na(e.message_index), _na(e.close_code), direction, op_name,
+        d = e.direction
+        direction = self._dir_code.get(d)
+        if direction is None:
+            direction = self._dir_code[d] = self.codes["direction"].code(d.label)
+        opcode = e.opcode
+        op_name = self._op_code.get(opcode)
+        if op_name is None:
+            op_name = self._op_code[opcode] = self.codes["opcode_name"].code(opcode_name(opcode))
+        sid, mi, cc, plen = e.stream_id, e.message_index, e.close_code, e.payload_len
+        buf = self._buf
+        buf += self._pack(
+            e.frame, e.ts_ns, e.tcp_stream, NA if sid is None else sid, e.index, e.start_frame,
+            e.start_ts_ns, 1 if e.fin else 0, e.rsv, opcode, 1 if e.masked else 0,
+            plen if plen < (1 << 63) else NA, e.header_bytes, e.lost_bytes,
+            1 if e.complete else 0, NA if mi is None else mi, NA if cc is None else cc,
+            direction, op_name,
         )
         row = self.n
-        self.n += 1
+        self.n = row + 1
         if e.close_reason is not None:
             self.sparse["close_reason"][row] = e.close_reason
         if e.control_payload is not None:
             self.sparse["control_payload"][row] = e.control_payload.hex()
-        if len(self._buf) >= self._rec.limit:
+        if len(buf) >= self._limit:
             self._rec.seal()
 
     def columns(self) -> dict[str, Any]:
@@ -371,33 +380,44 @@ class _MessageColumns:
     """ws_messages rows: numbers packed one struct call each, text values (category values
     and the preview) in one list per column; :meth:`columns` hands over the rows held."""
 
-    __slots__ = ("_rec", "text")
+    __slots__ = ("_append", "_buf", "_limit", "_pack", "_rec", "text")
 
     def __init__(self, chunk_rows: int = 65536) -> None:
         self._rec = Records(_MSG_FIELDS, chunk_rows=chunk_rows)
-        self.text: dict[str, list[str | None]] = {name: [] for name in _MSG_TEXT}
+        self._buf = self._rec.buf
+        self._pack = self._rec.pack
+        self._limit = self._rec.limit
+        self.text: dict[str, list[str | None]] = {}
+        self._append: tuple[Callable[[str | None], None], ...] = ()
+        self._new_text()
+
+    def _new_text(self) -> None:
+        """empty text columns, and their bound appends (in :data:`_MSG_TEXT` order)"""
+        self.text = {name: [] for name in _MSG_TEXT}
+        self._append = tuple(self.text[name].append for name in _MSG_TEXT)
 
     def __len__(self) -> int:
         return len(self.text["type"])
 
     def add(self, e: WsMessage) -> None:
-        rec = self._rec
         utf8 = e.utf8_ok
-        rec.buf += rec.pack(
-            e.frame, e.ts_ns, e.tcp_stream, _na(e.stream_id), e.index, e.fragments,
+        sid, dbytes = e.stream_id, e.decompressed_bytes
+        buf = self._buf
+        buf += self._pack(
+            e.frame, e.ts_ns, e.tcp_stream, NA if sid is None else sid, e.index, e.fragments,
             e.first_frame, e.first_ts_ns, e.wire_bytes, e.payload_bytes, e.lost_bytes,
-            1 if e.compressed else 0, _na(e.decompressed_bytes), 1 if e.complete else 0,
+            1 if e.compressed else 0, NA if dbytes is None else dbytes, 1 if e.complete else 0,
             -1 if utf8 is None else (1 if utf8 else 0), 1 if e.preview_truncated else 0,
         )
-        t = self.text
-        t["direction"].append(e.direction.label)
-        t["type"].append(e.type)
-        t["decompress"].append(e.decompress)
-        t["end_reason"].append(e.end_reason)
-        t["preview"].append(e.preview)
-        t["json_type"].append(e.json_type)
-        if len(rec.buf) >= rec.limit:
-            rec.seal()
+        direction, typ, decompress, end_reason, preview, json_type = self._append
+        direction(e.direction.label)
+        typ(e.type)
+        decompress(e.decompress)
+        end_reason(e.end_reason)
+        preview(e.preview)
+        json_type(e.json_type)
+        if len(buf) >= self._limit:
+            self._rec.seal()
 
     def columns(self) -> dict[str, Any]:
         """The rows held as columns for ``WS_MESSAGES.frame(columns=...)`` (handed over)."""
@@ -417,7 +437,7 @@ class _MessageColumns:
         utf8 = rec.column("utf8_ok")
         out["utf8_ok"] = pd.arrays.BooleanArray(utf8 == 1, utf8 < 0)
         out.update(self.text)  # lists: category and string columns cast as from row tuples
-        self.text = {name: [] for name in _MSG_TEXT}
+        self._new_text()
         return out
 
 
