@@ -12,7 +12,7 @@ Deterministic: the same N gives the same file.
 ``--answer rst``: each SYN is answered 5 µs later by the server's RST/ACK (a scan of closed
 ports, or a server refusing a flood): 2N frames, N connections that each ended at once.
 
-``--answer close``: each connection is complete, within its 10 µs: handshake, a 100-byte
+``--answer close``: each connection is complete, within its 10 µs: handshake, a 102-byte
 request, a 300-byte answer, FIN both ways and the last ACK (9N frames; a busy load balancer's
 short connections, one at a time).
 """

@@ -142,6 +142,20 @@ def temporary_database() -> sqlite3.Connection:
     return db
 
 
+@contextlib.contextmanager
+def all_or_nothing(db: sqlite3.Connection) -> Iterator[None]:
+    """One transaction of a :func:`temporary_database`: committed when the block ends, rolled
+    back (nothing of it stays stored) when it raises sqlite3.Error, which goes on."""
+    db.execute("BEGIN")
+    try:
+        yield
+        db.execute("COMMIT")
+    except sqlite3.Error:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+        raise
+
+
 class _SpillStore:
     """The spilled rows of a :class:`ColdSyns`: a private temporary sqlite database (on disk
     once past sqlite's small page cache; deleted when closed) with, per row, its tcp_stream,
@@ -168,16 +182,10 @@ class _SpillStore:
         order = np.argsort(k, kind="stable")
         streams = [r[0] for r in rows]
         db = self.db
-        db.execute("BEGIN")
-        try:
+        with all_or_nothing(db):
             db.executemany("INSERT INTO cold VALUES (?, ?, ?, ?)", rows)
             db.executemany("INSERT INTO cold_key VALUES (?, ?)",
                            [(keys[i], streams[i]) for i in order.tolist()])
-            db.execute("COMMIT")
-        except sqlite3.Error:
-            with contextlib.suppress(sqlite3.Error):  # (nothing of the page stays stored)
-                db.execute("ROLLBACK")
-            raise
 
     def may_hold(self, key: int) -> bool:
         """False: no row of ``key`` was ever stored (the Bloom filter says so)."""

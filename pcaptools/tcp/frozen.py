@@ -28,7 +28,6 @@ segments and requires every table, warning and observer call to be what they are
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import marshal
 import sqlite3
@@ -42,7 +41,14 @@ import numpy as np
 
 from .._memory import trim
 from .analysis import TcpConversation, TcpDirection
-from .cold import BLOOM_BITS, PAGE_ROWS, KeyBloom, pair_hash, temporary_database
+from .cold import (
+    BLOOM_BITS,
+    PAGE_ROWS,
+    KeyBloom,
+    all_or_nothing,
+    pair_hash,
+    temporary_database,
+)
 from .connstate import ConnHistory, _Endpoint
 from .gaps import SeqFollower, _Dir
 from .losses import LossDirection
@@ -205,15 +211,8 @@ class _Disk:
         db.execute("CREATE INDEX frozen_key ON frozen (key) WHERE key IS NOT NULL")
 
     def put(self, recs: list[tuple[int, int | None, bytes, bytes | None]]) -> None:
-        db = self.db
-        db.execute("BEGIN")
-        try:
-            db.executemany("INSERT INTO frozen VALUES (?, ?, ?, ?)", recs)
-            db.execute("COMMIT")
-        except sqlite3.Error:
-            with contextlib.suppress(sqlite3.Error):  # (nothing of the page stays stored)
-                db.execute("ROLLBACK")
-            raise
+        with all_or_nothing(self.db):
+            self.db.executemany("INSERT INTO frozen VALUES (?, ?, ?, ?)", recs)
         self.bloom.add(np.array([r[1] for r in recs if r[1] is not None], dtype=np.int64))
 
     def with_key(self, key: int) -> list[tuple[int, bytes]]:

@@ -38,6 +38,7 @@ class _Counting(TcpTracker):
 
     def _freeze(self, conn):  # type: ignore[no-untyped-def]
         self.frozen_n += 1
+        self.__dict__.setdefault("streams_frozen", set()).add(conn.conv.tcp_stream)
         super()._freeze(conn)
 
     def _thaw(self, seg):  # type: ignore[no-untyped-def]
@@ -80,6 +81,84 @@ def test_freezing_every_connection_changes_nothing(inputs: list[Path], observe: 
         frozen += tracker.frozen_n
         thawed += tracker.thawed_n
     assert thawed > 1000 and frozen > thawed  # (a late segment thaws; most stay frozen at the end)
+
+
+def test_freezing_on_time_changes_nothing(inputs: list[Path]) -> None:
+    """With the policy's times in play (frozen 2 ms after a connection ended or 20 ms after its
+    last packet, looked for every 7 segments, past 2 records): connections are frozen when
+    they went quiet and not before (a later packet moves their time on), and the tables,
+    warnings and observer calls are still those of no freezing."""
+    timed = FreezePolicy(ended_ns=2_000_000, idle_ns=20_000_000, every=7, min_records=2)
+    frozen = kept = 0
+    for path in inputs:
+        for observe, early, spill in ((False, True, True), (True, False, False)):
+            log, tables, rows, tracker = _run(path, timed, observe, early, spill)
+            want_log, want_tables, want_rows, _ = _run(path, None, observe)
+            assert log == want_log, path.name
+            for got, want in zip(tables, want_tables, strict=True):
+                pd.testing.assert_frame_equal(got, want, check_exact=True, obj=path.name)
+            assert rows == want_rows, path.name
+            n = len(tracker.__dict__.get("streams_frozen", ()))
+            frozen += n
+            kept += len(want_tables[0]) - n
+    assert frozen > 100 and kept > 100  # (some went quiet in time, others never did)
+
+
+@pytest.mark.tshark
+def test_complete_connections_frozen_on_time_agree_with_tshark(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``benchmarks/synflood.py --answer close``: 2,000 complete connections (handshake, a
+    102-byte request, a 300-byte answer, FIN both ways, last ACK), 10 µs apart. A TCP-only
+    load that freezes each 50 µs after it ended (past 100 records) gives the tables of one
+    that does not; every connection is SF / ShADadFf with its bytes; every frame's tcp.stream,
+    relative seq and ack and ack RTT are tshark 4.0's."""
+    import shutil
+    import subprocess
+    import sys
+
+    import pcaptools
+    import pcaptools.pipeline as pipeline
+    import pcaptools.tcp.tracker as tracker_mod
+    from tests.oracle import tshark_fields
+
+    root = Path(__file__).resolve().parents[2]
+    path = tmp_path / "close.pcap"
+    subprocess.run([sys.executable, str(root / "benchmarks" / "synflood.py"), str(path),
+                    "--connections", "2000", "--answer", "close"], check=True,
+                   capture_output=True)
+    monkeypatch.setattr(pipeline, "FreezePolicy", lambda: None)
+    want = pcaptools.load(path, payloads=False)
+    frozen: list[int] = []
+    real = tracker_mod.TcpTracker._freeze
+
+    def counting(self, conn):  # type: ignore[no-untyped-def]
+        frozen.append(conn.conv.tcp_stream)
+        real(self, conn)
+
+    monkeypatch.setattr(tracker_mod.TcpTracker, "_freeze", counting)
+    monkeypatch.setattr(pipeline, "FreezePolicy",
+                        lambda: FreezePolicy(ended_ns=50_000, every=16, min_records=100))
+    cap = pcaptools.load(path, payloads=False)
+    assert 1500 < len(set(frozen)) < 2000  # (the last connections ended too late for it)
+    for table, df in want.tables.items():
+        pd.testing.assert_frame_equal(cap.tables[table], df, check_exact=True, obj=table)
+    c = cap.connections
+    assert len(c) == 2000 and len(cap.packets) == 18000
+    assert (c["conn_state"].astype(str) == "SF").all()
+    assert (c["history"].astype(str) == "ShADadFf").all()
+    assert (c["client_bytes"] == 102).all() and (c["server_bytes"] == 300).all()
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark not installed")
+    rows = tshark_fields(str(path), ("frame.number", "tcp.stream", "tcp.seq", "tcp.ack",
+                                     "tcp.analysis.ack_rtt"), (), "tcp")
+    p = cap.packets
+    want_rows = [(int(f), int(s), int(q), int(a) if int(f) % 9 != 1 else None,
+                  round(float(r) * 1e3, 6) if r else None) for f, s, q, a, r in rows]
+    got = [(f, s, q, None if pd.isna(a) else a, None if pd.isna(r) else round(r, 6))
+           for f, s, q, a, r in zip(p["frame"].tolist(), p["tcp_stream"].tolist(),
+                                    p["seq"].tolist(), p["ack"].tolist(),
+                                    p["ack_rtt_ms"].tolist(), strict=True)]
+    assert len(want_rows) == 18000 and got == want_rows
 
 
 def test_a_record_survives_the_round_trip(inputs: list[Path]) -> None:
