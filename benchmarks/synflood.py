@@ -12,9 +12,14 @@ Deterministic: the same N gives the same file.
 ``--answer rst``: each SYN is answered 5 µs later by the server's RST/ACK (a scan of closed
 ports, or a server refusing a flood): 2N frames, N connections that each ended at once.
 
-``--answer close``: each connection is complete, within its 10 µs: handshake, a 102-byte
-request, a 300-byte answer, FIN both ways and the last ACK (9N frames; a busy load balancer's
-short connections, one at a time).
+``--answer close``: each connection is complete, within its first 10 µs: handshake, a
+102-byte HTTP/1.1 request, a 300-byte answer (200 OK with a 260-byte body), FIN both ways and
+the last ACK (9N frames; a busy load balancer's short connections, one at a time).
+
+``--spacing-us N``: the connections start N µs apart instead of 10 (a load balancer's hour
+of a million connections: 3,600 µs). At 10 µs a million connections last 10 s of capture
+time, too short for most of them to go quiet before the capture ends; spread out, they end
+and go quiet as they would in a real capture.
 """
 
 from __future__ import annotations
@@ -76,7 +81,7 @@ def rst_frame(i: int) -> bytes:
 
 
 REQUEST = b"GET / HTTP/1.1\r\nHost: lb\r\n" + b"x" * 72 + b"\r\n\r\n"
-ANSWER = b"HTTP/1.1 200 OK\r\n" + b"y" * 283
+ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 260\r\n\r\n" + b"y" * 260
 SERVER_ISN = 0x5EED0000
 
 
@@ -101,25 +106,33 @@ def close_frames(i: int) -> list[tuple[int, bytes]]:
             (7000, down(s2, (c2 + 1) & m, 0x11)), (8000, up((c2 + 1) & m, (s2 + 1) & m, 0x10))]
 
 
-def write(path: Path, connections: int, *, answer: str | None = None) -> int:
-    """Write the capture (``answer="rst"``: each SYN answered by an RST/ACK); return the
-    number of frames written."""
+def _at(i: int, step_ns: int, offset: int) -> tuple[int, int]:
+    """(seconds, nanoseconds) of a frame ``offset`` ns after the i-th connection's SYN"""
+    return divmod(START_NS + i * step_ns + offset, 1_000_000_000)
+
+
+def write(path: Path, connections: int, *, answer: str | None = None,
+          step_ns: int = STEP_NS) -> int:
+    """Write the capture (``answer="rst"``: each SYN answered by an RST/ACK; connections
+    ``step_ns`` apart); return the number of frames written."""
     with open(path, "wb") as fh:
         # nanosecond pcap: the record header is written here, not by dpkt's Writer, whose float
         # timestamps would move each 10 µs step by a few nanoseconds
         fh.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, dpkt.pcap.DLT_EN10MB))
         for i in range(connections):
-            sec, ns = divmod(START_NS + i * STEP_NS, 1_000_000_000)
+            sec, ns = divmod(START_NS + i * step_ns, 1_000_000_000)
             frame = syn_frame(i)
             fh.write(struct.pack("<IIII", sec, ns, len(frame), len(frame)))
             fh.write(frame)
             if answer == "rst":
                 frame = rst_frame(i)
-                fh.write(struct.pack("<IIII", sec, ns + STEP_NS // 2, len(frame), len(frame)))
+                fh.write(struct.pack("<IIII", *_at(i, step_ns, STEP_NS // 2), len(frame),
+                                     len(frame)))
                 fh.write(frame)
             elif answer == "close":
                 for offset, frame in close_frames(i):
-                    fh.write(struct.pack("<IIII", sec, ns + offset, len(frame), len(frame)))
+                    fh.write(struct.pack("<IIII", *_at(i, step_ns, offset), len(frame),
+                                         len(frame)))
                     fh.write(frame)
     return connections * {"rst": 2, "close": 9}.get(answer or "", 1)
 
@@ -131,10 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--answer", choices=["rst", "close"], default=None,
                     help="answer each SYN (rst: the server's RST/ACK; close: a whole "
                     "connection with a request and an answer)")
+    ap.add_argument("--spacing-us", type=int, default=STEP_NS // 1000,
+                    help="microseconds between the connections' first frames (at least 10)")
     args = ap.parse_args(argv)
     if args.connections < 1:
         ap.error("--connections must be at least 1")
-    n = write(args.out, args.connections, answer=args.answer)
+    if args.spacing_us < 10:
+        ap.error("--spacing-us must be at least 10 (a connection's frames span 8 µs)")
+    n = write(args.out, args.connections, answer=args.answer, step_ns=args.spacing_us * 1000)
     print(f"{args.out}: {n:,} frames, {args.out.stat().st_size / 1e6:.1f} MB")
     return 0
 

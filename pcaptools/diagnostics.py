@@ -57,6 +57,7 @@ CATALOGUE: dict[str, str] = {
     "tcp.unacked_limit": "too many unacknowledged segments in one direction; older ones are no longer tracked (as tshark)",
     "tcp.cold_spill_failed": "load(out=DIR) could not move old one-SYN connections to its temporary database (no writable temporary directory, a full disk): they stay in memory, which then grows with them; every table is still complete",
     "tcp.frozen_spill_failed": "load(out=DIR) could not move the records of ended or idle connections to its temporary database (no writable temporary directory, a full disk): they stay in memory, which then grows with them; every table is still complete",
+    "tcp.payload_after_release": "payload came beyond the FIN of a connection that had ended (both FINs, every byte before them delivered) at least 1 s of capture time before, once its parsers had finished and its state was let go to keep memory to live connections: those bytes (a protocol violation, or a reused port without a SYN) are counted in the TCP tables but not parsed",
     "tcp.observer_error": "a protocol observer raised an unexpected error on this connection (a pcaptools bug: please report it); the connection's payload is no longer parsed, its TCP rows are unaffected",
     # udp
     "udp.observer_error": "a UDP datagram observer (DNS, ...) or its probe raised an unexpected error on this datagram (a pcaptools bug: please report it); the datagram is skipped, the next ones are still given to it",

@@ -169,6 +169,13 @@ class HttpDetector:
         choice, True: the chosen observer's own ``wants_bytes`` is not consulted (yet)."""
         return self.kind != "none"
 
+    @property
+    def done(self) -> bool:
+        """the chosen observer is done, or none was chosen (``finish`` then returns nothing:
+        the stream contract's ``done``)"""
+        inner = self.inner
+        return inner is None or bool(getattr(inner, "done", False))
+
     def feed(self, chunk: StreamChunk) -> list[object]:
         if self.inner is not None:
             return self.inner.feed(chunk)

@@ -104,6 +104,15 @@ class ConnectionObserver:
             self._update()
         return out
 
+    @property
+    def done(self) -> bool:
+        """the chosen observer is done, or none was chosen and nothing is held (the stream
+        contract's ``done``)"""
+        inner = self.inner
+        if inner is None:
+            return not self._held
+        return bool(getattr(inner, "done", False))
+
     def finish(self, ts_ns: int, frame: int) -> list[object]:
         """End of capture: the last events of whatever is still open."""
         inner = self.inner

@@ -21,9 +21,18 @@ cannot change while frozen), so the end of the pass reads them
 
 Only a connection with no byte-stream observer state is frozen (``Connection.streams`` None:
 nobody parses its payload, or ``load(payloads=False)``); a parser's state (TLS keys, HPACK
-tables, a WebSocket's inflater) has no such packed form, and those connections keep their
-objects to the end. ``tests/tcp/test_frozen.py`` freezes every connection after each of its
-segments and requires every table, warning and observer call to be what they are without it.
+tables, a WebSocket's inflater) has no such packed form. A parsed connection gets there
+when its time comes if both directions ended at a FIN before which every byte was delivered
+and its observers are ``done`` (they said all they will: TLS, HTTP/1, HTTP/2, WebSocket and the
+detectors are, once both directions closed): the tracker lets its parsers go
+(:meth:`~.tracker.TcpTracker._release`) and follows its sequence space as for an unparsed
+connection, which reports the same gaps. Their ``finish`` would have added nothing, so no
+row changes; the one thing lost is payload beyond a FIN arriving later (a protocol violation,
+or a reused port without a SYN), which a ``tcp.payload_after_release`` warning reports instead
+of parsing. A connection that ended with an RST, or with a hole before a FIN, keeps its
+parsers to the end (data may still come that they would parse). ``tests/tcp/test_frozen.py``
+freezes every connection after each of its segments and requires every table, warning and
+observer call to be what they are without it.
 """
 
 from __future__ import annotations
@@ -160,7 +169,7 @@ class RecordCodec:
         v[i_hist] = (self.hist(h), ep(h._orig), ep(h._resp))
         v[i_side] = (self.ds(side[0]), self.ds(side[1]))
         v[i_hs] = None if hs is None else self.hs(hs)
-        v[i_follow] = None if f is None else (f.hi, gd(f.dirs[0]), gd(f.dirs[1]))
+        v[i_follow] = None if f is None else (f.hi, gd(f.dirs[0]), gd(f.dirs[1]), f.released)
         v[i_loss] = None if loss is None else (ld(loss[0]), ld(loss[1]))
         return marshal.dumps(tuple(v))
 
@@ -183,9 +192,10 @@ class RecordCodec:
         if v[i_hs] is not None:
             v[i_hs] = self.hs_cls(*v[i_hs])
         if v[i_follow] is not None:
-            hi, d0, d1 = v[i_follow]
+            hi, d0, d1, released = v[i_follow]
             f = SeqFollower.__new__(SeqFollower)
             f.hi = hi
+            f.released = released
             f.dirs = (_make(_Dir, self.gd_n, d0), _make(_Dir, self.gd_n, d1))
             v[i_follow] = f
         if v[i_loss] is not None:

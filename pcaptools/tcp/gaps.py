@@ -55,12 +55,15 @@ class _Dir:
 class SeqFollower:
     """Sequence-space follower of one connection (both directions). Never raises."""
 
-    __slots__ = ("dirs", "hi")
+    __slots__ = ("dirs", "hi", "released")
 
     def __init__(self) -> None:
         self.dirs = (_Dir(), _Dir())
         self.hi = [-1, -1]
         """the caller's unwrapping state: last unwrapped relative sequence number per direction"""
+        self.released = False
+        """took over from a parser let go once done (both directions ended at a FIN): bytes
+        beyond a FIN would have been parsed (the tracker reports them)"""
 
     @classmethod
     def from_reassembly(cls, bases: Sequence[int | None], next_offsets: Sequence[int],

@@ -212,6 +212,14 @@ class Reassembler:
         return self._fin_off
 
     @property
+    def drained(self) -> bool:
+        """A FIN was seen and every byte before it delivered: nothing is held, no hole is
+        left, and the direction has no byte still to come but bytes beyond its FIN."""
+        fin = self._fin_off
+        return fin is not None and self.next_offset >= fin and not self._starts \
+            and not self._missing
+
+    @property
     def buffered_ranges(self) -> list[tuple[int, int]]:
         """(stream offset, length) of the out-of-order pieces held above the next offset."""
         return [(o, len(p)) for o, p in zip(self._starts, self._pieces, strict=True)]

@@ -85,6 +85,16 @@ class StreamObserver(Protocol):
     it was built with (code, detail, frame, tcp_stream, direction), then resynchronises or
     marks that direction desynchronised (bytes still counted, no longer parsed). The tracker
     wraps it in a guard that turns an exception (a bug) into a ``tcp.observer_error`` row.
+
+    Optional: a ``done`` property (read with a default of False, so an observer without it
+    is simply never let go early). True once everything the observer will say about the
+    bytes it was given has been said: ``finish`` would return nothing and report nothing,
+    and a ``gap`` or ``close`` would add no event and no warning (a connection's observers
+    are done once both directions closed and they emitted their last events). The tracker
+    lets a done observer go when both directions of its connection ended at a FIN all of
+    whose bytes it delivered, so that the connection can be frozen (:mod:`~.frozen`);
+    payload that arrives beyond such a FIN later is reported
+    (``tcp.payload_after_release``), not parsed.
     """
 
     @property

@@ -58,6 +58,12 @@ class _Guarded:
     def wants_bytes(self) -> bool:
         return not self.failed and self._obs.wants_bytes
 
+    @property
+    def done(self) -> bool:
+        """the observer has said all it will (:class:`~.stream.StreamObserver`'s optional
+        ``done``), or it raised: nothing it would be given could add a row"""
+        return self.failed or bool(getattr(self._obs, "done", False))
+
     def feed(self, chunk: StreamChunk) -> list[object]:
         if self.failed:
             return []
@@ -105,7 +111,7 @@ EventSink = Callable[[list[Any]], None]
 class _Streams:
     """Per-connection byte-stream state, only for connections an observer wants."""
 
-    observer: StreamObserver
+    observer: _Guarded
     reasm: tuple[Reassembler, Reassembler]
     seq_hi: list[int] = field(default_factory=lambda: [-1, -1])
     """last unwrapped relative sequence number per direction (-1: none yet)"""
@@ -542,10 +548,29 @@ class TcpTracker:
                 at = conn.last_ts + wait
                 if at > now:  # (it sent something since: look again then)
                     q.add(stream, at)
-                elif conn.streams is None:
+                elif conn.streams is None or self._release(conn, conn.streams):
                     self._freeze(conn)
                 elif q is self._idle_q:  # (its parser may let it go later)
                     q.add(stream, now + wait)
+
+    def _release(self, conn: Connection, st: _Streams) -> bool:
+        """Let the byte-stream state of a connection go, to freeze it, when nothing it could
+        still be given would add a row: both directions ended at a FIN before which every
+        byte was delivered (:attr:`~.reassembly.Reassembler.drained`: no hole, nothing held,
+        no gap to come) and the observer is done (the stream contract's ``done``: its
+        ``finish`` would return nothing). The connection is followed from then on, as one
+        whose observer stopped wanting bytes (the same gaps, reported the same way); bytes
+        beyond a FIN, which the observer would have been given, are reported
+        (:meth:`_follow`)."""
+        r0, r1 = st.reasm
+        if not (st.closed[0] and st.closed[1] and r0.drained and r1.drained
+                and st.observer.done):
+            return False
+        conn.streams = None
+        self._start_following(conn, st)
+        assert conn.follow is not None
+        conn.follow.released = True
+        return True
 
     def _freeze(self, conn: Connection) -> None:
         fz = self.frozen
@@ -714,6 +739,15 @@ class TcpTracker:
         out: list[Gap] = []
         if seg.seg_len or flags & (SYN | FIN):
             seq = hi[d] = _unwrap(hi[d], a.rel_seq)
+            if f.released and seg.seg_len and seq + seg.seg_len > f.dirs[d].nxt:
+                self.diag.add(
+                    "tcp.payload_after_release",
+                    f"{seq + seg.seg_len - max(seq, f.dirs[d].nxt)} bytes of payload beyond "
+                    "the FIN of a connection whose parser had finished (let go once the "
+                    "connection ended, to keep memory to live connections): not parsed",
+                    ts_ns=seg.ts_ns, frame=seg.frame, tcp_stream=conn.conv.tcp_stream,
+                    direction=Direction(d).label,
+                )
             f.segment(d, seq, seg.seg_len, len(seg.payload), bool(flags & SYN),
                       bool(flags & FIN), out)
         rel_ack = a.rel_ack

@@ -6,7 +6,9 @@ thaws it, so every record goes through :meth:`RecordCodec.freeze`/``thaw`` once 
 through one that never freezes: the connections, handshakes, events and losses tables, the
 Diagnostics rows and the observer calls must be identical. Inputs: captures/, the public
 corpus, the tshark-comparison scenarios, seeded simulations and a scan-like capture, with an
-observer for every other connection (the others are frozen) and without observers.
+observer for every other connection (the others are frozen) and without observers; with
+observers that are done once both directions closed (the tracker lets them go and freezes
+their connections); and load() of every shipped and corpus capture with freezing at once.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 from pcaptools.diagnostics import Diagnostics
 from pcaptools.tables.tcp_tables import events_table, losses_table, packed_rows, record_tables
 from pcaptools.tcp.frozen import FreezePolicy, FrozenConnections
+from pcaptools.tcp.stream import StreamChunk
 from pcaptools.tcp.tracker import RECORDS, TcpTracker
 from tests.tcp._compare import feed
 from tests.tcp._pcapgen import write_pcap
@@ -30,11 +33,60 @@ from tests.tcp.test_lazy_state import inputs as inputs  # (the fixture: the same
 ALWAYS = FreezePolicy(0, 0, 1, 0)
 
 
+class _DoneRecorder(_Recorder):
+    """A recording observer that is done (the stream contract's ``done``) once both directions
+    were closed, as the protocol observers are once they emitted their last events. Its
+    ``gap`` and ``finish`` calls once done (which add nothing, by the contract) are logged as
+    such: a tracker that let it go does not make them. A ``feed`` once done (bytes beyond a
+    FIN) is logged as such too: a tracker that let it go reports those bytes instead
+    (``tcp.payload_after_release``)."""
+
+    def __init__(self, log: list[object], stream: int) -> None:
+        super().__init__(log, stream)
+        self.closed: set[int] = set()
+
+    @property
+    def done(self) -> bool:
+        return len(self.closed) == 2
+
+    def close(self, direction, ts_ns, frame, *, at_eof=False):  # type: ignore[no-untyped-def]
+        self.closed.add(int(direction))
+        return super().close(direction, ts_ns, frame, at_eof=at_eof)
+
+    def feed(self, chunk: StreamChunk) -> list[object]:
+        if self.done:
+            self.log.append((self.stream, _FEED_ONCE_DONE, chunk.frame))
+            return []
+        return super().feed(chunk)
+
+    def gap(self, direction, offset, nbytes, ts_ns, frame):  # type: ignore[no-untyped-def]
+        if self.done:
+            self.log.append((self.stream, _ONCE_DONE))
+            return []
+        return super().gap(direction, offset, nbytes, ts_ns, frame)
+
+    def finish(self, ts_ns: int, frame: int) -> list[object]:
+        if self.done:
+            self.log.append((self.stream, _ONCE_DONE))
+            return []
+        return super().finish(ts_ns, frame)
+
+
+_ONCE_DONE = "gap or finish once done"
+_FEED_ONCE_DONE = "feed once done"
+
+
 class _Counting(TcpTracker):
-    """Counts the freezes and thaws."""
+    """Counts the freezes, thaws and observers let go."""
 
     frozen_n = 0
     thawed_n = 0
+    released_n = 0
+
+    def _release(self, conn, st):  # type: ignore[no-untyped-def]
+        got = super()._release(conn, st)
+        self.released_n += got
+        return got
 
     def _freeze(self, conn):  # type: ignore[no-untyped-def]
         self.frozen_n += 1
@@ -48,10 +100,14 @@ class _Counting(TcpTracker):
 
 
 def _run(path: Path, policy: FreezePolicy | None, observe: bool, early: bool = False,
-         spill: bool = False) -> tuple[list[object], list[pd.DataFrame], list[object], _Counting]:
+         spill: bool = False, done: bool = False,
+         ) -> tuple[list[object], list[pd.DataFrame], list[object], _Counting]:
+    """``done``: the observers are :class:`_DoneRecorder` (let go once done: the log leaves
+    out their ``finish`` calls once done, which a tracker that let them go does not make)."""
     log: list[object] = []
     diag = Diagnostics()
-    factory = (lambda s, _mid: _Recorder(log, s) if s % 2 == 0 else None) if observe else None
+    rec = _DoneRecorder if done else _Recorder
+    factory = (lambda s, _mid: rec(log, s) if s % 2 == 0 else None) if observe else None
     tracker = _Counting(diag, observer_factory=factory, freeze_policy=policy)
     if policy is not None and early:  # (as the pipeline: the rows made when frozen)
         tracker.row_maker = lambda conn: packed_rows(conn, lambda c: c.conv.tcp_stream % 7 == 0)
@@ -60,27 +116,40 @@ def _run(path: Path, policy: FreezePolicy | None, observe: bool, early: bool = F
     last = feed(tracker, path)
     tracker.finish(0, last)
     tables = [*record_tables(tracker), events_table(tracker), losses_table(tracker)]
+    log = [x for x in log if x[1] != _ONCE_DONE]  # type: ignore[index]
     return log, tables, [(r.code, r.frame, r.detail) for r in diag.rows], tracker
 
 
-@pytest.mark.parametrize(("observe", "early", "spill"),
-                         [(True, False, False), (False, False, False), (False, True, False),
-                          (False, True, True), (True, False, True)],
+@pytest.mark.parametrize(("observe", "early", "spill", "done"),
+                         [(True, False, False, False), (False, False, False, False),
+                          (False, True, False, False), (False, True, True, False),
+                          (True, False, True, False), (True, True, True, True)],
                          ids=["observer", "no_observer", "rows_when_frozen", "spilled",
-                              "observer_spilled"])
+                              "observer_spilled", "observer_let_go"])
 def test_freezing_every_connection_changes_nothing(inputs: list[Path], observe: bool,
-                                                   early: bool, spill: bool) -> None:
-    frozen = thawed = 0
+                                                   early: bool, spill: bool, done: bool) -> None:
+    frozen = thawed = released = late = 0
     for path in inputs:
-        log, tables, rows, tracker = _run(path, ALWAYS, observe, early, spill)
-        want_log, want_tables, want_rows, _ = _run(path, None, observe)
+        log, tables, rows, tracker = _run(path, ALWAYS, observe, early, spill, done)
+        want_log, want_tables, want_rows, _ = _run(path, None, observe, done=done)
+        if done:  # bytes beyond a FIN, given to a done observer, or reported once it was let go
+            fed = [x for x in want_log
+                   if x[1] == _FEED_ONCE_DONE and x not in log]  # type: ignore[index]
+            want_log = [x for x in want_log if x not in fed]
+            told = [r for r in rows if r[0] == "tcp.payload_after_release"]
+            rows = [r for r in rows if r[0] != "tcp.payload_after_release"]
+            assert bool(fed) == bool(told), path.name
+            late += bool(told)
         assert log == want_log, path.name
         for got, want in zip(tables, want_tables, strict=True):
             pd.testing.assert_frame_equal(got, want, check_exact=True, obj=path.name)
         assert rows == want_rows, path.name
         frozen += tracker.frozen_n
         thawed += tracker.thawed_n
+        released += tracker.released_n
     assert thawed > 1000 and frozen > thawed  # (a late segment thaws; most stay frozen at the end)
+    assert (released > 50) if done else not released  # (observers let go only once done)
+    assert late == (1 if done else 0)  # (bytes beyond a FIN: a simulation's, reported)
 
 
 def test_freezing_on_time_changes_nothing(inputs: list[Path]) -> None:
@@ -239,11 +308,13 @@ def test_a_database_that_fails_keeps_the_records_in_memory(
 
 @pytest.mark.parametrize("name", ["scan", "coverage-mixed.pcap", "zeek-rules.pcap",
                                   "tcp-refused.pcap", "http1-lossy.pcap", "pmtu-icmp-client.pcap",
-                                  "ipv6.pcap", "compare-h2.pcapng"])
+                                  "ipv6.pcap", "compare-h2.pcapng", "compare-h1.pcapng",
+                                  "tls-resumption.pcapng", "ws-tls.pcapng"])
 def test_load_with_every_connection_frozen_equals_load(name: str, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """load() and load(out=DIR), every table, with every connection nobody parses frozen at
-    each segment (rows made when frozen, records moved to disk in pages of 2) equal load()
+    """load() and load(out=DIR), every table, with every connection frozen at each segment
+    that may be (nobody parses it, or its parsers are done: the last three captures' are TLS
+    and HTTP connections; rows made when frozen, records moved to disk in pages of 2) equal load()
     without freezing: the pipeline's wiring (the row maker, path_mtu's kept records, the
     addresses of frozen connections, the database) changes nothing."""
     import pcaptools
@@ -286,3 +357,62 @@ def test_load_with_every_connection_frozen_equals_load(name: str, tmp_path: Path
     assert_same_tables(pcaptools.load(path, keylog=keylog, out=tmp_path / "out"), want)
     assert frozen  # (some connection was frozen)
     assert moved or len(set(frozen)) < 4, name  # (and moved to disk, when 4 were)
+
+
+#: corpus captures and their key logs (the others are loaded without one)
+_CORPUS_KEYS = {
+    "illustrated-tls12-capture.pcap": "illustrated-tls12-keylog.txt",
+    "illustrated-tls13-capture.pcap": "illustrated-tls13-keylog.txt",
+    "tls12-decryption.pcap": "tls12-decryption.keylog.txt",
+    "dump.pcapng": "premaster.txt",
+    "tls_nss_example.pcap": "tls_nss_example.keys.txt",
+    "tls3.cryptohack.org.pcapng": "keylogfile.txt",
+}
+
+
+@pytest.mark.parametrize("where", ["captures", "corpus"])
+def test_parsed_connections_let_go_at_once_change_no_table(
+        where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every capture of captures/ (with its key log) and of the public corpus: load() with
+    every connection frozen as soon as it may be, the parsed ones as soon as both directions
+    ended at a FIN and their observers (TLS, HTTP/1, HTTP/2, WebSocket, the detectors) are
+    done, gives every table of load() without freezing, warnings included; and parsed
+    connections were let go (TLS and cleartext HTTP ones among them)."""
+    import pcaptools
+    import pcaptools.pipeline as pipeline
+    import pcaptools.tcp.tracker as tracker_mod
+    from tests.conftest import CAPTURES, CORPUS
+
+    if where == "corpus":
+        if not CORPUS.is_dir():
+            pytest.skip("corpus not present")
+        paths = sorted([*CORPUS.glob("*.pcap"), *CORPUS.glob("*.pcapng")])
+        keys = {p: (CORPUS / _CORPUS_KEYS[p.name] if p.name in _CORPUS_KEYS else None)
+                for p in paths}
+    else:
+        paths = sorted([*CAPTURES.glob("*.pcap"), *CAPTURES.glob("*.pcapng")])
+        keys = {p: (p.with_suffix(".keys") if p.with_suffix(".keys").exists() else None)
+                for p in paths}
+    released: list[tuple[str, str]] = []
+    real = tracker_mod.TcpTracker._release
+
+    def counting(self, conn, st):  # type: ignore[no-untyped-def]
+        kind = type(st.observer._obs).__name__
+        inner = getattr(st.observer._obs, "inner", None)
+        got = real(self, conn, st)
+        if got:
+            released.append((kind, type(inner).__name__))
+        return got
+
+    monkeypatch.setattr(tracker_mod.TcpTracker, "_release", counting)
+    for path in paths:
+        monkeypatch.setattr(pipeline, "FreezePolicy", lambda: None)
+        want = pcaptools.load(path, keylog=keys[path])
+        monkeypatch.setattr(pipeline, "FreezePolicy", lambda: ALWAYS)
+        got = pcaptools.load(path, keylog=keys[path])
+        for table, df in want.tables.items():
+            pd.testing.assert_frame_equal(got.tables[table], df, check_exact=True,
+                                          obj=f"{path.name}: {table}")
+    kinds = {inner for _, inner in released}
+    assert len(released) > (80 if where == "captures" else 20), len(released)
+    assert {"TlsObserver", "HttpDetector"} <= kinds, kinds

@@ -369,6 +369,11 @@ class Http1Observer:
     def finished(self) -> bool:
         return self._finished
 
+    @property
+    def done(self) -> bool:
+        """finished: every later call returns nothing (the stream contract's ``done``)"""
+        return self._finished
+
     # ------------------------------------------------------------------ StreamObserver API
 
     @property

@@ -517,6 +517,11 @@ class Http2Observer:
         """True once the connection has been finalised (later calls return nothing)."""
         return self._finished
 
+    @property
+    def done(self) -> bool:
+        """finished: every later call returns nothing (the stream contract's ``done``)"""
+        return self._finished
+
     # ------------------------------------------------------------------ byte parsing
 
     def _begin(self, st: _Dir, offset: int) -> None:

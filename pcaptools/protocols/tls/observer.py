@@ -341,6 +341,15 @@ class TlsObserver:
         return True
 
     @property
+    def done(self) -> bool:
+        """both directions closed, every session's :class:`TlsSession` emitted and the inner
+        observer (if any) done: ``finish`` returns nothing (the stream contract's ``done``;
+        records beyond a FIN would still be parsed)"""
+        inner = self._inner
+        return (all(d.closed for d in self._dirs) and all(s.emitted for s in self._sessions)
+                and (inner is None or bool(getattr(inner, "done", False))))
+
+    @property
     def inner(self) -> StreamObserver | None:
         """the observer of the decrypted application data, once created"""
         return self._inner

@@ -170,6 +170,11 @@ class WebSocketObserver:
     def finished(self) -> bool:
         return self._ended
 
+    @property
+    def done(self) -> bool:
+        """ended: every later call returns nothing (the stream contract's ``done``)"""
+        return self._ended
+
     # ------------------------------------------------------------------ StreamObserver API
 
     @property
