@@ -38,8 +38,8 @@ class _DoneRecorder(_Recorder):
     were closed, as the protocol observers are once they emitted their last events. Its
     ``gap`` and ``finish`` calls once done (which add nothing, by the contract) are logged as
     such: a tracker that let it go does not make them. A ``feed`` once done (bytes beyond a
-    FIN) is logged as such too: a tracker that let it go reports those bytes instead
-    (``tcp.payload_after_release``)."""
+    FIN, or after an RST) is logged as such too: a tracker that let it go reports those bytes
+    instead (``tcp.payload_after_release``)."""
 
     def __init__(self, log: list[object], stream: int) -> None:
         super().__init__(log, stream)
@@ -375,9 +375,9 @@ def test_parsed_connections_let_go_at_once_change_no_table(
         where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every capture of captures/ (with its key log) and of the public corpus: load() with
     every connection frozen as soon as it may be, the parsed ones as soon as both directions
-    ended at a FIN and their observers (TLS, HTTP/1, HTTP/2, WebSocket, the detectors) are
-    done, gives every table of load() without freezing, warnings included; and parsed
-    connections were let go (TLS and cleartext HTTP ones among them)."""
+    ended (FIN or RST) with nothing held and their observers (TLS, HTTP/1, HTTP/2, WebSocket,
+    the detectors) are done, gives every table of load() without freezing, warnings
+    included; and parsed connections were let go (TLS and cleartext HTTP ones among them)."""
     import pcaptools
     import pcaptools.pipeline as pipeline
     import pcaptools.tcp.tracker as tracker_mod
