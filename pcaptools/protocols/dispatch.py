@@ -24,17 +24,16 @@ from .websocket import websocket_factory
 class ConnectionObserver:
     """Protocol sniffing and hand-off for one TCP connection. Never raises on wire data.
 
-    ``feed`` and ``wants_bytes`` are attributes, not a method and a property: once the protocol
-    is known, ``feed`` *is* the inner observer's ``feed`` (TLS: no extra call per chunk) and
-    ``wants_bytes`` a plain bool kept up to date."""
+    ``wants_bytes`` is an attribute, not a property: a plain bool kept up to date. It keeps no
+    bound method of itself (that would be a reference cycle, freed only by the cycle
+    collector): once the tracker lets a finished connection go, reference counting frees the
+    observer and everything it holds at once."""
 
     __slots__ = (
-        "_diag", "_held", "_keylog", "_midstream", "_probe", "feed", "inner", "kind", "tcp_stream",
-        "wants_bytes",
+        "_diag", "_held", "_inner_feed", "_keylog", "_midstream", "_probe", "inner", "kind",
+        "tcp_stream", "wants_bytes",
     )
 
-    feed: Callable[[StreamChunk], list[object]]
-    """In-order bytes of one direction -> events (see :class:`~._base.Observer`)."""
     wants_bytes: bool
     """False once no observer will parse this connection's bytes."""
 
@@ -54,13 +53,22 @@ class ConnectionObserver:
         self.kind: str | None = None
         """None while undecided, then "tls" or "cleartext\""""
         self.wants_bytes = True
-        self.feed = self._sniff
+        self._inner_feed: Callable[[StreamChunk], list[object]] | None = None
+        """the TLS observer's ``feed``, once the connection is TLS"""
+
+    def feed(self, chunk: StreamChunk) -> list[object]:
+        """In-order bytes of one direction -> events (see :class:`~._base.Observer`): the TLS
+        observer's once the connection is TLS, the detector's once it is not, held until the
+        first bytes say which."""
+        f = self._inner_feed
+        if f is not None:
+            return f(chunk)
+        if self.inner is not None:
+            return self._cleartext_feed(chunk)
+        return self._sniff(chunk)
 
     def _sniff(self, chunk: StreamChunk) -> list[object]:
         """``feed`` while the protocol is unknown."""
-        inner = self.inner
-        if inner is not None:  # pragma: no cover - feed is rebound once inner is set
-            return inner.feed(chunk)
         self._held.chunk(chunk)
         d = chunk.direction
         probe = self._probe[d]
@@ -139,7 +147,8 @@ class ConnectionObserver:
                 websocket_factory=websocket_factory(tcp_stream=self.tcp_stream, diag=self._diag),
             )
         self.inner = inner
-        self.feed = inner.feed if tls else self._cleartext_feed
+        if tls:
+            self._inner_feed = inner.feed
         out = self._held.replay(inner)
         self._update()
         return out

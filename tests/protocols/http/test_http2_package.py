@@ -21,13 +21,11 @@ from tests.protocols.http.test_http2_observer import REQ, conn, frames, observer
 C2S = Direction.CLIENT_TO_SERVER
 
 
-def _handler_names(obs: Http2Observer) -> dict[int, str]:
-    return {t: h.__name__ for t, h in obs._frame_handlers.items()}
-
-
 def test_dispatch_table_names_every_frame_type_and_unknown_types_have_one_handler() -> None:
-    obs, _ = observer()
-    assert _handler_names(obs) == {
+    from pcaptools.protocols.http2 import observer as h2obs
+
+    table = h2obs._FRAME_HANDLERS
+    assert {t: h.__name__ for t, h in table.items()} == {
         0: "_unknown_frame",  # DATA is streamed by _parse, never dispatched
         1: "_header_frame",
         2: "_priority_frame",
@@ -39,12 +37,13 @@ def test_dispatch_table_names_every_frame_type_and_unknown_types_have_one_handle
         8: "_window_update_frame",
         9: "_continuation_frame",
     }
-    assert sorted(obs._frame_handlers) == list(range(len(h2.FRAME_TYPES)))
-    assert obs._on_unknown_frame.__name__ == "_unknown_frame"
-    # bound to this observer, built once per observer
-    assert all(h.__self__ is obs for h in obs._frame_handlers.values())
-    other, _ = observer()
-    assert other._frame_handlers is not obs._frame_handlers
+    assert sorted(table) == list(range(len(h2.FRAME_TYPES)))
+    assert h2obs._ON_UNKNOWN_FRAME is Http2Observer._unknown_frame
+    # the class's functions, built once: an observer holds no bound method of itself (a
+    # reference cycle would keep a finished connection's state until the cycle collector runs)
+    assert all(h is getattr(Http2Observer, h.__name__) for h in table.values())
+    obs, _ = observer()
+    assert not any(getattr(v, "__self__", None) is obs for v in vars(obs).values())
 
 
 def test_unknown_frame_types_are_recorded_and_parsing_carries_on() -> None:
