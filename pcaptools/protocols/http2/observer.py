@@ -273,10 +273,12 @@ class _Dir(StreamCursor):
 
 
 #: what the frame dispatch table maps a frame type to (see
-#: :meth:`Http2Observer._frame_dispatch_table`): called with the direction's state, the frame's
-#: type, flags, stream id, length and payload, the capture time and frame number of the packet
-#: that completed it, and the list the events go to
-_FrameHandler = Callable[[_Dir, int, int, int, int, bytes, int, int, list[object]], None]
+#: :meth:`Http2Observer._frame_dispatch_table`): a method of the observer, called with the
+#: observer, the direction's state, the frame's type, flags, stream id, length and payload, the
+#: capture time and frame number of the packet that completed it, and the list the events go to
+_FrameHandler = Callable[
+    ["Http2Observer", _Dir, int, int, int, int, bytes, int, int, list[object]], None
+]
 
 
 def _new_decoder() -> Decoder:
@@ -356,9 +358,6 @@ class Http2Observer:
         self._last_frame = 0
         self._init_window = [_DEFAULT_WINDOW, _DEFAULT_WINDOW]
         """initial stream window for data sent by [client, server] (the peer's setting)"""
-        self._frame_handlers = self._frame_dispatch_table()
-        """frame type -> handler of a complete buffered frame, built once per connection"""
-        self._on_unknown_frame: _FrameHandler = self._unknown_frame
         if upgrade is not None:
             self._start = "upgrade"
             self._flow_known = True
@@ -867,22 +866,27 @@ class Http2Observer:
 
     # ------------------------------------------------------------------ frames
 
-    def _frame_dispatch_table(self) -> dict[int, _FrameHandler]:
+    @classmethod
+    def _frame_dispatch_table(cls) -> dict[int, _FrameHandler]:
         """Frame type -> the method that handles a complete buffered frame of that type (types
         outside the table go to :meth:`_unknown_frame`). DATA payloads are streamed by
         :meth:`_parse` and never buffered, so DATA never comes here; it is listed, with the
-        handler of unknown types, so that the table names every RFC 9113 type."""
+        handler of unknown types, so that the table names every RFC 9113 type.
+
+        One table for the class (:data:`_FRAME_HANDLERS`), of the methods as plain functions
+        called with the observer: bound methods kept by each observer would make each one a
+        reference cycle, freed only by the cycle collector."""
         return {
-            DATA: self._unknown_frame,
-            HEADERS: self._header_frame,
-            PRIORITY: self._priority_frame,
-            RST_STREAM: self._rst_stream_frame,
-            SETTINGS: self._settings_frame,
-            PUSH_PROMISE: self._header_frame,
-            PING: self._ping_frame,
-            GOAWAY: self._goaway_frame,
-            WINDOW_UPDATE: self._window_update_frame,
-            CONTINUATION: self._continuation_frame,
+            DATA: cls._unknown_frame,
+            HEADERS: cls._header_frame,
+            PRIORITY: cls._priority_frame,
+            RST_STREAM: cls._rst_stream_frame,
+            SETTINGS: cls._settings_frame,
+            PUSH_PROMISE: cls._header_frame,
+            PING: cls._ping_frame,
+            GOAWAY: cls._goaway_frame,
+            WINDOW_UPDATE: cls._window_update_frame,
+            CONTINUATION: cls._continuation_frame,
         }
 
     def _frame(
@@ -902,8 +906,8 @@ class Http2Observer:
         st.frames += 1
         if st.hb is not None and not (typ == CONTINUATION and sid == st.hb_sid):
             self._interrupted_block(st, typ, ts, frame)
-        self._frame_handlers.get(typ, self._on_unknown_frame)(
-            st, typ, flags, sid, length, payload, ts, frame, out
+        _FRAME_HANDLERS.get(typ, _ON_UNKNOWN_FRAME)(
+            self, st, typ, flags, sid, length, payload, ts, frame, out
         )
 
     def _continuation_frame(
@@ -1700,6 +1704,12 @@ class Http2Observer:
             )
         )
 
+
+_FRAME_HANDLERS: dict[int, _FrameHandler] = Http2Observer._frame_dispatch_table()
+"""frame type -> handler of a complete buffered frame (see
+:meth:`Http2Observer._frame_dispatch_table`)"""
+_ON_UNKNOWN_FRAME: _FrameHandler = Http2Observer._unknown_frame
+"""the handler of the frame types outside the table"""
 
 if TYPE_CHECKING:  # mypy checks that the observer is a full byte-stream observer
     from ...tcp.stream import StreamObserver
