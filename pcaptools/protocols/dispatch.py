@@ -12,8 +12,6 @@ the TCP layer stops reassembling it, so connections no parser wants cost no payl
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import MethodType
-from weakref import proxy
 
 from ..diagnostics import Diagnostics
 from ._base import Direction, StreamChunk
@@ -26,25 +24,16 @@ from .websocket import websocket_factory
 class ConnectionObserver:
     """Protocol sniffing and hand-off for one TCP connection. Never raises on wire data.
 
-    ``feed`` and ``wants_bytes`` are attributes, not a method and a property: once the protocol
-    is known, ``feed`` *is* the inner observer's ``feed`` (TLS: no extra call per chunk;
-    cleartext HTTP: the chosen HTTP observer's, past the detector, once it has chosen) and
-    ``wants_bytes`` a plain bool kept up to date.
-
-    No reference cycle: while ``feed`` must still come back here (sniffing, or the detector
-    undecided), it is bound to a weak proxy of the observer, never to the observer itself.
-    So a connection's observers are freed by reference counting as soon as the TCP layer
-    lets them go, not left for the cycle collector (a cycle per connection kept ~22 objects
-    a connection alive until the end of the read, where one collection freed them all: 1.2 s
-    at 30,000 HTTP connections)."""
+    ``wants_bytes`` is an attribute, not a property: a plain bool kept up to date. It keeps no
+    bound method of itself (that would be a reference cycle, freed only by the cycle
+    collector): once the tracker lets a finished connection go, reference counting frees the
+    observer and everything it holds at once."""
 
     __slots__ = (
-        "__weakref__", "_diag", "_held", "_keylog", "_midstream", "_probe", "feed", "inner",
-        "kind", "tcp_stream", "wants_bytes",
+        "_diag", "_held", "_inner_feed", "_keylog", "_midstream", "_probe", "inner", "kind",
+        "tcp_stream", "wants_bytes",
     )
 
-    feed: Callable[[StreamChunk], list[object]]
-    """In-order bytes of one direction -> events (see :class:`~._base.Observer`)."""
     wants_bytes: bool
     """False once no observer will parse this connection's bytes."""
 
@@ -64,26 +53,35 @@ class ConnectionObserver:
         self.kind: str | None = None
         """None while undecided, then "tls" or "cleartext\""""
         self.wants_bytes = True
-        self.feed = MethodType(ConnectionObserver._sniff, proxy(self))
+        self._inner_feed: Callable[[StreamChunk], list[object]] | None = None
+        """the TLS observer's ``feed``, once the connection is TLS; the chosen HTTP observer's
+        (or the detector's, when it gave up), once the cleartext detector has decided"""
+
+    def feed(self, chunk: StreamChunk) -> list[object]:
+        """In-order bytes of one direction -> events (see :class:`~._base.Observer`): the TLS
+        observer's once the connection is TLS, the detector's once it is not, held until the
+        first bytes say which."""
+        f = self._inner_feed
+        if f is not None:
+            return f(chunk)
+        if self.inner is not None:
+            return self._cleartext_feed(chunk)
+        return self._sniff(chunk)
 
     def _sniff(self, chunk: StreamChunk) -> list[object]:
-        """``feed`` while the protocol is unknown (bound to a weak proxy: see the class)."""
-        inner = self.inner
-        if inner is not None:  # pragma: no cover - feed is rebound once inner is set
-            return inner.feed(chunk)
+        """``feed`` while the protocol is unknown."""
+        self._held.chunk(chunk)
         d = chunk.direction
         probe = self._probe[d]
         if len(probe) < 8:
             probe = self._probe[d] = probe + chunk.data[: 8 - len(probe)]
         verdict = looks_like_tls(probe)
         if verdict is None:
-            self._held.chunk(chunk)
             return []
-        return self._choose(verdict, chunk)
+        return self._choose(verdict)
 
     def _cleartext_feed(self, chunk: StreamChunk) -> list[object]:
-        """``feed`` of a cleartext connection while the detector is undecided: the detector's,
-        then ``wants_bytes`` updated (bound to a weak proxy: see the class)."""
+        """``feed`` of a cleartext connection: the detector's, then ``wants_bytes`` updated."""
         inner = self.inner
         assert isinstance(inner, HttpDetector)
         out = inner.feed(chunk)
@@ -91,20 +89,16 @@ class ConnectionObserver:
         return out
 
     def _update(self) -> None:
-        """``wants_bytes`` from the inner observer, and ``feed`` bound past this observer (and
-        past the detector) once nothing more is decided here: from then on the detector's
-        ``wants_bytes`` changes only in ``gap``/``close``/``finish``, which update it, and its
-        ``feed`` only passes each chunk to its chosen observer (or drops it)."""
+        """``wants_bytes`` from the inner observer; once the cleartext detector has decided,
+        ``feed`` goes straight to the observer it chose (its ``feed`` would only pass each
+        chunk on, or drop it, and its ``wants_bytes`` changes only in ``gap``/``close``/
+        ``finish``, which update it)."""
         inner = self.inner
-        if inner is None:
-            return
-        if isinstance(inner, HttpDetector):
-            self.wants_bytes = inner.wants_bytes
-            if inner.kind is not None:
-                chosen = inner.inner
-                self.feed = chosen.feed if chosen is not None else inner.feed
-        else:
-            self.wants_bytes = inner.wants_bytes
+        self.wants_bytes = inner is None or inner.wants_bytes
+        if self._inner_feed is None and isinstance(inner, HttpDetector) \
+                and inner.kind is not None:
+            chosen = inner.inner
+            self._inner_feed = chosen.feed if chosen is not None else inner.feed
 
     def gap(
         self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
@@ -149,30 +143,26 @@ class ConnectionObserver:
         self._update()
         return out
 
-    def _choose(self, tls: bool, chunk: StreamChunk | None = None) -> list[object]:
-        """Make the inner observer and give it what was held, then ``chunk`` (the one that
-        decided, never held)."""
-        tcp_stream, diag = self.tcp_stream, self._diag
+    def _choose(self, tls: bool) -> list[object]:
         if tls:
             self.kind = "tls"
             inner: TlsObserver | HttpDetector = TlsObserver(
-                tcp_stream=tcp_stream, diag=diag, keylog=self._keylog,
+                tcp_stream=self.tcp_stream, diag=self._diag, keylog=self._keylog,
                 inner_factory=tls_inner_factory(
-                    tcp_stream=tcp_stream, diag=diag,
-                    websocket_factory=websocket_factory(tcp_stream=tcp_stream, diag=diag),
+                    tcp_stream=self.tcp_stream, diag=self._diag,
+                    websocket_factory=websocket_factory(
+                        tcp_stream=self.tcp_stream, diag=self._diag),
                 ),
             )
-            self.feed = inner.feed
         else:
             self.kind = "cleartext"
             inner = HttpDetector(
-                tcp_stream=tcp_stream, diag=diag, midstream=self._midstream,
-                websocket_factory=websocket_factory(tcp_stream=tcp_stream, diag=diag),
+                tcp_stream=self.tcp_stream, diag=self._diag, midstream=self._midstream,
+                websocket_factory=websocket_factory(tcp_stream=self.tcp_stream, diag=self._diag),
             )
-            self.feed = MethodType(ConnectionObserver._cleartext_feed, proxy(self))
         self.inner = inner
-        out = self._held.replay(inner) if self._held else []
-        if chunk is not None:
-            out += inner.feed(chunk)
+        if tls:
+            self._inner_feed = inner.feed
+        out = self._held.replay(inner)
         self._update()
         return out

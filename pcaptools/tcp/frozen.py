@@ -22,15 +22,17 @@ cannot change while frozen), so the end of the pass reads them
 Only a connection with no byte-stream observer state is frozen (``Connection.streams`` None:
 nobody parses its payload, or ``load(payloads=False)``); a parser's state (TLS keys, HPACK
 tables, a WebSocket's inflater) has no such packed form. A parsed connection gets there
-when its time comes if both directions ended at a FIN before which every byte was delivered
-and its observers are ``done`` (they said all they will: TLS, HTTP/1, HTTP/2, WebSocket and the
+when its time comes if both directions ended (a FIN reached with every byte before it
+delivered, or an RST), its reassemblers hold nothing (no piece behind a hole) and its
+observers are ``done`` (they said all they will: TLS, HTTP/1, HTTP/2, WebSocket and the
 detectors are, once both directions closed): the tracker lets its parsers go
 (:meth:`~.tracker.TcpTracker._release`) and follows its sequence space as for an unparsed
 connection, which reports the same gaps. Their ``finish`` would have added nothing, so no
-row changes; the one thing lost is payload beyond a FIN arriving later (a protocol violation,
-or a reused port without a SYN), which a ``tcp.payload_after_release`` warning reports instead
-of parsing. A connection that ended with an RST, or with a hole before a FIN, keeps its
-parsers to the end (data may still come that they would parse). ``tests/tcp/test_frozen.py``
+row changes; the one thing lost is payload arriving after that end and after the freeze delay
+(beyond a FIN: a protocol violation or a reused port without a SYN; after an RST: data more
+than a second in flight), which a ``tcp.payload_after_release`` warning reports instead of
+parsing. A parsed connection still open, or holding bytes behind a hole, keeps its parsers
+to the end. ``tests/tcp/test_frozen.py``
 freezes every connection after each of its segments and requires every table, warning and
 observer call to be what they are without it.
 """

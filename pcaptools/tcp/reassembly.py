@@ -213,12 +213,11 @@ class Reassembler:
         return self._fin_off
 
     @property
-    def drained(self) -> bool:
-        """A FIN was seen and every byte before it delivered: nothing is held, no hole is
-        left, and the direction has no byte still to come but bytes beyond its FIN."""
-        fin = self._fin_off
-        return fin is not None and self.next_offset >= fin and not self._starts \
-            and not self._missing
+    def empty(self) -> bool:
+        """Nothing is held: no piece waits behind a hole and no snaplen-cut range is pending,
+        so only bytes not captured yet could still be delivered (and :meth:`finish` reports
+        no more than a hole before a FIN, as :class:`~.gaps.SeqFollower` would)."""
+        return not self._starts and not self._missing
 
     @property
     def buffered_ranges(self) -> list[tuple[int, int]]:

@@ -91,9 +91,9 @@ class StreamObserver(Protocol):
     bytes it was given has been said: ``finish`` would return nothing and report nothing,
     and a ``gap`` or ``close`` would add no event and no warning (a connection's observers
     are done once both directions closed and they emitted their last events). The tracker
-    lets a done observer go when both directions of its connection ended at a FIN all of
-    whose bytes it delivered, so that the connection can be frozen (:mod:`~.frozen`);
-    payload that arrives beyond such a FIN later is reported
+    lets a done observer go once both directions of its connection ended (a FIN reached, or
+    an RST) with nothing held back for it, so that the connection can be frozen
+    (:mod:`~.frozen`); payload that arrives after that end is reported
     (``tcp.payload_after_release``), not parsed.
     """
 

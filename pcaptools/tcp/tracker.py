@@ -555,15 +555,16 @@ class TcpTracker:
 
     def _release(self, conn: Connection, st: _Streams) -> bool:
         """Let the byte-stream state of a connection go, to freeze it, when nothing it could
-        still be given would add a row: both directions ended at a FIN before which every
-        byte was delivered (:attr:`~.reassembly.Reassembler.drained`: no hole, nothing held,
-        no gap to come) and the observer is done (the stream contract's ``done``: its
-        ``finish`` would return nothing). The connection is followed from then on, as one
-        whose observer stopped wanting bytes (the same gaps, reported the same way); bytes
-        beyond a FIN, which the observer would have been given, are reported
+        still be given would add a row: both directions ended (a FIN reached with every byte
+        before it delivered, or an RST), neither reassembler holds anything
+        (:attr:`~.reassembly.Reassembler.empty`: only bytes never captured so far could still
+        reach the observer) and the observer is done (the stream contract's ``done``: its
+        ``finish``, ``gap`` and ``close`` would add nothing). The connection is followed from
+        then on, as one whose observer stopped wanting bytes (the same gaps, reported the same
+        way); new bytes, which the observer would have been given, are reported
         (:meth:`_follow`)."""
         r0, r1 = st.reasm
-        if not (st.closed[0] and st.closed[1] and r0.drained and r1.drained
+        if not (st.closed[0] and st.closed[1] and r0.empty and r1.empty
                 and st.observer.done):
             return False
         conn.streams = None
@@ -742,9 +743,10 @@ class TcpTracker:
             if f.released and seg.seg_len and seq + seg.seg_len > f.dirs[d].nxt:
                 self.diag.add(
                     "tcp.payload_after_release",
-                    f"{seq + seg.seg_len - max(seq, f.dirs[d].nxt)} bytes of payload beyond "
-                    "the FIN of a connection whose parser had finished (let go once the "
-                    "connection ended, to keep memory to live connections): not parsed",
+                    f"{seq + seg.seg_len - max(seq, f.dirs[d].nxt)} bytes of payload after "
+                    "the end (FIN or RST) of a connection whose parser had finished (let go "
+                    "once the connection ended, to keep memory to live connections): not "
+                    "parsed",
                     ts_ns=seg.ts_ns, frame=seg.frame, tcp_stream=conn.conv.tcp_stream,
                     direction=Direction(d).label,
                 )

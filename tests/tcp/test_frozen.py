@@ -38,8 +38,8 @@ class _DoneRecorder(_Recorder):
     were closed, as the protocol observers are once they emitted their last events. Its
     ``gap`` and ``finish`` calls once done (which add nothing, by the contract) are logged as
     such: a tracker that let it go does not make them. A ``feed`` once done (bytes beyond a
-    FIN) is logged as such too: a tracker that let it go reports those bytes instead
-    (``tcp.payload_after_release``)."""
+    FIN, or after an RST) is logged as such too: a tracker that let it go reports those bytes
+    instead (``tcp.payload_after_release``)."""
 
     def __init__(self, log: list[object], stream: int) -> None:
         super().__init__(log, stream)
@@ -375,9 +375,9 @@ def test_parsed_connections_let_go_at_once_change_no_table(
         where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every capture of captures/ (with its key log) and of the public corpus: load() with
     every connection frozen as soon as it may be, the parsed ones as soon as both directions
-    ended at a FIN and their observers (TLS, HTTP/1, HTTP/2, WebSocket, the detectors) are
-    done, gives every table of load() without freezing, warnings included; and parsed
-    connections were let go (TLS and cleartext HTTP ones among them)."""
+    ended (FIN or RST) with nothing held and their observers (TLS, HTTP/1, HTTP/2, WebSocket,
+    the detectors) are done, gives every table of load() without freezing, warnings
+    included; and parsed connections were let go (TLS and cleartext HTTP ones among them)."""
     import pcaptools
     import pcaptools.pipeline as pipeline
     import pcaptools.tcp.tracker as tracker_mod
@@ -416,3 +416,58 @@ def test_parsed_connections_let_go_at_once_change_no_table(
     kinds = {inner for _, inner in released}
     assert len(released) > (80 if where == "captures" else 20), len(released)
     assert {"TlsObserver", "HttpDetector"} <= kinds, kinds
+
+
+def test_observers_let_go_are_freed_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A let-go connection's parsers are freed by reference counting the moment the tracker
+    drops them: no observer (dispatcher, detector, TLS, HTTP/1, HTTP/2 with its HPACK tables,
+    WebSocket) holds a reference cycle, which would keep it until the cycle collector runs
+    (rarely, during the pass: ``pipeline._gc_relaxed``), so memory would not follow the live
+    connections. Every shipped capture, every connection frozen as soon as it may be, the
+    cycle collector off: at the end of the pass no pcaptools object is unreachable."""
+    import gc
+
+    import pcaptools
+    import pcaptools.pipeline as pipeline
+    import pcaptools.tcp.tracker as tracker_mod
+    from tests.conftest import CAPTURES
+
+    found: list[tuple[str, str]] = []
+    released: list[int] = []
+    real_release = tracker_mod.TcpTracker._release
+    real_finish = tracker_mod.TcpTracker.finish
+    name = [""]
+
+    def counting(self, conn, st):  # type: ignore[no-untyped-def]
+        got = real_release(self, conn, st)
+        released.append(got)
+        return got
+
+    def finish(self, ts_ns, frame):  # type: ignore[no-untyped-def]
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            gc.collect()
+            found.extend((name[0], type(o).__qualname__) for o in gc.garbage
+                         if (type(o).__module__ or "").startswith("pcaptools"))
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+        return real_finish(self, ts_ns, frame)
+
+    monkeypatch.setattr(tracker_mod.TcpTracker, "_release", counting)
+    monkeypatch.setattr(tracker_mod.TcpTracker, "finish", finish)
+    monkeypatch.setattr(pipeline, "FreezePolicy", lambda: ALWAYS)
+    paths = sorted([*CAPTURES.glob("*.pcap"), *CAPTURES.glob("*.pcapng")])
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        for path in paths:
+            name[0] = path.name
+            keys = path.with_suffix(".keys")
+            gc.collect()
+            pcaptools.load(path, keylog=keys if keys.exists() else None)
+    finally:
+        if was:
+            gc.enable()
+    assert sum(released) > 80
+    assert found == []

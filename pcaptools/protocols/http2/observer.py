@@ -273,12 +273,11 @@ class _Dir(StreamCursor):
 
 
 #: what the frame dispatch table maps a frame type to (see
-#: :meth:`Http2Observer._frame_dispatch_table`): a method of the observer, called with the
-#: observer, the direction's state, the frame's type, flags, stream id, length and payload, the
-#: capture time and frame number of the packet that completed it, and the list the events go to
+#: :meth:`Http2Observer._frame_dispatch_table`): a method of the observer, called with it, the
+#: direction's state, the frame's type, flags, stream id, length and payload, the capture time
+#: and frame number of the packet that completed it, and the list the events go to
 _FrameHandler = Callable[
-    ["Http2Observer", _Dir, int, int, int, int, bytes, int, int, list[object]], None
-]
+    ["Http2Observer", _Dir, int, int, int, int, bytes, int, int, list[object]], None]
 
 
 def _new_decoder() -> Decoder:
@@ -871,11 +870,9 @@ class Http2Observer:
         """Frame type -> the method that handles a complete buffered frame of that type (types
         outside the table go to :meth:`_unknown_frame`). DATA payloads are streamed by
         :meth:`_parse` and never buffered, so DATA never comes here; it is listed, with the
-        handler of unknown types, so that the table names every RFC 9113 type.
-
-        One table for the class (:data:`_FRAME_HANDLERS`), of the methods as plain functions
-        called with the observer: bound methods kept by each observer would make each one a
-        reference cycle, freed only by the cycle collector."""
+        handler of unknown types, so that the table names every RFC 9113 type. Built once for
+        the class, of functions (called with the observer): an observer holding bound methods
+        of itself would be a reference cycle, freed only by the cycle collector."""
         return {
             DATA: cls._unknown_frame,
             HEADERS: cls._header_frame,
@@ -1705,13 +1702,12 @@ class Http2Observer:
         )
 
 
-_FRAME_HANDLERS: dict[int, _FrameHandler] = Http2Observer._frame_dispatch_table()
-"""frame type -> handler of a complete buffered frame (see
-:meth:`Http2Observer._frame_dispatch_table`)"""
-_ON_UNKNOWN_FRAME: _FrameHandler = Http2Observer._unknown_frame
-"""the handler of the frame types outside the table"""
-
 if TYPE_CHECKING:  # mypy checks that the observer is a full byte-stream observer
     from ...tcp.stream import StreamObserver
 
     _contract: StreamObserver = Http2Observer()
+
+
+_FRAME_HANDLERS = Http2Observer._frame_dispatch_table()
+"""frame type -> handler of a complete buffered frame (:meth:`Http2Observer._frame`)"""
+_ON_UNKNOWN_FRAME: _FrameHandler = Http2Observer._unknown_frame
