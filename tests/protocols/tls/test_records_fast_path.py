@@ -168,7 +168,7 @@ def test_connection_observer_hands_feed_to_the_tls_observer() -> None:
     assert events == [] and obs.inner is None
     events = obs.feed(StreamChunk(direction=C2S, data=hello[2:], ts_ns=2, frame=2, offset=2))
     assert obs.kind == "tls" and isinstance(obs.inner, TlsObserver)
-    assert obs.feed == obs.inner.feed and obs.wants_bytes is True
+    assert obs._inner_feed == obs.inner.feed and obs.wants_bytes is True  # (no dispatch step)
     assert [(type(e).__name__, getattr(e, "frame", None)) for e in events][:2] == [
         ("TlsRecord", 2),
         ("TlsHandshakeMessage", 2),
