@@ -7,6 +7,7 @@ and hand-built frames for the edge cases.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 from collections import Counter
@@ -480,3 +481,23 @@ def test_unknown_tcp_payload_vs_tshark_data(corpus: Path, tshark: str) -> None:
     assert coverage_sentences(cap)[1] == (
         "6 TCP frames (100% of bytes) in 1 connection carried a payload no parser recognised."
     )
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        ConnectionFacts(payload_bytes=10),
+        ConnectionFacts(payload_bytes=10, layers=("http1",)),
+        ConnectionFacts(payload_bytes=10, tls_status="decrypted", tls_app_bytes=5),
+        ConnectionFacts(payload_bytes=10, tls_status="partial", alpn="h2", tls_app_bytes=5),
+        ConnectionFacts(payload_bytes=10, tls_status="no_keys", tls_version="TLS 1.3"),
+        ConnectionFacts(payload_bytes=10, layers=("http2",), malformed="http2.desynced"),
+    ],
+)
+def test_connection_verdict_depends_on_whether_bytes_were_seen_not_how_many(
+    facts: ConnectionFacts,
+) -> None:
+    """CoverageContext.part asks once for each case (its cache key has these as booleans)."""
+    more = dataclasses.replace(facts, payload_bytes=facts.payload_bytes * 1000,
+                               tls_app_bytes=facts.tls_app_bytes * 1000)
+    assert connection_verdict(more) == connection_verdict(facts)

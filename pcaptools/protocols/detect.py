@@ -67,7 +67,9 @@ def _frames_at_start(data: bytes) -> Detection:
         return "need_more"
     length2 = int.from_bytes(data[j : j + 3], "big")
     sid2 = int.from_bytes(data[j + 5 : j + 9], "big")
-    if data[j + 3] <= 9 and plausible_frame_header(length2, data[j + 3], data[j + 4], sid2, _MAX_FRAME):
+    if data[j + 3] <= 9 and plausible_frame_header(
+        length2, data[j + 3], data[j + 4], sid2, _MAX_FRAME
+    ):
         return "http2"
     return "unknown"
 
@@ -157,7 +159,8 @@ class HttpDetector:
         self._max = max_probe_bytes
         self._held = Held()
         """chunks and gaps in arrival order, while undecided"""
-        self._bytes = [bytearray(), bytearray()]
+        self._bytes = [b"", b""]
+        """the first bytes of each direction (at most ``max_probe_bytes``), while undecided"""
         self._started = [False, False]
         self._verdict: list[Detection] = ["need_more", "need_more"]
         self.inner: Observer | None = None
@@ -182,16 +185,15 @@ class HttpDetector:
         if self.kind is not None:
             return []
         d = chunk.direction
-        self._held.chunk(chunk)
-        buf = self._bytes[d]
         if not self._started[d]:
             self._started[d] = True
             if chunk.offset > 0:
                 self._midstream = True
-        if len(buf) < self._max:
-            buf += chunk.data[: self._max - len(buf)]
-        self._verdict[d] = detect(bytes(buf), d, midstream=self._midstream)
-        return self._decide()
+        buf = self._bytes[d]
+        if len(buf) < self._max:  # (b"" + data is data itself: no copy of a first chunk)
+            buf = self._bytes[d] = buf + chunk.data[: self._max - len(buf)]
+        self._verdict[d] = detect(buf, d, midstream=self._midstream)
+        return self._decide(chunk)
 
     def gap(
         self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
@@ -225,9 +227,11 @@ class HttpDetector:
     def _give_up(self) -> None:
         self.kind = "none"
         self._held.clear()
-        self._bytes = [bytearray(), bytearray()]
+        self._bytes = [b"", b""]
 
-    def _decide(self) -> list[object]:
+    def _decide(self, chunk: StreamChunk) -> list[object]:
+        """After ``chunk`` was looked at: hold it while undecided, else make the observer and
+        give it what was held, then ``chunk``."""
         c, s = self._verdict
         if "http2" in (c, s):
             kind = "http2"
@@ -237,6 +241,8 @@ class HttpDetector:
             # the client's first bytes are not HTTP, or too much was looked at: not HTTP
             if c == "unknown" or max(len(b) for b in self._bytes) >= self._max:
                 self._give_up()
+            else:
+                self._held.chunk(chunk)
             return []
         inner = observer_for(
             kind,
@@ -247,11 +253,13 @@ class HttpDetector:
         )
         self.inner = inner
         self.kind = kind
-        self._bytes = [bytearray(), bytearray()]
+        self._bytes = [b"", b""]
         if inner is None:
             self._held.clear()
             return []
-        return self._held.replay(inner)
+        out = self._held.replay(inner) if self._held else []
+        out += inner.feed(chunk)
+        return out
 
 
 def tls_inner_factory(

@@ -54,7 +54,8 @@ class ConnectionObserver:
         """None while undecided, then "tls" or "cleartext\""""
         self.wants_bytes = True
         self._inner_feed: Callable[[StreamChunk], list[object]] | None = None
-        """the TLS observer's ``feed``, once the connection is TLS"""
+        """the TLS observer's ``feed``, once the connection is TLS; the chosen HTTP observer's
+        (or the detector's, when it gave up), once the cleartext detector has decided"""
 
     def feed(self, chunk: StreamChunk) -> list[object]:
         """In-order bytes of one direction -> events (see :class:`~._base.Observer`): the TLS
@@ -88,10 +89,20 @@ class ConnectionObserver:
         return out
 
     def _update(self) -> None:
+        """``wants_bytes`` from the inner observer; once the cleartext detector has decided,
+        ``feed`` goes straight to the observer it chose (its ``feed`` would only pass each
+        chunk on, or drop it, and its ``wants_bytes`` changes only in ``gap``/``close``/
+        ``finish``, which update it)."""
         inner = self.inner
         self.wants_bytes = inner is None or inner.wants_bytes
+        if self._inner_feed is None and isinstance(inner, HttpDetector) \
+                and inner.kind is not None:
+            chosen = inner.inner
+            self._inner_feed = chosen.feed if chosen is not None else inner.feed
 
-    def gap(self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int) -> list[object]:
+    def gap(
+        self, direction: Direction, offset: int, nbytes: int, ts_ns: int, frame: int
+    ) -> list[object]:
         if self.inner is not None:
             out = self.inner.gap(direction, offset, nbytes, ts_ns, frame)
             self._update()
@@ -99,7 +110,9 @@ class ConnectionObserver:
         self._held.gap(direction, offset, nbytes, ts_ns, frame)
         return []
 
-    def close(self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False) -> list[object]:
+    def close(
+        self, direction: Direction, ts_ns: int, frame: int, *, at_eof: bool = False
+    ) -> list[object]:
         inner = self.inner
         if inner is None and self._held:
             # fewer than 3 bytes seen in every direction: let the cleartext detector decide
@@ -137,7 +150,8 @@ class ConnectionObserver:
                 tcp_stream=self.tcp_stream, diag=self._diag, keylog=self._keylog,
                 inner_factory=tls_inner_factory(
                     tcp_stream=self.tcp_stream, diag=self._diag,
-                    websocket_factory=websocket_factory(tcp_stream=self.tcp_stream, diag=self._diag),
+                    websocket_factory=websocket_factory(
+                        tcp_stream=self.tcp_stream, diag=self._diag),
                 ),
             )
         else:

@@ -779,7 +779,9 @@ class CoverageContext:
         """The coverage columns of the connections ``conns`` that have frames, as whole
         columns; the verdict of a connection no observer, TLS session or malformed-warning
         reported on depends only on whether it carried payload, so it is asked once for each
-        of those two cases."""
+        of those two cases. The verdict of the others depends on what was reported and on
+        whether payload and decrypted bytes were seen, not on how many: it is asked once for
+        each such case (most connections of a capture have one of a few)."""
         st = conns["tcp_stream"].to_numpy(np.int64)
         frames = (conns["client_packets"].to_numpy(np.int64)
                   + conns["server_packets"].to_numpy(np.int64))
@@ -793,19 +795,25 @@ class CoverageContext:
         status = np.array([v.status for v in verdicts], object)[pick]
         detail = np.array([v.detail for v in verdicts], object)[pick]
         tls, bad = self.tls, self.bad
+        asked: dict[tuple[object, ...], Verdict] = {}
         for i in np.flatnonzero(special & has).tolist():
             sti = int(st[i])
             t = tls.get(sti)
-            v = connection_verdict(ConnectionFacts(
-                payload_bytes=int(payload[i]),
-                parsed=self.payloads,
-                tls_status=t[0] if t else None,
-                tls_version=t[1] if t else None,
-                alpn=t[2] if t else None,
-                tls_app_bytes=t[3] if t else 0,
-                layers=tuple(p for p, s in self.layer_streams if sti in s),
-                malformed=bad.get(sti),
-            ))
+            layers = tuple(p for p, s in self.layer_streams if sti in s)
+            malformed = bad.get(sti)
+            key = (payload[i] > 0, t and (t[0], t[1], t[2], t[3] > 0), layers, malformed)
+            v = asked.get(key)
+            if v is None:
+                v = asked[key] = connection_verdict(ConnectionFacts(
+                    payload_bytes=int(payload[i]),
+                    parsed=self.payloads,
+                    tls_status=t[0] if t else None,
+                    tls_version=t[1] if t else None,
+                    alpn=t[2] if t else None,
+                    tls_app_bytes=t[3] if t else 0,
+                    layers=layers,
+                    malformed=malformed,
+                ))
             protocol[i], status[i], detail[i] = v.protocol, v.status, v.detail
         every = bool(has.all())  # (the usual case: no copy of the columns to drop rows)
         kept = np.flatnonzero(has)

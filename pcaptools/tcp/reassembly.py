@@ -198,8 +198,9 @@ class Reassembler:
         # (start, end, data) of the most recent delivered, not yet acknowledged chunks
         self._hist: deque[tuple[int, int, bytes]] = deque()
         self._hist_bytes = 0
-        # (start, end) of the most recent gaps (kept after ACKs: they cost no payload memory)
-        self._gaps: deque[tuple[int, int]] = deque(maxlen=_MAX_GAP_MEMORY)
+        # (start, end) of the most recent gaps (kept after ACKs: they cost no payload memory);
+        # made at the first gap (most directions have none)
+        self._gaps: deque[tuple[int, int]] | None = None
 
     @property
     def base(self) -> int | None:
@@ -400,7 +401,7 @@ class Reassembler:
         """Captured bytes ``old`` at offsets [lo, lo+len) all below next_offset."""
         hi = lo + len(old)
         covered = 0
-        for s, e in reversed(self._gaps):
+        for s, e in reversed(self._gaps or ()):
             if e <= lo:
                 break
             if s < hi:
@@ -579,6 +580,8 @@ class Reassembler:
             )
         )
         gaps = self._gaps
+        if gaps is None:
+            gaps = self._gaps = deque(maxlen=_MAX_GAP_MEMORY)
         if gaps and gaps[-1][1] == off:
             gaps[-1] = (gaps[-1][0], off + n)
         else:
