@@ -12,6 +12,15 @@ from hypothesis import HealthCheck, settings
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "captures"
 CORPUS = Path(os.environ.get("PCAPTOOLS_CORPUS", ROOT.parent / "shared" / "corpus"))
+#: corpus captures and their key logs (MANIFEST.md)
+CORPUS_KEYS = {
+    "illustrated-tls12-capture.pcap": "illustrated-tls12-keylog.txt",
+    "illustrated-tls13-capture.pcap": "illustrated-tls13-keylog.txt",
+    "tls12-decryption.pcap": "tls12-decryption.keylog.txt",
+    "dump.pcapng": "premaster.txt",
+    "tls_nss_example.pcap": "tls_nss_example.keys.txt",
+    "tls3.cryptohack.org.pcapng": "keylogfile.txt",
+}
 
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -14,19 +14,10 @@ import pytest
 import pcaptools
 from pcaptools.analyses import OVERHEAD, overhead
 from pcaptools.analyses.overhead import CATEGORIES
-from tests.conftest import CAPTURES, CORPUS, corpus_files, shipped_captures
+from tests.conftest import CAPTURES, CORPUS, CORPUS_KEYS, corpus_files, shipped_captures
 from tests.helpers import pcap_file
 from tests.oracle import keylog_options, tshark_fields
 
-#: corpus captures and their key logs (MANIFEST.md)
-CORPUS_KEYS = {
-    "illustrated-tls12-capture.pcap": "illustrated-tls12-keylog.txt",
-    "illustrated-tls13-capture.pcap": "illustrated-tls13-keylog.txt",
-    "tls12-decryption.pcap": "tls12-decryption.keylog.txt",
-    "dump.pcapng": "premaster.txt",
-    "tls_nss_example.pcap": "tls_nss_example.keys.txt",
-    "tls3.cryptohack.org.pcapng": "keylogfile.txt",
-}
 #: captures whose every TCP payload byte a parser accounts for (other_bytes == 0)
 FULLY_PARSED = (
     "http1-basic.pcap",

@@ -359,17 +359,6 @@ def test_load_with_every_connection_frozen_equals_load(name: str, tmp_path: Path
     assert moved or len(set(frozen)) < 4, name  # (and moved to disk, when 4 were)
 
 
-#: corpus captures and their key logs (the others are loaded without one)
-_CORPUS_KEYS = {
-    "illustrated-tls12-capture.pcap": "illustrated-tls12-keylog.txt",
-    "illustrated-tls13-capture.pcap": "illustrated-tls13-keylog.txt",
-    "tls12-decryption.pcap": "tls12-decryption.keylog.txt",
-    "dump.pcapng": "premaster.txt",
-    "tls_nss_example.pcap": "tls_nss_example.keys.txt",
-    "tls3.cryptohack.org.pcapng": "keylogfile.txt",
-}
-
-
 @pytest.mark.parametrize("where", ["captures", "corpus"])
 def test_parsed_connections_let_go_at_once_change_no_table(
         where: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -381,13 +370,13 @@ def test_parsed_connections_let_go_at_once_change_no_table(
     import pcaptools
     import pcaptools.pipeline as pipeline
     import pcaptools.tcp.tracker as tracker_mod
-    from tests.conftest import CAPTURES, CORPUS
+    from tests.conftest import CAPTURES, CORPUS, CORPUS_KEYS
 
     if where == "corpus":
         if not CORPUS.is_dir():
             pytest.skip("corpus not present")
         paths = sorted([*CORPUS.glob("*.pcap"), *CORPUS.glob("*.pcapng")])
-        keys = {p: (CORPUS / _CORPUS_KEYS[p.name] if p.name in _CORPUS_KEYS else None)
+        keys = {p: (CORPUS / CORPUS_KEYS[p.name] if p.name in CORPUS_KEYS else None)
                 for p in paths}
     else:
         paths = sorted([*CAPTURES.glob("*.pcap"), *CAPTURES.glob("*.pcapng")])
