@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from _tls_feed import Run, run
-from conftest import CORPUS
+from conftest import CORPUS, CORPUS_KEYS
 from oracle import keylog_options, tshark_fields
 
 from pcaptools.protocols.tls import TlsHandshakeMessage, TlsRecord, TlsSession
@@ -27,12 +27,7 @@ pytestmark = [pytest.mark.corpus, pytest.mark.tshark]
 
 #: TLS captures of the corpus and their key logs (None: no keys, or keys in a pcapng DSB)
 CAPTURES: dict[str, str | None] = {
-    "illustrated-tls12-capture.pcap": "illustrated-tls12-keylog.txt",
-    "illustrated-tls13-capture.pcap": "illustrated-tls13-keylog.txt",
-    "tls12-decryption.pcap": "tls12-decryption.keylog.txt",
-    "dump.pcapng": "premaster.txt",
-    "tls_nss_example.pcap": "tls_nss_example.keys.txt",
-    "tls3.cryptohack.org.pcapng": "keylogfile.txt",
+    **CORPUS_KEYS,
     "dsb-tls3.cryptohack.org.pcapng": None,
     "http2-with-cookies.pcapng": None,
     "chrome-cloudflare-quic-with-secrets.pcapng": None,
