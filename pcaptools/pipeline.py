@@ -201,14 +201,12 @@ def _gc_relaxed(gen0: int = 1_000_000, older: int = 1000) -> Iterator[None]:
     above all the objects of the connections in progress (~75 each: the record, the
     reassemblers, the observers), freed by reference counting once a connection is frozen
     or let go. Below the number alive at once, every such object is scanned once young
-    and again later: with 100,000, 71 young collections took 3.6 s of a 100,000-connection
-    HTTP/1.1 capture (benchmarks/synflood.py --answer close --spacing-us 3600); with
-    1,000,000 most of them are gone before the next one, and 2 took 0.9 s, the same peak
-    memory. The older generations hold the per-connection records, alive until the tables
-    are built: each of their collections visits every one of them (seconds at a million
-    connections: 38 % of load() at 300,000 one-SYN connections with the default thresholds),
-    so they are scanned ``older`` times more rarely. Cycles are still collected (later); the
-    old thresholds come back after."""
+    and again later; at 1,000,000 most are gone before the next collection (the numbers:
+    ``benchmarks/PROFILE.md``, "the cost of a parsed connection"). The older generations
+    hold the per-connection records, alive until the tables are built: each of their
+    collections visits every one of them (seconds at a million connections), so they are
+    scanned ``older`` times more rarely. Cycles are still collected (later); the old
+    thresholds come back after."""
     old = gc.get_threshold()
     gc.set_threshold(max(old[0], gen0), max(old[1], older), max(old[2], older))
     try:
