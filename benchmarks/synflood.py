@@ -16,6 +16,10 @@ ports, or a server refusing a flood): 2N frames, N connections that each ended a
 102-byte HTTP/1.1 request, a 300-byte answer (200 OK with a 260-byte body), FIN both ways and
 the last ACK (9N frames; a busy load balancer's short connections, one at a time).
 
+``--answer keepalive``: the same request and answer, then the client's ACK, and no FIN: the
+connection stays open and idle to the end of the capture (7N frames; keep-alive connections
+that clients left open, or whose ends the capture does not hold).
+
 ``--spacing-us N``: the connections start N µs apart instead of 10 (a load balancer's hour
 of a million connections: 3,600 µs). At 10 µs a million connections last 10 s of capture
 time, too short for most of them to go quiet before the capture ends; spread out, they end
@@ -85,8 +89,10 @@ ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 260\r\n\r\n" + b"y" * 260
 SERVER_ISN = 0x5EED0000
 
 
-def close_frames(i: int) -> list[tuple[int, bytes]]:
-    """The i-th complete connection's frames after its SYN, each with its offset in ns."""
+def close_frames(i: int, keep_open: bool = False) -> list[tuple[int, bytes]]:
+    """The i-th complete connection's frames after its SYN, each with its offset in ns
+    (``keep_open``: no FIN; the client acknowledges the answer and the connection stays
+    open)."""
     client, sport, cseq = _client(i)
     s, m = SERVER_ISN, 0xFFFFFFFF
     c1, s1 = (cseq + 1) & m, (s + 1) & m
@@ -100,9 +106,12 @@ def close_frames(i: int) -> list[tuple[int, bytes]]:
         return _frame(SERVER, client, SERVER_PORT, sport, seq, ack, flags, 65160, i & 0xFFFF,
                       to_server=False, payload=payload)
 
-    return [(1000, down(s, c1, 0x12)), (2000, up(c1, s1, 0x10)),
-            (3000, up(c1, s1, 0x18, REQUEST)), (4000, down(s1, c2, 0x10)),
-            (5000, down(s1, c2, 0x18, ANSWER)), (6000, up(c2, s2, 0x11)),
+    exchange = [(1000, down(s, c1, 0x12)), (2000, up(c1, s1, 0x10)),
+                (3000, up(c1, s1, 0x18, REQUEST)), (4000, down(s1, c2, 0x10)),
+                (5000, down(s1, c2, 0x18, ANSWER))]
+    if keep_open:
+        return [*exchange, (6000, up(c2, s2, 0x10))]
+    return [*exchange, (6000, up(c2, s2, 0x11)),
             (7000, down(s2, (c2 + 1) & m, 0x11)), (8000, up((c2 + 1) & m, (s2 + 1) & m, 0x10))]
 
 
@@ -129,21 +138,22 @@ def write(path: Path, connections: int, *, answer: str | None = None,
                 fh.write(struct.pack("<IIII", *_at(i, step_ns, STEP_NS // 2), len(frame),
                                      len(frame)))
                 fh.write(frame)
-            elif answer == "close":
-                for offset, frame in close_frames(i):
+            elif answer in ("close", "keepalive"):
+                for offset, frame in close_frames(i, keep_open=answer == "keepalive"):
                     fh.write(struct.pack("<IIII", *_at(i, step_ns, offset), len(frame),
                                          len(frame)))
                     fh.write(frame)
-    return connections * {"rst": 2, "close": 9}.get(answer or "", 1)
+    return connections * {"rst": 2, "close": 9, "keepalive": 7}.get(answer or "", 1)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--connections", type=int, default=1_000_000)
-    ap.add_argument("--answer", choices=["rst", "close"], default=None,
+    ap.add_argument("--answer", choices=["rst", "close", "keepalive"], default=None,
                     help="answer each SYN (rst: the server's RST/ACK; close: a whole "
-                    "connection with a request and an answer)")
+                    "connection with a request and an answer; keepalive: the same, left "
+                    "open)")
     ap.add_argument("--spacing-us", type=int, default=STEP_NS // 1000,
                     help="microseconds between the connections' first frames (at least 10)")
     args = ap.parse_args(argv)

@@ -221,6 +221,8 @@ class Diagnostics:
     """Collects anomalies. Keeps at most ``max_rows_per_code`` rows per code, counts all."""
 
     __slots__ = ("counts", "last_frame", "max_rows_per_code", "rows")
+    _packing_ = "shared"
+    """one sink for every connection: a packed parser refers to it (:mod:`pcaptools.tcp.packing`)"""
 
     def __init__(self, max_rows_per_code: int = 1000) -> None:
         self.rows: list[Anomaly] = []

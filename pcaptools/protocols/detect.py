@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import Final, Literal
 
 from ..diagnostics import Diagnostics
@@ -269,15 +270,15 @@ def tls_inner_factory(
     websocket_factory: UpgradeFactory | None = None,
 ) -> Callable[[str | None], Observer | None]:
     """``inner_factory`` for the TLS observer: ALPN ``h2`` -> HTTP/2, ``http/1.x`` -> HTTP/1.x,
-    no ALPN -> an :class:`HttpDetector`, any other ALPN -> None (not HTTP)."""
+    no ALPN -> an :class:`HttpDetector`, any other ALPN -> None (not HTTP). (A partial of a
+    module function, not a closure: a closure cannot be packed, :mod:`pcaptools.tcp.packing`.)"""
+    return partial(_inner_for, tcp_stream=tcp_stream, diag=diag,
+                   websocket_factory=websocket_factory)
 
-    def make(alpn: str | None) -> Observer | None:
-        if alpn is None:
-            return HttpDetector(
-                tcp_stream=tcp_stream, diag=diag, websocket_factory=websocket_factory
-            )
-        return observer_for(
-            alpn, tcp_stream=tcp_stream, diag=diag, websocket_factory=websocket_factory
-        )
 
-    return make
+def _inner_for(alpn: str | None, *, tcp_stream: int, diag: Diagnostics,
+               websocket_factory: UpgradeFactory | None) -> Observer | None:
+    if alpn is None:
+        return HttpDetector(tcp_stream=tcp_stream, diag=diag, websocket_factory=websocket_factory)
+    return observer_for(alpn, tcp_stream=tcp_stream, diag=diag,
+                        websocket_factory=websocket_factory)

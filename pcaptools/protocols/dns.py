@@ -195,6 +195,8 @@ class DnsTracker:
     grows with the number of queries (one small object each, the rows of the ``dns`` table)."""
 
     __slots__ = ("_diag", "_slots", "transactions")
+    _packing_ = "shared"
+    """one for every transport: a packed parser refers to it (:mod:`pcaptools.tcp.packing`)"""
 
     def __init__(self, diag: Diagnostics) -> None:
         self._diag = diag

@@ -27,6 +27,7 @@ from .frozen import Deadlines, FreezePolicy, FrozenConnections, RecordCodec
 from .gaps import Gap, SeqFollower
 from .losses import LossDirection, LossRecorder, vantage
 from .options import parse_options
+from .packing import StreamPacker
 from .reassembly import Reassembler, StreamGap
 from .stream import Direction, StreamChunk, StreamObserver
 
@@ -240,6 +241,9 @@ class Connection:
     handshake: Handshake | None = None
     streams: _Streams | None = None
     """reassembly and the observer, for a connection an observer parses (see ``follow``)"""
+    packed: bytes | bool | None = None
+    """while frozen idle: ``streams`` packed (:mod:`.packing`), or True when that is kept by the
+    tracker (it holds TLS state, never written to disk); None: nothing packed"""
     follow: SeqFollower | None = None
     """sequence-space follower of a connection no observer parses (content gaps, no payload).
     Neither ``streams`` nor ``follow`` exists while the connection has sent nothing they would
@@ -360,6 +364,15 @@ class TcpTracker:
         self.frozen: FrozenConnections | None = \
             FrozenConnections(RECORDS, spill_cold) if freeze_policy is not None else None
         """the connections frozen (:mod:`.frozen`; None: none is, ``freeze_policy`` None)"""
+        self.packer: StreamPacker | None = StreamPacker() if freeze_policy is not None else None
+        """packs the parsers of idle connections (:mod:`.packing`)"""
+        self._packed: dict[int, bytes] = {}
+        """tcp_stream -> the packed byte-stream state of a connection frozen while idle that
+        holds TLS state (keys): kept here, in memory, not in its record (which may be moved
+        to disk); the others' is in their record (``Connection.packed``)"""
+        self.packs = 0
+        """connections whose parsers were packed (a connection packed, unpacked and packed
+        again counts twice)"""
         self._ended_q = Deadlines()
         """connections that ended (RST, FIN both ways), to freeze once quiet"""
         self._idle_q = Deadlines()
@@ -550,8 +563,37 @@ class TcpTracker:
                     q.add(stream, at)
                 elif conn.streams is None or self._release(conn, conn.streams):
                     self._freeze(conn)
-                elif q is self._idle_q:  # (its parser may let it go later)
-                    q.add(stream, now + wait)
+                elif q is self._idle_q:
+                    if self._pack(conn, conn.streams):
+                        self._freeze(conn)
+                    else:  # (its parsers may let it go, or be packed, later)
+                        q.add(stream, now + wait)
+
+    def _pack(self, conn: Connection, st: _Streams) -> bool:
+        """Pack the byte-stream state of an idle connection (:mod:`.packing`), to freeze it:
+        made again (:meth:`_unpack`) when a segment of it comes, or at the end. False: it
+        holds something that is not packed, and stays as it is."""
+        packer = self.packer
+        assert packer is not None
+        blob = packer.pack(st)
+        if blob is None:
+            return False
+        if packer.secret:
+            self._packed[conn.conv.tcp_stream] = blob
+            conn.packed = True
+        else:
+            conn.packed = blob
+        self.packs += 1
+        conn.streams = None
+        return True
+
+    def _unpack(self, conn: Connection) -> None:
+        """A thawed record gets its packed byte-stream state back."""
+        p = conn.packed
+        assert self.packer is not None and p is not None
+        conn.packed = None
+        conn.streams = self.packer.unpack(
+            p if isinstance(p, bytes) else self._packed.pop(conn.conv.tcp_stream))
 
     def _release(self, conn: Connection, st: _Streams) -> bool:
         """Let the byte-stream state of a connection go, to freeze it, when nothing it could
@@ -573,18 +615,21 @@ class TcpTracker:
         conn.follow.released = True
         return True
 
-    def _freeze(self, conn: Connection) -> None:
+    def _freeze(self, conn: Connection, at_end: bool = False) -> None:
+        """Freeze ``conn`` (``at_end``: finished at the end of the capture, when no segment
+        can thaw it and the analyzer no longer has its address pair)."""
         fz = self.frozen
         assert fz is not None and conn.streams is None
         blob = RECORDS.freeze(conn)
         c = conn.conv
-        at_finish = conn.loss is not None and bool(conn.loss[0].holes or conn.loss[1].holes)
+        at_finish = conn.packed is not None or (
+            conn.loss is not None and bool(conn.loss[0].holes or conn.loss[1].holes))
         if not at_finish and conn.follow is not None:
             out: list[Gap] = []
             conn.follow.finish(out)  # (this follower is let go: the blob has its state)
             at_finish = bool(out)
         key = pair_hash(c.client_addr, c.client_port, c.server_addr, c.server_port) \
-            if self.analyzer.forget(c) else None
+            if not at_end and self.analyzer.forget(c) else None
         self.connections[c.tcp_stream] = None
         self._records -= 1
         rows = self.row_maker(conn) if self.row_maker is not None and not at_finish else None
@@ -606,6 +651,8 @@ class TcpTracker:
         conn = fz.take(src, sport, dst, dport, same)
         if conn is None:
             return False
+        if conn.packed is not None:
+            self._unpack(conn)
         c = conn.conv
         self.connections[c.tcp_stream] = conn
         self._records += 1
@@ -912,39 +959,55 @@ class TcpTracker:
                 self.diag.add("tcp.cold_spill_failed", self.cold.spill_error[:200],
                               ts_ns=ts_ns, frame=frame)
         fz = self.frozen
-        if fz is not None:  # (those the end must see, thawed: below, in tcp_stream order)
-            for stream in sorted(fz.finish):
-                self.connections[stream] = fz.pop(stream)
+        thaw: list[int] = []
+        if fz is not None:  # (those the end must see: thawed in tcp_stream order, below)
+            thaw = sorted(fz.finish)
             fz.forget_pairs()
             if fz.spill_error is not None:
                 self.diag.add("tcp.frozen_spill_failed", fz.spill_error[:200], ts_ns=ts_ns,
                               frame=frame)
-        for conn in self.connections:
-            if conn is None:  # (cold: nothing to flush)
-                continue
-            loss = conn.loss
-            if loss is not None:
-                for x in (0, 1):
-                    if loss[x].holes:
-                        self.losses.finish(loss[x], conn.conv.tcp_stream, x)
-            st = conn.streams
-            if st is None:
-                if conn.follow is not None:
-                    out: list[Gap] = []
-                    conn.follow.finish(out)
-                    conn.follow = None
-                    if out:
-                        self._gaps(conn, out, ts_ns, frame)
-                continue
-            items = st.reasm[0].finish(ts_ns, frame) + st.reasm[1].finish(ts_ns, frame)
-            if items:
-                self._deliver(conn, st, items)
+        conns = self.connections
+        k = 0
+        for stream, conn in enumerate(conns):
+            if conn is not None:
+                self._finish_one(conn, ts_ns, frame)
+            elif k < len(thaw) and thaw[k] == stream:  # (frozen: one at a time, frozen again)
+                k += 1
+                assert fz is not None
+                conn = conns[stream] = fz.pop(stream)
+                if conn is not None:
+                    self._records += 1
+                    self._finish_one(conn, ts_ns, frame)
+                    self._freeze(conn, at_end=True)
+
+    def _finish_one(self, conn: Connection, ts_ns: int, frame: int) -> None:
+        """End of capture for one connection: flush its byte streams, let its observer report
+        what is open, its follower the gaps it found, the loss table its holes."""
+        if conn.packed is not None:
+            self._unpack(conn)
+        loss = conn.loss
+        if loss is not None:
             for x in (0, 1):
-                if not st.closed[x]:
-                    st.closed[x] = True
-                    self.emit(st.observer.close(Direction(x), ts_ns, frame, at_eof=True))
-            self.emit(st.observer.finish(ts_ns, frame))
-            conn.streams = None
+                if loss[x].holes:
+                    self.losses.finish(loss[x], conn.conv.tcp_stream, x)
+        st = conn.streams
+        if st is None:
+            if conn.follow is not None:
+                out: list[Gap] = []
+                conn.follow.finish(out)
+                conn.follow = None
+                if out:
+                    self._gaps(conn, out, ts_ns, frame)
+            return
+        items = st.reasm[0].finish(ts_ns, frame) + st.reasm[1].finish(ts_ns, frame)
+        if items:
+            self._deliver(conn, st, items)
+        for x in (0, 1):
+            if not st.closed[x]:
+                st.closed[x] = True
+                self.emit(st.observer.close(Direction(x), ts_ns, frame, at_eof=True))
+        self.emit(st.observer.finish(ts_ns, frame))
+        conn.streams = None
 
     def release(self) -> None:
         """After the tables are built (:func:`pcaptools.pipeline.run`): drop the per-connection

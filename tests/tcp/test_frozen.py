@@ -88,10 +88,11 @@ class _Counting(TcpTracker):
         self.released_n += got
         return got
 
-    def _freeze(self, conn):  # type: ignore[no-untyped-def]
-        self.frozen_n += 1
-        self.__dict__.setdefault("streams_frozen", set()).add(conn.conv.tcp_stream)
-        super()._freeze(conn)
+    def _freeze(self, conn, at_end=False):  # type: ignore[no-untyped-def]
+        if not at_end:  # (frozen again once finished at the end: not counted)
+            self.frozen_n += 1
+            self.__dict__.setdefault("streams_frozen", set()).add(conn.conv.tcp_stream)
+        super()._freeze(conn, at_end)
 
     def _thaw(self, seg):  # type: ignore[no-untyped-def]
         got = super()._thaw(seg)
@@ -99,14 +100,28 @@ class _Counting(TcpTracker):
         return got
 
 
+class _SharedLog(list):  # type: ignore[type-arg]
+    """The log of every observer: shared, so a packed observer refers to it."""
+
+    _packing_ = "shared"
+
+
+class _PackableRecorder(_Recorder):
+    """A recording observer whose state may be packed while its connection is idle (a
+    plugin's opt-in, :mod:`pcaptools.tcp.packing`): the log it writes to is shared."""
+
+    _packing_ = "packable"
+
+
 def _run(path: Path, policy: FreezePolicy | None, observe: bool, early: bool = False,
-         spill: bool = False, done: bool = False,
+         spill: bool = False, done: bool = False, packable: bool = False,
          ) -> tuple[list[object], list[pd.DataFrame], list[object], _Counting]:
     """``done``: the observers are :class:`_DoneRecorder` (let go once done: the log leaves
-    out their ``finish`` calls once done, which a tracker that let them go does not make)."""
-    log: list[object] = []
+    out their ``finish`` calls once done, which a tracker that let them go does not make).
+    ``packable``: they are :class:`_PackableRecorder` (packed while idle)."""
+    log: list[object] = _SharedLog()
     diag = Diagnostics()
-    rec = _DoneRecorder if done else _Recorder
+    rec = _DoneRecorder if done else _PackableRecorder if packable else _Recorder
     factory = (lambda s, _mid: rec(log, s) if s % 2 == 0 else None) if observe else None
     tracker = _Counting(diag, observer_factory=factory, freeze_policy=policy)
     if policy is not None and early:  # (as the pipeline: the rows made when frozen)
@@ -127,9 +142,10 @@ def _count_freezes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     frozen: list[int] = []
     real = tracker_mod.TcpTracker._freeze
 
-    def counting(self, conn):  # type: ignore[no-untyped-def]
-        frozen.append(conn.conv.tcp_stream)
-        real(self, conn)
+    def counting(self, conn, at_end=False):  # type: ignore[no-untyped-def]
+        if not at_end:
+            frozen.append(conn.conv.tcp_stream)
+        real(self, conn, at_end)
 
     monkeypatch.setattr(tracker_mod.TcpTracker, "_freeze", counting)
     return frozen
@@ -153,6 +169,26 @@ def _count_releases(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
 
     monkeypatch.setattr(tracker_mod.TcpTracker, "_release", counting)
     return released
+
+
+def _count_packs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """(the dispatcher's inner observer class, where the packed state went: "record" or
+    "memory") of every connection whose parsers a TcpTracker packs from now on (in the
+    test)."""
+    import pcaptools.tcp.tracker as tracker_mod
+
+    packed: list[tuple[str, str]] = []
+    real = tracker_mod.TcpTracker._pack
+
+    def counting(self, conn, st):  # type: ignore[no-untyped-def]
+        inner = type(getattr(st.observer._obs, "inner", None)).__name__
+        got = real(self, conn, st)
+        if got:
+            packed.append((inner, "memory" if conn.packed is True else "record"))
+        return got
+
+    monkeypatch.setattr(tracker_mod.TcpTracker, "_pack", counting)
+    return packed
 
 
 @pytest.mark.parametrize(("observe", "early", "spill", "done"),
@@ -185,6 +221,41 @@ def test_freezing_every_connection_changes_nothing(inputs: list[Path], observe: 
     assert thawed > 1000 and frozen > thawed  # (a late segment thaws; most stay frozen at the end)
     assert (released > 50) if done else not released  # (observers let go only once done)
     assert late == (1 if done else 0)  # (bytes beyond a FIN: a simulation's, reported)
+
+
+def test_idle_observers_packed_change_nothing(inputs: list[Path]) -> None:
+    """Observers whose state may be packed (:mod:`pcaptools.tcp.packing`), packed before each
+    segment whenever their connection is not the segment's (``FreezePolicy(0, 0, 1, 0)``:
+    every other connection is idle), and also with records moved to disk: the observer
+    calls, the tables and the warnings are those of no freezing. The observers write to one
+    shared log, so a copy made instead of a reference would lose calls. Observers that do
+    not opt in are never packed (the other tests: their connections are never frozen while
+    open)."""
+    packs = 0
+    for path in inputs:
+        want_log, want_tables, want_rows, _ = _run(path, None, True, packable=True)
+        for spill in (False, True):
+            log, tables, rows, tracker = _run(path, ALWAYS, True, spill=spill, packable=True)
+            assert log == want_log, path.name
+            for got, want in zip(tables, want_tables, strict=True):
+                pd.testing.assert_frame_equal(got, want, check_exact=True, obj=path.name)
+            assert rows == want_rows, path.name
+            assert tracker.packer is not None and not tracker.packer.refused
+            assert not tracker.packer.secret and not tracker._packed
+            packs += tracker.packs
+    assert packs > 1000
+
+
+def test_observers_that_do_not_opt_in_are_not_packed(inputs: list[Path]) -> None:
+    """A plugin's observer that does not say it may be packed keeps its live state: the packer
+    refuses it (by its class), and its connection stays unfrozen while open."""
+    refused: dict[str, int] = {}
+    for path in inputs[:3]:
+        _, _, _, tracker = _run(path, ALWAYS, True)
+        assert tracker.packer is not None and tracker.packs == 0
+        for k, v in tracker.packer.refused.items():
+            refused[k] = refused.get(k, 0) + v
+    assert set(refused) == {f"{_Recorder.__module__}._Recorder"}, refused
 
 
 def test_freezing_after_capture_time_delays_changes_nothing(inputs: list[Path]) -> None:
@@ -402,6 +473,7 @@ def test_parsed_connections_let_go_at_once_change_no_table(
         keys = {p: (p.with_suffix(".keys") if p.with_suffix(".keys").exists() else None)
                 for p in paths}
     released = _count_releases(monkeypatch)
+    packed = _count_packs(monkeypatch)
     for path in paths:
         monkeypatch.setattr(pipeline, "FreezePolicy", lambda: None)
         want = pcaptools.load(path, keylog=keys[path])
@@ -413,6 +485,12 @@ def test_parsed_connections_let_go_at_once_change_no_table(
     kinds = {inner for _, inner in released}
     assert len(released) > (80 if where == "captures" else 20), len(released)
     assert {"TlsObserver", "HttpDetector"} <= kinds, kinds
+    # idle parsers packed (before each segment of another connection), TLS ones kept in memory
+    assert len(packed) > (1000 if where == "captures" else 100), len(packed)
+    assert {("TlsObserver", "memory")} <= set(packed)
+    assert all(where == "memory" for inner, where in packed if inner == "TlsObserver")
+    if where == "captures":
+        assert ("HttpDetector", "record") in packed
 
 
 def test_observers_let_go_are_freed_at_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -44,6 +44,8 @@ class RecordDecryptor:
     """Decrypts the records of one direction under one key. ``seq`` is the next record's number."""
 
     __slots__ = ("seq",)
+    _packing_ = "secret"
+    """holds a key: packed while idle, never written to disk (:mod:`pcaptools.tcp.packing`)"""
 
     def __init__(self) -> None:
         self.seq = 0
@@ -71,6 +73,17 @@ def _invalid_tag() -> type[Exception]:
     return InvalidTag
 
 
+def _with_aead(cls: type[_AeadDecryptor], args: tuple[str, bytes, int],
+               state: dict[str, Any]) -> _AeadDecryptor:
+    """An AEAD decryptor packed by :meth:`_AeadDecryptor.__reduce__`, made again."""
+    o = cls.__new__(cls)
+    o._aead_args = args
+    o._aead = _aead(*args)
+    for name, value in state.items():
+        setattr(o, name, value)
+    return o
+
+
 def _aead(cipher: str, key: bytes, tag_len: int) -> Any:
     from cryptography.hazmat.primitives.ciphers.aead import AESCCM, AESGCM, ChaCha20Poly1305
 
@@ -81,15 +94,31 @@ def _aead(cipher: str, key: bytes, tag_len: int) -> Any:
     return AESGCM(key)
 
 
-class Tls13Decryptor(RecordDecryptor):
+class _AeadDecryptor(RecordDecryptor):
+    """A decryptor with a cryptography AEAD object, which pickle cannot pack: packed as the
+    arguments that make it (an idle connection's parsers, :mod:`pcaptools.tcp.packing`)."""
+
+    __slots__ = ("_aead", "_aead_args")
+    _aead: Any
+    _aead_args: tuple[str, bytes, int]
+    """(cipher, key, tag length): what makes ``_aead``"""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = {n: getattr(self, n) for c in type(self).__mro__
+                 for n in getattr(c, "__slots__", ()) if n not in ("_aead", "_aead_args")}
+        return _with_aead, (type(self), self._aead_args, state)
+
+
+class Tls13Decryptor(_AeadDecryptor):
     """TLS 1.3 record protection (also used for early data)."""
 
-    __slots__ = ("_aead", "_iv", "_tag_len")
+    __slots__ = ("_iv", "_tag_len")
 
     def __init__(self, suite: CipherSuite, secret: bytes) -> None:
         super().__init__()
         key, iv = traffic_keys(suite.prf_hash, secret, suite.key_len, 12)
-        self._aead = _aead(suite.cipher or "AES", key, suite.tag_len)
+        self._aead_args = (suite.cipher or "AES", key, suite.tag_len)
+        self._aead = _aead(*self._aead_args)
         self._iv = int.from_bytes(iv, "big")
         self._tag_len = suite.tag_len
 
@@ -117,14 +146,15 @@ class Tls13Decryptor(RecordDecryptor):
         return max(0, length - self._tag_len - 1)
 
 
-class Tls12AeadDecryptor(RecordDecryptor):
+class Tls12AeadDecryptor(_AeadDecryptor):
     """TLS 1.2 AES-GCM / AES-CCM (explicit nonce) and ChaCha20-Poly1305."""
 
-    __slots__ = ("_aead", "_explicit", "_iv", "_salt", "_tag_len")
+    __slots__ = ("_explicit", "_iv", "_salt", "_tag_len")
 
     def __init__(self, suite: CipherSuite, key: bytes, iv: bytes) -> None:
         super().__init__()
-        self._aead = _aead(suite.cipher or "AES", key, suite.tag_len)
+        self._aead_args = (suite.cipher or "AES", key, suite.tag_len)
+        self._aead = _aead(*self._aead_args)
         self._explicit = suite.explicit_nonce_len
         self._salt = iv
         self._iv = int.from_bytes(iv, "big")

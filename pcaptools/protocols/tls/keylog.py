@@ -26,7 +26,7 @@ import io
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
 
 from ...diagnostics import Diagnostics
 from ...errors import KeylogError
@@ -85,6 +85,9 @@ class SessionSecrets:
     client_traffic: dict[int, bytes] = field(default_factory=dict, repr=False)
     """application traffic secret generation N -> secret"""
     server_traffic: dict[int, bytes] = field(default_factory=dict, repr=False)
+    _packing_: ClassVar[str] = "shared"
+    """the key log's: a packed parser refers to it, never copies a secret
+    (:mod:`pcaptools.tcp.packing`)"""
 
     def __repr__(self) -> str:
         have = [
@@ -116,6 +119,8 @@ class KeyLog:
     """
 
     __slots__ = ("_by_random", "bad_lines", "ignored_lines", "lines", "read_lines", "sources")
+    _packing_ = "shared"
+    """one for every connection: a packed parser refers to it (:mod:`pcaptools.tcp.packing`)"""
 
     def __init__(self) -> None:
         self._by_random: dict[bytes, SessionSecrets] = {}

@@ -309,6 +309,10 @@ class TlsObserver:
     offsets count plaintext bytes, and its events are returned with the TLS events.
     """
 
+    _packing_ = "secret"
+    """its state holds traffic keys: packed while idle, never written to disk
+    (:mod:`pcaptools.tcp.packing`)"""
+
     def __init__(
         self,
         *,

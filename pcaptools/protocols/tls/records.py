@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import struct
+from typing import Any
 
 CHANGE_CIPHER_SPEC = 20
 ALERT = 21
@@ -89,6 +90,17 @@ def _problem(ctype: int, version: int, length: int, offset: int) -> Note:
     )
 
 
+def _remake_reader(buf: bytearray, offset: int, mode: int, bytes_seen: int, skipped: int,
+                   records: int, budget: int, need: int, parts: list[bytes | memoryview],
+                   head: tuple[int, int, int], length: int) -> RecordReader:
+    """A :class:`RecordReader` packed by its ``__reduce__``, made again."""
+    r = RecordReader()
+    r.buf, r.offset, r.mode, r.bytes_seen, r.skipped = buf, offset, mode, bytes_seen, skipped
+    r.records, r.budget, r.need, r.parts, r.head, r.length = \
+        records, budget, need, parts, head, length
+    return r
+
+
 class RecordReader:
     """Splits one direction's in-order bytes into records (see the module docstring).
 
@@ -122,6 +134,14 @@ class RecordReader:
         """(stream offset, content type, version) of that record"""
         self.length = 0
         """its fragment length"""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Packed (an idle connection's parsers, :mod:`pcaptools.tcp.packing`) with the
+        pieces of a record in progress joined: pickle packs no memoryview."""
+        parts: list[bytes | memoryview] = [b"".join(self.parts)] if self.parts else []
+        return _remake_reader, (self.buf, self.offset, self.mode, self.bytes_seen, self.skipped,
+                                self.records, self.budget, self.need, parts, self.head,
+                                self.length)
 
     def take(self, data: bytes) -> None:
         """Add a chunk shorter than :attr:`need` (the caller checked): nothing completes."""
@@ -295,3 +315,4 @@ class RecordReader:
         if self.need:
             return 5 + self.length - self.need
         return len(self.buf)
+

@@ -51,6 +51,7 @@ from __future__ import annotations
 import re
 from codecs import utf_8_decode as _utf_8_decode
 from collections.abc import Callable
+from functools import partial
 from typing import Final
 
 from ...diagnostics import Diagnostics
@@ -778,17 +779,22 @@ def websocket_factory(
 ) -> Callable[[HttpRequest | None, HttpResponse], WebSocketObserver]:
     """The ``websocket_factory`` of :class:`~pcaptools.protocols.http1.Http1Observer`: on a
     ``101`` to ``Upgrade: websocket`` it checks the handshake and returns the observer of
-    the rest of the connection."""
+    the rest of the connection. (A partial of a module function, not a closure: a closure
+    cannot be packed, :mod:`pcaptools.tcp.packing`.)"""
+    return partial(_upgrade, tcp_stream=tcp_stream, diag=diag, max_frame_bytes=max_frame_bytes,
+                   max_decompressed_bytes=max_decompressed_bytes, preview_chars=preview_chars,
+                   max_json_bytes=max_json_bytes)
 
-    def make(request: HttpRequest | None, response: HttpResponse) -> WebSocketObserver:
-        return WebSocketObserver(
-            handshake=parse_handshake(request, response),
-            tcp_stream=tcp_stream,
-            diag=diag,
-            max_frame_bytes=max_frame_bytes,
-            max_decompressed_bytes=max_decompressed_bytes,
-            preview_chars=preview_chars,
-            max_json_bytes=max_json_bytes,
-        )
 
-    return make
+def _upgrade(request: HttpRequest | None, response: HttpResponse, *, tcp_stream: int,
+             diag: Diagnostics, max_frame_bytes: int, max_decompressed_bytes: int,
+             preview_chars: int, max_json_bytes: int) -> WebSocketObserver:
+    return WebSocketObserver(
+        handshake=parse_handshake(request, response),
+        tcp_stream=tcp_stream,
+        diag=diag,
+        max_frame_bytes=max_frame_bytes,
+        max_decompressed_bytes=max_decompressed_bytes,
+        preview_chars=preview_chars,
+        max_json_bytes=max_json_bytes,
+    )
