@@ -57,7 +57,13 @@ CATALOGUE: dict[str, str] = {
     "tcp.unacked_limit": "too many unacknowledged segments in one direction; older ones are no longer tracked (as tshark)",
     "tcp.cold_spill_failed": "load(out=DIR) could not move old one-SYN connections to its temporary database (no writable temporary directory, a full disk): they stay in memory, which then grows with them; every table is still complete",
     "tcp.frozen_spill_failed": "load(out=DIR) could not move the records of ended or idle connections to its temporary database (no writable temporary directory, a full disk): they stay in memory, which then grows with them; every table is still complete",
-    "tcp.payload_after_release": "payload came after the end of a connection (both directions ended by a FIN or an RST, nothing held back) at least 1 s of capture time later, once its parsers had finished and its state was let go to keep memory to live connections: those bytes (beyond a FIN: a protocol violation or a reused port without a SYN; after an RST: data long in flight) are counted in the TCP tables but not parsed",
+    "tcp.payload_after_release": (
+        "payload came after the end of a connection (both directions ended by a FIN or an RST, "
+        "nothing held back) at least 1 s of capture time later, once its parsers had finished "
+        "and its state was let go to keep memory to live connections: those bytes (beyond a "
+        "FIN: a protocol violation or a reused port without a SYN; after an RST: data long in "
+        "flight) are counted in the TCP tables but not parsed (the connection's coverage row: "
+        "status partly_analysed)"),
     "tcp.observer_error": "a protocol observer raised an unexpected error on this connection (a pcaptools bug: please report it); the connection's payload is no longer parsed, its TCP rows are unaffected",
     # udp
     "udp.observer_error": "a UDP datagram observer (DNS, ...) or its probe raised an unexpected error on this datagram (a pcaptools bug: please report it); the datagram is skipped, the next ones are still given to it",
@@ -215,6 +221,8 @@ class Anomaly:
     """stable dotted code from :data:`CATALOGUE`"""
     detail: str
     """free text: what exactly was seen"""
+    nbytes: int | None = None
+    """how many bytes it concerns, for the codes that count some (the ``bytes`` column)"""
 
 
 class Diagnostics:
@@ -240,6 +248,7 @@ class Diagnostics:
         frame: int | None = None,
         tcp_stream: int | None = None,
         direction: str | None = None,
+        nbytes: int | None = None,
     ) -> None:
         if code not in CATALOGUE:
             raise KeyError(f"anomaly code {code!r} is not in diagnostics.CATALOGUE")
@@ -256,6 +265,7 @@ class Diagnostics:
                     layer=code.split(".", 1)[0],
                     code=code,
                     detail=detail,
+                    nbytes=nbytes,
                 )
             )
 
@@ -285,9 +295,11 @@ class ShardDiagnostics(Diagnostics):
         frame: int | None = None,
         tcp_stream: int | None = None,
         direction: str | None = None,
+        nbytes: int | None = None,
     ) -> None:
         if (self.k != 0) if tcp_stream is None else (tcp_stream % self.n != self.k):
             if code not in CATALOGUE:
                 raise KeyError(f"anomaly code {code!r} is not in diagnostics.CATALOGUE")
             return
-        super().add(code, detail, ts_ns=ts_ns, frame=frame, tcp_stream=tcp_stream, direction=direction)
+        super().add(code, detail, ts_ns=ts_ns, frame=frame, tcp_stream=tcp_stream,
+                    direction=direction, nbytes=nbytes)

@@ -169,7 +169,7 @@ def merge_shards(parts: list[tuple[CaptureSummary, dict[str, pd.DataFrame]]], *,
                     ts_ns, frame, stream, None, "table", _RECORDS_TRUNCATED,
                     f"{name} reached {max_record_rows:,} rows (max_record_rows): this row and "
                     f"every later one of that table are not kept "
-                    f"(summary.extra['rows_dropped'] counts them)",
+                    f"(summary.extra['rows_dropped'] counts them)", None,
                 ))
                 counts[_RECORDS_TRUNCATED] += 1
         if name == "warnings":

@@ -171,6 +171,8 @@ def coverage_sentences(cap: Capture, summ: pd.DataFrame | None = None) -> list[s
                 if p == "tls"
                 else "carried a payload no parser recognised"
             )
+        elif st == "partly_analysed":
+            what = f"were {pname} whose payload after the connection's end was not parsed"
         elif st == "malformed":
             what = (
                 f"were {pname} whose parsing stopped on malformed data"

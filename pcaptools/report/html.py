@@ -590,6 +590,12 @@ def coverage_section(ctx: ReportContext) -> Section:
         "decrypted rows are what the other sections are about. Flows: connections, UDP flows "
         "or classes."
     )
+    if summ["status"].eq("partly_analysed").any():
+        note += (
+            " Partly analysed: connections parsed to their end, whose payload sent after it "
+            "was not (tcp.payload_after_release warnings; each row's detail in cap.coverage "
+            "says how much)."
+        )
     return Section("coverage", title, table, note)
 
 

@@ -12,9 +12,11 @@ frame loop):
 - TCP: at the end of the load, from what the observers reported into the tables
   (:func:`connection_verdict` over :class:`ConnectionFacts`): the TLS handshake table (and
   its ``decrypt_status``), the tables listed in :data:`STREAM_PROTOCOLS` (a table with a
-  ``tcp_stream`` column whose rows name the protocol a connection carried), and the
-  warnings in :data:`MALFORMED_CODES` (a parser gave up on the connection). The frame and
-  byte counts are the ``connections`` table's counters: no per-frame work.
+  ``tcp_stream`` column whose rows name the protocol a connection carried), the
+  warnings in :data:`MALFORMED_CODES` (a parser gave up on the connection) and in
+  :data:`UNPARSED_CODES` (payload came after its parsers were let go: ``partly_analysed``,
+  with the warnings' ``bytes`` summed in the detail). The frame and byte counts are the
+  ``connections`` table's counters: no per-frame work.
 - UDP: per flow, from its first datagram (:func:`udp_protocol`: ports and first bytes),
   then :data:`UDP_STATUS` says whether pcaptools analyses it (DNS on port 53; the rest are
   ``not_parsed``). One dict update per UDP frame. A QUIC flow that is a row of
@@ -55,6 +57,7 @@ __all__ = [
     "STATUSES",
     "STREAM_PROTOCOLS",
     "UDP_STATUS",
+    "UNPARSED_CODES",
     "ConnectionFacts",
     "FlowCounter",
     "Verdict",
@@ -75,6 +78,9 @@ STATUSES: Final[dict[str, str]] = {
     "other than errors (echo, neighbour discovery...), "
     "non-IP...",
     "malformed": "headers that could not be decoded, or a parser gave up on the connection",
+    "partly_analysed": "a TCP connection parsed (or decrypted) to its end, but payload that "
+    "came after that end was not parsed (its parsers had been let go: "
+    "tcp.payload_after_release); the detail counts them",
 }
 
 #: tables whose ``tcp_stream`` rows say a connection carried that protocol, most specific first
@@ -98,6 +104,11 @@ MALFORMED_CODES: Final[frozenset[str]] = frozenset(
         "ws.desynced",
     }
 )
+
+#: warning codes that report payload of a connection no parser was given (its parsers had
+#: finished and were let go when the connection ended): an analysed or decrypted
+#: connection with one is partly_analysed, the rows' ``bytes`` summed in its detail
+UNPARSED_CODES: Final[frozenset[str]] = frozenset({"tcp.payload_after_release"})
 
 #: UDP protocol -> status; protocols not listed are not_parsed ("unknown" is unknown_payload)
 UDP_STATUS: Final[dict[str, str]] = {"dns": "analysed", "unknown": "unknown_payload"}
@@ -193,15 +204,15 @@ COVERAGE = TableSchema(
             "status",
             "category",
             None,
-            "analysed, decrypted, encrypted_no_key, unknown_payload, not_parsed, malformed "
-            "(pcaptools.tables.coverage.STATUSES says what each means)",
+            "analysed, decrypted, encrypted_no_key, unknown_payload, not_parsed, malformed, "
+            "partly_analysed (pcaptools.tables.coverage.STATUSES says what each means)",
         ),
         Column(
             "detail",
             "string",
             None,
-            "why this status, in words (TLS decrypt_status, ALPN, "
-            "the warning code that made it malformed...)",
+            "why this status, in words (TLS decrypt_status, ALPN, the warning code that "
+            "made it malformed, the bytes of payload not parsed...)",
         ),
         Column(
             "tcp_stream", "Int64", None, "Wireshark tcp.stream of a TCP connection; NA otherwise"
@@ -264,6 +275,12 @@ class ConnectionFacts:
     """protocols of :data:`STREAM_PROTOCOLS` whose tables have rows for it, in that order"""
     malformed: str | None = None
     """first warning code of :data:`MALFORMED_CODES` on it"""
+    unparsed: str | None = None
+    """first warning code of :data:`UNPARSED_CODES` on it"""
+    unparsed_segments: int = 0
+    """its warning rows of :data:`UNPARSED_CODES`: segments whose payload was not parsed"""
+    unparsed_bytes: int | None = None
+    """their ``bytes`` summed; None when a row does not say"""
 
 
 _TLS_BEST = (
@@ -318,6 +335,15 @@ def connection_verdict(f: ConnectionFacts) -> Verdict:
         v = Verdict("unknown", "not_parsed", "payload analysis switched off (payloads=False)")
     else:
         v = Verdict("unknown", "unknown_payload", "no parser recognised the payload")
+    if f.unparsed is not None:
+        n = f.unparsed_segments
+        what = f"{n:,} segment{'' if n == 1 else 's'}"
+        if f.unparsed_bytes is not None:
+            what = f"{f.unparsed_bytes:,} bytes in {what}"
+        status = "partly_analysed" if v.status in ("analysed", "decrypted") else v.status
+        v = Verdict(v.protocol, status,
+                    f"{v.detail}; payload after the connection ended not parsed: {what} "
+                    f"({f.unparsed})")
     if f.malformed is not None:
         return Verdict(v.protocol, "malformed", f"{v.detail}; parsing stopped ({f.malformed})")
     return v
@@ -704,8 +730,9 @@ CONNECTION_COLUMNS = ("tcp_stream", "first_frame", "last_frame", "ip_version", "
 
 class CoverageContext:
     """What the coverage rows of connections need from the other tables: each reported
-    connection's TLS session, malformed-payload warning and protocol layers, and the two
-    verdicts of a connection nothing reported on (with or without payload)."""
+    connection's TLS session, malformed-payload warning, unparsed-payload warnings and
+    protocol layers, and the two verdicts of a connection nothing reported on (with or
+    without payload)."""
 
     def __init__(self, tables: Mapping[str, pd.DataFrame], *, payloads: bool = True,
                  extra_streams: dict[str, set[int]] | None = None) -> None:
@@ -743,14 +770,25 @@ class CoverageContext:
                     tls[int(st)] = (old[0], old[1], old[2], old[3] + int(nb))
         self.tls = tls
         bad: dict[int, str] = {}
+        unparsed: dict[int, tuple[str, int, int | None]] = {}
         w = tables.get("warnings")
         if w is not None and len(w):
-            m = w["code"].astype(object).isin(MALFORMED_CODES) & w["tcp_stream"].notna()
+            codes = w["code"].astype(object)
+            m = codes.isin(MALFORMED_CODES) & w["tcp_stream"].notna()
             for st, code in zip(w.loc[m, "tcp_stream"].tolist(),
-                                w.loc[m, "code"].astype(object).tolist(), strict=True):
+                                codes[m].tolist(), strict=True):
                 bad.setdefault(int(st), str(code))
+            m = codes.isin(UNPARSED_CODES) & w["tcp_stream"].notna()
+            nbytes = (w.loc[m, "bytes"].astype(object).tolist() if "bytes" in w.columns
+                      else [None] * int(m.sum()))
+            for st, code, nb in zip(w.loc[m, "tcp_stream"].tolist(), codes[m].tolist(), nbytes,
+                                    strict=True):
+                first, n, total = unparsed.get(int(st), (str(code), 0, 0))
+                unparsed[int(st)] = (first, n + 1,
+                                     None if total is None or pd.isna(nb) else total + int(nb))
         self.bad = bad
-        reported = set(tls) | set(bad)
+        self.unparsed = unparsed
+        reported = set(tls) | set(bad) | set(unparsed)
         for _, s in self.layer_streams:
             reported |= s
         self.reported = np.fromiter(reported, np.int64, len(reported))
@@ -777,11 +815,12 @@ class CoverageContext:
 
     def part(self, conns: pd.DataFrame) -> dict[str, Any]:
         """The coverage columns of the connections ``conns`` that have frames, as whole
-        columns; the verdict of a connection no observer, TLS session or malformed-warning
-        reported on depends only on whether it carried payload, so it is asked once for each
-        of those two cases. The verdict of the others depends on what was reported and on
-        whether payload and decrypted bytes were seen, not on how many: it is asked once for
-        each such case (most connections of a capture have one of a few)."""
+        columns; the verdict of a connection no observer, TLS session or warning reported
+        on depends only on whether it carried payload, so it is asked once for each of those
+        two cases. The verdict of the others depends on what was reported and on whether
+        payload and decrypted bytes were seen, not on how many: it is asked once for each such
+        case (most connections of a capture have one of a few; the rare one with payload not
+        parsed has its own, which counts it)."""
         st = conns["tcp_stream"].to_numpy(np.int64)
         frames = (conns["client_packets"].to_numpy(np.int64)
                   + conns["server_packets"].to_numpy(np.int64))
@@ -794,14 +833,15 @@ class CoverageContext:
         protocol = np.array([v.protocol for v in verdicts], object)[pick]
         status = np.array([v.status for v in verdicts], object)[pick]
         detail = np.array([v.detail for v in verdicts], object)[pick]
-        tls, bad = self.tls, self.bad
+        tls, bad, unparsed = self.tls, self.bad, self.unparsed
         asked: dict[tuple[object, ...], Verdict] = {}
         for i in np.flatnonzero(special & has).tolist():
             sti = int(st[i])
             t = tls.get(sti)
             layers = tuple(p for p, s in self.layer_streams if sti in s)
             malformed = bad.get(sti)
-            key = (payload[i] > 0, t and (t[0], t[1], t[2], t[3] > 0), layers, malformed)
+            late = unparsed.get(sti)  # (rare: its counts in the key)
+            key = (payload[i] > 0, t and (t[0], t[1], t[2], t[3] > 0), layers, malformed, late)
             v = asked.get(key)
             if v is None:
                 v = asked[key] = connection_verdict(ConnectionFacts(
@@ -813,6 +853,9 @@ class CoverageContext:
                     tls_app_bytes=t[3] if t else 0,
                     layers=layers,
                     malformed=malformed,
+                    unparsed=late[0] if late else None,
+                    unparsed_segments=late[1] if late else 0,
+                    unparsed_bytes=late[2] if late else None,
                 ))
             protocol[i], status[i], detail[i] = v.protocol, v.status, v.detail
         every = bool(has.all())  # (the usual case: no copy of the columns to drop rows)

@@ -270,5 +270,7 @@ WARNINGS = TableSchema(
         Column("layer", "category", None, "capture, net, tcp, tls, http1, http2, http, sse, ws"),
         Column("code", "category", None, "stable dotted code (see docs/anomalies.md)"),
         Column("detail", "string", None, "what exactly was seen", secret="text"),
+        Column("bytes", "Int64", "bytes",
+               "how many bytes it concerns, for the codes that count them; NA otherwise"),
     ),
 )

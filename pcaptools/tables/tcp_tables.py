@@ -274,7 +274,8 @@ class EventsDrain:
 
 def warnings_table(diag: Diagnostics) -> pd.DataFrame:
     rows = [
-        (a.ts_ns, a.frame, a.tcp_stream, a.direction, a.layer, a.code, a.detail) for a in diag.rows
+        (a.ts_ns, a.frame, a.tcp_stream, a.direction, a.layer, a.code, a.detail, a.nbytes)
+        for a in diag.rows
     ]
     rows.extend(suppressed_rows(diag.suppressed()))
     return WARNINGS.frame(rows)
@@ -284,5 +285,5 @@ def suppressed_rows(suppressed: dict[str, int]) -> list[tuple[Any, ...]]:
     """The closing rows of the warnings table: one per code that had more occurrences than
     were kept, saying how many more (no time, frame or connection)."""
     return [(None, None, None, None, code.split(".", 1)[0], code,
-             f"{n} more occurrences of {code} were counted but not listed")
+             f"{n} more occurrences of {code} were counted but not listed", None)
             for code, n in sorted(suppressed.items())]
