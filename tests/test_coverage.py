@@ -597,8 +597,6 @@ def test_payload_after_release_makes_the_connection_partly_analysed(
                                   cov.reset_index(drop=True), check_categorical=False)
 
 
-@pytest.mark.xfail(strict=True, reason="TcpTracker._follow does not pass nbytes= to "
-                   "diag.add for tcp.payload_after_release yet (the count is only in the text)")
 def test_payload_after_release_bytes_reach_the_coverage_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

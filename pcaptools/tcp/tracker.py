@@ -788,14 +788,14 @@ class TcpTracker:
         if seg.seg_len or flags & (SYN | FIN):
             seq = hi[d] = _unwrap(hi[d], a.rel_seq)
             if f.released and seg.seg_len and seq + seg.seg_len > f.dirs[d].nxt:
+                late = seq + seg.seg_len - max(seq, f.dirs[d].nxt)
                 self.diag.add(
                     "tcp.payload_after_release",
-                    f"{seq + seg.seg_len - max(seq, f.dirs[d].nxt)} bytes of payload after "
-                    "the end (FIN or RST) of a connection whose parser had finished (let go "
-                    "once the connection ended, to keep memory to live connections): not "
-                    "parsed",
+                    f"{late} bytes of payload after the end (FIN or RST) of a connection whose "
+                    "parser had finished (let go once the connection ended, to keep memory to "
+                    "live connections): not parsed",
                     ts_ns=seg.ts_ns, frame=seg.frame, tcp_stream=conn.conv.tcp_stream,
-                    direction=Direction(d).label,
+                    direction=Direction(d).label, nbytes=late,
                 )
             f.segment(d, seq, seg.seg_len, len(seg.payload), bool(flags & SYN),
                       bool(flags & FIN), out)
