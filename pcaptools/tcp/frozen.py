@@ -19,22 +19,33 @@ cannot change while frozen), so the end of the pass reads them
 (:meth:`FrozenConnections.take_rows`) instead of thawing the record. With ``spill``
 (``load(out=DIR)``) frozen records move to a temporary database in pages.
 
-Only a connection with no byte-stream observer state is frozen (``Connection.streams`` None:
-nobody parses its payload, or ``load(payloads=False)``); a parser's state (TLS keys, HPACK
-tables, a WebSocket's inflater) has no such packed form. A parsed connection gets there
-when its time comes if both directions ended (a FIN reached with every byte before it
-delivered, or an RST), its reassemblers hold nothing (no piece behind a hole) and its
-observers are ``done`` (they said all they will: TLS, HTTP/1, HTTP/2, WebSocket and the
-detectors are, once both directions closed): the tracker lets its parsers go
-(:meth:`~.tracker.TcpTracker._release`) and follows its sequence space as for an unparsed
-connection, which reports the same gaps. Their ``finish`` would have added nothing, so no
-row changes; the one thing lost is payload arriving after that end and after the freeze delay
-(beyond a FIN: a protocol violation or a reused port without a SYN; after an RST: data more
-than a second in flight), which a ``tcp.payload_after_release`` warning reports instead of
-parsing. A parsed connection still open, or holding bytes behind a hole, keeps its parsers
-to the end. ``tests/tcp/test_frozen.py``
-freezes every connection after each of its segments and requires every table, warning and
-observer call to be what they are without it.
+A connection with no byte-stream observer state (``Connection.streams`` None: nobody parses
+its payload, or ``load(payloads=False)``) is frozen as it is. A parsed connection (TLS,
+HTTP/1, HTTP/2, WebSocket) gets there in one of two ways:
+
+* *ended*: when its time comes, if both directions ended (a FIN reached with every byte
+  before it delivered, or an RST), its reassemblers hold nothing (no piece behind a hole) and
+  its observers are ``done`` (they said all they will: TLS, HTTP/1, HTTP/2, WebSocket and the
+  detectors are, once both directions closed), the tracker lets its parsers go
+  (:meth:`~.tracker.TcpTracker._release`) and follows its sequence space as for an unparsed
+  connection, which reports the same gaps. Their ``finish`` would have added nothing, so no
+  row changes; the one thing lost is payload arriving after that end and after the freeze
+  delay (beyond a FIN: a protocol violation or a reused port without a SYN; after an RST:
+  data more than a second in flight), which a ``tcp.payload_after_release`` warning reports
+  (with its byte count; the coverage row says ``partly_analysed``) instead of parsing;
+* *idle*: otherwise (still open, or holding bytes behind a hole), once idle, its byte-stream
+  state (parsers and reassemblers) is packed (:mod:`.packing`) into the record
+  (``Connection.packed``; a TLS connection's, which holds traffic keys, stays in the
+  tracker's memory and never goes to disk) and made again, the same objects with the same
+  values, when the record thaws: at the connection's next segment, or at the end of the
+  capture (:meth:`~.tracker.TcpTracker.finish` thaws such records one at a time, finishes
+  them and freezes them again). Nothing is lost. A state holding something the packer does
+  not pack (a live decompressor: a WebSocket with permessage-deflate, a compressed body in
+  progress; a plugin's observer that does not opt in) stays live, and its connection is not
+  frozen.
+
+``tests/tcp/test_frozen.py`` freezes every connection after each of its segments and requires
+every table, warning and observer call to be what they are without it.
 """
 
 from __future__ import annotations
@@ -70,7 +81,8 @@ _I64 = 1 << 63
 
 @dataclass(frozen=True, slots=True)
 class FreezePolicy:
-    """When the tracker freezes a connection nobody parses (capture time, nanoseconds).
+    """When the tracker freezes a connection (capture time, nanoseconds; a parsed connection's
+    parsers are let go once it ended, or packed once it is idle: see the module docstring).
 
     Zeek expires a connection 5 s after its close or reset (``tcp_close_delay``,
     ``tcp_reset_delay``) and after 5 minutes without a packet (``tcp_inactivity_timeout``),
@@ -286,9 +298,11 @@ class FrozenConnections:
         """``rows[tcp_stream]``: the table rows of a frozen record, made when it was frozen
         (:attr:`~.tracker.TcpTracker.row_maker`), packed; None: none were made"""
         self.index: dict[int, int | list[int]] = {}
-        self.finish: set[int] = set()
-        """tcp_streams whose record the end of the capture must see (a hole the loss table
-        closes, a content gap to report): :meth:`~.tracker.TcpTracker.finish` thaws those"""
+        self.finish = bytearray()
+        """per tcp_stream: 1 if its frozen record is one the end of the capture must see (a
+        hole the loss table closes, a content gap to report, packed parsers to finish):
+        :meth:`~.tracker.TcpTracker.finish` thaws those (a byte each: a million idle
+        connections to finish would cost ~60 MB as a set)"""
         self.n = 0
         """records frozen now (those on disk among them)"""
         self.spill = spill
@@ -313,13 +327,14 @@ class FrozenConnections:
             more = [None] * (stream + 1 - len(blobs))
             blobs.extend(more)
             self.rows.extend(more)
+            self.finish.extend(bytes(len(more)))
             if self.spill:
                 self.on_disk.extend(bytes(len(more)))
         blobs[stream] = blob
         self.rows[stream] = rows
         self.n += 1
         if at_finish:
-            self.finish.add(stream)
+            self.finish[stream] = 1
         if key is not None:
             have = self.index.get(key)
             if have is None:
@@ -439,13 +454,13 @@ class FrozenConnections:
         self.on_disk[stream] = 0
         self.n_disk -= 1
         self.n -= 1
-        self.finish.discard(stream)
+        self.finish[stream] = 0
 
     def _forget(self, stream: int, key: int) -> None:
         self.blobs[stream] = None
         self.rows[stream] = None
         self.n -= 1
-        self.finish.discard(stream)
+        self.finish[stream] = 0
         self._unindex(stream, key)
 
     def _unindex(self, stream: int, key: int) -> None:

@@ -12,7 +12,7 @@ make it safe:
 * **Shared objects are referred to, never copied.** An object shared by many connections (the
   :class:`~pcaptools.diagnostics.Diagnostics` sink, the key log and its sessions' secrets,
   DNS's transaction table) says so with a class attribute ``_packing_ = "shared"``;
-  the packer keeps such an object and writes its number instead (``persistent_id``), so that
+  the packer keeps such an object and writes its number instead (:func:`_shared`), so that
   the connection, once unpacked, reports to and reads from the same object as every other.
 * **Only known objects are packed.** An object of a class outside pcaptools, ``hpack`` and
   Python's own containers (a plugin's observer, a C library's state) makes the packer give
@@ -52,11 +52,26 @@ class _Refused(Exception):
     """An object the packer does not pack (see the module's docstring)."""
 
 
-def _packable(cls: type) -> bool:
-    mod = cls.__module__
-    return (mod in _PACKABLE_MODULES or mod.startswith(_PACKABLE_PACKAGES)
-            or getattr(cls, "_packing_", None) == "packable"
-            or cls.__name__ == "cython_function_or_method")
+_PLAIN, _SHARED, _SECRET, _REFUSED = range(4)
+_KINDS: dict[type, int] = {}
+"""class -> what the packer does with its objects (worked out once per class: the pickler asks
+for every object it packs)"""
+
+
+def _kind(cls: type) -> int:
+    mark = getattr(cls, "_packing_", None)
+    if mark == "shared":
+        kind = _SHARED
+    elif mark == "secret":
+        kind = _SECRET
+    else:
+        mod = cls.__module__
+        known = (mod in _PACKABLE_MODULES or mod.startswith(_PACKABLE_PACKAGES)
+                 or mark == "packable" or issubclass(cls, _BY_NAME)
+                 or cls.__name__ == "cython_function_or_method")
+        kind = _PLAIN if known else _REFUSED
+    _KINDS[cls] = kind
+    return kind
 
 
 class _Pickler(pickle.Pickler):
@@ -64,18 +79,27 @@ class _Pickler(pickle.Pickler):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self._packer = packer
 
-    def persistent_id(self, obj: Any) -> int | None:
-        if getattr(type(obj), "_packing_", None) == "shared":
-            return self._packer._share(obj)
-        return None
-
     def reducer_override(self, obj: Any) -> Any:
+        """(Asked once for every object packed but numbers, strings and Python's own
+        containers: a shared one goes as its number, :func:`_shared`.)"""
         cls = type(obj)
-        if not (isinstance(obj, _BY_NAME) or _packable(cls)):
-            raise _Refused(f"{cls.__module__}.{cls.__qualname__}")
-        if getattr(cls, "_packing_", None) == "secret":
+        kind = _KINDS.get(cls)
+        if kind is None:
+            kind = _kind(cls)
+        if kind == _PLAIN:
+            return NotImplemented
+        if kind == _SHARED:
+            return _shared, (self._packer._share(obj),)
+        if kind == _SECRET:
             self._packer.secret = True
-        return NotImplemented
+            return NotImplemented
+        raise _Refused(f"{cls.__module__}.{cls.__qualname__}")
+
+
+def _shared(n: int) -> Any:
+    """Stands for shared object number ``n`` in a packed state; :class:`_Unpickler` gives the
+    object instead of this function."""
+    raise AssertionError("only an _Unpickler makes a packed state again")
 
 
 class _Unpickler(pickle.Unpickler):
@@ -83,8 +107,10 @@ class _Unpickler(pickle.Unpickler):
         super().__init__(file)
         self._shared = shared
 
-    def persistent_load(self, pid: Any) -> Any:
-        return self._shared[pid]
+    def find_class(self, module: str, name: str) -> Any:
+        if name == "_shared" and module == __name__:
+            return self._shared.__getitem__
+        return super().find_class(module, name)
 
 
 class StreamPacker:
@@ -119,7 +145,7 @@ class StreamPacker:
             _Pickler(buf, self).dump(state)
         except _Refused as e:
             why = str(e)
-        except (pickle.PicklingError, TypeError, AttributeError, ValueError) as e:
+        except Exception as e:  # (pickle's own refusals, and any __reduce__'s: kept live)
             why = f"{type(e).__name__}: {str(e)[:80]}"
         else:
             return buf.getvalue()

@@ -95,6 +95,14 @@ class StreamObserver(Protocol):
     an RST) with nothing held back for it, so that the connection can be frozen
     (:mod:`~.frozen`); payload that arrives after that end is reported
     (``tcp.payload_after_release``), not parsed.
+
+    Optional too: packing while idle (:mod:`~.packing`). An observer whose connection went
+    idle is packed with :mod:`pickle` and made again at the connection's next segment, if
+    every object it holds is of a class of pcaptools (or ``hpack``, or Python's containers),
+    or of a class that says ``_packing_ = "packable"``; objects it shares with other
+    connections (a sink, a table of its own) must say ``_packing_ = "shared"`` on their class,
+    so that they are referred to, not copied. An observer holding anything else is never
+    packed, and keeps its live state to the end, as before.
     """
 
     @property

@@ -588,12 +588,21 @@ class TcpTracker:
         return True
 
     def _unpack(self, conn: Connection) -> None:
-        """A thawed record gets its packed byte-stream state back."""
+        """A thawed record gets its packed byte-stream state back. (Should that fail, a bug, it
+        is reported as an observer's bug is, and the connection is followed unparsed.)"""
         p = conn.packed
         assert self.packer is not None and p is not None
         conn.packed = None
-        conn.streams = self.packer.unpack(
-            p if isinstance(p, bytes) else self._packed.pop(conn.conv.tcp_stream))
+        try:
+            conn.streams = self.packer.unpack(
+                p if isinstance(p, bytes) else self._packed.pop(conn.conv.tcp_stream))
+        except Exception as exc:  # (the observer boundary, as _Guarded's)
+            self.diag.add(
+                "tcp.observer_error",
+                f"unpacking the parsers of an idle connection failed ({type(exc).__name__}: "
+                f"{str(exc)[:200]}): its later payload is not parsed",
+                ts_ns=conn.last_ts, frame=conn.last_frame, tcp_stream=conn.conv.tcp_stream)
+            conn.follow = SeqFollower()
 
     def _release(self, conn: Connection, st: _Streams) -> bool:
         """Let the byte-stream state of a connection go, to freeze it, when nothing it could
@@ -959,20 +968,19 @@ class TcpTracker:
                 self.diag.add("tcp.cold_spill_failed", self.cold.spill_error[:200],
                               ts_ns=ts_ns, frame=frame)
         fz = self.frozen
-        thaw: list[int] = []
+        thaw = bytearray()
         if fz is not None:  # (those the end must see: thawed in tcp_stream order, below)
-            thaw = sorted(fz.finish)
+            thaw = fz.finish
             fz.forget_pairs()
             if fz.spill_error is not None:
                 self.diag.add("tcp.frozen_spill_failed", fz.spill_error[:200], ts_ns=ts_ns,
                               frame=frame)
         conns = self.connections
-        k = 0
+        n_thaw = len(thaw)
         for stream, conn in enumerate(conns):
             if conn is not None:
                 self._finish_one(conn, ts_ns, frame)
-            elif k < len(thaw) and thaw[k] == stream:  # (frozen: one at a time, frozen again)
-                k += 1
+            elif stream < n_thaw and thaw[stream]:  # (frozen: one at a time, frozen again)
                 assert fz is not None
                 conn = conns[stream] = fz.pop(stream)
                 if conn is not None:
