@@ -39,14 +39,20 @@ from typing import Any
 #:   frames) and ``protocols._base`` (the event builder it calls once per frame and message):
 #:   4.02 s with the core (-1.7 %); in the replay they take 0.19 s off the payload stack's
 #:   1.22 s. All 11 compiled against pure Python: 3.93 s against 4.39 s (medians of 7).
+#: * the classic pcap reader (``io/pcap``, with ``.pxd`` declarations: its batches of records
+#:   sliced out of a block with C integers; benchmarks/PROFILE.md, 2026-12-06): the ``read``
+#:   stage of ``benchmarks/stages.py`` on ``mid.pcap`` 0.127 -> 0.103 CPU s (0.128 s with the
+#:   same reader as Python), 21 % fewer instructions; the TCP-only pass 2.7 % fewer
+#:   instructions, a gain below what its CPU seconds resolve on the shared machine.
 #:
 #: Weighed and left out: the TLS record loop (``protocols/tls`` records and observer, with
 #: ``.pxd`` declarations) took 1.0 % more off (3.98 s; 0.035-0.045 s in the replay): at the
 #: rule's 1 %, not reliably over it, for the largest C compile of the payload stack.
 #: HTTP/1.1, HTTP/2 and SSE compiled without declarations saved nothing or ran slower (replay:
-#: +0.015, -0.011, -0.005 s); the reader, the table builders and the pipeline, weighed
+#: +0.015, -0.011, -0.005 s); the pcapng reader, the table builders and the pipeline, weighed
 #: earlier, did not pay either.
 MODULES: tuple[str, ...] = (
+    "pcaptools.io.pcap",
     "pcaptools.net.decode",
     "pcaptools.tcp.analysis",
     "pcaptools.tcp.connstate",
@@ -66,7 +72,6 @@ MODULES: tuple[str, ...] = (
 #: brings it back to ``MODULES``).
 CANDIDATES: tuple[str, ...] = (
     *MODULES,
-    "pcaptools.io.pcap",
     "pcaptools.io.pcapng",
     "pcaptools.tables.http_tables",
     "pcaptools.tables.tls_tables",

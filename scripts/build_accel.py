@@ -6,18 +6,18 @@
     python scripts/build_accel.py --clean    # remove the build: pcaptools runs pure Python
     python scripts/build_accel.py --candidates  # also the modules that do not pay (module_pay.py)
 
-The modules (``pcaptools._accel.MODULES``, the TCP core and the WebSocket observer: the ones that
-pay, see its comment) are compiled from their unchanged ``.py`` source. A
-``.pxd`` beside a module (``net/decode.pxd``, ``tcp/analysis.pxd``, ``tcp/tracker.pxd``,
-``tables/packets.pxd``, ``protocols/websocket/{state,observer,inflate}.pxd``, and for the
-candidates ``protocols/tls/{records,observer}.pxd``) adds Cython type declarations (extension
-types, C integer locals) without changing the ``.py``; one may cimport another's extension
-types, and then both must be built together (checked here and by the loader). The SHA-256 of
-each ``.py`` and its ``.pxd`` (with those of the modules it cimports) goes into
+The modules (``pcaptools._accel.MODULES``, the pcap reader, the TCP core and the WebSocket
+observer: the ones that pay, see its comment) are compiled from their unchanged ``.py`` source. A
+``.pxd`` beside a module (``io/pcap.pxd``, ``net/decode.pxd``, ``tcp/analysis.pxd``,
+``tcp/tracker.pxd``, ``tables/packets.pxd``, ``protocols/websocket/{state,observer,inflate}.pxd``,
+and for the candidates ``protocols/tls/{records,observer}.pxd``) adds Cython type declarations
+(extension types, C integer locals) without changing the ``.py``; one may cimport another's
+extension types, and then both must be built together (checked here and by the loader). The
+SHA-256 of each ``.py`` and its ``.pxd`` (with those of the modules it cimports) goes into
 ``_compiled/manifest.json``, and pcaptools loads a compiled module only while its sources still
 have that hash (see ``pcaptools/_accel.py``). Results are identical either way
-(tests/test_accel.py); the speed-up is measured in benchmarks/README.md. Exit status 0 on
-success, 1 when something needed is missing.
+(tests/test_accel.py); the speed-up is measured in benchmarks/README.md. Exit status 0 on success,
+1 when something needed is missing.
 
 What it prints: one line before it starts (what, on how many cores, roughly how long, how to
 skip it), one line per module as its C compile finishes, and the total time. The C that
@@ -135,8 +135,9 @@ C_FLAGS = ("-w", "-g0")
 
 #: CPU seconds (user + system) of the build per module, measured 2026-12-06 (Cython 3.3.1,
 #: gcc 12): the 6 modules of the TCP core in 40 s, the 23 of CANDIDATES in 161 s (73 s wall on
-#: an idle 2-core machine); the 11 of MODULES with the WebSocket observer in 55 s. The estimate
-#: printed is this times the module count, spread over the parallel compiles
+#: an idle 2-core machine); the 11 of MODULES with the WebSocket observer in 55 s (the pcap
+#: reader, added later, about 4 s more). The estimate printed is this times the module count,
+#: spread over the parallel compiles
 _CPU_S_PER_MODULE = 7.0
 
 

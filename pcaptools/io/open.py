@@ -44,10 +44,10 @@ COMPRESSION_MAGICS: tuple[tuple[bytes, str], ...] = (
 
 _READ_BUFFER = 1 << 20
 _BLOCK = 64 << 10
-"""bytes an uncompressed pcapng is read ahead (the parser slices blocks out of it). Larger
-blocks are slower: every fresh multi-MiB ``bytes`` costs page faults, while 64 KiB ones are
-recycled by malloc. Classic pcap does not read ahead: ``BufferedReader.read`` per record
-header and record is faster there than unpacking and slicing records out of a block."""
+"""bytes an uncompressed capture is read ahead (the parsers slice records and blocks out of
+it). Larger blocks are slower: every fresh multi-MiB ``bytes`` costs page faults, while 64 KiB
+ones are recycled by malloc (classic pcap on ``mid.pcap``, 2026-12-06: 16 KiB 0.125 CPU s,
+64 KiB 0.102, 256 KiB 0.118, 1 MiB 0.149; benchmarks/PROFILE.md)."""
 
 
 @functools.cache
@@ -83,14 +83,17 @@ class _Stream:
     ``buf[pos:]`` holds the bytes read ahead (never beyond the limit), and the parser slices
     whole records out of ``buf`` itself (advancing ``pos``) before it falls back to ``read()``.
     ``read()`` returns exactly what unbuffered reads of the same sizes would return, and emits
-    the limit row at the same call. A compressed stream is not read ahead (``buf`` stays empty),
-    so a decompression error loses exactly the bytes it lost before.
+    the limit row at the same call. A regular file's blocks come from ``read1`` (one read of the
+    disk each, straight into the block, and the bytes before a failing read are kept); a
+    stream's from ``read``. A compressed stream is not read ahead (``buf`` stays empty), so a
+    decompression error loses exactly the bytes it lost before.
     """
 
     __slots__ = (
         "_diag",
         "_eof",
         "_fh",
+        "_fill",
         "_limit",
         "buf",
         "buffered",
@@ -115,6 +118,9 @@ class _Stream:
         self.pos = 0
         self._eof = False
         self.buffered = False
+        self._fill: Callable[[int], bytes] = fh.read
+        """how blocks are read: ``read1`` of a regular file (one read straight into the block
+        once its buffer is drained, not a copy out of the buffer), else ``read``"""
         self.read: Callable[[int], bytes]
         if compression is None and limit is None:
             self.read = fh.read
@@ -130,6 +136,7 @@ class _Stream:
             self.total = self._fh.tell()
             self.buffered = True
             self.read = self._read_buffered
+            self._fill = getattr(self._fh, "read1", self._fh.read)
         return True
 
     def tell(self) -> int:
@@ -148,7 +155,8 @@ class _Stream:
 
     def _refill(self, n: int) -> bytes:
         """The buffer holds fewer than ``n`` bytes: read blocks until it holds ``n`` (or the
-        file, or the limit, ends) and return up to ``n`` bytes."""
+        file, or the limit, ends) and return up to ``n`` bytes. The last block read becomes
+        the buffer; only the ``n`` bytes returned are copied out of the blocks."""
         rest = self.buf[self.pos :]
         self.total += self.pos
         self.pos = 0
@@ -156,6 +164,7 @@ class _Stream:
         parts = [rest]
         have = len(rest)
         limit = self._limit
+        fill = self._fill
         while have < n and not self._eof:
             want = max(n - have, _BLOCK)
             if limit is not None:
@@ -163,18 +172,24 @@ class _Stream:
                 if room <= 0:
                     break
                 want = min(want, room)
-            more: bytes = self._fh.read(want)
+            more: bytes = fill(want)
             if not more:
                 self._eof = True
                 break
             parts.append(more)
             have += len(more)
-        buf = parts[0] if len(parts) == 1 else b"".join(parts)
-        if have >= n:
-            self.buf = buf
-            self.pos = n
-            return buf[:n]
+        if have >= n:  # (at least one block was read: rest was shorter than n)
+            last = parts[-1]
+            before = have - len(last)
+            self.buf = last
+            self.total = start + before
+            self.pos = n - before
+            if not before:
+                return last[:n]
+            parts[-1] = last[: n - before]
+            return b"".join(parts)
         # fewer than n bytes left before the end of the file or the limit
+        buf = parts[0] if len(parts) == 1 else b"".join(parts)
         self.buf = b""
         self.total = start + have
         if limit is not None and not self._eof and start + n > limit:
@@ -502,7 +517,9 @@ class CaptureReader:
     def bytes_read(self) -> int:
         """Bytes of the file (compressed bytes, for a compressed file) consumed so far."""
         if self._stream.buffered:
-            return min(self._stream.tell(), self.file_size)
+            parser = self._parser
+            pos = parser.tell() if isinstance(parser, PcapParser) else self._stream.tell()
+            return min(pos, self.file_size)
         try:
             return min(int(self._raw.tell()), self.file_size)
         except (OSError, ValueError):

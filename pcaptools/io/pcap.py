@@ -12,7 +12,9 @@ from __future__ import annotations
 import io
 import struct
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from itertools import chain
+from operator import length_hint
+from typing import Any, Protocol
 
 from ..diagnostics import Diagnostics
 from ..errors import CaptureFormatError, UnsupportedInputError
@@ -71,14 +73,33 @@ class PcapParser:
     """Reads the 24-byte file header at construction and the records in :meth:`frames`.
 
     Raises :class:`CaptureFormatError` when the file header itself is cut off.
+
+    :meth:`frames` hands the records out in batches (:meth:`_next_batch`): an uncompressed
+    capture is read ahead in blocks (``open._Stream.read_ahead``) and the whole records in the
+    block are sliced out of it together; a record that crosses the end of the block, needs a
+    row (cut off, absurd length, out-of-order timestamp) or comes from a compressed stream is
+    read on its own through ``read()``, as every record was before. A batch is made only once
+    every frame of the one before has been taken, and a record with a row starts a batch, so
+    rows are added at the same point of the consumer's work as when records were read one at a
+    time; ``CaptureReader.bytes_read`` stays the end of the frame taken (:meth:`tell`).
+    (``benchmarks/PROFILE.md``, 2026-12-06: the compiled build slices with C integers.)
     """
 
     __slots__ = (
+        "_ahead",
+        "_batch",
+        "_batch_iter",
+        "_batch_start",
         "_diag",
         "_frac_ns",
+        "_last_ts",
+        "_linktype",
+        "_maxlen",
+        "_offset",
         "_order",
         "_rechdr",
         "_src",
+        "_unpack",
         "frame_count",
         "interface",
         "nanosecond",
@@ -110,69 +131,147 @@ class PcapParser:
         self._src = src
         self._diag = diag
         self.frame_count = 0
+        self._linktype = self.interface.linktype
+        self._maxlen = max_packet_len(self._linktype)
+        self._unpack = struct.Struct(self._order + "IIII").unpack_from
+        self._offset = 24
+        """byte offset of the next record (what the rows say)"""
+        self._last_ts = -(1 << 63)
+        self._ahead = False
+        self._batch: list[RawFrame] = []
+        """the frames handed out last, from ``_batch_iter``, the first at stream offset
+        ``_batch_start`` (for :meth:`tell`)"""
+        self._batch_iter: Iterator[RawFrame] | None = None
+        self._batch_start = 0
 
     def frames(self) -> Iterator[RawFrame]:
-        """Yield every record as a RawFrame; stop (with a row) at a cut-off or absurd record."""
-        read = self._src.read
-        diag = self._diag
-        unpack = struct.Struct(self._order + "IIII").unpack_from
-        rechdr = self._rechdr
-        frac_ns = self._frac_ns
-        linktype = self.interface.linktype
-        maxlen = max_packet_len(linktype)
-        frame = 0
-        offset = 24
-        last_ts = -(1 << 63)
-        try:
-            while True:
-                hdr = read(rechdr)
-                if len(hdr) < rechdr:
-                    if hdr and not self._src.stopped:
-                        diag.add(
-                            "capture.truncated_record",
-                            f"the file ends inside the header of record {frame + 1} at byte "
-                            f"offset {offset} "
-                            f"({len(hdr)} of {rechdr} header bytes)",
-                            frame=frame + 1,
-                        )
-                    return
-                sec, frac, incl, orig = unpack(hdr)
+        """Every record as a RawFrame; stops (with a row) at a cut-off or absurd record."""
+        src: Any = self._src  # read_ahead: see open._Stream (absent from other sources)
+        self._ahead = hasattr(src, "read_ahead") and src.read_ahead()
+        return chain.from_iterable(iter(self._next_batch, None))
+
+    def tell(self) -> int:
+        """Bytes of a read-ahead stream up to the end of the last record handed out: what
+        ``tell()`` of a stream read one record at a time says (``CaptureReader.bytes_read``).
+        Only for a read-ahead stream (``open._Stream.read_ahead``)."""
+        src: Any = self._src
+        it = self._batch_iter
+        if it is None:  # (the end: the stream's own position, past any cut-off record)
+            return int(src.tell())
+        batch = self._batch
+        taken = len(batch) - length_hint(it)
+        return self._batch_start + sum(
+            [self._rechdr + len(f.data) for f in batch[:taken]])
+
+    def _next_batch(self) -> Iterator[RawFrame] | None:
+        """The frames to hand out next; None once reading has ended (``frames()`` calls it
+        again only when every frame it returned has been taken).
+
+        From the read-ahead block: every whole record up to the first that needs a row or
+        another read. Otherwise that one record, through :meth:`_record`."""
+        out: list[RawFrame] = []
+        if self._ahead:
+            src: Any = self._src
+            buf: bytes = src.buf
+            pos: int = src.pos
+            rechdr = self._rechdr
+            maxlen = self._maxlen
+            frac_ns = self._frac_ns
+            linktype = self._linktype
+            unpack = self._unpack
+            frame = self.frame_count
+            last_ts = self._last_ts
+            start = src.total + pos
+            last_head = len(buf) - rechdr
+            while pos <= last_head:
+                sec, frac, incl, orig = unpack(buf, pos)
+                end = pos + rechdr + incl
+                if end > last_head + rechdr or incl > maxlen:
+                    break
                 ts = sec * 1_000_000_000 + frac * frac_ns
-                if incl > maxlen:
+                if ts < last_ts:
+                    break
+                last_ts = ts
+                frame += 1
+                out.append(RawFrame(frame, ts, linktype, buf[pos + rechdr : end], orig))
+                pos = end
+            if out:
+                self._offset += pos - src.pos
+                src.pos = pos
+                self.frame_count = frame
+                self._last_ts = last_ts
+                self._batch = out
+                self._batch_start = start
+                self._batch_iter = it = iter(out)
+                return it
+            self._batch_start = start
+        got = self._record()
+        if got is None:
+            self._batch_iter = None
+            return None
+        out.append(got)
+        self._batch = out
+        self._batch_iter = it = iter(out)
+        return it
+
+    def _record(self) -> RawFrame | None:
+        """The next record read with ``read()``, with its rows; None (after a row if the
+        file was cut or is corrupt there) when reading ends."""
+        diag = self._diag
+        rechdr = self._rechdr
+        frame = self.frame_count
+        offset = self._offset
+        read = self._src.read
+        try:
+            hdr = read(rechdr)
+            if len(hdr) < rechdr:
+                if hdr and not self._src.stopped:
                     diag.add(
-                        "capture.bad_record_length",
-                        f"record {frame + 1} at byte offset {offset} announces {incl} captured "
-                        "bytes, more than "
-                        f"the {maxlen} allowed for {linktype_name(linktype)}: the file is corrupt "
-                        "after "
-                        f"frame {frame}",
+                        "capture.truncated_record",
+                        f"the file ends inside the header of record {frame + 1} at byte "
+                        f"offset {offset} "
+                        f"({len(hdr)} of {rechdr} header bytes)",
                         frame=frame + 1,
                     )
-                    return
-                data = read(incl)
-                if len(data) < incl:
-                    if not self._src.stopped:
-                        diag.add(
-                            "capture.truncated_record",
-                            f"the file ends inside record {frame + 1} at byte offset {offset}: "
-                            f"{len(data)} of {incl} captured bytes present",
-                            frame=frame + 1,
-                            ts_ns=ts,
-                        )
-                    return
-                frame += 1
-                if ts < last_ts:
+                return None
+            sec, frac, incl, orig = self._unpack(hdr)
+            ts = sec * 1_000_000_000 + frac * self._frac_ns
+            if incl > self._maxlen:
+                linktype = self._linktype
+                diag.add(
+                    "capture.bad_record_length",
+                    f"record {frame + 1} at byte offset {offset} announces {incl} captured "
+                    "bytes, more than "
+                    f"the {self._maxlen} allowed for {linktype_name(linktype)}: the file is "
+                    "corrupt after "
+                    f"frame {frame}",
+                    frame=frame + 1,
+                )
+                return None
+            data = read(incl)
+            if len(data) < incl:
+                if not self._src.stopped:
                     diag.add(
-                        "capture.timestamp_out_of_order",
-                        f"frame {frame} is {(last_ts - ts) / 1e9:.6f} s earlier than the frame "
-                        "before it",
-                        frame=frame,
+                        "capture.truncated_record",
+                        f"the file ends inside record {frame + 1} at byte offset {offset}: "
+                        f"{len(data)} of {incl} captured bytes present",
+                        frame=frame + 1,
                         ts_ns=ts,
                     )
-                last_ts = ts
-                yield RawFrame(frame, ts, linktype, data, orig)
-                offset += rechdr + incl
+                return None
         except OSError as exc:
             read_failed(diag, exc, frame, offset)
-        finally:
-            self.frame_count = frame
+            return None
+        frame += 1
+        self.frame_count = frame
+        if ts < self._last_ts:
+            diag.add(
+                "capture.timestamp_out_of_order",
+                f"frame {frame} is {(self._last_ts - ts) / 1e9:.6f} s earlier than the frame "
+                "before it",
+                frame=frame,
+                ts_ns=ts,
+            )
+        self._last_ts = ts
+        self._offset = offset + rechdr + incl
+        return RawFrame(frame, ts, self._linktype, data, orig)

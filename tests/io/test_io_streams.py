@@ -319,29 +319,6 @@ def test_stream_that_stops_supporting_reads_is_a_pcaptools_error() -> None:
         pcaptools.load(_FailsAt(SSE.read_bytes(), 20_000, io.UnsupportedOperation("read")))
 
 
-def test_read_error_in_a_regular_file_is_a_row() -> None:
-    """A regular file read directly (EIO from a failing disk): the parsers report it."""
-    from pcaptools.diagnostics import Diagnostics
-    from pcaptools.io.open import open_capture
-
-    diag = Diagnostics()
-    with open_capture(LOSSY, diag) as reader:
-        real = reader._stream.read
-        calls = [0]
-
-        def read(n: int) -> bytes:
-            calls[0] += 1
-            if calls[0] > 21:  # 10 records (header and data) after the file header
-                raise OSError(5, "Input/output error")
-            return real(n)
-
-        reader._stream.read = read  # type: ignore[method-assign]
-        frames = [f.frame for f in reader.frames()]
-    assert frames == list(range(1, 11))
-    assert [r.code for r in diag.rows] == ["capture.read_error"]
-    assert "after frame 10 (OSError: Input/output error)" in diag.rows[0].detail
-
-
 def test_shards_and_run_parallel_of_a_stream_name_what_was_asked() -> None:
     from pcaptools.parallel import run_parallel
     from pcaptools.pipeline import LoadOptions

@@ -1,0 +1,38 @@
+# Cython declarations for pcap.py (an "augmenting .pxd": the .py file is the source and runs
+# unchanged without Cython). Used only by scripts/build_accel.py; pcaptools/_accel.py hashes
+# this file with the .py, so a stale build is never loaded.
+#
+# PcapParser becomes an extension type, so _next_batch (once per block of records) reads the
+# parser's state as C struct fields and slices records with C integers: offsets and lengths
+# within one block (Py_ssize_t), the 32-bit fields of a record header, and the timestamp in
+# nanoseconds (seconds < 2**32 times 10**9 plus a fraction < 2**32 times at most 1000 stays
+# below 2**63). Frame numbers, timestamps and lengths go into the RawFrame as Python ints of
+# the same value.
+
+import cython
+
+
+cdef class PcapParser:
+    cdef public bint _ahead
+    cdef public list _batch
+    cdef public object _batch_iter
+    cdef public object _batch_start
+    cdef public object _diag
+    cdef public long long _frac_ns
+    cdef public long long _last_ts
+    cdef public object _linktype
+    cdef public Py_ssize_t _maxlen
+    cdef public object _offset
+    cdef public str _order
+    cdef public Py_ssize_t _rechdr
+    cdef public object _src
+    cdef public object _unpack
+    cdef public object frame_count
+    cdef public object interface
+    cdef public bint nanosecond
+
+    @cython.locals(out=list, buf=bytes, pos=Py_ssize_t, rechdr=Py_ssize_t, maxlen=Py_ssize_t,
+                   frac_ns=cython.longlong, frame=Py_ssize_t, last_ts=cython.longlong,
+                   last_head=Py_ssize_t, sec=cython.ulonglong, frac=cython.ulonglong,
+                   incl=cython.ulonglong, end=Py_ssize_t, ts=cython.longlong)
+    cpdef _next_batch(self)
