@@ -224,16 +224,18 @@ def test_freezing_every_connection_changes_nothing(inputs: list[Path], observe: 
 
 
 def test_idle_observers_packed_change_nothing(inputs: list[Path]) -> None:
-    """Observers whose state may be packed (:mod:`pcaptools.tcp.packing`), packed before each
-    segment whenever their connection is not the segment's (``FreezePolicy(0, 0, 1, 0)``:
-    every other connection is idle), and also with records moved to disk: the observer
-    calls, the tables and the warnings are those of no freezing. The observers write to one
-    shared log, so a copy made instead of a reference would lose calls. Observers that do
-    not opt in are never packed (the other tests: their connections are never frozen while
-    open). Inputs: all but the corpus (packing at every segment is slow; the corpus is packed
-    with the real parsers by ``test_parsed_connections_let_go_at_once_change_no_table``) and
-    the unacked-limit scenario (thousands of segments held for one connection, packed again at
-    each of its segments: ~100 s), records moved to disk for the generated ones."""
+    """Observers whose state may be packed (:mod:`pcaptools.tcp.packing`), packed before every
+    segment (``FreezePolicy(0, 0, 1, 0)``: every connection is idle at once; the segment's own
+    connection is made again for it), and also with records moved to disk: the observer calls,
+    the tables and the warnings are those of no freezing. The observers write to one shared
+    log, so a copy made instead of a reference would lose calls. Observers that do not opt in
+    are never packed (the other tests: their connections are never frozen while open).
+    Inputs: all but two. The corpus is packed with the real parsers by
+    ``test_parsed_connections_let_go_at_once_change_no_table``. The unacked-limit scenario
+    holds thousands of segments for one connection, and packing it at each of them packs
+    every held segment again each time (work quadratic in the segments; outside a test a
+    connection is packed once per idle period). Records are moved to disk for the generated
+    inputs."""
     from tests.conftest import CORPUS
 
     packs = 0
