@@ -59,6 +59,7 @@ MODULES: tuple[str, ...] = (
     "pcaptools.tcp.reassembly",
     "pcaptools.tcp.tracker",
     "pcaptools.tables.packets",
+    "pcaptools.frameloop",
     "pcaptools.protocols._base",
     "pcaptools.protocols.websocket.frames",
     "pcaptools.protocols.websocket.inflate",

@@ -53,11 +53,12 @@ from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROW
 from ._memory import trim
 from .diagnostics import Diagnostics, ShardDiagnostics
 from .errors import UnsupportedInputError
+from .frameloop import feed_frames
 from .io import open_capture
 from .io.pcapng import SECRETS_TLS_KEYLOG
-from .net.checksum import BAD, PARTIAL, ChecksumChecker
+from .net.checksum import PARTIAL, ChecksumChecker
 from .net.decode import PacketDecoder
-from .net.packet import IpPacket, TcpSegment, UdpDatagram
+from .net.packet import UdpDatagram
 from .protocols.dispatch import ConnectionObserver
 from .protocols.registry import REGISTRY, UdpRoute
 from .protocols.tls import KeyLog
@@ -77,7 +78,6 @@ from .tables.icmp_tables import IcmpErrorsBuilder
 from .tables.packets import PacketsBuilder
 from .tables.registry import SOURCES, TABLES, BuildContext, Built
 from .tables.schema import ChunkPump, Drainable
-from .tcp.analysis import SegmentAnalysis
 from .tcp.frozen import FreezePolicy
 from .tcp.stream import StreamObserver
 from .tcp.tracker import TcpTracker
@@ -341,11 +341,8 @@ def _read(path: str | os.PathLike[str] | IO[bytes], o: LoadOptions, s: _Sinks,
           pump: ChunkPump | None) -> CaptureSummary:
     """Step 2: the frame loop. Reads ``path`` once, feeds every frame to the sinks and returns
     the filled :class:`CaptureSummary` (``last_ts_ns`` is the capture's end)."""
-    diag, keys, decoder, tracker, flows = s.diag, s.keys, s.decoder, s.tracker, s.flows
-    udp_route, icmp_builder, pb, own_k, own_n = s.udp_route, s.icmp_builder, s.pb, s.own_k, s.own_n
-    checksums = s.checksums
+    diag, keys, decoder, tracker = s.diag, s.keys, s.decoder, s.tracker
     progress, keylog = o.progress, o.keylog
-    secrets_seen = 0
     with open_capture(path, diag, max_decompressed_bytes=o.max_decompressed_bytes) as reader:
         summary = CaptureSummary(
             path=str(reader.path) if hasattr(path, "read") else str(path),
@@ -354,62 +351,27 @@ def _read(path: str | os.PathLike[str] | IO[bytes], o: LoadOptions, s: _Sinks,
         )
         if keylog is not None:  # for Capture.wireshark()
             summary.extra["keylog"] = os.path.abspath(keylog)
-        n = tcp_n = udp_n = other_n = nonip_n = wire = data_segs = 0
-        first_ts = last_ts = None
-        decode = decoder.decode
-        track = tracker.segment
-        count_udp, count_other = flows.udp, flows.other
-        for raw in reader.frames():
-            if len(reader.secrets) > secrets_seen:  # a Decryption Secrets Block was just read
-                for stype, data in reader.secrets[secrets_seen:]:
-                    secrets_seen += 1
-                    if stype == SECRETS_TLS_KEYLOG:
-                        keys.add_text(data, diag,
-                                      source=f"pcapng Decryption Secrets Block #{secrets_seen}")
-                    else:
-                        diag.add("capture.secrets_unsupported",
-                                 f"Decryption Secrets Block #{secrets_seen} of type "
-                                 f"0x{stype:08x} ignored")
-            n += 1
-            wire += raw.orig_len
-            if first_ts is None:
-                first_ts = raw.ts_ns
-            last_ts = raw.ts_ns
-            pkt = decode(raw)
-            a = None
-            if pkt is None:
-                nonip_n += 1
-                supported = decoder.supports(raw.linktype)
-                flows.non_ip(raw, malformed=supported and diag.last_frame == raw.frame,
-                             supported=supported)
-            elif type(pkt) is TcpSegment:
-                tcp_n += 1
-                a = track(pkt)
-                if checksums is not None:
-                    _check(checksums, tracker, raw.data, pkt, a)
-                if pkt.seg_len:
-                    data_segs += 1
-            elif type(pkt) is UdpDatagram:
-                udp_n += 1
-                count_udp(pkt)
-                if udp_route is not None:
-                    udp_route(pkt)
-            else:
-                other_n += 1
-                if type(pkt) is IpPacket:
-                    count_other(pkt)
-                    if pkt.quoted_tcp is not None:
-                        a = tracker.unanalysed(pkt.quoted_tcp, pkt.quoted_tcp_len)
-                if type(pkt) is IpPacket and pkt.icmp is not None:
-                    icmp_builder.add(pkt, a)
-            if pb is not None:  # (every worker sees the cap: the warning is worker 0's)
-                pb.add_capped(raw, pkt, a, own_n == 1 or (a.tcp_stream % own_n == own_k
-                                                          if a is not None else own_k == 0))
-            if not n & 4095:
-                if progress is not None:
-                    progress(reader.bytes_read, reader.file_size if reader.size_known else 0)
-                if pump is not None:
-                    pump.poll()
+
+        def secrets(seen: int) -> int:
+            for stype, data in reader.secrets[seen:]:
+                seen += 1
+                if stype == SECRETS_TLS_KEYLOG:
+                    keys.add_text(data, diag, source=f"pcapng Decryption Secrets Block #{seen}")
+                else:
+                    diag.add("capture.secrets_unsupported",
+                             f"Decryption Secrets Block #{seen} of type 0x{stype:08x} ignored")
+            return seen
+
+        def every_4096() -> None:
+            if progress is not None:
+                progress(reader.bytes_read, reader.file_size if reader.size_known else 0)
+            if pump is not None:
+                pump.poll()
+
+        c = feed_frames(reader, diag, decoder, tracker, s.flows, s.udp_route, s.icmp_builder,
+                        s.pb, s.own_k, s.own_n, s.checksums, secrets,
+                        every_4096 if progress is not None or pump is not None else None)
+        n, last_ts = c.n, c.last_ts
         decoder.finish()
         tracker.finish(last_ts or 0, n)
         if s.udp_finish is not None:
@@ -421,10 +383,12 @@ def _read(path: str | os.PathLike[str] | IO[bytes], o: LoadOptions, s: _Sinks,
             summary.extra["stream"] = True
         summary.linktypes = sorted({i.linktype for i in reader.interfaces})
         summary.tls_secrets = len(reader.secrets)
-    summary.frames, summary.tcp_frames, summary.udp_frames = n, tcp_n, udp_n
-    summary.other_ip_frames, summary.non_ip_frames, summary.wire_bytes = other_n, nonip_n, wire
-    summary.first_ts_ns, summary.last_ts_ns = first_ts, last_ts
-    summary.extra["tcp_data_segments"] = data_segs
+    summary.frames, summary.tcp_frames, summary.udp_frames = c.n, c.tcp_n, c.udp_n
+    summary.other_ip_frames, summary.non_ip_frames, summary.wire_bytes = \
+        c.other_n, c.nonip_n, c.wire
+    summary.first_ts_ns, summary.last_ts_ns = c.first_ts, c.last_ts
+    summary.extra["tcp_data_segments"] = c.data_segs
+    checksums = s.checksums
     if checksums is not None:
         summary.extra["tcp_checksums"] = checksums.summary()
         if checksums.first_partial is not None:
@@ -437,14 +401,6 @@ def _read(path: str | os.PathLike[str] | IO[bytes], o: LoadOptions, s: _Sinks,
     summary.extra["warning_counts"] = dict(s.diag.counts)
     summary.extra.update(s.event_cap.summary())
     return summary
-
-
-def _check(checksums: ChecksumChecker, tracker: TcpTracker, data: bytes, seg: TcpSegment,
-           a: SegmentAnalysis) -> None:
-    """check_checksums: validate one segment; a bad one goes to the tracker."""
-    if checksums.check(data, seg.frame, seg.ts_ns, seg.ip_version, seg.src, seg.dst, seg.sport,
-                       seg.dport) == BAD:
-        tracker.bad_checksum(seg, a)
 
 
 def _assemble(s: _Sinks, write: _EndWriter | None = None) -> dict[str, pd.DataFrame]:

@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("tcp", frozenset({"tcp"})),
     ("protocols", frozenset({"protocols"})),
     ("tables", frozenset({"tables", "_eventcap"})),
-    ("pipeline", frozenset({"result", "pipeline"})),
+    ("pipeline", frozenset({"result", "pipeline", "frameloop"})),
     ("scale", frozenset({"capture", "parallel", "many", "distributed", "export", "select"})),
     ("analyses", frozenset({"analyses"})),
     ("report", frozenset({"report"})),

@@ -30,3 +30,5 @@ cdef class PacketsBuilder:
     @cython.locals(cache=dict, flags=cython.longlong, fcode=cython.longlong,
                    seg_len=cython.longlong, hl=cython.longlong)
     cpdef add(self, raw, pkt, a)
+
+    cpdef add_capped(self, raw, pkt, a, mine=*)
