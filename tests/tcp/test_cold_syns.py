@@ -25,6 +25,7 @@ from tests.oracle import tshark_fields
 from tests.tcp._compare import tcp_items
 from tests.tcp._made import made_fixture  # noqa: F401  (the fixture ``made``)
 from tests.tcp._pcapgen import ACK, FIN, PSH, RST, SYN, Pkt, write_pcap, wscale_opt
+from tests.tcp._tracker_patch import patched_tracker
 
 ECE, CWR = 0x40, 0x80
 _TS = bytes([8, 10, 0, 0, 0, 1, 0, 0, 0, 0])  # timestamps option
@@ -74,7 +75,7 @@ def _syns() -> list[Pkt]:
 def _load(path: Path, cold: bool, monkeypatch: pytest.MonkeyPatch) -> pcaptools.Capture:
     keys = path.with_suffix(".keys")
     with monkeypatch.context() as m:
-        m.setattr(TcpTracker, "cold_syns", cold)
+        patched_tracker(m, cold_syns=cold)
         return pcaptools.load(path, keylog=keys if keys.exists() else None,
                               check_checksums=True)
 

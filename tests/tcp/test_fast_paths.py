@@ -33,6 +33,7 @@ from tests.conftest import corpus_files, shipped_captures
 from tests.tcp._compare import feed, tcp_items
 from tests.tcp._pcapgen import simulate, write_pcap
 from tests.tcp._scenarios import SCENARIOS
+from tests.tcp._tracker_patch import patched_tracker
 
 
 class _GeneralOnly(TcpAnalyzer):
@@ -238,10 +239,9 @@ def _reference_bytes(self: TcpTracker, conn: Any, st: Any, seg: TcpSegment, a: S
 def _streams(path: Path, reference: bool, monkeypatch: pytest.MonkeyPatch) -> list[object]:
     log: list[object] = []
     with monkeypatch.context() as m:
-        if reference:
-            m.setattr(TcpTracker, "_bytes", _reference_bytes)
+        tracker_class = patched_tracker(m, _bytes=_reference_bytes) if reference else TcpTracker
         diag = Diagnostics()
-        tracker = TcpTracker(diag, observer_factory=lambda s, _mid: _Recorder(log, s))
+        tracker = tracker_class(diag, observer_factory=lambda s, _mid: _Recorder(log, s))
         last = feed(tracker, path)
         log.append([
             (r.next_offset, r.buffered_bytes, r.delivered_bytes, r.gap_bytes, r.dropped_bytes,

@@ -26,6 +26,7 @@ from pcaptools.tcp.stream import StreamChunk
 from pcaptools.tcp.tracker import RECORDS, TcpTracker
 from tests.tcp._compare import feed
 from tests.tcp._pcapgen import write_pcap
+from tests.tcp._tracker_patch import patched_tracker
 from tests.tcp.test_fast_paths import _Recorder
 from tests.tcp.test_lazy_state import _scan
 from tests.tcp.test_lazy_state import inputs as inputs  # (the fixture: the same inputs)
@@ -137,27 +138,27 @@ def _run(path: Path, policy: FreezePolicy | None, observe: bool, early: bool = F
 
 def _count_freezes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The tcp_streams every TcpTracker freezes from now on (in the test), in order."""
-    import pcaptools.tcp.tracker as tracker_mod
+    import pcaptools.pipeline as pipeline
 
     frozen: list[int] = []
-    real = tracker_mod.TcpTracker._freeze
+    real = pipeline.TcpTracker._freeze
 
     def counting(self, conn, at_end=False):  # type: ignore[no-untyped-def]
         if not at_end:
             frozen.append(conn.conv.tcp_stream)
         real(self, conn, at_end)
 
-    monkeypatch.setattr(tracker_mod.TcpTracker, "_freeze", counting)
+    patched_tracker(monkeypatch, _freeze=counting)
     return frozen
 
 
 def _count_releases(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """(observer class, its inner observer's class) of every connection whose parsers a
     TcpTracker lets go from now on (in the test)."""
-    import pcaptools.tcp.tracker as tracker_mod
+    import pcaptools.pipeline as pipeline
 
     released: list[tuple[str, str]] = []
-    real = tracker_mod.TcpTracker._release
+    real = pipeline.TcpTracker._release
 
     def counting(self, conn, st):  # type: ignore[no-untyped-def]
         obs = st.observer._obs
@@ -167,7 +168,7 @@ def _count_releases(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
             released.append((kind, inner))
         return got
 
-    monkeypatch.setattr(tracker_mod.TcpTracker, "_release", counting)
+    patched_tracker(monkeypatch, _release=counting)
     return released
 
 
@@ -175,10 +176,10 @@ def _count_packs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     """(the dispatcher's inner observer class, where the packed state went: "record" or
     "memory") of every connection whose parsers a TcpTracker packs from now on (in the
     test)."""
-    import pcaptools.tcp.tracker as tracker_mod
+    import pcaptools.pipeline as pipeline
 
     packed: list[tuple[str, str]] = []
-    real = tracker_mod.TcpTracker._pack
+    real = pipeline.TcpTracker._pack
 
     def counting(self, conn, st):  # type: ignore[no-untyped-def]
         inner = type(getattr(st.observer._obs, "inner", None)).__name__
@@ -187,7 +188,7 @@ def _count_packs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
             packed.append((inner, "memory" if conn.packed is True else "record"))
         return got
 
-    monkeypatch.setattr(tracker_mod.TcpTracker, "_pack", counting)
+    patched_tracker(monkeypatch, _pack=counting)
     return packed
 
 
@@ -535,12 +536,11 @@ def test_observers_let_go_are_freed_at_once(monkeypatch: pytest.MonkeyPatch) -> 
 
     import pcaptools
     import pcaptools.pipeline as pipeline
-    import pcaptools.tcp.tracker as tracker_mod
     from tests.conftest import CAPTURES
 
     found: list[tuple[str, str]] = []
     released = _count_releases(monkeypatch)
-    real_finish = tracker_mod.TcpTracker.finish
+    real_finish = pipeline.TcpTracker.finish
     name = [""]
 
     def finish(self, ts_ns, frame):  # type: ignore[no-untyped-def]
@@ -554,7 +554,7 @@ def test_observers_let_go_are_freed_at_once(monkeypatch: pytest.MonkeyPatch) -> 
             gc.garbage.clear()
         return real_finish(self, ts_ns, frame)
 
-    monkeypatch.setattr(tracker_mod.TcpTracker, "finish", finish)
+    patched_tracker(monkeypatch, finish=finish)
     monkeypatch.setattr(pipeline, "FreezePolicy", lambda: ALWAYS)
     paths = sorted([*CAPTURES.glob("*.pcap"), *CAPTURES.glob("*.pcapng")])
     was = gc.isenabled()

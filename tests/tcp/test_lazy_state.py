@@ -28,6 +28,7 @@ from tests.conftest import corpus_files, shipped_captures
 from tests.tcp._compare import feed, tcp_items
 from tests.tcp._pcapgen import ACK, FIN, PSH, RST, SYN, Pkt, simulate, write_pcap, wscale_opt
 from tests.tcp._scenarios import SCENARIOS
+from tests.tcp._tracker_patch import patched_tracker
 from tests.tcp.test_fast_paths import _Recorder
 
 
@@ -82,6 +83,7 @@ def _run(path: Path, eager: bool, observe: bool,
          ) -> tuple[list[object], list[pd.DataFrame], list[object], int]:
     log: list[object] = []
     with monkeypatch.context() as m:
+        tracker_class = TcpTracker
         if eager:
             new = TcpTracker._new_connection
 
@@ -90,10 +92,10 @@ def _run(path: Path, eager: bool, observe: bool,
                 self._attach(conn)
                 return conn
 
-            m.setattr(TcpTracker, "_new_connection", eager_new)
-            m.setattr(TcpTracker, "cold_syns", False)  # (a record at every first segment)
+            tracker_class = patched_tracker(  # (cold_syns False: a record at every first segment)
+                m, _new_connection=eager_new, cold_syns=False)
         diag = Diagnostics()
-        tracker = TcpTracker(diag, observer_factory=(lambda s, _mid: _Recorder(log, s))
+        tracker = tracker_class(diag, observer_factory=(lambda s, _mid: _Recorder(log, s))
                              if observe else None)
         last = feed(tracker, path)
         never = sum(1 for c in tracker.connections  # (None: cold, test_cold_syns.py)
