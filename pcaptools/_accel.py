@@ -52,7 +52,9 @@ from typing import Any
 #: +0.015, -0.011, -0.005 s); the pcapng reader, the table builders and the pipeline, weighed
 #: earlier, did not pay either.
 MODULES: tuple[str, ...] = (
+    "pcaptools.io.frame",
     "pcaptools.io.pcap",
+    "pcaptools.net.packet",
     "pcaptools.net.decode",
     "pcaptools.tcp.analysis",
     "pcaptools.tcp.connstate",
@@ -107,14 +109,26 @@ def compiled_path(module: str) -> Path:
 _CIMPORT = re.compile(r"^from (pcaptools(?:\.\w+)+) cimport ", re.MULTILINE)
 
 
-def cimports(module: str) -> tuple[str, ...]:
-    """The pcaptools modules whose extension types the module's ``.pxd`` cimports
-    (``from pcaptools.x.y cimport T``): its compiled code is built against their ``.pxd``
-    and needs them compiled too (``()`` without a ``.pxd``)."""
+def _direct_cimports(module: str) -> set[str]:
     pxd = source_path(module).with_suffix(".pxd")
     if not pxd.is_file():
-        return ()
-    return tuple(sorted(set(_CIMPORT.findall(pxd.read_text(encoding="utf-8")))))
+        return set()
+    return set(_CIMPORT.findall(pxd.read_text(encoding="utf-8")))
+
+
+def cimports(module: str) -> tuple[str, ...]:
+    """The pcaptools modules whose extension types the module's ``.pxd`` cimports
+    (``from pcaptools.x.y cimport T``), and those their ``.pxd`` cimport, and so on: its
+    compiled code is built against their ``.pxd`` (a type it cimports may hold or take
+    another's) and needs them compiled too (``()`` without a ``.pxd``)."""
+    found: set[str] = set()
+    todo = [module]
+    while todo:
+        for dep in _direct_cimports(todo.pop()):
+            if dep not in found and dep != module:
+                found.add(dep)
+                todo.append(dep)
+    return tuple(sorted(found))
 
 
 def source_hash(module: str) -> str:

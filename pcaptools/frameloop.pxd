@@ -15,8 +15,12 @@
 
 import cython
 
+from pcaptools.io.frame cimport RawFrame
 from pcaptools.net.decode cimport PacketDecoder
+from pcaptools.net.packet cimport TcpSegment
 from pcaptools.tables.packets cimport PacketsBuilder
+from pcaptools.tcp.analysis cimport SegmentAnalysis
+from pcaptools.tcp.tracker cimport TcpTracker
 
 
 cdef class FrameCounts:
@@ -34,8 +38,9 @@ cdef class FrameCounts:
 @cython.locals(c=FrameCounts, n=cython.longlong, tcp_n=cython.longlong, udp_n=cython.longlong,
                other_n=cython.longlong, nonip_n=cython.longlong, wire=cython.longlong,
                data_segs=cython.longlong, secrets_seen=cython.Py_ssize_t,
-               all_mine=cython.bint, reader_secrets=list, supported=cython.bint)
-cpdef FrameCounts feed_frames(object reader, object diag, PacketDecoder decoder, object tracker,
+               all_mine=cython.bint, reader_secrets=list, supported=cython.bint,
+               raw=RawFrame, a=SegmentAnalysis, seg=TcpSegment)
+cpdef FrameCounts feed_frames(object reader, object diag, PacketDecoder decoder, TcpTracker tracker,
                               object flows, object udp_route, object icmp_builder,
                               PacketsBuilder pb, long long own_k, long long own_n,
                               object checksums, object secrets, object every_4096)

@@ -28,12 +28,12 @@ from .tcp.tracker import TcpTracker
 class FrameSource(Protocol):
     """What the loop needs of an open capture (:class:`pcaptools.io.open.CaptureReader`)."""
 
-    secrets: list[tuple[int, bytes]]
-    bytes_read: int
-    file_size: int
-    size_known: bool
+    @property
+    def secrets(self) -> list[tuple[int, bytes]]:
+        """(type, data) of every Decryption Secrets Block read so far (grows while reading)"""
 
-    def frames(self) -> Iterable[RawFrame]: ...
+    def frames(self) -> Iterable[RawFrame]:
+        """every frame, in file order"""
 
 
 class FrameCounts:
@@ -78,7 +78,6 @@ def feed_frames(
     secrets_seen = 0
     all_mine = own_n == 1
     decode = decoder.decode
-    track = tracker.segment
     count_udp, count_other = flows.udp, flows.other
     reader_secrets = reader.secrets
     for raw in reader.frames():
@@ -98,12 +97,13 @@ def feed_frames(
                          supported=supported)
         elif type(pkt) is TcpSegment:
             tcp_n += 1
-            a = track(pkt)
+            seg: TcpSegment = pkt
+            a = tracker.segment(seg)
             if checksums is not None and checksums.check(
-                    raw.data, pkt.frame, pkt.ts_ns, pkt.ip_version, pkt.src, pkt.dst, pkt.sport,
-                    pkt.dport) == BAD:
-                tracker.bad_checksum(pkt, a)
-            if pkt.seg_len:
+                    raw.data, seg.frame, seg.ts_ns, seg.ip_version, seg.src, seg.dst, seg.sport,
+                    seg.dport) == BAD:
+                tracker.bad_checksum(seg, a)
+            if seg.seg_len:
                 data_segs += 1
         elif type(pkt) is UdpDatagram:
             udp_n += 1

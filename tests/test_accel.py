@@ -48,7 +48,7 @@ def test_finder_refuses_a_build_whose_source_changed(tmp_path: Path) -> None:
     stale = _fresh_finder(tmp_path, {m: "0" * 64})
     assert stale.find_spec(m) is None
     assert stale.status[m] == "python: source changed since the build"
-    good = _fresh_finder(tmp_path, {m: _accel.source_hash(m)})
+    good = _fresh_finder(tmp_path, {d: _accel.source_hash(d) for d in (m, *_accel.cimports(m))})
     spec = good.find_spec(m)
     assert spec is not None and spec.origin == str(_accel.compiled_path(m))
     assert good.status[m] == "compiled"
@@ -66,10 +66,22 @@ def test_a_module_is_hashed_with_the_modules_it_cimports() -> None:
     m, dep = "pcaptools.protocols.websocket.observer", "pcaptools.protocols.websocket.state"
     assert _accel.cimports(m) == (dep,)
     assert _accel.cimports(dep) == ()
-    assert _accel.cimports("pcaptools.tcp.analysis") == ()  # (no cimport: hash unchanged)
+    assert _accel.cimports("pcaptools.tcp.connstate") == ()  # (no cimport: hash unchanged)
+    assert _accel.cimports("pcaptools.tcp.analysis") == ("pcaptools.net.packet",)
     alone = hashlib.sha256(_accel.source_path(m).read_bytes())
     alone.update(b"\0pxd\0" + _accel.source_path(m).with_suffix(".pxd").read_bytes())
     assert _accel.source_hash(m) != alone.hexdigest()
+
+
+def test_cimports_are_followed_through_the_modules_cimported(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A type a module cimports may hold or take another module's type: the module is built
+    against that one's .pxd too, so it is hashed and loaded with it (cycles end)."""
+    direct = {"a": {"b"}, "b": {"c", "a"}, "c": set(), "d": set()}
+    monkeypatch.setattr(_accel, "_direct_cimports", lambda m: direct[m])
+    assert _accel.cimports("a") == ("b", "c")
+    assert _accel.cimports("b") == ("a", "c")
+    assert _accel.cimports("d") == ()
 
 
 def test_finder_loads_a_module_only_with_the_modules_it_cimports(
@@ -109,7 +121,7 @@ def test_install_with_a_garbled_manifest_stays_pure(tmp_path: Path, monkeypatch)
 def test_a_compiled_file_that_does_not_load_falls_back_to_the_source(
         tmp_path: Path, monkeypatch) -> None:
     """A truncated .so (a full disk during the build) must not make pcaptools unimportable."""
-    m = "pcaptools.tcp.analysis"
+    m = "pcaptools.tcp.reassembly"  # (cimports nothing: found with no other module built)
     monkeypatch.setattr(_accel, "BUILD_DIR", tmp_path)
     _accel.compiled_path(m).write_bytes(b"\x7fELF truncated")
     f = _fresh_finder(tmp_path, {m: _accel.source_hash(m)})
@@ -118,7 +130,7 @@ def test_a_compiled_file_that_does_not_load_falls_back_to_the_source(
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.__file__ == str(_accel.source_path(m))
-    assert mod.TcpAnalyzer.__name__ == "TcpAnalyzer" and mod.MAX_UNACKED_SEGMENTS > 0
+    assert mod.Reassembler.__name__ == "Reassembler"
     assert f.status[m].startswith("python: the compiled file did not load")
 
 

@@ -6,12 +6,14 @@ Layers, first to last (a module may import its own layer and the layers before i
 
 - ``base``: the package-root helpers every layer uses and that import no layer: ``errors``,
   ``diagnostics`` (anomaly codes), ``limits``, ``_columns`` (typed column buffers),
-  ``redaction``, ``_safewrite`` (atomic writes), ``_accel`` (the compiled-build loader);
+  ``redaction``, ``_safewrite`` (atomic writes), ``_accel`` (the compiled-build loader),
+  ``_slots`` (repr and == of the per-frame record classes);
 - ``io`` (``io/``, and ``wireshark``: the other reader of capture files, through tshark);
 - ``net``, ``tcp``, ``protocols``;
 - ``tables`` (``tables/``, and ``_eventcap``: the per-connection and per-table row caps the
   table builders apply to protocol events);
-- ``pipeline``: ``result`` (CaptureSummary, TABLES, Capture) and ``pipeline`` (the single pass);
+- ``pipeline``: ``result`` (CaptureSummary, TABLES, Capture), ``pipeline`` (the single pass) and
+  ``frameloop`` (its loop over the frames);
 - ``scale``: ``parallel``, ``many``, ``distributed``, ``export``, ``select``, and ``capture``,
   the front door: ``load()`` hands the pass to ``pipeline``, ``parallel`` (workers) or
   ``export`` (``out=``), so it sits with the runners it chooses between, above the pass;
@@ -33,7 +35,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pcaptools"
 
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("base", frozenset({"errors", "diagnostics", "limits", "_columns", "redaction", "_safewrite",
-                        "_accel", "_memory"})),
+                        "_accel", "_memory", "_slots"})),
     ("io", frozenset({"io", "wireshark"})),
     ("net", frozenset({"net"})),
     ("tcp", frozenset({"tcp"})),

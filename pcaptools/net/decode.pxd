@@ -14,6 +14,8 @@
 
 import cython
 
+from pcaptools.io.frame cimport RawFrame
+
 
 cdef class PacketDecoder:
     cdef public object _diag
@@ -28,4 +30,4 @@ cdef class PacketDecoder:
                    orig=cython.longlong, end=cython.longlong, thl=cython.longlong,
                    hdr_end=cython.longlong, seg_len=cython.longlong, plen=cython.longlong,
                    nh=cython.longlong)
-    cpdef decode(self, raw)
+    cpdef decode(self, RawFrame raw)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from .._slots import slots_eq, slots_repr
 
 # TCP flag bits as in the 9-bit flags field (tcp.flags)
 FIN = 0x001
@@ -21,13 +24,19 @@ TCP_FLAGS: tuple[tuple[int, str], ...] = (
 )
 
 
-@dataclass(slots=True)
 class TcpSegment:
     """One TCP segment, decoded from link, IP and TCP headers (no payload parsing).
 
     For a datagram reassembled from IP fragments, ``frame``/``ts_ns`` are those of
     the fragment that completed it (where Wireshark shows the TCP layer).
+
+    (A class with ``__slots__``, not a dataclass: the compiled build makes it an extension type,
+    ``packet.pxd``, one per TCP frame; ``repr`` and ``==`` are a dataclass's.)
     """
+
+    __slots__ = ("frame", "ts_ns", "frame_len", "ip_version", "src", "dst", "ttl", "ip_id",
+                 "sport", "dport", "seq", "ack", "flags", "window", "header_len", "options",
+                 "seg_len", "payload", "overhead_len", "df")
 
     frame: int
     ts_ns: int
@@ -63,8 +72,41 @@ class TcpSegment:
     """captured payload bytes; shorter than seg_len when the snaplen cut the packet"""
     overhead_len: int
     """bytes of link + IP + TCP headers in this frame (frame_len - seg_len, for overhead)"""
-    df: bool = False
+    df: bool
     """IPv4 Don't Fragment bit (ip.flags.df); True for IPv6, which routers never fragment"""
+
+    def __init__(self, frame: int, ts_ns: int, frame_len: int, ip_version: int, src: bytes,
+                 dst: bytes, ttl: int, ip_id: int, sport: int, dport: int, seq: int, ack: int,
+                 flags: int, window: int, header_len: int, options: bytes, seg_len: int,
+                 payload: bytes, overhead_len: int, df: bool = False) -> None:
+        self.frame = frame
+        self.ts_ns = ts_ns
+        self.frame_len = frame_len
+        self.ip_version = ip_version
+        self.src = src
+        self.dst = dst
+        self.ttl = ttl
+        self.ip_id = ip_id
+        self.sport = sport
+        self.dport = dport
+        self.seq = seq
+        self.ack = ack
+        self.flags = flags
+        self.window = window
+        self.header_len = header_len
+        self.options = options
+        self.seg_len = seg_len
+        self.payload = payload
+        self.overhead_len = overhead_len
+        self.df = df
+
+    def __repr__(self) -> str:
+        return slots_repr(self)
+
+    def __eq__(self, other: Any) -> Any:
+        return slots_eq(self, other)
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable, compared by value: as the dataclass)
 
 
 @dataclass(slots=True)

@@ -9,6 +9,10 @@
 
 import cython
 
+from pcaptools.io.frame cimport RawFrame
+from pcaptools.net.packet cimport TcpSegment
+from pcaptools.tcp.analysis cimport SegmentAnalysis
+
 
 cdef class PacketsBuilder:
     cdef public object max_rows
@@ -28,7 +32,7 @@ cdef class PacketsBuilder:
     cdef public object sack_rows
 
     @cython.locals(cache=dict, flags=cython.longlong, fcode=cython.longlong,
-                   seg_len=cython.longlong, hl=cython.longlong)
-    cpdef add(self, raw, pkt, a)
+                   seg_len=cython.longlong, hl=cython.longlong, seg=TcpSegment)
+    cpdef add(self, RawFrame raw, pkt, SegmentAnalysis a)
 
-    cpdef add_capped(self, raw, pkt, a, mine=*)
+    cpdef add_capped(self, RawFrame raw, pkt, SegmentAnalysis a, mine=*)

@@ -111,30 +111,31 @@ class PacketsBuilder:
                 dst = self._addr(pkt.dst)
             t = type(pkt)
             if a is not None and (t is TcpSegment or isinstance(pkt, TcpSegment)):
-                flags = pkt.flags  # type: ignore[union-attr]
+                seg: TcpSegment = pkt  # type: ignore[assignment]
+                flags = seg.flags
                 fcode = self._flag_codes[flags & 0x1FF]
                 if fcode < 0:
                     fcode = self._flags(flags & 0x1FF)
-                seg_len = pkt.seg_len  # type: ignore[union-attr]
+                seg_len = seg.seg_len
                 rel_ack = a.rel_ack
                 rtt = a.ack_rtt_ns
                 acks = a.acked_frame
                 buf += self._pack(
                     raw.frame, raw.ts_ns, raw.orig_len, len(raw.data), raw.interface,
-                    pkt.ip_version, 6, pkt.sport, pkt.dport, a.tcp_stream,  # type: ignore[union-attr]
+                    seg.ip_version, 6, seg.sport, seg.dport, a.tcp_stream,
                     flags, a.rel_seq, NA if rel_ack is None else rel_ack,
-                    pkt.seq, pkt.ack if flags & 0x10 else NA, seg_len,  # type: ignore[union-attr]
+                    seg.seq, seg.ack if flags & 0x10 else NA, seg_len,
                     a.window, NA if seg_len == 0 else int(a.resent_bytes == seg_len),
                     NA if rtt is None else rtt, NA if acks is None else acks,
                     src, dst, self._dir_codes[0 if a.from_client else 1], fcode)
                 # SACK blocks: decode the options only where a SACK option can be (see the
                 # module docstring): not on option-less headers, not on NOP NOP TS only
-                hl = pkt.header_len  # type: ignore[union-attr]
+                hl = seg.header_len
                 if hl == 32:
-                    if pkt.options[2:3] != b"\x08" and flags & 0x10:  # type: ignore[union-attr]
-                        self._sacks(raw, pkt, a)  # type: ignore[arg-type]
+                    if seg.options[2:3] != b"\x08" and flags & 0x10:
+                        self._sacks(raw, seg, a)
                 elif hl > 20 and flags & 0x10:
-                    self._sacks(raw, pkt, a)  # type: ignore[arg-type]
+                    self._sacks(raw, seg, a)
             else:
                 if isinstance(pkt, (TcpSegment, UdpDatagram)):
                     proto = 6 if isinstance(pkt, TcpSegment) else 17

@@ -21,6 +21,8 @@
 
 import cython
 
+from pcaptools.net.packet cimport TcpSegment
+
 cdef long long _M32, _HALF
 cdef long long _RETRANS, _LOST, _ACK_LOST, _KEEP_ALIVE, _DUP_ACK, _ZERO_WIN, _ZWP, _ZWP_ACK
 cdef long long _KA_ACK, _OOO, _FAST, _WIN_UPDATE, _WIN_FULL, _REUSED, _SPURIOUS, _SFRA
@@ -73,6 +75,22 @@ cpdef int _ack_one(list e, long long ack) except -1
 cpdef _ack_segments(TcpDirection rev, list rua, long long ack)
 
 
+cdef class SegmentAnalysis:
+    cdef public object tcp_stream
+    cdef public object conv
+    cdef public object from_client
+    cdef public object rel_seq
+    cdef public object rel_ack
+    cdef public object window
+    cdef public object kinds
+    cdef public object dup_ack_num
+    cdef public object dup_ack_frame
+    cdef public object ack_rtt_ns
+    cdef public object acked_frame
+    cdef public object resent_bytes
+    cdef public object new_stream
+
+
 cdef class TcpAnalyzer:
     cdef public object _diag
     cdef public dict _table
@@ -87,9 +105,9 @@ cdef class TcpAnalyzer:
                    rlast=cython.longlong, rws=cython.longlong, shift=cython.longlong,
                    d=cython.longlong, ws=cython.longlong, hl=cython.longlong,
                    ua=list, rua=list, starts=list, ends=list)
-    cpdef feed_known(self, seg)
+    cpdef feed_known(self, TcpSegment seg)
 
-    cpdef feed(self, seg)
+    cpdef feed(self, TcpSegment seg)
 
     @cython.locals(fwd=TcpDirection, rev=TcpDirection, from_client=cython.bint,
                    new_stream=cython.bint, flags=cython.longlong, seq=cython.longlong,
@@ -101,4 +119,4 @@ cdef class TcpAnalyzer:
                    rlast=cython.longlong, nxt=cython.longlong, nextseq=cython.longlong,
                    fmax=cython.longlong, rel_seq=cython.longlong, window=cython.longlong,
                    ws=cython.longlong, ua=list, rua=list)
-    cpdef _feed(self, seg, TcpConversation conv)
+    cpdef _feed(self, TcpSegment seg, TcpConversation conv)

@@ -59,8 +59,9 @@ only data in flight (bounded by 10000) and the seen-bytes interval set used for
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from typing import Any
 
+from .._slots import slots_eq, slots_repr
 from ..diagnostics import Diagnostics
 from ..net.packet import ACK, FIN, RST, SYN, TcpSegment
 
@@ -415,9 +416,16 @@ class TcpConversation:
                 f"irtt_ns={self.irtt_ns})")
 
 
-@dataclass(slots=True)
 class SegmentAnalysis:
-    """What the analysis says about one segment. A new object per segment (safe to keep)."""
+    """What the analysis says about one segment. A new object per segment (safe to keep).
+
+    (A class with ``__slots__``, not a dataclass: the compiled build makes it an extension type,
+    ``analysis.pxd``, one per TCP frame; ``repr`` and ``==`` are a dataclass's.)
+    """
+
+    __slots__ = ("tcp_stream", "conv", "from_client", "rel_seq", "rel_ack", "window", "kinds",
+                 "dup_ack_num", "dup_ack_frame", "ack_rtt_ns", "acked_frame", "resent_bytes",
+                 "new_stream")
 
     tcp_stream: int
     """tcp.stream"""
@@ -445,6 +453,32 @@ class SegmentAnalysis:
     """payload bytes of this segment already seen earlier in the same direction"""
     new_stream: bool
     """True for the first segment of this tcp_stream"""
+
+    def __init__(self, tcp_stream: int, conv: TcpConversation | None, from_client: bool,
+                 rel_seq: int, rel_ack: int | None, window: int, kinds: tuple[str, ...],
+                 dup_ack_num: int | None, dup_ack_frame: int | None, ack_rtt_ns: int | None,
+                 acked_frame: int | None, resent_bytes: int, new_stream: bool) -> None:
+        self.tcp_stream = tcp_stream
+        self.conv = conv
+        self.from_client = from_client
+        self.rel_seq = rel_seq
+        self.rel_ack = rel_ack
+        self.window = window
+        self.kinds = kinds
+        self.dup_ack_num = dup_ack_num
+        self.dup_ack_frame = dup_ack_frame
+        self.ack_rtt_ns = ack_rtt_ns
+        self.acked_frame = acked_frame
+        self.resent_bytes = resent_bytes
+        self.new_stream = new_stream
+
+    def __repr__(self) -> str:
+        return slots_repr(self)
+
+    def __eq__(self, other: Any) -> Any:
+        return slots_eq(self, other)
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable, compared by value: as the dataclass)
 
 
 def _parse_wscale(options: bytes, opt_len: int) -> tuple[int | None, bool]:

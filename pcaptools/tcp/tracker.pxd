@@ -8,6 +8,9 @@
 
 import cython
 
+from pcaptools.net.packet cimport TcpSegment
+from pcaptools.tcp.analysis cimport SegmentAnalysis, TcpAnalyzer
+
 
 cdef class _Guarded:
     cdef public object _diag
@@ -21,7 +24,7 @@ cdef class TcpTracker:
     cdef public object observer_factory
     cdef public object emit
     cdef public object max_buffer_bytes
-    cdef public object analyzer
+    cdef public TcpAnalyzer analyzer
     cdef public list connections
     cdef public object cold
     cdef public bint _warming
@@ -40,11 +43,11 @@ cdef class TcpTracker:
     cdef public object row_maker
 
     @cython.locals(d=cython.longlong, flags=cython.longlong, seg_len=cython.longlong,
-                   frame_len=cython.longlong, counts=list)
-    cpdef segment(self, seg)
+                   frame_len=cython.longlong, counts=list, a=SegmentAnalysis)
+    cpdef segment(self, TcpSegment seg)
 
     @cython.locals(flags=cython.longlong, out=list)
-    cpdef _follow(self, conn, f, seg, a, long long d)
+    cpdef _follow(self, conn, f, TcpSegment seg, SegmentAnalysis a, long long d)
 
     @cython.locals(flags=cython.longlong, seq_hi=list, out=list, items=list)
-    cpdef _bytes(self, conn, st, seg, a, long long d)
+    cpdef _bytes(self, conn, st, TcpSegment seg, SegmentAnalysis a, long long d)
