@@ -177,7 +177,7 @@ LIMITS: tuple[Limit, ...] = (
     ),
     Limit(
         "reassembly buffer per direction",
-        "pcaptools.tcp.tracker:TcpTracker(max_buffer_bytes)",
+        "pcaptools.tcp.tracker:MAX_BUFFER_BYTES",
         "bytes",
         "tcp.reassembly_limit",
         "out-of-order bytes waiting for a hole to fill; beyond it the first hole becomes a "

@@ -119,6 +119,11 @@ class _Streams:
     closed: list[bool] = field(default_factory=lambda: [False, False])
 
 
+MAX_BUFFER_BYTES = 4 << 20
+"""out-of-order bytes a connection's reassembler holds per direction by default
+(``TcpTracker(max_buffer_bytes=...)``; a module constant, which :mod:`pcaptools.limits` reads:
+the compiled TcpTracker has no inspectable ``__init__`` signature)"""
+
 _SFR = SYN | FIN | RST
 _SFRA = SYN | FIN | RST | ACK
 _WRAP = 1 << 32
@@ -338,7 +343,7 @@ class TcpTracker:
         *,
         observer_factory: ObserverFactory | None = None,
         emit: EventSink | None = None,
-        max_buffer_bytes: int = 4 << 20,
+        max_buffer_bytes: int = MAX_BUFFER_BYTES,
         spill_cold: bool = False,
         freeze_policy: FreezePolicy | None = None,
     ) -> None:

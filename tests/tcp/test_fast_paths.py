@@ -117,15 +117,20 @@ def test_analyzer_shortcut_is_exact(inputs: list[Path]) -> None:
 
 def _tables(path: Path, reference: bool, monkeypatch: pytest.MonkeyPatch) -> list[pd.DataFrame]:
     with monkeypatch.context() as m:
+        tracker_class = TcpTracker
         if reference:
-            m.setattr("pcaptools.tcp.tracker.TcpAnalyzer", _GeneralOnly)
+            def general_init(self: TcpTracker, diag: Diagnostics) -> None:
+                TcpTracker.__init__(self, diag)
+                self.analyzer = _GeneralOnly(diag)
+
+            tracker_class = patched_tracker(m, __init__=general_init)
 
             def plain(self: ConnHistory, from_client: bool, flags: int, seg_len: int) -> None:
                 self.packet(from_client, flags, seg_len)
 
             m.setattr(ConnHistory, "plain", plain)
         diag = Diagnostics()
-        tracker = TcpTracker(diag)
+        tracker = tracker_class(diag)
         feed(tracker, path)
         tracker.finish(0, 0)
     rows = pd.DataFrame([(r.code, r.frame, r.ts_ns, r.detail) for r in diag.rows])
