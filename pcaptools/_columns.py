@@ -82,6 +82,19 @@ def categorical(values: dict[object, int], codes: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
 
 
+def sorted_categorical(codes: np.ndarray, labels: Sequence[str]) -> pd.Categorical:
+    """``pd.Categorical([labels[c] for c in codes])`` from ``codes`` (non-negative ints)
+    into ``labels`` (distinct str, in sorted order): the categories are the labels present,
+    sorted, as pandas makes them from the values."""
+    if not len(codes):
+        return pd.Categorical([])
+    present = np.flatnonzero(np.bincount(codes, minlength=len(labels)))
+    lut = np.full(len(labels), -1, dtype=np.intp)
+    lut[present] = np.arange(len(present))
+    cats: list[Any] = [labels[i] for i in present.tolist()]
+    return pd.Categorical.from_codes(lut[codes], categories=pd.Index(cats))
+
+
 def nullable(a: np.ndarray) -> Any:
     """int64 values with the :data:`NA` sentinel -> an ``Int64`` array (shares ``a``)."""
     return pd.arrays.IntegerArray(a, a == NA)
