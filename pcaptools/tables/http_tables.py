@@ -989,9 +989,9 @@ class HttpTablesBuilder:
                 self.sse.flush()
 
     def add_all(self, events: Iterable[object]) -> None:
-        handlers = self._handlers
+        handler = self._handlers.get
         for e in events:
-            h = handlers.get(type(e))
+            h = handler(type(e))
             if h is not None:
                 h(e)
         if len(self.sse.pending) >= _SSE_BLOCK:

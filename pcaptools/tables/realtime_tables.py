@@ -42,6 +42,7 @@ import pandas as pd
 
 from .._columns import NA, Records, nullable, sorted_categorical
 from ..diagnostics import Diagnostics
+from ..protocols._base import Direction
 from ..protocols.websocket import WsMessage
 from ..redaction import is_secret_json_key, redacted
 from .schema import TS_DTYPE, Column, TableSchema
@@ -202,12 +203,7 @@ def _walk(o: dict[str, Any], prefix: str, depth: int, secret: bool, show_secrets
         if not isinstance(k, str):
             continue
         path = prefix + k
-        if isinstance(v, dict):
-            if depth < MAX_FIELD_DEPTH:
-                room, audio = _walk(v, path + ".", depth + 1, secret or _is_secret_key(k),
-                                    show_secrets, fields, room, audio)
-            continue
-        if isinstance(v, str):
+        if isinstance(v, str):  # (tested first: the usual member; no str is a dict)
             n = len(v)
             if n > MAX_FIELD_CHARS:
                 size = base64_size(v)
@@ -217,10 +213,19 @@ def _walk(o: dict[str, Any], prefix: str, depth: int, secret: bool, show_secrets
                     if audio is None or prio > audio[0]:
                         audio = (prio, path, size)
                 continue
-            if not show_secrets and (secret or _is_secret_key(k)):
-                v = redacted(v)
-                n = len(v)
+            if not show_secrets:
+                hide = secret or _SECRET_KEYS.get(k)  # (_is_secret_key, its cache inline)
+                if hide is None:
+                    hide = _is_secret_key(k)
+                if hide:
+                    v = redacted(v)
+                    n = len(v)
             cost = len(path) + n + 6
+        elif isinstance(v, dict):
+            if depth < MAX_FIELD_DEPTH:
+                room, audio = _walk(v, path + ".", depth + 1, secret or _is_secret_key(k),
+                                    show_secrets, fields, room, audio)
+            continue
         elif v is None or isinstance(v, (bool, int, float)):
             cost = len(path) + 14
         else:
@@ -270,7 +275,7 @@ _ROW_FIELDS = (
     ("text_chars", "q"), ("direction", "b"), ("status", "b"),
 )  # fmt: skip
 _TEXT = ("type", "event_id", "response_id", "item_id", "audio_field", "fields")
-_DIRECTIONS = ("client_to_server", "server_to_client")
+_DIRECTIONS = tuple(d.label for d in Direction)
 """the direction labels by Direction value (sorted: the categories as pandas orders them)"""
 _STATUSES = ("bad_json", "incomplete", "ok", "too_large")
 """the status values (sorted), coded by position"""
