@@ -309,30 +309,32 @@ class RealtimeEventsBuilder:
 
     def add(self, e: WsMessage) -> None:
         text = e.json_text
-        size = e.decompressed_bytes if e.compressed and e.decompressed_bytes is not None \
-            else e.payload_bytes
+        s: tuple[Any, ...]
         if text is None:
             p = e.preview
             if p is None or p.lstrip()[:1] != "{":
                 return
             status = ("too_large" if e.complete and not e.lost_bytes and e.utf8_ok
                       and (not e.compressed or e.decompress == "ok") else "incomplete")
-            self._row(e, status, size, (e.json_type, None, None, None, None, None, None, None))
-            return
-        try:
-            obj = _loads(text)
-        except (ValueError, RecursionError) as exc:
-            obj = exc
-        if not isinstance(obj, dict):  # (text starting with "{" parses to an object or fails)
-            self.diag.add("ws.bad_json", f"text message {e.index} starts like JSON but is not "
-                          f"valid JSON: {str(obj)[:200]}", ts_ns=e.ts_ns, frame=e.frame,
-                          tcp_stream=e.tcp_stream, direction=e.direction.label)
-            self._row(e, "bad_json", len(text),
-                      (e.json_type, None, None, None, None, None, None, None))
-            return
-        self._row(e, "ok", len(text), summarise_event(obj, show_secrets=self.show_secrets))
-
-    def _row(self, e: WsMessage, status: str, size: int, s: tuple[Any, ...]) -> None:
+            size = e.decompressed_bytes if e.compressed and e.decompressed_bytes is not None \
+                else e.payload_bytes
+            s = (e.json_type, None, None, None, None, None, None, None)
+        else:
+            size = len(text)
+            try:
+                obj = _loads(text)
+            except (ValueError, RecursionError) as exc:
+                obj = exc
+            if isinstance(obj, dict):
+                status = "ok"
+                s = summarise_event(obj, show_secrets=self.show_secrets)
+            else:  # (text starting with "{" parses to an object or fails)
+                self.diag.add("ws.bad_json", f"text message {e.index} starts like JSON but is "
+                              f"not valid JSON: {str(obj)[:200]}", ts_ns=e.ts_ns, frame=e.frame,
+                              tcp_stream=e.tcp_stream, direction=e.direction.label)
+                status = "bad_json"
+                s = (e.json_type, None, None, None, None, None, None, None)
+        # the row: numbers packed, text values appended to their columns
         typ, event_id, response_id, item_id, audio_field, audio_bytes, text_chars, fields = s
         sid = e.stream_id
         self._buf += self._pack(
