@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -80,6 +80,37 @@ def categorical(values: dict[object, int], codes: np.ndarray) -> pd.Categorical:
     for v, c in values.items():
         cats[c] = v
     return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+
+
+def first_seen_codes(raw: np.ndarray, seen: dict[int, int], code_of: Callable[[int], int]
+                     ) -> np.ndarray:
+    """The int32 codes of ``raw`` (small non-negative ints) by ``seen`` (value -> code); a
+    value not in ``seen`` yet gets ``code_of(value)``, the new values in the order in which they
+    first appear in ``raw``: the codes that coding the values one row at a time gives."""
+    if not len(raw):
+        return np.empty(0, np.int32)
+    present = np.flatnonzero(np.bincount(raw)).tolist()
+    new = [v for v in present if v not in seen]
+    for _, v in sorted((int(np.argmax(raw == v)), v) for v in new):
+        seen[v] = code_of(v)
+    lut = np.full(present[-1] + 1, -1, dtype=np.int32)
+    for v in present:
+        lut[v] = seen[v]
+    codes: np.ndarray = lut[raw]
+    return codes
+
+
+def sorted_categorical(codes: np.ndarray, labels: Sequence[str]) -> pd.Categorical:
+    """``pd.Categorical([labels[c] for c in codes])`` from ``codes`` (non-negative ints)
+    into ``labels`` (distinct str, in sorted order): the categories are the labels present,
+    sorted, as pandas makes them from the values."""
+    if not len(codes):
+        return pd.Categorical([])
+    present = np.flatnonzero(np.bincount(codes, minlength=len(labels)))
+    lut = np.full(len(labels), -1, dtype=np.intp)
+    lut[present] = np.arange(len(present))
+    cats: list[Any] = [labels[i] for i in present.tolist()]
+    return pd.Categorical.from_codes(lut[codes], categories=pd.Index(cats))
 
 
 def nullable(a: np.ndarray) -> Any:

@@ -59,8 +59,8 @@ class EventCap:
     (one warning row per connection and per table that hit its limit); counts every dropped
     row exactly."""
 
-    __slots__ = ("counts", "diag", "dropped", "dropped_by_stream", "limit", "max_rows", "rows",
-                 "skip", "warned")
+    __slots__ = ("counts", "diag", "dropped", "dropped_by_stream", "kept", "limit", "max_rows",
+                 "rows", "skip", "warned")
 
     def __init__(self, limit: int | None, diag: Diagnostics, *, max_rows: int | None = None,
                  skip: frozenset[str] = frozenset()) -> None:
@@ -79,6 +79,9 @@ class EventCap:
         tables = tuple(dict.fromkeys(TABLE_OF.values()))  # (the sources registered now)
         self.rows: dict[str, int] = dict.fromkeys(tables, 0)
         """rows kept per table"""
+        self.kept = 0
+        """rows kept in all (the sum of :attr:`rows`): while it stays ``max_rows`` below, no
+        table can reach ``max_rows``"""
         self.dropped: dict[str, int] = dict.fromkeys(tables, 0)
         """rows dropped per table (either cap), exact"""
         self.dropped_by_stream: dict[int, int] = {}
@@ -103,6 +106,19 @@ class EventCap:
         stream: int = getattr(e, "tcp_stream", -1)
         seen = self.counts.get(stream, 0)
         limit, max_rows, rows, skip = self.limit, self.max_rows, self.rows, self.skip
+        n = len(events)
+        if (limit is None or seen + n <= limit) and (max_rows is None
+                                                     or self.kept + n <= max_rows):
+            # the usual case: neither cap can be reached by this call's events, all are kept
+            kept = seen
+            for e in events:
+                table = table_of.get(type(e))
+                if table is not None and table not in skip:
+                    rows[table] += 1
+                    seen += 1
+            self.kept += seen - kept
+            self.counts[stream] = seen
+            return events
         out: list[object] | None = None
         for i, e in enumerate(events):
             table = table_of.get(type(e))
@@ -117,6 +133,7 @@ class EventCap:
                 reason = "table"
             else:
                 rows[table] += 1
+                self.kept += 1
                 if out is not None:
                     out.append(e)
                 continue

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import pcaptools
 from pcaptools import export
-from pcaptools._columns import NA, Records
+from pcaptools._columns import NA, CodeColumn, Records, first_seen_codes, sorted_categorical
 from pcaptools.diagnostics import Diagnostics
 from pcaptools.export import StreamedCapture, read_parquet_table
 from pcaptools.many import concat_tables
@@ -363,6 +363,27 @@ def test_records_seal_and_columns() -> None:
     assert len(rec.buf) == 0
 
 
+def test_codes_made_per_column_equal_codes_made_per_row() -> None:
+    """first_seen_codes codes values in the order they first appear, as CodeColumn.code row
+    by row does, and keeps the codes of earlier chunks; sorted_categorical gives what
+    pd.Categorical makes of the labels."""
+    col, seen = CodeColumn(), {}
+    chunks = [[3, 1, 3, 0], [], [2, 0, 5, 2]]
+    want = CodeColumn()
+    for chunk in chunks:
+        got = first_seen_codes(np.array(chunk, dtype=np.int64), seen, lambda v: col.code(f"v{v}"))
+        assert got.dtype == np.int32
+        assert got.tolist() == [want.code(f"v{v}") for v in chunk]
+    assert col.codes == want.codes
+    labels = ("a", "b", "c", "d")
+    for codes in ([], [2], [3, 0, 3], [1, 2, 1, 0, 3]):
+        got = pd.Series(sorted_categorical(np.array(codes, dtype=np.int8), labels))
+        want_s = pd.Series(pd.Categorical([labels[c] for c in codes]))
+        pd.testing.assert_series_equal(got, want_s, check_exact=True)
+        assert got.cat.categories.dtype == want_s.cat.categories.dtype
+        assert got.cat.codes.dtype == want_s.cat.codes.dtype
+
+
 def test_packets_builder_hands_rows_over() -> None:
     """PacketsBuilder.frame() returns the rows held and forgets them: two calls give the
     two halves, with the categories seen so far (the streaming contract)."""
@@ -439,6 +460,10 @@ def test_fast_cast_equals_pandas(dtype: str) -> None:
     ("Int64", np.array([3, 4], dtype=np.uint8)), (TS_DTYPE, [1, None, NA]),
     (TS_DTYPE, np.array([5, NA])), ("string", [1, "a", None]), ("string", ["x", pd.NA]),
     ("boolean", [1, 0, None]), ("float64", [1, None, "2.5"]),
+    ("Int64", [None, None]), (TS_DTYPE, [None]), ("category", ["b", 1, None]),
+    ("category", [None, None]), ("category", ["a", float("nan")]), ("category", ["a", pd.NA]),
+    ("category", ["é", "e", "Z", "ä", "e"]), ("category", [str(i) for i in range(300)]),
+    ("category", ("x", None)),
 ])
 def test_fast_cast_unusual_inputs(dtype: str, values: Any) -> None:
     col = Column("c", dtype, None, "")

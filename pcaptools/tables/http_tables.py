@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -837,30 +836,23 @@ class _FrameColumns:
 
 _SSE_BLOCK = 1 << 12
 """SseEvent rows kept as they came before they are moved into typed columns"""
-_SSE_INT_FIELDS = tuple(
-    (column, attrgetter(field))
-    for column, field in (
-        ("frame", "frame"), ("ts", "ts_ns"), ("tcp_stream", "tcp_stream"), ("index", "index"),
-        ("data_bytes", "data_bytes"), ("done", "done"),
-    )
-)  # fmt: skip
-_SSE_NULLABLE_FIELDS = tuple(
-    (column, attrgetter(field))
-    for column, field in (
-        ("stream_id", "stream_id"), ("request_index", "request_index"), ("retry_ms", "retry_ms"),
-    )
-)  # fmt: skip
-_SSE_TEXT_FIELDS = tuple(
-    (column, attrgetter(field))
-    for column, field in (
-        ("event", "event_type"), ("id", "event_id"), ("data", "data"),
-        ("delta_text", "delta_text"), ("finish_reason", "finish_reason"),
-    )
-)  # fmt: skip
-_JSON_OK = attrgetter("json_ok")
-_SSE_INTS = tuple(c for c, _ in _SSE_INT_FIELDS)
-_SSE_NULLABLE = (*(c for c, _ in _SSE_NULLABLE_FIELDS), "json_ok")
-_SSE_TEXT = tuple(c for c, _ in _SSE_TEXT_FIELDS)
+_AT = {name: i for i, name in enumerate(SseEvent._fields)}
+"""SseEvent field -> its position in the tuple"""
+_SSE_INT_AT = tuple((column, _AT[field]) for column, field in (
+    ("frame", "frame"), ("ts", "ts_ns"), ("tcp_stream", "tcp_stream"), ("index", "index"),
+    ("data_bytes", "data_bytes"), ("done", "done"),
+))  # fmt: skip
+_SSE_NULLABLE_AT = tuple((column, _AT[field]) for column, field in (
+    ("stream_id", "stream_id"), ("request_index", "request_index"), ("retry_ms", "retry_ms"),
+))  # fmt: skip
+_SSE_TEXT_AT = tuple((column, _AT[field]) for column, field in (
+    ("event", "event_type"), ("id", "event_id"), ("data", "data"),
+    ("delta_text", "delta_text"), ("finish_reason", "finish_reason"),
+))  # fmt: skip
+_JSON_OK_AT = _AT["json_ok"]
+_SSE_INTS = tuple(c for c, _ in _SSE_INT_AT)
+_SSE_NULLABLE = (*(c for c, _ in _SSE_NULLABLE_AT), "json_ok")
+_SSE_TEXT = tuple(c for c, _ in _SSE_TEXT_AT)
 _TRISTATE = {True: 1, False: 0, None: NA}
 _ARROW_STRINGS = pa is not None and pd.StringDtype().storage == "pyarrow"
 """pandas stores ``string`` columns in Arrow: text columns are converted block by block"""
@@ -913,19 +905,21 @@ class _SseColumns:
         self.text = {name: _TextColumn() for name in _SSE_TEXT}
 
     def flush(self) -> None:
-        """Move the pending events into the columns (one C-level pass per column: no
-        transposed tuples, which would only make work for the garbage collector)."""
+        """Move the pending events into the columns: one C-level pass over the events
+        transposes them (one tuple per field, freed at once), each column then reads its
+        tuple (reading every event once per column would fetch it from memory again)."""
         rows = self.pending
         if not rows:
             return
         ints, text = self.ints, self.text
-        for name, get in _SSE_INT_FIELDS:
-            ints[name].data.extend(map(get, rows))
-        for name, get in _SSE_NULLABLE_FIELDS:
-            ints[name].data.extend([NA if v is None else v for v in map(get, rows)])
-        ints["json_ok"].data.extend(map(_TRISTATE.__getitem__, map(_JSON_OK, rows)))
-        for name, get in _SSE_TEXT_FIELDS:
-            text[name].extend(list(map(get, rows)))
+        fields = list(zip(*rows, strict=True))
+        for name, i in _SSE_INT_AT:
+            ints[name].data.extend(fields[i])
+        for name, i in _SSE_NULLABLE_AT:
+            ints[name].data.extend([NA if v is None else v for v in fields[i]])
+        ints["json_ok"].data.extend(map(_TRISTATE.__getitem__, fields[_JSON_OK_AT]))
+        for name, i in _SSE_TEXT_AT:
+            text[name].extend(list(fields[i]))
         rows.clear()
 
     def columns(self) -> dict[str, Any]:
@@ -989,9 +983,9 @@ class HttpTablesBuilder:
                 self.sse.flush()
 
     def add_all(self, events: Iterable[object]) -> None:
-        handlers = self._handlers
+        handler = self._handlers.get
         for e in events:
-            h = handlers.get(type(e))
+            h = handler(type(e))
             if h is not None:
                 h(e)
         if len(self.sse.pending) >= _SSE_BLOCK:

@@ -35,15 +35,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import pandas as pd
 
+from .._columns import NA, Records, nullable, sorted_categorical
 from ..diagnostics import Diagnostics
+from ..protocols._base import Direction
 from ..protocols.websocket import WsMessage
 from ..redaction import is_secret_json_key, redacted
-from .schema import TS_DTYPE, Column, RowBuffer, TableSchema
+from .schema import TS_DTYPE, Column, TableSchema
 
 __all__ = [
     "AUDIO_KEYS",
@@ -201,12 +203,7 @@ def _walk(o: dict[str, Any], prefix: str, depth: int, secret: bool, show_secrets
         if not isinstance(k, str):
             continue
         path = prefix + k
-        if isinstance(v, dict):
-            if depth < MAX_FIELD_DEPTH:
-                room, audio = _walk(v, path + ".", depth + 1, secret or _is_secret_key(k),
-                                    show_secrets, fields, room, audio)
-            continue
-        if isinstance(v, str):
+        if isinstance(v, str):  # (tested first: the usual member; no str is a dict)
             n = len(v)
             if n > MAX_FIELD_CHARS:
                 size = base64_size(v)
@@ -216,10 +213,19 @@ def _walk(o: dict[str, Any], prefix: str, depth: int, secret: bool, show_secrets
                     if audio is None or prio > audio[0]:
                         audio = (prio, path, size)
                 continue
-            if not show_secrets and (secret or _is_secret_key(k)):
-                v = redacted(v)
-                n = len(v)
+            if not show_secrets:
+                hide = secret or _SECRET_KEYS.get(k)  # (_is_secret_key, its cache inline)
+                if hide is None:
+                    hide = _is_secret_key(k)
+                if hide:
+                    v = redacted(v)
+                    n = len(v)
             cost = len(path) + n + 6
+        elif isinstance(v, dict):
+            if depth < MAX_FIELD_DEPTH:
+                room, audio = _walk(v, path + ".", depth + 1, secret or _is_secret_key(k),
+                                    show_secrets, fields, room, audio)
+            continue
         elif v is None or isinstance(v, (bool, int, float)):
             cost = len(path) + 14
         else:
@@ -263,13 +269,38 @@ def summarise_event(obj: dict[str, Any], *, show_secrets: bool = False
             _fields_json(fields))
 
 
+_ROW_FIELDS = (
+    ("frame", "q"), ("ts", "q"), ("first_frame", "q"), ("first_ts", "q"), ("tcp_stream", "q"),
+    ("stream_id", "q"), ("message_index", "q"), ("json_bytes", "q"), ("audio_bytes", "q"),
+    ("text_chars", "q"), ("direction", "b"), ("status", "b"),
+)  # fmt: skip
+_TEXT = ("type", "event_id", "response_id", "item_id", "audio_field", "fields")
+_DIRECTIONS = tuple(d.label for d in Direction)
+"""the direction labels by Direction value (sorted: the categories as pandas orders them)"""
+_STATUSES = ("bad_json", "incomplete", "ok", "too_large")
+"""the status values (sorted), coded by position"""
+_STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
+
+
 class RealtimeEventsBuilder:
-    """Collects the realtime_events rows from WsMessage events (others are ignored)."""
+    """Collects the realtime_events rows from WsMessage events (others are ignored): the
+    numbers (and the direction and status, as codes) packed one struct call a row
+    (:class:`~pcaptools._columns.Records`), the text values in one list per column."""
 
     def __init__(self, diag: Diagnostics | None = None, *, show_secrets: bool = False) -> None:
         self.diag = diag if diag is not None else Diagnostics()
         self.show_secrets = show_secrets
-        self.rows = RowBuffer(REALTIME_EVENTS)
+        self._rec = Records(_ROW_FIELDS)
+        self._buf = self._rec.buf
+        self._pack = self._rec.pack
+        self._text: dict[str, list[str | None]] = {}
+        self._append: tuple[Callable[[str | None], None], ...] = ()
+        self._new_text()
+
+    def _new_text(self) -> None:
+        """empty text columns, and their bound appends (in :data:`_TEXT` order)"""
+        self._text = {name: [] for name in _TEXT}
+        self._append = tuple(self._text[name].append for name in _TEXT)
 
     def add_all(self, events: Iterable[object]) -> None:
         for e in events:
@@ -278,41 +309,68 @@ class RealtimeEventsBuilder:
 
     def add(self, e: WsMessage) -> None:
         text = e.json_text
-        size = e.decompressed_bytes if e.compressed and e.decompressed_bytes is not None \
-            else e.payload_bytes
+        s: tuple[Any, ...]
         if text is None:
             p = e.preview
             if p is None or p.lstrip()[:1] != "{":
                 return
             status = ("too_large" if e.complete and not e.lost_bytes and e.utf8_ok
                       and (not e.compressed or e.decompress == "ok") else "incomplete")
-            self._row(e, status, size, (e.json_type, None, None, None, None, None, None, None))
-            return
-        try:
-            obj = _loads(text)
-        except (ValueError, RecursionError) as exc:
-            obj = exc
-        if not isinstance(obj, dict):  # (text starting with "{" parses to an object or fails)
-            self.diag.add("ws.bad_json", f"text message {e.index} starts like JSON but is not "
-                          f"valid JSON: {str(obj)[:200]}", ts_ns=e.ts_ns, frame=e.frame,
-                          tcp_stream=e.tcp_stream, direction=e.direction.label)
-            self._row(e, "bad_json", len(text),
-                      (e.json_type, None, None, None, None, None, None, None))
-            return
-        self._row(e, "ok", len(text), summarise_event(obj, show_secrets=self.show_secrets))
-
-    def _row(self, e: WsMessage, status: str, size: int, s: tuple[Any, ...]) -> None:
-        self.rows.append((e.frame, e.ts_ns, e.first_frame, e.first_ts_ns, e.tcp_stream,
-                          e.stream_id, e.direction.label, e.index, status, size, *s))
+            size = e.decompressed_bytes if e.compressed and e.decompressed_bytes is not None \
+                else e.payload_bytes
+            s = (e.json_type, None, None, None, None, None, None, None)
+        else:
+            size = len(text)
+            try:
+                obj = _loads(text)
+            except (ValueError, RecursionError) as exc:
+                obj = exc
+            if isinstance(obj, dict):
+                status = "ok"
+                s = summarise_event(obj, show_secrets=self.show_secrets)
+            else:  # (text starting with "{" parses to an object or fails)
+                self.diag.add("ws.bad_json", f"text message {e.index} starts like JSON but is "
+                              f"not valid JSON: {str(obj)[:200]}", ts_ns=e.ts_ns, frame=e.frame,
+                              tcp_stream=e.tcp_stream, direction=e.direction.label)
+                status = "bad_json"
+                s = (e.json_type, None, None, None, None, None, None, None)
+        # the row: numbers packed, text values appended to their columns
+        typ, event_id, response_id, item_id, audio_field, audio_bytes, text_chars, fields = s
+        sid = e.stream_id
+        self._buf += self._pack(
+            e.frame, e.ts_ns, e.first_frame, e.first_ts_ns, e.tcp_stream,
+            NA if sid is None else sid, e.index, size, NA if audio_bytes is None else audio_bytes,
+            NA if text_chars is None else text_chars, e.direction, _STATUS_CODE[status])
+        a_type, a_event, a_response, a_item, a_audio, a_fields = self._append
+        a_type(typ)
+        a_event(event_id)
+        a_response(response_id)
+        a_item(item_id)
+        a_audio(audio_field)
+        a_fields(fields)
+        if len(self._buf) >= self._rec.limit:
+            self._rec.seal()
 
     def frame(self) -> pd.DataFrame:
-        return self.rows.drain()
+        """The rows held as the realtime_events table; they are handed over."""
+        rec = self._rec
+        rec.seal()
+        cols: dict[str, Any] = {name: rec.column(name) for name in (
+            "frame", "ts", "first_frame", "first_ts", "tcp_stream", "message_index",
+            "json_bytes")}
+        for name in ("stream_id", "audio_bytes", "text_chars"):
+            cols[name] = nullable(rec.column(name))
+        cols["direction"] = sorted_categorical(rec.column("direction"), _DIRECTIONS)
+        cols["status"] = sorted_categorical(rec.column("status"), _STATUSES)
+        cols.update(self._text)  # lists: string columns cast as from row tuples
+        self._new_text()
+        return REALTIME_EVENTS.frame(columns=cols, copy=False)
 
     def pending(self) -> dict[str, int]:
         """rows held (for the streaming export)"""
-        return {"realtime_events": len(self.rows)}
+        return {"realtime_events": len(self._text["fields"])}
 
     def drain(self, table: str) -> pd.DataFrame:
         if table != "realtime_events":
             raise ValueError(f"RealtimeEventsBuilder cannot drain {table!r}")
-        return self.rows.drain()
+        return self.frame()

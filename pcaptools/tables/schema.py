@@ -308,6 +308,7 @@ def _buffer(x: Any) -> np.ndarray | None:
 _INTEGER_KINDS = frozenset({"integer", "empty"})
 """pandas infer_dtype results for which the fast Int64 path gives what pd.array gives"""
 _INT_TYPE = frozenset({int})
+_NONE_TYPE = frozenset({type(None)})
 
 
 def _int_and_mask(values: Any) -> tuple[np.ndarray, np.ndarray] | None:
@@ -323,12 +324,16 @@ def _int_and_mask(values: Any) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     if not isinstance(values, (list, tuple, np.ndarray)):
         return None
-    if not isinstance(values, np.ndarray) and set(map(type, values)) <= _INT_TYPE:
-        try:  # plain ints, nothing missing: no object array needed
-            ints = np.fromiter(values, dtype=np.int64, count=len(values))
-            return ints, np.zeros(len(values), bool)
-        except OverflowError:
-            return None
+    if not isinstance(values, np.ndarray):
+        types = set(map(type, values))
+        if types <= _INT_TYPE:
+            try:  # plain ints, nothing missing: no object array needed
+                ints = np.fromiter(values, dtype=np.int64, count=len(values))
+                return ints, np.zeros(len(values), bool)
+            except OverflowError:
+                return None
+        if types == _NONE_TYPE:  # nothing but missing values
+            return np.zeros(len(values), np.int64), np.ones(len(values), bool)
     obj = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
     if obj.ndim != 1 or infer_dtype(obj, skipna=True) not in _INTEGER_KINDS:
         return None
@@ -392,7 +397,27 @@ def _cast(values: Any, col: Column) -> Any:
                 return pd.arrays.BooleanArray(obj.astype(bool), mask)
     elif dt == "object" and isinstance(values, (list, tuple)):
         return np.fromiter(values, dtype=object, count=n)
+    elif dt == "category" and isinstance(values, (list, tuple)):
+        cat = _str_categorical(values)
+        if cat is not None:
+            return cat
     return _cast_reference(values, col)
+
+
+def _str_categorical(values: Sequence[Any]) -> pd.Categorical | None:
+    """``pd.Categorical(values)`` for a list of str and None (at least one str): the
+    categories are the distinct strings sorted (as pandas sorts them: by code point), None is
+    NA. None for anything else (the caller then asks pandas)."""
+    distinct = dict.fromkeys(values)
+    distinct.pop(None, None)
+    if not distinct or not all(type(v) is str for v in distinct):
+        return None
+    cats = sorted(distinct)
+    code = {v: i for i, v in enumerate(cats)}
+    code[None] = -1
+    codes = np.fromiter(map(code.__getitem__, values), dtype=np.intp, count=len(values))
+    # (from_codes narrows the codes to the dtype pandas gives that many categories)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(cats))
 
 
 def _cast_reference(values: Any, col: Column) -> Any:

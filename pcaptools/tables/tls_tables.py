@@ -9,6 +9,7 @@ No column ever holds key material.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -289,39 +290,54 @@ class TlsTablesBuilder:
         self._codes = {n: CodeColumn() for n in _REC_CODES}
         self._names: dict[tuple[str, int], int] = {}
         self._dirs: dict[object, int] = {}
+        self._codes_of: dict[tuple[object, int, int, int | None], tuple[int, int, int, int]] = {}
+        """(direction, content type, version, inner content type) -> their four codes"""
+        self._buf = self._rec.buf
+        self._pack = self._rec.pack
+        self._limit = self._rec.limit
 
     def add(self, events: Iterable[object]) -> None:
         """Keep the TlsRecord and TlsSession events of ``events``; ignore the others."""
-        buf = self._rec.buf
-        pack = self._rec.pack
-        names = self._names
-        dirs = self._dirs
+        buf = self._buf
+        pack = self._pack
+        codes_of = self._codes_of
+        keep = self.keep_records
         for ev in events:
-            if type(ev) is TlsRecord and self.keep_records:
-                d = dirs.get(ev.direction)
-                if d is None:
-                    d = dirs[ev.direction] = self._codes["direction"].code(ev.direction.label)
-                ct = names.get(("content_type", ev.content_type))
-                if ct is None:
-                    ct = self._code("content_type", ev.content_type)
-                ver = names.get(("version", ev.version))
-                if ver is None:
-                    ver = self._code("version", ev.version)
-                inner = ev.inner_content_type
-                if inner is None:
-                    ic = -1
-                else:
-                    ic = names.get(("inner_content_type", inner), -1)
-                    if ic < 0:
-                        ic = self._code("inner_content_type", inner)
+            if type(ev) is TlsRecord and keep:
+                key = (ev.direction, ev.content_type, ev.version, ev.inner_content_type)
+                c = codes_of.get(key)
+                if c is None:
+                    c = codes_of[key] = self._new_codes(*key)
                 plain = ev.plaintext_length
                 buf += pack(ev.frame, ev.ts_ns, ev.tcp_stream, ev.session, ev.offset, ev.length,
                             1 if ev.encrypted else 0, 1 if ev.decrypted else 0,
-                            NA if plain is None else plain, d, ct, ver, ic)
+                            NA if plain is None else plain, *c)
             elif type(ev) is TlsSession:
                 self.sessions.append(ev)
-        if len(buf) >= self._rec.limit:
+        if len(buf) >= self._limit:
             self._rec.seal()
+
+    def _new_codes(self, direction: Any, content_type: int, version: int, inner: int | None
+                   ) -> tuple[int, int, int, int]:
+        """The codes of a record's direction, content type, version and inner content type
+        (-1: none), each coded in the order its values first appear."""
+        d = self._dirs.get(direction)
+        if d is None:
+            d = self._dirs[direction] = self._codes["direction"].code(direction.label)
+        names = self._names
+        ct = names.get(("content_type", content_type))
+        if ct is None:
+            ct = self._code("content_type", content_type)
+        ver = names.get(("version", version))
+        if ver is None:
+            ver = self._code("version", version)
+        if inner is None:
+            ic = -1
+        else:
+            ic = names.get(("inner_content_type", inner), -1)
+            if ic < 0:
+                ic = self._code("inner_content_type", inner)
+        return d, ct, ver, ic
 
     def _code(self, col: str, value: int) -> int:
         key = (col, value)

@@ -24,7 +24,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._columns import NA, CodeColumn, Records, categorical, nullable
+from .._columns import (
+    NA,
+    CodeColumn,
+    Records,
+    categorical,
+    first_seen_codes,
+    nullable,
+    sorted_categorical,
+)
 from ..protocols._base import Direction
 from ..protocols.websocket import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -280,8 +288,7 @@ _FRAME_FIELDS = (
     ("frame", "q"), ("ts", "q"), ("tcp_stream", "q"), ("stream_id", "q"), ("index", "q"),
     ("start_frame", "q"), ("start_ts", "q"), ("fin", "b"), ("rsv", "b"), ("opcode", "q"),
     ("masked", "b"), ("payload_len", "q"), ("header_bytes", "q"), ("lost_bytes", "q"),
-    ("complete", "b"), ("message_index", "q"), ("close_code", "q"), ("direction", "i"),
-    ("opcode_name", "i"),
+    ("complete", "b"), ("message_index", "q"), ("close_code", "q"), ("direction", "b"),
 )  # fmt: skip
 
 
@@ -293,7 +300,9 @@ def _party(d: Direction | None) -> str | None:
 
 class _FrameColumns:
     """ws_frames rows packed one struct call each (the WebSocket table that grows with
-    packets); :meth:`columns` hands over the rows held."""
+    packets); :meth:`columns` hands over the rows held. The direction and the opcode are
+    packed as they are and coded by :meth:`columns`, each category in the order its values
+    first appear (the codes of a streamed table's chunks stay the same)."""
 
     __slots__ = ("_buf", "_dir_code", "_limit", "_op_code", "_pack", "_rec", "codes", "n",
                  "sparse")
@@ -304,31 +313,23 @@ class _FrameColumns:
         self._pack = self._rec.pack
         self._limit = self._rec.limit
         self.codes = {name: CodeColumn() for name in ("direction", "opcode_name")}
-        # the category code of each direction and opcode seen (codes are never reassigned:
-        # a miss asks the CodeColumn, in the order the values appear, as before)
-        self._dir_code: dict[Direction, int] = {}
+        # the category code of each direction and opcode value seen (codes are never
+        # reassigned: a new value asks the CodeColumn, in the order the values appear)
+        self._dir_code: dict[int, int] = {}
         self._op_code: dict[int, int] = {}
         self.sparse: dict[str, dict[int, object]] = {"close_reason": {}, "control_payload": {}}
         self.n = 0
         """rows held"""
 
     def add(self, e: WsFrame) -> None:
-        d = e.direction
-        direction = self._dir_code.get(d)
-        if direction is None:
-            direction = self._dir_code[d] = self.codes["direction"].code(d.label)
-        opcode = e.opcode
-        op_name = self._op_code.get(opcode)
-        if op_name is None:
-            op_name = self._op_code[opcode] = self.codes["opcode_name"].code(opcode_name(opcode))
         sid, mi, cc, plen = e.stream_id, e.message_index, e.close_code, e.payload_len
         buf = self._buf
         buf += self._pack(
             e.frame, e.ts_ns, e.tcp_stream, NA if sid is None else sid, e.index, e.start_frame,
-            e.start_ts_ns, 1 if e.fin else 0, e.rsv, opcode, 1 if e.masked else 0,
+            e.start_ts_ns, 1 if e.fin else 0, e.rsv, e.opcode, 1 if e.masked else 0,
             plen if plen < (1 << 63) else NA, e.header_bytes, e.lost_bytes,
             1 if e.complete else 0, NA if mi is None else mi, NA if cc is None else cc,
-            direction, op_name,
+            e.direction,
         )
         row = self.n
         self.n = row + 1
@@ -347,6 +348,11 @@ class _FrameColumns:
         for name in ("frame", "ts", "tcp_stream", "index", "start_frame", "start_ts", "opcode",
                      "header_bytes", "lost_bytes"):  # fmt: skip
             out[name] = rec.column(name)
+        dirs, ops = self.codes["direction"], self.codes["opcode_name"]
+        out["direction"] = categorical(dirs.codes, first_seen_codes(
+            rec.column("direction"), self._dir_code, lambda d: dirs.code(Direction(d).label)))
+        out["opcode_name"] = categorical(ops.codes, first_seen_codes(
+            out["opcode"], self._op_code, lambda op: ops.code(opcode_name(op))))
         for name in ("stream_id", "payload_len", "message_index", "close_code"):
             out[name] = nullable(rec.column(name))
         for name in ("fin", "masked", "complete"):
@@ -355,8 +361,6 @@ class _FrameColumns:
         out["rsv1"] = (rsv & 4).astype(bool)
         out["rsv2"] = (rsv & 2).astype(bool)
         out["rsv3"] = (rsv & 1).astype(bool)
-        for name, col in self.codes.items():
-            out[name] = categorical(col.codes, rec.column(name))
         for name, values in self.sparse.items():
             dense: list[object] = [None] * self.n
             for row, v in values.items():
@@ -372,13 +376,17 @@ _MSG_FIELDS = (
     ("fragments", "q"), ("first_frame", "q"), ("first_ts", "q"), ("wire_bytes", "q"),
     ("payload_bytes", "q"), ("lost_bytes", "q"), ("compressed", "b"),
     ("decompressed_bytes", "q"), ("complete", "b"), ("utf8_ok", "b"), ("preview_truncated", "b"),
+    ("direction", "b"),
 )  # fmt: skip
-_MSG_TEXT = ("direction", "type", "decompress", "end_reason", "preview", "json_type")
+_MSG_TEXT = ("type", "decompress", "end_reason", "preview", "json_type")
+_DIRECTIONS = tuple(d.label for d in Direction)
+"""the direction labels by Direction value (sorted, as pandas orders the categories)"""
 
 
 class _MessageColumns:
-    """ws_messages rows: numbers packed one struct call each, text values (category values
-    and the preview) in one list per column; :meth:`columns` hands over the rows held."""
+    """ws_messages rows: numbers (and the direction) packed one struct call each, text values
+    (category values and the preview) in one list per column; :meth:`columns` hands over the
+    rows held."""
 
     __slots__ = ("_append", "_buf", "_limit", "_pack", "_rec", "text")
 
@@ -408,9 +416,9 @@ class _MessageColumns:
             e.first_frame, e.first_ts_ns, e.wire_bytes, e.payload_bytes, e.lost_bytes,
             1 if e.compressed else 0, NA if dbytes is None else dbytes, 1 if e.complete else 0,
             -1 if utf8 is None else (1 if utf8 else 0), 1 if e.preview_truncated else 0,
+            e.direction,
         )
-        direction, typ, decompress, end_reason, preview, json_type = self._append
-        direction(e.direction.label)
+        typ, decompress, end_reason, preview, json_type = self._append
         typ(e.type)
         decompress(e.decompress)
         end_reason(e.end_reason)
@@ -436,6 +444,8 @@ class _MessageColumns:
             out[name] = rec.column(name).astype(bool)
         utf8 = rec.column("utf8_ok")
         out["utf8_ok"] = pd.arrays.BooleanArray(utf8 == 1, utf8 < 0)
+        # (the categories pd.Categorical makes of the labels: those present, sorted)
+        out["direction"] = sorted_categorical(rec.column("direction"), _DIRECTIONS)
         out.update(self.text)  # lists: category and string columns cast as from row tuples
         self._new_text()
         return out
@@ -464,9 +474,9 @@ class WsTablesBuilder:
             h(event)
 
     def add_all(self, events: Iterable[object]) -> None:
-        handlers = self._handlers
+        handler = self._handlers.get
         for e in events:
-            h = handlers.get(type(e))
+            h = handler(type(e))
             if h is not None:
                 h(e)
 

@@ -39,22 +39,24 @@ def _load(path: Path, keys: Path | None = None) -> pcaptools.Capture:
     return pcaptools.load(path, keylog=keys)
 
 
-_OVERHEAD: dict[tuple[int, bool], pd.DataFrame] = {}
-_DISCONNECTS: dict[int, pd.DataFrame] = {}
+# (each entry keeps its Capture alive: an id is unique only while its object lives, and a
+# later capture at the same address would otherwise get another capture's result)
+_OVERHEAD: dict[tuple[int, bool], tuple[pcaptools.Capture, pd.DataFrame]] = {}
+_DISCONNECTS: dict[int, tuple[pcaptools.Capture, pd.DataFrame]] = {}
 
 
 def _overhead(cap: pcaptools.Capture, by_direction: bool = False) -> pd.DataFrame:
     """overhead(cap, quic=True), computed once per capture and shape."""
     key = (id(cap), by_direction)
     if key not in _OVERHEAD:
-        _OVERHEAD[key] = overhead(cap, quic=True, by_direction=by_direction)
-    return _OVERHEAD[key]
+        _OVERHEAD[key] = (cap, overhead(cap, quic=True, by_direction=by_direction))
+    return _OVERHEAD[key][1]
 
 
 def _disconnects(cap: pcaptools.Capture) -> pd.DataFrame:
     if id(cap) not in _DISCONNECTS:
-        _DISCONNECTS[id(cap)] = cap.disconnects(quic=True)
-    return _DISCONNECTS[id(cap)]
+        _DISCONNECTS[id(cap)] = (cap, cap.disconnects(quic=True))
+    return _DISCONNECTS[id(cap)][1]
 
 
 @pytest.fixture(scope="module")
