@@ -53,6 +53,7 @@ from typing import Any
 #: earlier, did not pay either.
 MODULES: tuple[str, ...] = (
     "pcaptools.io.pcap",
+    "pcaptools.io.pcapng",
     "pcaptools.net.decode",
     "pcaptools.tcp.analysis",
     "pcaptools.tcp.connstate",
@@ -72,7 +73,6 @@ MODULES: tuple[str, ...] = (
 #: brings it back to ``MODULES``).
 CANDIDATES: tuple[str, ...] = (
     *MODULES,
-    "pcaptools.io.pcapng",
     "pcaptools.tables.http_tables",
     "pcaptools.tables.tls_tables",
     "pcaptools.protocols.tls.observer",
