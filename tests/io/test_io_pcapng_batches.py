@@ -40,11 +40,11 @@ from helpers import (
     isb,
     nrb,
     opb,
-    option,
     shb,
     spb,
     write,
 )
+from helpers import block as raw_block
 
 from pcaptools.diagnostics import Diagnostics
 from pcaptools.io import RawFrame, open_capture
@@ -503,3 +503,297 @@ def test_cut_at_every_byte_near_block_edges(
         ref = _same_at_every_block(path, monkeypatch, blocks=[0, 1, 61, 1000, 4096])
         truncated += any(r[0] == "capture.truncated_record" for r in ref.rows)
     assert truncated == len(cuts - set(starts)) and len(cuts) > 1000
+
+
+# --------------------------------------------------------------------------- built files
+
+T0 = 1_700_000_000_000_000_000  # ns
+
+
+def _pkt(i: int, size: int = 40) -> bytes:
+    return bytes([i & 0xFF]) * size
+
+
+def _mixed(bo: str = "<", second_bo: str = ">") -> bytes:
+    """Two sections of different byte orders; interfaces of different link types and
+    if_tsresol; packets of every kind with Decryption Secrets Blocks, name resolution,
+    statistics, custom and unknown blocks between them; an option that overruns its block, an
+    out-of-order time, a packet of an undefined interface."""
+    keys = b"CLIENT_RANDOM " + b"ab" * 32 + b" " + b"cd" * 48 + b"\n"
+    s0 = T0 // 10**9
+
+    def at(iface: int, i: int) -> int:  # ticks of second i after T0 on each interface
+        return [T0 + i * 10**9, (T0 + i * 10**9) // 1000, (s0 + i) << 20][iface]
+
+    overrun = raw_block(6, struct.pack(bo + "IIIII", 0, at(0, 17) >> 32, at(0, 17) & 0xFFFFFFFF,
+                                   40, 40) + _pkt(14) + struct.pack(bo + "HH", 2, 40) + b"\0" * 4,
+                    bo)
+    first = [
+        shb(bo),
+        idb(1, 0, bo, tsresol=9),  # Ethernet, ns
+        idb(113, 0, bo, tsresol=6),  # Linux SLL, us
+        idb(101, 0, bo, tsresol=0x80 | 20),  # raw IP, 2^-20 s (not a whole number of ns)
+        *(epb(i % 3, at(i % 3, i), _pkt(i, 30 + 7 * i), bo=bo) for i in range(6)),
+        dsb(TLS_KEYLOG, keys, bo),
+        epb(0, at(0, 10), _pkt(6), bo=bo, opts=[(2, b"\x01\x00\x00\x00")]),  # epb_flags
+        epb(0, at(0, 11), _pkt(7), 1500, bo=bo),
+        nrb(bo), isb(0, bo),
+        epb(1, at(1, 12), _pkt(8), bo=bo),
+        dsb(0x5353484B, b"ssh secrets", bo),  # (not TLS: a row)
+        dsb(TLS_KEYLOG, keys.replace(b"ab", b"ef"), bo),
+        epb(2, at(2, 13), _pkt(9), bo=bo),
+        custom_block(bo), epb(0, at(0, 14), _pkt(10), bo=bo),
+        custom_block(bo, copy=False),
+        epb(0, at(0, 9), _pkt(11), bo=bo),  # earlier than the frame before it
+        epb(0, at(0, 15), _pkt(12), bo=bo),
+        epb(7, at(0, 16), _pkt(13), bo=bo),  # no interface 7
+        overrun,
+        spb(_pkt(15, 33), bo=bo), spb(_pkt(16, 20), bo=bo),
+        opb(1, at(1, 18), _pkt(17), bo=bo),
+        opb(2, at(2, 19), _pkt(18), bo=bo),
+        raw_block(0x80001234, b"\0" * 4, bo),  # (local use: a row)
+        epb(0, at(0, 20), _pkt(19), bo=bo),
+    ]
+    second = [
+        shb(second_bo),
+        idb(228, 64, second_bo, tsresol=3),  # IPv4, ms, snaplen 64
+        idb(1, 64, second_bo, tsresol=9, tsoffset=-3),  # Ethernet, ns, 3 s earlier
+        *(epb(i % 2, [(T0 + i * 10**9) // 10**6, T0 + (i + 3) * 10**9][i % 2] + i,
+              _pkt(20 + i, 50 + i), bo=second_bo) for i in range(30, 38)),
+        dsb(TLS_KEYLOG, keys.replace(b"ab", b"99"), second_bo),
+        spb(_pkt(28, 64), 100, bo=second_bo),  # (cut to the snaplen)
+        epb(1, T0 + 42 * 10**9, _pkt(29), bo=second_bo),
+    ]
+    return b"".join(first + second)
+
+
+@pytest.mark.parametrize("bo,second_bo", [("<", ">"), (">", "<"), ("<", "<")])
+def test_sections_interfaces_secrets_and_rows(
+    bo: str, second_bo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _mixed(bo, second_bo)
+    path = write(tmp_path / "m.pcapng", data)
+    ref = _same_at_every_block(path, monkeypatch, blocks=[*BLOCKS, 200, 333, 512])
+    # frames 11 and 13 are custom blocks, 16 names interface 7 (skipped with a row)
+    assert [f.frame for f in ref.frames] == [*range(1, 11), 12, 14, 15, *range(17, 33)]
+    assert [f.interface for f in ref.frames] == [0, 1, 2] * 2 + [0, 0, 1, 2] + [0] * 6 + [
+        1, 2, 0] + [3, 4] * 5
+    assert [f.linktype for f in ref.frames[:3]] == [1, 113, 101]
+    assert [f.linktype for f in ref.frames[-3:]] == [1, 228, 1]
+    s = 10**9
+    assert [f.ts_ns - T0 for f in ref.frames] == [
+        *(i * s for i in range(6)), *(i * s for i in range(10, 15)), 9 * s, 15 * s,
+        17 * s, 17 * s, 17 * s,  # (Simple Packet Blocks: the time of the frame before)
+        18 * s, 19 * s, 20 * s,
+        *(i * s + (i * 10**6 if i % 2 == 0 else i) for i in range(30, 38)), 37 * s + 37, 39 * s]
+    assert [(len(f.data), f.orig_len) for f in ref.frames if len(f.data) != f.orig_len] == [
+        (40, 1500), (64, 100)]
+    # the secrets of a DSB are there when the frame after it is handed out, not before
+    assert ref.secrets_at == [0] * 6 + [1] * 3 + [3] * 18 + [4] * 2
+    assert [t for t, _d in ref.secrets] == [TLS_KEYLOG, 0x5353484B, TLS_KEYLOG, TLS_KEYLOG]
+    assert [(r[0], r[1]) for r in ref.rows] == [
+        ("capture.secrets_unsupported", None), ("capture.timestamp_out_of_order", 14),
+        ("capture.unknown_interface", 16), ("capture.bad_option", 17),
+        ("capture.unknown_block_type", None)]
+    assert ref.rows_at == [0] * 9 + [1] * 2 + [2] * 2 + [4] * 5 + [5] * 11
+    assert ref.progress[-1] == len(data) and ref.frame_count == 32
+
+
+@pytest.mark.parametrize("tsresol,tsoffset", [
+    (9, None), (6, None), (0, None), (3, -(1 << 40)), (9, 1 << 33), (9, (1 << 62) // 10**9),
+    (0x80 | 30, None), (0x80 | 3, 7), (19, None), (0x80 | 62, None)])
+def test_times_at_the_edge_of_what_c_integers_hold(
+    tsresol: int, tsoffset: int | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tick counts on both sides of where ``_next_batch`` stops computing times in C
+    (``_fast_ts``), in every kind of resolution and offset, up to times out of the range of
+    int64 nanoseconds (a row, the frame before's time): the same frames and rows."""
+    tps = (1 << (tsresol & 0x7F)) if tsresol & 0x80 else 10**tsresol
+    npt = 10**9 // tps if tps <= 10**9 and 10**9 % tps == 0 else 0
+    hi_max, _off = _fast_ts(npt, (tsoffset or 0) * 10**9)
+    his = {0, 1, 5, 300_000_000, 1 << 30, (1 << 32) - 1}
+    if hi_max >= 0:
+        his |= {hi_max - 1, hi_max, hi_max + 1}
+    ticks = sorted({(hi << 32) | lo for hi in his if 0 <= hi < 1 << 32
+                    for lo in (0, 7, 0xFFFFFFFF)})
+    order = ticks + ticks[::-1]  # (then backwards: out of order)
+    data = shb() + idb(1, 0, tsresol=tsresol, tsoffset=tsoffset) + b"".join(
+        epb(0, t, _pkt(i, 20 + i % 13)) for i, t in enumerate(order))
+    path = write(tmp_path / "t.pcapng", data)
+    ref = _same_at_every_block(path, monkeypatch, blocks=[1, 100, 1000, 1 << 16])
+    assert len(ref.frames) == len(order)
+    assert all(TS_MIN_NS <= f.ts_ns <= TS_MAX_NS for f in ref.frames)
+
+
+@pytest.mark.parametrize("npt", [1, 3, 1000, 10**6, 10**9])
+def test_fast_ts_bounds_hold(npt: int) -> None:
+    """Every time ``_next_batch`` computes in C fits in a signed 64-bit integer."""
+    hi_max, off = _fast_ts(npt, -(1 << 62) + 1)
+    assert hi_max >= 0 and off == -(1 << 62) + 1
+    most = ((hi_max << 32) | 0xFFFFFFFF) * npt
+    assert most < 1 << 62 and -(1 << 63) <= most + off and most + (1 << 62) - 1 < 1 << 63
+    assert _fast_ts(npt, 1 << 62) == (-1, 0) and _fast_ts(0, 0) == (-1, 0)
+
+
+# --------------------------------------------------------------------------- how it hands out
+
+
+def test_a_block_is_handed_out_at_once_and_progress_stays_per_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The packet blocks after the first are sliced out of the read-ahead block together (the
+    stream is at the end of the last one), yet ``bytes_read`` is the end of the frame taken;
+    a DSB ends the batch and its secrets are there for the frame after it."""
+    head = shb() + idb(1, 0, tsresol=9)
+    pk = [epb(0, T0 + i, _pkt(i)) for i in range(6)]  # 72 bytes each
+    sec = dsb(TLS_KEYLOG, b"CLIENT_RANDOM 00 00\n")
+    path = write(tmp_path / "t.pcapng", head + b"".join(pk[:4]) + sec + b"".join(pk[4:]))
+    h, e = len(head), len(pk[0])
+    monkeypatch.setattr(io_open, "_BLOCK", 1 << 16)
+    with open_capture(path, Diagnostics()) as r:
+        it = r.frames()
+        # (reading the IDB filled the block) frames 1-4 are sliced out together, up to the DSB
+        assert next(it).frame == 1
+        assert (r.bytes_read, r._stream.tell()) == (h + e, h + 4 * e)
+        assert [(next(it).frame, r.bytes_read, len(r.secrets)) for _ in range(3)] == [
+            (2, h + 2 * e, 0), (3, h + 3 * e, 0), (4, h + 4 * e, 0)]
+        assert (next(it).frame, len(r.secrets)) == (5, 1)
+        assert [f.frame for f in it] == [6]
+        assert (r.bytes_read, r.frame_count) == (path.stat().st_size, 6)
+
+
+# --------------------------------------------------------------------------- streams
+
+
+class _Trickle(io.RawIOBase):
+    """A file object handing out at most ``piece`` bytes per read (a slow pipe, a socket)."""
+
+    def __init__(self, data: bytes, piece: int) -> None:
+        self._data, self._piece, self._pos = data, piece, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        k = min(len(b), self._piece, len(self._data) - self._pos)
+        b[:k] = self._data[self._pos : self._pos + k]
+        self._pos += k
+        return k
+
+
+@pytest.mark.parametrize("piece", [1, 3, 1000])
+def test_a_stream_read_in_small_pieces(piece: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file object whose reads return a few bytes at a time (read once, never seeked):
+    whole, and cut inside a block."""
+    data = _mixed()
+    for cut in (len(data), len(data) - 3, len(data) - 50):
+        ref = _same_at_every_block(lambda d=data[:cut]: _Trickle(d, piece), monkeypatch,
+                                   blocks=[1, 61, 4096, 1 << 16])
+        assert ref.progress[-1] == cut and len(ref.frames) > 25
+        assert [r[0] for r in ref.rows][5:] == ["capture.truncated_record"] * (cut != len(data))
+
+
+class _DiskFailsAt:
+    """A regular file (a ``BufferedReader``) whose disk fails at byte ``at``: ``read1`` hands
+    out the bytes before it, then raises EIO; ``read(n)`` raises when the n bytes reach it."""
+
+    def __init__(self, fh: Any, at: int) -> None:
+        self._fh, self._at = fh, at
+
+    def read(self, n: int = -1) -> bytes:
+        if self._fh.tell() + n > self._at:
+            raise OSError(5, "Input/output error")
+        return bytes(self._fh.read(n))
+
+    def read1(self, n: int = -1) -> bytes:
+        room = self._at - self._fh.tell()
+        if room <= 0:
+            raise OSError(5, "Input/output error")
+        return bytes(self._fh.read(min(n, room)))
+
+    def tell(self) -> int:
+        return int(self._fh.tell())
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+@pytest.mark.parametrize("inside", [0, 5, 30])
+def test_read_error_in_a_regular_file(inside: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """EIO from a failing disk in the 12th block (or right at its start): the frames before
+    it, then one read_error row, at any block size, as before."""
+    path = CAPTURES / "doh-h2.pcapng"
+    at = _block_starts(path.read_bytes())[11] + inside
+
+    def failing(reference: bool, block: int) -> tuple[list[int], Rows, int]:
+        monkeypatch.setattr(io_open, "_BLOCK", block)
+        diag = Diagnostics()
+        with open_capture(path, diag) as r:
+            stream: Any = r._stream
+            stream._fh = _DiskFailsAt(stream._fh, at)
+            stream.read = stream._fh.read  # (how a plain file is read before read_ahead)
+            it = _reference(r._parser) if reference else r.frames()  # type: ignore[arg-type]
+            frames = [f.frame for f in it]
+        rows = [(a.code, a.frame, a.ts_ns, a.detail) for a in diag.rows]
+        return frames, rows, r.frame_count
+
+    ref = failing(True, 1 << 16)
+    assert ref[0] and [row[0] for row in ref[1]] == ["capture.read_error"]
+    for block in (0, 1, 61, 4096, 1 << 16):
+        assert failing(False, block) == ref, block
+
+
+# --------------------------------------------------------------------------- compressed
+
+
+_CODECS: dict[str, Callable[[bytes], bytes]] = {
+    "gzip": gzip.compress,
+    "zstd": lambda b: zstandard.ZstdCompressor(write_checksum=True).compress(b),
+}
+
+
+@pytest.mark.parametrize("codec", list(_CODECS))
+@pytest.mark.parametrize("name", ["h2-sse-chat.pcapng", "mixed"])
+def test_compressed_captures_read_as_before(
+    codec: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compressed stream is read one block at a time, as before: the same frames, rows
+    (a cut or damaged stream), secrets and progress in compressed bytes."""
+    data = _mixed() if name == "mixed" else (CAPTURES / name).read_bytes()
+    packed = _CODECS[codec](data)
+    m = len(packed) * 3 // 4
+    cases = {
+        "whole": packed,
+        "cut": _CODECS[codec](data[:-30]),
+        "damaged": packed[:m] + b"\x00" * 64 + packed[m + 64 :],
+    }
+    if name == "mixed" and codec == "zstd":
+        del cases["damaged"]  # (one zstd block: the damage is found before the first frame)
+    for label, blob in cases.items():
+        path = write(tmp_path / f"{label}.pcapng.x", blob)
+        ref = _same_at_every_block(path, monkeypatch, blocks=[1, 61, 1 << 16])
+        if label != "damaged":
+            assert ref.progress[-1] == len(blob) and len(ref.frames) > 25, label
+        for limit in (400, 2000, len(data) // 2):
+            _same_at_every_block(path, monkeypatch, blocks=[61], max_decompressed_bytes=limit)
+
+
+def test_damaged_blocks_read_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 32-bit field of a block after the first (type, lengths, interface, times, length, options,
+    trailer) overwritten with values a damaged file holds, in blocks of every kind: the same
+    frames, rows, secrets and progress as before."""
+    data = _mixed()
+    starts = _block_starts(data)
+    values = [0, 1, 6, 31, 33, 0x7FFF, 1 << 20, 0xFFFFFFFF]
+    cases = [(s, k, v) for s, e in zip(starts[1:], starts[2:], strict=False)
+             for k in sorted({0, 4, 8, 12, 16, 20, 24, 28, e - s - 8, e - s - 4})
+             if s + k + 4 <= e for v in values]
+    rows: set[str] = set()
+    for start, k, v in random.Random(1).sample(cases, 500):
+        bad = data[: start + k] + struct.pack("<I", v) + data[start + k + 4 :]
+        path = write(tmp_path / "d.pcapng", bad)
+        ref = _same_at_every_block(path, monkeypatch, blocks=[0, 61, 1 << 16])
+        rows.update(r[0] for r in ref.rows)
+    assert rows >= {"capture.bad_block", "capture.bad_record_length", "capture.truncated_record",
+                    "capture.unknown_interface", "capture.timestamp_out_of_order",
+                    "capture.bad_option", "capture.timestamp_out_of_range"}
