@@ -32,6 +32,7 @@ cdef class PcapngParser:
     cdef public object _order_ref
     cdef public object _section
     cdef public object _src
+    cdef public object _tail_head
     cdef public object _u32
     cdef public set _unknown_types
     cdef public object frame_count
@@ -45,5 +46,8 @@ cdef class PcapngParser:
                    off_c=cython.longlong, last_head=Py_ssize_t, btype=cython.longlong,
                    blen=cython.longlong, iface_id=cython.longlong, hi=cython.longlong,
                    lo=cython.longlong, caplen=cython.longlong, orig=cython.longlong,
-                   end=Py_ssize_t, opts=Py_ssize_t, ts=cython.longlong)
+                   end=Py_ssize_t, opts=Py_ssize_t, ts=cython.longlong, got_head=bint,
+                   trailer=cython.longlong, nbtype=cython.longlong, nblen=cython.longlong,
+                   niface=cython.longlong, nhi=cython.longlong, nlo=cython.longlong,
+                   ncap=cython.longlong, norig=cython.longlong)
     cpdef _next_batch(self)

@@ -125,6 +125,7 @@ class PcapngParser:
         "_order_ref",
         "_section",
         "_src",
+        "_tail_head",
         "_u32",
         "_unknown_types",
         "frame_count",
@@ -299,6 +300,7 @@ class PcapngParser:
         self._hdr_unpack = struct.Struct(bo + "II").unpack
         self._epb_unpack = struct.Struct(bo + "IIIII").unpack_from
         self._epb_head = struct.Struct(bo + "IIIIIII").unpack_from  # type, length, EPB fields
+        self._tail_head = struct.Struct(bo + "IIIIIIII").unpack_from  # a trailer, the next head
         self._u32 = struct.Struct(bo + "I").unpack_from
 
     def frames(self) -> Iterator[RawFrame]:
@@ -354,6 +356,7 @@ class PcapngParser:
                 ifaces = self._ifaces
                 n_ifaces = len(ifaces)
                 head = self._epb_head
+                tail_head = self._tail_head
                 u32 = self._u32
                 bo = self._bo
                 frame = self.frame_count
@@ -363,16 +366,23 @@ class PcapngParser:
                 linktype = ns_per_tick = tps = off_ns = snaplen = gidx = maxlen = 0
                 hi_max = off_c = 0
                 last_head = len(buf) - 28
+                got_head = False  # (the header at pos was unpacked with the trailer before it)
                 while pos <= last_head:
-                    btype, blen, iface_id, hi, lo, caplen, orig = head(buf, pos)
+                    if got_head:
+                        btype, blen, iface_id, hi = nbtype, nblen, niface, nhi
+                        lo, caplen, orig = nlo, ncap, norig
+                    else:
+                        btype, blen, iface_id, hi, lo, caplen, orig = head(buf, pos)
                     end = pos + blen
-                    if (
-                        blen < 16
-                        or blen & 3
-                        or blen > MAX_BLOCK_LEN
-                        or end > last_head + 28
-                        or u32(buf, end - 4)[0] != blen
-                    ):
+                    if blen < 16 or blen & 3 or blen > MAX_BLOCK_LEN or end > last_head + 28:
+                        break
+                    if end <= last_head:  # the trailer and the next block's header at once
+                        trailer, nbtype, nblen, niface, nhi, nlo, ncap, norig = tail_head(
+                            buf, end - 4)
+                        got_head = True
+                    else:
+                        trailer = u32(buf, end - 4)[0]
+                    if trailer != blen:
                         break
                     if btype == BT_SPB:  # (iface_id is its original length)
                         if not n_ifaces:
