@@ -315,7 +315,7 @@ class PcapngParser:
         only once every frame of the one before has been taken, so a Decryption Secrets Block
         is in ``secrets``, and every row is added, at the same point of the consumer's work as
         when blocks were read one at a time. ``CaptureReader.bytes_read`` stays the end of the
-        block of the frame taken (:meth:`tell`). (``benchmarks/PROFILE.md``, 2026-12-07: the
+        block of the frame taken (:meth:`tell`). (``benchmarks/PROFILE.md``, 2026-12-06: the
         compiled build slices with C integers.)
         """
         src: Any = self._src  # read_ahead: see open._Stream (absent from other sources)
@@ -344,8 +344,9 @@ class PcapngParser:
         again only when every frame it returned has been taken).
 
         From the read-ahead block: every whole Enhanced, Simple or obsolete Packet Block up to
-        the first block that is not one, needs a row or another read. Otherwise the blocks
-        read by :meth:`_block` up to and including the next packet block (one frame)."""
+        the first block that is not one, needs a row or another read. Otherwise one block
+        through :meth:`_block`: its frame alone, or, for a block that gives none (an interface,
+        secrets, a skipped block), the same again from the block after it."""
         while True:
             if self._ahead:
                 src: Any = self._src
@@ -367,6 +368,7 @@ class PcapngParser:
                 hi_max = off_c = 0
                 last_head = len(buf) - 28
                 got_head = False  # (the header at pos was unpacked with the trailer before it)
+                nbtype = nblen = niface = nhi = nlo = ncap = norig = 0
                 while pos <= last_head:
                     if got_head:
                         btype, blen, iface_id, hi = nbtype, nblen, niface, nhi
