@@ -44,16 +44,26 @@ from typing import Any
 #:   stage of ``benchmarks/stages.py`` on ``mid.pcap`` 0.127 -> 0.103 CPU s (0.128 s with the
 #:   same reader as Python), 21 % fewer instructions; the TCP-only pass 2.7 % fewer
 #:   instructions, a gain below what its CPU seconds resolve on the shared machine.
+#: * the pcapng reader (``io/pcapng``, with ``.pxd`` declarations: its batches of packet blocks
+#:   sliced out of a block with C integers; benchmarks/PROFILE.md, 2026-12-06): reading
+#:   ``mid.pcap`` converted to pcapng 0.201 -> 0.115 CPU s (0.187 s with the same reader as
+#:   Python); the whole ``load()`` within noise.
+#: * the per-frame records and the frame loop (``io/frame``, ``net/packet``: RawFrame and
+#:   TcpSegment as extension types; SegmentAnalysis in ``tcp/analysis``; TcpTracker an extension
+#:   type; ``frameloop``: the loop of ``load()``; benchmarks/PROFILE.md, 2026-12-06): the
+#:   TCP-only pass on ``base.pcap`` 3.32 -> 2.39 G instructions (-28 %), with the packets table
+#:   3.92 -> 2.75 G (-30 %).
 #:
 #: Weighed and left out: the TLS record loop (``protocols/tls`` records and observer, with
 #: ``.pxd`` declarations) took 1.0 % more off (3.98 s; 0.035-0.045 s in the replay): at the
 #: rule's 1 %, not reliably over it, for the largest C compile of the payload stack.
 #: HTTP/1.1, HTTP/2 and SSE compiled without declarations saved nothing or ran slower (replay:
-#: +0.015, -0.011, -0.005 s); the pcapng reader, the table builders and the pipeline, weighed
-#: earlier, did not pay either.
+#: +0.015, -0.011, -0.005 s); the table builders and the pipeline, weighed earlier, did not pay
+#: either (nor did the pcapng reader before its batches).
 MODULES: tuple[str, ...] = (
     "pcaptools.io.frame",
     "pcaptools.io.pcap",
+    "pcaptools.io.pcapng",
     "pcaptools.net.packet",
     "pcaptools.net.decode",
     "pcaptools.tcp.analysis",
@@ -75,7 +85,6 @@ MODULES: tuple[str, ...] = (
 #: brings it back to ``MODULES``).
 CANDIDATES: tuple[str, ...] = (
     *MODULES,
-    "pcaptools.io.pcapng",
     "pcaptools.tables.http_tables",
     "pcaptools.tables.tls_tables",
     "pcaptools.protocols.tls.observer",

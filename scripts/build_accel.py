@@ -6,13 +6,14 @@
     python scripts/build_accel.py --clean    # remove the build: pcaptools runs pure Python
     python scripts/build_accel.py --candidates  # also the modules that do not pay (module_pay.py)
 
-The modules (``pcaptools._accel.MODULES``, the pcap reader, the TCP core and the WebSocket
-observer: the ones that pay, see its comment) are compiled from their unchanged ``.py`` source. A
-``.pxd`` beside a module (``io/pcap.pxd``, ``net/decode.pxd``, ``tcp/analysis.pxd``,
-``tcp/tracker.pxd``, ``tables/packets.pxd``, ``protocols/websocket/{state,observer,inflate}.pxd``,
-and for the candidates ``protocols/tls/{records,observer}.pxd``) adds Cython type declarations
-(extension types, C integer locals) without changing the ``.py``; one may cimport another's
-extension types, and then both must be built together (checked here and by the loader). The
+The modules (``pcaptools._accel.MODULES``, the pcap and pcapng readers, the TCP core and the
+WebSocket observer: the ones that pay, see its comment) are compiled from their unchanged ``.py``
+source. A ``.pxd`` beside a module (``io/pcap.pxd``, ``io/pcapng.pxd``, ``net/decode.pxd``,
+``tcp/analysis.pxd``, ``tcp/tracker.pxd``, ``tables/packets.pxd``,
+``protocols/websocket/{state,observer,inflate}.pxd``, and for the candidates
+``protocols/tls/{records,observer}.pxd``) adds Cython type declarations (extension types, C
+integer locals) without changing the ``.py``; one may cimport another's extension types, and
+then both must be built together (checked here and by the loader). The
 SHA-256 of each ``.py`` and its ``.pxd`` (with those of the modules it cimports) goes into
 ``_compiled/manifest.json``, and pcaptools loads a compiled module only while its sources still
 have that hash (see ``pcaptools/_accel.py``). Results are identical either way
@@ -135,9 +136,9 @@ C_FLAGS = ("-w", "-g0")
 
 #: CPU seconds (user + system) of the build per module, measured 2026-12-06 (Cython 3.3.1,
 #: gcc 12): the 6 modules of the TCP core in 40 s, the 23 of CANDIDATES in 161 s (73 s wall on
-#: an idle 2-core machine); the 11 of MODULES with the WebSocket observer in 55 s (the pcap
-#: reader, added later, about 4 s more). The estimate printed is this times the module count,
-#: spread over the parallel compiles
+#: an idle 2-core machine); the 11 of MODULES with the WebSocket observer in 55 s (the pcap and
+#: pcapng readers, added later, about 4 s more each). The estimate printed is this times the
+#: module count, spread over the parallel compiles
 _CPU_S_PER_MODULE = 7.0
 
 

@@ -517,9 +517,7 @@ class CaptureReader:
     def bytes_read(self) -> int:
         """Bytes of the file (compressed bytes, for a compressed file) consumed so far."""
         if self._stream.buffered:
-            parser = self._parser
-            pos = parser.tell() if isinstance(parser, PcapParser) else self._stream.tell()
-            return min(pos, self.file_size)
+            return min(self._parser.tell(), self.file_size)
         try:
             return min(int(self._raw.tell()), self.file_size)
         except (OSError, ValueError):

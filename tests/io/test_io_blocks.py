@@ -1,7 +1,7 @@
-"""Block reads: an uncompressed capture is read ahead in blocks and Enhanced Packet Blocks and
-pcap records are sliced out of the block (``open._Stream.read_ahead``, the fast path of
-``PcapngParser.frames`` and the batches of ``PcapParser.frames``; tests/io/test_io_pcap_batches.py
-compares the pcap reader with the record-by-record generator it replaced).
+"""Block reads: an uncompressed capture is read ahead in blocks and pcapng packet blocks and
+pcap records are sliced out of the block (``open._Stream.read_ahead``, the batches of
+``PcapngParser.frames`` and ``PcapParser.frames``; tests/io/test_io_pcap_batches.py and
+tests/io/test_io_pcapng_batches.py compare the readers with the generators they replaced).
 
 Whatever the block size, the frames, the Diagnostics rows and the ``bytes_read`` progress must
 be exactly those of record-by-record reads (block size 0: every read asks the file for exactly
