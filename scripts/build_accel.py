@@ -23,8 +23,10 @@ have that hash (see ``pcaptools/_accel.py``). Results are identical either way
 What it prints: one line before it starts (what, on how many cores, roughly how long, how to
 skip it), one line per module as its C compile finishes, and the total time. The C that
 Cython generates is compiled with ``-w`` (its warnings are about generated code, not ours:
-none is actionable) and ``-g0`` (no debug information: it roughly halves gcc's time and the
-modules run the same); the compiles run in parallel (``--jobs``, default: the cores this
+none is actionable), ``-g0`` (no debug information: it roughly halves gcc's time and the
+modules run the same) and ``-O2`` (the interpreter's build asks for ``-O3``: 16 modules took
+69 s of CPU with it and 57 s without, 2026-12-06, and ran as fast: see benchmarks/PROFILE.md);
+the compiles run in parallel (``--jobs``, default: the cores this
 process may use), largest first so that no core is left with a big module at the end.
 """
 
@@ -131,15 +133,17 @@ def build(jobs: int, candidates: bool = False) -> int:
 
 
 #: added after the interpreter's own flags (the last -g/-O wins): no warnings from generated
-#: C, no debug information (half of gcc's time; the same machine code runs)
-C_FLAGS = ("-w", "-g0")
+#: C, no debug information (half of gcc's time; the same machine code runs), -O2 rather than
+#: the interpreter's -O3 (a sixth less compile time, no slower: benchmarks/PROFILE.md)
+C_FLAGS = ("-w", "-g0", "-O2")
 
 #: CPU seconds (user + system) of the build per module, measured 2026-12-06 (Cython 3.3.1,
 #: gcc 12): the 6 modules of the TCP core in 40 s, the 23 of CANDIDATES in 161 s (73 s wall on
 #: an idle 2-core machine); the 11 of MODULES with the WebSocket observer in 55 s (the pcap and
-#: pcapng readers, added later, about 4 s more each). The estimate printed is this times the
-#: module count, spread over the parallel compiles
-_CPU_S_PER_MODULE = 7.0
+#: pcapng readers, added later, about 4 s more each). With -O2 (2026-12-06): the 16 of MODULES
+#: (the per-frame records and the frame loop added) in 57 s of CPU, 31 s wall on 2 cores. The
+#: estimate printed is this times the module count, spread over the parallel compiles
+_CPU_S_PER_MODULE = 3.6
 
 
 def _estimate(jobs: int, modules: int) -> str:
