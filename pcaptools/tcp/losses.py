@@ -74,13 +74,14 @@ MAX_LOSS_HOLES = 1000
 #: resends seen twice remembered per direction while a D-SACK may still declare them spurious
 MAX_DSACK_PENDING = 64
 #: how long (at least) a resend waits for a D-SACK
-_DSACK_WAIT_NS = 1_000_000_000
+DSACK_WAIT_NS = 1_000_000_000
 
 #: minimum RTO of common stacks (Linux); a resend earlier than this is not a timeout
 _MIN_RTO_NS = 200_000_000
 
 _DIRS = ("client_to_server", "server_to_client")
-_NOP_NOP_TS = b"\x01\x01\x08\x0a"
+#: the options of a header with timestamps only (NOP, NOP, TS): no SACK block
+NOP_NOP_TS = b"\x01\x01\x08\x0a"
 _NOT_DATA_KINDS = frozenset({"keep_alive", "zero_window_probe"})
 
 
@@ -341,12 +342,12 @@ class LossRecorder:
         the first SACK block, below the cumulative ACK or inside the second block) covering a
         resend says the receiver got that data twice: the resend was spurious."""
         pend = ld.pending
-        wait = max(_DSACK_WAIT_NS, 4 * irtt_ns) if irtt_ns else _DSACK_WAIT_NS
+        wait = max(DSACK_WAIT_NS, 4 * irtt_ns) if irtt_ns else DSACK_WAIT_NS
         ts = seg.ts_ns
         while pend and ts - pend[0][3] > wait:
             del pend[0]
         hl = seg.header_len
-        if not pend or hl <= 20 or (hl == 32 and seg.options[:4] == _NOP_NOP_TS):
+        if not pend or hl <= 20 or (hl == 32 and seg.options[:4] == NOP_NOP_TS):
             return  # no options, or only timestamps
         blocks = parse_options(seg.options).sack_blocks
         if not blocks:

@@ -43,7 +43,8 @@ cdef class TcpTracker:
     cdef public object row_maker
 
     @cython.locals(d=cython.longlong, flags=cython.longlong, seg_len=cython.longlong,
-                   frame_len=cython.longlong, counts=list, a=SegmentAnalysis)
+                   frame_len=cython.longlong, counts=list, a=SegmentAnalysis, pend=list,
+                   hl=cython.longlong)
     cpdef segment(self, TcpSegment seg)
 
     @cython.locals(flags=cython.longlong, out=list)

@@ -25,7 +25,7 @@ from .cold import ColdSyns, cold_eligible, pair_hash
 from .connstate import ConnHistory
 from .frozen import Deadlines, FreezePolicy, FrozenConnections, RecordCodec
 from .gaps import Gap, SeqFollower
-from .losses import LossDirection, LossRecorder, vantage
+from .losses import DSACK_WAIT_NS, NOP_NOP_TS, LossDirection, LossRecorder, vantage
 from .options import parse_options
 from .packing import StreamPacker
 from .reassembly import Reassembler, StreamGap
@@ -509,8 +509,14 @@ class TcpTracker:
             lp.ack_opts = seg.options
             if lp.holes:
                 self.losses.acked(lp, ra, stream, 1 - d, seg)
-            if lp.pending:
-                self.losses.dsack(lp, seg, conn.conv.irtt_ns)
+            pend = lp.pending
+            if pend:
+                # (LossRecorder.dsack acts on an ACK that may carry a SACK block, or once the
+                # oldest resend waited at least the shortest wait; the others skip the call)
+                hl = seg.header_len
+                if (hl > 20 and not (hl == 32 and seg.options[:4] == NOP_NOP_TS)) \
+                        or seg.ts_ns - pend[0][3] > DSACK_WAIT_NS:
+                    self.losses.dsack(lp, seg, conn.conv.irtt_ns)
         st = conn.streams
         if st is not None:
             self._bytes(conn, st, seg, a, d)
