@@ -68,6 +68,7 @@ MODULES: tuple[str, ...] = (
     "pcaptools.net.decode",
     "pcaptools.tcp.analysis",
     "pcaptools.tcp.connstate",
+    "pcaptools.tcp.gaps",
     "pcaptools.tcp.reassembly",
     "pcaptools.tcp.tracker",
     "pcaptools.tables.packets",

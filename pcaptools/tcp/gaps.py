@@ -112,7 +112,7 @@ class SeqFollower:
                 out.append((x, lo - d.base, end - lo, "snaplen"))
             d.nxt = end
             if d.ranges:
-                self._absorb(d)
+                _absorb(d)
             return
         # above a hole: remember the range (merged with its neighbours)
         r = d.ranges
@@ -132,7 +132,7 @@ class SeqFollower:
         if len(r) > MAX_FOLLOW_RANGES:
             out.append((x, d.nxt - d.base, r[0][0] - d.nxt, "limit"))
             d.nxt = r[0][0]
-            self._absorb(d)
+            _absorb(d)
 
     def acked(self, x: int, ack: int, out: list[Gap]) -> None:
         """The peer acknowledged direction ``x`` up to unwrapped relative ``ack``: the holes
@@ -155,7 +155,7 @@ class SeqFollower:
             out.append((x, d.nxt - d.base, gap_end - d.nxt, "acked"))
             d.nxt = gap_end
             if r:
-                self._absorb(d)
+                _absorb(d)
 
     def finish(self, out: list[Gap]) -> None:
         """End of the capture: the holes between captured ranges, and before a FIN, are gaps
@@ -172,19 +172,20 @@ class SeqFollower:
                     out.append((x, d.nxt - d.base, gap_end - d.nxt, "end"))
                 d.nxt = max(d.nxt, gap_end)
                 if r:
-                    self._absorb(d)
+                    _absorb(d)
                 else:
                     break
 
-    @staticmethod
-    def _absorb(d: _Dir) -> None:
-        r = d.ranges
-        nxt = d.nxt
-        i = 0
-        while i < len(r) and r[i][0] <= nxt:
-            if r[i][1] > nxt:
-                nxt = r[i][1]
-            i += 1
-        if i:
-            del r[:i]
-        d.nxt = nxt
+
+def _absorb(d: _Dir) -> None:
+    """Move ``d.nxt`` over the captured ranges that now touch it, and drop them."""
+    r = d.ranges
+    nxt = d.nxt
+    i = 0
+    while i < len(r) and r[i][0] <= nxt:
+        if r[i][1] > nxt:
+            nxt = r[i][1]
+        i += 1
+    if i:
+        del r[:i]
+    d.nxt = nxt

@@ -10,6 +10,8 @@ import cython
 
 from pcaptools.net.packet cimport TcpSegment
 from pcaptools.tcp.analysis cimport SegmentAnalysis, TcpAnalyzer
+from pcaptools.tcp.connstate cimport ConnHistory
+from pcaptools.tcp.gaps cimport SeqFollower
 
 
 cdef class _Guarded:
@@ -44,11 +46,11 @@ cdef class TcpTracker:
 
     @cython.locals(d=cython.longlong, flags=cython.longlong, seg_len=cython.longlong,
                    frame_len=cython.longlong, counts=list, a=SegmentAnalysis, pend=list,
-                   hl=cython.longlong)
+                   hl=cython.longlong, hist=ConnHistory)
     cpdef segment(self, TcpSegment seg)
 
-    @cython.locals(flags=cython.longlong, out=list)
-    cpdef _follow(self, conn, f, TcpSegment seg, SegmentAnalysis a, long long d)
+    @cython.locals(flags=cython.longlong, out=list, hi=list)
+    cpdef _follow(self, conn, SeqFollower f, TcpSegment seg, SegmentAnalysis a, long long d)
 
     @cython.locals(flags=cython.longlong, seq_hi=list, out=list, items=list)
     cpdef _bytes(self, conn, st, TcpSegment seg, SegmentAnalysis a, long long d)

@@ -481,11 +481,12 @@ class TcpTracker:
                 add(seg, stream, d, "resent", a.rel_seq, rel_ack, NA, NA)
             if retrans:
                 conn.retransmissions += 1
+        hist = conn.history
         if flags & _SFR or retrans or not seg.window:
-            conn.history.packet(from_client, flags, seg_len, retransmission=retrans,
-                                zero_window=seg.window == 0, seq=seg.seq)
+            hist.packet(from_client, flags, seg_len, retransmission=retrans,
+                        zero_window=seg.window == 0, seq=seg.seq)
         else:
-            conn.history.plain(from_client, flags, seg_len)
+            hist.plain(from_client, flags, seg_len)
         loss = conn.loss
         if loss is None and (seg_len or a.rel_ack is not None):
             loss = conn.loss = (LossDirection(), LossDirection())

@@ -115,6 +115,15 @@ def test_analyzer_shortcut_is_exact(inputs: list[Path]) -> None:
     assert general < segments / 2  # the shortcut is the common case
 
 
+class _PacketOnlyHistory(ConnHistory):
+    """The reference history: every segment through :meth:`ConnHistory.packet`."""
+
+    __slots__ = ()
+
+    def plain(self, from_client: bool, flags: int, seg_len: int) -> None:
+        self.packet(from_client, flags, seg_len)
+
+
 def _tables(path: Path, reference: bool, monkeypatch: pytest.MonkeyPatch) -> list[pd.DataFrame]:
     with monkeypatch.context() as m:
         tracker_class = TcpTracker
@@ -123,12 +132,14 @@ def _tables(path: Path, reference: bool, monkeypatch: pytest.MonkeyPatch) -> lis
                 TcpTracker.__init__(self, diag)
                 self.analyzer = _GeneralOnly(diag)
 
-            tracker_class = patched_tracker(m, __init__=general_init)
+            def packet_only(self: TcpTracker, a: SegmentAnalysis, seg: TcpSegment) -> Any:
+                conn = TcpTracker._new_connection(self, a, seg)
+                conn.history = _PacketOnlyHistory(client_inferred=conn.history.client_inferred)
+                return conn
 
-            def plain(self: ConnHistory, from_client: bool, flags: int, seg_len: int) -> None:
-                self.packet(from_client, flags, seg_len)
-
-            m.setattr(ConnHistory, "plain", plain)
+            # (the connections' histories of a subclass: in the compiled build ConnHistory is
+            # an extension type, whose methods cannot be set on the class)
+            tracker_class = patched_tracker(m, __init__=general_init, _new_connection=packet_only)
         diag = Diagnostics()
         tracker = tracker_class(diag)
         feed(tracker, path)
