@@ -2,9 +2,13 @@
 # runs unchanged without Cython). Used only by scripts/build_accel.py; pcaptools/_accel.py
 # hashes this file with the .py, so a stale build is never loaded.
 #
-# Only _Guarded (called for every chunk of payload) becomes an extension type. TcpTracker
-# stays a Python class on purpose: the tests replace its methods (monkeypatch on the class),
-# which an extension type forbids.
+# What it buys: TcpTracker, its per-connection records (Connection, DirStats) and _Guarded
+# (called for every chunk of payload) become extension types, so TcpTracker.segment reads and
+# writes a connection's state as C struct fields and calls the analyzer, the history, the
+# sequence follower and the loss state (connstate.pxd, gaps.pxd, losses.pxd) as C methods and
+# structs. Tests that replace TcpTracker methods do it in a subclass
+# (tests/tcp/_tracker_patch.py): an extension type's methods cannot be set on the class.
+# Every record field stays a Python object except where its .pxd says otherwise.
 
 import cython
 
@@ -12,6 +16,7 @@ from pcaptools.net.packet cimport TcpSegment
 from pcaptools.tcp.analysis cimport SegmentAnalysis, TcpAnalyzer
 from pcaptools.tcp.connstate cimport ConnHistory
 from pcaptools.tcp.gaps cimport SeqFollower
+from pcaptools.tcp.losses cimport LossDirection
 
 
 cdef class _Guarded:
@@ -19,6 +24,58 @@ cdef class _Guarded:
     cdef public object _obs
     cdef public object _tcp_stream
     cdef public bint failed
+
+
+cdef class DirStats:
+    cdef public object last_frame
+    cdef public object last_ts
+    cdef public object ttl
+    cdef public object ttl_min
+    cdef public object ttl_max
+    cdef public object ip_id
+    cdef public object ip_id_first
+    cdef public object handshake_bytes
+    cdef public object teardown_bytes
+    cdef public object pure_ack_packets
+    cdef public object pure_ack_bytes
+    cdef public object max_seg
+    cdef public object max_acked
+    cdef public object no_df_packets
+    cdef public object big
+    cdef public object shrink
+
+
+cdef class Connection:
+    cdef public object conv
+    cdef public object first_frame
+    cdef public object first_ts
+    cdef public ConnHistory history
+    cdef public tuple side
+    cdef public list counts
+    cdef public object last_frame
+    cdef public object last_ts
+    cdef public object retransmissions
+    cdef public object fin
+    cdef public object rst_frame
+    cdef public object rst_ts
+    cdef public object rst_by_client
+    cdef public object handshake
+    cdef public object streams
+    cdef public object packed
+    cdef public SeqFollower follow
+    cdef public object syn_pending
+    cdef public object syn_pending_peer
+    cdef public object rst_ttl
+    cdef public object rst_ip_id
+    cdef public object idle_max_ns
+    cdef public object idle_max_start_frame
+    cdef public object idle_max_end_frame
+    cdef public object idle_max_end_ts
+    cdef public object idle_last_ns
+    cdef public object idle_last_start_frame
+    cdef public object idle_last_end_frame
+    cdef public object idle_last_end_ts
+    cdef public tuple loss
 
 
 cdef class TcpTracker:
@@ -46,11 +103,12 @@ cdef class TcpTracker:
 
     @cython.locals(d=cython.longlong, flags=cython.longlong, seg_len=cython.longlong,
                    frame_len=cython.longlong, counts=list, a=SegmentAnalysis, pend=list,
-                   hl=cython.longlong, hist=ConnHistory)
+                   hl=cython.longlong, hist=ConnHistory, conn=Connection, sd=DirStats,
+                   peer=DirStats, loss=tuple, ld=LossDirection, lp=LossDirection)
     cpdef segment(self, TcpSegment seg)
 
     @cython.locals(flags=cython.longlong, out=list, hi=list)
-    cpdef _follow(self, conn, SeqFollower f, TcpSegment seg, SegmentAnalysis a, long long d)
+    cpdef _follow(self, Connection conn, SeqFollower f, TcpSegment seg, SegmentAnalysis a, long long d)
 
     @cython.locals(flags=cython.longlong, seq_hi=list, out=list, items=list)
-    cpdef _bytes(self, conn, st, TcpSegment seg, SegmentAnalysis a, long long d)
+    cpdef _bytes(self, Connection conn, st, TcpSegment seg, SegmentAnalysis a, long long d)

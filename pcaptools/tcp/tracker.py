@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._columns import NA, CodeColumn, IntColumn
+from .._slots import slots_eq, slots_repr
 from ..diagnostics import Diagnostics
 from ..net.packet import ACK, FIN, RST, SYN, TcpSegment
 from .analysis import RETRANSMISSION_KINDS as RETRANSMISSION_KINDS  # (re-exported: its home)
@@ -181,101 +182,190 @@ class Handshake:
     refused: bool = False
 
 
-@dataclass(slots=True)
 class DirStats:
     """Timeline and overhead counters of one direction of a connection (the CONNECTIONS
-    columns after end_ts; analyses.disconnects and analyses.overhead read them)."""
+    columns after end_ts; analyses.disconnects and analyses.overhead read them).
 
-    last_frame: int = 0
-    """last packet, RSTs excluded (0: none)"""
-    last_ts: int = 0
-    ttl: int = -1
-    """TTL / hop limit of the last non-RST packet (-1: none)"""
-    ttl_min: int = -1
-    ttl_max: int = -1
-    ip_id: int = -1
-    """IPv4 identification of the last non-RST packet (-1: none or IPv6)"""
-    ip_id_first: int = -1
-    """first non-zero IPv4 identification of non-RST packets (< 1: none yet)"""
-    handshake_bytes: int = 0
-    """frame bytes minus payload of SYN / SYN-ACK packets and of the handshake-completing ACK"""
-    teardown_bytes: int = 0
-    """frame bytes minus payload of FIN / RST packets, plus payload-less ACKs after the peer's FIN"""
-    pure_ack_packets: int = 0
-    """packets without payload and without SYN/FIN/RST (teardown ACKs excluded)"""
-    pure_ack_bytes: int = 0
-    max_seg: int = 0
-    """largest payload (tcp.len) of a segment sent"""
-    max_acked: int = 0
-    """largest payload of a segment the peer acknowledged (its last byte covered by an ACK, and
-    not re-sent in smaller pieces before that)"""
-    no_df_packets: int = 0
-    """packets with payload sent without the IPv4 DF bit"""
-    big: list[list[int]] | None = None
-    """segments larger than max_acked not yet acknowledged, at most _MAX_BIG:
-    [rel_seq, rel_end, len, frame, ts]"""
-    shrink: list[int] | None = None
-    """the first time the sender re-sent a segment in smaller pieces: [big frame, big ts, big
-    len, resend frame, resend ts, resend len, resend IP packet size, big rel_end, delivered
-    frame (0: not yet), delivered ts]"""
+    Written with ``__slots__`` rather than as a dataclass (as :class:`Connection`): the
+    compiled build makes it an extension type (``tracker.pxd``). Its fields in ``__slots__``
+    order are ``__init__``'s parameters (:class:`~.frozen.RecordCodec` makes one from them)."""
+
+    __slots__ = (
+        "last_frame",
+        "last_ts",
+        "ttl",
+        "ttl_min",
+        "ttl_max",
+        "ip_id",
+        "ip_id_first",
+        "handshake_bytes",
+        "teardown_bytes",
+        "pure_ack_packets",
+        "pure_ack_bytes",
+        "max_seg",
+        "max_acked",
+        "no_df_packets",
+        "big",
+        "shrink",
+    )
+
+    def __init__(self, last_frame: int = 0, last_ts: int = 0, ttl: int = -1, ttl_min: int = -1,
+                 ttl_max: int = -1, ip_id: int = -1, ip_id_first: int = -1,
+                 handshake_bytes: int = 0, teardown_bytes: int = 0, pure_ack_packets: int = 0,
+                 pure_ack_bytes: int = 0, max_seg: int = 0, max_acked: int = 0,
+                 no_df_packets: int = 0, big: list[list[int]] | None = None,
+                 shrink: list[int] | None = None) -> None:
+        self.last_frame = last_frame
+        """last packet, RSTs excluded (0: none)"""
+        self.last_ts = last_ts
+        self.ttl = ttl
+        """TTL / hop limit of the last non-RST packet (-1: none)"""
+        self.ttl_min = ttl_min
+        self.ttl_max = ttl_max
+        self.ip_id = ip_id
+        """IPv4 identification of the last non-RST packet (-1: none or IPv6)"""
+        self.ip_id_first = ip_id_first
+        """first non-zero IPv4 identification of non-RST packets (< 1: none yet)"""
+        self.handshake_bytes = handshake_bytes
+        """frame bytes minus payload of SYN / SYN-ACK packets and of the handshake-completing
+        ACK"""
+        self.teardown_bytes = teardown_bytes
+        """frame bytes minus payload of FIN / RST packets, plus payload-less ACKs after the
+        peer's FIN"""
+        self.pure_ack_packets = pure_ack_packets
+        """packets without payload and without SYN/FIN/RST (teardown ACKs excluded)"""
+        self.pure_ack_bytes = pure_ack_bytes
+        self.max_seg = max_seg
+        """largest payload (tcp.len) of a segment sent"""
+        self.max_acked = max_acked
+        """largest payload of a segment the peer acknowledged (its last byte covered by an ACK,
+        and not re-sent in smaller pieces before that)"""
+        self.no_df_packets = no_df_packets
+        """packets with payload sent without the IPv4 DF bit"""
+        self.big = big
+        """segments larger than max_acked not yet acknowledged, at most _MAX_BIG:
+        [rel_seq, rel_end, len, frame, ts]"""
+        self.shrink = shrink
+        """the first time the sender re-sent a segment in smaller pieces: [big frame, big ts,
+        big len, resend frame, resend ts, resend len, resend IP packet size, big rel_end,
+        delivered frame (0: not yet), delivered ts]"""
+
+    def __repr__(self) -> str:
+        return slots_repr(self)
+
+    def __eq__(self, other: object) -> bool:
+        return slots_eq(self, other)  # type: ignore[no-any-return]
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable, compared by value: as a dataclass)
 
 
-@dataclass(slots=True)
 class Connection:
-    """Per-connection summary kept by the tracker (one per tcp_stream)."""
+    """Per-connection summary kept by the tracker (one per tcp_stream).
 
-    conv: TcpConversation
-    first_frame: int
-    first_ts: int
-    history: ConnHistory
-    side: tuple[DirStats, DirStats]
-    """(client, server): per-direction timeline and overhead counters"""
-    counts: list[int]
-    """[client, server] packets, then payload bytes, frame bytes and resent payload bytes
-    (one list, not four pairs: a connection costs its fields, and most connections are
-    short; the connections table reads them in this order)"""
-    last_frame: int = 0
-    last_ts: int = 0
-    retransmissions: int = 0
-    fin: list[int | None] | None = None
-    """[client FIN frame, server FIN frame, client FIN ts, server FIN ts] of the first FIN
-    each way, made at the first FIN (None: no FIN yet)"""
-    rst_frame: int | None = None
-    rst_ts: int | None = None
-    rst_by_client: bool | None = None
-    handshake: Handshake | None = None
-    streams: _Streams | None = None
-    """reassembly and the observer, for a connection an observer parses (see ``follow``)"""
-    packed: bytes | bool | None = None
-    """while frozen idle: ``streams`` packed (:mod:`.packing`), or True when that is kept by the
-    tracker (it holds TLS state, never written to disk); None: nothing packed"""
-    follow: SeqFollower | None = None
-    """sequence-space follower of a connection no observer parses (content gaps, no payload).
-    Neither ``streams`` nor ``follow`` exists while the connection has sent nothing they would
-    act on: payload-less SYNs, and payload-less ACKs and RSTs at the start of the sequence
-    spaces (a port scan, a SYN flood, a refused or reset handshake: most such connections
-    never get further); they are made at its first other segment
-    (:meth:`TcpTracker._attach`), which replays the SYNs (:meth:`TcpTracker._defer`)"""
-    syn_pending: int = -1
-    """while neither ``streams`` nor ``follow`` exists: the payload-less SYN seen first, as
-    ``rel_seq * 2 + direction`` (-1: none), replayed into them when they are made"""
-    syn_pending_peer: int = -1
-    """likewise, the other direction's (a SYN-ACK)"""
-    rst_ttl: int = -1
-    rst_ip_id: int = -1
-    idle_max_ns: int = 0
-    """longest silence (no packet either way) before the first RST, and the packets around it"""
-    idle_max_start_frame: int = 0
-    idle_max_end_frame: int = 0
-    idle_max_end_ts: int = 0
-    idle_last_ns: int = 0
-    """most recent silence of at least IDLE_FLOOR_NS before the first RST (0: none)"""
-    idle_last_start_frame: int = 0
-    idle_last_end_frame: int = 0
-    idle_last_end_ts: int = 0
-    loss: tuple[LossDirection, LossDirection] | None = None
-    """(client, server): sequence-space state of the tcp_losses table, made at the first
-    payload or ACK (None before: :data:`NO_LOSS` holds its values)"""
+    Written with ``__slots__`` rather than as a dataclass: the compiled build makes it an
+    extension type (``tracker.pxd``), whose fields :meth:`TcpTracker.segment` reads as C struct
+    fields. Its fields in ``__slots__`` order are ``__init__``'s parameters
+    (:class:`~.frozen.RecordCodec` makes one from them)."""
+
+    __slots__ = (
+        "conv",
+        "first_frame",
+        "first_ts",
+        "history",
+        "side",
+        "counts",
+        "last_frame",
+        "last_ts",
+        "retransmissions",
+        "fin",
+        "rst_frame",
+        "rst_ts",
+        "rst_by_client",
+        "handshake",
+        "streams",
+        "packed",
+        "follow",
+        "syn_pending",
+        "syn_pending_peer",
+        "rst_ttl",
+        "rst_ip_id",
+        "idle_max_ns",
+        "idle_max_start_frame",
+        "idle_max_end_frame",
+        "idle_max_end_ts",
+        "idle_last_ns",
+        "idle_last_start_frame",
+        "idle_last_end_frame",
+        "idle_last_end_ts",
+        "loss",
+    )
+
+    def __init__(self, conv: TcpConversation, first_frame: int, first_ts: int,
+                 history: ConnHistory, side: tuple[DirStats, DirStats], counts: list[int],
+                 last_frame: int = 0, last_ts: int = 0, retransmissions: int = 0,
+                 fin: list[int | None] | None = None, rst_frame: int | None = None,
+                 rst_ts: int | None = None, rst_by_client: bool | None = None,
+                 handshake: Handshake | None = None, streams: _Streams | None = None,
+                 packed: bytes | bool | None = None, follow: SeqFollower | None = None,
+                 syn_pending: int = -1, syn_pending_peer: int = -1, rst_ttl: int = -1,
+                 rst_ip_id: int = -1, idle_max_ns: int = 0, idle_max_start_frame: int = 0,
+                 idle_max_end_frame: int = 0, idle_max_end_ts: int = 0, idle_last_ns: int = 0,
+                 idle_last_start_frame: int = 0, idle_last_end_frame: int = 0,
+                 idle_last_end_ts: int = 0,
+                 loss: tuple[LossDirection, LossDirection] | None = None) -> None:
+        self.conv = conv
+        self.first_frame = first_frame
+        self.first_ts = first_ts
+        self.history = history
+        self.side = side
+        """(client, server): per-direction timeline and overhead counters"""
+        self.counts = counts
+        """[client, server] packets, then payload bytes, frame bytes and resent payload bytes
+        (one list, not four pairs: a connection costs its fields, and most connections are
+        short; the connections table reads them in this order)"""
+        self.last_frame = last_frame
+        self.last_ts = last_ts
+        self.retransmissions = retransmissions
+        self.fin = fin
+        """[client FIN frame, server FIN frame, client FIN ts, server FIN ts] of the first FIN
+        each way, made at the first FIN (None: no FIN yet)"""
+        self.rst_frame = rst_frame
+        self.rst_ts = rst_ts
+        self.rst_by_client = rst_by_client
+        self.handshake = handshake
+        self.streams = streams
+        """reassembly and the observer, for a connection an observer parses (see ``follow``)"""
+        self.packed = packed
+        """while frozen idle: ``streams`` packed (:mod:`.packing`), or True when that is kept by
+        the tracker (it holds TLS state, never written to disk); None: nothing packed"""
+        self.follow = follow
+        """sequence-space follower of a connection no observer parses (content gaps, no
+        payload). Neither ``streams`` nor ``follow`` exists while the connection has sent
+        nothing they would act on: payload-less SYNs, and payload-less ACKs and RSTs at the
+        start of the sequence spaces (a port scan, a SYN flood, a refused or reset handshake:
+        most such connections never get further); they are made at its first other segment
+        (:meth:`TcpTracker._attach`), which replays the SYNs (:meth:`TcpTracker._defer`)"""
+        self.syn_pending = syn_pending
+        """while neither ``streams`` nor ``follow`` exists: the payload-less SYN seen first, as
+        ``rel_seq * 2 + direction`` (-1: none), replayed into them when they are made"""
+        self.syn_pending_peer = syn_pending_peer
+        """likewise, the other direction's (a SYN-ACK)"""
+        self.rst_ttl = rst_ttl
+        self.rst_ip_id = rst_ip_id
+        self.idle_max_ns = idle_max_ns
+        """longest silence (no packet either way) before the first RST, and the packets around
+        it"""
+        self.idle_max_start_frame = idle_max_start_frame
+        self.idle_max_end_frame = idle_max_end_frame
+        self.idle_max_end_ts = idle_max_end_ts
+        self.idle_last_ns = idle_last_ns
+        """most recent silence of at least IDLE_FLOOR_NS before the first RST (0: none)"""
+        self.idle_last_start_frame = idle_last_start_frame
+        self.idle_last_end_frame = idle_last_end_frame
+        self.idle_last_end_ts = idle_last_end_ts
+        self.loss = loss
+        """(client, server): sequence-space state of the tcp_losses table, made at the first
+        payload or ACK (None before: :data:`NO_LOSS` holds its values)"""
 
     def vantage(self) -> str:
         """Where the capture was taken for this connection (see :func:`.losses.vantage`)."""
@@ -283,6 +373,14 @@ class Connection:
         if hs is None:
             return "unknown"
         return vantage(hs.syn_ts, hs.synack_ts, hs.ack_ts)
+
+    def __repr__(self) -> str:
+        return slots_repr(self)
+
+    def __eq__(self, other: object) -> bool:
+        return slots_eq(self, other)  # type: ignore[no-any-return]
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable, compared by value: as a dataclass)
 
 
 RECORDS = RecordCodec(Connection, DirStats, Handshake)
