@@ -112,3 +112,6 @@ cdef class TcpTracker:
 
     @cython.locals(flags=cython.longlong, seq_hi=list, out=list, items=list)
     cpdef _bytes(self, Connection conn, st, TcpSegment seg, SegmentAnalysis a, long long d)
+
+
+cpdef object _unwrap(object hi, object rel)

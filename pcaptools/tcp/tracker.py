@@ -916,8 +916,8 @@ class TcpTracker:
                     ts_ns=seg.ts_ns, frame=seg.frame, tcp_stream=conn.conv.tcp_stream,
                     direction=Direction(d).label, nbytes=late,
                 )
-            f.segment(d, seq, seg.seg_len, len(seg.payload), bool(flags & SYN),
-                      bool(flags & FIN), out)
+            f.segment(d, seq, seg.seg_len, len(seg.payload), flags & SYN != 0,
+                      flags & FIN != 0, out)
         rel_ack = a.rel_ack
         if flags & ACK and rel_ack is not None:
             f.acked(1 - d, _unwrap(hi[1 - d], rel_ack), out)
@@ -1020,8 +1020,8 @@ class TcpTracker:
         if not flags & RST:
             seq = st.seq_hi[d] = _unwrap(st.seq_hi[d], a.rel_seq)
             if seg.seg_len or flags & (SYN | FIN):
-                items = mine.segment(seq, seg.payload, seg.ts_ns, seg.frame, syn=bool(flags & SYN),
-                                     fin=bool(flags & FIN), seg_len=seg.seg_len)
+                items = mine.segment(seq, seg.payload, seg.ts_ns, seg.frame, syn=flags & SYN != 0,
+                                     fin=flags & FIN != 0, seg_len=seg.seg_len)
             if flags & ACK and a.rel_ack is not None:
                 ack = _unwrap(st.seq_hi[1 - d], a.rel_ack)
                 items += peer.acked(ack, seg.ts_ns, seg.frame)
