@@ -15,6 +15,7 @@
 import cython
 
 from pcaptools.io.frame cimport RawFrame
+from pcaptools.net.packet cimport new_segment
 
 
 cdef class PacketDecoder:

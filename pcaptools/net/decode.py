@@ -28,7 +28,7 @@ from ..diagnostics import Diagnostics
 from ..io.frame import RawFrame
 from ..io.linktypes import linktype_name
 from .fragments import FragmentReassembler
-from .packet import IcmpError, IpPacket, TcpSegment, UdpDatagram
+from .packet import IcmpError, IpPacket, TcpSegment, UdpDatagram, new_segment
 
 Decoded = TcpSegment | UdpDatagram | IpPacket | None
 
@@ -174,7 +174,7 @@ class PacketDecoder:
                         hdr_end = off + 20 + thl
                         if thl >= 20 and hdr_end <= end <= n:
                             seg_len = end - hdr_end
-                            return TcpSegment(
+                            return new_segment(
                                 raw.frame, raw.ts_ns, orig, 4, src, dst, ttl, ident, sport,
                                 dport, seq, ack, offflags & 0x1FF, window, thl,
                                 data[off + 40 : hdr_end] if thl > 20 else b"", seg_len,
@@ -190,7 +190,7 @@ class PacketDecoder:
                         if thl >= 20 and hdr_end <= end <= n:
                             orig = raw.orig_len
                             seg_len = end - hdr_end
-                            return TcpSegment(
+                            return new_segment(
                                 raw.frame, raw.ts_ns, orig, 6, src, dst, hlim, -1, sport,
                                 dport, seq, ack, offflags & 0x1FF, window, thl,
                                 data[off + 60 : hdr_end] if thl > 20 else b"", seg_len,

@@ -7,6 +7,9 @@
 # __init__ instead of a Python one, whose fields the modules that cimport it read as C struct
 # fields. Every field stays a Python object: the values read back are the values stored.
 
+import cython
+
+
 cdef class TcpSegment:
     cdef public object frame
     cdef public object ts_ns
@@ -28,3 +31,11 @@ cdef class TcpSegment:
     cdef public object payload
     cdef public object overhead_len
     cdef public object df
+
+
+@cython.locals(s=TcpSegment)
+cpdef TcpSegment new_segment(object frame, object ts_ns, object frame_len, object ip_version,
+                             object src, object dst, object ttl, object ip_id, object sport,
+                             object dport, object seq, object ack, object flags, object window,
+                             object header_len, object options, object seg_len, object payload,
+                             object overhead_len, object df)

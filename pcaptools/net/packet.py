@@ -109,6 +109,37 @@ class TcpSegment:
     __hash__ = None  # type: ignore[assignment]  # (mutable, compared by value: as the dataclass)
 
 
+def new_segment(frame: int, ts_ns: int, frame_len: int, ip_version: int, src: bytes, dst: bytes,
+                ttl: int, ip_id: int, sport: int, dport: int, seq: int, ack: int, flags: int,
+                window: int, header_len: int, options: bytes, seg_len: int, payload: bytes,
+                overhead_len: int, df: bool) -> TcpSegment:
+    """``TcpSegment(...)`` for the decoder's fast paths (once a TCP frame): in the compiled
+    build a C function that fills the new object's fields, without the argument parsing of a
+    call to the class."""
+    s = TcpSegment.__new__(TcpSegment)
+    s.frame = frame
+    s.ts_ns = ts_ns
+    s.frame_len = frame_len
+    s.ip_version = ip_version
+    s.src = src
+    s.dst = dst
+    s.ttl = ttl
+    s.ip_id = ip_id
+    s.sport = sport
+    s.dport = dport
+    s.seq = seq
+    s.ack = ack
+    s.flags = flags
+    s.window = window
+    s.header_len = header_len
+    s.options = options
+    s.seg_len = seg_len
+    s.payload = payload
+    s.overhead_len = overhead_len
+    s.df = df
+    return s
+
+
 @dataclass(slots=True)
 class UdpDatagram:
     """One UDP datagram (for DNS and, later, QUIC)."""

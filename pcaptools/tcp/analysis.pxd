@@ -91,6 +91,13 @@ cdef class SegmentAnalysis:
     cdef public object new_stream
 
 
+
+@cython.locals(a=SegmentAnalysis)
+cpdef SegmentAnalysis new_analysis(object tcp_stream, object conv, object from_client,
+                                   object rel_seq, object rel_ack, object window, object kinds,
+                                   object dup_ack_num, object dup_ack_frame, object ack_rtt_ns,
+                                   object acked_frame, object resent_bytes, object new_stream)
+
 cdef class TcpAnalyzer:
     cdef public object _diag
     cdef public dict _table

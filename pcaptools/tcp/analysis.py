@@ -524,6 +524,29 @@ def _parse_wscale(options: bytes, opt_len: int) -> tuple[int | None, bool]:
     return shift, False
 
 
+def new_analysis(tcp_stream: int, conv: TcpConversation | None, from_client: bool,
+                 rel_seq: int, rel_ack: int | None, window: int, kinds: tuple[str, ...],
+                 dup_ack_num: int | None, dup_ack_frame: int | None, ack_rtt_ns: int | None,
+                 acked_frame: int | None, resent_bytes: int, new_stream: bool) -> SegmentAnalysis:
+    """``SegmentAnalysis(...)`` for the analyzer's in-order shortcut (once a segment): in the
+    compiled build a C function that fills the new object's fields, without the argument
+    parsing of a call to the class."""
+    a = SegmentAnalysis.__new__(SegmentAnalysis)
+    a.tcp_stream = tcp_stream
+    a.conv = conv
+    a.from_client = from_client
+    a.rel_seq = rel_seq
+    a.rel_ack = rel_ack
+    a.window = window
+    a.kinds = kinds
+    a.dup_ack_num = dup_ack_num
+    a.dup_ack_frame = dup_ack_frame
+    a.ack_rtt_ns = ack_rtt_ns
+    a.acked_frame = acked_frame
+    a.resent_bytes = resent_bytes
+    a.new_stream = new_stream
+    return a
+
 class TcpAnalyzer:
     """Assigns ``tcp.stream`` numbers and computes tshark's per-segment TCP analysis.
 
@@ -739,7 +762,7 @@ class TcpAnalyzer:
             else:
                 resent = fwd.resent(seq, seglen)
 
-        return SegmentAnalysis(
+        return new_analysis(
             conv.tcp_stream, conv, from_client, (seq - fwd.base_seq) & _M32,
             (ack - rev.base_seq) & _M32, win << ws if ws > 0 else win,
             (_KINDS_CACHE.get(bits) or _kinds(bits)) if bits else (), None, None,
