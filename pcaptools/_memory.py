@@ -5,20 +5,39 @@ allocator keeps the freed heap pages (they count in the process's resident memor
 asked to return them. :func:`trim` asks (``malloc_trim(0)``, which also releases free pages
 inside the heap); elsewhere than on glibc it does nothing. Arrow's own pool (mimalloc or
 jemalloc, where the ``string`` columns live) is asked the same.
+
+:func:`map_large_blocks` keeps the large blocks out of the heap in the first place: glibc
+serves a block above its mmap threshold (128 KiB at first) with a mapping of its own, given
+back the moment it is freed, but raises the threshold to the size of every such block freed
+(up to 32 MiB). After the first column array or row buffer of a load is freed, every later
+one (the 512 KiB chunks of packed rows, a table's column arrays, the growing row buffers) is
+carved out of the heap, and a freed one stays resident there until :func:`trim`, or for good
+where a live block sits above it. On ``big.pcap`` of the benchmarks (403,688 frames) that was
+~35 MB of a 375 MB peak.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 from collections.abc import Callable
 
 _TRIM: Callable[[int], int] | None = None
+_MALLOPT: Callable[[int, int], int] | None = None
 if sys.platform.startswith("linux"):
     try:
-        _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        _libc = ctypes.CDLL("libc.so.6")
+        _TRIM = _libc.malloc_trim
+        _MALLOPT = _libc.mallopt
     except (OSError, AttributeError):  # (not glibc: musl has no malloc_trim)
-        _TRIM = None
+        _TRIM = _MALLOPT = None
+
+M_MMAP_THRESHOLD = -3
+"""glibc's ``mallopt`` parameter number of the mmap threshold (``malloc.h``)"""
+MMAP_THRESHOLD = 128 * 1024
+"""the threshold :func:`map_large_blocks` fixes: glibc's own initial value"""
+_mapped = False
 
 
 def trim() -> None:
@@ -29,3 +48,20 @@ def trim() -> None:
     pa = sys.modules.get("pyarrow")
     if pa is not None:
         pa.default_memory_pool().release_unused()
+
+
+def map_large_blocks() -> bool:
+    """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD` for the rest of the process (what
+    ``MALLOC_MMAP_THRESHOLD_=131072`` in the environment does; see the module docstring):
+    every block above 128 KiB is then mapped on its own and unmapped when freed. Done once per
+    process, by the first :func:`pcaptools.load`; left alone when the environment sets
+    ``MALLOC_MMAP_THRESHOLD_`` (the user's choice) or ``PCAPTOOLS_KEEP_MALLOC`` (any value),
+    and elsewhere than on glibc. Returns True when the threshold is (now) fixed by it."""
+    global _mapped
+    if _mapped:
+        return True
+    if _MALLOPT is None or "MALLOC_MMAP_THRESHOLD_" in os.environ \
+            or "PCAPTOOLS_KEEP_MALLOC" in os.environ:
+        return False
+    _mapped = bool(_MALLOPT(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    return _mapped

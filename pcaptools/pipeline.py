@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS, EventCap
-from ._memory import trim
+from ._memory import map_large_blocks, trim
 from .diagnostics import Diagnostics, ShardDiagnostics
 from .errors import UnsupportedInputError
 from .frameloop import feed_frames
@@ -417,10 +417,15 @@ def _assemble(s: _Sinks, write: _EndWriter | None = None) -> dict[str, pd.DataFr
     for name in sorted(s.built, key=lambda n: n != "packets"):
         built = s.built[name]
         if built is not None:
-            frames.update(built.frames() if write is None or built.write_frames is None
-                          else built.write_frames(write))
+            made = built.frames() if write is None or built.write_frames is None \
+                else built.write_frames(write)
+            frames.update(made)
             if name == "packets":
                 s.built[name] = s.pb = None
+            if any(len(df) for df in made.values()):
+                # (what making them freed, given back before the next source's tables: Arrow's
+                # pool keeps the buffers of the string columns' conversions, ~10 MB on
+                # big.pcap, and the heap the row tuples of the small tables)
                 trim()
     written = write.written if write is not None else set()
     return {name: frames[name] if name in frames else schema.frame([])
@@ -545,6 +550,7 @@ def run(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions, *,
     only through ``open_sink``). Raises what :func:`pcaptools.capture.load` raises for a
     file that cannot be read as a capture or a key log that cannot be read; anything wrong
     inside the capture becomes a warnings row."""
+    map_large_blocks()  # (large blocks mapped, not kept in the heap: _memory)
     s = _set_up(options, streaming=open_sink is not None)
     pump = None
     if open_sink is not None:  # streaming export: builders hand over finished rows while reading

@@ -552,28 +552,15 @@ def redact_column(values: pd.Series, kind: str) -> pd.Series | None:
     n = len(values)
     if not n:
         return None
-    arrow = _arrow_strings(values)
-    if arrow is not None:
+    chunks = _arrow_chunks(values)
+    if chunks is not None:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        pattern = _PREFILTER.get(kind)
-        if pattern is not None:
-            hits = pc.match_substring_regex(arrow, pattern, ignore_case=True)
-            idx = pc.indices_nonzero(hits.fill_null(False)).to_numpy()
-        else:
-            idx = pc.indices_nonzero(pc.is_valid(arrow)).to_numpy()
-        if not len(idx):
+        done = [_redact_chunk(c, kind, fn) for c in chunks]
+        if all(d is None for d in done):
             return None
-        old = arrow.take(pa.array(idx)).to_pylist()
-        changed = [(int(i), nv) for i, v in zip(idx, old, strict=True)
-                   if v is not None and (nv := fn(v)) != v]
-        if not changed:
-            return None
-        mask = np.zeros(n, dtype=bool)
-        mask[[i for i, _ in changed]] = True
-        new = pc.replace_with_mask(arrow, pa.array(mask),
-                                   pa.array([v for _, v in changed], type=arrow.type))
+        new = pa.chunked_array([c if d is None else d for c, d in zip(chunks, done, strict=True)],
+                               type=pa.large_string())
         return pd.Series(pd.arrays.ArrowStringArray(new), index=values.index, name=values.name)
     out: np.ndarray | None = None
     for i, v in enumerate(values.array):
@@ -588,8 +575,37 @@ def redact_column(values: pd.Series, kind: str) -> pd.Series | None:
     return pd.Series(out, index=values.index, dtype=values.dtype, name=values.name)
 
 
-def _arrow_strings(values: pd.Series) -> Any:
-    """The large_string Arrow array of a pyarrow-backed ``string`` column, else None."""
+def _redact_chunk(arrow: Any, kind: str, fn: Callable[[Any], Any]) -> Any:
+    """One chunk (a large_string Arrow array) of :func:`redact_column`'s column redacted, or
+    None when nothing in it changed: the values the :data:`_PREFILTER` RE2 pattern matches
+    (every value without one) are looked at in Python, the changed ones replaced in Arrow."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pattern = _PREFILTER.get(kind)
+    if pattern is not None:
+        hits = pc.match_substring_regex(arrow, pattern, ignore_case=True)
+        idx = pc.indices_nonzero(hits.fill_null(False)).to_numpy()
+    else:
+        idx = pc.indices_nonzero(pc.is_valid(arrow)).to_numpy()
+    if not len(idx):
+        return None
+    old = arrow.take(pa.array(idx)).to_pylist()
+    changed = [(int(i), nv) for i, v in zip(idx, old, strict=True)
+               if v is not None and (nv := fn(v)) != v]
+    if not changed:
+        return None
+    mask = np.zeros(len(arrow), dtype=bool)
+    mask[[i for i, _ in changed]] = True
+    return pc.replace_with_mask(arrow, pa.array(mask),
+                                pa.array([v for _, v in changed], type=arrow.type))
+
+
+def _arrow_chunks(values: pd.Series) -> list[Any] | None:
+    """The chunks of a pyarrow-backed ``string`` column as large_string Arrow arrays (not
+    joined into one: a table built in blocks keeps its blocks, and a redacted column is
+    made a chunk at a time, never a copy of the whole at once), else None."""
     import pandas as pd
 
     dt = values.dtype
@@ -599,13 +615,11 @@ def _arrow_strings(values: pd.Series) -> Any:
 
     try:
         arr = pa.array(values.array)
-        if isinstance(arr, pa.ChunkedArray):
-            arr = arr.combine_chunks()
-        if arr.type != pa.large_string():
-            arr = arr.cast(pa.large_string())
+        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+        return [c if c.type == pa.large_string() else c.cast(pa.large_string())
+                for c in chunks]
     except (pa.ArrowException, TypeError, ValueError):
         return None
-    return arr
 
 
 def redact_frame(df: pd.DataFrame, columns: Iterable[tuple[str, str]]) -> pd.DataFrame:

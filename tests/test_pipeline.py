@@ -104,3 +104,19 @@ def test_progress_reaches_the_end() -> None:
                               payloads=False))
     size = H2.stat().st_size
     assert seen[-1] == (size, size)
+
+
+def test_map_large_blocks_leaves_a_chosen_threshold_alone(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """The mmap threshold is fixed once, and never when the environment chose one."""
+    from pcaptools import _memory
+
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(_memory, "_MALLOPT", lambda p, v: calls.append((p, v)) or 1)
+    monkeypatch.setattr(_memory, "_mapped", False)
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
+    assert not _memory.map_large_blocks() and not calls
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_")
+    monkeypatch.delenv("PCAPTOOLS_KEEP_MALLOC", raising=False)
+    assert _memory.map_large_blocks() and _memory.map_large_blocks()
+    assert calls == [(_memory.M_MMAP_THRESHOLD, 128 * 1024)]

@@ -33,6 +33,7 @@ from pcaptools.tables.schema import (
     RowBuffer,
     _cast,
     _cast_reference,
+    _shares,
 )
 from pcaptools.tables.tcp_tables import EventsDrain
 from pcaptools.tables.tls_tables import TlsTablesBuilder
@@ -488,3 +489,47 @@ def test_frame_copy_semantics() -> None:
     df2 = PACKETS.frame(columns=cols, copy=False)
     assert np.shares_memory(df2["frame"].to_numpy(), a)
     assert math.isnan(df2["ack_rtt_ms"].iloc[0])
+
+
+@pytest.mark.parametrize(("dtype", "values"), [
+    ("Int64", pd.arrays.IntegerArray(np.array([7, NA, 9]), np.array([False, True, False]))),
+    (TS_DTYPE, np.array([5, NA, 2**62], dtype=np.int64)),
+    ("boolean", pd.arrays.BooleanArray(np.array([True, False]), np.array([False, True]))),
+    ("category", pd.Categorical.from_codes(np.array([1, -1, 0], np.int8),
+                                           categories=pd.Index(["a", "b"]))),
+    ("float64", np.array([1.5, np.nan])), ("bool", np.array([True, False])),
+])
+def test_handed_over_arrays_are_the_table_columns(dtype: str, values: Any) -> None:
+    """copy=False: an array of the column's dtype (int64 ns for a *_ts column) becomes the
+    column without a copy, and equals what the cast of a copy gives (an Int64 column's values
+    under the mask are 0, as the cast leaves them)."""
+    col = Column("c", dtype, None, "")
+    want = pd.Series(_cast(values.copy(), col))
+    got = _cast(values, col, share=True)
+    pd.testing.assert_series_equal(pd.Series(got), want, check_exact=True)
+    data = got.asi8 if isinstance(got, pd.DatetimeIndex) else got
+    assert got is values or _shares(data, values)
+    if dtype == "Int64":
+        assert values.to_numpy(dtype=np.int64, na_value=-1).tolist() == [7, -1, 9]
+        assert pd.Series(got).array._data.tolist() == want.array._data.tolist() == [7, 0, 9]
+
+
+def test_frame_takes_a_dict_of_columns_one_at_a_time() -> None:
+    """copy=False with a dict: each input column leaves the dict as it is cast (its memory is
+    the table's, or freed, before the next column is made); copy=True leaves the dict as is."""
+    n = 3
+    a = np.arange(n, dtype=np.int64)
+    cols: dict[str, Any] = {c: [None] * n for c in PACKETS.names}
+    cols.update({"frame": a, "ts": a.copy(), "frame_len": a, "cap_len": a, "interface": a})
+    cols["seq"] = pd.arrays.IntegerArray(a.copy(), np.array([False, True, False]))
+    kept = PACKETS.frame(columns=dict(cols))
+    given = dict(cols)
+    df = PACKETS.frame(columns=given, copy=False)
+    assert given == {}
+    pd.testing.assert_frame_equal(df, kept, check_exact=True)
+    PACKETS.check(df)
+    assert np.shares_memory(df["ts"].array.asi8, cols["ts"])
+    assert df["seq"].array is cols["seq"]
+    same = dict(cols)
+    PACKETS.frame(columns=same)
+    assert same.keys() == cols.keys()

@@ -71,9 +71,13 @@ class TableSchema:
         when a column is missing or a row has the wrong number of values. Each column is cast
         on its own and the DataFrame is assembled without consolidating copies, so the peak
         memory is the result plus one column. ``copy=False`` (for builders handing over fresh
-        arrays): numpy/pandas arrays in ``columns`` that already have the column's dtype
-        become the table's columns as they are, without a copy; the caller must not change
-        them afterwards. With ``copy=True`` an input array is never shared with the result.
+        columns): numpy/pandas arrays in ``columns`` that already have the column's dtype (an
+        int64 array for a ``*_ts`` column too) become the table's columns as they are, without
+        a copy (values under an ``Int64`` mask are set to 0 in place, as a cast sets them),
+        and a ``dict`` of columns is emptied as they are cast, so each input column is freed
+        as soon as its cast exists (the peak is the table plus one column, not the table
+        twice); the caller must not use the columns afterwards. With ``copy=True`` an input
+        array is never shared with the result and ``columns`` is left as it is.
         """
         names = self.names
         out: dict[str, Any] = {}
@@ -81,9 +85,13 @@ class TableSchema:
             missing = set(names) - set(columns)
             if missing:
                 raise ValueError(f"{self.name}: columns missing: {sorted(missing)}")
+            taken = columns if not copy and isinstance(columns, dict) else None
             for col in self.columns:
+                if taken is not None:
+                    out[col.name] = _cast(taken.pop(col.name), col, share=True)
+                    continue
                 values = columns[col.name]
-                arr = _cast(values, col)
+                arr = _cast(values, col, share=not copy)
                 if copy and _shares(arr, values):
                     arr = arr.copy()
                 out[col.name] = arr
@@ -360,14 +368,24 @@ def _string(values: Any) -> Any:
     return pd.array(values, dtype="string")
 
 
-def _cast(values: Any, col: Column) -> Any:
+def _cast(values: Any, col: Column, *, share: bool = False) -> Any:
     """``values`` as an array of ``col``'s dtype (numpy array, pandas extension array or
     Categorical): the same values and dtype as :func:`_cast_reference`, faster for the usual
-    inputs (lists of Python ints/str/None, int64 arrays); anything unusual goes through it."""
+    inputs (lists of Python ints/str/None, int64 arrays); anything unusual goes through it.
+    ``share``: the caller hands ``values`` over (:meth:`TableSchema.frame` with
+    ``copy=False``): an array that has the dtype already is the result itself (an ``Int64``
+    one with the values under its mask set to 0 in place, as the cast sets them), and an
+    int64 array of a ``*_ts`` column becomes its data; otherwise the result may still share
+    memory with ``values`` (the caller checks, :func:`_shares`), but ``values`` is never
+    changed."""
     dt = col.dtype
     n = len(values)
     if dt == "int64":
         return np.asarray(values, dtype=np.int64) if n else np.empty(0, np.int64)
+    if share:
+        kept = _handed_over(values, dt)
+        if kept is not None:
+            return kept
     if dt == "Int64":
         im = _int_and_mask(values)
         if im is not None:
@@ -402,6 +420,32 @@ def _cast(values: Any, col: Column) -> Any:
         if cat is not None:
             return cat
     return _cast_reference(values, col)
+
+
+def _handed_over(values: Any, dt: str) -> Any:
+    """:func:`_cast` of ``values`` (handed over: changed in place, shared by the result) for
+    the arrays whose dtype is ``dt`` already, and for int64 ns of a ``*_ts`` column (NA is
+    the NaT sentinel there, as the cast makes it); None for anything else."""
+    if dt == "Int64":
+        if type(values) is pd.arrays.IntegerArray and values.dtype == pd.Int64Dtype():
+            arr: Any = values  # (its int64 data and bool mask, as _buffer reads them)
+            data, mask = arr._data, arr._mask
+            if mask.any():
+                data[mask] = 0  # (what the cast leaves under the mask)
+            return values
+    elif dt == TS_DTYPE:
+        if isinstance(values, np.ndarray) and values.dtype == np.int64 and values.ndim == 1:
+            return pd.DatetimeIndex(values, dtype=TS_DTYPE, copy=False)
+    elif dt == "boolean":
+        if type(values) is pd.arrays.BooleanArray:
+            return values
+    elif dt == "category":
+        if type(values) is pd.Categorical:
+            return values
+    elif dt in ("float64", "bool"):
+        if isinstance(values, np.ndarray) and values.dtype == dt and values.ndim == 1:
+            return values
+    return None
 
 
 def _str_categorical(values: Sequence[Any]) -> pd.Categorical | None:
