@@ -6,7 +6,7 @@ asked to return them. :func:`trim` asks (``malloc_trim(0)``, which also releases
 inside the heap); elsewhere than on glibc it does nothing. Arrow's own pool (mimalloc or
 jemalloc, where the ``string`` columns live) is asked the same.
 
-:func:`map_large_blocks` keeps the large blocks out of the heap in the first place: glibc
+:func:`large_blocks_mapped` keeps the large blocks out of the heap during a pass: glibc
 serves a block above its mmap threshold (128 KiB at first) with a mapping of its own, given
 back the moment it is freed, but raises the threshold to the size of every such block freed
 (up to 32 MiB). After the first column array or row buffer of a load is freed, every later
@@ -21,7 +21,8 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 _TRIM: Callable[[int], int] | None = None
 _MALLOPT: Callable[[int, int], int] | None = None
@@ -36,8 +37,11 @@ if sys.platform.startswith("linux"):
 M_MMAP_THRESHOLD = -3
 """glibc's ``mallopt`` parameter number of the mmap threshold (``malloc.h``)"""
 MMAP_THRESHOLD = 128 * 1024
-"""the threshold :func:`map_large_blocks` fixes: glibc's own initial value"""
-_mapped = False
+"""the threshold :func:`large_blocks_mapped` fixes during a pass: glibc's own initial value"""
+MMAP_THRESHOLD_AFTER = 32 * 1024 * 1024
+"""the threshold it leaves once the pass is over: the highest glibc's dynamic threshold reaches
+on 64-bit systems (``DEFAULT_MMAP_THRESHOLD_MAX``), i.e. where a process that allocates and frees
+large arrays (pandas, numpy) settles by itself: those blocks then come from the heap again"""
 
 
 def trim() -> None:
@@ -50,18 +54,24 @@ def trim() -> None:
         pa.default_memory_pool().release_unused()
 
 
-def map_large_blocks() -> bool:
-    """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD` for the rest of the process (what
-    ``MALLOC_MMAP_THRESHOLD_=131072`` in the environment does; see the module docstring):
-    every block above 128 KiB is then mapped on its own and unmapped when freed. Done once per
-    process, by the first :func:`pcaptools.load`; left alone when the environment sets
-    ``MALLOC_MMAP_THRESHOLD_`` (the user's choice) or ``PCAPTOOLS_KEEP_MALLOC`` (any value),
-    and elsewhere than on glibc. Returns True when the threshold is (now) fixed by it."""
-    global _mapped
-    if _mapped:
-        return True
+@contextmanager
+def large_blocks_mapped() -> Iterator[bool]:
+    """During the ``with`` block (one pass of :func:`pcaptools.load`), fix glibc's mmap
+    threshold at :data:`MMAP_THRESHOLD` (what ``MALLOC_MMAP_THRESHOLD_=131072`` in the
+    environment does; see the module docstring): every block above 128 KiB is then mapped on its
+    own and unmapped when freed. After it, the threshold is :data:`MMAP_THRESHOLD_AFTER` (a
+    fixed threshold cannot be made dynamic again; that is the value the dynamic one reaches), so
+    the user's own large arrays are served from the heap as glibc would serve them. Left alone
+    when the environment sets ``MALLOC_MMAP_THRESHOLD_`` (the user's choice) or
+    ``PCAPTOOLS_KEEP_MALLOC`` (any value), and elsewhere than on glibc. Yields True when the
+    threshold is fixed during the block."""
     if _MALLOPT is None or "MALLOC_MMAP_THRESHOLD_" in os.environ \
             or "PCAPTOOLS_KEEP_MALLOC" in os.environ:
-        return False
-    _mapped = bool(_MALLOPT(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
-    return _mapped
+        yield False
+        return
+    fixed = bool(_MALLOPT(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    try:
+        yield fixed
+    finally:
+        if fixed:
+            _MALLOPT(M_MMAP_THRESHOLD, MMAP_THRESHOLD_AFTER)

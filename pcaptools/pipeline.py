@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from ._eventcap import DEFAULT_MAX_EVENTS_PER_CONNECTION, DEFAULT_MAX_RECORD_ROWS, EventCap
-from ._memory import map_large_blocks, trim
+from ._memory import large_blocks_mapped, trim
 from .diagnostics import Diagnostics, ShardDiagnostics
 from .errors import UnsupportedInputError
 from .frameloop import feed_frames
@@ -550,7 +550,6 @@ def run(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions, *,
     only through ``open_sink``). Raises what :func:`pcaptools.capture.load` raises for a
     file that cannot be read as a capture or a key log that cannot be read; anything wrong
     inside the capture becomes a warnings row."""
-    map_large_blocks()  # (large blocks mapped, not kept in the heap: _memory)
     s = _set_up(options, streaming=open_sink is not None)
     pump = None
     if open_sink is not None:  # streaming export: builders hand over finished rows while reading
@@ -560,7 +559,8 @@ def run(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions, *,
                       and not isinstance(d, TcpTracker) else d for d in drains]
         pump = open_sink(drains)
     write = _EndWriter(pump, options.show_secrets) if pump is not None else None
-    with _gc_relaxed():
+    # (large blocks mapped during the pass, not kept in the heap once freed: _memory)
+    with _gc_relaxed(), large_blocks_mapped():
         try:
             summary = _read(path, options, s, pump)
             tables = _assemble(s, write)

@@ -106,17 +106,24 @@ def test_progress_reaches_the_end() -> None:
     assert seen[-1] == (size, size)
 
 
-def test_map_large_blocks_leaves_a_chosen_threshold_alone(monkeypatch: pytest.MonkeyPatch
-                                                          ) -> None:
-    """The mmap threshold is fixed once, and never when the environment chose one."""
+def test_large_blocks_mapped_during_the_pass_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mmap threshold is fixed at 128 KiB for the pass, at glibc's dynamic maximum after
+    it, and never touched when the environment chose one."""
     from pcaptools import _memory
 
     calls: list[tuple[int, int]] = []
     monkeypatch.setattr(_memory, "_MALLOPT", lambda p, v: calls.append((p, v)) or 1)
-    monkeypatch.setattr(_memory, "_mapped", False)
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
-    assert not _memory.map_large_blocks() and not calls
+    with _memory.large_blocks_mapped() as fixed:
+        assert not fixed
+    load_with(H2, LoadOptions(packets=False))
+    assert not calls
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_")
     monkeypatch.delenv("PCAPTOOLS_KEEP_MALLOC", raising=False)
-    assert _memory.map_large_blocks() and _memory.map_large_blocks()
-    assert calls == [(_memory.M_MMAP_THRESHOLD, 128 * 1024)]
+    with _memory.large_blocks_mapped() as fixed:
+        assert fixed and calls == [(_memory.M_MMAP_THRESHOLD, 128 * 1024)]
+    assert calls[-1] == (_memory.M_MMAP_THRESHOLD, 32 * 1024 * 1024)
+    calls.clear()
+    load_with(H2, LoadOptions(packets=False))
+    assert calls == [(_memory.M_MMAP_THRESHOLD, 128 * 1024),
+                     (_memory.M_MMAP_THRESHOLD, 32 * 1024 * 1024)]
