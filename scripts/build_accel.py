@@ -24,8 +24,9 @@ What it prints: one line before it starts (what, on how many cores, roughly how 
 skip it), one line per module as its C compile finishes, and the total time. The C that
 Cython generates is compiled with ``-w`` (its warnings are about generated code, not ours:
 none is actionable), ``-g0`` (no debug information: it roughly halves gcc's time and the
-modules run the same) and ``-O2`` (the interpreter's build asks for ``-O3``: 16 modules took
-69 s of CPU with it and 57 s without, 2026-12-06, and ran as fast: see benchmarks/PROFILE.md);
+modules run the same) and ``-O1`` (the interpreter's build asks for ``-O3``: 16 modules took
+69 s of CPU with it, 57 s with ``-O2``; 18 modules two thirds of ``-O2``'s time with ``-O1``,
+for 1-2 % more instructions in ``load()``, 2026-12-06: see ``C_FLAGS``);
 the compiles run in parallel (``--jobs``, default: the cores this
 process may use), largest first so that no core is left with a big module at the end.
 """
@@ -133,9 +134,14 @@ def build(jobs: int, candidates: bool = False) -> int:
 
 
 #: added after the interpreter's own flags (the last -g/-O wins): no warnings from generated
-#: C, no debug information (half of gcc's time; the same machine code runs), -O2 rather than
-#: the interpreter's -O3 (a sixth less compile time, no slower: benchmarks/PROFILE.md)
-C_FLAGS = ("-w", "-g0", "-O2")
+#: C, no debug information (half of gcc's time; the same machine code runs), -O1 rather than
+#: the interpreter's -O3. Measured 2026-12-06 on the 18 modules of MODULES then (two builds of
+#: each, alternated, on the same busy 2-core machine): 88 s and 94 s of CPU with -O2, 60 s and
+#: 63 s with -O1 (-O3 was a fifth slower than -O2 on 16 modules). The code -O1 makes runs 2.4 %
+#: more instructions in the TCP-only load() of base.pcap (1.872 against 1.829 G, cachegrind)
+#: and 0.8 % more in the full load with the key log (8.258 against 8.190 G): the price of
+#: compiling the per-connection records too without making setup slower than before them.
+C_FLAGS = ("-w", "-g0", "-O1")
 
 #: CPU seconds (user + system) of the build per module, measured 2026-12-06 (Cython 3.3.1,
 #: gcc 12): the 6 modules of the TCP core in 40 s, the 23 of CANDIDATES in 161 s (73 s wall on
