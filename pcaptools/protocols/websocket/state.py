@@ -95,7 +95,7 @@ class _Msg:
                 elif head:
                     self.body = None
         tail = self.utf8
-        if tail is not None:
+        if tail is not None and (tail or not data.isascii()):  # (ASCII is UTF-8, whole)
             buf = tail + data if tail else data
             try:
                 # (an incremental UTF-8 decoder's decode(data): what it leaves unconsumed is
