@@ -36,9 +36,11 @@ from typing import Any
 #:   reassembler, the packets table), with ``.pxd`` type declarations: 4.09 s;
 #: * the WebSocket observer (``protocols/websocket``: state, observer and inflate with
 #:   ``.pxd`` declarations that make the per-direction and per-message state C fields, and
-#:   frames) and ``protocols._base`` (the event builder it calls once per frame and message):
-#:   4.02 s with the core (-1.7 %); in the replay they take 0.19 s off the payload stack's
-#:   1.22 s. All 11 compiled against pure Python: 3.93 s against 4.39 s (medians of 7).
+#:   frames), then with ``protocols._base`` (the event builder it called once per frame and
+#:   message): 4.02 s with the core (-1.7 %); in the replay they take 0.19 s off the payload
+#:   stack's 1.22 s. All 11 compiled against pure Python: 3.93 s against 4.39 s (medians of 7).
+#:   Since WsFrame and WsMessage are named tuples (2026-12-06, benchmarks/PROFILE.md) nothing
+#:   calls that builder once per event, and ``protocols._base`` is left out (2.5 s of compile).
 #: * the classic pcap reader (``io/pcap``, with ``.pxd`` declarations: its batches of records
 #:   sliced out of a block with C integers; benchmarks/PROFILE.md, 2026-12-06): the ``read``
 #:   stage of ``benchmarks/stages.py`` on ``mid.pcap`` 0.127 -> 0.103 CPU s (0.128 s with the
@@ -57,6 +59,12 @@ from typing import Any
 #:   ConnHistory; ``tcp/losses``: LossDirection; Connection and DirStats in ``tcp/tracker``: all
 #:   extension types, 2026-12-06): the TCP-only pass on ``base.pcap`` (instructions of the
 #:   whole ``load()``, cachegrind) 2.30 -> 2.12 G with the first two, 1.85 G with all (-20 %).
+#: * the realtime_events builder (``tables/realtime_tables``, with ``.pxd`` declarations: the
+#:   member walk of every JSON message a C loop over the dict; benchmarks/PROFILE.md,
+#:   2026-12-06): ``load()`` of ``base.pcap`` with its key log 7.27 -> 7.07 G instructions
+#:   (-2.7 %) compiled without declarations, -0.5 % more with them and the UTF-8 check's ASCII
+#:   shortcut; about 5.5 s of CPU to compile. ``tables/ws_tables`` compiled as well saved
+#:   0.3 % more (-0.022 G) for 7 s of compile: left out.
 #:
 #: Weighed and left out: the TLS record loop (``protocols/tls`` records and observer, with
 #: ``.pxd`` declarations) took 1.0 % more off (3.98 s; 0.035-0.045 s in the replay): at the
@@ -78,11 +86,11 @@ MODULES: tuple[str, ...] = (
     "pcaptools.tcp.tracker",
     "pcaptools.tables.packets",
     "pcaptools.frameloop",
-    "pcaptools.protocols._base",
     "pcaptools.protocols.websocket.frames",
     "pcaptools.protocols.websocket.inflate",
     "pcaptools.protocols.websocket.observer",
     "pcaptools.protocols.websocket.state",
+    "pcaptools.tables.realtime_tables",
 )
 
 #: Every module that has been weighed for compiling (``MODULES`` and the payload stack):
@@ -91,6 +99,8 @@ MODULES: tuple[str, ...] = (
 #: brings it back to ``MODULES``).
 CANDIDATES: tuple[str, ...] = (
     *MODULES,
+    "pcaptools.protocols._base",
+    "pcaptools.tables.ws_tables",
     "pcaptools.tables.http_tables",
     "pcaptools.tables.tls_tables",
     "pcaptools.protocols.tls.observer",

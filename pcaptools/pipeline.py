@@ -15,7 +15,8 @@ The pass is a chain of one-concern steps, each a function of this module:
 1. :func:`_set_up`: the sinks (diagnostics, key log, decoder, TCP tracker with its observer
    factory and event hand-off, flow counter, and the builder of every table source registered
    in :mod:`pcaptools.tables.registry`: the event hand-off gives each observer call's events
-   to every source that consumes events, the frame loop feeds the ICMP and packets builders);
+   to every source that consumes one of them, the frame loop feeds the ICMP and packets
+   builders);
 2. :func:`_read`: the frame loop (locals bound before it, nothing extra per frame), which
    fills the :class:`~pcaptools.result.CaptureSummary`;
 3. :func:`_assemble`: the tables from the builders, one loop in registration order; then the
@@ -238,6 +239,10 @@ def not_for_streams(path: object, workers: int,
     )
 
 
+_Consumer = Callable[[list[object]], None]
+"""a table builder's ``add_all``: takes the events of one observer call"""
+
+
 class _Sinks:
     """Everything the frame loop feeds, built by :func:`_set_up`."""
 
@@ -296,14 +301,38 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
             return None
         return (c.ip_version, c.client_addr, c.client_port, c.server_addr, c.server_port)
 
-    consumers: tuple[Callable[[list[object]], None], ...] = ()  # (set below, before reading)
+    # the builders that take events (set below, before reading), in registration order, each
+    # with the event types its source consumes (None: it declares none, so it gets them all).
+    # An observer call's events go only to the builders that keep one of them (the others
+    # would look at each event and ignore it): each type gets one bit per builder that keeps
+    # it, each combination of bits the builders it calls, both found once
+    takers: list[tuple[_Consumer, tuple[type, ...] | None]] = []
+    bits: dict[type, int] = {}
+    calls: dict[int, tuple[_Consumer, ...]] = {}
+
+    def bits_of(t: type) -> int:
+        b = 0
+        for i, (_, kept) in enumerate(takers):
+            if kept is None or issubclass(t, kept):
+                b |= 1 << i
+        bits[t] = b
+        return b
 
     def emit(events: list[object]) -> None:
         if events:
             if cap_events is not None:
                 events = cap_events(events)
-            for add_all in consumers:
-                add_all(events)
+            mask = 0
+            for e in events:
+                b = bits.get(type(e))
+                mask |= bits_of(type(e)) if b is None else b
+            if mask:
+                to = calls.get(mask)
+                if to is None:
+                    to = calls[mask] = tuple(add_all for i, (add_all, _) in enumerate(takers)
+                                             if mask >> i & 1)
+                for add_all in to:
+                    add_all(events)
 
     def observer(tcp_stream: int, midstream: bool) -> StreamObserver | None:
         if tcp_stream % own_n != own_k:
@@ -327,7 +356,8 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
                        max_packet_rows=o.max_packet_rows if not streaming else None,
                        streaming=streaming)
     built = s.built = {name: src.build(ctx) for name, src in SOURCES.items()}
-    consumers = tuple(b.add_all for b in built.values() if b is not None and b.add_all is not None)
+    takers[:] = [(b.add_all, SOURCES[name].consumes or None) for name, b in built.items()
+                 if b is not None and b.add_all is not None]
     icmp, packets = built["icmp"], built["packets"]
     assert icmp is not None
     s.icmp_builder = icmp.get(IcmpErrorsBuilder)

@@ -6,10 +6,11 @@
     python scripts/build_accel.py --clean    # remove the build: pcaptools runs pure Python
     python scripts/build_accel.py --candidates  # also the modules that do not pay (module_pay.py)
 
-The modules (``pcaptools._accel.MODULES``, the pcap and pcapng readers, the TCP core and the
-WebSocket observer: the ones that pay, see its comment) are compiled from their unchanged ``.py``
-source. A ``.pxd`` beside a module (``io/pcap.pxd``, ``io/pcapng.pxd``, ``net/decode.pxd``,
-``tcp/analysis.pxd``, ``tcp/tracker.pxd``, ``tables/packets.pxd``,
+The modules (``pcaptools._accel.MODULES``, the pcap and pcapng readers, the TCP core, the
+WebSocket observer and the realtime_events builder: the ones that pay, see its comment) are
+compiled from their unchanged ``.py`` source. A ``.pxd`` beside a module (``io/pcap.pxd``,
+``io/pcapng.pxd``, ``net/decode.pxd``, ``tcp/analysis.pxd``, ``tcp/tracker.pxd``,
+``tables/packets.pxd``, ``tables/realtime_tables.pxd``,
 ``protocols/websocket/{state,observer,inflate}.pxd``, and for the candidates
 ``protocols/tls/{records,observer}.pxd``) adds Cython type declarations (extension types, C
 integer locals) without changing the ``.py``; one may cimport another's extension types, and

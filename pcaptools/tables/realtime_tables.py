@@ -308,17 +308,18 @@ class RealtimeEventsBuilder:
                 self.add(e)
 
     def add(self, e: WsMessage) -> None:
-        text = e.json_text
+        # (a named tuple: its fields in one unpacking, not one attribute lookup each)
+        (ts, frame, d, tcp_stream, sid, index, _typ, _fragments, first_ts, first_frame, _wire,
+         payload, lost, compressed, decompress, dbytes, complete, _end, utf8_ok, preview,
+         _truncated, json_type, text) = e
         s: tuple[Any, ...]
         if text is None:
-            p = e.preview
-            if p is None or p.lstrip()[:1] != "{":
+            if preview is None or preview.lstrip()[:1] != "{":
                 return
-            status = ("too_large" if e.complete and not e.lost_bytes and e.utf8_ok
-                      and (not e.compressed or e.decompress == "ok") else "incomplete")
-            size = e.decompressed_bytes if e.compressed and e.decompressed_bytes is not None \
-                else e.payload_bytes
-            s = (e.json_type, None, None, None, None, None, None, None)
+            status = ("too_large" if complete and not lost and utf8_ok
+                      and (not compressed or decompress == "ok") else "incomplete")
+            size = dbytes if compressed and dbytes is not None else payload
+            s = (json_type, None, None, None, None, None, None, None)
         else:
             size = len(text)
             try:
@@ -329,18 +330,17 @@ class RealtimeEventsBuilder:
                 status = "ok"
                 s = summarise_event(obj, show_secrets=self.show_secrets)
             else:  # (text starting with "{" parses to an object or fails)
-                self.diag.add("ws.bad_json", f"text message {e.index} starts like JSON but is "
-                              f"not valid JSON: {str(obj)[:200]}", ts_ns=e.ts_ns, frame=e.frame,
-                              tcp_stream=e.tcp_stream, direction=e.direction.label)
+                self.diag.add("ws.bad_json", f"text message {index} starts like JSON but is "
+                              f"not valid JSON: {str(obj)[:200]}", ts_ns=ts, frame=frame,
+                              tcp_stream=tcp_stream, direction=d.label)
                 status = "bad_json"
-                s = (e.json_type, None, None, None, None, None, None, None)
+                s = (json_type, None, None, None, None, None, None, None)
         # the row: numbers packed, text values appended to their columns
         typ, event_id, response_id, item_id, audio_field, audio_bytes, text_chars, fields = s
-        sid = e.stream_id
         self._buf += self._pack(
-            e.frame, e.ts_ns, e.first_frame, e.first_ts_ns, e.tcp_stream,
-            NA if sid is None else sid, e.index, size, NA if audio_bytes is None else audio_bytes,
-            NA if text_chars is None else text_chars, e.direction, _STATUS_CODE[status])
+            frame, ts, first_frame, first_ts, tcp_stream,
+            NA if sid is None else sid, index, size, NA if audio_bytes is None else audio_bytes,
+            NA if text_chars is None else text_chars, d, _STATUS_CODE[status])
         a_type, a_event, a_response, a_item, a_audio, a_fields = self._append
         a_type(typ)
         a_event(event_id)

@@ -322,21 +322,22 @@ class _FrameColumns:
         """rows held"""
 
     def add(self, e: WsFrame) -> None:
-        sid, mi, cc, plen = e.stream_id, e.message_index, e.close_code, e.payload_len
+        # (a named tuple: its fields in one unpacking, not one attribute lookup each)
+        (ts, frame, d, tcp_stream, sid, index, start_ts, start_frame, fin, rsv, opcode,
+         masked, plen, header_bytes, lost, complete, mi, cc, close_reason, ctrl) = e
         buf = self._buf
         buf += self._pack(
-            e.frame, e.ts_ns, e.tcp_stream, NA if sid is None else sid, e.index, e.start_frame,
-            e.start_ts_ns, 1 if e.fin else 0, e.rsv, e.opcode, 1 if e.masked else 0,
-            plen if plen < (1 << 63) else NA, e.header_bytes, e.lost_bytes,
-            1 if e.complete else 0, NA if mi is None else mi, NA if cc is None else cc,
-            e.direction,
+            frame, ts, tcp_stream, NA if sid is None else sid, index, start_frame,
+            start_ts, 1 if fin else 0, rsv, opcode, 1 if masked else 0,
+            plen if plen < (1 << 63) else NA, header_bytes, lost,
+            1 if complete else 0, NA if mi is None else mi, NA if cc is None else cc, d,
         )
         row = self.n
         self.n = row + 1
-        if e.close_reason is not None:
-            self.sparse["close_reason"][row] = e.close_reason
-        if e.control_payload is not None:
-            self.sparse["control_payload"][row] = e.control_payload.hex()
+        if close_reason is not None:
+            self.sparse["close_reason"][row] = close_reason
+        if ctrl is not None:
+            self.sparse["control_payload"][row] = ctrl.hex()
         if len(buf) >= self._limit:
             self._rec.seal()
 
@@ -408,22 +409,23 @@ class _MessageColumns:
         return len(self.text["type"])
 
     def add(self, e: WsMessage) -> None:
-        utf8 = e.utf8_ok
-        sid, dbytes = e.stream_id, e.decompressed_bytes
+        # (a named tuple: its fields in one unpacking, not one attribute lookup each)
+        (ts, frame, d, tcp_stream, sid, index, typ, fragments, first_ts, first_frame, wire,
+         payload, lost, compressed, decompress, dbytes, complete, end_reason, utf8, preview,
+         truncated, json_type, _json_text) = e
         buf = self._buf
         buf += self._pack(
-            e.frame, e.ts_ns, e.tcp_stream, NA if sid is None else sid, e.index, e.fragments,
-            e.first_frame, e.first_ts_ns, e.wire_bytes, e.payload_bytes, e.lost_bytes,
-            1 if e.compressed else 0, NA if dbytes is None else dbytes, 1 if e.complete else 0,
-            -1 if utf8 is None else (1 if utf8 else 0), 1 if e.preview_truncated else 0,
-            e.direction,
+            frame, ts, tcp_stream, NA if sid is None else sid, index, fragments,
+            first_frame, first_ts, wire, payload, lost,
+            1 if compressed else 0, NA if dbytes is None else dbytes, 1 if complete else 0,
+            -1 if utf8 is None else (1 if utf8 else 0), 1 if truncated else 0, d,
         )
-        typ, decompress, end_reason, preview, json_type = self._append
-        typ(e.type)
-        decompress(e.decompress)
-        end_reason(e.end_reason)
-        preview(e.preview)
-        json_type(e.json_type)
+        a_type, a_decompress, a_end_reason, a_preview, a_json_type = self._append
+        a_type(typ)
+        a_decompress(decompress)
+        a_end_reason(end_reason)
+        a_preview(preview)
+        a_json_type(json_type)
         if len(buf) >= self._limit:
             self._rec.seal()
 

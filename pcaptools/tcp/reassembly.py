@@ -112,6 +112,12 @@ if tuple(f.name for f in fields(StreamChunk)) != _CHUNK_FIELDS or hasattr(
         return StreamChunk(direction=direction, data=data, ts_ns=ts_ns, frame=frame, offset=offset)
 
 
+new_chunk = _chunk
+"""``new_chunk(direction, data, ts_ns, frame, offset)``: ``StreamChunk(direction=..., ...)``
+without the cost of its frozen ``__init__`` (the same object), for an observer that hands the
+bytes of a connection on to an inner one (HTTP/1.1 after a ``101``: WebSocket)"""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StreamGap:
     """Bytes of one direction that were sent but never captured."""

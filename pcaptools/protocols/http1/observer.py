@@ -51,6 +51,7 @@ from collections.abc import Callable
 
 from ...diagnostics import Diagnostics
 from ...redaction import redact_url
+from ...tcp.reassembly import new_chunk
 from ...tcp.stream import Direction, StreamChunk, StreamCursor, StreamObserver
 from ..body import Body, open_body
 from ..content_coding import DEFAULT_MAX_DECODED_BYTES
@@ -486,14 +487,7 @@ class Http1Observer:
         if mode == _SWITCHED:
             if self._inner is not None:
                 out += self._inner.feed(
-                    StreamChunk(
-                        direction=side.d,
-                        data=data,
-                        ts_ns=ts,
-                        frame=frame,
-                        offset=offset - side.switch_offset,
-                    )
-                )
+                    new_chunk(side.d, data, ts, frame, offset - side.switch_offset))
             return
         if mode in (_TUNNEL, _DEAD) or side.closed:
             side.skipped += len(data)

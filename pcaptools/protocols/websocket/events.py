@@ -1,11 +1,21 @@
 """What :class:`~.observer.WebSocketObserver` emits: one :class:`WsFrame` per frame, one
 :class:`WsMessage` per data message, one :class:`WsConnectionEnded` per connection (with the
 :class:`WsHandshake` the opening handshake negotiated, a plain value, not an event).
+
+:class:`WsFrame` and :class:`WsMessage` are named tuples, as
+:class:`~pcaptools.protocols.sse.SseEvent` is: the observer makes one per frame and message
+with a single C call (``tuple.__new__`` on the tuple of its values: :data:`new_event`),
+where a frozen dataclass costs a Python call and a slot assignment per field (their share
+of the WebSocket pass: benchmarks/PROFILE.md). Read them by attribute, build one with
+keywords, change one with ``_replace``; they are events
+(:class:`~pcaptools.tcp.stream.Event`) like every other. The once-per-connection
+:class:`WsConnectionEnded` and :class:`WsHandshake` stay frozen dataclasses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...tcp.stream import Direction, Event
 
@@ -56,9 +66,8 @@ class WsHandshake:
     """(anomaly code, detail) found in the handshake"""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WsFrame(Event):
-    """One WebSocket frame."""
+class _WsFrameFields(NamedTuple):
+    """The fields of :class:`WsFrame` (a NamedTuple cannot have another base)."""
 
     ts_ns: int
     frame: int
@@ -67,7 +76,7 @@ class WsFrame(Event):
     tcp_stream: int
     stream_id: int | None
     """HTTP/2 stream (RFC 8441); None over HTTP/1.1"""
-    index: int
+    index: int  # type: ignore[assignment]  # a field, not tuple.index
     """0-based number of the frame in its direction"""
     start_ts_ns: int
     start_frame: int
@@ -94,9 +103,14 @@ class WsFrame(Event):
     """unmasked payload of a control frame (first 125 bytes)"""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WsMessage(Event):
-    """One data message: a text or binary frame and its continuation frames."""
+class WsFrame(_WsFrameFields, Event):
+    """One WebSocket frame (a named tuple: see the module's docstring)."""
+
+    __slots__ = ()
+
+
+class _WsMessageFields(NamedTuple):
+    """The fields of :class:`WsMessage` (a NamedTuple cannot have another base)."""
 
     ts_ns: int
     frame: int
@@ -104,7 +118,7 @@ class WsMessage(Event):
     direction: Direction
     tcp_stream: int
     stream_id: int | None
-    index: int
+    index: int  # type: ignore[assignment]  # a field, not tuple.index
     """0-based number of the message in its direction"""
     type: str
     """text, binary, or unknown (continuation frames whose start was not seen)"""
@@ -141,6 +155,18 @@ class WsMessage(Event):
     """the whole text (decompressed, UTF-8) of a text message that starts like a JSON object
     (``{`` after whitespace), when it was complete, fully captured, valid UTF-8 and at most
     ``max_json_bytes`` long; None otherwise (the preview still has its start)"""
+
+
+class WsMessage(_WsMessageFields, Event):
+    """One data message: a text or binary frame and its continuation frames (a named tuple:
+    see the module's docstring)."""
+
+    __slots__ = ()
+
+
+new_event = tuple.__new__
+"""``new_event(WsFrame, values)``: the event from the tuple of its values in field order,
+without the keyword-argument ``__new__`` of a named tuple (one C call)"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -56,9 +56,8 @@ from typing import Final
 
 from ...diagnostics import Diagnostics
 from ...tcp.stream import Direction, StreamChunk
-from .._base import slot_builder
 from ..http1.events import HttpRequest, HttpResponse
-from .events import WsConnectionEnded, WsFrame, WsHandshake, WsMessage
+from .events import WsConnectionEnded, WsFrame, WsHandshake, WsMessage, new_event
 from .frames import (
     OPCODE_NAMES,
     header_len,
@@ -102,19 +101,21 @@ HUNT_BUDGET_BYTES: Final = 1 << 20
 
 _HUNT_WINDOW: Final = 64 << 10
 _MESSAGE_TYPES: Final = {1: "text", 2: "binary"}
-# WsFrame and WsMessage from their field values in this order (one of each per frame and
-# message: slot_builder sets the slots, three times faster than the frozen __init__)
-_new_frame = slot_builder(WsFrame, (
+# WsFrame and WsMessage are built from their field values in this order (one of each per
+# frame and message: ``new_event(WsFrame, values)``, one C call); checked at import
+_FRAME_FIELDS: Final = (
     "ts_ns", "frame", "direction", "tcp_stream", "stream_id", "index", "start_ts_ns",
     "start_frame", "fin", "rsv", "opcode", "masked", "payload_len", "header_bytes",
     "lost_bytes", "complete", "message_index", "close_code", "close_reason", "control_payload",
-))
-_new_message = slot_builder(WsMessage, (
+)
+_MESSAGE_FIELDS: Final = (
     "ts_ns", "frame", "direction", "tcp_stream", "stream_id", "index", "type", "fragments",
     "first_ts_ns", "first_frame", "wire_bytes", "payload_bytes", "lost_bytes", "compressed",
     "decompress", "decompressed_bytes", "complete", "end_reason", "utf8_ok", "preview",
     "preview_truncated", "json_type", "json_text",
-))
+)
+if WsFrame._fields != _FRAME_FIELDS or WsMessage._fields != _MESSAGE_FIELDS:
+    raise TypeError("WsFrame or WsMessage fields changed: update observer.py")  # pragma: no cover
 _JSON_TYPE = re.compile(rb'"type"\s*:\s*"([^"\\]{1,100})"')
 
 
@@ -502,7 +503,7 @@ class WebSocketObserver:
         st.wire_bytes += st.hlen + counted
         st.lost_bytes += st.lost
         start_ts, start_frame = st.start
-        out.append(_new_frame((
+        out.append(new_event(WsFrame, (
             ts, frame, st.d, self.tcp_stream, self.stream_id, st.frames - 1, start_ts,
             start_frame, fin, (b0 >> 4) & 7, opcode, st.masked, length, st.hlen, st.lost,
             complete, msg_index, close_code, close_reason, ctrl_payload,
@@ -530,16 +531,8 @@ class WebSocketObserver:
             if problems:
                 self._report_all(st, problems)
         utf8_ok = m.utf8_ok
-        dec = m.utf8
-        if dec is not None:
-            if complete and not m.lost and not m.uninspected:
-                try:
-                    dec.decode(b"", True)
-                    utf8_ok = True
-                except UnicodeDecodeError:
-                    utf8_ok = False
-            else:
-                utf8_ok = None
+        if m.utf8 is not None:
+            utf8_ok = m.utf8_final() if complete and not m.lost and not m.uninspected else None
         if utf8_ok is False:
             self._report(st, "ws.invalid_utf8", f"text message {m.index} is not valid UTF-8",
                          ts, frame)
@@ -563,7 +556,7 @@ class WebSocketObserver:
         decompressed = m.zout if m.compressed and m.zout else None
         if m.compressed and m.decompress == "ok":
             decompressed = m.zout
-        out.append(_new_message((
+        out.append(new_event(WsMessage, (
             ts, frame, st.d, self.tcp_stream, self.stream_id, m.index,
             _MESSAGE_TYPES.get(m.opcode, "unknown"), m.fragments, m.first_ts, m.first_frame,
             m.wire, m.payload, m.lost, m.compressed, m.decompress, decompressed, complete,

@@ -58,8 +58,10 @@ cdef class _Msg:
 
     cpdef bint wants_content(self)
 
-    @cython.locals(body=object, dec=object)
+    @cython.locals(body=object, tail=object, buf=object, used=cython.Py_ssize_t)
     cpdef add_content(self, data)
+
+    cpdef bint utf8_final(self)
 
 
 cdef class _Dir:

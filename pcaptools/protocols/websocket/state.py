@@ -3,15 +3,13 @@ slotted; never leaves the package: events are built from it)."""
 
 from __future__ import annotations
 
-import codecs
 import zlib
+from codecs import utf_8_decode as _utf_8_decode
 
 from ...tcp.stream import Direction, StreamCursor
 
 # parser modes of one direction
 _HEADER, _PAYLOAD, _HUNT, _DESYNCED = range(4)
-
-_Utf8Decoder = codecs.getincrementaldecoder("utf-8")
 
 
 class _Msg:
@@ -62,7 +60,10 @@ class _Msg:
         self.uninspected = False
         self.preview = bytearray()
         self.preview_cap = preview_cap if opcode == 1 else 0
-        self.utf8: codecs.IncrementalDecoder | None = _Utf8Decoder() if opcode == 1 else None
+        self.utf8: bytes | None = b"" if opcode == 1 else None
+        """text checked as UTF-8 so far: the bytes of a character not yet complete (None:
+        not checked, not text or already invalid); what the buffer of an incremental UTF-8
+        decoder would hold, without the decoder (:meth:`utf8_final`)"""
         self.utf8_ok: bool | None = None
         self.body_cap = body_cap
         self.body: bytearray | None = bytearray() if opcode == 1 and body_cap > 0 else None
@@ -93,13 +94,28 @@ class _Msg:
                     body += head
                 elif head:
                     self.body = None
-        dec = self.utf8
-        if dec is not None:
+        tail = self.utf8
+        if tail is not None and (tail or not data.isascii()):  # (ASCII is UTF-8, whole)
+            buf = tail + data if tail else data
             try:
-                dec.decode(data)
+                # (an incremental UTF-8 decoder's decode(data): what it leaves unconsumed is
+                # the start of a character whose next bytes come with the next piece)
+                used = _utf_8_decode(buf, "strict", False)[1]
             except UnicodeDecodeError:
                 self.utf8 = None
                 self.utf8_ok = False
+            else:
+                self.utf8 = bytes(buf[used:])
+
+    def utf8_final(self) -> bool:
+        """The text ended here: was it all valid UTF-8 (no character left incomplete)? (An
+        incremental decoder's final ``decode(b"", True)`` not raising.) Only while
+        :attr:`utf8` is not None."""
+        try:
+            _utf_8_decode(self.utf8 or b"", "strict", True)
+        except UnicodeDecodeError:
+            return False
+        return True
 
 
 class _Dir:

@@ -33,6 +33,10 @@ EXT = "permessage-deflate; client_max_window_bits=10"
 def _untimed(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_untimed(x) for x in obj]
+    if isinstance(obj, (WsFrame, WsMessage)):  # (named tuples)
+        return obj._replace(**{
+            n: 0 for n, v in zip(obj._fields, obj, strict=True)
+            if (n in ("ts_ns", "frame") or n.endswith(("_ts_ns", "_frame"))) and v is not None})
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         changes: dict[str, Any] = {}
         for f in dataclasses.fields(obj):

@@ -1,0 +1,21 @@
+# Cython declarations for realtime_tables.py (an "augmenting .pxd": the .py file is the source
+# and runs unchanged without Cython). Used only by scripts/build_accel.py; pcaptools/_accel.py
+# hashes this file with the .py, so a stale build is never loaded.
+#
+# What it buys: _walk (once per JSON object of every realtime event, and per nested object)
+# iterates the object's members as a C loop over the dict and keeps its character counts as
+# C integers.
+#
+# Why the C types cannot change a result: ``depth`` (1 to MAX_FIELD_DEPTH), ``room`` (at most
+# MAX_FIELDS_CHARS, only ever decreased by a ``cost`` not above it), a string's length ``n``
+# and ``cost`` (a path's length plus a string's length plus 6 or 14) are lengths of objects in
+# memory: they fit a Py_ssize_t as len() does. ``secret`` and ``show_secrets`` are only tested
+# for truth (``secret or ...`` gives True, or the other operand, as in Python). ``o`` and
+# ``fields`` are dicts (``o``: a parsed JSON object or a member that isinstance() found to be
+# one; JSON objects are plain dicts), ``prefix`` a str.
+
+import cython
+
+@cython.locals(n=cython.Py_ssize_t, cost=cython.Py_ssize_t)
+cpdef tuple _walk(dict o, str prefix, Py_ssize_t depth, bint secret, bint show_secrets,
+                  dict fields, Py_ssize_t room, audio)
