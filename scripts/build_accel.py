@@ -8,9 +8,10 @@
 
 The modules (``pcaptools._accel.MODULES``, the pcap and pcapng readers, the TCP core, the
 WebSocket observer and the realtime_events builder: the ones that pay, see its comment) are
-compiled from their unchanged ``.py`` source. A ``.pxd`` beside a module (``io/pcap.pxd``,
-``io/pcapng.pxd``, ``net/decode.pxd``, ``tcp/analysis.pxd``, ``tcp/tracker.pxd``,
-``tables/packets.pxd``, ``tables/realtime_tables.pxd``,
+compiled from their unchanged ``.py`` source. A ``.pxd`` beside a module (``io/frame.pxd``,
+``io/pcap.pxd``, ``io/pcapng.pxd``, ``net/packet.pxd``, ``net/decode.pxd``,
+``tcp/analysis.pxd``, ``tcp/connstate.pxd``, ``tcp/gaps.pxd``, ``tcp/losses.pxd``,
+``tcp/tracker.pxd``, ``frameloop.pxd``, ``tables/packets.pxd``, ``tables/realtime_tables.pxd``,
 ``protocols/websocket/{state,observer,inflate}.pxd``, and for the candidates
 ``protocols/tls/{records,observer}.pxd``) adds Cython type declarations (extension types, C
 integer locals) without changing the ``.py``; one may cimport another's extension types, and
