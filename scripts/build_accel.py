@@ -149,9 +149,11 @@ C_FLAGS = ("-w", "-g0", "-O1")
 #: gcc 12): the 6 modules of the TCP core in 40 s, the 23 of CANDIDATES in 161 s (73 s wall on
 #: an idle 2-core machine); the 11 of MODULES with the WebSocket observer in 55 s (the pcap and
 #: pcapng readers, added later, about 4 s more each). With -O2 (2026-12-06): the 16 of MODULES
-#: (the per-frame records and the frame loop added) in 57 s of CPU, 31 s wall on 2 cores. The
-#: estimate printed is this times the module count, spread over the parallel compiles
-_CPU_S_PER_MODULE = 3.6
+#: (the per-frame records and the frame loop added) in 57 s of CPU, 31 s wall on 2 cores. With
+#: -O1 (2026-12-06): the 18 of MODULES (the per-connection records and realtime_events added)
+#: in 49 s of CPU, 25 s wall. The estimate printed is this times the module count, spread over
+#: the parallel compiles
+_CPU_S_PER_MODULE = 2.7
 
 
 def _estimate(jobs: int, modules: int) -> str:
