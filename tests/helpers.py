@@ -9,10 +9,12 @@ Byte order arguments are struct prefixes: ``"<"`` (little endian) or ``">"`` (bi
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import struct
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 # --------------------------------------------------------------------------- generic
 
@@ -417,3 +419,48 @@ def eth_tcp4(
 ) -> bytes:
     """A complete Ethernet/IPv4/TCP frame (the most common test packet)."""
     return ethernet(ipv4(tcp(sport, dport, seq, ack, flags, payload, src=src, dst=dst), src, dst))
+
+
+# ----------------------------------------------------------------- file objects that misbehave
+
+
+class Trickle(io.RawIOBase):
+    """A file object handing out at most ``piece`` bytes per read (a slow pipe, a socket)."""
+
+    def __init__(self, data: bytes, piece: int) -> None:
+        self._data, self._piece, self._pos = data, piece, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        k = min(len(b), self._piece, len(self._data) - self._pos)
+        b[:k] = self._data[self._pos : self._pos + k]
+        self._pos += k
+        return k
+
+
+class DiskFailsAt:
+    """A regular file (a ``BufferedReader``) whose disk fails at byte ``at``: ``read1`` (one
+    read of the disk) hands out the bytes before it, then raises EIO; ``read(n)`` raises when
+    the n bytes reach it (the buffered reader loses what it had)."""
+
+    def __init__(self, fh: Any, at: int) -> None:
+        self._fh, self._at = fh, at
+
+    def read(self, n: int = -1) -> bytes:
+        if self._fh.tell() + n > self._at:
+            raise OSError(5, "Input/output error")
+        return bytes(self._fh.read(n))
+
+    def read1(self, n: int = -1) -> bytes:
+        room = self._at - self._fh.tell()
+        if room <= 0:
+            raise OSError(5, "Input/output error")
+        return bytes(self._fh.read(min(n, room)))
+
+    def tell(self) -> int:
+        return int(self._fh.tell())
+
+    def close(self) -> None:
+        self._fh.close()

@@ -21,7 +21,6 @@ block crosses an edge), and sizes of a few blocks. The reference reads at the de
 from __future__ import annotations
 
 import gzip
-import io
 import random
 import struct
 from collections.abc import Callable, Iterator
@@ -33,6 +32,8 @@ import zstandard
 from conftest import CAPTURES, corpus_files, shipped_captures
 from helpers import (
     TLS_KEYLOG,
+    DiskFailsAt,
+    Trickle,
     custom_block,
     dsb,
     epb,
@@ -665,57 +666,16 @@ def test_a_block_is_handed_out_at_once_and_progress_stays_per_frame(
 # --------------------------------------------------------------------------- streams
 
 
-class _Trickle(io.RawIOBase):
-    """A file object handing out at most ``piece`` bytes per read (a slow pipe, a socket)."""
-
-    def __init__(self, data: bytes, piece: int) -> None:
-        self._data, self._piece, self._pos = data, piece, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        k = min(len(b), self._piece, len(self._data) - self._pos)
-        b[:k] = self._data[self._pos : self._pos + k]
-        self._pos += k
-        return k
-
-
 @pytest.mark.parametrize("piece", [1, 3, 1000])
 def test_a_stream_read_in_small_pieces(piece: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file object whose reads return a few bytes at a time (read once, never seeked):
     whole, and cut inside a block."""
     data = _mixed()
     for cut in (len(data), len(data) - 3, len(data) - 50):
-        ref = _same_at_every_block(lambda d=data[:cut]: _Trickle(d, piece), monkeypatch,
+        ref = _same_at_every_block(lambda d=data[:cut]: Trickle(d, piece), monkeypatch,
                                    blocks=[1, 61, 4096, 1 << 16])
         assert ref.progress[-1] == cut and len(ref.frames) > 25
         assert [r[0] for r in ref.rows][5:] == ["capture.truncated_record"] * (cut != len(data))
-
-
-class _DiskFailsAt:
-    """A regular file (a ``BufferedReader``) whose disk fails at byte ``at``: ``read1`` hands
-    out the bytes before it, then raises EIO; ``read(n)`` raises when the n bytes reach it."""
-
-    def __init__(self, fh: Any, at: int) -> None:
-        self._fh, self._at = fh, at
-
-    def read(self, n: int = -1) -> bytes:
-        if self._fh.tell() + n > self._at:
-            raise OSError(5, "Input/output error")
-        return bytes(self._fh.read(n))
-
-    def read1(self, n: int = -1) -> bytes:
-        room = self._at - self._fh.tell()
-        if room <= 0:
-            raise OSError(5, "Input/output error")
-        return bytes(self._fh.read(min(n, room)))
-
-    def tell(self) -> int:
-        return int(self._fh.tell())
-
-    def close(self) -> None:
-        self._fh.close()
 
 
 @pytest.mark.parametrize("inside", [0, 5, 30])
@@ -730,7 +690,7 @@ def test_read_error_in_a_regular_file(inside: int, monkeypatch: pytest.MonkeyPat
         diag = Diagnostics()
         with open_capture(path, diag) as r:
             stream: Any = r._stream
-            stream._fh = _DiskFailsAt(stream._fh, at)
+            stream._fh = DiskFailsAt(stream._fh, at)
             stream.read = stream._fh.read  # (how a plain file is read before read_ahead)
             it = _reference(r._parser) if reference else r.frames()  # type: ignore[arg-type]
             frames = [f.frame for f in it]

@@ -64,7 +64,7 @@ def test_pipe_gives_the_tables_of_the_file(path: Path) -> None:
         cap = pcaptools.load(proc.stdout, keylog=SSE_KEYS if path == SSE else None)
     finally:
         proc.stdout.close()
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait() == 0
     assert_same_tables(cap, path)
     assert cap.summary.file_size == path.stat().st_size  # the bytes that came through
     assert cap.summary.extra["stream"] is True
@@ -81,7 +81,7 @@ def test_compressed_pipe(tool: str) -> None:
         cap = pcaptools.load(proc.stdout)
     finally:
         proc.stdout.close()
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait() == 0
     want = ref(LOSSY)
     for name in pcaptools.TABLES:
         pd.testing.assert_frame_equal(getattr(cap, name), getattr(want, name), obj=name)
@@ -105,7 +105,7 @@ def test_fifo_compressed_and_not(tmp_path: Path) -> None:
         t = threading.Thread(target=writer)
         t.start()
         cap = pcaptools.load(fifo, keylog=SSE_KEYS)
-        t.join(timeout=30)
+        t.join()
         assert_same_tables(cap, SSE) if i == 0 else None
         for name in pcaptools.TABLES:
             pd.testing.assert_frame_equal(getattr(cap, name), getattr(ref(SSE), name), obj=name)
@@ -186,7 +186,7 @@ def test_wireshark_on_a_stream_capture_says_why_not() -> None:
 def _cli(args: list[str], stdin: Any, cwd: Path) -> subprocess.CompletedProcess[bytes]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PCAPTOOLS_PURE="1")
     return subprocess.run([sys.executable, "-m", "pcaptools.cli", *args], stdin=stdin,
-                          capture_output=True, cwd=cwd, env=env, timeout=300, check=False)
+                          capture_output=True, cwd=cwd, env=env, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +210,7 @@ def test_pcap_report_dash_reads_a_real_pipe(tmp_path: Path, compress: str | None
     finally:
         assert proc.stdout is not None
         proc.stdout.close()
-        proc.wait(timeout=30)
+        proc.wait()
     assert done.returncode == 0, done.stderr
     report = (tmp_path / "stdin.report.html").read_text(encoding="utf-8")
     assert "&lt;stdin&gt;" in report and "<stdin>" not in report  # escaped name, no file path
@@ -386,7 +386,7 @@ def test_ctrl_c_while_reading_a_pipe_still_writes_the_report(tmp_path: Path) -> 
         proc.stdin.write(rest)
     finally:
         proc.stdin.close()  # (the end of the stream: pcap-report ends whatever the signal did)
-        rc = proc.wait(timeout=300)
+        rc = proc.wait()
         err = proc.stderr.read().decode()
         proc.stderr.close()
     assert rc == 0, err
