@@ -14,6 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+try:
+    import pyarrow as pa
+except ImportError:  # pragma: no cover - pandas then stores strings as Python objects
+    pa = None
+
 NA = -(2**63)
 """sentinel for a missing value in an int column"""
 
@@ -25,7 +30,9 @@ class IntColumn:
         self.data = array("q")
 
     def to_numpy(self) -> np.ndarray:
-        return np.frombuffer(self.data, dtype=np.int64).copy() if len(self.data) else np.empty(0, np.int64)
+        if not len(self.data):
+            return np.empty(0, np.int64)
+        return np.frombuffer(self.data, dtype=np.int64).copy()
 
     def to_nullable(self) -> Any:
         return nullable(self.to_numpy())
@@ -69,7 +76,8 @@ class CodeColumn:
         return cat
 
     def to_categorical(self) -> pd.Categorical:
-        codes = np.frombuffer(self.data, dtype=np.int32).copy() if len(self.data) else np.empty(0, np.int32)
+        codes = (np.frombuffer(self.data, dtype=np.int32).copy() if len(self.data)
+                 else np.empty(0, np.int32))
         return categorical(self.codes, codes)
 
 
@@ -180,3 +188,90 @@ class Records:
         if not chunks:
             return np.empty(0, dtype=self.dtype[name])
         return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+
+
+_ARROW_STRINGS = pa is not None and pd.StringDtype().storage == "pyarrow"
+"""pandas stores ``string`` columns in Arrow: text columns are converted block by block"""
+
+
+class TextColumn:
+    """A string column built in blocks. Where pandas keeps strings in Arrow (its default with
+    pyarrow installed) each block becomes a pyarrow array at once, so the rows' Python ``str``
+    objects are freed: less memory, and no long lists for every full garbage collection to walk.
+    Elsewhere (or if a block will not convert) the block stays a list."""
+
+    __slots__ = ("blocks",)
+
+    def __init__(self) -> None:
+        self.blocks: list[Any] = []
+
+    def extend(self, values: list[str | None]) -> None:
+        """Add ``values`` as one block (the list is kept as the block if it stays a list)."""
+        if _ARROW_STRINGS:
+            try:
+                self.blocks.append(pa.array(values, type=pa.large_string(), from_pandas=True))
+                return
+            except (pa.ArrowException, TypeError, ValueError):
+                pass
+        self.blocks.append(values)
+
+    def values(self) -> Any:
+        """The whole column: an ArrowStringArray when every block is Arrow, else a list."""
+        blocks = self.blocks
+        if not blocks:
+            return []
+        if all(type(b) is not list for b in blocks):
+            return pd.arrays.ArrowStringArray(pa.chunked_array(blocks))  # no copy
+        out: list[str | None] = []
+        for b in blocks:
+            out.extend(b if type(b) is list else b.to_pylist())
+        return out
+
+
+TEXT_BLOCK_ROWS = 4096
+"""rows of a :class:`TextColumns` block (as the SSE table's blocks: a block of 4,096 previews of
+~100 characters is ~0.6 MB of Python strings)"""
+
+
+class TextColumns:
+    """Named string columns of a table that grows with packets, filled a row at a time: a
+    builder appends each value with the bound list appends :attr:`append` (in ``names``
+    order), and calls :meth:`flush` when :attr:`first` holds :attr:`block_rows` values; the
+    values then move into Arrow blocks (:class:`TextColumn`), so the builder never holds more
+    than ``block_rows`` Python ``str`` per column (a big table's text would otherwise stay as
+    Python objects until the end of the pass, and leave the heap fragmented when freed)."""
+
+    __slots__ = ("_blocked", "append", "block_rows", "columns", "first", "names", "pending")
+
+    def __init__(self, names: Sequence[str], block_rows: int | None = None) -> None:
+        self.names = tuple(names)
+        self.block_rows = max(1, TEXT_BLOCK_ROWS if block_rows is None else block_rows)
+        self.columns = {name: TextColumn() for name in self.names}
+        self.pending: tuple[list[str | None], ...] = tuple([] for _ in self.names)
+        """the values not yet in blocks, one list per column (never replaced)"""
+        self.append: tuple[Callable[[str | None], None], ...] = tuple(
+            p.append for p in self.pending)
+        self.first = self.pending[0]
+        """the first column's pending values (their count is the rows pending)"""
+        self._blocked = 0
+
+    def __len__(self) -> int:
+        """rows held"""
+        return self._blocked + len(self.first)
+
+    def flush(self) -> None:
+        """Move the pending values into one block per column."""
+        if not self.first:
+            return
+        self._blocked += len(self.first)
+        for name, values in zip(self.names, self.pending, strict=True):
+            self.columns[name].extend(values.copy())
+            values.clear()
+
+    def take(self) -> dict[str, Any]:
+        """Every column's values (:meth:`TextColumn.values`), handed over: this starts empty."""
+        self.flush()
+        out = {name: col.values() for name, col in self.columns.items()}
+        self.columns = {name: TextColumn() for name in self.names}
+        self._blocked = 0
+        return out

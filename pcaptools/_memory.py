@@ -13,7 +13,12 @@ back the moment it is freed, but raises the threshold to the size of every such 
 one (the 512 KiB chunks of packed rows, a table's column arrays, the growing row buffers) is
 carved out of the heap, and a freed one stays resident there until :func:`trim`, or for good
 where a live block sits above it. On ``big.pcap`` of the benchmarks (403,688 frames) that was
-~35 MB of a 375 MB peak.
+~35 MB of a 375 MB peak. It also makes the system allocator Arrow's default pool for the pass
+(the ``string`` columns are built in Arrow while the capture is read): Arrow's bundled
+mimalloc keeps the segments it has used, ~18 MB more resident at the end of a load of
+``big.pcap`` (325 MB against 306 MB with the system pool, 2026-12-07), which
+``release_unused()`` does not give back. An Arrow buffer is freed by the pool that allocated
+it, so the arrays of the tables stay valid after the default pool is restored.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -54,24 +60,64 @@ def trim() -> None:
         pa.default_memory_pool().release_unused()
 
 
+_pass_lock = threading.Lock()
+_passes = 0
+"""passes inside :func:`large_blocks_mapped` now (threads may load at the same time: the first
+one in sets the allocators, the last one out restores them)"""
+_arrow_pool_before: object = None
+"""Arrow's default pool when the first of the passes began (restored by the last)"""
+
+
+def _begin_pass() -> bool:
+    """The first pass in: fix glibc's threshold, make the system allocator Arrow's pool."""
+    global _arrow_pool_before
+    if _MALLOPT is None:
+        fixed = False
+    else:
+        fixed = bool(_MALLOPT(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    pa = sys.modules.get("pyarrow")
+    if pa is not None and "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
+        _arrow_pool_before = pa.default_memory_pool()
+        pa.set_memory_pool(pa.system_memory_pool())
+    return fixed
+
+
+def _end_pass() -> None:
+    """The last pass out: the threshold glibc would have reached, Arrow's pool as it was."""
+    global _arrow_pool_before
+    if _MALLOPT is not None:
+        _MALLOPT(M_MMAP_THRESHOLD, MMAP_THRESHOLD_AFTER)
+    pa = sys.modules.get("pyarrow")
+    if pa is not None and _arrow_pool_before is not None:
+        pa.set_memory_pool(_arrow_pool_before)
+    _arrow_pool_before = None
+
+
 @contextmanager
 def large_blocks_mapped() -> Iterator[bool]:
     """During the ``with`` block (one pass of :func:`pcaptools.load`), fix glibc's mmap
     threshold at :data:`MMAP_THRESHOLD` (what ``MALLOC_MMAP_THRESHOLD_=131072`` in the
     environment does; see the module docstring): every block above 128 KiB is then mapped on its
-    own and unmapped when freed. After it, the threshold is :data:`MMAP_THRESHOLD_AFTER` (a
-    fixed threshold cannot be made dynamic again; that is the value the dynamic one reaches), so
-    the user's own large arrays are served from the heap as glibc would serve them. Left alone
-    when the environment sets ``MALLOC_MMAP_THRESHOLD_`` (the user's choice) or
-    ``PCAPTOOLS_KEEP_MALLOC`` (any value), and elsewhere than on glibc. Yields True when the
-    threshold is fixed during the block."""
-    if _MALLOPT is None or "MALLOC_MMAP_THRESHOLD_" in os.environ \
-            or "PCAPTOOLS_KEEP_MALLOC" in os.environ:
+    own and unmapped when freed; and make the system allocator Arrow's default pool (unless
+    ``ARROW_DEFAULT_MEMORY_POOL`` chooses one). After it, the threshold is
+    :data:`MMAP_THRESHOLD_AFTER` (a fixed threshold cannot be made dynamic again; that is the
+    value the dynamic one reaches), so the user's own large arrays are served from the heap as
+    glibc would serve them, and Arrow's pool is the one it was. With passes in several threads
+    at once, the first one in sets both and the last one out restores them. Left alone when the
+    environment sets ``MALLOC_MMAP_THRESHOLD_`` (the user's choice) or ``PCAPTOOLS_KEEP_MALLOC``
+    (any value); the threshold elsewhere than on glibc. Yields True when the threshold is fixed
+    during the block."""
+    global _passes
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ or "PCAPTOOLS_KEEP_MALLOC" in os.environ:
         yield False
         return
-    fixed = bool(_MALLOPT(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    with _pass_lock:
+        _passes += 1
+        fixed = _begin_pass() if _passes == 1 else _MALLOPT is not None
     try:
         yield fixed
     finally:
-        if fixed:
-            _MALLOPT(M_MMAP_THRESHOLD, MMAP_THRESHOLD_AFTER)
+        with _pass_lock:
+            _passes -= 1
+            if _passes == 0:
+                _end_pass()

@@ -127,3 +127,43 @@ def test_large_blocks_mapped_during_the_pass_only(monkeypatch: pytest.MonkeyPatc
     load_with(H2, LoadOptions(packets=False))
     assert calls == [(_memory.M_MMAP_THRESHOLD, 128 * 1024),
                      (_memory.M_MMAP_THRESHOLD, 32 * 1024 * 1024)]
+
+
+def test_arrow_pool_is_the_system_allocator_during_the_pass_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arrow's default pool is the system allocator while a capture is read and its tables are
+    made (the string columns are built then), the pool it was afterwards (the tables' arrays
+    still valid); with passes overlapping (threads), the last one out restores it; an
+    ``ARROW_DEFAULT_MEMORY_POOL`` chosen in the environment is left alone."""
+    import pyarrow as pa
+
+    from pcaptools import _memory
+
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.delenv("PCAPTOOLS_KEEP_MALLOC", raising=False)
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    before = pa.default_memory_pool().backend_name
+    seen: list[str] = []
+    real_frame = pipeline._assemble
+
+    def spying(*args: object, **kwargs: object) -> object:
+        seen.append(pa.default_memory_pool().backend_name)
+        return real_frame(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "_assemble", spying)
+    cap = load(H2, keylog=H2_KEYS)
+    assert seen == ["system"]
+    assert pa.default_memory_pool().backend_name == before
+    sse = cap.sse_events
+    assert len(sse) and sse["data"].str.len().sum() > 0  # (arrays of the system pool, readable)
+
+    with _memory.large_blocks_mapped():
+        with _memory.large_blocks_mapped():  # (a second pass begins while the first runs)
+            assert pa.default_memory_pool().backend_name == "system"
+        assert pa.default_memory_pool().backend_name == "system"  # (the first still runs)
+    assert pa.default_memory_pool().backend_name == before
+
+    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", before)
+    seen.clear()
+    load_with(H2, LoadOptions())
+    assert seen == [before]

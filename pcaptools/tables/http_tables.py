@@ -22,12 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-try:
-    import pyarrow as pa
-except ImportError:  # pragma: no cover - pandas then stores strings as Python objects
-    pa = None
-
-from .._columns import NA, CodeColumn, IntColumn
+from .._columns import NA, CodeColumn, IntColumn, TextColumn
 from ..protocols._base import Direction
 from ..protocols.http1 import HttpExchange, ProtocolSwitched, parse_retry_after
 from ..protocols.http2 import (
@@ -854,47 +849,10 @@ _SSE_INTS = tuple(c for c, _ in _SSE_INT_AT)
 _SSE_NULLABLE = (*(c for c, _ in _SSE_NULLABLE_AT), "json_ok")
 _SSE_TEXT = tuple(c for c, _ in _SSE_TEXT_AT)
 _TRISTATE = {True: 1, False: 0, None: NA}
-_ARROW_STRINGS = pa is not None and pd.StringDtype().storage == "pyarrow"
-"""pandas stores ``string`` columns in Arrow: text columns are converted block by block"""
-
-
-class _TextColumn:
-    """A string column built in blocks. Where pandas keeps strings in Arrow (its default with
-    pyarrow installed) each block becomes a pyarrow array at once, so the rows' Python ``str``
-    objects are freed: less memory, and no long lists for every full garbage collection to walk.
-    Elsewhere (or if a block will not convert) the block stays a list."""
-
-    __slots__ = ("blocks",)
-
-    def __init__(self) -> None:
-        self.blocks: list[Any] = []
-
-    def extend(self, values: list[str | None]) -> None:
-        if _ARROW_STRINGS:
-            try:
-                self.blocks.append(pa.array(values, type=pa.large_string(), from_pandas=True))
-                return
-            except (pa.ArrowException, TypeError, ValueError):
-                pass
-        self.blocks.append(values)
-
-    def values(self) -> Any:
-        """The whole column: an ArrowStringArray when every block is Arrow, else a list."""
-        blocks = self.blocks
-        if not blocks:
-            return []
-        if all(type(b) is not list for b in blocks):
-            return pd.arrays.ArrowStringArray(pa.chunked_array(blocks))  # no copy
-        out: list[str | None] = []
-        for b in blocks:
-            out.extend(b if type(b) is list else b.to_pylist())
-        return out
-
-
 class _SseColumns:
     """sse_events rows. An :class:`SseEvent` is a tuple, so the builder keeps the events as they
     come (one list append each, no row built) and every :data:`_SSE_BLOCK` rows moves them into
-    typed columns: 8 bytes a row per int column, strings in Arrow blocks (:class:`_TextColumn`)."""
+    typed columns: 8 bytes a row per int column, strings in Arrow blocks (:class:`TextColumn`)."""
 
     __slots__ = ("ints", "pending", "text")
 
@@ -902,7 +860,7 @@ class _SseColumns:
         self.pending: list[SseEvent] = []
         """events not yet in the columns"""
         self.ints = {name: IntColumn() for name in (*_SSE_INTS, *_SSE_NULLABLE)}
-        self.text = {name: _TextColumn() for name in _SSE_TEXT}
+        self.text = {name: TextColumn() for name in _SSE_TEXT}
 
     def flush(self) -> None:
         """Move the pending events into the columns: one C-level pass over the events

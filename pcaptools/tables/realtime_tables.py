@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Final
 
 import pandas as pd
 
-from .._columns import NA, Records, nullable, sorted_categorical
+from .._columns import NA, Records, TextColumns, nullable, sorted_categorical
 from ..diagnostics import Diagnostics
 from ..protocols._base import Direction
 from ..protocols.websocket import WsMessage
@@ -285,7 +285,8 @@ _STATUS_CODE = {s: i for i, s in enumerate(_STATUSES)}
 class RealtimeEventsBuilder:
     """Collects the realtime_events rows from WsMessage events (others are ignored): the
     numbers (and the direction and status, as codes) packed one struct call a row
-    (:class:`~pcaptools._columns.Records`), the text values in one list per column."""
+    (:class:`~pcaptools._columns.Records`), the text values in Arrow blocks
+    (:class:`~pcaptools._columns.TextColumns`)."""
 
     def __init__(self, diag: Diagnostics | None = None, *, show_secrets: bool = False) -> None:
         self.diag = diag if diag is not None else Diagnostics()
@@ -293,14 +294,8 @@ class RealtimeEventsBuilder:
         self._rec = Records(_ROW_FIELDS)
         self._buf = self._rec.buf
         self._pack = self._rec.pack
-        self._text: dict[str, list[str | None]] = {}
-        self._append: tuple[Callable[[str | None], None], ...] = ()
-        self._new_text()
-
-    def _new_text(self) -> None:
-        """empty text columns, and their bound appends (in :data:`_TEXT` order)"""
-        self._text = {name: [] for name in _TEXT}
-        self._append = tuple(self._text[name].append for name in _TEXT)
+        self._text = TextColumns(_TEXT)
+        self._text_block = self._text.block_rows
 
     def add_all(self, events: Iterable[object]) -> None:
         for e in events:
@@ -341,7 +336,7 @@ class RealtimeEventsBuilder:
             frame, ts, first_frame, first_ts, tcp_stream,
             NA if sid is None else sid, index, size, NA if audio_bytes is None else audio_bytes,
             NA if text_chars is None else text_chars, d, _STATUS_CODE[status])
-        a_type, a_event, a_response, a_item, a_audio, a_fields = self._append
+        a_type, a_event, a_response, a_item, a_audio, a_fields = self._text.append
         a_type(typ)
         a_event(event_id)
         a_response(response_id)
@@ -350,6 +345,8 @@ class RealtimeEventsBuilder:
         a_fields(fields)
         if len(self._buf) >= self._rec.limit:
             self._rec.seal()
+        if len(self._text.first) >= self._text_block:
+            self._text.flush()
 
     def frame(self) -> pd.DataFrame:
         """The rows held as the realtime_events table; they are handed over."""
@@ -362,13 +359,12 @@ class RealtimeEventsBuilder:
             cols[name] = nullable(rec.column(name))
         cols["direction"] = sorted_categorical(rec.column("direction"), _DIRECTIONS)
         cols["status"] = sorted_categorical(rec.column("status"), _STATUSES)
-        cols.update(self._text)  # lists: string columns cast as from row tuples
-        self._new_text()
+        cols.update(self._text.take())  # Arrow strings (or lists where they would not convert)
         return REALTIME_EVENTS.frame(columns=cols, copy=False)
 
     def pending(self) -> dict[str, int]:
         """rows held (for the streaming export)"""
-        return {"realtime_events": len(self._text["fields"])}
+        return {"realtime_events": len(self._text)}
 
     def drain(self, table: str) -> pd.DataFrame:
         if table != "realtime_events":

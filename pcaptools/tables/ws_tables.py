@@ -28,6 +28,7 @@ from .._columns import (
     NA,
     CodeColumn,
     Records,
+    TextColumns,
     categorical,
     first_seen_codes,
     nullable,
@@ -379,34 +380,40 @@ _MSG_FIELDS = (
     ("decompressed_bytes", "q"), ("complete", "b"), ("utf8_ok", "b"), ("preview_truncated", "b"),
     ("direction", "b"),
 )  # fmt: skip
-_MSG_TEXT = ("type", "decompress", "end_reason", "preview", "json_type")
+_MSG_LABELS = ("type", "decompress", "end_reason")
+"""the category columns: a few label strings, shared by the rows"""
+_MSG_TEXT = ("preview", "json_type")
+"""the string columns: a new str each row, kept in Arrow blocks (:class:`TextColumns`)"""
 _DIRECTIONS = tuple(d.label for d in Direction)
 """the direction labels by Direction value (sorted, as pandas orders the categories)"""
 
 
 class _MessageColumns:
-    """ws_messages rows: numbers (and the direction) packed one struct call each, text values
-    (category values and the preview) in one list per column; :meth:`columns` hands over the
-    rows held."""
+    """ws_messages rows: numbers (and the direction) packed one struct call each, the category
+    values in one list per column, the preview and the JSON type in Arrow blocks;
+    :meth:`columns` hands over the rows held."""
 
-    __slots__ = ("_append", "_buf", "_limit", "_pack", "_rec", "text")
+    __slots__ = ("_append", "_buf", "_limit", "_pack", "_rec", "_text_block", "labels", "text")
 
     def __init__(self, chunk_rows: int = 65536) -> None:
         self._rec = Records(_MSG_FIELDS, chunk_rows=chunk_rows)
         self._buf = self._rec.buf
         self._pack = self._rec.pack
         self._limit = self._rec.limit
-        self.text: dict[str, list[str | None]] = {}
+        self.text = TextColumns(_MSG_TEXT)
+        self._text_block = self.text.block_rows
+        self.labels: dict[str, list[str | None]] = {}
         self._append: tuple[Callable[[str | None], None], ...] = ()
-        self._new_text()
+        self._new_labels()
 
-    def _new_text(self) -> None:
-        """empty text columns, and their bound appends (in :data:`_MSG_TEXT` order)"""
-        self.text = {name: [] for name in _MSG_TEXT}
-        self._append = tuple(self.text[name].append for name in _MSG_TEXT)
+    def _new_labels(self) -> None:
+        """empty category columns, and the bound appends of every text value (in
+        :data:`_MSG_LABELS` then :data:`_MSG_TEXT` order)"""
+        self.labels = {name: [] for name in _MSG_LABELS}
+        self._append = (*(self.labels[name].append for name in _MSG_LABELS), *self.text.append)
 
     def __len__(self) -> int:
-        return len(self.text["type"])
+        return len(self.labels["type"])
 
     def add(self, e: WsMessage) -> None:
         # (a named tuple: its fields in one unpacking, not one attribute lookup each)
@@ -428,6 +435,8 @@ class _MessageColumns:
         a_json_type(json_type)
         if len(buf) >= self._limit:
             self._rec.seal()
+        if len(self.text.first) >= self._text_block:
+            self.text.flush()
 
     def columns(self) -> dict[str, Any]:
         """The rows held as columns for ``WS_MESSAGES.frame(columns=...)`` (handed over)."""
@@ -448,8 +457,9 @@ class _MessageColumns:
         out["utf8_ok"] = pd.arrays.BooleanArray(utf8 == 1, utf8 < 0)
         # (the categories pd.Categorical makes of the labels: those present, sorted)
         out["direction"] = sorted_categorical(rec.column("direction"), _DIRECTIONS)
-        out.update(self.text)  # lists: category and string columns cast as from row tuples
-        self._new_text()
+        out.update(self.labels)  # lists: category columns cast as from row tuples
+        out.update(self.text.take())  # string columns: Arrow (or lists where they would not)
+        self._new_labels()
         return out
 
 

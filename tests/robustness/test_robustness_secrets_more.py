@@ -374,3 +374,18 @@ def test_redact_text_on_long_hostile_text() -> None:
 
 def redacted_len(n: int) -> str:
     return f"<redacted: {n} bytes>"
+
+
+@given(st.lists(st.one_of(st.booleans(), st.none()), max_size=70), st.integers(0, 20))
+def test_true_positions_match_arrow(values: list[bool | None], offset: int) -> None:
+    """The prefilter's hit positions, read from the bits of a boolean Arrow array (also a
+    slice, which starts inside a byte), are those ``pyarrow.compute.indices_nonzero`` gives."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pcaptools.redaction import _true_at
+
+    for flags in (pa.array(values, type=pa.bool_()).fill_null(False),
+                  pc.is_valid(pa.array(values, type=pa.bool_()))):
+        part = flags.slice(min(offset, len(flags)))
+        assert _true_at(part).tolist() == pc.indices_nonzero(part).to_numpy().tolist()

@@ -237,6 +237,7 @@ def _sse_events(n: int) -> list[object]:
 def test_sse_table_is_the_same_whatever_the_block_size_and_string_storage(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from pcaptools import _columns
     from pcaptools.tables import http_tables
 
     events = _sse_events(50)
@@ -251,5 +252,5 @@ def test_sse_table_is_the_same_whatever_the_block_size_and_string_storage(
     for e in events:
         b.add(e)  # single adds flush too
     pd.testing.assert_frame_equal(b.tables()["sse_events"], ref, check_exact=True)
-    monkeypatch.setattr(http_tables, "_ARROW_STRINGS", False)
+    monkeypatch.setattr(_columns, "_ARROW_STRINGS", False)
     pd.testing.assert_frame_equal(build(events)["sse_events"], ref, check_exact=True)

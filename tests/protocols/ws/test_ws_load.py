@@ -14,6 +14,7 @@ import pcaptools
 from pcaptools.protocols.http1 import Http1Observer, ProtocolSwitched
 from pcaptools.protocols.websocket import WsConnectionEnded, websocket_factory
 from pcaptools.tables.ws_tables import HEARTBEATS, WS_CONNECTIONS, WS_FRAMES, WS_MESSAGES
+from tests.conftest import CAPTURES
 from tests.oracle import tshark_fields
 from tests.protocols.ws.helpers import (
     C2S,
@@ -431,3 +432,27 @@ def test_huge_announced_length_through_load(tmp_path: Path, length: int) -> None
     )
     w = cap.warnings[cap.warnings["layer"].astype(str) == "ws"]
     assert w["code"].astype(str).tolist() == ["ws.frame_too_large", "ws.truncated_frame"]
+
+
+def test_text_columns_the_same_whatever_the_block_size_and_string_storage(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """ws_messages' preview and JSON type and every text column of realtime_events are moved
+    into Arrow blocks while the capture is read (``_columns.TextColumns``): the tables are the
+    same with blocks of 3 rows (a real voice session: many blocks, the last one partial) and
+    with Python lists (pandas without Arrow strings) as with the default blocks."""
+    from pcaptools import _columns
+
+    cap_path = CAPTURES / "voice-realtime.pcapng"
+    keys = CAPTURES / "voice-realtime.keys"
+    names = ("ws_messages", "realtime_events")
+    ref = pcaptools.load(cap_path, keylog=keys)
+    assert len(ref.ws_messages) > 100 and len(ref.realtime_events) > 50
+    assert ref.ws_messages["preview"].notna().sum() > 100
+    assert ref.realtime_events["type"].notna().all()
+    for patch in ({"TEXT_BLOCK_ROWS": 3}, {"_ARROW_STRINGS": False}):
+        with monkeypatch.context() as m:
+            for attr, value in patch.items():
+                m.setattr(_columns, attr, value)
+            cap = pcaptools.load(cap_path, keylog=keys)
+        for name in names:
+            pd.testing.assert_frame_equal(cap.tables[name], ref.tables[name], check_exact=True)
