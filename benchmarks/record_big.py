@@ -28,8 +28,10 @@ server segments the client dropped twice, so the capture shows the retransmissio
 SACKs a capture taken at the server of a lossy path shows.
 
 Frames are Ethernet, MTU 1500, no GSO super-frames (``gso_max_segs 1``), so the frame count
-is what a NIC capture of the same transfer would show. Requires root, nginx, curl, tcpdump,
-openssl (see ``captures/README.md``); nothing leaves the two namespaces.
+is what a NIC capture of the same transfer would show. Requires root and the programs of
+:data:`NEEDS` (Debian 12: ``apt-get install nginx-light curl tcpdump openssl iproute2 iptables``;
+see ``captures/README.md``): it names the missing ones before it starts. Nothing leaves the two
+namespaces.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -273,6 +276,10 @@ def record(out: Path, *, size_mb: float = 300.0, max_rounds: int = 2000,
     return facts
 
 
+NEEDS = ("nginx", "curl", "tcpdump", "openssl", "ip", "iptables")
+"""the programs a recording runs (``ip``: iproute2)"""
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -285,6 +292,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ws-requests", type=int, default=20,
                     help="prompts per WebSocket connection (default 20)")
     args = ap.parse_args(argv)
+    missing = [p for p in NEEDS if shutil.which(p) is None]
+    if missing:
+        print(f"record_big: not installed: {', '.join(missing)} (Debian 12: apt-get install "
+              "nginx-light curl tcpdump openssl iproute2 iptables)", file=sys.stderr)
+        return 1
     facts = record(args.out, size_mb=args.size_mb, max_rounds=args.max_rounds,
                    max_seconds=args.max_seconds, loss=args.loss,
                    ws_requests=args.ws_requests)
