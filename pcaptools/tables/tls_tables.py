@@ -303,15 +303,18 @@ class TlsTablesBuilder:
         codes_of = self._codes_of
         keep = self.keep_records
         for ev in events:
-            if type(ev) is TlsRecord and keep:
-                key = (ev.direction, ev.content_type, ev.version, ev.inner_content_type)
-                c = codes_of.get(key)
-                if c is None:
-                    c = codes_of[key] = self._new_codes(*key)
-                plain = ev.plaintext_length
-                buf += pack(ev.frame, ev.ts_ns, ev.tcp_stream, ev.session, ev.offset, ev.length,
-                            1 if ev.encrypted else 0, 1 if ev.decrypted else 0,
-                            NA if plain is None else plain, *c)
+            if type(ev) is TlsRecord:
+                if keep:
+                    # (a named tuple: its fields in one unpacking, not one attribute lookup
+                    # each; the two flags are bools, packed as 0/1 by "b")
+                    (ts, frame, dirn, tcp_stream, session, offset, ctype, version, length,
+                     encrypted, decrypted, inner, plain) = ev
+                    c = codes_of.get((dirn, ctype, version, inner))
+                    if c is None:
+                        c = codes_of[dirn, ctype, version, inner] = self._new_codes(
+                            dirn, ctype, version, inner)
+                    buf += pack(frame, ts, tcp_stream, session, offset, length, encrypted,
+                                decrypted, NA if plain is None else plain, *c)
             elif type(ev) is TlsSession:
                 self.sessions.append(ev)
         if len(buf) >= self._limit:

@@ -1,20 +1,27 @@
-"""Events of :class:`~pcaptools.protocols.tls.TlsObserver`: frozen, slotted, keyword-only.
+"""Events of :class:`~pcaptools.protocols.tls.TlsObserver`.
 
 Every event carries ``ts_ns``, ``frame`` (of the TCP segment that completed the record),
 ``direction`` and ``tcp_stream``. No event holds key material; decrypted application
 data is not an event either (it goes to the inner observer).
+
+:class:`TlsRecord`, one per record, is a named tuple (as
+:class:`~pcaptools.protocols.websocket.WsFrame` is): the observer makes it with a single C
+call (``tuple.__new__`` on the tuple of its values: :data:`new_record`), where a frozen
+dataclass costs a slot assignment per field, and the ``tls_records`` builder unpacks it in
+one step. Read it by attribute, build one with keywords, change one with ``_replace``. The
+other events (a few per connection) are frozen, slotted, keyword-only dataclasses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...tcp.stream import Direction, Event
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TlsRecord(Event):
-    """One TLS record (a row of ``tls_records``)."""
+class _TlsRecordFields(NamedTuple):
+    """The fields of :class:`TlsRecord` (a NamedTuple cannot have another base)."""
 
     ts_ns: int
     frame: int
@@ -38,6 +45,17 @@ class TlsRecord(Event):
     """the real content type: the wire type when cleartext, the decrypted type, None when unknown"""
     plaintext_length: int | None
     """content bytes (cleartext length, or decrypted length without padding/MAC/tag); None when unknown"""
+
+
+class TlsRecord(_TlsRecordFields, Event):
+    """One TLS record (a row of ``tls_records``; a named tuple: see the module's docstring)."""
+
+    __slots__ = ()
+
+
+new_record = tuple.__new__
+"""``new_record(TlsRecord, values)``: the record from the tuple of its values in field order,
+without the keyword-argument ``__new__`` of a named tuple (one C call)"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -45,7 +45,14 @@ from .decrypt import (
     Tls13Decryptor,
     tls12_decryptors,
 )
-from .events import TlsAlert, TlsHandshakeCompleted, TlsHandshakeMessage, TlsRecord, TlsSession
+from .events import (
+    TlsAlert,
+    TlsHandshakeCompleted,
+    TlsHandshakeMessage,
+    TlsRecord,
+    TlsSession,
+    new_record,
+)
 from .fingerprint import ja3_full, ja3s_full, ja4, ja4_r, ja4s, md5_hex
 from .keylog import KeyLog, SessionSecrets
 from .keyschedule import next_traffic_secret
@@ -131,46 +138,15 @@ def _slot_setters(
     return tuple(vars(cls)[name].__set__ for name in names)
 
 
-_RECORD_SET = _slot_setters(
-    TlsRecord,
-    (
-        "ts_ns", "frame", "direction", "tcp_stream", "session", "offset", "content_type",
-        "version", "length", "encrypted", "decrypted", "inner_content_type", "plaintext_length",
-    ),
+# TlsRecord is built from its field values in this order (one per record:
+# ``new_record(TlsRecord, values)``, one C call); checked at import
+_RECORD_FIELDS = (
+    "ts_ns", "frame", "direction", "tcp_stream", "session", "offset", "content_type",
+    "version", "length", "encrypted", "decrypted", "inner_content_type", "plaintext_length",
 )
+if TlsRecord._fields != _RECORD_FIELDS:
+    raise TypeError("TlsRecord fields changed: update observer.py")  # pragma: no cover
 _CHUNK_SET = _slot_setters(StreamChunk, ("direction", "data", "ts_ns", "frame", "offset"))
-
-
-def _tls_record(
-    ts_ns: int, frame: int, direction: Direction, tcp_stream: int, session: int, offset: int,
-    content_type: int, version: int, length: int, encrypted: bool, decrypted: bool,
-    inner_content_type: int | None, plaintext_length: int | None,
-) -> TlsRecord:
-    """``TlsRecord(ts_ns=..., ...)`` built by setting its slots (the frozen dataclass
-    ``__init__`` goes through ``object.__setattr__`` per field): the same object, faster."""
-    if _RECORD_SET is None:  # pragma: no cover
-        return TlsRecord(
-            ts_ns=ts_ns, frame=frame, direction=direction, tcp_stream=tcp_stream, session=session,
-            offset=offset, content_type=content_type, version=version, length=length,
-            encrypted=encrypted, decrypted=decrypted, inner_content_type=inner_content_type,
-            plaintext_length=plaintext_length,
-        )
-    r: TlsRecord = _new_object(TlsRecord)
-    a, b, c, d, e, f, g, h, i, j, k, m, n = _RECORD_SET
-    a(r, ts_ns)
-    b(r, frame)
-    c(r, direction)
-    d(r, tcp_stream)
-    e(r, session)
-    f(r, offset)
-    g(r, content_type)
-    h(r, version)
-    i(r, length)
-    j(r, encrypted)
-    k(r, decrypted)
-    m(r, inner_content_type)
-    n(r, plaintext_length)
-    return r
 
 
 def _stream_chunk(
@@ -593,12 +569,10 @@ class TlsObserver:
                         n = d.dec.plaintext_bound(length)
                         out += self._inner.gap(dirn, d.pt_offset, n, ts, frame)
                         d.pt_offset += n
-        out.append(
-            _tls_record(
-                ts, frame, dirn, self.tcp_stream, s.index, off, ctype, version, length,
-                protected, decrypted, inner_type, len(pt) if pt is not None else None,
-            )
-        )
+        out.append(new_record(TlsRecord, (
+            ts, frame, dirn, self.tcp_stream, s.index, off, ctype, version, length,
+            protected, decrypted, inner_type, len(pt) if pt is not None else None,
+        )))
         # handshake byte accounting (before the dispatch: the Finished record itself counts)
         if early_unknown or (protected and d.early and not decrypted and s.sh is None):
             early = True

@@ -148,7 +148,7 @@ def _app_offsets(server: bytes) -> list[int]:
     return offs
 
 
-def test_tls_record_events_equal_the_dataclass_built_normally() -> None:
+def test_tls_record_events_equal_the_named_tuple_built_normally() -> None:
     hello, server = _hello_and_app(2)
     obs = TlsObserver(tcp_stream=3, diag=Diagnostics(), keylog=None)
     events = obs.feed(StreamChunk(direction=C2S, data=hello, ts_ns=5, frame=1, offset=0))
@@ -156,8 +156,9 @@ def test_tls_record_events_equal_the_dataclass_built_normally() -> None:
     recs = [e for e in events if isinstance(e, TlsRecord)]
     assert len(recs) == 4
     for rec in recs:
-        again = TlsRecord(**{name: getattr(rec, name) for name in TlsRecord.__dataclass_fields__})
+        again = TlsRecord(**{name: getattr(rec, name) for name in TlsRecord._fields})
         assert again == rec and hash(again) == hash(rec) and repr(again) == repr(rec)
+        assert type(rec) is TlsRecord and rec._replace(frame=9).frame == 9
 
 
 def test_connection_observer_hands_feed_to_the_tls_observer() -> None:
