@@ -54,6 +54,11 @@ TABLE_OF: dict[type, str] = PER_RECORD
 PER_RECORD_TABLES: tuple[str, ...] = tuple(TABLE_OF.values())
 
 
+CapPlan = tuple[int, tuple[tuple[str, int], ...], int]
+""":meth:`EventCap.plan`: (index of the first per-record event or -1, (table, rows) counted,
+their sum)"""
+
+
 class EventCap:
     """Counts per-record events per tcp_stream and per table and drops them past the limits
     (one warning row per connection and per table that hit its limit); counts every dropped
@@ -93,6 +98,43 @@ class EventCap:
     def active(self) -> bool:
         """Is any cap on?"""
         return self.limit is not None or self.max_rows is not None
+
+    def plan(self, types: tuple[type, ...]) -> CapPlan:
+        """What a list of events of these types (in this order) adds to the counts: the index
+        of its first per-record event (-1: none), the rows each counted table gains (tables
+        in ``skip`` are not counted), and their sum. The same for every list of these types,
+        so :func:`pcaptools.pipeline` finds it once per sequence of types and hands it to
+        :meth:`take` with each list."""
+        table_of, skip = TABLE_OF, self.skip
+        first = -1
+        gains: dict[str, int] = {}
+        for i, t in enumerate(types):
+            table = table_of.get(t)
+            if table is None:
+                continue
+            if first < 0:
+                first = i
+            if table not in skip:
+                gains[table] = gains.get(table, 0) + 1
+        return first, tuple(gains.items()), sum(gains.values())
+
+    def take(self, events: list[object], first: int, gains: tuple[tuple[str, int], ...],
+             n: int) -> list[object]:
+        """:meth:`__call__` with the :meth:`plan` of ``events``' types (``n`` > 0): counts them
+        at once when neither cap can be reached by them (the usual case, the same counts as
+        ``__call__``'s loop), and goes through ``__call__`` otherwise."""
+        stream: int = getattr(events[first], "tcp_stream", -1)
+        seen = self.counts.get(stream, 0)
+        limit, max_rows = self.limit, self.max_rows
+        if (limit is None or seen + n <= limit) and (max_rows is None
+                                                     or self.kept + n <= max_rows):
+            rows = self.rows
+            for table, k in gains:
+                rows[table] += k
+            self.kept += n
+            self.counts[stream] = seen + n
+            return events
+        return self(events)
 
     def __call__(self, events: list[object]) -> list[object]:
         """``events`` (one observer call's, all of one connection) without the per-record

@@ -42,7 +42,7 @@ from __future__ import annotations
 import gc
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
@@ -240,6 +240,10 @@ def not_for_streams(path: object, workers: int,
 
 
 _Consumer = Callable[[list[object]], None]
+#: emit's routing plans kept per load: sequences of event types up to this long ...
+_MAX_PLAN_LEN = 32
+#: ... and at most this many of them (a longer or later sequence is planned on every call)
+_MAX_PLANS = 4096
 """a table builder's ``add_all``: takes the events of one observer call"""
 
 
@@ -305,10 +309,17 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
     # with the event types its source consumes (None: it declares none, so it gets them all).
     # An observer call's events go only to the builders that keep one of them (the others
     # would look at each event and ignore it): each type gets one bit per builder that keeps
-    # it, each combination of bits the builders it calls, both found once
+    # it, each combination of bits the builders it calls, both found once. Observers return
+    # the same few sequences of event types over and over (a TLS record with a WebSocket frame
+    # and its message, an HTTP/2 DATA frame with its SSE events), so what a list is routed to
+    # and what it adds to the caps' counts (EventCap.plan) is found once per sequence of
+    # types (``plans``; at most _MAX_PLANS sequences of up to _MAX_PLAN_LEN events are kept)
+    # and the list goes on without a Python step per event
     takers: list[tuple[_Consumer, tuple[type, ...] | None]] = []
     bits: dict[type, int] = {}
     calls: dict[int, tuple[_Consumer, ...]] = {}
+    plans: dict[tuple[type, ...], tuple[tuple[_Consumer, ...], int, tuple[tuple[str, int], ...],
+                                         int]] = {}
 
     def bits_of(t: type) -> int:
         b = 0
@@ -318,21 +329,39 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
         bits[t] = b
         return b
 
+    def route(types: Iterable[type]) -> tuple[_Consumer, ...]:
+        """the builders that keep one of ``types``, in registration order"""
+        mask = 0
+        for t in types:
+            b = bits.get(t)
+            mask |= bits_of(t) if b is None else b
+        to = calls.get(mask)
+        if to is None:
+            to = calls[mask] = tuple(add_all for i, (add_all, _) in enumerate(takers)
+                                     if mask >> i & 1)
+        return to
+
+    def plan(key: tuple[type, ...]) -> tuple[tuple[_Consumer, ...], int,
+                                             tuple[tuple[str, int], ...], int]:
+        p = (route(set(key)), *event_cap.plan(key))
+        if len(key) <= _MAX_PLAN_LEN and len(plans) < _MAX_PLANS:
+            plans[key] = p
+        return p
+
     def emit(events: list[object]) -> None:
         if events:
-            if cap_events is not None:
-                events = cap_events(events)
-            mask = 0
-            for e in events:
-                b = bits.get(type(e))
-                mask |= bits_of(type(e)) if b is None else b
-            if mask:
-                to = calls.get(mask)
-                if to is None:
-                    to = calls[mask] = tuple(add_all for i, (add_all, _) in enumerate(takers)
-                                             if mask >> i & 1)
-                for add_all in to:
-                    add_all(events)
+            key = tuple(map(type, events))
+            p = plans.get(key)
+            to, first, gains, n = plan(key) if p is None else p
+            if n and cap_events is not None:
+                kept = cap_events.take(events, first, gains, n)
+                if kept is not events:  # some were dropped: route what is left
+                    if not kept:
+                        return
+                    events = kept
+                    to = route(set(map(type, kept)))
+            for add_all in to:
+                add_all(events)
 
     def observer(tcp_stream: int, midstream: bool) -> StreamObserver | None:
         if tcp_stream % own_n != own_k:

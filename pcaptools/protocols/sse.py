@@ -365,11 +365,20 @@ class SseParser:
         """Interpret complete lines (line ends removed); append the events dispatched to ``out``.
 
         One loop with the usual lines (``data:``, ``id:``, blank) tested first and the dispatch
-        inlined: a stream has three or four lines per event. ``self._data`` stays one list."""
+        inlined: a stream has three or four lines per event. ``self._data`` stays one list; the
+        state of the event being built is kept in locals during the loop and stored back once
+        at its end (nothing the loop calls reads it)."""
         data = self._data
+        data_len = self._data_len
+        drop = self._drop_event
+        event_type = self._event_type
+        retry = self._retry
+        last_id = self._last_id
+        count = self.count
+        mx = self._max
         for raw in lines:
             if not raw:  # blank line: dispatch the event, unless it has no data
-                if data and not self._drop_event:
+                if data and not drop:
                     if len(data) == 1:
                         text = data[0].decode("utf-8", "replace")
                     else:
@@ -378,7 +387,7 @@ class SseParser:
                     if json_ok is False:
                         self._report(
                             "sse.bad_json",
-                            f"event {self.count}: data is not valid JSON: "
+                            f"event {count}: data is not valid JSON: "
                             f"{(redact_json_text(text[:4096]) or '')[:80]!r}",
                             ts_ns,
                             frame,
@@ -393,12 +402,12 @@ class SseParser:
                                 self._tcp_stream,
                                 self._stream_id,
                                 self._request_index,
-                                self.count,
-                                self._event_type or "message",
-                                self._last_id,
-                                self._retry,
+                                count,
+                                event_type or "message",
+                                last_id,
+                                retry,
                                 text,
-                                self._data_len - 1,
+                                data_len - 1,
                                 json_ok,
                                 delta_text,
                                 done,
@@ -406,14 +415,14 @@ class SseParser:
                             ),
                         )
                     )
-                    self.count += 1
+                    count += 1
                 data.clear()
-                self._data_len = 0
-                self._event_type = ""
-                self._retry = None
-                self._drop_event = False
+                data_len = 0
+                event_type = ""
+                retry = None
+                drop = False
                 continue
-            if self._drop_event:
+            if drop:
                 continue
             if raw.startswith(b"data: "):
                 value = raw[6:]
@@ -421,7 +430,7 @@ class SseParser:
                 value = raw[5:]
             elif raw.startswith(b"id: "):
                 if 0 not in raw:  # an id with NUL is ignored (int needle: memchr)
-                    self._last_id = raw[4:].decode("utf-8", "replace")
+                    last_id = raw[4:].decode("utf-8", "replace")
                 continue
             elif raw[0] == 0x3A:  # ':' comment
                 continue
@@ -437,25 +446,33 @@ class SseParser:
                     if name == b"event":
                         cached = self._event_cache
                         if value == cached[0]:
-                            self._event_type = cached[1]
+                            event_type = cached[1]
                         else:
-                            self._event_type = value.decode("utf-8", "replace")
-                            self._event_cache = (value, self._event_type)
+                            event_type = value.decode("utf-8", "replace")
+                            self._event_cache = (value, event_type)
                     elif name == b"id":
                         if 0 not in value:
-                            self._last_id = value.decode("utf-8", "replace")
+                            last_id = value.decode("utf-8", "replace")
                     elif name == b"retry" and value.isdigit():  # bytes.isdigit: ASCII digits only
-                        self._retry = int(value)
+                        retry = int(value)
                     continue
-            n = self._data_len + len(value) + 1
-            if n > self._max:
+            n = data_len + len(value) + 1
+            if n > mx:
                 self._report(
                     "sse.unterminated_event",
-                    f"event data longer than {self._max} bytes; event dropped",
+                    f"event data longer than {mx} bytes; event dropped",
                     ts_ns,
                     frame,
                 )
-                self._drop_current()
+                data.clear()  # (what _drop_current does)
+                data_len = 0
+                drop = True
                 continue
-            self._data_len = n
+            data_len = n
             data.append(value)
+        self._data_len = data_len
+        self._drop_event = drop
+        self._event_type = event_type
+        self._retry = retry
+        self._last_id = last_id
+        self.count = count

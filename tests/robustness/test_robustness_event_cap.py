@@ -185,3 +185,68 @@ def test_event_cap_rejects_negative_table_cap_and_skips_unbuilt_tables() -> None
     cap = pcaptools.load(path, keylog=keys, tls_records=False, max_record_rows=30)
     assert "tls_records" not in cap.summary.extra["rows_dropped"]
     assert len(cap.tls_records) == 0
+
+
+# --------------------------------------------------------------------------- plan + take
+
+
+def _fake_event(t: type, stream: int, frame: int) -> object:
+    """An instance of event type ``t`` with only tcp_stream, ts_ns and frame set (what the cap
+    reads): a named tuple of that many fields, or a slotted dataclass left half-initialised."""
+    if issubclass(t, tuple):
+        n = len(t._fields)  # type: ignore[attr-defined]
+        vals: list[object] = [None] * n
+        for name, v in (("tcp_stream", stream), ("ts_ns", frame * 1000), ("frame", frame)):
+            vals[t._fields.index(name)] = v  # type: ignore[attr-defined]
+        return tuple.__new__(t, vals)
+    e = object.__new__(t)
+    for name, v in (("tcp_stream", stream), ("ts_ns", frame * 1000), ("frame", frame)):
+        object.__setattr__(e, name, v)
+    return e
+
+
+class _Other:
+    """An event type no per-record table keeps."""
+
+    def __init__(self, stream: int) -> None:
+        self.tcp_stream = stream
+
+
+@pytest.mark.parametrize(("limit", "max_rows", "skip"), [
+    (None, None, frozenset()), (7, None, frozenset()), (None, 11, frozenset()),
+    (5, 9, frozenset({"tls_records"})), (0, 3, frozenset()), (40, 25, frozenset({"sse_events"})),
+])
+def test_plan_and_take_equal_the_per_event_loop(
+        limit: int | None, max_rows: int | None, skip: frozenset[str]) -> None:
+    """The routing in pipeline.emit counts a list by the plan of its types (EventCap.plan +
+    take): the same lists kept, the same counts, drops and warning rows as __call__."""
+    import random
+
+    from pcaptools._eventcap import TABLE_OF
+
+    rnd = random.Random(20261207)
+    types: list[type] = [*TABLE_OF, _Other]
+    da, db = Diagnostics(), Diagnostics()
+    a = EventCap(limit, da, max_rows=max_rows, skip=skip)
+    b = EventCap(limit, db, max_rows=max_rows, skip=skip)
+    plans: dict[tuple[type, ...], object] = {}
+    for frame in range(1, 400):
+        stream = rnd.randrange(4)
+        n = rnd.choice((1, 2, 3, 3, 5, 12))
+        events = [_fake_event(t, stream, frame) if t is not _Other else _Other(stream)
+                  for t in rnd.choices(types, k=n)]
+        want = a(list(events))
+        key = tuple(map(type, events))
+        first, gains, total = b.plan(key)
+        plans[key] = (first, gains, total)
+        got = b.take(events, first, gains, total) if total else events
+        assert [id(e) for e in got] == [id(e) for e in want]
+        assert (got is events) == (len(want) == len(events))
+        assert (b.rows, b.kept, b.dropped, b.dropped_by_stream, b.warned) == (
+            a.rows, a.kept, a.dropped, a.dropped_by_stream, a.warned)
+        assert {s: c for s, c in b.counts.items() if c} == {
+            s: c for s, c in a.counts.items() if c}
+    assert a.summary() == b.summary()
+    assert da.counts == db.counts and len(plans) > 50
+    if limit is not None or max_rows is not None:
+        assert sum(a.dropped.values()) > 0, "the cap must be reached"

@@ -392,12 +392,23 @@ class Http1Observer:
 
     def feed(self, chunk: StreamChunk) -> list[object]:
         """Parse the next in-order bytes of one direction; return the events they completed."""
-        out: list[object] = []
-        if self._finished:
-            return out
         side = self._sides[chunk.direction]
         data = chunk.data
         ts, frame = chunk.ts_ns, chunk.frame
+        if side.mode == _SWITCHED and chunk.offset == side.next_offset and side.started \
+                and not self._tentative and not self._finished:
+            # a direction handed over (WebSocket, h2c) and in step: its bytes go straight on,
+            # as _consume would pass them (the rest of this method only leads there)
+            self._last_ts, self._last_frame = ts, frame
+            side.next_offset += len(data)
+            inner = self._inner
+            if inner is None or not data:
+                return []
+            return inner.feed(new_chunk(side.d, data, ts, frame,
+                                        chunk.offset - side.switch_offset))
+        out: list[object] = []
+        if self._finished:
+            return out
         if self._tentative and frame != self._tentative_frame:
             self._settle(out)
         self._last_ts, self._last_frame = ts, frame
