@@ -240,11 +240,11 @@ def not_for_streams(path: object, workers: int,
 
 
 _Consumer = Callable[[list[object]], None]
+"""a table builder's ``add_all``: takes the events of one observer call"""
 #: emit's routing plans kept per load: sequences of event types up to this long ...
 _MAX_PLAN_LEN = 32
 #: ... and at most this many of them (a longer or later sequence is planned on every call)
 _MAX_PLANS = 4096
-"""a table builder's ``add_all``: takes the events of one observer call"""
 
 
 class _Sinks:
