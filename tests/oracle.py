@@ -29,7 +29,7 @@ def tshark_fields(
         args += ["-e", f]
     with tempfile.TemporaryDirectory() as cfg:
         env = dict(os.environ, WIRESHARK_CONFIG_DIR=cfg)
-        res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, check=False)
+        res = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
     rows = []
     for line in res.stdout.splitlines():
         cols = line.split("\t")

@@ -22,7 +22,7 @@ def test_notebook_is_stored_without_outputs(path: Path) -> None:
 def test_notebook_executes(path: Path) -> None:
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+    client = nbclient.NotebookClient(nb, timeout=None, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs

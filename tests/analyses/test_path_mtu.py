@@ -54,7 +54,7 @@ def _tshark(
             "-E", f"occurrence={occ}"]
     for f in fields:
         args += ["-e", f]
-    out = subprocess.run(args, capture_output=True, text=True, check=True, timeout=120).stdout
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     return [ln.split("\t") for ln in out.splitlines()]
 
 

@@ -484,7 +484,7 @@ def _tshark_fields(tshark: str, name: str, *fields: str) -> list[list[str]]:
     out = subprocess.run(
         [tshark, "-n", "-r", str(CAPTURES / name), "-T", "fields",
          *[a for f in fields for a in ("-e", f)], "-Y", fields[1]],
-        capture_output=True, text=True, check=True, timeout=60).stdout
+        capture_output=True, text=True, check=True).stdout
     return [line.split("\t") for line in out.splitlines()]
 
 

@@ -98,14 +98,12 @@ def test_harness_coverage_guided_smoke_run(name: str, tmp_path: Path) -> None:
             f"-runs={runs}",
             "-seed=1",
             "-rss_limit_mb=2048",
-            "-timeout=60",
             "-print_final_stats=1",
         ],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
         check=False,
     )
     crashes = sorted(p.name for p in (tmp_path / "crashes" / name).iterdir())

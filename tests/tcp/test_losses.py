@@ -184,7 +184,7 @@ def test_tshark_kind_is_what_tshark_flags(caps: dict[str, pcaptools.Capture], na
          "-e", "tcp.analysis.retransmission", "-e", "tcp.analysis.fast_retransmission",
          "-e", "tcp.analysis.spurious_retransmission", "-e", "tcp.analysis.out_of_order",
          "-Y", "tcp.analysis.retransmission || tcp.analysis.out_of_order"],
-        capture_output=True, text=True, check=True, timeout=120).stdout
+        capture_output=True, text=True, check=True).stdout
     flagged: dict[int, str] = {}
     for line in out.splitlines():
         f = line.split("\t")

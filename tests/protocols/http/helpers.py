@@ -339,7 +339,7 @@ def _tshark_tcp(path: str) -> tuple[tuple[str, ...], ...]:
     with tempfile.TemporaryDirectory() as cfg:
         env = dict(os.environ, WIRESHARK_CONFIG_DIR=cfg)
         res = subprocess.run(
-            args, capture_output=True, text=True, env=env, timeout=300, check=False
+            args, capture_output=True, text=True, env=env, check=False
         )
     rows = []
     for line in res.stdout.splitlines():

@@ -141,7 +141,6 @@ def _tshark_entity_bodies(exe: str) -> dict[int, list[tuple[str, int, int | None
         capture_output=True,
         text=True,
         check=True,
-        timeout=120,
     ).stdout
     found: dict[int, list[tuple[str, int, int | None]]] = {}
     stream = -1
@@ -222,7 +221,7 @@ def test_capture_drops_inside_coded_streams(tmp_path: Any) -> None:
     h1, h2 = ports[50501], ports[50502]
     drop = [int(ev[ev["tcp_stream"] == s].sort_values("index")["frame"].iloc[4]) for s in (h1, h2)]
     out = tmp_path / "dropped.pcap"
-    subprocess.run([editcap, str(CAP), str(out), *map(str, drop)], check=True, timeout=60)
+    subprocess.run([editcap, str(CAP), str(out), *map(str, drop)], check=True)
     cap = pcaptools.load(out)
     w = cap.warnings
     gaps = w[w["code"] == "http.content_decoding_gap"]

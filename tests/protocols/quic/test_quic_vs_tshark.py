@@ -90,7 +90,7 @@ def _tshark(path: str) -> dict[int, tuple[list[dict[str, str]], list[dict[str, l
     with tempfile.TemporaryDirectory() as cfg:
         env = dict(os.environ, WIRESHARK_CONFIG_DIR=cfg)
         res = subprocess.run(["tshark", "-n", "-r", path, "-T", "json", "-Y", "quic"],
-                             capture_output=True, text=True, env=env, timeout=300, check=True)
+                             capture_output=True, text=True, env=env, check=True)
     out = {}
     for pkt in json.loads(res.stdout, object_pairs_hook=_pairs):
         layers = dict(pkt)["_source"]

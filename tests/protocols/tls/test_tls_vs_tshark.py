@@ -217,7 +217,6 @@ def _follow_tls(name: str, streams: list[int]) -> dict[int, tuple[str | None, li
             args,
             capture_output=True,
             text=True,
-            timeout=300,
             check=False,
             env=dict(os.environ, WIRESHARK_CONFIG_DIR=cfg),
         ).stdout
