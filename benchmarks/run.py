@@ -947,16 +947,19 @@ def _goals_md(by: dict[str, Any], stages: dict[str, Any] | None) -> list[str]:
                    f"{'yes' if tcp['cpu_s'] <= tt['cpu_s'] else 'no'} |")
     if stages and full and w2:
         row = {r["stage"]: r for r in stages["rows"]}
-        if "tcp" in row and "full" in row:
-            t_tcp, t_full = row["tcp"]["compiled_s"], row["full"]["compiled_s"]
-            out += ["", "`workers=N`: every worker reads the whole capture and runs the TCP pass "
-                    "(to number the streams as Wireshark does and to know which connections are "
-                    "its own); only the payload stack and the tables are split. With the stage "
-                    f"times above (TCP pass {t_tcp:.1f} CPU s of {t_full:.1f}), N workers cannot "
-                    f"go below ~{t_tcp:.1f} s each: on 16 cores about "
-                    f"{t_tcp + (t_full - t_tcp) / 16:.1f} s of loop time against "
-                    f"{t_full:.1f} s on one (the TCP pass repeated in every worker is the limit; "
-                    "assuming cores as free as one, which this shared machine is not)."]
+        if "decode" in row and "full" in row:
+            t_dec, t_full = row["decode"]["compiled_s"], row["full"]["compiled_s"]
+            out += ["", "`workers=N`: every worker reads and decodes the whole capture (to find "
+                    "the TCP connections whose address pair is its own, `frameloop.shard_of`); "
+                    "the TCP analysis, the payload stack and the tables are split by connection, "
+                    "and the parent renumbers `tcp_stream` as one process does and merges the "
+                    "tables. With the stage times above (read and decode "
+                    f"{t_dec:.1f} CPU s of {t_full:.1f}), N workers cannot go below "
+                    f"~{t_dec:.1f} s each: on 16 cores about {t_dec + (t_full - t_dec) / 16:.1f} s "
+                    f"of loop time against {t_full:.1f} s on one, plus the merge (assuming the "
+                    "connections' work spreads evenly over the address pairs, one big "
+                    "connection being one worker's, and cores as free as one, which this shared "
+                    "machine is not)."]
     out.append("")
     return out
 

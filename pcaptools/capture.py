@@ -115,10 +115,11 @@ def load(
     ``tls_records=False`` skips the per-record TLS table; ``payloads=False`` skips all payload
     work (TLS, HTTP, SSE and DNS tables stay empty; TCP tables are unchanged).
     ``workers=N`` (N > 1) analyses the capture on N processes (:mod:`pcaptools.parallel`): every
-    process reads and follows all of TCP, each one parses the payloads of 1/N of the connections;
-    the tables are the same, their rows ordered as described there. ``shard=(k, n)`` is that
-    worker's part: only connections with ``tcp_stream % n == k`` (and, for ``k == 0``, what
-    belongs to no connection) get rows.
+    process reads and decodes every frame, each one follows and parses 1/N of the TCP
+    connections (by address pair); the tables are the same, their rows ordered as described
+    there. ``shard=(k, n)`` is that worker's part: its own connections and, for ``k == 0``,
+    what belongs to no TCP connection, with ``tcp_stream`` numbers of its own (not
+    Wireshark's until :func:`pcaptools.parallel.merge_shards` renumbers the parts).
 
     Every option is also a documented field of :class:`~pcaptools.pipeline.LoadOptions`:
     ``load_with(path, LoadOptions(...))`` is the same call.

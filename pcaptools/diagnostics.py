@@ -276,9 +276,10 @@ class Diagnostics:
 
 class ShardDiagnostics(Diagnostics):
     """The Diagnostics of one worker of a parallel ``load()`` (``shard=(k, n)``): keeps and
-    counts only the anomalies of its own connections (``tcp_stream % n == k``) and, for worker
-    0, those that belong to no connection. Every worker sees the same file, so the workers'
-    rows and counts added together are exactly those of a single process."""
+    counts the anomalies of a connection (only the worker that follows a TCP connection
+    reports on it) and, for worker 0, those that belong to no connection (every worker reads
+    and decodes the whole file, so every worker meets those). So the workers' rows and
+    counts added together are exactly those of a single process."""
 
     __slots__ = ("k", "n")
 
@@ -297,7 +298,7 @@ class ShardDiagnostics(Diagnostics):
         direction: str | None = None,
         nbytes: int | None = None,
     ) -> None:
-        if (self.k != 0) if tcp_stream is None else (tcp_stream % self.n != self.k):
+        if tcp_stream is None and self.k != 0:
             if code not in CATALOGUE:
                 raise KeyError(f"anomaly code {code!r} is not in diagnostics.CATALOGUE")
             return

@@ -10,8 +10,10 @@
 # Why the C types cannot change a result: the only C integers are the frame counters (one per
 # frame at most: a capture would need 2**63 frames to overflow them), the sum of the frames'
 # orig_len (a 32-bit field each: 2**31 frames of 4 GiB before int64 overflows) and the
-# worker share numbers (own_k < own_n, a handful of processes). Timestamps stay Python ints,
-# and ``a.tcp_stream % own_n`` is computed on the Python int.
+# worker share numbers (own_k < own_n, a handful of processes). Timestamps stay Python ints.
+# shard_of(): k is two CRC-32s (< 2**32) XORed with two 16-bit ports, so k * 0x9E3779B1 is
+# below 2**64 in an unsigned long long, and & 0xFFFFFFFF, >> 16 and % n (n >= 1) are what
+# Python's ints give.
 
 import cython
 
@@ -33,12 +35,18 @@ cdef class FrameCounts:
     cdef public long long data_segs
     cdef public object first_ts
     cdef public object last_ts
+    cdef public list opened
+
+
+@cython.locals(k=cython.ulonglong)
+cpdef long long shard_of(object src, long long sport, object dst, long long dport, long long n)
 
 
 @cython.locals(c=FrameCounts, n=cython.longlong, tcp_n=cython.longlong, udp_n=cython.longlong,
                other_n=cython.longlong, nonip_n=cython.longlong, wire=cython.longlong,
                data_segs=cython.longlong, secrets_seen=cython.Py_ssize_t,
-               all_mine=cython.bint, reader_secrets=list, supported=cython.bint,
+               all_mine=cython.bint, mine=cython.bint, opened=list, convs=list,
+               reader_secrets=list, supported=cython.bint,
                raw=RawFrame, a=SegmentAnalysis, seg=TcpSegment)
 cpdef FrameCounts feed_frames(object reader, object diag, PacketDecoder decoder, TcpTracker tracker,
                               object flows, object udp_route, object icmp_builder,

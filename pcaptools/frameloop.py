@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Protocol
+from zlib import crc32
 
 from .diagnostics import Diagnostics
 from .io.frame import RawFrame
@@ -36,11 +37,21 @@ class FrameSource(Protocol):
         """every frame, in file order"""
 
 
+def shard_of(src: bytes, sport: int, dst: bytes, dport: int, n: int) -> int:
+    """The worker (0 .. n-1) of a parallel load that follows the TCP connections of this
+    address pair, the same for both directions, in every process (no ``hash()``: it is
+    salted per process). The ports and addresses are mixed by a multiplicative hash whose
+    high bits are taken, so that ports a client picks in steps of two (Linux ``connect()``
+    prefers even ones) still spread over the workers."""
+    k = (crc32(src) ^ crc32(dst) ^ sport ^ dport) & 0xFFFFFFFF
+    return (((k * 0x9E3779B1) & 0xFFFFFFFF) >> 16) % n
+
+
 class FrameCounts:
     """What the loop counted (the :class:`~pcaptools.result.CaptureSummary` fields)."""
 
-    __slots__ = ("data_segs", "first_ts", "last_ts", "n", "nonip_n", "other_n", "tcp_n",
-                 "udp_n", "wire")
+    __slots__ = ("data_segs", "first_ts", "last_ts", "n", "nonip_n", "opened", "other_n",
+                 "tcp_n", "udp_n", "wire")
 
     def __init__(self) -> None:
         self.n = self.tcp_n = self.udp_n = self.other_n = self.nonip_n = 0
@@ -50,6 +61,10 @@ class FrameCounts:
         """TCP segments with payload (tcp.len > 0)"""
         self.first_ts: int | None = None
         self.last_ts: int | None = None
+        self.opened: list[int] = []
+        """(a worker of a parallel load, ``own_n`` > 1) the frame that opened each of its
+        ``tcp_stream`` numbers, in number order: a worker numbers only the connections it
+        follows, :func:`pcaptools.parallel.merge_shards` renumbers them as one process does"""
 
 
 def feed_frames(
@@ -70,13 +85,19 @@ def feed_frames(
     """Reads every frame of ``reader`` into the sinks. ``secrets(seen)`` is called when the
     reader has read Decryption Secrets Blocks beyond the first ``seen`` (before the frame after
     them is fed) and returns how many it has taken; ``every_4096`` (progress, the streaming
-    export's pump) after every 4,096th frame. ``own_k``/``own_n``: this worker's share of the
-    connections (``a.tcp_stream % own_n == own_k``) gets packets rows."""
+    export's pump) after every 4,096th frame. ``own_k``/``own_n``: this worker of a parallel
+    load follows only the TCP connections whose address pair is its own
+    (:func:`shard_of`), and ICMP errors quoting them; it decodes every frame, and worker 0
+    takes what belongs to no TCP connection. Its ``tcp_stream`` numbers count its own
+    connections; ``FrameCounts.opened`` says where each began."""
     c = FrameCounts()
     n = tcp_n = udp_n = other_n = nonip_n = wire = data_segs = 0
     first_ts = last_ts = None
     secrets_seen = 0
     all_mine = own_n == 1
+    mine = True
+    opened = c.opened
+    convs = tracker.analyzer.conversations
     decode = decoder.decode
     count_udp, count_other = flows.udp, flows.other
     reader_secrets = reader.secrets
@@ -92,35 +113,52 @@ def feed_frames(
         a: SegmentAnalysis | None = None
         if pkt is None:
             nonip_n += 1
+            mine = own_k == 0
             supported = decoder.supports(raw.linktype)
             flows.non_ip(raw, malformed=supported and diag.last_frame == raw.frame,
                          supported=supported)
         elif type(pkt) is TcpSegment:
             tcp_n += 1
             seg: TcpSegment = pkt
-            a = tracker.segment(seg)
+            if all_mine:
+                a = tracker.segment(seg)
+            else:
+                mine = shard_of(seg.src, seg.sport, seg.dst, seg.dport, own_n) == own_k
+                if mine:
+                    a = tracker.segment(seg)
+                    while len(opened) < len(convs):  # (a new tcp_stream number)
+                        opened.append(raw.frame)
             if checksums is not None and checksums.check(
                     raw.data, seg.frame, seg.ts_ns, seg.ip_version, seg.src, seg.dst, seg.sport,
-                    seg.dport) == BAD:
+                    seg.dport) == BAD and a is not None:  # (None: another worker's)
                 tracker.bad_checksum(seg, a)
             if seg.seg_len:
                 data_segs += 1
         elif type(pkt) is UdpDatagram:
             udp_n += 1
+            mine = own_k == 0
             count_udp(pkt)
             if udp_route is not None:
                 udp_route(pkt)
         else:
             other_n += 1
+            mine = own_k == 0
             if type(pkt) is IpPacket:
                 count_other(pkt)
-                if pkt.quoted_tcp is not None:
-                    a = tracker.unanalysed(pkt.quoted_tcp, pkt.quoted_tcp_len)
-                if pkt.icmp is not None:
-                    icmp_builder.add(pkt, a)
+                q = pkt.quoted_tcp
+                if q is not None:
+                    if all_mine:
+                        a = tracker.unanalysed(q, pkt.quoted_tcp_len)
+                    else:
+                        mine = shard_of(q.src, q.sport, q.dst, q.dport, own_n) == own_k
+                        if mine:
+                            a = tracker.unanalysed(q, pkt.quoted_tcp_len)
+                            while len(opened) < len(convs):
+                                opened.append(raw.frame)
+                if pkt.icmp is not None:  # (every worker counts it: the cap is the same)
+                    icmp_builder.add(pkt, a, mine)
         if pb is not None:  # (every worker sees the cap: the warning is worker 0's)
-            pb.add_capped(raw, pkt, a, all_mine or (a.tcp_stream % own_n == own_k
-                                                    if a is not None else own_k == 0))
+            pb.add_capped(raw, pkt, a, mine)
         if not n & 4095 and every_4096 is not None:
             every_4096()
     c.n, c.tcp_n, c.udp_n, c.other_n, c.nonip_n = n, tcp_n, udp_n, other_n, nonip_n

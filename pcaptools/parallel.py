@@ -1,14 +1,19 @@
 """One capture on several cores: ``load(path, workers=N)``.
 
-TCP stream numbers, analysis flags and connection records depend on every packet that
-came before, so each of the N worker processes reads the whole file and follows all of
-TCP (cheap: about a third of a full analysis). The expensive part, the payloads (TLS
-decryption, HTTP/1.1, HTTP/2, SSE, WebSocket) and the per-frame ``packets`` rows, is
-split: worker ``k`` parses only the connections with ``tcp_stream % N == k`` and keeps
-only their rows (``load(..., shard=(k, N))``; worker 0 also keeps what belongs to no
-connection: DNS, file-level warnings, non-TCP frames). The parent concatenates the
-tables. Every row of a single-process ``load()`` is there exactly once, with the same
-values and dtypes, and the warning counts add up to the same totals.
+Each of the N worker processes reads and decodes the whole file (about a twentieth of a
+full analysis), and follows only the TCP connections whose address pair is its own
+(:func:`pcaptools.frameloop.shard_of`, a hash of both addresses and ports, the same for
+both directions): their TCP analysis, payloads (TLS decryption, HTTP/1.1, HTTP/2, SSE,
+WebSocket), ``packets`` rows and the ICMP errors that quote them (``load(..., shard=(k,
+N))``; worker 0 also takes what belongs to no TCP connection: UDP, DNS, QUIC, file-level
+warnings, non-TCP frames). Wireshark's analysis of a connection depends only on the
+packets of its address pair, so a worker that sees only those computes what one process
+computes. Only the ``tcp_stream`` numbers are global: one process numbers the connections
+in the order they begin, a worker its own. Each worker says where each of its
+connections began (``summary.extra["tcp_stream_opened"]``) and the parent numbers all of
+them in that order (:func:`_renumbered`) and concatenates the tables. Every row of a
+single-process ``load()`` is there exactly once, with the same values and dtypes, and the
+warning counts add up to the same totals.
 
 Row order: tables with a ``frame`` column (packets, tcp_events, tls_records,
 http2_frames, sse_events, ws_frames, ws_messages, dns, warnings) are in frame order, as
@@ -24,8 +29,9 @@ rows of its own share, so the first ``max_record_rows`` rows of the merged table
 one process keeps, and the ``table.records_truncated`` row is written here at the first row
 that does not fit (the workers' own are dropped); ``summary.extra["rows_dropped"]`` adds up.
 
-What it gains depends on the share of payload work and on the number of cores: on the
-benchmark capture (``benchmarks/README.md``) see the ``parallel`` rows. Progress
+What it gains depends on the number of cores and on how evenly the connections' work
+spreads over the address pairs (one huge connection is one worker's): on the benchmark
+capture (``benchmarks/README.md``) see the ``parallel`` rows. Progress
 callbacks are not supported here (the workers run in other processes).
 """
 
@@ -40,6 +46,7 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ._eventcap import PER_RECORD_TABLES
@@ -115,6 +122,7 @@ def merge_shards(parts: list[tuple[CaptureSummary, dict[str, pd.DataFrame]]], *,
     """The Capture of a whole file from its workers' parts (``parts[k]`` from ``shard=(k, n)``);
     ``max_record_rows``: the workers' cap on each per-record table, applied to the merged
     tables (module docstring)."""
+    parts = _renumbered(parts)
     summary = parts[0][0]
     counts: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
@@ -176,11 +184,75 @@ def merge_shards(parts: list[tuple[CaptureSummary, dict[str, pd.DataFrame]]], *,
             df = _merge_warnings(df, counts, max_warnings_per_code)
         elif name == "dns":  # a UDP row (worker 0) and its TCP retry (any worker)
             df = link_tcp_retries(df.reset_index(drop=True))
-        tables[name] = _sorted_categories(df.reset_index(drop=True), frames)
+        tables[name] = _sorted_categories(name, df.reset_index(drop=True), frames)
     summary.extra["warning_counts"] = dict(counts)
     summary.extra["rows_dropped"] = {t: dropped[t] for t in PER_RECORD_TABLES if dropped[t]}
     summary.extra["rows_dropped_by_connection"] = dict(sorted(by_conn.items()))
     return Capture(summary, tables)
+
+
+def _renumbered(parts: list[tuple[CaptureSummary, dict[str, pd.DataFrame]]]
+                ) -> list[tuple[CaptureSummary, dict[str, pd.DataFrame]]]:
+    """The parts (not changed) with the workers' own ``tcp_stream`` numbers (each numbers the connections it follows, in
+    the order they begin) made those of one process: every connection, of every worker,
+    in the order of the frame that began it (``summary.extra["tcp_stream_opened"]``; one
+    frame begins at most one connection of one worker, so the order is total). Renumbers
+    every ``tcp_stream`` column, the ``tcp.stream N`` in warning texts (DNS over TCP and
+    HTTPS name their connection) and ``summary.extra["rows_dropped_by_connection"]``."""
+    opened: list[list[int]] = []
+    for s, _ in parts:
+        o = s.extra.get("tcp_stream_opened")
+        if not isinstance(o, list):
+            raise ValueError("merge_shards() takes the parts of load(shard=(k, n)) runs")
+        opened.append(o)
+    frames = np.concatenate([np.asarray(o, np.int64) for o in opened] + [np.empty(0, np.int64)])
+    worker = np.concatenate([np.full(len(o), k, np.int64) for k, o in enumerate(opened)]
+                            + [np.empty(0, np.int64)])
+    local = np.concatenate([np.arange(len(o), dtype=np.int64) for o in opened]
+                           + [np.empty(0, np.int64)])
+    order = np.lexsort((local, worker, frames))
+    number = np.empty(len(order), np.int64)
+    number[order] = np.arange(len(order), dtype=np.int64)
+    start = 0
+    out = []
+    for (s, part), o in zip(parts, opened, strict=True):
+        lut = number[start:start + len(o)]
+        start += len(o)
+        tables = dict(part)
+        for name, df in part.items():
+            if "tcp_stream" not in df.columns or not len(df):
+                continue
+            df = tables[name] = df.copy(deep=False)  # (its columns replaced, not changed)
+            if name == "warnings":
+                text = df["detail"].astype(object)
+                has = (df["tcp_stream"].notna() & text.str.contains("tcp.stream ", regex=False)
+                       .fillna(False).astype(bool)).to_numpy(bool)
+                if has.any():  # (the text names the row's own connection)
+                    detail = df["detail"].copy()
+                    detail[has] = [
+                        t.replace(f"tcp.stream {n}", f"tcp.stream {lut[n]}")
+                        for t, n in zip(text[has], df["tcp_stream"][has].astype("int64"),
+                                        strict=True)]
+                    df["detail"] = detail
+            df["tcp_stream"] = _mapped(df["tcp_stream"], lut)
+        extra = {k: v for k, v in s.extra.items() if k != "tcp_stream_opened"}
+        by_conn = extra.get("rows_dropped_by_connection")
+        if isinstance(by_conn, dict) and by_conn:
+            extra["rows_dropped_by_connection"] = {int(lut[k]): v for k, v in by_conn.items()}
+        out.append((dataclasses.replace(s, extra=extra), tables))
+    return out
+
+
+def _mapped(col: pd.Series, lut: np.ndarray) -> pd.Series:
+    """``col`` (tcp_stream numbers, int64 or Int64) through ``lut``, same dtype and nulls"""
+    if col.dtype == np.int64:
+        return pd.Series(lut[col.to_numpy()], index=col.index, name=col.name)
+    na = col.isna().to_numpy(bool)
+    v = col.to_numpy(np.int64, na_value=0)
+    out = np.zeros(len(v), np.int64)
+    out[~na] = lut[v[~na]]
+    return pd.Series(pd.arrays.IntegerArray(out, na), index=col.index,
+                     name=col.name).astype(col.dtype)
 
 
 _CLOSING = r"\d+ more occurrences of \S+ were counted but not listed"
@@ -198,13 +270,47 @@ def _merge_warnings(df: pd.DataFrame, counts: Counter[str], cap: int) -> pd.Data
     return concat_tables([df, WARNINGS.frame(extra)]) if extra else df
 
 
-def _sorted_categories(df: pd.DataFrame, frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """Categories as ``load()`` orders them: sorted where every part that shows an order
-    (two or more categories) had them sorted, else in order of first appearance in the
-    merged rows (what the builders that code strings as they see them produce). The
-    categories keep the dtype ``load()`` gives them (str, int64 or object, even when empty;
-    a part with rows decides over an empty part: all-NA columns get float64 categories)."""
+#: the category columns whose builders code values as they come (``_columns.CodeColumn``):
+#: ``load()`` gives their categories in order of first appearance; every other category
+#: column has them sorted, as pandas makes them from the values (``tables.schema``). The
+#: packets table's src and dst share one list of addresses, in order of first appearance
+#: (a row's src before its dst). tests/test_parallel.py checks the categories of every table
+#: of the shipped and corpus captures against one process.
+_FIRST_SEEN: dict[str, tuple[str, ...]] = {
+    "packets": ("flags",),
+    "tcp_events": ("kind",),
+    "tls_records": ("content_type", "version", "inner_content_type", "direction"),
+    "http2_frames": ("direction", "type", "flag_names", "error"),
+    "ws_frames": ("direction", "opcode_name"),
+}
+
+
+def _first_seen(cats: list[Any], codes: np.ndarray) -> list[Any]:
+    """``cats`` in the order in which ``codes`` (-1: NA) first use them, the unused after"""
+    first = pd.unique(codes[codes >= 0]).tolist()
+    used = set(first)
+    return [cats[i] for i in first] + [c for i, c in enumerate(cats) if i not in used]
+
+
+def _addresses(df: pd.DataFrame) -> list[Any]:
+    """The packets table's addresses (src and dst together) in order of first appearance"""
+    src, dst = df["src"].cat, df["dst"].cat
+    cats = list(dict.fromkeys([*src.categories, *dst.categories]))
+    where = {c: i for i, c in enumerate(cats)}
+    both = np.empty(2 * len(df), np.int64)
+    for k, col in enumerate((src, dst)):
+        lut = np.array([where[c] for c in col.categories] + [-1], np.int64)
+        both[k::2] = lut[col.codes.to_numpy()]  # (code -1 -> the -1 at the end)
+    return _first_seen(cats, both)
+
+
+def _sorted_categories(name: str, df: pd.DataFrame, frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Categories as ``load()`` orders them (:data:`_FIRST_SEEN`). The categories keep the
+    dtype ``load()`` gives them (str, int64 or object, even when empty; a part with rows
+    decides over an empty part: all-NA columns get float64 categories)."""
     fix = {}
+    seen = _FIRST_SEEN.get(name, ())
+    addresses: list[Any] | None = None
     for col in df.columns:
         dt = df[col].dtype
         if not isinstance(dt, pd.CategoricalDtype):
@@ -214,17 +320,29 @@ def _sorted_categories(df: pd.DataFrame, frames: list[pd.DataFrame]) -> pd.DataF
             fdt = f[col].dtype if col in f.columns else None
             if isinstance(fdt, pd.CategoricalDtype):
                 parts.append((fdt, len(f)))
-        shown = [c for c, _ in parts if len(c.categories) >= 2]
         cats: list[Any] = list(dt.categories)
-        if shown and all(pd.Index(c.categories).is_monotonic_increasing for c in shown):
+        if name == "packets" and col in ("src", "dst") and len(df):
+            if addresses is None:
+                addresses = _addresses(df)
+            cats = addresses
+        elif col in seen:
+            cats = _first_seen(cats, df[col].cat.codes.to_numpy())
+        else:
             with contextlib.suppress(TypeError):  # mixed types do not sort
                 cats = sorted(cats)
-        elif len(cats) >= 2:
-            seen = list(pd.unique(df[col].dropna().astype(object)))
-            rest = set(seen)
-            cats = seen + [c for c in cats if c not in rest]
         kinds = ([c.categories.dtype for c, _ in parts if len(c.categories)]
                  or [c.categories.dtype for c, n in parts if n]
                  or [c.categories.dtype for c, _ in parts] or [dt.categories.dtype])
-        fix[col] = pd.CategoricalDtype(pd.Index(cats, dtype=kinds[0]), ordered=dt.ordered)
-    return df.astype(fix) if fix else df
+        want = pd.Index(cats, dtype=kinds[0])
+        if not (want.dtype == dt.categories.dtype and want.equals(dt.categories)):
+            # (recoded here: astype() to a dtype with the same categories in another order
+            # does nothing, pandas taking the two unordered dtypes for equal)
+            lut = np.append(want.get_indexer(dt.categories), -1)
+            fix[col] = pd.Categorical.from_codes(
+                lut[df[col].cat.codes.to_numpy()],
+                dtype=pd.CategoricalDtype(want, ordered=dt.ordered))
+    if fix:
+        df = df.copy(deep=False)
+        for col, values in fix.items():
+            df[col] = values
+    return df

@@ -21,8 +21,7 @@ The pass is a chain of one-concern steps, each a function of this module:
    fills the :class:`~pcaptools.result.CaptureSummary`;
 3. :func:`_assemble`: the tables from the builders, one loop in registration order; then the
    TCP tracker drops its per-connection records (:meth:`~pcaptools.tcp.tracker.TcpTracker.release`);
-4. :func:`_keep_shard`: a worker's share of the per-connection tables (``shard=(k, n)``);
-5. :func:`_finish_tables`: coverage, (when not streaming) ws_heartbeats, and the redaction of
+4. :func:`_finish_tables`: coverage, (when not streaming) ws_heartbeats, and the redaction of
    credentials: every column a table schema marks (``Column.secret``) goes through
    :func:`pcaptools.redaction.redact_frame` unless ``show_secrets``; while streaming, every
    chunk a builder hands over goes through it first (:class:`_RedactedDrain`). The builders
@@ -154,11 +153,14 @@ class LoadOptions:
     (None: no cap; not with ``out``)"""
     workers: int = 1
     """N > 1 analyses the capture on N processes (:mod:`pcaptools.parallel`): every process
-    reads and follows all of TCP, each one parses the payloads of 1/N of the connections; the
-    tables are the same, their rows ordered as described there"""
+    reads and decodes every frame, each one follows and parses 1/N of the TCP connections;
+    the tables are the same, their rows ordered as described there"""
     shard: tuple[int, int] | None = None
-    """``(k, n)``: one worker's part of a ``workers=n`` load: only connections with
-    ``tcp_stream % n == k`` (and, for ``k == 0``, what belongs to no connection) get rows"""
+    """``(k, n)``: one worker's part of a ``workers=n`` load: only the TCP connections whose
+    address pair is worker ``k``'s (:func:`pcaptools.frameloop.shard_of`) and, for ``k == 0``,
+    what belongs to no TCP connection get rows. Its ``tcp_stream`` numbers count its own
+    connections only (``summary.extra["tcp_stream_opened"]``: the frame where each began):
+    :func:`pcaptools.parallel.merge_shards` renumbers them as one process does"""
     out: str | os.PathLike[str] | None = None
     """a directory: stream every table to ``out/<table>.parquet`` while reading, in row groups
     of ``chunk_rows`` rows (the layout of :meth:`~pcaptools.result.Capture.to_parquet`), so the
@@ -364,8 +366,6 @@ def _set_up(o: LoadOptions, *, streaming: bool) -> _Sinks:
                 add_all(events)
 
     def observer(tcp_stream: int, midstream: bool) -> StreamObserver | None:
-        if tcp_stream % own_n != own_k:
-            return None
         addrs = conn_addrs(tcp_stream)
         by_port = REGISTRY.tcp_port(addrs[4], addrs[2]) if addrs is not None else None
         if by_port is not None and addrs is not None and udp is not None:  # DNS over TCP
@@ -447,6 +447,8 @@ def _read(path: str | os.PathLike[str] | IO[bytes], o: LoadOptions, s: _Sinks,
         c.other_n, c.nonip_n, c.wire
     summary.first_ts_ns, summary.last_ts_ns = c.first_ts, c.last_ts
     summary.extra["tcp_data_segments"] = c.data_segs
+    if s.own_n > 1:  # (a worker's own tcp_stream numbers: parallel.merge_shards)
+        summary.extra["tcp_stream_opened"] = c.opened
     checksums = s.checksums
     if checksums is not None:
         summary.extra["tcp_checksums"] = checksums.summary()
@@ -489,18 +491,6 @@ def _assemble(s: _Sinks, write: _EndWriter | None = None) -> dict[str, pd.DataFr
     written = write.written if write is not None else set()
     return {name: frames[name] if name in frames else schema.frame([])
             for name, schema in TABLES.items() if name != "coverage" and name not in written}
-
-
-def _keep_shard(tables: dict[str, pd.DataFrame], own_k: int, own_n: int) -> None:
-    """Step 4 (``shard=(k, n)`` only): keep this worker's rows of the tables every worker
-    builds in full (its connections; ICMP errors of no connection are worker 0's)."""
-    for name in ("connections", "tcp_handshakes", "tcp_events", "path_mtu", "tcp_losses"):
-        t = tables[name]
-        tables[name] = t[t["tcp_stream"] % own_n == own_k].reset_index(drop=True)
-    t = tables["icmp_errors"]  # (no connection: worker 0's)
-    st = t["tcp_stream"]
-    keep = (st % own_n == own_k).fillna(own_k == 0).to_numpy(bool)
-    tables["icmp_errors"] = t[keep].reset_index(drop=True)
 
 
 def _finish_tables(tables: dict[str, pd.DataFrame], o: LoadOptions, s: _Sinks,
@@ -630,8 +620,6 @@ def run(path: str | os.PathLike[str] | IO[bytes], options: LoadOptions, *,
         if pump is None:  # (and the builders' rows: only a streaming export drains them after)
             s.built, s.pb = {}, None
         trim()
-        if options.shard is not None:
-            _keep_shard(tables, s.own_k, s.own_n)
         _finish_tables(tables, options, s, pump, summary.last_ts_ns, write)
     return PassResult(summary=summary, tables=tables, capture_end=summary.last_ts_ns, pump=pump,
                       written=frozenset(write.written) if write is not None else frozenset())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -11,7 +13,10 @@ import pcaptools
 from pcaptools.capture import TABLES
 from pcaptools.diagnostics import ShardDiagnostics
 from pcaptools.errors import PcapToolsError
-from pcaptools.parallel import load_parallel
+from pcaptools.frameloop import shard_of
+from pcaptools.parallel import load_parallel, merge_shards
+from pcaptools.tables.concat import concat_tables
+from pcaptools.tables.foundation import WARNINGS
 from tests.conftest import corpus_files
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
@@ -33,7 +38,7 @@ def assert_same_tables(single: pcaptools.Capture, par: pcaptools.Capture) -> Non
         pd.testing.assert_frame_equal(
             b.sort_values(key, kind="stable").reset_index(drop=True),
             a.sort_values(key, kind="stable").reset_index(drop=True),
-            check_exact=True, check_categorical=False, obj=name,
+            check_exact=True, obj=name,  # (categories too, in the same order)
         )
         if "frame" in a.columns and name not in ("ws_heartbeats",):
             assert b["frame"].tolist() == a["frame"].tolist(), name
@@ -88,7 +93,7 @@ def test_warning_cap_applies_after_merging() -> None:
     par = pcaptools.load(path, max_warnings_per_code=2, workers=2)
     assert par.summary.extra["warning_counts"] == single.summary.extra["warning_counts"]
     assert par.summary.extra["warning_counts"]["http1.truncated_message"] == 3
-    pd.testing.assert_frame_equal(par.warnings, single.warnings, check_categorical=False)
+    pd.testing.assert_frame_equal(par.warnings, single.warnings)
     rows = par.warnings[par.warnings["code"] == "http1.truncated_message"]
     assert rows["frame"].tolist()[:2] == [26, 61] and pd.isna(rows["frame"].iloc[2])
     assert rows["detail"].iloc[2] == (
@@ -96,17 +101,72 @@ def test_warning_cap_applies_after_merging() -> None:
 
 
 def test_shard_diagnostics_keeps_only_its_own_rows() -> None:
+    """A connection's anomalies come only from the worker that follows it: each keeps
+    its own; what belongs to no connection every worker meets, and worker 0 keeps it."""
     d0, d1 = ShardDiagnostics((0, 2)), ShardDiagnostics((1, 2))
+    d0.add("tcp.reassembly_gap", "x", frame=5, tcp_stream=0)
+    d1.add("tcp.reassembly_gap", "x", frame=6, tcp_stream=0)
     for d in (d0, d1):
-        d.add("tcp.reassembly_gap", "x", frame=5, tcp_stream=3)
-        d.add("tcp.reassembly_gap", "x", frame=6, tcp_stream=4)
         d.add("capture.truncated_record", "cut")
-    assert [(r.tcp_stream, r.code) for r in d0.rows] == [
-        (4, "tcp.reassembly_gap"), (None, "capture.truncated_record")]
-    assert [(r.tcp_stream, r.code) for r in d1.rows] == [(3, "tcp.reassembly_gap")]
+    assert [(r.frame, r.code) for r in d0.rows] == [
+        (5, "tcp.reassembly_gap"), (None, "capture.truncated_record")]
+    assert [(r.frame, r.code) for r in d1.rows] == [(6, "tcp.reassembly_gap")]
     assert d0.counts["tcp.reassembly_gap"] + d1.counts["tcp.reassembly_gap"] == 2
+    assert d0.counts["capture.truncated_record"] + d1.counts["capture.truncated_record"] == 1
     with pytest.raises(KeyError):
-        d1.add("no.such_code", "x", tcp_stream=4)
+        d1.add("no.such_code", "x")
+
+
+def test_shard_of_is_symmetric_and_spreads_even_ports() -> None:
+    """Both directions of a connection go to the same worker, and a client's ports in steps
+    of two (Linux connect() prefers even ones) spread over the workers."""
+    a, b = bytes([127, 0, 0, 1]), bytes([127, 0, 0, 1])
+    c, s = bytes([10, 0, 0, 2]), bytes([10, 0, 0, 1])
+    for n in (2, 3, 16):
+        for port in range(40000, 40100):
+            assert shard_of(c, port, s, 443, n) == shard_of(s, 443, c, port, n)
+    for n in (2, 16):
+        for src, dst in ((a, b), (c, s)):
+            counts = Counter(shard_of(src, p, dst, 443, n) for p in range(40000, 44000, 2))
+            assert len(counts) == n
+            assert min(counts.values()) > 2000 / n * 0.8
+
+
+def test_workers_follow_only_their_connections() -> None:
+    """Each worker follows (and numbers) only its own connections: the numbers add up to the
+    capture's, and every connection is in the merged tables once, numbered as tshark does."""
+    path = CAPTURES / "zeek-rules.pcap"  # (8 connections, interleaved)
+    single = pcaptools.load(path)
+    n = len(single.connections)
+    assert n >= 4
+    from pcaptools.pipeline import LoadOptions, run_tables
+    parts = [run_tables(str(path), LoadOptions(shard=(k, 2))) for k in range(2)]
+    opened = [s.extra["tcp_stream_opened"] for s, _ in parts]
+    assert sum(map(len, opened)) == n and all(opened)
+    for (_, t), o in zip(parts, opened, strict=True):
+        assert t["connections"]["tcp_stream"].tolist() == list(range(len(o)))
+        assert t["connections"]["first_frame"].tolist() == o
+    # what names a connection besides the tcp_stream columns is renumbered too: a warning's
+    # text (DNS over TCP and HTTPS say "tcp.stream N") and the rows dropped per connection
+    s1, t1 = parts[1]
+    local = 1
+    text = f"DNS message of 3 bytes over TCP (tcp.stream {local}) could not be decoded"
+    extra = WARNINGS.frame([(0, 1, local, None, "dns", "dns.malformed", text, None)])
+    marked = [parts[0], (dataclasses.replace(s1, extra={
+        **s1.extra, "tcp_stream_opened": list(opened[1]),
+        "rows_dropped_by_connection": {local: 7}}),
+        {**t1, "warnings": concat_tables([t1["warnings"], extra])})]
+    renamed = merge_shards(marked)
+    number = int(single.connections.set_index("first_frame").loc[opened[1][local], "tcp_stream"])
+    assert number != local
+    row = renamed.warnings[renamed.warnings["code"] == "dns.malformed"]
+    assert row["tcp_stream"].tolist() == [number]
+    assert row["detail"].tolist() == [text.replace(f"stream {local})", f"stream {number})")]
+    assert renamed.summary.extra["rows_dropped_by_connection"] == {number: 7}
+
+    merged = merge_shards(parts)
+    assert "tcp_stream_opened" not in merged.summary.extra
+    assert_same_tables(single, merged)
 
 
 def test_parallel_rejects_progress() -> None:

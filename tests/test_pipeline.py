@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import ipaddress
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +15,7 @@ import pcaptools
 from pcaptools import _accel, pipeline
 from pcaptools.capture import TABLES, Capture, CaptureSummary, load, load_with
 from pcaptools.errors import UnsupportedInputError
+from pcaptools.frameloop import shard_of
 from pcaptools.pipeline import LoadOptions
 from pcaptools.result import Capture as ResultCapture
 
@@ -81,14 +83,23 @@ def test_pipeline_run_returns_the_tables_of_load() -> None:
 
 
 def test_shard_keeps_its_connections_only() -> None:
-    # one connection (tcp_stream 0): worker 0 of 2 has it, worker 1 nothing of it
-    own = pipeline.run(H2, LoadOptions(keylog=H2_KEYS, shard=(0, 2))).tables
-    other = pipeline.run(H2, LoadOptions(keylog=H2_KEYS, shard=(1, 2))).tables
+    """One connection: the worker its address pair belongs to follows it, the other has
+    nothing of it, and worker 0 has the two frames that are not TCP."""
+    whole = load(H2, keylog=H2_KEYS)
+    c = whole.connections.iloc[0]
+    owner = shard_of(ipaddress.ip_address(c["client_addr"]).packed, int(c["client_port"]),
+                     ipaddress.ip_address(c["server_addr"]).packed, int(c["server_port"]), 2)
+    assert owner == 1  # (then worker 0 has only what is not TCP)
+    own = pipeline.run(H2, LoadOptions(keylog=H2_KEYS, shard=(1, 2)))
+    other = pipeline.run(H2, LoadOptions(keylog=H2_KEYS, shard=(0, 2)))
     def rows(t: dict[str, pd.DataFrame]) -> tuple[int, int, int]:
         return len(t["connections"]), len(t["http2_streams"]), len(t["packets"])
 
-    assert rows(own) == (1, 7, 225)
-    assert rows(other) == (0, 0, 0)
+    assert rows(whole.tables) == (1, 7, 225)
+    assert rows(own.tables) == (1, 7, 223)
+    assert rows(other.tables) == (0, 0, 2)
+    assert own.summary.extra["tcp_stream_opened"] == [int(c["first_frame"])]
+    assert other.summary.extra["tcp_stream_opened"] == []
 
 
 def test_front_door_checks() -> None:

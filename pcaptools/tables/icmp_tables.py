@@ -182,8 +182,13 @@ class IcmpErrorsBuilder:
         self.too_big: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
         """(tcp_stream, 0 client | 1 server sent the quoted packet) -> [(frame, ts, mtu)]"""
         self._told = False
+        self.offered = 0
+        """ICMP errors given a row or, in another worker of a parallel load, not (``mine``)"""
 
-    def add(self, pkt: IpPacket, a: SegmentAnalysis | None) -> None:
+    def add(self, pkt: IpPacket, a: SegmentAnalysis | None, mine: bool = True) -> None:
+        """One ICMP error packet (``a``: the analysis of the TCP header it quotes, if any).
+        A worker of a parallel load is offered every ICMP error and keeps a row only for its
+        own (``mine``), so the workers agree on where :attr:`max_rows` cuts."""
         e = pkt.icmp
         if e is None:
             return
@@ -193,7 +198,7 @@ class IcmpErrorsBuilder:
         d = None if a is None else (0 if a.from_client else 1)
         if stream is not None and d is not None and kind in ("frag_needed", "packet_too_big"):
             self.too_big.setdefault((stream, d), []).append((pkt.frame, pkt.ts_ns, e.mtu))
-        if len(self.rows) >= self.max_rows:
+        if self.offered >= self.max_rows:
             if not self._told:
                 self._told = True
                 self.diag.add(
@@ -202,6 +207,9 @@ class IcmpErrorsBuilder:
                     "icmp_errors row (path_mtu still counts them)",
                     ts_ns=pkt.ts_ns, frame=pkt.frame,
                 )
+            return
+        self.offered += 1
+        if not mine:
             return
         quoted = e.quoted_version != 0
         self.rows.append((
