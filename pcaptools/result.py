@@ -67,7 +67,8 @@ class CaptureSummary:
     """more facts, by key: ``warning_counts`` (code -> occurrences, also those beyond the row
     cap), ``tcp_data_segments`` (TCP segments with payload), ``keylog`` (absolute path of the
     key log given to load(), for :meth:`Capture.wireshark`), ``workers`` (processes of a
-    ``workers=N`` load); after :meth:`Capture.subset`: ``subset`` and
+    ``workers=N`` load), ``tcp_stream_opened`` (a ``load(shard=...)`` part only: the frame
+    that began each of its own connections, which ``parallel.merge_shards`` numbers); after :meth:`Capture.subset`: ``subset`` and
     ``subset_display_filter`` (its filter in words and as a Wireshark display filter),
     ``subset_connections`` (connections kept), ``subset_of_frames`` (frames of the whole
     capture), ``subset_origin_ts_ns`` (the whole capture's first frame time, the origin of

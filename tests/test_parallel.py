@@ -172,3 +172,26 @@ def test_workers_follow_only_their_connections() -> None:
 def test_parallel_rejects_progress() -> None:
     with pytest.raises(TypeError):
         load_parallel(SHIPPED[0], workers=2, progress=lambda a, b: None)
+
+
+@pytest.mark.parametrize("answer", ["close", "syn"])
+def test_many_connections_numbered_as_one_process(answer: str, tmp_path: Path) -> None:
+    """``benchmarks/synflood.py``: 2,000 complete HTTP/1.1 connections (``close``; their
+    records frozen as they end) or 3,000 one-SYN ones (``syn``; kept as cold SYNs, whose
+    tcp_stream number is taken when they come). Each worker numbers only its own; after the
+    merge every table is one process's (whose tcp.stream tshark agrees with:
+    tests/tcp/test_frozen.py), with 2 and 3 workers."""
+    import subprocess
+    import sys
+
+    path = tmp_path / f"{answer}.pcap"
+    args = ["--connections", "2000", "--answer", "close"] if answer == "close" \
+        else ["--connections", "3000"]
+    subprocess.run([sys.executable, str(CAPTURES.parent / "benchmarks" / "synflood.py"),
+                    str(path), *args], check=True, capture_output=True)
+    single = pcaptools.load(path)
+    assert len(single.connections) == (2000 if answer == "close" else 3000)
+    if answer == "close":
+        assert len(single.http_requests) == 2000
+    for workers in (2, 3):
+        assert_same_tables(single, pcaptools.load(path, workers=workers))
