@@ -195,3 +195,16 @@ def test_many_connections_numbered_as_one_process(answer: str, tmp_path: Path) -
         assert len(single.http_requests) == 2000
     for workers in (2, 3):
         assert_same_tables(single, pcaptools.load(path, workers=workers))
+
+
+def test_warnings_in_frame_order_with_checksums() -> None:
+    """check_checksums=True: the tcp.checksum_offloaded row, made at the end of the pass,
+    names the first frame with a partial checksum; one process and two workers put it there."""
+    path = CAPTURES / "http1-keepalive-drops.pcap"
+    single = pcaptools.load(path, check_checksums=True)
+    frames = single.warnings["frame"].tolist()
+    assert frames == sorted(frames) and len(frames) > 10
+    assert single.warnings["code"].iloc[0] == "tcp.checksum_offloaded"
+    par = pcaptools.load(path, check_checksums=True, workers=2)
+    assert_same_tables(single, par)
+    assert par.summary.extra["tcp_checksums"] == single.summary.extra["tcp_checksums"]
