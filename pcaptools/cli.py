@@ -209,8 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         metavar="N",
         help="processes to use: with several captures, files read in parallel (default: one "
-        "per core); with one capture, N > 1 splits its connections' payload parsing over N "
-        "processes (default: 1; see pcaptools.parallel)",
+        "per core); with one capture, N > 1 splits its TCP connections (their analysis and "
+        "payload parsing) over N processes (default: 1; see pcaptools.parallel)",
     )
     p.add_argument(
         "--max-packet-rows",
