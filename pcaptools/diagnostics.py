@@ -269,6 +269,20 @@ class Diagnostics:
                 )
             )
 
+    def add_in_frame_order(self, code: str, detail: str, *, frame: int,
+                           ts_ns: int | None = None) -> None:
+        """:meth:`add` for a row made after the pass that names an earlier frame (such as
+        ``tcp.checksum_offloaded``): it goes before the first row of a later frame, where a
+        row of that frame made while reading would be, and where a parallel load, which puts
+        its workers' rows in frame order, puts it too."""
+        n = len(self.rows)
+        self.add(code, detail, frame=frame, ts_ns=ts_ns)
+        if len(self.rows) > n:
+            row = self.rows.pop()
+            at = next((i for i, r in enumerate(self.rows)
+                       if r.frame is not None and r.frame > frame), len(self.rows))
+            self.rows.insert(at, row)
+
     def suppressed(self) -> dict[str, int]:
         """code -> number of occurrences that were counted but not kept as rows."""
         return {c: n - self.max_rows_per_code for c, n in self.counts.items() if n > self.max_rows_per_code}

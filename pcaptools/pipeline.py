@@ -454,11 +454,11 @@ def _read(path: str | os.PathLike[str] | IO[bytes], o: LoadOptions, s: _Sinks,
         summary.extra["tcp_checksums"] = checksums.summary()
         if checksums.first_partial is not None:
             n_part = checksums.counts[PARTIAL]
-            diag.add("tcp.checksum_offloaded",
-                     f"{n_part} TCP segment(s) carry a partial checksum (the pseudo-header sum "
-                     "only: checksumming offloaded to the NIC, or loopback): not verified, not "
-                     "counted as bad", frame=checksums.first_partial[0],
-                     ts_ns=checksums.first_partial[1])
+            diag.add_in_frame_order(
+                "tcp.checksum_offloaded",
+                f"{n_part} TCP segment(s) carry a partial checksum (the pseudo-header sum only: "
+                "checksumming offloaded to the NIC, or loopback): not verified, not counted as "
+                "bad", frame=checksums.first_partial[0], ts_ns=checksums.first_partial[1])
     summary.extra["warning_counts"] = dict(s.diag.counts)
     summary.extra.update(s.event_cap.summary())
     return summary

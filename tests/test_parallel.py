@@ -117,6 +117,22 @@ def test_shard_diagnostics_keeps_only_its_own_rows() -> None:
         d1.add("no.such_code", "x")
 
 
+def test_a_row_made_after_the_pass_goes_where_its_frame_is() -> None:
+    from pcaptools.diagnostics import Diagnostics
+    d = Diagnostics()
+    for frame in (5, None, 9):
+        d.add("tcp.reassembly_gap", "x", frame=frame)
+    d.add_in_frame_order("tcp.checksum_offloaded", "y", frame=7)
+    d.add_in_frame_order("tcp.checksum_offloaded", "z", frame=1)
+    d.add_in_frame_order("tcp.checksum_offloaded", "w", frame=20)
+    assert [r.frame for r in d.rows] == [1, 5, None, 7, 9, 20]
+    assert d.counts["tcp.checksum_offloaded"] == 3
+    d1 = ShardDiagnostics((1, 2))  # (not its row: nothing moves)
+    d1.add("tcp.reassembly_gap", "x", frame=5, tcp_stream=0)
+    d1.add_in_frame_order("tcp.checksum_offloaded", "y", frame=2)
+    assert [r.frame for r in d1.rows] == [5]
+
+
 def test_shard_of_is_symmetric_and_spreads_even_ports() -> None:
     """Both directions of a connection go to the same worker, and a client's ports in steps
     of two (Linux connect() prefers even ones) spread over the workers."""

@@ -273,12 +273,9 @@ class EventsDrain:
 
 
 def warnings_table(diag: Diagnostics) -> pd.DataFrame:
-    """The rows in frame order (those of no frame first; rows made at the end of the pass,
-    such as ``tcp.checksum_offloaded``, name an earlier frame), as a parallel load merges its
-    workers' rows, then the closing rows."""
     rows = [
         (a.ts_ns, a.frame, a.tcp_stream, a.direction, a.layer, a.code, a.detail, a.nbytes)
-        for a in sorted(diag.rows, key=lambda a: -1 if a.frame is None else a.frame)
+        for a in diag.rows
     ]
     rows.extend(suppressed_rows(diag.suppressed()))
     return WARNINGS.frame(rows)
