@@ -224,3 +224,38 @@ def test_warnings_in_frame_order_with_checksums() -> None:
     par = pcaptools.load(path, check_checksums=True, workers=2)
     assert_same_tables(single, par)
     assert par.summary.extra["tcp_checksums"] == single.summary.extra["tcp_checksums"]
+
+
+def test_workers_that_freeze_their_connections(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each worker freezes its own ended connections on its own clock (the segments it
+    follows): 2,000 whole HTTP/1.1 connections, frozen 50 µs after they end once a worker
+    holds 100 records (``tests/tcp/test_frozen.py``), in the workers' parts run here; merged,
+    they are one process's tables."""
+    import subprocess
+    import sys
+
+    import pcaptools.pipeline as pipeline
+    from pcaptools.pipeline import LoadOptions, run_tables
+    from pcaptools.tcp.frozen import FreezePolicy
+
+    path = tmp_path / "close.pcap"
+    subprocess.run([sys.executable, str(CAPTURES.parent / "benchmarks" / "synflood.py"),
+                    str(path), "--connections", "2000", "--answer", "close"], check=True,
+                   capture_output=True)
+    single = pcaptools.load(path)
+    frozen: list[int] = []
+    real = pipeline.TcpTracker._freeze
+
+    def counting(self, conn, at_end=False):  # type: ignore[no-untyped-def]
+        if not at_end:
+            frozen.append(conn.conv.tcp_stream)
+        real(self, conn, at_end)
+
+    from tests.tcp._tracker_patch import patched_tracker
+    patched_tracker(monkeypatch, _freeze=counting)
+    monkeypatch.setattr(pipeline, "FreezePolicy",
+                        lambda: FreezePolicy(ended_ns=50_000, every=16, min_records=100))
+    parts = [run_tables(str(path), LoadOptions(shard=(k, 2))) for k in range(2)]
+    assert len(frozen) > 1000
+    assert_same_tables(single, merge_shards(parts))
