@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from ._eventcap import PER_RECORD_TABLES
+from ._memory import large_blocks_mapped
 from .export import load_streamed
 from .pipeline import LoadOptions, is_stream, load_capture, not_for_streams, run_tables
 from .result import TABLES, Capture, CaptureSummary
@@ -98,14 +99,18 @@ def run_parallel(path: str | os.PathLike[str], options: LoadOptions, *,
     if is_stream(path):  # (each shard reads the whole capture)
         raise not_for_streams(path, n)
     base = dataclasses.replace(options, workers=1, progress=None)
-    # shards 1..n-1 in worker processes, shard 0 here meanwhile (its tables need no pickling)
-    with ProcessPoolExecutor(max_workers=n - 1, mp_context=mp_context()) as pool:
+    # shards 1..n-1 in worker processes, shard 0 here meanwhile (its tables need no pickling);
+    # the parts received and the merge with large blocks mapped too, as in a pass (_memory:
+    # the parts' columns, freed as the merge goes, go back to the system)
+    with ProcessPoolExecutor(max_workers=n - 1, mp_context=mp_context()) as pool, \
+            large_blocks_mapped():
         futures = [pool.submit(_load_shard, os.fspath(path),
                                dataclasses.replace(base, shard=(k, n))) for k in range(1, n)]
         parts = [_load_shard(os.fspath(path), dataclasses.replace(base, shard=(0, n)))]
         parts += [f.result() for f in futures]
-    return merge_shards(parts, max_warnings_per_code=options.max_warnings_per_code,
-                        max_record_rows=options.max_record_rows)
+        del futures  # (a future keeps its result: the parts are merge_shards' to let go)
+        return merge_shards(parts, max_warnings_per_code=options.max_warnings_per_code,
+                            max_record_rows=options.max_record_rows, consume=True)
 
 
 _RECORDS_TRUNCATED = "table.records_truncated"
@@ -118,11 +123,16 @@ def _where(frame: Any, ts: Any, tcp_stream: Any) -> tuple[int, int, int]:
 
 def merge_shards(parts: list[tuple[CaptureSummary, dict[str, pd.DataFrame]]], *,
                  max_warnings_per_code: int = 1000,
-                 max_record_rows: int | None = None) -> Capture:
+                 max_record_rows: int | None = None, consume: bool = False) -> Capture:
     """The Capture of a whole file from its workers' parts (``parts[k]`` from ``shard=(k, n)``);
     ``max_record_rows``: the workers' cap on each per-record table, applied to the merged
-    tables (module docstring)."""
-    parts = _renumbered(parts)
+    tables (module docstring). ``consume=True`` empties the list ``parts``, so that each
+    table's parts are let go once it is merged (if nothing else holds them): the memory
+    peak is the merged tables and one table's parts, not all parts and the merged tables."""
+    own = _renumbered(parts)
+    if consume:
+        parts.clear()
+    parts = own
     summary = parts[0][0]
     counts: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
@@ -148,7 +158,7 @@ def merge_shards(parts: list[tuple[CaptureSummary, dict[str, pd.DataFrame]]], *,
     summary.extra["workers"] = len(parts)
     tables: dict[str, pd.DataFrame] = {}
     for name, schema in TABLES.items():
-        frames = [t[name] for _, t in parts if name in t]
+        frames = [t.pop(name) for _, t in parts if name in t]  # (own dicts: _renumbered)
         if not frames:
             continue
         if name == "warnings" and max_record_rows is not None:

@@ -183,6 +183,13 @@ def test_workers_follow_only_their_connections() -> None:
     merged = merge_shards(parts)
     assert "tcp_stream_opened" not in merged.summary.extra
     assert_same_tables(single, merged)
+    # the parts are left as they were; consume=True empties the list (load(workers=N) lets
+    # each table's parts go once it is merged)
+    assert [set(t) for _, t in parts] == [set(TABLES), set(TABLES)]
+    assert all(o for o in (s.extra.get("tcp_stream_opened") for s, _ in parts))
+    given = list(parts)
+    assert_same_tables(single, merge_shards(given, consume=True))
+    assert given == []
 
 
 def test_parallel_rejects_progress() -> None:
