@@ -126,8 +126,6 @@ def feed_frames(
                 mine = shard_of(seg.src, seg.sport, seg.dst, seg.dport, own_n) == own_k
                 if mine:
                     a = tracker.segment(seg)
-                    while len(opened) < len(convs):  # (a new tcp_stream number)
-                        opened.append(raw.frame)
             if checksums is not None and checksums.check(
                     raw.data, seg.frame, seg.ts_ns, seg.ip_version, seg.src, seg.dst, seg.sport,
                     seg.dport) == BAD and a is not None:  # (None: another worker's)
@@ -153,10 +151,11 @@ def feed_frames(
                         mine = shard_of(q.src, q.sport, q.dst, q.dport, own_n) == own_k
                         if mine:
                             a = tracker.unanalysed(q, pkt.quoted_tcp_len)
-                            while len(opened) < len(convs):
-                                opened.append(raw.frame)
                 if pkt.icmp is not None:  # (every worker counts it: the cap is the same)
                     icmp_builder.add(pkt, a, mine)
+        if not all_mine:
+            while len(opened) < len(convs):  # (this frame began a tcp_stream of this worker)
+                opened.append(raw.frame)
         if pb is not None:  # (every worker sees the cap: the warning is worker 0's)
             pb.add_capped(raw, pkt, a, mine)
         if not n & 4095 and every_4096 is not None:

@@ -18,6 +18,7 @@ from pcaptools.parallel import load_parallel, merge_shards
 from pcaptools.tables.concat import concat_tables
 from pcaptools.tables.foundation import WARNINGS
 from tests.conftest import corpus_files
+from tests.tcp._tracker_patch import count_freezes
 
 CAPTURES = Path(__file__).resolve().parent.parent / "captures"
 SHIPPED = sorted([*CAPTURES.glob("*.pcap"), *CAPTURES.glob("*.pcapng")])
@@ -251,16 +252,7 @@ def test_workers_that_freeze_their_connections(tmp_path: Path,
                     str(path), "--connections", "2000", "--answer", "close"], check=True,
                    capture_output=True)
     single = pcaptools.load(path)
-    frozen: list[int] = []
-    real = pipeline.TcpTracker._freeze
-
-    def counting(self, conn, at_end=False):  # type: ignore[no-untyped-def]
-        if not at_end:
-            frozen.append(conn.conv.tcp_stream)
-        real(self, conn, at_end)
-
-    from tests.tcp._tracker_patch import patched_tracker
-    patched_tracker(monkeypatch, _freeze=counting)
+    frozen = count_freezes(monkeypatch)
     monkeypatch.setattr(pipeline, "FreezePolicy",
                         lambda: FreezePolicy(ended_ns=50_000, every=16, min_records=100))
     parts = [run_tables(str(path), LoadOptions(shard=(k, 2))) for k in range(2)]

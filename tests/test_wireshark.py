@@ -14,6 +14,7 @@ import shutil
 import signal
 import struct
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -493,15 +494,44 @@ def _killed(pid: int) -> bool:
     return any(int(fields.get(k, "0"), 16) & kill_bit for k in ("SigPnd", "ShdPnd"))
 
 
+class _WhenReady:
+    """Stands in for the ``threading.Timer`` of a ``timeout=``: it fires when the hanging fake
+    tshark has started its child (its pid comes through a FIFO, which blocks until both
+    sides are there), not when a time has passed, so the test does not depend on how fast
+    the machine starts a shell. What it checks is what happens when the timer fires."""
+
+    def __init__(self, fifo: Path, pids: list[int], interval: float, function: Any,
+                 args: tuple[Any, ...]) -> None:
+        self.interval, self.daemon = interval, True
+        self._fifo, self._pids, self._fire = fifo, pids, (function, args)
+
+    def _run(self) -> None:
+        self._pids.append(int(self._fifo.read_text()))
+        function, args = self._fire
+        function(*args)
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def cancel(self) -> None:
+        pass
+
+
 def test_timeout_kills_tshark_and_its_children(fake_tshark: Path, monkeypatch: pytest.MonkeyPatch,
                                                tmp_path: Path) -> None:
+    fifo = tmp_path / "child.pid"
+    os.mkfifo(fifo)
+    pids: list[int] = []
     monkeypatch.setenv("FAKE_MODE", "hang")
-    monkeypatch.setenv("FAKE_CHILD", str(tmp_path / "child.pid"))
+    monkeypatch.setenv("FAKE_CHILD", str(fifo))
+    monkeypatch.setattr(ws.threading, "Timer",
+                        lambda interval, function, args: _WhenReady(fifo, pids, interval,
+                                                                    function, args))
     with pytest.raises(WiresharkTimeoutError, match=r"did not finish within timeout=0.5 s") as e:
         pcaptools.wireshark(H2, ["fake.n"], tshark_path=fake_tshark, timeout=0.5)
     assert isinstance(e.value, TimeoutError)
     # what the fake tshark started was killed with it (its process group), not left running
-    assert _killed(int((tmp_path / "child.pid").read_text()))
+    assert len(pids) == 1 and _killed(pids[0])
 
 
 def test_tshark_crash(fake_tshark: Path, monkeypatch: pytest.MonkeyPatch) -> None:

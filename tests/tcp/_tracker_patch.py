@@ -24,3 +24,19 @@ def patched_tracker(monkeypatch: pytest.MonkeyPatch, **attrs: Any) -> type[TcpTr
     sub = type("PatchedTcpTracker", (pipeline.TcpTracker,), attrs)
     monkeypatch.setattr(pipeline, "TcpTracker", sub)
     return sub
+
+
+def count_freezes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The tcp_streams every TcpTracker freezes from now on (in the test), in order."""
+    import pcaptools.pipeline as pipeline
+
+    frozen: list[int] = []
+    real = pipeline.TcpTracker._freeze
+
+    def counting(self, conn, at_end=False):  # type: ignore[no-untyped-def]
+        if not at_end:
+            frozen.append(conn.conv.tcp_stream)
+        real(self, conn, at_end)
+
+    patched_tracker(monkeypatch, _freeze=counting)
+    return frozen

@@ -26,7 +26,7 @@ from pcaptools.tcp.stream import StreamChunk
 from pcaptools.tcp.tracker import RECORDS, TcpTracker
 from tests.tcp._compare import feed
 from tests.tcp._pcapgen import write_pcap
-from tests.tcp._tracker_patch import patched_tracker
+from tests.tcp._tracker_patch import count_freezes, patched_tracker
 from tests.tcp.test_fast_paths import _Recorder
 from tests.tcp.test_lazy_state import _scan
 from tests.tcp.test_lazy_state import inputs as inputs  # (the fixture: the same inputs)
@@ -134,22 +134,6 @@ def _run(path: Path, policy: FreezePolicy | None, observe: bool, early: bool = F
     tables = [*record_tables(tracker), events_table(tracker), losses_table(tracker)]
     log = [x for x in log if x[1] != _ONCE_DONE]  # type: ignore[index]
     return log, tables, [(r.code, r.frame, r.detail) for r in diag.rows], tracker
-
-
-def _count_freezes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The tcp_streams every TcpTracker freezes from now on (in the test), in order."""
-    import pcaptools.pipeline as pipeline
-
-    frozen: list[int] = []
-    real = pipeline.TcpTracker._freeze
-
-    def counting(self, conn, at_end=False):  # type: ignore[no-untyped-def]
-        if not at_end:
-            frozen.append(conn.conv.tcp_stream)
-        real(self, conn, at_end)
-
-    patched_tracker(monkeypatch, _freeze=counting)
-    return frozen
 
 
 def _count_releases(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
@@ -335,7 +319,7 @@ def test_complete_connections_frozen_after_capture_time_delays_agree_with_tshark
                    capture_output=True)
     monkeypatch.setattr(pipeline, "FreezePolicy", lambda: None)
     want = pcaptools.load(path, payloads=False)
-    frozen = _count_freezes(monkeypatch)
+    frozen = count_freezes(monkeypatch)
     monkeypatch.setattr(pipeline, "FreezePolicy",
                         lambda: FreezePolicy(ended_ns=50_000, every=16, min_records=100))
     cap = pcaptools.load(path, payloads=False)
@@ -461,7 +445,7 @@ def test_load_with_every_connection_frozen_equals_load(name: str, tmp_path: Path
     monkeypatch.setattr(pipeline, "FreezePolicy", lambda: None)
     want = pcaptools.load(path, keylog=keylog)
     want_out = pcaptools.load(path, keylog=keylog, out=tmp_path / "want")
-    frozen = _count_freezes(monkeypatch)
+    frozen = count_freezes(monkeypatch)
     monkeypatch.setattr(pipeline, "FreezePolicy", lambda: ALWAYS)
     got = pcaptools.load(path, keylog=keylog)
     for table, df in want.tables.items():
