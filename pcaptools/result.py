@@ -215,25 +215,29 @@ class Capture:
 
     def request_timing(self, *, min_stall_ms: float = 100.0, cadence_factor: float = 3.0,
                        client_pause_ms: float | None = 500.0,
-                       stall_table: pd.DataFrame | None = None) -> pd.DataFrame:
+                       stall_table: pd.DataFrame | None = None,
+                       latency: pd.DataFrame | None = None) -> pd.DataFrame:
         """Each request's time split into parts that add up to its total (DNS, connect, TLS,
         upload, network round trip, server wait, model wait, streaming, stalls) with a
-        sentence: :func:`pcaptools.analyses.slow.request_timing`."""
+        sentence: :func:`pcaptools.analyses.slow.request_timing` (``stall_table``:
+        ``self.stalls()``, ``latency``: ``self.latency()``, if you have them)."""
         from .analyses.slow import request_timing
 
         return request_timing(self, min_stall_ms=min_stall_ms, cadence_factor=cadence_factor,
-                              client_pause_ms=client_pause_ms, stall_table=stall_table)
+                              client_pause_ms=client_pause_ms, stall_table=stall_table,
+                              latency=latency)
 
     def stalls(self, *, min_stall_ms: float = 100.0, cadence_factor: float = 3.0,
                client_pause_ms: float | None = 500.0,
-               verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
+               verdicts: pd.DataFrame | None = None,
+               latency: pd.DataFrame | None = None) -> pd.DataFrame:
         """Every stall of a stream or connection with its cause and evidence frames:
-        :func:`pcaptools.analyses.slow.stalls` (``verdicts``: ``self.disconnects()`` if you
-        have it already)."""
+        :func:`pcaptools.analyses.slow.stalls` (``verdicts``: ``self.disconnects()``,
+        ``latency``: ``self.latency()``, if you have them already)."""
         from .analyses.slow import stalls
 
         return stalls(self, min_stall_ms=min_stall_ms, cadence_factor=cadence_factor,
-                      client_pause_ms=client_pause_ms, verdicts=verdicts)
+                      client_pause_ms=client_pause_ms, verdicts=verdicts, latency=latency)
 
     def connection_series(self, tcp_stream: int | list[int] | None = None, *,
                           bin_ms: float | None = None) -> pd.DataFrame:

@@ -391,18 +391,19 @@ def stalls(
     cadence_factor: float = CADENCE_FACTOR,
     client_pause_ms: float | None = CLIENT_PAUSE_MS,
     verdicts: pd.DataFrame | None = None,
+    latency: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per stall of ``cap`` (schema :data:`STALLS`), in time order; empty (with its
     columns) when nothing stalled. ``verdicts``: ``disconnects(cap)`` when the caller has it
     already (the report), else it is computed on the first stall that needs its
-    pmtu_black_hole verdicts. ``min_stall_ms``: the shortest gap in delivery that
+    pmtu_black_hole verdicts; ``latency``: ``stream_latency(cap)``, likewise. ``min_stall_ms``: the shortest gap in delivery that
     counts; ``cadence_factor``: once a response streams, a gap must also be this many times
     its median gap between deliveries; ``client_pause_ms``: a request starting this long
     after every earlier response on its connection ended is a client_pause stall (None: not
     looked for). Never raises on the tables' content; without the packets table (or with
     one cut at ``max_packet_rows``) the server_pause test (nothing in flight) cannot be made
     and such connection stalls are ``unknown``."""
-    lat = stream_latency(cap)
+    lat = stream_latency(cap) if latency is None else latency
     ctx = _Context(cap, lat, verdicts)
     cands: list[_Candidate] = []
     reqs = list(ctx.requests())
@@ -452,6 +453,7 @@ class _Context:
         self.events = ev2
         self.path_mtu = cap.path_mtu
         self._windows: dict[int, _H2Windows] = {}
+        self._h2_response: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._split: dict[str, dict[int, pd.DataFrame]] = {}
         self._quic: dict[tuple[int, int], list[_QuicResend]] | None = None
         self._h1_conn: dict[int, np.ndarray] = {}
@@ -580,13 +582,18 @@ class _Context:
         return f["stream_id"].to_numpy(np.int64)[m], f["frame"].to_numpy(np.int64)[m]
 
     def h2_response_frames(self, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(stream ids, frames, types) of the server's HTTP/2 response frames on connection s"""
-        f = self.of("http2_frames", s)
-        kind = f["type"].astype("string")
-        m = f["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool) \
-            & kind.isin(_RESPONSE_FRAMES).fillna(False).to_numpy(bool)
-        return (f["stream_id"].to_numpy(np.int64)[m], f["frame"].to_numpy(np.int64)[m],
-                kind.to_numpy(dtype=object)[m])
+        """(stream ids, frames, types) of the server's HTTP/2 response frames on connection s
+        (once per connection: every loss stall on it asks)"""
+        got = self._h2_response.get(s)
+        if got is None:
+            f = self.of("http2_frames", s)
+            kind = f["type"].astype("string")
+            m = f["direction"].astype("string").eq(_S2C).fillna(False).to_numpy(bool) \
+                & kind.isin(_RESPONSE_FRAMES).fillna(False).to_numpy(bool)
+            got = self._h2_response[s] = (f["stream_id"].to_numpy(np.int64)[m],
+                                          f["frame"].to_numpy(np.int64)[m],
+                                          kind.to_numpy(dtype=object)[m])
+        return got
 
     def windows(self, tcp_stream: int) -> _H2Windows:
         if tcp_stream not in self._windows:
@@ -1024,6 +1031,8 @@ def _pmtu(ctx: _Context, s: int, a: int, b: int, c: _Candidate) -> bool:
 
 def _pmtu_row(ctx: _Context, s: int, a: int, b: int, c: _Candidate) -> bool:
     pm = ctx.of("path_mtu", s)
+    if not len(pm):  # (most connections: itertuples would make its row class all the same)
+        return False
     for r in pm.itertuples(index=False):
         lo = _ns1(r.big_ts)
         hi = _ns1(r.delivered_ts)
@@ -1680,17 +1689,19 @@ def request_timing(
     cadence_factor: float = CADENCE_FACTOR,
     client_pause_ms: float | None = CLIENT_PAUSE_MS,
     stall_table: pd.DataFrame | None = None,
+    latency: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per request of ``cap`` (schema :data:`REQUEST_TIMING`), in the order of
     :func:`~pcaptools.analyses.latency.stream_latency`: its time split into parts that add
     up to ``total_ms``. The stall options are those of :func:`stalls` (``stall_table``: its
-    result, when already computed). Missing facts are NaN / NA, never an exception."""
-    lat = stream_latency(cap)
+    result, when already computed; ``latency``: ``stream_latency(cap)``, likewise). Missing
+    facts are NaN / NA, never an exception."""
+    lat = stream_latency(cap) if latency is None else latency
     if len(lat) == 0:
         return REQUEST_TIMING.frame([])
     st = stall_table if stall_table is not None else stalls(
         cap, min_stall_ms=min_stall_ms, cadence_factor=cadence_factor,
-        client_pause_ms=client_pause_ms)
+        client_pause_ms=client_pause_ms, latency=lat)
     rtt = _rtts(cap, lat)
     by_conn: dict[tuple[int, int], list[tuple[int, int, str, set[int], int | None]]] = {}
     for r in st.itertuples(index=False):

@@ -49,6 +49,8 @@ class ReportContextLike(Protocol):
 
     def disconnects(self) -> pd.DataFrame: ...
 
+    def latency(self) -> pd.DataFrame: ...
+
 
 #: requests shown in the time split (the slowest by total time)
 MAX_SLOW_REQUESTS = 10
@@ -70,13 +72,17 @@ class _Cached(Protocol):
 
     def disconnects(self) -> pd.DataFrame: ...
 
+    def latency(self) -> pd.DataFrame: ...
+
 
 def slow_analyses(ctx: _Cached) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(stalls, request_timing) of the capture, computed once per report."""
     if "slow" not in ctx._cache:
-        # the report's disconnects(), computed once: the black-hole verdicts of loss stalls
-        st = stalls(ctx.cap, verdicts=ctx.disconnects())
-        ctx._cache["slow"] = (st, request_timing(ctx.cap, stall_table=st))
+        # the report's disconnects() and stream_latency(), computed once: the black-hole
+        # verdicts of loss stalls, the requests
+        lat = ctx.latency()
+        st = stalls(ctx.cap, verdicts=ctx.disconnects(), latency=lat)
+        ctx._cache["slow"] = (st, request_timing(ctx.cap, stall_table=st, latency=lat))
     got: tuple[pd.DataFrame, pd.DataFrame] = ctx._cache["slow"]
     return got
 

@@ -585,14 +585,17 @@ def _silences(
                               connections["end_reason"].astype(object).tolist(),
                               _ns(connections["end_ts"]), strict=True):
         ends[int(tcp)] = int(e) if reason in ("fin", "rst") and e != _NAT else cap_end
-    times: dict[tuple[int, int], list[int]] = {}
-    for tcp, side, t in zip(pk["tcp_stream"].astype("int64").tolist(), _side(pk["direction"]),
-                            _ns(pk["ts"]), strict=True):
-        times.setdefault((tcp, side), []).append(int(t))
+    # each (connection, side)'s payload times in frame order: a stable sort by the pair
+    tcps = pk["tcp_stream"].to_numpy(np.int64)
+    pair = tcps * 2 + (pk["direction"].astype(object).to_numpy() != "client_to_server")
+    order = np.argsort(pair, kind="stable")
+    pair, t_all = pair[order], _ns(pk["ts"])[order]
     for tcp in first:
         for side in (0, 1):
-            ts = [int(first[tcp]), *times.get((int(tcp), side), []), ends.get(int(tcp), cap_end)]
-            arr = np.asarray(ts, dtype=np.int64)
+            k2 = int(tcp) * 2 + side
+            lo, hi = np.searchsorted(pair, k2, "left"), np.searchsorted(pair, k2, "right")
+            arr = np.concatenate(([int(first[tcp])], t_all[lo:hi],
+                                  [ends.get(int(tcp), cap_end)])).astype(np.int64)
             gaps = np.diff(arr)
             if len(gaps):
                 k = int(np.argmax(gaps))
@@ -690,7 +693,9 @@ def heartbeat_summary(
     then QUIC rows (by quic_connection)."""
     keys: set[tuple[int, int, str]] = set()
     """(0 TCP / 1 QUIC, tcp_stream or quic_connection, mechanism)"""
-    groups: dict[tuple[int, int, str], pd.DataFrame] = {}
+    groups: dict[tuple[int, int, str], np.ndarray] = {}
+    """key -> the positions of its pings in ``cols``"""
+    cols: tuple[np.ndarray, ...] = ()
     if len(hb):
         quic = hb["quic_connection"].notna().to_numpy(bool)
         conn = np.where(quic, hb["quic_connection"].astype("Int64").fillna(-1).to_numpy(np.int64),
@@ -698,10 +703,14 @@ def heartbeat_summary(
         h = hb.assign(_ts=_ns(hb["ping_ts"]), mechanism=hb["mechanism"].astype(object),
                       sender=hb["sender"].astype(object), outcome=hb["outcome"].astype(object),
                       _q=quic.astype(np.int64), _c=conn)
-        for (q, c, mech), g in h.groupby(["_q", "_c", "mechanism"], sort=True):
-            k = (int(q), int(c), str(mech))  # type: ignore[call-overload]
-            groups[k] = g
+        indices: dict[Any, Any] = h.groupby(["_q", "_c", "mechanism"], sort=True).indices
+        for (q, c, mech), at in indices.items():
+            k = (int(q), int(c), str(mech))
+            groups[k] = at
             keys.add(k)
+        cols = (h["sender"].to_numpy(object), h["outcome"].to_numpy(object),
+                h["rtt_ms"].to_numpy(np.float64, na_value=np.nan),
+                h["interval_ms"].to_numpy(np.float64, na_value=np.nan), h["_ts"].to_numpy(np.int64))
     for table, mech in ((ws_connections, "websocket"), (http2_connections, "http2")):
         if table is not None:
             keys.update((0, int(t), mech) for t in table["tcp_stream"].tolist())
@@ -714,31 +723,46 @@ def heartbeat_summary(
         return HEARTBEAT_SUMMARY.frame([])
     sil = _silences(packets, connections, _capture_end(capture_end))
     qsil = _quic_silences(quic_packets, quic_connections, _capture_end(capture_end))
-    empty = HEARTBEATS.frame([]).assign(_ts=np.empty(0, np.int64))
     rows: list[tuple[Any, ...]] = []
     for q, tcp, mech in sorted(keys):
-        g = groups.get((q, tcp, mech), empty)
+        pos = groups.get((q, tcp, mech))
         row: list[Any] = [None, tcp, mech] if q else [tcp, None, mech]
-        for who in ("client", "server"):
-            s = g[g["sender"].astype(object) == who]
-            oc = s["outcome"].astype(object)
-            rtt = s["rtt_ms"].dropna().to_numpy(dtype=np.float64)
-            iv = s["interval_ms"].dropna().to_numpy(dtype=np.float64)
-            row += [
-                len(s),
-                int((oc == "answered").sum()),
-                int((oc == "unanswered").sum()),
-                int((oc == "superseded").sum()),
-                int((oc == "cut_off").sum()),
-                float(np.median(iv)) if len(iv) else None,
-                float(iv.max()) if len(iv) else None,
-                float(np.percentile(rtt, 50)) if len(rtt) else None,
-                float(np.percentile(rtt, 95)) if len(rtt) else None,
-                float(rtt.max()) if len(rtt) else None,
-                int(s["_ts"].max()) if len(s) else None,
-            ]
+        if pos is None:  # (no ping either way)
+            row += _NO_PINGS
+        else:
+            row += _sender_stats(cols, pos, "client") + _sender_stats(cols, pos, "server")
         for side in (0, 1):
             v = qsil.get((tcp, side)) if q else sil.get((tcp, side))
             row += [v[0], v[1]] if v is not None else [None, None]
         rows.append(tuple(row))
     return HEARTBEAT_SUMMARY.frame(rows)
+
+
+_NO_PINGS = [0, 0, 0, 0, 0, None, None, None, None, None, None] * 2
+"""what :func:`_sender_stats` says of both senders of a connection without pings"""
+
+
+def _sender_stats(cols: tuple[np.ndarray, ...], pos: np.ndarray, who: str) -> list[Any]:
+    """The summary's pings, outcomes, interval, pong latency and last ping of ``who``'s pings
+    among the pings at ``pos`` (one connection's and mechanism's) of the heartbeats' columns
+    ``cols`` (sender, outcome, rtt_ms, interval_ms, ping ns)."""
+    sender, outcome, rtt_ms, interval_ms, ping_ns = cols
+    mine = pos[sender[pos] == who]
+    oc = outcome[mine]
+    rtt = rtt_ms[mine]
+    rtt = rtt[~np.isnan(rtt)]
+    iv = interval_ms[mine]
+    iv = iv[~np.isnan(iv)]
+    return [
+        len(mine),
+        int((oc == "answered").sum()),
+        int((oc == "unanswered").sum()),
+        int((oc == "superseded").sum()),
+        int((oc == "cut_off").sum()),
+        float(np.median(iv)) if len(iv) else None,
+        float(iv.max()) if len(iv) else None,
+        float(np.percentile(rtt, 50)) if len(rtt) else None,
+        float(np.percentile(rtt, 95)) if len(rtt) else None,
+        float(rtt.max()) if len(rtt) else None,
+        int(ping_ns[mine].max()) if len(mine) else None,
+    ]

@@ -839,3 +839,22 @@ def test_pmtu_black_hole_stalls_agree_with_disconnects() -> None:
     client = _load("pmtu-blackhole-client.pcap")
     assert len(stalls(client)) == 0
     assert disconnects(client)["verdict"].tolist() == ["reset", "reset"]
+
+
+def test_a_latency_table_given_is_used_not_computed_again(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """The report computes stream_latency once and hands it to stalls and request_timing:
+    with it they compute nothing of their own and give what they give without it."""
+    cap = _load("slow-causes.pcapng")
+    lat = cap.latency()
+    st, rt = stalls(cap), request_timing(cap)
+    assert len(st) > 3 and len(rt) > 3
+
+    def not_again(_cap: object) -> pd.DataFrame:
+        raise AssertionError("stream_latency computed again")
+
+    monkeypatch.setattr("pcaptools.analyses.slow.stream_latency", not_again)
+    st2 = stalls(cap, latency=lat)
+    pd.testing.assert_frame_equal(st2, st, check_exact=True)
+    pd.testing.assert_frame_equal(request_timing(cap, stall_table=st2, latency=lat), rt,
+                                  check_exact=True)
