@@ -446,8 +446,9 @@ class _Context:
                                   .fillna(False).any())
         # a packets table cut at its row cap cannot say that nothing was in flight
         self.has_packets = len(p) > 0 and not cut
-        tcp = p[p["tcp_stream"].notna()] if self.has_packets else p
-        self.pk = _PacketIndex(tcp, cap.tcp_losses) if self.has_packets else None
+        # (the columns it reads, not a copy of every column of the TCP rows)
+        self.pk = _PacketIndex(p[list(_PacketIndex.COLUMNS)][p["tcp_stream"].notna()],
+                               cap.tcp_losses) if self.has_packets else None
         self.losses = cap.tcp_losses
         ev2 = cap.tcp_events
         self.events = ev2
@@ -547,9 +548,13 @@ class _Context:
                   "path_mtu": self.path_mtu, "http2_frames": self.h2}[name]
             self._split[name] = {_na_int(k): g for k, g in df.groupby(
                 df["tcp_stream"].to_numpy(np.int64), sort=False)} if len(df) else {}
-        got = self._split[name].get(s)
-        if got is None:
-            return {"tcp_losses": self.losses, "tcp_events": self.events,
+        split = self._split[name]
+        got = split.get(s)
+        if got is None:  # (none of its rows: the table's empty slice, made once)
+            got = split.get(_NO_ROWS)
+            if got is None:
+                got = split[_NO_ROWS] = {
+                    "tcp_losses": self.losses, "tcp_events": self.events,
                     "path_mtu": self.path_mtu, "http2_frames": self.h2}[name].iloc[0:0]
         return got
 
@@ -602,6 +607,8 @@ class _Context:
 
 
 _EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+_NO_ROWS = -(2**63)
+"""the key of a table's empty slice in ``_Context._split`` (no tcp_stream is negative)"""
 #: the frames that deliver a stream's response (not its WINDOW_UPDATE or PRIORITY frames)
 _RESPONSE_FRAMES = ("HEADERS", "CONTINUATION", "DATA", "RST_STREAM", "PUSH_PROMISE")
 
@@ -634,6 +641,9 @@ class _PacketIndex:
     """Per connection: the server's data packets (their delivery times: a packet that
     arrived behind a hole is delivered by the resend that filled it), both directions' bytes
     sent and acknowledged over time (for 'nothing in flight')."""
+
+    COLUMNS = ("tcp_stream", "ts", "frame", "direction", "tcp_len", "seq", "ack")
+    """the columns of the packets table it reads"""
 
     def __init__(self, p: pd.DataFrame, losses: pd.DataFrame) -> None:
         self.by: dict[int, dict[str, np.ndarray]] = {}

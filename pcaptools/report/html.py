@@ -46,6 +46,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from .. import __version__
+from .._memory import large_blocks_mapped, trim
 from .._safewrite import inputs_of, refuse_inputs
 from .._safewrite import write_text as safe_write_text
 from ..analyses.coverage import DONE as COVERED
@@ -1466,25 +1467,30 @@ def render_report(
     of the paged tables when the page opens. A subset (:meth:`Capture.subset`) says so in
     the header. ``facts``: a dict to fill with :func:`index_facts` of the report."""
     env = _env()
-    built, ctx = build_sections(
-        cap,
-        sections=sections,
-        max_table_rows=max_table_rows,
-        max_timeline_bars=max_timeline_bars,
-        page_rows=page_rows,
-    )
-    head = ctx.head
-    sub = subset_info(cap)
-    if facts is not None:
-        facts.update(index_facts(ctx))
-    return env.get_template("report.html.j2").render(
-        title=title or f"{head['file']}{' (subset)' if sub else ''}: pcap-report",
-        head=head,
-        sections=built,
-        subset=sub,
-        plotly_js=_plotly_js() if ctx.figures else None,
-        version=__version__,
-    )
+    # (the analyses' large transient arrays given back when freed, as during a load: _memory)
+    with large_blocks_mapped():
+        built, ctx = build_sections(
+            cap,
+            sections=sections,
+            max_table_rows=max_table_rows,
+            max_timeline_bars=max_timeline_bars,
+            page_rows=page_rows,
+        )
+        head = ctx.head
+        sub = subset_info(cap)
+        if facts is not None:
+            facts.update(index_facts(ctx))
+        page = env.get_template("report.html.j2").render(
+            title=title or f"{head['file']}{' (subset)' if sub else ''}: pcap-report",
+            head=head,
+            sections=built,
+            subset=sub,
+            plotly_js=_plotly_js() if ctx.figures else None,
+            version=__version__,
+        )
+    del built, ctx
+    trim()
+    return page
 
 
 def subset_info(cap: Capture) -> dict[str, Any] | None:

@@ -573,7 +573,8 @@ def _silences(
     out: dict[tuple[int, int], tuple[float, int]] = {}
     if packets is None or connections is None or not len(packets) or not len(connections):
         return out
-    pk = packets[packets["tcp_stream"].notna() & (packets["tcp_len"].fillna(0) > 0)]
+    pk = packets[["tcp_stream", "direction", "ts"]][
+        packets["tcp_stream"].notna() & (packets["tcp_len"].fillna(0) > 0)]
     first = dict(zip(connections["tcp_stream"].tolist(), _ns(connections["first_ts"]),
                      strict=True))
     last = _ns(connections["last_ts"])

@@ -337,3 +337,36 @@ def test_print_stylesheet_unrolls_tables_and_hides_controls() -> None:
     assert "nav, .pt-controls, p.pt-nojs { display: none; }" in css
     assert ".table-wrap { max-height: none; overflow: visible;" in css
     assert ".plotly-graph-div" in css and "break-inside: avoid" in css
+
+
+def test_the_report_gives_large_blocks_back_and_arrow_its_pool(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report's analyses run as a load's pass does (pcaptools._memory): glibc's mmap
+    threshold fixed and Arrow's pool the system allocator while the sections are built, both
+    as they were afterwards; the page is the same."""
+    import pyarrow as pa
+
+    import pcaptools.report.html as html_mod
+    from pcaptools import _memory, load
+
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.delenv("PCAPTOOLS_KEEP_MALLOC", raising=False)
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    cap = load(CAPTURES / "h2-sse-chat.pcapng", keylog=CAPTURES / "h2-sse-chat.keys")
+    before = pa.default_memory_pool().backend_name
+    page = render_report(cap)
+    calls: list[tuple[int, int]] = []
+    pools: list[str] = []
+    monkeypatch.setattr(_memory, "_MALLOPT", lambda p, v: calls.append((p, v)) or 1)
+    real = html_mod.build_sections
+
+    def spying(*args: object, **kwargs: object) -> object:
+        pools.append(pa.default_memory_pool().backend_name)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(html_mod, "build_sections", spying)
+    assert render_report(cap) == page
+    assert pools == ["system"]
+    assert pa.default_memory_pool().backend_name == before
+    assert calls == [(_memory.M_MMAP_THRESHOLD, 128 * 1024),
+                     (_memory.M_MMAP_THRESHOLD, 32 * 1024 * 1024)]
