@@ -301,6 +301,10 @@ def tool_specs(cap: Path, keys: Path, work: Path, args: argparse.Namespace) -> l
         {"name": "pcaptools payloads=False, packets=False (TCP only)", "key": "pcaptools_tcp",
          "argv": [py, "-c", PCAPTOOLS_CHILD, str(cap),
                   json.dumps({"packets": False, "payloads": False})], "kind": "pcaptools"},
+        {"name": "pcap-report with the key log (load, analyses, HTML page)",
+         "key": "pcap_report",
+         "argv": [py, "-m", "pcaptools.cli", str(cap), "--keylog", str(keys), "-o",
+                  str(work / "report.html")], "kind": "report", "out": work / "report.log"},
         {"name": "tshark -T fields, TCP analysis, one pass", "key": "tshark_1pass",
          "argv": ["tshark", "-r", str(cap), "-n", "-T", "fields", *_fields(TSHARK_TCP_FIELDS)],
          "kind": "tshark", "out": fields_out},
@@ -364,6 +368,8 @@ def measure_tool(spec: Tool, frames: int, file_size: int, repeats: int,
                        rows=info["rows"], table_mb=info["table_mb"], accel=info.get("accel"))
         elif spec["kind"] == "tshark":
             row["frames"] = _count_lines(spec["out"])
+        elif spec["kind"] == "report":  # (the page is the output)
+            row["frames"] = frames
         elif spec["kind"] == "tcptrace":  # it prints per connection, not per frame
             row["frames"] = frames
             row["connections"] = _tcptrace_connections(spec["out"])
@@ -456,7 +462,8 @@ def sec_tools(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str]
             if "No module named" not in str(exc) and "not found" not in str(exc):
                 raise
             log(f"tools: {spec['name']} skipped: {str(exc).strip().splitlines()[-1]}")
-    (args.work / "tshark.out").unlink(missing_ok=True)
+    for name in ("tshark.out", "report.html", "report.log"):
+        (args.work / name).unlink(missing_ok=True)
     prev = res.get("tools", {})
     # results of other tools are kept only while they were measured on this same capture
     same = {k: prev.get("capture", {}).get(k) for k in ("file_size", "frames")} == {
@@ -510,7 +517,8 @@ def sec_scaling(args: argparse.Namespace, res: dict[str, Any], log: Callable[[st
             rows.append(row)
             log(f"scaling x{factor} {key}: {m['wall_s']:.2f} s, {m['peak_rss_mb']:.0f} MB")
         path.unlink()
-    (args.work / "tshark.out").unlink(missing_ok=True)
+    for name in ("tshark.out", "report.html", "report.log"):
+        (args.work / name).unlink(missing_ok=True)
     res["scaling"] = {"base": capture_info(base), "rows": rows,
                       "baseline_rss_mb": baseline}
     plot_scaling(res["scaling"])
@@ -1051,7 +1059,7 @@ def write_readme(res: dict[str, Any]) -> None:
                      ("pcaptools_full", "tshark_keys_all"),
                      ("pcaptools_full", "tshark_keys_all_payload"),
                      ("pcaptools_pure", "tshark_keys_all"),
-                     ("pcaptools_full", "pcaptools_pure"),
+                     ("pcaptools_full", "pcaptools_pure"), ("pcap_report", "pcaptools_full"),
                      ("pcaptools_workers2", "tshark_1pass"),
                      ("pcaptools_workers2", "tshark_keys_http2"),
                      ("pcaptools_workers2", "tshark_keys_all"),

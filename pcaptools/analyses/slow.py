@@ -1959,6 +1959,7 @@ def connection_series(cap: Capture, tcp_stream: int | Sequence[int] | None = Non
                 "connection_series needs the packets table: this capture was loaded with "
                 "packets=False; load it again with packets=True (the default)")
         return CONNECTION_SERIES.frame([])
+    p = p[list(_SERIES_COLUMNS)]  # (the columns it reads, not a copy of every column)
     p = p[p["tcp_stream"].notna()]
     if tcp_stream is not None:
         want = [tcp_stream] if isinstance(tcp_stream, int) else list(tcp_stream)
@@ -1976,6 +1977,11 @@ def connection_series(cap: Capture, tcp_stream: int | Sequence[int] | None = Non
     df = pd.concat(parts, ignore_index=True)
     return CONNECTION_SERIES.frame(columns={c: df[c].to_numpy(dtype=object) if c in (
         "direction", "series", "frame") else df[c].to_numpy() for c in df.columns})
+
+
+_SERIES_COLUMNS = ("tcp_stream", "ts", "frame", "direction", "tcp_flags", "tcp_len", "seq",
+                   "ack", "window", "ack_rtt_ms")
+"""the columns of the packets table :func:`connection_series` reads"""
 
 
 def _series_of(s: int, g: pd.DataFrame, bin_ms: float | None,
