@@ -639,11 +639,14 @@ def token_cadence_rows(
     streamed = lat[lat["token_events"] > 0].sort_values("request_ts", kind="stable")
     total = len(streamed)
     streamed = streamed.head(max_streams)
+    # (the token events' columns read below, not a copy of every column)
     text = sse_events["delta_text"].fillna("").astype("string")
-    ev = sse_events[text.str.len().gt(0).fillna(False)]
+    ev = sse_events[["tcp_stream", "stream_id", "request_index", "index", "ts"]][
+        text.str.len().gt(0).fillna(False)]
     ev3 = http3_sse_events
     if ev3 is not None:
-        ev3 = ev3[ev3["delta_text"].fillna("").astype("string").str.len().gt(0).fillna(False)]
+        ev3 = ev3[["quic_connection", "stream_id", "index", "ts"]][
+            ev3["delta_text"].fillna("").astype("string").str.len().gt(0).fillna(False)]
     parts = []
     for r in streamed.to_dict("records"):
         if not pd.isna(r.get("quic_connection")):  # HTTP/3: its own events table
