@@ -411,14 +411,14 @@ def _filled(col: pd.Series) -> list[int]:
     return col.fillna(0).to_numpy(np.int64).tolist() if len(col) else []
 
 
-def _request_keys(stream: list[int], sids: list[int], sid: pd.Series,
+def _request_keys(stream: list[int], sid: pd.Series,
                   idx: pd.Series) -> list[tuple[int, int, int] | None]:
-    """Each row's request key: HTTP/2 (0, stream, stream_id) where ``sid`` (its values
-    ``sids``) is set, else HTTP/1.x (0, stream, -request_index), else None."""
+    """Each row's request key: HTTP/2 (0, stream, stream_id) where ``sid`` is set, else
+    HTTP/1.x (0, stream, -request_index), else None."""
     sid_na = sid.isna().to_numpy(bool).tolist()
     idx_na = idx.isna().to_numpy(bool).tolist()
-    return [(0, s, d) if not dn else None if inn else (0, s, -i)
-            for s, d, dn, i, inn in zip(stream, sids, sid_na, _filled(idx), idx_na, strict=True)]
+    return [(0, s, d) if not dn else None if inn else (0, s, -i) for s, d, dn, i, inn in zip(
+        stream, _filled(sid), sid_na, _filled(idx), idx_na, strict=True)]
 
 
 def _ints(col: pd.Series) -> np.ndarray:
@@ -622,14 +622,12 @@ def _sse_stats(ev: pd.DataFrame, ev3: pd.DataFrame, df: pd.DataFrame, stream: np
     # one key per request: HTTP/2 (0, stream, stream_id), HTTP/1.x (0, stream, -request_index),
     # HTTP/3 (1, QUIC connection, stream_id)
     row_of: dict[tuple[int, int, int] | None, int] = {}
-    df_sid = _filled(df["stream_id"])
-    for i, (q, sid, k) in enumerate(zip(
-        qconn.tolist(), df_sid, _request_keys(stream.tolist(), df_sid, df["stream_id"],
-                                              df["request_index"]), strict=True)):
+    keys = _request_keys(stream.tolist(), df["stream_id"], df["request_index"])
+    for i, (q, sid, k) in enumerate(zip(qconn.tolist(), _filled(df["stream_id"]), keys,
+                                        strict=True)):
         row_of[(1, q, sid) if q >= 0 else k] = i
     rows_l = [row_of.get(k, -1) for k in _request_keys(
-        _filled(ev["tcp_stream"]), _filled(ev["stream_id"]), ev["stream_id"],
-        ev["request_index"])]
+        _filled(ev["tcp_stream"]), ev["stream_id"], ev["request_index"])]
     rows_l += [
         row_of.get((1, q, sid), -1)
         for q, sid in zip(_filled(ev3["quic_connection"]), _filled(ev3["stream_id"]), strict=True)
