@@ -347,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _live_interrupt(err, args.capture):
             if args.workers is not None and args.workers > 1:
-                cap = load(source, workers=args.workers, **kw)
+                cap = load(source, workers=args.workers, progress=progress, **kw)
             else:
                 cap = load(source, progress=progress, **kw)
     except (PcapToolsError, OSError, KeyboardInterrupt) as exc:

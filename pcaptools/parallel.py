@@ -32,7 +32,8 @@ that does not fit (the workers' own are dropped); ``summary.extra["rows_dropped"
 What it gains depends on the number of cores and on how evenly the connections' work
 spreads over the address pairs (one huge connection is one worker's): on the benchmark
 capture (``benchmarks/README.md``) see the ``parallel`` rows. Progress
-callbacks are not supported here (the workers run in other processes).
+callback (``progress``) is called by the shard that runs in the calling process
+(:func:`run_parallel`).
 """
 
 from __future__ import annotations
@@ -80,18 +81,24 @@ def _load_shard(path: str, options: LoadOptions) -> tuple[CaptureSummary, dict[s
 def load_parallel(path: str | os.PathLike[str], *, workers: int | None = None,
                   **kwargs: Any) -> Capture:
     """``load(path, **kwargs)`` on ``workers`` processes (default: every core). Returns the
-    same tables as :func:`~pcaptools.capture.load` (row order: see the module docstring).
-    ``progress`` is not accepted. Errors opening the file are raised as by ``load()``."""
-    if "progress" in kwargs or "shard" in kwargs:
-        raise TypeError("load_parallel() takes neither progress nor shard")
+    same tables as :func:`~pcaptools.capture.load` (row order: see the module docstring);
+    ``progress`` follows the file as :func:`run_parallel` says. ``shard`` is not accepted.
+    Errors opening the file are raised as by ``load()``."""
+    if "shard" in kwargs:
+        raise TypeError("load_parallel() takes no shard")
     return run_parallel(path, LoadOptions(**kwargs), workers=workers)
 
 
 def run_parallel(path: str | os.PathLike[str], options: LoadOptions, *,
                  workers: int | None = None) -> Capture:
     """:func:`load_parallel` with a :class:`~pcaptools.pipeline.LoadOptions` (its
-    ``workers``, ``shard`` and ``progress`` are not used: ``workers`` is the number of
-    processes, default every core): the shards run :func:`pcaptools.pipeline.run`."""
+    ``workers`` and ``shard`` are not used: ``workers`` is the number of processes, default
+    every core): the shards run :func:`pcaptools.pipeline.run`.
+
+    ``progress`` is called, in this process and thread, by shard 0, the one that runs here:
+    every worker reads the whole file, so the bytes it has read are how far the job is (a
+    worker with more connections to parse may end later; then the merge follows, which the
+    callback does not see)."""
     n = workers or os.cpu_count() or 1
     if n <= 1:  # one process, as load() (workers=1)
         one = dataclasses.replace(options, workers=1, shard=None)
@@ -106,7 +113,8 @@ def run_parallel(path: str | os.PathLike[str], options: LoadOptions, *,
             large_blocks_mapped():
         futures = [pool.submit(_load_shard, os.fspath(path),
                                dataclasses.replace(base, shard=(k, n))) for k in range(1, n)]
-        parts = [_load_shard(os.fspath(path), dataclasses.replace(base, shard=(0, n)))]
+        parts = [_load_shard(os.fspath(path), dataclasses.replace(
+            base, shard=(0, n), progress=options.progress))]
         parts += [f.result() for f in futures]
         del futures  # (a future keeps its result: the parts are merge_shards' to let go)
         return merge_shards(parts, max_warnings_per_code=options.max_warnings_per_code,

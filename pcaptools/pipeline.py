@@ -124,7 +124,8 @@ class LoadOptions:
     unchanged)"""
     progress: ProgressCallback | None = None
     """called as ``progress(bytes_read, file_size)`` every few thousand frames (file_size 0
-    while a stream's size is unknown), and once at the end"""
+    while a stream's size is unknown), and once at the end; with ``workers`` > 1 by the
+    part read in the calling process (:func:`pcaptools.parallel.run_parallel`)"""
     max_warnings_per_code: int = 1000
     """rows of ``Capture.warnings`` kept per anomaly code (the rest are counted in
     ``summary.extra["warning_counts"]`` and one closing row)"""

@@ -131,6 +131,10 @@ def test_progress_bar_only_on_a_tty(
     # --quiet wins over a TTY
     assert cli.main(["x.pcap", "-q", "-o", str(out)]) == 0
     assert fake_load[1]["progress"] is None
+    # one capture on two processes: the bar too (the part read in this process drives it)
+    assert cli.main(["x.pcap", "--workers", "2", "-o", str(out)]) == 0
+    assert fake_load[2]["progress"] is not None
+    assert "reading" in capsys.readouterr().err
 
 
 def test_unreadable_capture_exits_1_with_one_line(

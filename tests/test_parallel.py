@@ -193,9 +193,21 @@ def test_workers_follow_only_their_connections() -> None:
     assert given == []
 
 
-def test_parallel_rejects_progress() -> None:
+def test_parallel_progress_follows_the_file_read_here() -> None:
+    """With workers, the callback is called in this process by the part read here (every
+    worker reads the whole file): byte counts that only grow, up to the file's size, and
+    the same tables as without it."""
+    path = CAPTURES / "h2-sse-chat.pcapng"
+    calls: list[tuple[int, int]] = []
+    par = load_parallel(path, workers=2, keylog=_keys(path),
+                        progress=lambda done, total: calls.append((done, total)))
+    size = path.stat().st_size
+    assert calls and calls[-1] == (size, size)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    assert {t for _, t in calls} == {size}
+    assert_same_tables(pcaptools.load(path, keylog=_keys(path)), par)
     with pytest.raises(TypeError):
-        load_parallel(SHIPPED[0], workers=2, progress=lambda a, b: None)
+        load_parallel(path, workers=2, shard=(0, 2))
 
 
 @pytest.mark.parametrize("answer", ["close", "syn"])
