@@ -31,9 +31,8 @@ that does not fit (the workers' own are dropped); ``summary.extra["rows_dropped"
 
 What it gains depends on the number of cores and on how evenly the connections' work
 spreads over the address pairs (one huge connection is one worker's): on the benchmark
-capture (``benchmarks/README.md``) see the ``parallel`` rows. Progress
-callback (``progress``) is called by the shard that runs in the calling process
-(:func:`run_parallel`).
+capture (``benchmarks/README.md``) see the ``parallel`` rows. The progress callback
+(``progress``) is called by the shard that runs in the calling process (:func:`run_parallel`).
 """
 
 from __future__ import annotations
