@@ -539,6 +539,12 @@ def retransmissions_section(ctx: ReportContext) -> Section:
     if h["capture_drop_bytes"]:
         note += (f" The capture itself missed {h['capture_drop_bytes']:,} bytes the receiver "
                  "acknowledged (not counted as losses).")
+    if h["lost_before_capture"]:
+        note += (" Resends that filled a gap arrived after later segments: in Wireshark, turn "
+                 "on Protocols > TCP > Reassemble out-of-order segments (tshark: -o "
+                 "tcp.reassemble_out_of_order:TRUE; off by default in Wireshark 4.0) to see the "
+                 "TLS records, HTTP requests and HTTP/2 and WebSocket frames in the frames these "
+                 "tables name; without it Wireshark shows fewer of them.")
     return Section("retransmissions", title,
                    Markup(ctx.figure(fig, "retransmissions") + table), note)
 

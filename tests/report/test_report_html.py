@@ -370,3 +370,29 @@ def test_the_report_gives_large_blocks_back_and_arrow_its_pool(
     assert pa.default_memory_pool().backend_name == before
     assert calls == [(_memory.M_MMAP_THRESHOLD, 128 * 1024),
                      (_memory.M_MMAP_THRESHOLD, 32 * 1024 * 1024)]
+
+
+def test_lossy_capture_names_the_wireshark_preference_its_payload_rows_need(
+        corpus: Path) -> None:
+    """A resend that filled a gap came after later segments: the retransmissions note names
+    the Wireshark preference under which Wireshark shows the payload PDUs in the frames the
+    tables name (tests/test_lossy_vs_tshark.py); a capture whose resends all follow a
+    captured first copy gets no such line."""
+    from pcaptools import load
+    from pcaptools.report.html import build_sections
+
+    def note(cap: Capture) -> str:
+        sections, ctx = build_sections(cap)
+        sec = next(s for s in sections if s.id == "retransmissions")
+        return str(sec.note)
+
+    lossy = load(CAPTURES / "h2-sse-lossy.pcapng", keylog=CAPTURES / "h2-sse-lossy.keys",
+                 packets=False)
+    text = note(lossy)
+    assert text.startswith("Segments lost and resent: 3 (2 lost before the capture point")
+    assert "turn on Protocols > TCP > Reassemble out-of-order segments (tshark: -o " \
+           "tcp.reassemble_out_of_order:TRUE; off by default in Wireshark 4.0)" in text
+    resent = load(corpus / "tcp_retransmissions.pcapng", packets=False)
+    text = note(resent)
+    assert text.startswith("Segments lost and resent: 5 (0 lost before the capture point")
+    assert "out-of-order segments" not in text
