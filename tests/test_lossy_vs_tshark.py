@@ -9,7 +9,8 @@ puts them in other frames: on ``h2-sse-lossy.pcapng`` it shows 74 of the 286 HTT
 50 of the 270 TLS records in another frame, on ``http1-lossy.pcap`` one response fewer (and,
 on the benchmark's 420,630-frame capture, 270 WebSocket frames of one wss connection missing).
 With the option on, every row below is equal. The TCP analysis itself (``test_load_vs_tshark.py``)
-needs no option: it is the same either way.
+needs no option: it is the same either way. Where the capture missed bytes that were never
+resent, the option makes tshark wait for them: the last test pins what it then shows.
 """
 
 from __future__ import annotations
@@ -98,3 +99,18 @@ def test_http1_requests_and_responses_equal_tshark(tshark: str, name: str) -> No
     assert sum(ours_s.values()) == len(rq) == 3
     assert ours_q == theirs_q
     assert ours_s == theirs_s
+
+
+def test_out_of_order_reassembly_waits_for_bytes_the_capture_missed(tshark: str) -> None:
+    """``http1-keepalive-drops.pcap`` lost segments in the capture file only (never resent:
+    ``tcp_losses`` kind ``capture_drop``). pcaptools reports the gaps and pairs what follows
+    them; tshark with out-of-order reassembly waits for the missing bytes and shows nothing
+    more of that direction (the caveat pcaptools.wireshark and the report give)."""
+    name = "http1-keepalive-drops.pcap"
+    cap = _load(name, None)
+    assert set(cap.tcp_losses["kind"].astype(str)) == {"capture_drop"}
+    rq = cap.http_requests
+    assert (len(rq), int(rq["response_frame"].notna().sum())) == (42, 37)
+    rows = tshark_fields(CAPTURES / name, ("http.request.method", "http.response.code"),
+                         OUT_OF_ORDER, "http")
+    assert (sum(1 for m, _ in rows if m), sum(1 for _, c in rows if c)) == (15, 0)

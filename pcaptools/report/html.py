@@ -545,6 +545,9 @@ def retransmissions_section(ctx: ReportContext) -> Section:
                  "tcp.reassemble_out_of_order:TRUE; off by default in Wireshark 4.0) to see the "
                  "TLS records, HTTP requests and HTTP/2 and WebSocket frames in the frames these "
                  "tables name; without it Wireshark shows fewer of them.")
+        if h["capture_drop_bytes"]:
+            note += (" With it on, Wireshark waits for the bytes the capture missed and shows "
+                     "nothing more of that direction of those connections.")
     return Section("retransmissions", title,
                    Markup(ctx.figure(fig, "retransmissions") + table), note)
 

@@ -392,6 +392,17 @@ def test_lossy_capture_names_the_wireshark_preference_its_payload_rows_need(
     assert text.startswith("Segments lost and resent: 3 (2 lost before the capture point")
     assert "turn on Protocols > TCP > Reassemble out-of-order segments (tshark: -o " \
            "tcp.reassemble_out_of_order:TRUE; off by default in Wireshark 4.0)" in text
+    assert "waits for the bytes the capture missed" not in text
+    # had the capture also missed bytes (no shipped capture has both), the note adds that the
+    # preference then hides what follows them (tests/test_lossy_vs_tshark.py)
+    from pcaptools.report import html as report_html
+
+    _, ctx = build_sections(lossy)
+    ctx.head["capture_drop_bytes"] = 1448
+    text = str(report_html.retransmissions_section(ctx).note)
+    assert text.endswith("With it on, Wireshark waits for the bytes the capture missed and "
+                         "shows nothing more of that direction of those connections.")
+    assert "The capture itself missed 1,448 bytes the receiver acknowledged" in text
     resent = load(corpus / "tcp_retransmissions.pcapng", packets=False)
     text = note(resent)
     assert text.startswith("Segments lost and resent: 5 (0 lost before the capture point")
