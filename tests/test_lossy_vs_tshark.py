@@ -114,3 +114,28 @@ def test_out_of_order_reassembly_waits_for_bytes_the_capture_missed(tshark: str)
     rows = tshark_fields(CAPTURES / name, ("http.request.method", "http.response.code"),
                          OUT_OF_ORDER, "http")
     assert (sum(1 for m, _ in rows if m), sum(1 for _, c in rows if c)) == (15, 0)
+
+
+@pytest.mark.parametrize(("name", "lines"), [
+    ("h2-sse-lossy.pcapng", ["TLS records (frame, length): pcaptools 270, tshark 270; only "
+                             "pcaptools 0, only tshark 0",
+                             "HTTP/2 frames (frame, stream id, type): pcaptools 286, tshark 286; "
+                             "only pcaptools 0, only tshark 0"]),
+    ("ws-tls.pcapng", ["WebSocket frames (frame, opcode, payload length): pcaptools 41, "
+                       "tshark 41; only pcaptools 0, only tshark 0"]),
+])
+def test_the_parity_script_agrees_on_shipped_captures(tshark: str, name: str,
+                                                      lines: list[str]) -> None:
+    """``benchmarks/parity.py`` (the same comparisons on a capture too big to ship) finds
+    every layer equal here, and says so with exit status 0."""
+    import subprocess
+    import sys
+
+    script = CAPTURES.parent / "benchmarks" / "parity.py"
+    res = subprocess.run([sys.executable, str(script), str(CAPTURES / name)],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout.splitlines()
+    assert out[0].endswith("mismatched fields: none")
+    for line in lines:
+        assert line in out

@@ -1,0 +1,126 @@
+"""pcaptools against tshark 4.0 on one capture, layer by layer (the big benchmark capture).
+
+    python benchmarks/parity.py /tmp/pcaptools-bench/big.pcap     # key log: big.keys beside it
+    python benchmarks/parity.py CAPTURE --keylog KEYS
+
+The test suite makes these comparisons on the shipped and corpus captures (tests/tcp,
+tests/test_load_vs_tshark.py, tests/test_lossy_vs_tshark.py, tests/protocols); this script makes
+them on a capture too big to ship, such as the benchmark's (benchmarks/record_big.py: 420,630
+frames with 0.5 % random loss). Per layer it prints how many rows pcaptools and tshark have and
+how many are only in one of them:
+
+- TCP: every TCP frame's tcp.stream, relative seq/ack, window, analysis flags, duplicate-ACK
+  numbers, ACK RTT and acked frame, initial RTT (``tests/tcp/_compare.py``, tshark defaults);
+- TLS records (frame, length), HTTP/1.x requests (frame) and responses (frame, status), HTTP/2
+  frames (frame, stream id, type) and WebSocket frames (frame, opcode, payload length), with the
+  key log and ``tcp.reassemble_out_of_order:TRUE`` (tshark 4.0's default leaves resent segments
+  that arrive after later ones out of its reassembly: see ``pcaptools.wireshark``).
+
+Exit status 0 when every layer agrees, 1 otherwise. Runs tshark once per layer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import pcaptools  # noqa: E402
+from tests.oracle import tshark_fields  # noqa: E402
+from tests.tcp._compare import compare  # noqa: E402
+
+OUT_OF_ORDER = ("-o", "tcp.reassemble_out_of_order:TRUE")
+
+Key = tuple[int, ...]
+
+
+def _theirs(path: Path, opts: tuple[str, ...], fields: tuple[str, ...], display_filter: str,
+            rows_of: Callable[[list[str]], Iterable[Key]]) -> Counter[Key]:
+    out: Counter[Key] = Counter()
+    for row in tshark_fields(path, fields, opts, display_filter):
+        out.update(rows_of(row))
+    return out
+
+
+def _ws_lengths(row: list[str]) -> Iterable[Key]:
+    frame, ops, lens, ext16, ext64 = row
+    e16 = [int(x) for x in ext16.split(",") if x]
+    e64 = [int(x) for x in ext64.split(",") if x]
+    for op, ln in zip(ops.split(","), lens.split(","), strict=True):
+        n = int(ln)
+        n = e16.pop(0) if n == 126 else e64.pop(0) if n == 127 else n
+        yield (int(frame), int(op), n)
+
+
+def _split(row: list[str], *, status: bool = False) -> Iterable[Key]:
+    frame, *cols = row
+    values = [[int(v) for v in c.split(",") if v] for c in cols]
+    if status:  # (frame, response code) per response
+        yield from ((int(frame), v) for v in values[0])
+        return
+    yield from ((int(frame), *vals) for vals in zip(*values, strict=True))
+
+
+def layers(path: Path, keylog: Path | None) -> list[tuple[str, Counter[Key], Counter[Key]]]:
+    """(layer, pcaptools' rows, tshark's rows) of the payload layers."""
+    cap = pcaptools.load(path, keylog=keylog, packets=False)
+    opts = (*OUT_OF_ORDER, *(("-o", f"tls.keylog_file:{keylog}") if keylog else ()))
+    rec, rq, h2, ws = cap.tls_records, cap.http_requests, cap.http2_frames, cap.ws_frames
+    resp = rq[rq["response_frame"].notna()]
+    return [
+        ("TLS records (frame, length)",
+         Counter(zip(rec["frame"], rec["length"], strict=True)),
+         _theirs(path, opts, ("frame.number", "tls.record.length"), "tcp && tls.record", _split)),
+        ("HTTP/1.x requests (frame)",
+         Counter((int(f),) for f in rq["request_frame"].dropna()),
+         _theirs(path, opts, ("frame.number", "http.request.method"), "http.request",
+                 lambda r: [(int(r[0]),)] * len(r[1].split(",")))),
+        ("HTTP/1.x responses (frame, status)",
+         Counter(zip(resp["response_frame"].astype("int64"), resp["status"].astype("int64"),
+                     strict=True)),
+         _theirs(path, opts, ("frame.number", "http.response.code"), "http.response",
+                 lambda r: _split(r, status=True))),
+        ("HTTP/2 frames (frame, stream id, type)",
+         Counter(zip(h2["frame"], h2["stream_id"], h2["type_code"], strict=True)),
+         _theirs(path, opts, ("frame.number", "http2.streamid", "http2.type"), "http2", _split)),
+        ("WebSocket frames (frame, opcode, payload length)",
+         Counter(zip(ws["frame"], ws["opcode"], ws["payload_len"], strict=True)),
+         _theirs(path, opts, ("frame.number", "websocket.opcode", "websocket.payload_length",
+                              "websocket.payload_length_ext_16",
+                              "websocket.payload_length_ext_64"), "websocket", _ws_lengths)),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("capture", type=Path)
+    ap.add_argument("--keylog", type=Path, help="default: CAPTURE with .keys, if it exists")
+    args = ap.parse_args(argv)
+    keylog = args.keylog or args.capture.with_suffix(".keys")
+    keylog = keylog if keylog.exists() else None
+    ok = True
+    tcp = compare(args.capture)
+    kinds = Counter(what for _, what in tcp.mismatches)
+    print(f"TCP frames: pcaptools {tcp.our_frames:,}, tshark {tcp.tshark_frames:,}; "
+          f"{tcp.streams:,} streams, {tcp.ack_rtts:,} ACK RTTs, flags "
+          f"{dict(sorted(tcp.flag_frames.items()))}; mismatched fields: "
+          f"{dict(kinds) or 'none'}")
+    ok &= not tcp.mismatches
+    for name, ours, theirs in layers(args.capture, keylog):
+        only_ours, only_theirs = ours - theirs, theirs - ours
+        print(f"{name}: pcaptools {sum(ours.values()):,}, tshark {sum(theirs.values()):,}; "
+              f"only pcaptools {sum(only_ours.values()):,}, only tshark "
+              f"{sum(only_theirs.values()):,}"
+              + (f" (e.g. {sorted(only_ours)[:3]} / {sorted(only_theirs)[:3]})"
+                 if only_ours or only_theirs else ""))
+        ok &= not only_ours and not only_theirs
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
