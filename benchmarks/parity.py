@@ -11,8 +11,10 @@ how many are only in one of them:
 
 - TCP: every TCP frame's tcp.stream, relative seq/ack, window, analysis flags, duplicate-ACK
   numbers, ACK RTT and acked frame, initial RTT (``tests/tcp/_compare.py``, tshark defaults);
-- TLS records (frame, length), HTTP/1.x requests (frame) and responses (frame, status), HTTP/2
-  frames (frame, stream id, type) and WebSocket frames (frame, opcode, payload length), with the
+- TLS handshakes (ClientHello frame and SNI; ServerHello frame, negotiated version and cipher
+  suite), TLS records (frame, length), HTTP/1.x requests (frame) and responses (frame,
+  status), HTTP/2 frames (frame, stream id, type), HTTP/2 requests (frame, method, path) and
+  responses (frame, status), and WebSocket frames (frame, opcode, payload length), with the
   key log and ``tcp.reassemble_out_of_order:TRUE`` (tshark 4.0's default leaves resent segments
   that arrive after later ones out of its reassembly: see ``pcaptools.wireshark``).
 
@@ -31,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import pcaptools  # noqa: E402
+from pcaptools.protocols.tls._names import CIPHER_SUITES  # noqa: E402
 from tests.oracle import tshark_fields  # noqa: E402
 from tests.tcp._compare import compare  # noqa: E402
 
@@ -66,13 +69,59 @@ def _split(row: list[str], *, status: bool = False) -> Iterable[Key]:
     yield from ((int(frame), *vals) for vals in zip(*values, strict=True))
 
 
+#: tshark's version numbers as pcaptools names them (tls_handshakes.version)
+_VERSIONS = {0x0300: "SSL 3.0", 0x0301: "TLS 1.0", 0x0302: "TLS 1.1", 0x0303: "TLS 1.2",
+             0x0304: "TLS 1.3"}
+
+
+def _server_hellos(row: list[str]) -> Iterable[tuple[object, ...]]:
+    """(frame, version, cipher suite) of each ServerHello of a tshark row: the
+    supported_versions extension's version (TLS 1.3) or the hello's own."""
+    frame, types, versions, supported, suites = row
+    hellos = [i for i, t in enumerate(types.split(",")) if t == "2"]
+    own = versions.split(",")
+    sup = [v for v in supported.split(",") if v]
+    for n, (_, suite) in enumerate(zip(hellos, suites.split(","), strict=True)):
+        version = int(sup[n] if n < len(sup) else own[n], 16)
+        yield (int(frame), _VERSIONS.get(version, hex(version)),
+               CIPHER_SUITES.get(int(suite, 16), suite))
+
+
+def _pairs(row: list[str]) -> Iterable[tuple[object, ...]]:
+    """(frame, a, b) for the aligned values of two multi-occurrence text fields (a value
+    holding tshark's "," aggregator misaligns them: one (frame, "?", "?") row, a mismatch)"""
+    frame, a, b = row
+    xs, ys = a.split(","), b.split(",")
+    if len(xs) != len(ys):
+        yield (int(frame), "?", "?")
+        return
+    yield from ((int(frame), x, y) for x, y in zip(xs, ys, strict=True))
+
+
 def layers(path: Path, keylog: Path | None) -> list[tuple[str, Counter[Key], Counter[Key]]]:
     """(layer, pcaptools' rows, tshark's rows) of the payload layers."""
     cap = pcaptools.load(path, keylog=keylog, packets=False)
     opts = (*OUT_OF_ORDER, *(("-o", f"tls.keylog_file:{keylog}") if keylog else ()))
     rec, rq, h2, ws = cap.tls_records, cap.http_requests, cap.http2_frames, cap.ws_frames
     resp = rq[rq["response_frame"].notna()]
+    hs = cap.tls_handshakes
+    ch = hs[hs["client_hello_frame"].notna()]
+    sh = hs[hs["server_hello_frame"].notna()]
+    h2q = h2[h2["method"].notna()]
+    h2s = h2[h2["status"].notna()]
     return [
+        ("TLS ClientHellos (frame, SNI)",
+         Counter(zip(ch["client_hello_frame"].astype("int64"), ch["sni"].fillna(""),
+                     strict=True)),
+         _theirs(path, opts, ("frame.number", "tls.handshake.extensions_server_name"),
+                 "tls.handshake.type == 1", lambda r: [(int(r[0]), r[1])])),
+        ("TLS ServerHellos (frame, version, cipher suite)",
+         Counter(zip(sh["server_hello_frame"].astype("int64"), sh["version"].astype(str),
+                     sh["cipher_suite"].astype(str), strict=True)),
+         _theirs(path, opts, ("frame.number", "tls.handshake.type", "tls.handshake.version",
+                              "tls.handshake.extensions.supported_version",
+                              "tls.handshake.ciphersuite"),
+                 "tls.handshake.type == 2", _server_hellos)),
         ("TLS records (frame, length)",
          Counter(zip(rec["frame"], rec["length"], strict=True)),
          _theirs(path, opts, ("frame.number", "tls.record.length"), "tcp && tls.record", _split)),
@@ -88,6 +137,15 @@ def layers(path: Path, keylog: Path | None) -> list[tuple[str, Counter[Key], Cou
         ("HTTP/2 frames (frame, stream id, type)",
          Counter(zip(h2["frame"], h2["stream_id"], h2["type_code"], strict=True)),
          _theirs(path, opts, ("frame.number", "http2.streamid", "http2.type"), "http2", _split)),
+        ("HTTP/2 requests (frame, method, path)",
+         Counter(zip(h2q["frame"], h2q["method"].astype(str), h2q["path"].astype(str),
+                     strict=True)),
+         _theirs(path, opts, ("frame.number", "http2.headers.method", "http2.headers.path"),
+                 "http2.headers.method", _pairs)),
+        ("HTTP/2 responses (frame, status)",
+         Counter(zip(h2s["frame"], h2s["status"].astype("int64"), strict=True)),
+         _theirs(path, opts, ("frame.number", "http2.headers.status"), "http2.headers.status",
+                 lambda r: _split(r, status=True))),
         ("WebSocket frames (frame, opcode, payload length)",
          Counter(zip(ws["frame"], ws["opcode"], ws["payload_len"], strict=True)),
          _theirs(path, opts, ("frame.number", "websocket.opcode", "websocket.payload_length",

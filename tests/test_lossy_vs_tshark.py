@@ -120,7 +120,13 @@ def test_out_of_order_reassembly_waits_for_bytes_the_capture_missed(tshark: str)
     ("h2-sse-lossy.pcapng", ["TLS records (frame, length): pcaptools 270, tshark 270; only "
                              "pcaptools 0, only tshark 0",
                              "HTTP/2 frames (frame, stream id, type): pcaptools 286, tshark 286; "
+                             "only pcaptools 0, only tshark 0",
+                             "HTTP/2 requests (frame, method, path): pcaptools 10, tshark 10; "
                              "only pcaptools 0, only tshark 0"]),
+    ("tls-versions-ciphers.pcapng", ["TLS ServerHellos (frame, version, cipher suite): "
+                                     "pcaptools 9, tshark 9; only pcaptools 0, only tshark 0",
+                                     "HTTP/1.x responses (frame, status): pcaptools 16, tshark "
+                                     "16; only pcaptools 0, only tshark 0"]),
     ("ws-tls.pcapng", ["WebSocket frames (frame, opcode, payload length): pcaptools 41, "
                        "tshark 41; only pcaptools 0, only tshark 0"]),
 ])
