@@ -4302,6 +4302,14 @@ _TSHARK_FIELDS = (
 )
 
 
+#: tshark's option to reassemble a segment that arrives after later ones (the resend of a lost
+#: one), as pcaptools does. Its default (off) shows fewer TLS records, HTTP messages and HTTP/2
+#: and WebSocket frames on a capture with loss; on, it stops at bytes the capture itself missed
+#: (tests/test_lossy_vs_tshark.py). The facts keep tshark's default view (``tshark.app``) and,
+#: where it differs, this one too (``tshark.app_out_of_order``).
+OUT_OF_ORDER = ("-o", "tcp.reassemble_out_of_order:TRUE")
+
+
 def _tshark_env() -> tuple[dict[str, str], tempfile.TemporaryDirectory[str]]:
     tmp = tempfile.TemporaryDirectory(prefix="pcl-wscfg-")
     return dict(os.environ, WIRESHARK_CONFIG_DIR=tmp.name), tmp
@@ -4832,6 +4840,9 @@ def finish(ctx: Ctx, started: float) -> list[dict[str, Any]]:
         opts = ctx.tshark_opts.get(name, [])
         facts["tshark"] = tshark_facts(dst, keylog=keys, opts=opts)
         facts["tshark"]["app"] = tshark_app_facts(dst, keylog=keys, opts=opts)
+        ooo = tshark_app_facts(dst, keylog=keys, opts=[*opts, *OUT_OF_ORDER])
+        if _layers(ooo) != _layers(facts["tshark"]["app"]):
+            facts["tshark"]["app_out_of_order"] = ooo
         if any(c.get("transport") == "quic" for c in facts["connections"]):
             facts["tshark"]["quic"] = tshark_quic_facts(dst, keylog=keys)
         facts.update(json.loads(json.dumps(ctx.per_capture_extra.get(name, {}))))
@@ -4842,6 +4853,37 @@ def finish(ctx: Ctx, started: float) -> list[dict[str, Any]]:
         (ctx.out_dir / f"{name}.facts.json").write_text(json.dumps(facts, indent=1) + "\n")
         out.append(facts)
     return out
+
+
+def _layers(app: dict[str, Any]) -> dict[str, Any]:
+    """``tshark_app_facts``' view of the layers, without the options that made it"""
+    return {k: v for k, v in app.items() if k != "options"}
+
+
+def refresh_out_of_order(out_dir: Path) -> tuple[list[str], list[str]]:
+    """``--refresh-out-of-order``: ``tshark.app_out_of_order`` for the facts files recorded
+    before it, from the same capture files. Only where the stored ``tshark.app`` is what tshark
+    gives today without extra options (a recording with decode-as options, not stored, is left
+    as it is). Returns the captures whose view differs with :data:`OUT_OF_ORDER` and those
+    left as they were."""
+    added: list[str] = []
+    skipped: list[str] = []
+    for path in sorted(out_dir.glob("*.facts.json")):
+        facts = json.loads(path.read_text())
+        tf = facts.get("tshark") or {}
+        if "app" not in tf or "app_out_of_order" in tf:
+            continue
+        cap = out_dir / facts["capture"]
+        keys = out_dir / facts["keylog"]["file"] if facts.get("keylog") else None
+        if tshark_app_facts(cap, keylog=keys) != tf["app"]:
+            skipped.append(facts["capture"])
+            continue
+        ooo = tshark_app_facts(cap, keylog=keys, opts=OUT_OF_ORDER)
+        if _layers(ooo) != _layers(tf["app"]):
+            tf["app_out_of_order"] = ooo
+            path.write_text(json.dumps(facts, indent=1) + "\n")
+            added.append(facts["capture"])
+    return added, skipped
 
 
 def write_readme(out_dir: Path) -> Path:
@@ -4871,7 +4913,10 @@ def write_readme(out_dir: Path) -> Path:
         "`truth`: SSE events and tokens with their send and arrival times, WebSocket pings and "
         "messages, when a black hole or reset rule was installed), tshark 4.0's counts and "
         "per-stream table under `tshark` (TLS, HTTP/2 and WebSocket counts under "
-        "`tshark.app`, QUIC under `tshark.quic`), and `checks` comparing the two.",
+        "`tshark.app`, with tshark's defaults; where they differ, the same with "
+        "`-o tcp.reassemble_out_of_order:TRUE` under `tshark.app_out_of_order`: on a capture "
+        "with loss tshark's defaults show fewer messages than the capture holds, see "
+        "`pcaptools.wireshark`; QUIC under `tshark.quic`), and `checks` comparing the two.",
         "",
         "`slow-causes.facts.json` (issue #16, its own shape) lists every stall the "
         "slow-causes recording injected on purpose (`injected`: cause, loss-recovery "
@@ -4980,6 +5025,23 @@ def _app_rows(f: dict[str, Any]) -> list[str]:
                     f"{ws['fin_clear']}, masked {ws['masked']}"
                     + (f"; close codes {ws['close_codes']}" if ws["close_codes"] else "")
                     + " |")
+    ooo = f["tshark"].get("app_out_of_order")
+    if ooo:
+        parts = []
+        h2o = ooo.get("http2") or {}
+        if any((h2o.get("frames") or {}).values()):
+            fr = ", ".join(f"{k} {v}" for k, v in h2o["frames"].items() if v)
+            parts.append(f"HTTP/2 {h2o['streams']} streams, {len(h2o['requests'])} requests; "
+                         f"frames: {fr}")
+        h1o = ooo.get("http") or {}
+        if h1o.get("requests") or h1o.get("response_codes"):
+            parts.append(f"HTTP/1.x {len(h1o['requests'])} requests, "
+                         f"{sum(h1o['response_codes'].values())} responses")
+        wso = ooo.get("websocket") or {}
+        if wso.get("frames"):
+            parts.append(f"WebSocket {wso['frames']} frames")
+        rows.append("| tshark with `-o tcp.reassemble_out_of_order:TRUE` | "
+                    + ("; ".join(parts) or "no HTTP or WebSocket PDU") + " |")
     q = f["tshark"].get("quic") or {}
     if q.get("connections"):
         names = {"0": "Initial", "1": "0-RTT", "2": "Handshake", "3": "Retry"}
@@ -5137,6 +5199,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--readme-only", action="store_true",
                     help="rebuild README.md from the facts files and exit")
     ap.add_argument("--keep-work", action="store_true", help="keep the scratch directory")
+    ap.add_argument("--refresh-out-of-order", action="store_true",
+                    help="add tshark's view with out-of-order reassembly to facts recorded "
+                         "before it (the same captures), rebuild README.md and exit")
     args = ap.parse_args(argv)
     if args.list:
         for sc in SCENARIOS.values():
@@ -5144,6 +5209,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     if args.readme_only:
+        print(write_readme(args.out))
+        return 0
+    if args.refresh_out_of_order:
+        added, skipped = refresh_out_of_order(args.out)
+        print(f"tshark's view differs with {' '.join(OUT_OF_ORDER)}: {added or 'nowhere'}")
+        if skipped:
+            print(f"left as recorded (their tshark view needs options not stored): {skipped}")
         print(write_readme(args.out))
         return 0
     unknown = [n for n in args.only if n not in SCENARIOS]
