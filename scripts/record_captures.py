@@ -4862,10 +4862,10 @@ def _layers(app: dict[str, Any]) -> dict[str, Any]:
 
 def refresh_out_of_order(out_dir: Path) -> tuple[list[str], list[str]]:
     """``--refresh-out-of-order``: ``tshark.app_out_of_order`` for the facts files recorded
-    before it, from the same capture files. Only where the stored ``tshark.app`` is what tshark
-    gives today without extra options (a recording with decode-as options, not stored, is left
-    as it is). Returns the captures whose view differs with :data:`OUT_OF_ORDER` and those
-    left as they were."""
+    before it, from the same capture files and with the options the recording used
+    (``tshark.app.options``). Only where the stored ``tshark.app`` is what tshark gives today
+    with them (else the file is left as it is). Returns the captures whose view differs with
+    :data:`OUT_OF_ORDER` and those left as they were."""
     added: list[str] = []
     skipped: list[str] = []
     for path in sorted(out_dir.glob("*.facts.json")):
@@ -4875,10 +4875,11 @@ def refresh_out_of_order(out_dir: Path) -> tuple[list[str], list[str]]:
             continue
         cap = out_dir / facts["capture"]
         keys = out_dir / facts["keylog"]["file"] if facts.get("keylog") else None
-        if tshark_app_facts(cap, keylog=keys) != tf["app"]:
+        opts = list(tf["app"].get("options") or [])
+        if tshark_app_facts(cap, keylog=keys, opts=opts) != tf["app"]:
             skipped.append(facts["capture"])
             continue
-        ooo = tshark_app_facts(cap, keylog=keys, opts=OUT_OF_ORDER)
+        ooo = tshark_app_facts(cap, keylog=keys, opts=[*opts, *OUT_OF_ORDER])
         if _layers(ooo) != _layers(tf["app"]):
             tf["app_out_of_order"] = ooo
             path.write_text(json.dumps(facts, indent=1) + "\n")
@@ -5215,7 +5216,7 @@ def main(argv: list[str] | None = None) -> int:
         added, skipped = refresh_out_of_order(args.out)
         print(f"tshark's view differs with {' '.join(OUT_OF_ORDER)}: {added or 'nowhere'}")
         if skipped:
-            print(f"left as recorded (their tshark view needs options not stored): {skipped}")
+            print(f"left as recorded (tshark's view today differs from theirs): {skipped}")
         print(write_readme(args.out))
         return 0
     unknown = [n for n in args.only if n not in SCENARIOS]
