@@ -406,11 +406,6 @@ def _table(cap: Capture, name: str) -> pd.DataFrame:
     return TABLES[name].frame([])
 
 
-def _filled(col: pd.Series) -> list[int]:
-    """an integer column as Python ints, NA -> 0 (where the caller knows it is not NA)"""
-    return col.fillna(0).to_numpy(np.int64).tolist() if len(col) else []
-
-
 def _request_keys(stream: list[int], sid: pd.Series,
                   idx: pd.Series) -> list[tuple[int, int, int] | None]:
     """Each row's request key: HTTP/2 (0, stream, stream_id) where ``sid`` is set, else
@@ -418,12 +413,16 @@ def _request_keys(stream: list[int], sid: pd.Series,
     sid_na = sid.isna().to_numpy(bool).tolist()
     idx_na = idx.isna().to_numpy(bool).tolist()
     return [(0, s, d) if not dn else None if inn else (0, s, -i) for s, d, dn, i, inn in zip(
-        stream, _filled(sid), sid_na, _filled(idx), idx_na, strict=True)]
+        stream, _ints(sid).tolist(), sid_na, _ints(idx).tolist(), idx_na, strict=True)]
 
 
 def _ints(col: pd.Series) -> np.ndarray:
-    """an integer column that may hold NA -> int64, NA -> -1"""
-    return np.array([-1 if pd.isna(v) else int(v) for v in col], dtype=np.int64)
+    """an integer column that may hold NA -> int64, NA -> -1 (no stream, connection or
+    request number is negative)"""
+    if not len(col):
+        return np.empty(0, np.int64)
+    out: np.ndarray = col.astype("Int64").fillna(-1).to_numpy(np.int64)
+    return out
 
 
 # -- per-protocol request rows ------------------------------------------------------------
@@ -623,14 +622,14 @@ def _sse_stats(ev: pd.DataFrame, ev3: pd.DataFrame, df: pd.DataFrame, stream: np
     # HTTP/3 (1, QUIC connection, stream_id)
     row_of: dict[tuple[int, int, int] | None, int] = {}
     keys = _request_keys(stream.tolist(), df["stream_id"], df["request_index"])
-    for i, (q, sid, k) in enumerate(zip(qconn.tolist(), _filled(df["stream_id"]), keys,
+    for i, (q, sid, k) in enumerate(zip(qconn.tolist(), _ints(df["stream_id"]).tolist(), keys,
                                         strict=True)):
         row_of[(1, q, sid) if q >= 0 else k] = i
     rows_l = [row_of.get(k, -1) for k in _request_keys(
-        _filled(ev["tcp_stream"]), ev["stream_id"], ev["request_index"])]
+        _ints(ev["tcp_stream"]).tolist(), ev["stream_id"], ev["request_index"])]
     rows_l += [
-        row_of.get((1, q, sid), -1)
-        for q, sid in zip(_filled(ev3["quic_connection"]), _filled(ev3["stream_id"]), strict=True)
+        row_of.get((1, q, sid), -1) for q, sid in zip(
+            _ints(ev3["quic_connection"]).tolist(), _ints(ev3["stream_id"]).tolist(), strict=True)
     ]
     ts = np.concatenate([_ns(ev["ts"]), _ns(ev3["ts"])])
     is_token = np.concatenate([
