@@ -28,7 +28,9 @@ only to tshark (``http1-keepalive.pcap``); where the capture itself missed bytes
 out-of-order reassembly stops at the gap (``http1-keepalive-drops.pcap``: see
 ``pcaptools.wireshark``). HTTP/2 without TLS on a port other than 80 needs ``--decode-as``.
 
-Exit status 0 when every layer agrees, 1 otherwise. Runs tshark once per layer.
+Exit status 0 when every layer agrees, 1 otherwise (a tshark row whose values do not line up,
+such as a path holding tshark's "," separator, counts as a difference: it is shown as
+"unparsed tshark row"). Runs tshark once per layer.
 """
 
 from __future__ import annotations
@@ -59,7 +61,10 @@ def _theirs(path: Path, opts: tuple[str, ...], fields: tuple[str, ...], display_
             rows_of: Callable[[list[str]], Iterable[Key]]) -> Counter[Key]:
     out: Counter[Key] = Counter()
     for row in tshark_fields(path, fields, opts, display_filter):
-        out.update(rows_of(row))
+        try:
+            out.update(list(rows_of(row)))
+        except (ValueError, IndexError):  # (values misaligned, e.g. a "," inside a path)
+            out[(row[0], "unparsed tshark row")] += 1  # type: ignore[index]
     return out
 
 
@@ -125,14 +130,9 @@ def _first_per_stream() -> Callable[[list[str]], Iterable[Key]]:
 
 
 def _pairs(row: list[str]) -> Iterable[tuple[object, ...]]:
-    """(frame, a, b) for the aligned values of two multi-occurrence text fields (a value
-    holding tshark's "," aggregator misaligns them: one (frame, "?", "?") row, a mismatch)"""
+    """(frame, a, b) for the aligned values of two multi-occurrence text fields"""
     frame, a, b = row
-    xs, ys = a.split(","), b.split(",")
-    if len(xs) != len(ys):
-        yield (int(frame), "?", "?")
-        return
-    yield from ((int(frame), x, y) for x, y in zip(xs, ys, strict=True))
+    yield from ((int(frame), x, y) for x, y in zip(a.split(","), b.split(","), strict=True))
 
 
 def layers(path: Path, keylog: Path | None, tshark_opts: tuple[str, ...] = ()
