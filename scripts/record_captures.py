@@ -4840,8 +4840,8 @@ def finish(ctx: Ctx, started: float) -> list[dict[str, Any]]:
         opts = ctx.tshark_opts.get(name, [])
         facts["tshark"] = tshark_facts(dst, keylog=keys, opts=opts)
         facts["tshark"]["app"] = tshark_app_facts(dst, keylog=keys, opts=opts)
-        ooo = tshark_app_facts(dst, keylog=keys, opts=[*opts, *OUT_OF_ORDER])
-        if _layers(ooo) != _layers(facts["tshark"]["app"]):
+        ooo = _out_of_order_view(dst, keys, opts, facts["tshark"]["app"])
+        if ooo is not None:
             facts["tshark"]["app_out_of_order"] = ooo
         if any(c.get("transport") == "quic" for c in facts["connections"]):
             facts["tshark"]["quic"] = tshark_quic_facts(dst, keylog=keys)
@@ -4855,9 +4855,14 @@ def finish(ctx: Ctx, started: float) -> list[dict[str, Any]]:
     return out
 
 
-def _layers(app: dict[str, Any]) -> dict[str, Any]:
-    """``tshark_app_facts``' view of the layers, without the options that made it"""
-    return {k: v for k, v in app.items() if k != "options"}
+def _out_of_order_view(path: Path, keys: Path | None, opts: Sequence[str],
+                       app: dict[str, Any]) -> dict[str, Any] | None:
+    """``tshark_app_facts`` of ``path`` with :data:`OUT_OF_ORDER` too, when its layers differ
+    from ``app`` (the view without it); else None."""
+    ooo = tshark_app_facts(path, keylog=keys, opts=[*opts, *OUT_OF_ORDER])
+    same = {k: v for k, v in ooo.items() if k != "options"} == {
+        k: v for k, v in app.items() if k != "options"}
+    return None if same else ooo
 
 
 def refresh_out_of_order(out_dir: Path) -> tuple[list[str], list[str]]:
@@ -4879,8 +4884,8 @@ def refresh_out_of_order(out_dir: Path) -> tuple[list[str], list[str]]:
         if tshark_app_facts(cap, keylog=keys, opts=opts) != tf["app"]:
             skipped.append(facts["capture"])
             continue
-        ooo = tshark_app_facts(cap, keylog=keys, opts=[*opts, *OUT_OF_ORDER])
-        if _layers(ooo) != _layers(tf["app"]):
+        ooo = _out_of_order_view(cap, keys, opts, tf["app"])
+        if ooo is not None:
             tf["app_out_of_order"] = ooo
             path.write_text(json.dumps(facts, indent=1) + "\n")
             added.append(facts["capture"])

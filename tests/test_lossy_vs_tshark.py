@@ -31,7 +31,6 @@ from tests.oracle import tshark_fields
 
 pytestmark = pytest.mark.tshark
 
-OUT_OF_ORDER = ("-o", "tcp.reassemble_out_of_order:TRUE")
 PARITY = CAPTURES.parent / "benchmarks" / "parity.py"
 
 
@@ -102,7 +101,7 @@ def test_out_of_order_reassembly_waits_for_bytes_the_capture_missed(tshark: str)
     rq = cap.http_requests
     assert (len(rq), int(rq["response_frame"].notna().sum())) == (42, 37)
     rows = tshark_fields(CAPTURES / name, ("http.request.method", "http.response.code"),
-                         OUT_OF_ORDER, "http")
+                         _parity().OUT_OF_ORDER, "http")
     assert (sum(1 for m, _ in rows if m), sum(1 for _, c in rows if c)) == (15, 0)
 
 
