@@ -21,6 +21,13 @@ from ..errors import CaptureFormatError, UnsupportedInputError
 from .frame import RawFrame
 from .linktypes import InterfaceInfo, linktype_name, max_packet_len
 
+try:  # (True in the compiled build only: see PcapParser._next_batch)
+    import cython
+
+    _COMPILED = bool(cython.compiled)
+except ImportError:  # pragma: no cover - Cython is not installed: pure Python
+    _COMPILED = False
+
 #: magic (read little endian) -> (struct byte order, ns per timestamp fraction unit,
 #: record header size)
 PCAP_MAGICS: dict[int, tuple[str, int, int]] = {
@@ -99,6 +106,7 @@ class PcapParser:
         "_order",
         "_rechdr",
         "_src",
+        "_le",
         "_unpack",
         "frame_count",
         "interface",
@@ -134,6 +142,7 @@ class PcapParser:
         self._linktype = self.interface.linktype
         self._maxlen = max_packet_len(self._linktype)
         self._unpack = struct.Struct(self._order + "IIII").unpack_from
+        self._le = self._order == "<"
         self._offset = 24
         """byte offset of the next record (what the rows say)"""
         self._last_ts = -(1 << 63)
@@ -183,8 +192,16 @@ class PcapParser:
             last_ts = self._last_ts
             start = src.total + pos
             last_head = len(buf) - rechdr
+            p = buf
+            le = self._le
             while pos <= last_head:
-                sec, frac, incl, orig = unpack(buf, pos)
+                if _COMPILED:  # (C reads of the record header: no tuple, no int objects)
+                    sec = _u32(p, pos, le)
+                    frac = _u32(p, pos + 4, le)
+                    incl = _u32(p, pos + 8, le)
+                    orig = _u32(p, pos + 12, le)
+                else:
+                    sec, frac, incl, orig = unpack(buf, pos)
                 end = pos + rechdr + incl
                 if end > last_head + rechdr or incl > maxlen:
                     break
@@ -275,3 +292,13 @@ class PcapParser:
         self._last_ts = ts
         self._offset = offset + rechdr + incl
         return RawFrame(frame, ts, self._linktype, data, orig)
+
+
+def _u32(p: bytes, i: int, le: bool) -> int:
+    """The unsigned 32-bit field at ``p[i]``, little endian if ``le`` (in the compiled build a C
+    read of an ``unsigned char *``, pcap.pxd; the caller has checked the bounds)."""
+    if le:
+        hi = p[i + 3]  # (a C integer in the compiled build: ``<< 24`` of a char would overflow)
+        return (hi << 24) | (p[i + 2] << 16) | (p[i + 1] << 8) | p[i]
+    hi = p[i]
+    return (hi << 24) | (p[i + 1] << 16) | (p[i + 2] << 8) | p[i + 3]

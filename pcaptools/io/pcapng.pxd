@@ -4,7 +4,9 @@
 #
 # PcapngParser becomes an extension type, so _next_batch (once per block read ahead) reads the
 # parser's state as C struct fields and slices packet blocks with C integers: offsets and
-# lengths within one block (Py_ssize_t), the 32-bit fields of a block header (long long), and
+# lengths within one block (Py_ssize_t), the 32-bit fields of a block header (long long, read
+# from the buffer as C integers by pcap._u32, in the file's byte order, with no Python object:
+# the struct unpacking of the .py is what pure Python runs, ``_COMPILED``), and
 # the time in nanoseconds, computed in C only when _fast_ts has shown it cannot overflow (the
 # high tick word at most hi_max, the offset below 2**62); any other time is a Python int from
 # _ticks_ns, range-checked before it is stored. Frame numbers, times and lengths go into the
@@ -12,6 +14,10 @@
 # Python code.
 
 import cython
+
+from pcaptools.io.pcap cimport _u32
+
+cdef bint _COMPILED
 
 
 cdef class PcapngParser:
@@ -49,5 +55,6 @@ cdef class PcapngParser:
                    end=Py_ssize_t, opts=Py_ssize_t, ts=cython.longlong, got_head=bint,
                    trailer=cython.longlong, nbtype=cython.longlong, nblen=cython.longlong,
                    niface=cython.longlong, nhi=cython.longlong, nlo=cython.longlong,
-                   ncap=cython.longlong, norig=cython.longlong)
+                   ncap=cython.longlong, norig=cython.longlong,
+                   p=cython.p_uchar, le=cython.bint)
     cpdef _next_batch(self)

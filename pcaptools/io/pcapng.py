@@ -42,7 +42,14 @@ from ..diagnostics import Diagnostics
 from ..errors import CaptureFormatError
 from .frame import RawFrame
 from .linktypes import InterfaceInfo, linktype_name, max_packet_len
-from .pcap import Source, read_failed
+from .pcap import Source, _u32, read_failed
+
+try:  # (True in the compiled build only: see PcapngParser._next_batch)
+    import cython
+
+    _COMPILED = bool(cython.compiled)
+except ImportError:  # pragma: no cover - Cython is not installed: pure Python
+    _COMPILED = False
 
 BT_SHB = 0x0A0D0D0A
 BT_IDB = 0x00000001
@@ -369,8 +376,18 @@ class PcapngParser:
                 last_head = len(buf) - 28
                 got_head = False  # (the header at pos was unpacked with the trailer before it)
                 nbtype = nblen = niface = nhi = nlo = ncap = norig = 0
+                p = buf
+                le = bo == "<"
                 while pos <= last_head:
-                    if got_head:
+                    if _COMPILED:  # (C reads of the block header: no tuple, no int objects)
+                        btype = _u32(p, pos, le)
+                        blen = _u32(p, pos + 4, le)
+                        iface_id = _u32(p, pos + 8, le)
+                        hi = _u32(p, pos + 12, le)
+                        lo = _u32(p, pos + 16, le)
+                        caplen = _u32(p, pos + 20, le)
+                        orig = _u32(p, pos + 24, le)
+                    elif got_head:
                         btype, blen, iface_id, hi = nbtype, nblen, niface, nhi
                         lo, caplen, orig = nlo, ncap, norig
                     else:
@@ -378,7 +395,9 @@ class PcapngParser:
                     end = pos + blen
                     if blen < 16 or blen & 3 or blen > MAX_BLOCK_LEN or end > last_head + 28:
                         break
-                    if end <= last_head:  # the trailer and the next block's header at once
+                    if _COMPILED:
+                        trailer = _u32(p, end - 4, le)
+                    elif end <= last_head:  # the trailer and the next block's header at once
                         trailer, nbtype, nblen, niface, nhi, nlo, ncap, norig = tail_head(
                             buf, end - 4)
                         got_head = True

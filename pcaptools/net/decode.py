@@ -35,6 +35,26 @@ Decoded = TcpSegment | UdpDatagram | IpPacket | None
 _IP4 = struct.Struct("!BBHHHBBH4s4s").unpack_from
 _IP6 = struct.Struct("!IHBB16s16s").unpack_from
 _TCP = struct.Struct("!HHIIHH").unpack_from
+try:  # (True in the compiled build only: see the fast path of PacketDecoder.decode)
+    import cython
+
+    _COMPILED = bool(cython.compiled)
+except ImportError:  # pragma: no cover - Cython is not installed: pure Python
+    _COMPILED = False
+
+
+def _be16(p: bytes, i: int) -> int:
+    """The big-endian 16-bit field at ``p[i]`` (in the compiled build a C read of a
+    ``unsigned char *``, decode.pxd; the caller has checked the bounds)."""
+    return (p[i] << 8) | p[i + 1]
+
+
+def _be32(p: bytes, i: int) -> int:
+    """The big-endian 32-bit field at ``p[i]`` (as :func:`_be16`)."""
+    hi = p[i]  # (a C long long in the compiled build: ``<< 24`` of a promoted char overflows)
+    return (hi << 24) | (p[i + 1] << 16) | (p[i + 2] << 8) | p[i + 3]
+
+
 #: an IPv4 header without options followed by a TCP header (decode's fast path)
 _IP4_TCP = struct.Struct("!BBHHHBBH4s4sHHIIHH").unpack_from
 #: an IPv6 header followed directly by a TCP header
@@ -164,8 +184,24 @@ class PacketDecoder:
             if off + 40 <= n:
                 first = data[off]
                 if first == 0x45:
-                    (_v, _tos, tlen, ident, frag, ttl, proto, _c, src, dst,
-                     sport, dport, seq, ack, offflags, window) = _IP4_TCP(data, off)
+                    if _COMPILED:  # (C reads of the header: no Python int per field)
+                        p = data
+                        tlen = _be16(p, off + 2)
+                        ident = _be16(p, off + 4)
+                        frag = _be16(p, off + 6)
+                        ttl = p[off + 8]
+                        proto = p[off + 9]
+                        src = data[off + 12 : off + 16]
+                        dst = data[off + 16 : off + 20]
+                        sport = _be16(p, off + 20)
+                        dport = _be16(p, off + 22)
+                        seq = _be32(p, off + 24)
+                        ack = _be32(p, off + 28)
+                        offflags = _be16(p, off + 32)
+                        window = _be16(p, off + 34)
+                    else:
+                        (_v, _tos, tlen, ident, frag, ttl, proto, _c, src, dst,
+                         sport, dport, seq, ack, offflags, window) = _IP4_TCP(data, off)
                     if proto == 6 and not frag & 0x3FFF:
                         orig = raw.orig_len
                         # (total length 0, TCP segmentation offload: the rest of the frame)
@@ -181,8 +217,22 @@ class PacketDecoder:
                                 data[hdr_end:end], orig - seg_len, (frag & 0x4000) != 0,
                             )
                 elif first >> 4 == 6 and off + 60 <= n:
-                    (_vtf, plen, nh, hlim, src, dst,
-                     sport, dport, seq, ack, offflags, window) = _IP6_TCP(data, off)
+                    if _COMPILED:
+                        p = data
+                        plen = _be16(p, off + 4)
+                        nh = p[off + 6]
+                        hlim = p[off + 7]
+                        src = data[off + 8 : off + 24]
+                        dst = data[off + 24 : off + 40]
+                        sport = _be16(p, off + 40)
+                        dport = _be16(p, off + 42)
+                        seq = _be32(p, off + 44)
+                        ack = _be32(p, off + 48)
+                        offflags = _be16(p, off + 52)
+                        window = _be16(p, off + 54)
+                    else:
+                        (_vtf, plen, nh, hlim, src, dst,
+                         sport, dport, seq, ack, offflags, window) = _IP6_TCP(data, off)
                     if nh == 6 and plen:
                         end = off + 40 + plen
                         thl = (offflags >> 12) * 4

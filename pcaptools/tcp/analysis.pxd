@@ -15,6 +15,11 @@
 #  * timestamps, frame numbers and unwrapped (64-bit) positions stay Python objects: they
 #    are not bounded by the format (tests feed negative timestamps, pcapng can exceed int64)
 #    and ``& _M64`` needs unbounded ints.
+# SegmentAnalysis (one per segment) holds the fields that are always integers as C integers:
+# tcp_stream (a count of connections), rel_seq (masked to 32 bits), window (a 16-bit field
+# shifted by at most 14, or 0xFFFFFFFF), resent_bytes (at most the segment's length), and
+# from_client / new_stream as bint (read back as bool, as they were); rel_ack, the duplicate
+# ACK and RTT fields, which are None when absent, stay objects.
 # Python-visible names keep their Python types (``public`` attributes read back as int/bool/
 # list, ``__slots__`` stays a class attribute); only _M32 and the flag-bit constants below
 # become C constants, and no other module imports them.
@@ -76,27 +81,27 @@ cpdef _ack_segments(TcpDirection rev, list rua, long long ack)
 
 
 cdef class SegmentAnalysis:
-    cdef public object tcp_stream
+    cdef public long long tcp_stream
     cdef public object conv
-    cdef public object from_client
-    cdef public object rel_seq
+    cdef public bint from_client
+    cdef public long long rel_seq
     cdef public object rel_ack
-    cdef public object window
+    cdef public long long window
     cdef public object kinds
     cdef public object dup_ack_num
     cdef public object dup_ack_frame
     cdef public object ack_rtt_ns
     cdef public object acked_frame
-    cdef public object resent_bytes
-    cdef public object new_stream
+    cdef public long long resent_bytes
+    cdef public bint new_stream
 
 
 
 @cython.locals(a=SegmentAnalysis)
-cpdef SegmentAnalysis new_analysis(object tcp_stream, object conv, object from_client,
-                                   object rel_seq, object rel_ack, object window, object kinds,
+cpdef SegmentAnalysis new_analysis(long long tcp_stream, object conv, bint from_client,
+                                   long long rel_seq, object rel_ack, long long window, object kinds,
                                    object dup_ack_num, object dup_ack_frame, object ack_rtt_ns,
-                                   object acked_frame, object resent_bytes, object new_stream)
+                                   object acked_frame, long long resent_bytes, bint new_stream)
 
 cdef class TcpAnalyzer:
     cdef public object _diag

@@ -8,7 +8,13 @@
 # sequence follower and the loss state (connstate.pxd, gaps.pxd, losses.pxd) as C methods and
 # structs. Tests that replace TcpTracker methods do it in a subclass
 # (tests/tcp/_tracker_patch.py): an extension type's methods cannot be set on the class.
-# Every record field stays a Python object except where its .pxd says otherwise.
+# Every record field stays a Python object except where its .pxd says otherwise, and except
+# DirStats' counters and header values, C integers (long long) that Python code reads back as
+# ints of the same value: ttl and its range (8-bit, -1 for none), ip_id (16-bit, -1), the byte
+# and packet counts of one direction (sums of 32-bit frame lengths: 2**31 frames of 4 GiB
+# before int64 overflows) and the largest segments (16-bit IP lengths). Each is written from a
+# TcpSegment's C field (packet.pxd) with no int object; last_frame and last_ts stay objects
+# (a timestamp is not bounded by the format).
 
 import cython
 
@@ -29,20 +35,24 @@ cdef class _Guarded:
 cdef class DirStats:
     cdef public object last_frame
     cdef public object last_ts
-    cdef public object ttl
-    cdef public object ttl_min
-    cdef public object ttl_max
-    cdef public object ip_id
-    cdef public object ip_id_first
-    cdef public object handshake_bytes
-    cdef public object teardown_bytes
-    cdef public object pure_ack_packets
-    cdef public object pure_ack_bytes
-    cdef public object max_seg
-    cdef public object max_acked
-    cdef public object no_df_packets
+    cdef public long long ttl
+    cdef public long long ttl_min
+    cdef public long long ttl_max
+    cdef public long long ip_id
+    cdef public long long ip_id_first
+    cdef public long long handshake_bytes
+    cdef public long long teardown_bytes
+    cdef public long long pure_ack_packets
+    cdef public long long pure_ack_bytes
+    cdef public long long max_seg
+    cdef public long long max_acked
+    cdef public long long no_df_packets
     cdef public object big
     cdef public object shrink
+    cdef public long long packets
+    cdef public long long payload_bytes
+    cdef public long long wire_bytes
+    cdef public long long resent_bytes
 
 
 cdef class Connection:
@@ -51,7 +61,6 @@ cdef class Connection:
     cdef public object first_ts
     cdef public ConnHistory history
     cdef public tuple side
-    cdef public list counts
     cdef public object last_frame
     cdef public object last_ts
     cdef public object retransmissions
@@ -102,7 +111,7 @@ cdef class TcpTracker:
     cdef public object row_maker
 
     @cython.locals(d=cython.longlong, flags=cython.longlong, seg_len=cython.longlong,
-                   frame_len=cython.longlong, counts=list, a=SegmentAnalysis, pend=list,
+                   frame_len=cython.longlong, side=tuple, a=SegmentAnalysis, pend=list,
                    hl=cython.longlong, hist=ConnHistory, conn=Connection, sd=DirStats,
                    peer=DirStats, loss=tuple, ld=LossDirection, lp=LossDirection)
     cpdef segment(self, TcpSegment seg)

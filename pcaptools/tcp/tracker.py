@@ -207,6 +207,10 @@ class DirStats:
         "no_df_packets",
         "big",
         "shrink",
+        "packets",
+        "payload_bytes",
+        "wire_bytes",
+        "resent_bytes",
     )
 
     def __init__(self, last_frame: int = 0, last_ts: int = 0, ttl: int = -1, ttl_min: int = -1,
@@ -214,7 +218,8 @@ class DirStats:
                  handshake_bytes: int = 0, teardown_bytes: int = 0, pure_ack_packets: int = 0,
                  pure_ack_bytes: int = 0, max_seg: int = 0, max_acked: int = 0,
                  no_df_packets: int = 0, big: list[list[int]] | None = None,
-                 shrink: list[int] | None = None) -> None:
+                 shrink: list[int] | None = None, packets: int = 0, payload_bytes: int = 0,
+                 wire_bytes: int = 0, resent_bytes: int = 0) -> None:
         self.last_frame = last_frame
         """last packet, RSTs excluded (0: none)"""
         self.last_ts = last_ts
@@ -249,6 +254,14 @@ class DirStats:
         """the first time the sender re-sent a segment in smaller pieces: [big frame, big ts,
         big len, resend frame, resend ts, resend len, resend IP packet size, big rel_end,
         delivered frame (0: not yet), delivered ts]"""
+        self.packets = packets
+        """packets sent (the connections table's client_packets / server_packets)"""
+        self.payload_bytes = payload_bytes
+        """TCP payload bytes sent (retransmitted ones included)"""
+        self.wire_bytes = wire_bytes
+        """frame bytes sent (frame.len)"""
+        self.resent_bytes = resent_bytes
+        """payload bytes sent again (SegmentAnalysis.resent_bytes)"""
 
     def __repr__(self) -> str:
         return slots_repr(self)
@@ -273,7 +286,6 @@ class Connection:
         "first_ts",
         "history",
         "side",
-        "counts",
         "last_frame",
         "last_ts",
         "retransmissions",
@@ -301,8 +313,7 @@ class Connection:
     )
 
     def __init__(self, conv: TcpConversation, first_frame: int, first_ts: int,
-                 history: ConnHistory, side: tuple[DirStats, DirStats], counts: list[int],
-                 last_frame: int = 0, last_ts: int = 0, retransmissions: int = 0,
+                 history: ConnHistory, side: tuple[DirStats, DirStats], last_frame: int = 0, last_ts: int = 0, retransmissions: int = 0,
                  fin: list[int | None] | None = None, rst_frame: int | None = None,
                  rst_ts: int | None = None, rst_by_client: bool | None = None,
                  handshake: Handshake | None = None, streams: _Streams | None = None,
@@ -319,10 +330,6 @@ class Connection:
         self.history = history
         self.side = side
         """(client, server): per-direction timeline and overhead counters"""
-        self.counts = counts
-        """[client, server] packets, then payload bytes, frame bytes and resent payload bytes
-        (one list, not four pairs: a connection costs its fields, and most connections are
-        short; the connections table reads them in this order)"""
         self.last_frame = last_frame
         self.last_ts = last_ts
         self.retransmissions = retransmissions
@@ -366,6 +373,16 @@ class Connection:
         self.loss = loss
         """(client, server): sequence-space state of the tcp_losses table, made at the first
         payload or ACK (None before: :data:`NO_LOSS` holds its values)"""
+
+    @property
+    def counts(self) -> list[int]:
+        """[client, server] packets, then payload bytes, frame bytes and resent payload bytes:
+        the connections table's columns in this order. (Counted in the two :class:`DirStats`,
+        C integers in the compiled build, not in a list of Python ints, one new int object
+        per addition.)"""
+        c, s = self.side
+        return [c.packets, s.packets, c.payload_bytes, s.payload_bytes, c.wire_bytes,
+                s.wire_bytes, c.resent_bytes, s.resent_bytes]
 
     def vantage(self) -> str:
         """Where the capture was taken for this connection (see :func:`.losses.vantage`)."""
@@ -505,8 +522,10 @@ class TcpTracker:
         if conn is None:
             conn = self._new_connection(a, seg)
         from_client = a.from_client
-        counts = conn.counts
-        if counts[0] + counts[1] == 0 and a.conv is not None and a.conv.client_inferred:
+        side = conn.side
+        sd = side[0]
+        peer = side[1]
+        if sd.packets + peer.packets == 0 and a.conv is not None and a.conv.client_inferred:
             self.diag.add(
                 "tcp.capture_started_mid_stream",
                 "first packet of the connection is not a SYN; client/server roles inferred",
@@ -523,10 +542,11 @@ class TcpTracker:
             self._idle(conn, gap, seg)
         conn.last_frame = frame
         conn.last_ts = ts
-        counts[d] += 1
-        counts[2 + d] += seg_len
-        counts[4 + d] += frame_len
-        sd = conn.side[d]
+        if d:
+            sd, peer = peer, sd
+        sd.packets += 1
+        sd.payload_bytes += seg_len
+        sd.wire_bytes += frame_len
         if not flags & RST:
             sd.last_frame = frame
             sd.last_ts = ts
@@ -540,13 +560,12 @@ class TcpTracker:
                 sd.no_df_packets += 1
             if seg_len > sd.max_acked or (sd.big and a.resent_bytes):
                 self._big(sd, seg, a)
-        peer = conn.side[1 - d]
         if peer.big is not None and flags & ACK and a.rel_ack is not None:
             self._acked(peer, a.rel_ack, seg)
         kinds = a.kinds
         resent = a.resent_bytes
         if resent:
-            counts[6 + d] += resent
+            sd.resent_bytes += resent
         if flags & _SFR:
             self._control(conn, seg, a, d)
         else:
@@ -1170,7 +1189,7 @@ class TcpTracker:
         assert conv is not None
         conn = Connection(conv, seg.frame, seg.ts_ns,
                           ConnHistory(client_inferred=conv.client_inferred),
-                          (DirStats(), DirStats()), [0, 0, 0, 0, 0, 0, 0, 0],
+                          (DirStats(), DirStats()),
                           last_frame=seg.frame, last_ts=seg.ts_ns)
         # (its byte-stream state: _attach(), when needed)
         conns = self.connections
