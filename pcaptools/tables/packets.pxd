@@ -36,3 +36,16 @@ cdef class PacketsBuilder:
     cpdef add(self, RawFrame raw, pkt, SegmentAnalysis a)
 
     cpdef add_capped(self, RawFrame raw, pkt, SegmentAnalysis a, mine=*)
+
+
+cdef bint _IN_PLACE
+
+
+@cython.locals(n=Py_ssize_t, at=cython.p_char, q=cython.p_longlong, c=cython.p_int)
+cdef int _put_tcp_row(bytearray buf, long long frame, long long ts, long long frame_len,
+                      long long cap_len, long long interface, long long ip_version,
+                      long long sport, long long dport, long long tcp_stream,
+                      long long tcp_flags, long long seq, long long ack, long long seq_raw,
+                      long long ack_raw, long long tcp_len, long long window, long long resent,
+                      long long ack_rtt, long long acks_frame, int src, int dst, int direction,
+                      int flags) except -1

@@ -16,6 +16,8 @@ only for the few segments of a loss recovery.
 
 from __future__ import annotations
 
+import sys
+
 import pandas as pd
 
 from .._columns import NA, CodeColumn, Records, boolean, categorical, float_ms, nullable
@@ -39,6 +41,18 @@ _CODE_COLS = ("src", "dst", "direction", "flags")
 _M32 = 0xFFFFFFFF
 _DIRS = ("client_to_server", "server_to_client")
 
+try:  # (True in the compiled build only: see _put_tcp_row)
+    import cython
+
+    _COMPILED = bool(cython.compiled)
+except ImportError:  # pragma: no cover - Cython is not installed: pure Python
+    _COMPILED = False
+#: a TCP segment's row is written in place by :func:`_put_tcp_row` (compiled build, on a
+#: little-endian machine: the byte order of the rows' format), not packed by struct
+_IN_PLACE = _COMPILED and sys.byteorder == "little"
+_ROW_BYTES = 8 * len(_INT_COLS) + 4 * len(_CODE_COLS)
+_BLANK_ROW = bytes(_ROW_BYTES)
+
 
 class PacketsBuilder:
     """Appends one row per frame; memory ~176 bytes per frame (packed records)."""
@@ -57,6 +71,7 @@ class PacketsBuilder:
         self._diag = diag
         self.records = Records([(n, "q") for n in _INT_COLS] + [(n, "i") for n in _CODE_COLS],
                                chunk_rows=chunk_rows)
+        assert self.records.row_bytes == _ROW_BYTES  # (the layout _put_tcp_row writes)
         """the rows not yet handed over by :meth:`frame`"""
         self.codes = {n: CodeColumn() for n in _CODE_COLS if n not in ("src", "dst")}
         """the values of the direction and flags columns and their codes (only ``codes`` is
@@ -120,14 +135,24 @@ class PacketsBuilder:
                 rel_ack = a.rel_ack
                 rtt = a.ack_rtt_ns
                 acks = a.acked_frame
-                buf += self._pack(
-                    raw.frame, raw.ts_ns, raw.orig_len, len(raw.data), raw.interface,
-                    seg.ip_version, 6, seg.sport, seg.dport, a.tcp_stream,
-                    flags, a.rel_seq, NA if rel_ack is None else rel_ack,
-                    seg.seq, seg.ack if flags & 0x10 else NA, seg_len,
-                    a.window, NA if seg_len == 0 else int(a.resent_bytes == seg_len),
-                    NA if rtt is None else rtt, NA if acks is None else acks,
-                    src, dst, self._dir_codes[0 if a.from_client else 1], fcode)
+                if _IN_PLACE:
+                    _put_tcp_row(
+                        buf, raw.frame, raw.ts_ns, raw.orig_len, len(raw.data), raw.interface,
+                        seg.ip_version, seg.sport, seg.dport, a.tcp_stream,
+                        flags, a.rel_seq, NA if rel_ack is None else rel_ack,
+                        seg.seq, seg.ack if flags & 0x10 else NA, seg_len,
+                        a.window, NA if seg_len == 0 else int(a.resent_bytes == seg_len),
+                        NA if rtt is None else rtt, NA if acks is None else acks,
+                        src, dst, self._dir_codes[0 if a.from_client else 1], fcode)
+                else:
+                    buf += self._pack(
+                        raw.frame, raw.ts_ns, raw.orig_len, len(raw.data), raw.interface,
+                        seg.ip_version, 6, seg.sport, seg.dport, a.tcp_stream,
+                        flags, a.rel_seq, NA if rel_ack is None else rel_ack,
+                        seg.seq, seg.ack if flags & 0x10 else NA, seg_len,
+                        a.window, NA if seg_len == 0 else int(a.resent_bytes == seg_len),
+                        NA if rtt is None else rtt, NA if acks is None else acks,
+                        src, dst, self._dir_codes[0 if a.from_client else 1], fcode)
                 # SACK blocks: decode the options only where a SACK option can be (see the
                 # module docstring): not on option-less headers, not on NOP NOP TS only
                 hl = seg.header_len
@@ -247,3 +272,46 @@ class PacketsBuilder:
             else:  # (src, dst: the addresses in code order)
                 cols[n] = pd.Categorical.from_codes(codes, categories=addrs)
         return PACKETS.frame(columns=cols, copy=False)
+
+
+def _put_tcp_row(buf: bytearray, frame: int, ts: int, frame_len: int, cap_len: int,
+                 interface: int, ip_version: int, sport: int, dport: int, tcp_stream: int,
+                 tcp_flags: int, seq: int, ack: int, seq_raw: int, ack_raw: int, tcp_len: int,
+                 window: int, resent: int, ack_rtt: int, acks_frame: int, src: int, dst: int,
+                 direction: int, flags: int) -> int:
+    """Append the ``packets`` row of a TCP segment to ``buf`` as ``Records.pack`` would (the
+    :data:`_INT_COLS` as int64, then the :data:`_CODE_COLS` as int32, little endian; ip_proto
+    6), written in place through C pointers: compiled build only (``_IN_PLACE``; packets.pxd
+    types every argument, so no Python int is made for the row). Pure Python packs the row
+    with struct instead (:meth:`PacketsBuilder.add`); the tables are the same either way
+    (tests/test_accel.py)."""
+    n = len(buf)
+    buf.extend(_BLANK_ROW)
+    at = buf  # (a char * to the bytearray's storage in the compiled build)
+    q = cython.cast(cython.p_longlong, at + n)
+    q[0] = frame
+    q[1] = ts
+    q[2] = frame_len
+    q[3] = cap_len
+    q[4] = interface
+    q[5] = ip_version
+    q[6] = 6
+    q[7] = sport
+    q[8] = dport
+    q[9] = tcp_stream
+    q[10] = tcp_flags
+    q[11] = seq
+    q[12] = ack
+    q[13] = seq_raw
+    q[14] = ack_raw
+    q[15] = tcp_len
+    q[16] = window
+    q[17] = resent
+    q[18] = ack_rtt
+    q[19] = acks_frame
+    c = cython.cast(cython.p_int, q + 20)
+    c[0] = src
+    c[1] = dst
+    c[2] = direction
+    c[3] = flags
+    return 0

@@ -5,13 +5,15 @@
 # What it buys: _Endpoint and ConnHistory become extension types, so the tracker calls
 # ConnHistory.plain (once a segment for most segments) as a C method, and plain reads the
 # endpoint state as struct fields. The states are the small constants above, the seen-letters
-# mask fits 32 bits; byte counts and sequence numbers stay Python ints (not bounded).
+# mask fits 32 bits; an endpoint's data_bytes (the sum of its segments' lengths, each from a
+# 16-bit IP length or a 32-bit record length: 2**31 segments of 4 GiB before int64 overflows)
+# is a C integer, read back as an int of the same value; sequence numbers stay Python ints.
 
 import cython
 
 
 cdef class _Endpoint:
-    cdef public object data_bytes
+    cdef public long long data_bytes
     cdef public object last_fin
     cdef public object last_rst
     cdef public object last_syn
