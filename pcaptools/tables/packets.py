@@ -288,7 +288,7 @@ def _put_tcp_row(buf: bytearray, frame: int, ts: int, frame_len: int, cap_len: i
     n = len(buf)
     buf.extend(_BLANK_ROW)
     at = buf  # (a char * to the bytearray's storage in the compiled build)
-    q = cython.cast(cython.p_longlong, at + n)
+    q = cython.cast(cython.p_longlong, at + n)  # type: ignore[operator]  # (char * + n)
     q[0] = frame
     q[1] = ts
     q[2] = frame_len
