@@ -65,16 +65,23 @@ from typing import Any
 #:   (-2.7 %) compiled without declarations, -0.5 % more with them and the UTF-8 check's ASCII
 #:   shortcut; about 5.5 s of CPU to compile. ``tables/ws_tables`` compiled as well saved
 #:   0.3 % more (-0.022 G) for 7 s of compile: left out.
+#: * header fields as C integers from the reader to the tracker (2026-12-07, issue #20,
+#:   benchmarks/PROFILE.md): the readers and the decoder's fast path read record and header
+#:   fields through an ``unsigned char *`` (``_COMPILED`` branches; pure Python unpacks with
+#:   struct), the integer fields of RawFrame, TcpSegment, SegmentAnalysis and DirStats are C
+#:   integers, a connection's counts live in its DirStats, a TCP segment's packets row is
+#:   written in place, and ``Reassembler`` is an extension type (``tcp/reassembly.pxd``, its
+#:   ``in_order`` and ``acked`` C methods called from the tracker): ``load()`` of ``base.pcap``
+#:   1.919 -> 1.525 G instructions TCP-only (-20.5 %), 6.633 -> 5.861 G with the key log and
+#:   every table (-11.6 %); the reassembler's share of that, measured alone, 6.032 -> 5.861 G
+#:   (an earlier trial without the tracker's typed calls had found 0.25 %).
 #:
 #: Weighed and left out: the TLS record loop (``protocols/tls`` records and observer, with
 #: ``.pxd`` declarations) took 1.0 % more off (3.98 s; 0.035-0.045 s in the replay): at the
 #: rule's 1 %, not reliably over it, for the largest C compile of the payload stack.
 #: HTTP/1.1, HTTP/2 and SSE compiled without declarations saved nothing or ran slower (replay:
 #: +0.015, -0.011, -0.005 s); the table builders and the pipeline, weighed earlier, did not pay
-#: either (nor did the pcapng reader before its batches). The reassembler as an extension type
-#: (``Reassembler`` in a ``tcp/reassembly.pxd``: ``in_order``, ``acked`` and ``_flush`` C
-#: methods called from the tracker, 2026-12-07) took 0.25 % of the full load's instructions off
-#: ``base.pcap``: ``tcp/reassembly`` stays compiled without declarations.
+#: either (nor did the pcapng reader before its batches).
 MODULES: tuple[str, ...] = (
     "pcaptools.io.frame",
     "pcaptools.io.pcap",

@@ -5,9 +5,10 @@
 # What it buys: TcpTracker, its per-connection records (Connection, DirStats) and _Guarded
 # (called for every chunk of payload) become extension types, so TcpTracker.segment reads and
 # writes a connection's state as C struct fields and calls the analyzer, the history, the
-# sequence follower and the loss state (connstate.pxd, gaps.pxd, losses.pxd) as C methods and
-# structs. Tests that replace TcpTracker methods do it in a subclass
-# (tests/tcp/_tracker_patch.py): an extension type's methods cannot be set on the class.
+# sequence follower, the loss state and the reassemblers (connstate.pxd, gaps.pxd, losses.pxd,
+# reassembly.pxd) as C methods and structs. Tests that replace TcpTracker methods do it in a
+# subclass (tests/tcp/_tracker_patch.py): an extension type's methods cannot be set on the
+# class.
 # Every record field stays a Python object except where its .pxd says otherwise, and except
 # DirStats' counters and header values, C integers (long long) that Python code reads back as
 # ints of the same value: ttl and its range (8-bit, -1 for none), ip_id (16-bit, -1), the byte
@@ -23,6 +24,7 @@ from pcaptools.tcp.analysis cimport SegmentAnalysis, TcpAnalyzer
 from pcaptools.tcp.connstate cimport ConnHistory
 from pcaptools.tcp.gaps cimport SeqFollower
 from pcaptools.tcp.losses cimport LossDirection
+from pcaptools.tcp.reassembly cimport Reassembler
 
 
 cdef class _Guarded:
@@ -119,7 +121,8 @@ cdef class TcpTracker:
     @cython.locals(flags=cython.longlong, out=list, hi=list)
     cpdef _follow(self, Connection conn, SeqFollower f, TcpSegment seg, SegmentAnalysis a, long long d)
 
-    @cython.locals(flags=cython.longlong, seq_hi=list, out=list, items=list)
+    @cython.locals(flags=cython.longlong, seq_hi=list, out=list, items=list, mine=Reassembler,
+                   other=Reassembler, peer=Reassembler)
     cpdef _bytes(self, Connection conn, st, TcpSegment seg, SegmentAnalysis a, long long d)
 
 

@@ -1019,7 +1019,8 @@ class TcpTracker:
                     ack = rel_ack + _WRAP if hi - rel_ack > _HALF_WRAP else rel_ack
                 else:
                     ack = _unwrap(hi, rel_ack)
-                more = st.reasm[1 - d].acked(ack, seg.ts_ns, seg.frame)
+                other = st.reasm[1 - d]
+                more = other.acked(ack, seg.ts_ns, seg.frame)
                 if more:
                     if out is None:
                         out = [] if chunk is None else [chunk]
