@@ -192,7 +192,7 @@ LIMITS: tuple[Limit, ...] = (
     ),
     Limit(
         "retransmission history per direction",
-        "pcaptools.tcp.reassembly:Reassembler(max_history_bytes)",
+        "pcaptools.tcp.reassembly:MAX_HISTORY_BYTES",
         "bytes",
         None,
         "delivered bytes remembered to compare retransmitted copies with; older ones are "

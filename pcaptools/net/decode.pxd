@@ -47,5 +47,6 @@ cdef class PacketDecoder:
                    hdr_end=cython.longlong, seg_len=cython.longlong, plen=cython.longlong,
                    nh=cython.longlong, ident=cython.longlong, ttl=cython.longlong,
                    sport=cython.longlong, dport=cython.longlong, seq=cython.longlong,
-                   ack=cython.longlong, window=cython.longlong, hlim=cython.longlong, p=cython.p_uchar)
+                   ack=cython.longlong, window=cython.longlong, hlim=cython.longlong,
+                   p=cython.p_uchar)
     cpdef decode(self, RawFrame raw)

@@ -15,8 +15,8 @@
 # and flags are 16-bit (at most) header fields (ip_id -1 for IPv6), ttl 8-bit, header_len at
 # most 60, seq and ack unsigned 32-bit. Python code reads them back as ints of the same
 # value (a bool for df, as before). frame, ts_ns, the addresses, options and payload stay
-# Python objects: a timestamp is not bounded by the format (tests feed negative ones, a
-# pcapng one can exceed int64).
+# Python objects: the tracker stores the frame number and timestamp in object fields of its
+# records, where a C field here would make a new int at every store.
 
 import cython
 
@@ -45,8 +45,9 @@ cdef class TcpSegment:
 
 
 @cython.locals(s=TcpSegment)
-cpdef TcpSegment new_segment(object frame, object ts_ns, long long frame_len, long long ip_version,
-                             object src, object dst, long long ttl, long long ip_id, long long sport,
-                             long long dport, long long seq, long long ack, long long flags, long long window,
-                             long long header_len, object options, long long seg_len, object payload,
-                             long long overhead_len, bint df)
+cpdef TcpSegment new_segment(object frame, object ts_ns, long long frame_len,
+                             long long ip_version, object src, object dst, long long ttl,
+                             long long ip_id, long long sport, long long dport, long long seq,
+                             long long ack, long long flags, long long window,
+                             long long header_len, object options, long long seg_len,
+                             object payload, long long overhead_len, bint df)

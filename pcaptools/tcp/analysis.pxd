@@ -99,7 +99,8 @@ cdef class SegmentAnalysis:
 
 @cython.locals(a=SegmentAnalysis)
 cpdef SegmentAnalysis new_analysis(long long tcp_stream, object conv, bint from_client,
-                                   long long rel_seq, object rel_ack, long long window, object kinds,
+                                   long long rel_seq, object rel_ack, long long window,
+                                   object kinds,
                                    object dup_ack_num, object dup_ack_frame, object ack_rtt_ns,
                                    object acked_frame, long long resent_bytes, bint new_stream)
 

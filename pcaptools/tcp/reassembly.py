@@ -72,6 +72,10 @@ _MAX_PIECES = 1 << 16
 _MAX_MISSING = 1 << 12
 #: at most this many delivered chunks are remembered for overlap checks
 _MAX_HISTORY_ENTRIES = 1 << 12
+#: delivered bytes remembered per direction to compare retransmitted copies with (the default
+#: of ``Reassembler(max_history_bytes=...)``; a module constant, which :mod:`pcaptools.limits`
+#: reads: the compiled Reassembler, an extension type, has no inspectable ``__init__``)
+MAX_HISTORY_BYTES = 256 << 10
 #: at most this many reported gaps are remembered, to recognise bytes that arrive too late
 _MAX_GAP_MEMORY = 256
 
@@ -181,7 +185,7 @@ class Reassembler:
         direction: Direction,
         *,
         max_buffer_bytes: int = 4 << 20,
-        max_history_bytes: int = 256 << 10,
+        max_history_bytes: int = MAX_HISTORY_BYTES,
     ) -> None:
         self.direction = direction
         self.max_buffer_bytes = max(0, max_buffer_bytes)

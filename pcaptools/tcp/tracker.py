@@ -313,7 +313,8 @@ class Connection:
     )
 
     def __init__(self, conv: TcpConversation, first_frame: int, first_ts: int,
-                 history: ConnHistory, side: tuple[DirStats, DirStats], last_frame: int = 0, last_ts: int = 0, retransmissions: int = 0,
+                 history: ConnHistory, side: tuple[DirStats, DirStats], last_frame: int = 0,
+                 last_ts: int = 0, retransmissions: int = 0,
                  fin: list[int | None] | None = None, rst_frame: int | None = None,
                  rst_ts: int | None = None, rst_by_client: bool | None = None,
                  handshake: Handshake | None = None, streams: _Streams | None = None,
