@@ -15,7 +15,7 @@
 # and packet counts of one direction (sums of 32-bit frame lengths: 2**31 frames of 4 GiB
 # before int64 overflows) and the largest segments (16-bit IP lengths). Each is written from a
 # TcpSegment's C field (packet.pxd) with no int object; last_frame and last_ts stay objects
-# (a timestamp is not bounded by the format).
+# (they hold the segment's own frame and ts_ns objects, stored without making an int).
 
 import cython
 
