@@ -500,9 +500,9 @@ class _WhenReady:
     sides are there), not when a time has passed, so the test does not depend on how fast
     the machine starts a shell. What it checks is what happens when the timer fires."""
 
-    def __init__(self, fifo: Path, pids: list[int], interval: float, function: Any,
+    def __init__(self, fifo: Path, pids: list[int], function: Any,
                  args: tuple[Any, ...]) -> None:
-        self.interval, self.daemon = interval, True
+        self.daemon = True
         self._fifo, self._pids, self._fire = fifo, pids, (function, args)
 
     def _run(self) -> None:
@@ -524,15 +524,21 @@ def test_timeout_kills_tshark_and_its_children(fake_tshark: Path, monkeypatch: p
     pids: list[int] = []
     monkeypatch.setenv("FAKE_MODE", "hang")
     monkeypatch.setenv("FAKE_CHILD", str(fifo))
-    monkeypatch.setattr(ws.threading, "Timer",
-                        lambda interval, function, args: _WhenReady(fifo, pids, interval,
-                                                                    function, args))
-    # the timer is the stand-in above: it fires on an event (the child started), so nothing
-    # here waits or measures time; what is checked is what firing it does
+    intervals: list[float] = []
+
+    def timer(interval: float, function: Any, args: tuple[Any, ...]) -> _WhenReady:
+        intervals.append(interval)
+        return _WhenReady(fifo, pids, function, args)
+
+    monkeypatch.setattr(ws.threading, "Timer", timer)
+    # the timer is the stand-in above: it fires on an event (the child started), never on a
+    # clock, and the timeout given is one no test run reaches, so nothing here waits for or
+    # measures time; what is checked is the value handed to the timer and what firing it does
     with pytest.raises(WiresharkTimeoutError, match=r"tshark did not finish .* and was killed") \
             as e:
-        pcaptools.wireshark(H2, ["fake.n"], tshark_path=fake_tshark, timeout=1)
+        pcaptools.wireshark(H2, ["fake.n"], tshark_path=fake_tshark, timeout=86_400)
     assert isinstance(e.value, TimeoutError)
+    assert intervals == [86_400]  # (the argument, passed through: not a measured duration)
     # what the fake tshark started was killed with it (its process group), not left running
     assert len(pids) == 1 and _killed(pids[0])
 
