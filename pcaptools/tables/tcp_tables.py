@@ -190,8 +190,8 @@ def _timeline(conn: Connection) -> tuple[object, ...]:
         c.handshake_bytes, s.handshake_bytes, c.teardown_bytes, s.teardown_bytes,
         c.pure_ack_packets, s.pure_ack_packets, c.pure_ack_bytes, s.pure_ack_bytes,
         c.max_seg, s.max_seg, c.max_acked, s.max_acked,
-        None if not conn.counts[2] else c.no_df_packets == 0,
-        None if not conn.counts[3] else s.no_df_packets == 0,
+        None if not c.payload_bytes else c.no_df_packets == 0,
+        None if not s.payload_bytes else s.no_df_packets == 0,
         conn.vantage(), lc.lost, ls.lost, lc.spurious, ls.spurious,
         lc.capture_drop_bytes, ls.capture_drop_bytes,
     )
