@@ -89,6 +89,7 @@ MODULES: tuple[str, ...] = (
     "pcaptools.net.packet",
     "pcaptools.net.decode",
     "pcaptools.tcp.analysis",
+    "pcaptools.tcp.chunk",
     "pcaptools.tcp.connstate",
     "pcaptools.tcp.gaps",
     "pcaptools.tcp.losses",

@@ -4,7 +4,8 @@
 #
 # What it buys: _walk (once per JSON object of every realtime event, and per nested object)
 # iterates the object's members as a C loop over the dict and keeps its character counts as
-# C integers.
+# C integers; _summarise (once per event) reads the members it reports with C dict lookups,
+# called from the builder as a C function.
 #
 # Why the C types cannot change a result: ``depth`` (1 to MAX_FIELD_DEPTH), ``room`` (at most
 # MAX_FIELDS_CHARS, only ever decreased by a ``cost`` not above it), a string's length ``n``
@@ -12,10 +13,15 @@
 # memory: they fit a Py_ssize_t as len() does. ``secret`` and ``show_secrets`` are only tested
 # for truth (``secret or ...`` gives True, or the other operand, as in Python). ``o`` and
 # ``fields`` are dicts (``o``: a parsed JSON object or a member that isinstance() found to be
-# one; JSON objects are plain dicts), ``prefix`` a str.
+# one; JSON objects are plain dicts), ``prefix`` a str; _summarise's ``obj`` is the parsed
+# event, which the builder has checked is a dict.
 
 import cython
 
 @cython.locals(n=cython.Py_ssize_t, cost=cython.Py_ssize_t)
 cpdef tuple _walk(dict o, str prefix, Py_ssize_t depth, bint secret, bint show_secrets,
                   dict fields, Py_ssize_t room, audio)
+
+
+@cython.locals(fields=dict)
+cpdef tuple _summarise(dict obj, bint show_secrets)

@@ -241,23 +241,30 @@ def summarise_event(obj: dict[str, Any], *, show_secrets: bool = False
                                int | None, int | None, str]:
     """(type, event_id, response_id, item_id, audio_field, audio_bytes, text_chars, fields
     JSON) of one parsed event object (see :data:`REALTIME_EVENTS`)."""
+    return _summarise(obj, show_secrets)
+
+
+def _summarise(obj: dict[str, Any], show_secrets: bool
+               ) -> tuple[str | None, str | None, str | None, str | None, str | None,
+                          int | None, int | None, str]:
+    """:func:`summarise_event` (positional, so that the compiled builder calls it as a C
+    function on a ``dict``, whose ``get`` calls are then C calls: ``realtime_tables.pxd``)."""
     fields: dict[str, Any] = {}
     audio = _walk(obj, "", 1, False, show_secrets, fields, MAX_FIELDS_CHARS, None)[1]
-    get = obj.get
-    typ = get("type")
-    event_id = get("event_id")
-    response_id = get("response_id")
+    typ = obj.get("type")
+    event_id = obj.get("event_id")
+    response_id = obj.get("response_id")
     if not (isinstance(response_id, str) and response_id):
-        resp = get("response")
+        resp = obj.get("response")
         response_id = resp.get("id") if isinstance(resp, dict) else None
-    item_id = get("item_id")
+    item_id = obj.get("item_id")
     if not (isinstance(item_id, str) and item_id):
-        item = get("item")
+        item = obj.get("item")
         item_id = item.get("id") if isinstance(item, dict) else None
     audio_field = audio[1] if audio is not None else None
     text_chars: int | None = None
     for k in ("delta", "transcript", "text"):
-        v = get(k)
+        v = obj.get(k)
         if isinstance(v, str) and k != audio_field:
             text_chars = len(v)
             break
@@ -323,7 +330,7 @@ class RealtimeEventsBuilder:
                 obj = exc
             if isinstance(obj, dict):
                 status = "ok"
-                s = summarise_event(obj, show_secrets=self.show_secrets)
+                s = _summarise(obj, self.show_secrets)
             else:  # (text starting with "{" parses to an object or fails)
                 self.diag.add("ws.bad_json", f"text message {index} starts like JSON but is "
                               f"not valid JSON: {str(obj)[:200]}", ts_ns=ts, frame=frame,

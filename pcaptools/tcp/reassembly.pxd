@@ -10,6 +10,9 @@
 # positions, not bounded by a header field), the lists are typed as lists: the values read
 # back are the values stored. segment() (keyword-only arguments) stays a Python method.
 
+from pcaptools.tcp.chunk cimport StreamChunk, new_chunk
+
+
 cdef class Reassembler:
     cdef public object _base
     cdef public object _fin_off

@@ -55,11 +55,10 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
-from .stream import Direction, StreamChunk
+from .chunk import StreamChunk, new_chunk
+from .stream import Direction
 
 __all__ = ["Reassembler", "StreamGap"]
 
@@ -78,48 +77,6 @@ _MAX_HISTORY_ENTRIES = 1 << 12
 MAX_HISTORY_BYTES = 256 << 10
 #: at most this many reported gaps are remembered, to recognise bytes that arrive too late
 _MAX_GAP_MEMORY = 256
-
-
-_new_object = object.__new__
-# the slot descriptors of the frozen StreamChunk: setting them directly builds the same object
-# as StreamChunk(direction=..., data=..., ...) at a third of the cost of the frozen __init__
-_chunk_slots: Mapping[str, Any] = vars(StreamChunk)
-_set_direction = _chunk_slots["direction"].__set__
-_set_data = _chunk_slots["data"].__set__
-_set_ts_ns = _chunk_slots["ts_ns"].__set__
-_set_frame = _chunk_slots["frame"].__set__
-_set_offset = _chunk_slots["offset"].__set__
-
-
-def _chunk(direction: Direction, data: bytes, ts_ns: int, frame: int, offset: int) -> StreamChunk:
-    """``StreamChunk(direction=direction, data=data, ts_ns=ts_ns, frame=frame, offset=offset)``,
-    built without the frozen dataclass ``__init__`` (which sets each field through
-    ``object.__setattr__``): the same class, the same field values, so the same object for
-    every consumer (equality, hash, repr, immutability)."""
-    c: StreamChunk = _new_object(StreamChunk)
-    _set_direction(c, direction)
-    _set_data(c, data)
-    _set_ts_ns(c, ts_ns)
-    _set_frame(c, frame)
-    _set_offset(c, offset)
-    return c
-
-
-_CHUNK_FIELDS = ("direction", "data", "ts_ns", "frame", "offset")
-if tuple(f.name for f in fields(StreamChunk)) != _CHUNK_FIELDS or hasattr(
-    StreamChunk, "__post_init__"
-):  # pragma: no cover - StreamChunk changed: build it the ordinary way
-
-    def _chunk(
-        direction: Direction, data: bytes, ts_ns: int, frame: int, offset: int
-    ) -> StreamChunk:
-        return StreamChunk(direction=direction, data=data, ts_ns=ts_ns, frame=frame, offset=offset)
-
-
-new_chunk = _chunk
-"""``new_chunk(direction, data, ts_ns, frame, offset)``: ``StreamChunk(direction=..., ...)``
-without the cost of its frozen ``__init__`` (the same object), for an observer that hands the
-bytes of a connection on to an inner one (HTTP/1.1 after a ``101``: WebSocket)"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -277,7 +234,7 @@ class Reassembler:
             self.delivered_bytes += n
             if self.max_history_bytes:
                 self._remember(off, end, data)
-            return [_chunk(self.direction, data, ts_ns, frame, off)]
+            return [new_chunk(self.direction, data, ts_ns, frame, off)]
         return self._segment_slow(off, data, seg_len, ts_ns, frame)
 
     def in_order(
@@ -304,7 +261,7 @@ class Reassembler:
                 while n > self.max_history_bytes or len(hist) > _MAX_HISTORY_ENTRIES:
                     n -= len(hist.popleft()[2])
             self._hist_bytes = n
-        return _chunk(self.direction, data, ts_ns, frame, off)
+        return new_chunk(self.direction, data, ts_ns, frame, off)
 
     def acked(self, ack_rel: int, ts_ns: int, frame: int) -> list[StreamChunk | StreamGap]:
         """The peer acknowledged everything before relative sequence number ``ack_rel``.
@@ -562,7 +519,7 @@ class Reassembler:
         n = len(data)
         self.buffered_bytes -= n
         self.delivered_bytes += n
-        out.append(_chunk(self.direction, data, ts_ns, frame, start))
+        out.append(new_chunk(self.direction, data, ts_ns, frame, start))
         if self.max_history_bytes:
             self._remember(start, start + n, data)
 

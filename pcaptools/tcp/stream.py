@@ -23,43 +23,12 @@ This module sits below ``protocols/``: the TCP layer owns its output types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import IntEnum
 from typing import Protocol
 
-__all__ = ["Direction", "Event", "StreamChunk", "StreamCursor", "StreamObserver"]
+from .chunk import StreamChunk, new_chunk
+from .direction import Direction
 
-
-class Direction(IntEnum):
-    """Direction of a byte stream, relative to the TCP client (the SYN sender)."""
-
-    CLIENT_TO_SERVER = 0
-    SERVER_TO_CLIENT = 1
-
-    @property
-    def label(self) -> str:
-        return "client_to_server" if self is Direction.CLIENT_TO_SERVER else "server_to_client"
-
-    def reverse(self) -> Direction:
-        return Direction(1 - self)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StreamChunk:
-    """In-order bytes of one direction of a TCP connection.
-
-    Retransmitted and overlapping bytes are delivered once; bytes never captured
-    arrive through a gap notification, never as silent zeros.
-    """
-
-    direction: Direction
-    data: bytes
-    ts_ns: int
-    """capture time of the segment that delivered the last byte"""
-    frame: int
-    """Wireshark frame.number of that segment"""
-    offset: int
-    """stream offset (relative sequence number - 1) of the first byte of ``data``"""
+__all__ = ["Direction", "Event", "StreamChunk", "StreamCursor", "StreamObserver", "new_chunk"]
 
 
 class Event:

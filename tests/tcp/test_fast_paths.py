@@ -26,8 +26,8 @@ from pcaptools.net.packet import ACK, FIN, PSH, RST, SYN, TcpSegment
 from pcaptools.protocols._base import Direction, StreamChunk
 from pcaptools.tables.tcp_tables import events_table, record_tables
 from pcaptools.tcp.analysis import SegmentAnalysis, TcpAnalyzer, TcpDirection
+from pcaptools.tcp.chunk import new_chunk
 from pcaptools.tcp.connstate import ConnHistory
-from pcaptools.tcp.reassembly import _chunk
 from pcaptools.tcp.tracker import TcpTracker, _unwrap
 from tests.conftest import corpus_files, shipped_captures
 from tests.tcp._compare import feed, tcp_items
@@ -280,7 +280,7 @@ def test_stream_shortcut_is_exact(inputs: list[Path], monkeypatch: pytest.Monkey
 
 
 def test_cheap_chunks_are_stream_chunks() -> None:
-    made = _chunk(Direction.SERVER_TO_CLIENT, b"abc", 5, 7, 11)
+    made = new_chunk(Direction.SERVER_TO_CLIENT, b"abc", 5, 7, 11)
     usual = StreamChunk(
         direction=Direction.SERVER_TO_CLIENT, data=b"abc", ts_ns=5, frame=7, offset=11
     )

@@ -51,7 +51,7 @@ from collections.abc import Callable
 
 from ...diagnostics import Diagnostics
 from ...redaction import redact_url
-from ...tcp.reassembly import new_chunk
+from ...tcp.chunk import new_chunk
 from ...tcp.stream import Direction, StreamChunk, StreamCursor, StreamObserver
 from ..body import Body, open_body
 from ..content_coding import DEFAULT_MAX_DECODED_BYTES

@@ -32,11 +32,9 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from dataclasses import fields
-from typing import Any
 
 from ...diagnostics import Diagnostics
-from ...tcp.stream import Direction, StreamChunk, StreamCursor, StreamObserver
+from ...tcp.stream import Direction, StreamChunk, StreamCursor, StreamObserver, new_chunk
 from . import handshake as hs
 from .decrypt import (
     DecryptError,
@@ -125,19 +123,6 @@ _PROTECT_APPDATA = 2  # TLS 1.3: only records of type 23 are protected
 InnerFactory = Callable[[str | None], StreamObserver | None]
 """ALPN (None if none) -> the observer of the decrypted application data (None: not parsed)"""
 
-_new_object = object.__new__
-
-
-def _slot_setters(
-    cls: type, names: tuple[str, ...]
-) -> tuple[Callable[[Any, Any], None], ...] | None:
-    """The slot ``__set__`` of each field of a frozen slotted dataclass, in ``names`` order, or None
-    when its fields are not exactly ``names`` or it has a ``__post_init__`` (build it normally)."""
-    if tuple(f.name for f in fields(cls)) != names or hasattr(cls, "__post_init__"):
-        return None  # pragma: no cover - the event class changed
-    return tuple(vars(cls)[name].__set__ for name in names)
-
-
 # TlsRecord is built from its field values in this order (one per record:
 # ``new_record(TlsRecord, values)``, one C call); checked at import
 _RECORD_FIELDS = (
@@ -146,24 +131,6 @@ _RECORD_FIELDS = (
 )
 if TlsRecord._fields != _RECORD_FIELDS:
     raise TypeError("TlsRecord fields changed: update observer.py")  # pragma: no cover
-_CHUNK_SET = _slot_setters(StreamChunk, ("direction", "data", "ts_ns", "frame", "offset"))
-
-
-def _stream_chunk(
-    direction: Direction, data: bytes, ts_ns: int, frame: int, offset: int
-) -> StreamChunk:
-    """``StreamChunk(direction=..., data=..., ...)`` built by setting its slots (as above)."""
-    if _CHUNK_SET is None:  # pragma: no cover
-        return StreamChunk(direction=direction, data=data, ts_ns=ts_ns, frame=frame, offset=offset)
-    c: StreamChunk = _new_object(StreamChunk)
-    a, b, t, f, o = _CHUNK_SET
-    a(c, direction)
-    b(c, data)
-    t(c, ts_ns)
-    f(c, frame)
-    o(c, offset)
-    return c
-
 
 class _Dir:
     """State of one direction, and its cursor (:attr:`next_offset`: the next stream offset
@@ -387,7 +354,7 @@ class TlsObserver:
             out += self.gap(chunk.direction, chunk.offset - hole, hole, chunk.ts_ns, chunk.frame)
         if data:
             if data is not chunk.data:
-                chunk = _stream_chunk(
+                chunk = new_chunk(
                     chunk.direction, data, chunk.ts_ns, chunk.frame, d.next_offset
                 )
             out += self.feed(chunk)
@@ -727,7 +694,7 @@ class TlsObserver:
             if self._inner_factory is not None:
                 self._inner = self._inner_factory(self._alpn())
         if self._inner is not None and pt:
-            out += self._inner.feed(_stream_chunk(dirn, pt, ts, frame, d.pt_offset))
+            out += self._inner.feed(new_chunk(dirn, pt, ts, frame, d.pt_offset))
         d.pt_offset += len(pt)
 
     def _alpn(self) -> str | None:

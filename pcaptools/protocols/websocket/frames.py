@@ -8,6 +8,13 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+try:  # (True in the compiled build only: see unmask)
+    import cython
+
+    _COMPILED = bool(cython.compiled)
+except ImportError:  # pragma: no cover - Cython is not installed: pure Python
+    _COMPILED = False
+
 __all__ = [
     "OPCODE_NAMES",
     "header_len",
@@ -84,11 +91,24 @@ def parse_frame_header(
 
 
 def unmask(data: bytes, key: bytes, pos: int) -> bytes:
-    """``data`` XOR the masking key, ``data`` starting ``pos`` bytes into the payload."""
+    """``data`` XOR the masking key, ``data`` starting ``pos`` bytes into the payload.
+
+    Compiled (``frames.pxd``), one C loop over the bytes into a new bytes object; in Python,
+    one XOR of two big integers (a Python loop would take a bytecode round per byte)."""
     n = len(data)
     if not n:
         return b""
     r = pos & 3
+    if _COMPILED:
+        if len(key) != 4:
+            raise ValueError("a WebSocket masking key has 4 bytes")
+        out = bytes(n)  # (a new object, written here before any other code holds it)
+        sp = data
+        dp = out
+        kp = key
+        for i in range(n):
+            dp[i] = sp[i] ^ kp[(i + r) & 3]  # type: ignore[index]  # (dp: a C pointer)
+        return out
     if r:
         key = key[r:] + key[:r]
     k = (key * ((n >> 2) + 1))[:n]

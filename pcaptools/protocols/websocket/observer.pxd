@@ -20,6 +20,7 @@
 import cython
 
 from pcaptools.protocols.websocket.state cimport _Dir, _Msg
+from pcaptools.tcp.chunk cimport StreamChunk
 
 
 cdef class WebSocketObserver:
@@ -41,7 +42,7 @@ cdef class WebSocketObserver:
     cdef public object _last
 
     @cython.locals(st=_Dir)
-    cpdef list feed(self, chunk)
+    cpdef list feed(self, StreamChunk chunk)
 
     @cython.locals(pos=cython.Py_ssize_t, n=cython.Py_ssize_t, mode=cython.longlong,
                    take=cython.Py_ssize_t, need=cython.Py_ssize_t, hb=bytearray)

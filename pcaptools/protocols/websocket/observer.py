@@ -55,7 +55,8 @@ from functools import partial
 from typing import Final
 
 from ...diagnostics import Diagnostics
-from ...tcp.stream import Direction, StreamChunk
+from ...tcp.chunk import StreamChunk
+from ...tcp.stream import Direction
 from ..http1.events import HttpRequest, HttpResponse
 from .events import WsConnectionEnded, WsFrame, WsHandshake, WsMessage, new_event
 from .frames import (

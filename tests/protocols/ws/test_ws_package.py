@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import zlib
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 import pcaptools.protocols.websocket as ws
 from pcaptools.limits import LIMITS
 from pcaptools.protocols.websocket.frames import (
@@ -38,6 +41,18 @@ def test_unmask_from_any_payload_position() -> None:
     assert unmask(masked, MASK, 0) == data
     assert unmask(masked[5:], MASK, 5) == data[5:]
     assert unmask(b"", MASK, 3) == b""
+
+
+@given(st.binary(max_size=600), st.binary(min_size=4, max_size=4), st.integers(0, 2**40))
+def test_unmask_is_the_key_xored_byte_by_byte(data: bytes, key: bytes, pos: int) -> None:
+    """Each byte XOR the key byte at its payload position (RFC 6455 §5.3), in either build
+    (compiled: a C loop into a new bytes object; Python: one big-integer XOR); the input is
+    left as it was."""
+    before = bytes(data)
+    assert unmask(data, key, pos) == bytes(b ^ key[(pos + i) % 4] for i, b in enumerate(data))
+    assert data == before
+    one = unmask(b"\x01", b"\x01\x00\x00\x00", 0)  # (a new object: no cached byte written)
+    assert one == b"\x00" and bytes([1]) == b"\x01"
 
 
 def test_plausible_frame() -> None:
