@@ -106,7 +106,18 @@ def unmask(data: bytes, key: bytes, pos: int) -> bytes:
         sp = data
         dp = out
         kp = key
-        for i in range(n):
+        # eight bytes at a time: the key, from byte r on, repeated over a 64-bit word, its
+        # bytes written in memory order (so the same on any byte order)
+        kw = 0
+        kb = cython.cast(cython.p_uchar, cython.address(kw))
+        for i in range(8):
+            kb[i] = kp[(i + r) & 3]
+        words = n >> 3
+        sw = cython.cast(cython.p_ulonglong, sp)
+        dw = cython.cast(cython.p_ulonglong, dp)
+        for i in range(words):
+            dw[i] = sw[i] ^ kw
+        for i in range(words << 3, n):
             dp[i] = sp[i] ^ kp[(i + r) & 3]  # type: ignore[index]  # (dp: a C pointer)
         return out
     if r:
