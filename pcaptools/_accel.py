@@ -83,8 +83,8 @@ from typing import Any
 #:   XOR it replaces took ~43 instructions a byte), and the realtime builder's event summary
 #:   a C function on a ``dict``: ``load()`` of ``base.pcap`` with its key log 5.855 -> 5.582 G
 #:   instructions with the chunk, 5.423 G with unmask, 5.404 G with the summary, 5.374 G with
-#:   unmask eight bytes at a time (-8.2 %); ``big.pcap`` 41.29 -> 38.12 G before that last
-#:   step (-7.7 %). The chunk module compiles in about 1 s.
+#:   unmask eight bytes at a time (-8.2 %); ``big.pcap`` 41.29 -> 37.76 G (-8.6 %). The chunk
+#:   module compiles in about 1 s.
 #:
 #: Weighed and left out: the TLS record loop (``protocols/tls`` records and observer, with
 #: ``.pxd`` declarations) took 1.0 % more off (3.98 s; 0.035-0.045 s in the replay): at the
