@@ -18,7 +18,9 @@ An observer keeps one :class:`StreamCursor` per direction (the next offset it ex
 line chunks up with what it has seen: a chunk beyond it means bytes it was never given, a
 chunk before it overlaps bytes it already has.
 
-This module sits below ``protocols/``: the TCP layer owns its output types.
+This module sits below ``protocols/``: the TCP layer owns its output types. :class:`StreamChunk`
+and :class:`Direction` are defined in modules of their own (:mod:`.chunk`, which the compiled
+build makes an extension type, and :mod:`.direction`) and exported here.
 """
 
 from __future__ import annotations
