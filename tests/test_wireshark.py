@@ -524,21 +524,15 @@ def test_timeout_kills_tshark_and_its_children(fake_tshark: Path, monkeypatch: p
     pids: list[int] = []
     monkeypatch.setenv("FAKE_MODE", "hang")
     monkeypatch.setenv("FAKE_CHILD", str(fifo))
-    intervals: list[float] = []
-
-    def timer(interval: float, function: Any, args: tuple[Any, ...]) -> _WhenReady:
-        intervals.append(interval)
-        return _WhenReady(fifo, pids, function, args)
-
-    monkeypatch.setattr(ws.threading, "Timer", timer)
+    monkeypatch.setattr(ws.threading, "Timer",
+                        lambda _interval, function, args: _WhenReady(fifo, pids, function, args))
     # the timer is the stand-in above: it fires on an event (the child started), never on a
     # clock, and the timeout given is one no test run reaches, so nothing here waits for or
-    # measures time; what is checked is the value handed to the timer and what firing it does
+    # measures time; what is checked is what firing it does (the error, the children killed)
     with pytest.raises(WiresharkTimeoutError, match=r"tshark did not finish .* and was killed") \
             as e:
         pcaptools.wireshark(H2, ["fake.n"], tshark_path=fake_tshark, timeout=86_400)
     assert isinstance(e.value, TimeoutError)
-    assert intervals == [86_400]  # (the argument, passed through: not a measured duration)
     # what the fake tshark started was killed with it (its process group), not left running
     assert len(pids) == 1 and _killed(pids[0])
 
