@@ -98,10 +98,10 @@ def unmask(data: bytes, key: bytes, pos: int) -> bytes:
     n = len(data)
     if not n:
         return b""
+    if len(key) != 4:  # (the frame header's 4 bytes: both builds refuse anything else)
+        raise ValueError("a WebSocket masking key has 4 bytes")
     r = pos & 3
     if _COMPILED:
-        if len(key) != 4:
-            raise ValueError("a WebSocket masking key has 4 bytes")
         out = bytes(n)  # (a new object, written here before any other code holds it)
         sp = data
         dp = out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import zlib
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -53,6 +54,12 @@ def test_unmask_is_the_key_xored_byte_by_byte(data: bytes, key: bytes, pos: int)
     assert data == before
     one = unmask(b"\x01", b"\x01\x00\x00\x00", 0)  # (a new object: no cached byte written)
     assert one == b"\x00" and bytes([1]) == b"\x01"
+
+
+def test_unmask_refuses_a_key_that_is_not_four_bytes() -> None:
+    for key in (b"", b"abc", b"abcde"):
+        with pytest.raises(ValueError, match="4 bytes"):
+            unmask(b"payload", key, 0)
 
 
 def test_plausible_frame() -> None:
