@@ -21,6 +21,10 @@ except ImportError:  # pragma: no cover - pandas then stores strings as Python o
 
 NA = -(2**63)
 """sentinel for a missing value in an int column"""
+NA32 = -(2**31)
+NA16 = -(2**15)
+NA8 = -(2**7)
+"""the sentinels of the narrower fields of :class:`Records` (each type's smallest value)"""
 
 
 class IntColumn:
@@ -90,18 +94,21 @@ def categorical(values: dict[object, int], codes: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
 
 
-def first_seen_codes(raw: np.ndarray, seen: dict[int, int], code_of: Callable[[int], int]
-                     ) -> np.ndarray:
-    """The int32 codes of ``raw`` (small non-negative ints) by ``seen`` (value -> code); a
-    value not in ``seen`` yet gets ``code_of(value)``, the new values in the order in which they
-    first appear in ``raw``: the codes that coding the values one row at a time gives."""
+def first_seen_codes(raw: np.ndarray, seen: dict[int, int], code_of: Callable[[int], int],
+                     *, missing: int | None = None, dtype: Any = np.int32) -> np.ndarray:
+    """The codes (``dtype``, int32 by default) of ``raw`` (small non-negative ints) by ``seen``
+    (value -> code); a value not in ``seen`` yet gets ``code_of(value)``, the new values in the
+    order in which they first appear in ``raw``: the codes that coding the values one row at a
+    time gives. ``missing``: the value that stands for NA (code -1, never coded)."""
     if not len(raw):
-        return np.empty(0, np.int32)
+        return np.empty(0, dtype)
     present = np.flatnonzero(np.bincount(raw)).tolist()
+    if missing is not None and missing in present:
+        present.remove(missing)
     new = [v for v in present if v not in seen]
     for _, v in sorted((int(np.argmax(raw == v)), v) for v in new):
         seen[v] = code_of(v)
-    lut = np.full(present[-1] + 1, -1, dtype=np.int32)
+    lut = np.full(max(present[-1] if present else 0, missing or 0) + 1, -1, dtype=dtype)
     for v in present:
         lut[v] = seen[v]
     codes: np.ndarray = lut[raw]
@@ -122,20 +129,24 @@ def sorted_categorical(codes: np.ndarray, labels: Sequence[str]) -> pd.Categoric
 
 
 def nullable(a: np.ndarray) -> Any:
-    """int64 values with the :data:`NA` sentinel -> an ``Int64`` array (shares ``a``)."""
-    return pd.arrays.IntegerArray(a, a == NA)
+    """Signed ints with their type's smallest value as the missing-value sentinel (:data:`NA`
+    for int64, :data:`NA32`, :data:`NA16`, :data:`NA8`) -> an ``Int64`` (``Int32``...) array
+    of the same width (shares ``a``)."""
+    return pd.arrays.IntegerArray(a, a == np.iinfo(a.dtype).min)
 
 
 def float_ms(a: np.ndarray) -> np.ndarray:
     """int64 ns with the :data:`NA` sentinel -> float ms, NA -> NaN."""
-    out = a.astype(np.float64) / 1e6
+    out = a.astype(np.float64)
+    out /= 1e6  # (in place: one float array, not two)
     out[a == NA] = np.nan
     return out
 
 
 def boolean(a: np.ndarray) -> Any:
-    """int64 1/0/:data:`NA` -> a ``boolean`` array."""
-    return pd.arrays.BooleanArray(a == 1, a == NA)
+    """Signed ints 1/0/missing (the type's smallest value, as for :func:`nullable`) -> a
+    ``boolean`` array."""
+    return pd.arrays.BooleanArray(a == 1, a == np.iinfo(a.dtype).min)
 
 
 class Records:
@@ -143,7 +154,8 @@ class Records:
     columns every ``chunk_rows`` rows (so no Python object is kept per row).
 
     ``fields`` are ``(name, code)`` pairs with :mod:`struct` codes ``q`` (int64), ``i``
-    (int32), ``h``, ``b``... A builder appends a row with ``buf += pack(*values)`` (bind
+    (int32), ``h``, ``b``... (a narrow field's missing value is its type's smallest value:
+    :data:`NA32`, :data:`NA16`, :data:`NA8`, as :func:`nullable` reads them). A builder appends a row with ``buf += pack(*values)`` (bind
     :attr:`buf` and :attr:`pack` once: the bytearray is never replaced) and calls
     :meth:`seal` when ``len(buf) >= limit``. :meth:`column` then hands over one field's
     values at a time, freeing them in the builder as it goes. ``pack`` raises
@@ -152,13 +164,22 @@ class Records:
 
     __slots__ = ("_chunks", "buf", "dtype", "limit", "names", "pack", "row_bytes")
 
-    def __init__(self, fields: Sequence[tuple[str, str]], chunk_rows: int = 65536) -> None:
+    def __init__(self, fields: Sequence[tuple[str, str]], chunk_rows: int = 65536,
+                 align: int = 1) -> None:
+        """``align``: rows are padded with zero bytes to a multiple of this many bytes (with
+        the fields ordered widest first, 8 keeps every field of every row aligned)."""
         fmt = "<" + "".join(code for _, code in fields)
-        st = struct.Struct(fmt)
+        size = struct.calcsize(fmt)
+        pad = -size % align
+        st = struct.Struct(fmt + f"{pad}x" if pad else fmt)
         self.names = tuple(name for name, _ in fields)
         self.pack = st.pack
         self.row_bytes = st.size
-        self.dtype = np.dtype([(name, "<" + code) for name, code in fields])
+        formats = ["<" + code for _, code in fields]
+        offsets = [struct.calcsize("<" + "".join(code for _, code in fields[:k]))
+                   for k in range(len(fields))]
+        self.dtype = np.dtype({"names": list(self.names), "formats": formats,
+                               "offsets": offsets, "itemsize": st.size})
         assert self.dtype.itemsize == st.size
         self.limit = st.size * max(1, chunk_rows)
         """seal() when the buffer holds this many bytes"""
@@ -185,9 +206,17 @@ class Records:
         """All values of field ``name`` (call :meth:`seal` first), removed from this object."""
         chunks = self._chunks[name]
         self._chunks[name] = []
-        if not chunks:
-            return np.empty(0, dtype=self.dtype[name])
-        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+        if len(chunks) == 1:
+            return chunks[0]
+        out = np.empty(sum(map(len, chunks)), dtype=self.dtype[name])
+        at = 0
+        chunks.reverse()
+        while chunks:  # (each chunk freed once copied: the column is not held twice)
+            c = chunks.pop()
+            out[at:at + len(c)] = c
+            at += len(c)
+            del c
+        return out
 
 
 _ARROW_STRINGS = pa is not None and pd.StringDtype().storage == "pyarrow"

@@ -118,6 +118,12 @@ def _is_header_list(name: str) -> bool:
 def _arrow_type(pa: Any, dtype: str, name: str) -> Any:
     if dtype in ("int64", "Int64"):
         return pa.int64()
+    if dtype in ("int32", "Int32"):
+        return pa.int32()
+    if dtype in ("int16", "Int16"):
+        return pa.int16()
+    if dtype in ("int8", "Int8"):
+        return pa.int8()
     if dtype == "float64":
         return pa.float64()
     if dtype in ("bool", "boolean"):

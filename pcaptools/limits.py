@@ -523,8 +523,8 @@ LIMITS: tuple[Limit, ...] = (
         "table.packets_truncated",
         "rows of the packets table, the one table that grows with the frame count: frames "
         "numbered above it get no row (one warning at the first), every other table still "
-        "covers every frame. ~330 bytes a row of peak memory while the table is built, so "
-        "the default bounds it to ~0.65 GB; a pcap costs as little as 16 bytes a frame on disk "
+        "covers every frame. ~140 bytes a row of peak memory while the table is built, so "
+        "the default bounds it to ~0.3 GB; a pcap costs as little as 16 bytes a frame on disk "
         "(a 66 KB gzip file can hold 4 million frames). None: no cap",
         "load(max_packet_rows=...), pcap-report --max-packet-rows",
     ),

@@ -18,7 +18,18 @@ from hypothesis import strategies as st
 
 import pcaptools
 from pcaptools import export
-from pcaptools._columns import NA, CodeColumn, Records, first_seen_codes, sorted_categorical
+from pcaptools._columns import (
+    NA,
+    NA8,
+    NA16,
+    NA32,
+    CodeColumn,
+    Records,
+    boolean,
+    first_seen_codes,
+    nullable,
+    sorted_categorical,
+)
 from pcaptools.diagnostics import Diagnostics
 from pcaptools.export import StreamedCapture, read_parquet_table
 from pcaptools.many import concat_tables
@@ -26,6 +37,7 @@ from pcaptools.tables.foundation import PACKETS
 from pcaptools.tables.http_tables import HttpTablesBuilder
 from pcaptools.tables.packets import PacketsBuilder
 from pcaptools.tables.schema import (
+    NARROW_INTS,
     TS_DTYPE,
     ChunkPump,
     Column,
@@ -37,7 +49,7 @@ from pcaptools.tables.schema import (
 )
 from pcaptools.tables.tcp_tables import EventsDrain
 from pcaptools.tables.tls_tables import TlsTablesBuilder
-from pcaptools.tables.ws_tables import WS_MESSAGES, WsTablesBuilder
+from pcaptools.tables.ws_tables import WS_MESSAGES, WsTablesBuilder, _labels_categorical
 from pcaptools.tcp.tracker import TcpTracker
 from tests.conftest import CAPTURES, CORPUS
 
@@ -431,6 +443,14 @@ _VALUES = {
     "object": st.lists(st.one_of(st.none(), st.tuples(st.text(max_size=2), st.text(max_size=2))),
                        max_size=5),
 }
+# the narrow integer dtypes: values mostly inside their range, some beyond it (refused, not
+# wrapped); the nullable ones with missing values
+for _name, _np in NARROW_INTS.items():
+    _lo, _hi = int(np.iinfo(_np).min), int(np.iinfo(_np).max)
+    _ints = st.one_of(st.integers(_lo, _hi), st.integers(_lo - 3, _hi + 3),
+                      st.integers(-(2**63), 2**63 - 1))
+    _VALUES[_name] = st.lists(st.one_of(st.none(), _ints) if _name[0] == "I" else _ints,
+                              max_size=20)
 
 
 def _same(dtype: str, values: list[Any]) -> None:
@@ -465,6 +485,8 @@ def test_fast_cast_equals_pandas(dtype: str) -> None:
     ("category", [None, None]), ("category", ["a", float("nan")]), ("category", ["a", pd.NA]),
     ("category", ["é", "e", "Z", "ä", "e"]), ("category", [str(i) for i in range(300)]),
     ("category", ("x", None)),
+    ("Int16", [1, None, 40000]), ("Int8", [None, None]), ("Int32", np.array([2**31], np.int64)),
+    ("int16", np.array([-5, 7], np.int8)), ("Int32", [1, 2.0]), ("int8", [128]),
 ])
 def test_fast_cast_unusual_inputs(dtype: str, values: Any) -> None:
     col = Column("c", dtype, None, "")
@@ -498,6 +520,9 @@ def test_frame_copy_semantics() -> None:
     ("category", pd.Categorical.from_codes(np.array([1, -1, 0], np.int8),
                                            categories=pd.Index(["a", "b"]))),
     ("float64", np.array([1.5, np.nan])), ("bool", np.array([True, False])),
+    ("Int16", pd.arrays.IntegerArray(np.array([7, -(2**15), 9], np.int16),
+                                     np.array([False, True, False]))),
+    ("int32", np.array([3, -4], np.int32)),
 ])
 def test_handed_over_arrays_are_the_table_columns(dtype: str, values: Any) -> None:
     """copy=False: an array of the column's dtype (int64 ns for a *_ts column) becomes the
@@ -509,9 +534,94 @@ def test_handed_over_arrays_are_the_table_columns(dtype: str, values: Any) -> No
     pd.testing.assert_series_equal(pd.Series(got), want, check_exact=True)
     data = got.asi8 if isinstance(got, pd.DatetimeIndex) else got
     assert got is values or _shares(data, values)
-    if dtype == "Int64":
+    if dtype in ("Int64", "Int16"):
         assert values.to_numpy(dtype=np.int64, na_value=-1).tolist() == [7, -1, 9]
         assert pd.Series(got).array._data.tolist() == want.array._data.tolist() == [7, 0, 9]
+
+
+def test_narrow_casts_refuse_values_beyond_their_width() -> None:
+    """A value that does not fit a narrow column is an error, never a wrapped number (pandas'
+    own astype from Int64 to Int16 wraps 40000 to -25536)."""
+    assert pd.array([40000], dtype="Int64").astype("Int16")[0] == -25536  # (why we check)
+    for dtype, values in (("Int16", [1, None, 40000]), ("int32", np.array([2**31])),
+                          ("Int8", pd.array([5, 200], dtype="Int64"))):
+        col = Column("c", dtype, None, "")
+        with pytest.raises(TypeError, match="cannot safely cast"):
+            _cast(values, col)
+        with pytest.raises(TypeError, match="cannot safely cast"):
+            _cast_reference(list(values), col)
+    # the sentinels of the packed fields are each type's smallest value
+    for na, t in ((NA32, np.int32), (NA16, np.int16), (NA8, np.int8)):
+        got = nullable(np.array([3, na], t))
+        assert str(got.dtype) == np.dtype(t).name.capitalize() and got.isna().tolist() == [False, True]
+        assert boolean(np.array([1, 0, na], t)).tolist() == [True, False, pd.NA]
+
+
+def test_aligned_records_pad_rows() -> None:
+    """Records(align=8): rows padded with zeros to 8 bytes, every field at its offset."""
+    rec = Records([("a", "q"), ("b", "i"), ("c", "h"), ("d", "b")], chunk_rows=2, align=8)
+    assert rec.row_bytes == 16 and rec.dtype.itemsize == 16
+    assert [rec.dtype.fields[n][1] for n in "abcd"] == [0, 8, 12, 14]
+    rec.buf += rec.pack(NA, NA32, NA16, NA8)
+    rec.buf += rec.pack(1, 2, 3, 4)
+    assert rec.buf[15] == 0 and len(rec.buf) == 32
+    rec.buf += rec.pack(5, 6, 7, 8)
+    rec.seal()
+    assert rec.column("a").tolist() == [NA, 1, 5]
+    assert rec.column("b").dtype == np.int32 and rec.column("d").tolist() == [NA8, 4, 8]
+    assert rec.column("c").tolist() == [NA16, 3, 7]
+
+
+def test_first_seen_codes_with_a_missing_value() -> None:
+    """missing=: rows of that value get -1 and the value is never coded."""
+    col, seen = CodeColumn(), {}
+    raw = np.array([0x200, 2, 0x12, 2, 0x200, 0x10], dtype=np.int16)
+    got = first_seen_codes(raw, seen, lambda v: col.code(f"v{v}"), missing=0x200,
+                           dtype=np.int16)
+    assert got.dtype == np.int16 and got.tolist() == [-1, 0, 1, 0, -1, 2]
+    assert seen == {2: 0, 0x12: 1, 0x10: 2}
+    only_missing = first_seen_codes(np.array([0x200], np.int16), seen, col.code, missing=0x200)
+    assert only_missing.tolist() == [-1]
+
+
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["fin", "interrupted", "é", "A", ""])),
+                max_size=30))
+def test_ws_message_labels_equal_pandas_categories(labels: list[str | None]) -> None:
+    """ws_messages' category columns, packed as first-seen codes, are what pd.Categorical
+    makes of the labels (categories present, sorted; None NA); all None stays a list for the
+    schema's cast, as before."""
+    coded: dict[str | None, int] = {None: -1}
+    codes = []
+    for label in labels:
+        if label not in coded:
+            coded[label] = len(coded) - 1
+        codes.append(coded[label])
+    got = _labels_categorical(np.array(codes, dtype=np.int16), coded)
+    col = WS_MESSAGES.columns[WS_MESSAGES.names.index("end_reason")]
+    want = pd.Series(_cast(list(labels), col))
+    pd.testing.assert_series_equal(pd.Series(_cast(got, col)), want, check_exact=True)
+    assert pd.Series(_cast(got, col)).cat.categories.dtype == want.cat.categories.dtype
+
+
+def test_packets_bounded_columns_and_flags() -> None:
+    """The bounded packets columns are narrow; flags, made from tcp_flags when the table is,
+    are the letters of its 9 bits in Wireshark's order, categories in first-seen order, NA
+    where tcp_flags is."""
+    pk = pcaptools.load(_capture("demo.pcapng")).packets
+    PACKETS.check(pk)
+    assert {c: str(pk[c].dtype) for c in ("cap_len", "interface", "ip_version", "ip_proto",
+                                          "sport", "dport", "tcp_flags", "tcp_len", "window")} \
+        == {"cap_len": "int32", "interface": "int32", "ip_version": "Int8",
+            "ip_proto": "Int16", "sport": "Int32", "dport": "Int32", "tcp_flags": "Int16",
+            "tcp_len": "Int32", "window": "Int32"}
+    letters = dict(zip(pk["tcp_flags"].dropna().astype(int), pk["flags"].dropna().astype(str),
+                       strict=True))
+    assert letters[0x02] == "S" and letters[0x12] == "AS" and letters[0x10] == "A"
+    assert letters[0x18] == "AP" and letters[0x11] == "AF"
+    assert (pk["flags"].isna() == pk["tcp_flags"].isna()).all()
+    first_seen = list(dict.fromkeys(pk["flags"].dropna().astype(str)))
+    assert list(pk["flags"].cat.categories) == first_seen
+    assert pk["ip_version"].isna().sum() == 2 and set(pk["ip_version"].dropna()) == {4}
 
 
 def test_frame_takes_a_dict_of_columns_one_at_a_time() -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._columns import NA, CodeColumn, IntColumn, TextColumn
+from .._columns import NA, CodeColumn, IntColumn, TextColumn, boolean, nullable
 from ..protocols._base import Direction
 from ..protocols.http1 import HttpExchange, ProtocolSwitched, parse_retry_after
 from ..protocols.http2 import (
@@ -883,11 +883,12 @@ class _SseColumns:
     def columns(self) -> dict[str, Any]:
         self.flush()
         ints = self.ints
-        out: dict[str, Any] = {name: ints[name].to_numpy() for name in _SSE_INTS}
+        # (each column emptied as it is converted: the rows are never held twice)
+        out: dict[str, Any] = {name: ints[name].take() for name in _SSE_INTS}
         out["done"] = out["done"].astype(bool)
         for name in ("stream_id", "request_index", "retry_ms"):
-            out[name] = ints[name].to_nullable()
-        out["json_ok"] = ints["json_ok"].to_boolean()
+            out[name] = nullable(ints[name].take())
+        out["json_ok"] = boolean(ints["json_ok"].take())
         for name, col in self.text.items():
             out[name] = col.values()
         # http_version: "2" where there is a stream id, else "1.1"; categories as pd.Categorical
@@ -974,11 +975,12 @@ class HttpTablesBuilder:
     def tables(self) -> dict[str, pd.DataFrame]:
         """The five tables (empty ones keep their columns and dtypes)."""
         return {
-            "http2_frames": HTTP2_FRAMES.frame(columns=self.frames.columns()),
+            # (the columns are new arrays, handed over: not copied again)
+            "http2_frames": HTTP2_FRAMES.frame(columns=self.frames.columns(), copy=False),
             "http2_streams": HTTP2_STREAMS.frame(self.streams),
             "http2_connections": HTTP2_CONNECTIONS.frame(self.connections),
             "http_requests": HTTP_REQUESTS.frame(self.requests),
-            "sse_events": SSE_EVENTS.frame(columns=self.sse.columns()),
+            "sse_events": SSE_EVENTS.frame(columns=self.sse.columns(), copy=False),
         }
 
     # ------------------------------------------------------------------ rows

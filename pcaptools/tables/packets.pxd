@@ -3,9 +3,9 @@
 # hashes this file with the .py, so a stale build is never loaded.
 #
 # PacketsBuilder becomes an extension type, so add() (once per frame) reads the builder's
-# state as C struct fields. The only C integers are the TCP flags (9 bits), their category
-# code (an index into a 512-entry list, or -1) and tcp.len (bounded by a frame length); every
-# value packed into the row is converted back to the same Python int.
+# state as C struct fields. The only C integers in add() are the TCP flags (12 bits) and
+# tcp.len (bounded by a frame length); _put_tcp_row takes every value of the row as a C
+# integer of its field's width (a value that does not fit raises OverflowError).
 
 import cython
 
@@ -25,13 +25,13 @@ cdef class PacketsBuilder:
     cdef public list _addrs
     cdef public list _addr_texts
     cdef public tuple _dir_codes
-    cdef public list _flag_codes
+    cdef public dict _flag_seen
     cdef public bytearray _buf
     cdef public object _pack
     cdef public object _limit
     cdef public object sack_rows
 
-    @cython.locals(cache=dict, flags=cython.longlong, fcode=cython.longlong,
+    @cython.locals(cache=dict, flags=cython.longlong,
                    seg_len=cython.longlong, hl=cython.longlong, seg=TcpSegment)
     cpdef add(self, RawFrame raw, pkt, SegmentAnalysis a)
 
@@ -41,11 +41,11 @@ cdef class PacketsBuilder:
 cdef bint _IN_PLACE
 
 
-@cython.locals(n=Py_ssize_t, at=cython.p_char, q=cython.p_longlong, c=cython.p_int)
+@cython.locals(n=Py_ssize_t, at=cython.p_char, q=cython.p_longlong, i=cython.p_int,
+               h=cython.p_short, b=cython.p_schar)
 cdef int _put_tcp_row(bytearray buf, long long frame, long long ts, long long frame_len,
-                      long long cap_len, long long interface, long long ip_version,
-                      long long sport, long long dport, long long tcp_stream,
-                      long long tcp_flags, long long seq, long long ack, long long seq_raw,
-                      long long ack_raw, long long tcp_len, long long window, long long resent,
-                      long long ack_rtt, long long acks_frame, int src, int dst, int direction,
-                      int flags) except -1
+                      long long tcp_stream, long long seq, long long ack, long long seq_raw,
+                      long long ack_raw, long long ack_rtt, long long acks_frame, int cap_len,
+                      int interface, int sport, int dport, int tcp_len, int window, int src,
+                      int dst, short tcp_flags, signed char ip_version, signed char resent,
+                      signed char direction) except -1

@@ -3,8 +3,10 @@
 The one table that grows with the number of frames, so it has a row cap
 (:meth:`PacketsBuilder.add_capped`, ``load(max_packet_rows=...)``): past it, frames get no row
 and one ``table.packets_truncated`` warning says from which frame on. Measured on the
-tiny-record bomb of ``docs/robustness.md``: ~171 bytes a row in the final DataFrame, ~330 bytes
-a row of peak RSS while the table is built and converted.
+tiny-record bomb of ``docs/robustness.md``: 128 bytes a row in the final DataFrame (135 on TCP
+rows), ~140 bytes a row of peak RSS while the table is built and converted. The columns whose
+values the protocols bound are as narrow as those values (``Int32`` ports and lengths, ``Int16``
+flags and protocol numbers, ``Int8`` IP version): 36 bytes a row less than all-``Int64``.
 
 The same builder records the ``tcp_sack_blocks`` table (one row per SACK block). Only a segment
 whose TCP options can hold a SACK block has its options decoded: an ACK whose header is longer
@@ -18,9 +20,22 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import pandas as pd
 
-from .._columns import NA, CodeColumn, Records, boolean, categorical, float_ms, nullable
+from .._columns import (
+    NA,
+    NA8,
+    NA16,
+    NA32,
+    CodeColumn,
+    Records,
+    boolean,
+    categorical,
+    first_seen_codes,
+    float_ms,
+    nullable,
+)
 from ..diagnostics import Diagnostics
 from ..io.frame import RawFrame
 from ..net.packet import TCP_FLAGS, IpPacket, TcpSegment, UdpDatagram
@@ -34,10 +49,19 @@ from .schema import RowBuffer
 _FLAG_LETTERS = tuple((bit, name[0]) for bit, name in reversed(TCP_FLAGS))
 _FLAG_TEXT = ["".join(ch for bit, ch in _FLAG_LETTERS if f & bit) for f in range(0x200)]
 
-_INT_COLS = ("frame", "ts", "frame_len", "cap_len", "interface", "ip_version", "ip_proto", "sport",
-             "dport", "tcp_stream", "tcp_flags", "seq", "ack", "seq_raw", "ack_raw", "tcp_len",
-             "window", "resent", "ack_rtt", "acks_frame")
-_CODE_COLS = ("src", "dst", "direction", "flags")
+#: the fields of a row as :class:`~pcaptools._columns.Records` packs them, widest first so
+#: that every field is aligned (rows are padded to 8 bytes): (name, struct code). The narrow
+#: ones are as wide as their table column (foundation.PACKETS) or, for a code or a flag, as
+#: their values need; a missing value is the type's smallest value (NA, NA32, NA16, NA8).
+#: The ``flags`` column is not stored: it is made from ``tcp_flags`` when the table is.
+_FIELDS = (
+    ("frame", "q"), ("ts", "q"), ("frame_len", "q"), ("tcp_stream", "q"), ("seq", "q"),
+    ("ack", "q"), ("seq_raw", "q"), ("ack_raw", "q"), ("ack_rtt", "q"), ("acks_frame", "q"),
+    ("cap_len", "i"), ("interface", "i"), ("sport", "i"), ("dport", "i"), ("tcp_len", "i"),
+    ("window", "i"), ("src", "i"), ("dst", "i"),
+    ("ip_proto", "h"), ("tcp_flags", "h"),
+    ("ip_version", "b"), ("resent", "b"), ("direction", "b"),
+)
 _M32 = 0xFFFFFFFF
 _DIRS = ("client_to_server", "server_to_client")
 
@@ -50,12 +74,13 @@ except ImportError:  # pragma: no cover - Cython is not installed: pure Python
 #: a TCP segment's row is written in place by :func:`_put_tcp_row` (compiled build, on a
 #: little-endian machine: the byte order of the rows' format), not packed by struct
 _IN_PLACE = _COMPILED and sys.byteorder == "little"
-_ROW_BYTES = 8 * len(_INT_COLS) + 4 * len(_CODE_COLS)
+_ROW_BYTES = 120
+"""bytes of a packed row: 10 int64, 8 int32, 2 int16 and 3 int8 fields, 1 byte of padding"""
 _BLANK_ROW = bytes(_ROW_BYTES)
 
 
 class PacketsBuilder:
-    """Appends one row per frame; memory ~176 bytes per frame (packed records)."""
+    """Appends one row per frame; memory 120 bytes per frame (packed records)."""
 
     def __init__(self, max_rows: int | None = None, diag: Diagnostics | None = None, *,
                  chunk_rows: int = 65536) -> None:
@@ -69,11 +94,10 @@ class PacketsBuilder:
         self.truncated_at: int | None = None
         """frame number of the first frame that got no row (None: nothing dropped)"""
         self._diag = diag
-        self.records = Records([(n, "q") for n in _INT_COLS] + [(n, "i") for n in _CODE_COLS],
-                               chunk_rows=chunk_rows)
+        self.records = Records(_FIELDS, chunk_rows=chunk_rows, align=8)
         assert self.records.row_bytes == _ROW_BYTES  # (the layout _put_tcp_row writes)
         """the rows not yet handed over by :meth:`frame`"""
-        self.codes = {n: CodeColumn() for n in _CODE_COLS if n not in ("src", "dst")}
+        self.codes = {n: CodeColumn() for n in ("direction", "flags")}
         """the values of the direction and flags columns and their codes (only ``codes`` is
         used)"""
         self._addr_cache: dict[bytes, int] = {}
@@ -86,7 +110,8 @@ class PacketsBuilder:
         million strings kept through the pass)"""
         self._dir_codes = (self.codes["direction"].code("client_to_server"),
                            self.codes["direction"].code("server_to_client"))
-        self._flag_codes: list[int] = [-1] * 0x200
+        self._flag_seen: dict[int, int] = {}
+        """9-bit TCP flags value -> its code in the flags column (first-seen order)"""
         self.sack_rows = RowBuffer(TCP_SACK_BLOCKS)
         """the ``tcp_sack_blocks`` rows not yet handed over (:meth:`sack_frame`)"""
         # bound once: add() runs per packet
@@ -99,10 +124,6 @@ class PacketsBuilder:
         self._addrs.append(packed)
         return code
 
-    def _flags(self, flags: int) -> int:
-        code = self._flag_codes[flags] = self.codes["flags"].code(_FLAG_TEXT[flags])
-        return code
-
     def __len__(self) -> int:
         """rows held (added and not yet handed over by :meth:`frame`)"""
         return len(self.records)
@@ -112,10 +133,11 @@ class PacketsBuilder:
         """Append the row of one frame: one struct.pack per frame (the values of all columns)."""
         buf = self._buf
         if pkt is None:
-            buf += self._pack(raw.frame, raw.ts_ns, raw.orig_len, len(raw.data), raw.interface,
-                              NA, NA, NA, NA, NA if a is None else a.tcp_stream,
-                              NA, NA, NA, NA, NA, NA, NA, NA, NA, NA, -1, -1,
-                              -1 if a is None else self._dir_codes[0 if a.from_client else 1], -1)
+            buf += self._pack(raw.frame, raw.ts_ns, raw.orig_len,
+                              NA if a is None else a.tcp_stream, NA, NA, NA, NA, NA, NA,
+                              len(raw.data), raw.interface, NA32, NA32, NA32, NA32, -1, -1,
+                              NA16, NA16, NA8, NA8,
+                              -1 if a is None else self._dir_codes[0 if a.from_client else 1])
         else:
             cache = self._addr_cache
             src = cache.get(pkt.src)
@@ -128,31 +150,28 @@ class PacketsBuilder:
             if a is not None and (t is TcpSegment or isinstance(pkt, TcpSegment)):
                 seg: TcpSegment = pkt  # type: ignore[assignment]
                 flags = seg.flags
-                fcode = self._flag_codes[flags & 0x1FF]
-                if fcode < 0:
-                    fcode = self._flags(flags & 0x1FF)
                 seg_len = seg.seg_len
                 rel_ack = a.rel_ack
                 rtt = a.ack_rtt_ns
                 acks = a.acked_frame
                 if _IN_PLACE:
                     _put_tcp_row(
-                        buf, raw.frame, raw.ts_ns, raw.orig_len, len(raw.data), raw.interface,
-                        seg.ip_version, seg.sport, seg.dport, a.tcp_stream,
-                        flags, a.rel_seq, NA if rel_ack is None else rel_ack,
-                        seg.seq, seg.ack if flags & 0x10 else NA, seg_len,
-                        a.window, NA if seg_len == 0 else int(a.resent_bytes == seg_len),
-                        NA if rtt is None else rtt, NA if acks is None else acks,
-                        src, dst, self._dir_codes[0 if a.from_client else 1], fcode)
+                        buf, raw.frame, raw.ts_ns, raw.orig_len, a.tcp_stream, a.rel_seq,
+                        NA if rel_ack is None else rel_ack, seg.seq,
+                        seg.ack if flags & 0x10 else NA, NA if rtt is None else rtt,
+                        NA if acks is None else acks, len(raw.data), raw.interface, seg.sport,
+                        seg.dport, seg_len, a.window, src, dst, flags, seg.ip_version,
+                        NA8 if seg_len == 0 else int(a.resent_bytes == seg_len),
+                        self._dir_codes[0 if a.from_client else 1])
                 else:
                     buf += self._pack(
-                        raw.frame, raw.ts_ns, raw.orig_len, len(raw.data), raw.interface,
-                        seg.ip_version, 6, seg.sport, seg.dport, a.tcp_stream,
-                        flags, a.rel_seq, NA if rel_ack is None else rel_ack,
-                        seg.seq, seg.ack if flags & 0x10 else NA, seg_len,
-                        a.window, NA if seg_len == 0 else int(a.resent_bytes == seg_len),
-                        NA if rtt is None else rtt, NA if acks is None else acks,
-                        src, dst, self._dir_codes[0 if a.from_client else 1], fcode)
+                        raw.frame, raw.ts_ns, raw.orig_len, a.tcp_stream, a.rel_seq,
+                        NA if rel_ack is None else rel_ack, seg.seq,
+                        seg.ack if flags & 0x10 else NA, NA if rtt is None else rtt,
+                        NA if acks is None else acks, len(raw.data), raw.interface, seg.sport,
+                        seg.dport, seg_len, a.window, src, dst, 6, flags, seg.ip_version,
+                        NA8 if seg_len == 0 else int(a.resent_bytes == seg_len),
+                        self._dir_codes[0 if a.from_client else 1])
                 # SACK blocks: decode the options only where a SACK option can be (see the
                 # module docstring): not on option-less headers, not on NOP NOP TS only
                 hl = seg.header_len
@@ -166,15 +185,15 @@ class PacketsBuilder:
                     proto = 6 if isinstance(pkt, TcpSegment) else 17
                     sport, dport = pkt.sport, pkt.dport
                 else:
-                    proto, sport, dport = pkt.proto, NA, NA
+                    proto, sport, dport = pkt.proto, NA32, NA32
                 # a not None here: an ICMP error (or cut-short header) quoting a TCP header:
                 # tshark gives the frame the connection's tcp.stream; nothing else of the
                 # quoted header is shown here
                 buf += self._pack(
-                    raw.frame, raw.ts_ns, raw.orig_len, len(raw.data), raw.interface,
-                    pkt.ip_version, proto, sport, dport, NA if a is None else a.tcp_stream,
-                    NA, NA, NA, NA, NA, NA, NA, NA, NA, NA, src, dst,
-                    -1 if a is None else self._dir_codes[0 if a.from_client else 1], -1)
+                    raw.frame, raw.ts_ns, raw.orig_len, NA if a is None else a.tcp_stream,
+                    NA, NA, NA, NA, NA, NA, len(raw.data), raw.interface, sport, dport, NA32,
+                    NA32, src, dst, proto, NA16, pkt.ip_version, NA8,
+                    -1 if a is None else self._dir_codes[0 if a.from_client else 1])
         if len(buf) >= self._limit:
             self.records.seal()
 
@@ -250,7 +269,7 @@ class PacketsBuilder:
         """The ``packets`` table of the rows added so far. They are handed over: the builder
         is then empty (category codes are kept), so a streaming caller gets each chunk once.
         Each column is converted on its own and its raw values freed, so the peak memory is
-        the table plus the raw values (~176 bytes a row), not twice the table."""
+        the table plus the raw values (120 bytes a row), not twice the table."""
         rec = self.records
         rec.seal()
         c = self.codes
@@ -259,31 +278,40 @@ class PacketsBuilder:
             cols[n] = rec.column(n)
         cols["resent"] = boolean(rec.column("resent"))
         cols["ack_rtt_ms"] = float_ms(rec.column("ack_rtt"))
-        for n in ("ip_version", "ip_proto", "sport", "dport", "tcp_stream", "tcp_flags", "seq", "ack",
+        for n in ("ip_version", "ip_proto", "sport", "dport", "tcp_stream", "seq", "ack",
                   "seq_raw", "ack_raw", "tcp_len", "window", "acks_frame"):
             cols[n] = nullable(rec.column(n))
+        tcp_flags = rec.column("tcp_flags")
+        # flags: the letters of the 9 flag bits, coded in the order the values first appear
+        # (as coding them a row at a time would); NA where tcp_flags is (0x200: no 9 bits)
+        nine = tcp_flags & 0x1FF
+        nine[tcp_flags == NA16] = 0x200
+        fl = c["flags"]
+        cols["flags"] = categorical(fl.codes, first_seen_codes(
+            nine, self._flag_seen, lambda f: fl.code(_FLAG_TEXT[f]), missing=0x200,
+            dtype=np.int16))
+        del nine
+        cols["tcp_flags"] = nullable(tcp_flags)
+        cols["direction"] = categorical(c["direction"].codes, rec.column("direction"))
         texts = self._addr_texts
         texts += [addr_text(p) for p in self._addrs[len(texts):]]
         addrs = pd.Index(texts, dtype=object)
-        for n in _CODE_COLS:
-            codes = rec.column(n)
-            if n in c:
-                cols[n] = categorical(c[n].codes, codes)
-            else:  # (src, dst: the addresses in code order)
-                cols[n] = pd.Categorical.from_codes(codes, categories=addrs)
+        for n in ("src", "dst"):  # (the addresses in code order)
+            cols[n] = pd.Categorical.from_codes(rec.column(n), categories=addrs)
         return PACKETS.frame(columns=cols, copy=False)
 
 
-def _put_tcp_row(buf: bytearray, frame: int, ts: int, frame_len: int, cap_len: int,
-                 interface: int, ip_version: int, sport: int, dport: int, tcp_stream: int,
-                 tcp_flags: int, seq: int, ack: int, seq_raw: int, ack_raw: int, tcp_len: int,
-                 window: int, resent: int, ack_rtt: int, acks_frame: int, src: int, dst: int,
-                 direction: int, flags: int) -> int:
+def _put_tcp_row(buf: bytearray, frame: int, ts: int, frame_len: int, tcp_stream: int,
+                 seq: int, ack: int, seq_raw: int, ack_raw: int, ack_rtt: int, acks_frame: int,
+                 cap_len: int, interface: int, sport: int, dport: int, tcp_len: int,
+                 window: int, src: int, dst: int, tcp_flags: int, ip_version: int, resent: int,
+                 direction: int) -> int:
     """Append the ``packets`` row of a TCP segment to ``buf`` as ``Records.pack`` would (the
-    :data:`_INT_COLS` as int64, then the :data:`_CODE_COLS` as int32, little endian; ip_proto
-    6), written in place through C pointers: compiled build only (``_IN_PLACE``; packets.pxd
-    types every argument, so no Python int is made for the row). Pure Python packs the row
-    with struct instead (:meth:`PacketsBuilder.add`); the tables are the same either way
+    :data:`_FIELDS` in order, little endian, ip_proto 6; the padding stays zero), written in
+    place through C pointers: compiled build only (``_IN_PLACE``; packets.pxd types every
+    argument, so no Python int is made for the row, and a value too wide for its field raises
+    OverflowError as struct would raise struct.error). Pure Python packs the row with struct
+    instead (:meth:`PacketsBuilder.add`); the tables are the same either way
     (tests/test_accel.py)."""
     n = len(buf)
     buf.extend(_BLANK_ROW)
@@ -292,26 +320,27 @@ def _put_tcp_row(buf: bytearray, frame: int, ts: int, frame_len: int, cap_len: i
     q[0] = frame
     q[1] = ts
     q[2] = frame_len
-    q[3] = cap_len
-    q[4] = interface
-    q[5] = ip_version
-    q[6] = 6
-    q[7] = sport
-    q[8] = dport
-    q[9] = tcp_stream
-    q[10] = tcp_flags
-    q[11] = seq
-    q[12] = ack
-    q[13] = seq_raw
-    q[14] = ack_raw
-    q[15] = tcp_len
-    q[16] = window
-    q[17] = resent
-    q[18] = ack_rtt
-    q[19] = acks_frame
-    c = cython.cast(cython.p_int, q + 20)
-    c[0] = src
-    c[1] = dst
-    c[2] = direction
-    c[3] = flags
+    q[3] = tcp_stream
+    q[4] = seq
+    q[5] = ack
+    q[6] = seq_raw
+    q[7] = ack_raw
+    q[8] = ack_rtt
+    q[9] = acks_frame
+    i = cython.cast(cython.p_int, q + 10)
+    i[0] = cap_len
+    i[1] = interface
+    i[2] = sport
+    i[3] = dport
+    i[4] = tcp_len
+    i[5] = window
+    i[6] = src
+    i[7] = dst
+    h = cython.cast(cython.p_short, i + 8)
+    h[0] = 6
+    h[1] = tcp_flags
+    b = cython.cast(cython.p_schar, h + 2)
+    b[0] = ip_version
+    b[1] = resent
+    b[2] = direction
     return 0

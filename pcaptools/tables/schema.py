@@ -30,7 +30,13 @@ CHUNK_ROWS = 65536
 class Column:
     name: str
     dtype: str
-    """pandas dtype: int64, Int64, float64, boolean, bool, string, category, datetime64[ns, UTC], object"""
+    """pandas dtype: int64, int32, int16, int8, Int64, Int32, Int16, Int8, float64, boolean, bool, string,
+    category, datetime64[ns, UTC], object. The narrower integer widths are for columns whose
+    values the protocol bounds (ports, IP protocol numbers, TCP flags, lengths of one packet):
+    always signed, with room beyond the protocol's range (a difference of two ports or two
+    lengths cannot wrap). Sums and cumulative sums come back as 64-bit ints (numpy widens
+    them); products do not: cast first (``.astype("Int64")``) for arithmetic that may leave
+    the column's range."""
     unit: str | None
     doc: str
     secret: str | None = None
@@ -313,6 +319,12 @@ def _buffer(x: Any) -> np.ndarray | None:
     return b if isinstance(b, np.ndarray) else None
 
 
+NARROW_INTS: dict[str, type[np.signedinteger[Any]]] = {
+    "int32": np.int32, "int16": np.int16, "int8": np.int8,
+    "Int32": np.int32, "Int16": np.int16, "Int8": np.int8,
+}
+"""the narrower integer dtypes a :class:`Column` may have -> their numpy type"""
+
 _INTEGER_KINDS = frozenset({"integer", "empty"})
 """pandas infer_dtype results for which the fast Int64 path gives what pd.array gives"""
 _INT_TYPE = frozenset({int})
@@ -382,6 +394,9 @@ def _cast(values: Any, col: Column, *, share: bool = False) -> Any:
     n = len(values)
     if dt == "int64":
         return np.asarray(values, dtype=np.int64) if n else np.empty(0, np.int64)
+    narrow = NARROW_INTS.get(dt)
+    if narrow is not None:
+        return _narrow(values, dt, narrow, share)
     if share:
         kept = _handed_over(values, dt)
         if kept is not None:
@@ -420,6 +435,44 @@ def _cast(values: Any, col: Column, *, share: bool = False) -> Any:
         if cat is not None:
             return cat
     return _cast_reference(values, col)
+
+
+def _narrow(values: Any, dt: str, np_type: Any, share: bool) -> Any:
+    """:func:`_cast` to a narrow integer dtype (:data:`NARROW_INTS`): an array of that width
+    already (handed over: kept, with the values under an ``Int*`` mask set to 0 in place, as
+    the cast sets them), else through int64, refusing a value that does not fit (TypeError)
+    rather than wrapping it as numpy's and pandas' casts do."""
+    nullable = dt[0] == "I"
+    if share:
+        if nullable and type(values) is pd.arrays.IntegerArray and str(values.dtype) == dt:
+            arr: Any = values
+            data, mask = arr._data, arr._mask
+            if mask.any():
+                data[mask] = 0
+            return values
+        if (not nullable and isinstance(values, np.ndarray) and values.dtype == np_type
+                and values.ndim == 1):
+            return values
+    if not nullable:
+        wide = np.asarray(values, dtype=np.int64) if len(values) else np.empty(0, np.int64)
+        mask = None
+    else:
+        im = _int_and_mask(values)
+        if im is None:
+            return _cast_reference(values, Column("", dt, None, ""))
+        wide, mask = im
+    info = np.iinfo(np_type)
+    if len(wide):
+        lo, hi = wide.min(), wide.max()
+        if lo < info.min or hi > info.max:
+            if mask is not None:  # (the zeros under the mask are in range)
+                live = wide[~mask]
+                lo, hi = (live.min(), live.max()) if len(live) else (0, 0)
+            if lo < info.min or hi > info.max:
+                raise TypeError(f"cannot safely cast non-equivalent int64 to {np.dtype(np_type)}: "
+                                f"values from {lo} to {hi}")
+    out = wide.astype(np_type)
+    return out if mask is None else pd.arrays.IntegerArray(out, mask)
 
 
 def _handed_over(values: Any, dt: str) -> Any:
@@ -473,6 +526,14 @@ def _cast_reference(values: Any, col: Column) -> Any:
         return pd.to_datetime(arr, unit="ns", utc=True)
     if dt == "int64":
         return np.asarray(values, dtype=np.int64) if len(values) else np.empty(0, np.int64)
+    if dt in NARROW_INTS:
+        # (through Int64, checking the range: pandas' and numpy's casts wrap silently)
+        wide = pd.array(values, dtype="Int64")
+        info = np.iinfo(NARROW_INTS[dt])
+        if not wide.isna().all() and (wide.min() < info.min or wide.max() > info.max):
+            raise TypeError(f"cannot safely cast non-equivalent int64 to {info.dtype}: "
+                            f"values from {wide.min()} to {wide.max()}")
+        return wide.astype(dt)  # (a numpy array for int32, int16, int8)
     if dt == "float64":
         return np.asarray(
             [np.nan if v is None else v for v in values] if not isinstance(values, np.ndarray) else values,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from .._columns import NA, CodeColumn, Records, categorical, nullable
+from .._columns import NA32, CodeColumn, Records, categorical, nullable
 from ..protocols.tls.events import TlsRecord, TlsSession
 from ..protocols.tls.observer import ALERT_NAMES
 from ..protocols.tls.records import CONTENT_TYPE_NAMES
@@ -231,7 +231,7 @@ TLS_RECORDS = TableSchema(
             None,
             "record-layer version (TLS 1.3 records say TLS 1.2; SSL 2.0 for an SSLv2-format ClientHello)",
         ),
-        Column("length", "int64", "bytes", "record length (5-byte header excluded)"),
+        Column("length", "int32", "bytes", "record length (5-byte header excluded)"),
         Column("encrypted", "bool", None, "the record was protected on the wire"),
         Column("decrypted", "bool", None, "it was protected and pcaptools decrypted it"),
         Column(
@@ -242,7 +242,7 @@ TLS_RECORDS = TableSchema(
         ),
         Column(
             "plaintext_length",
-            "Int64",
+            "Int32",
             "bytes",
             "content bytes without MAC, padding, tag, inner type (decompressed if TLS compression); NA when not decrypted",
         ),
@@ -255,10 +255,10 @@ _REC_FIELDS = (
     ("tcp_stream", "q"),
     ("session", "q"),
     ("offset", "q"),
-    ("length", "q"),
+    ("length", "i"),
     ("encrypted", "b"),
     ("decrypted", "b"),
-    ("plaintext_length", "q"),
+    ("plaintext_length", "i"),
     ("direction", "i"),
     ("content_type", "i"),
     ("version", "i"),
@@ -314,7 +314,7 @@ class TlsTablesBuilder:
                         c = codes_of[dirn, ctype, version, inner] = self._new_codes(
                             dirn, ctype, version, inner)
                     buf += pack(frame, ts, tcp_stream, session, offset, length, encrypted,
-                                decrypted, NA if plain is None else plain, *c)
+                                decrypted, NA32 if plain is None else plain, *c)
             elif type(ev) is TlsSession:
                 self.sessions.append(ev)
         if len(buf) >= self._limit:

@@ -26,6 +26,7 @@ import pandas as pd
 
 from .._columns import (
     NA,
+    NA32,
     CodeColumn,
     Records,
     TextColumns,
@@ -158,7 +159,7 @@ WS_FRAMES = TableSchema(
                "RSV1 (with permessage-deflate, on a message's first frame: compressed)"),
         Column("rsv2", "bool", None, "RSV2 (no registered use)"),
         Column("rsv3", "bool", None, "RSV3 (no registered use)"),
-        Column("opcode", "int64", None, "websocket.opcode (0-15)"),
+        Column("opcode", "int8", None, "websocket.opcode (0-15)"),
         Column("opcode_name", "category", None,
                "continuation, text, binary, close, ping, pong or reserved"),
         Column("masked", "bool", None,
@@ -168,7 +169,7 @@ WS_FRAMES = TableSchema(
                "64-bit field has its top bit set (not a valid length). Frames above "
                f"max_frame_bytes ({DEFAULT_MAX_FRAME_BYTES >> 20} MiB by default) are reported "
                "(ws.frame_too_large), counted and skipped, their payload not inspected"),
-        Column("header_bytes", "int64", "bytes",
+        Column("header_bytes", "int8", "bytes",
                "2 + extended length (0, 2 or 8) + masking key (0 or 4)"),
         Column("lost_bytes", "int64", "bytes",
                "payload bytes never captured (gaps inside the frame)"),
@@ -177,7 +178,7 @@ WS_FRAMES = TableSchema(
         Column("message_index", "Int64", None,
                "data frames: the message they belong to (ws_messages.index); NA for control "
                "frames"),
-        Column("close_code", "Int64", None, "Close: websocket.payload.close.status_code"),
+        Column("close_code", "Int32", None, "Close: websocket.payload.close.status_code"),
         Column("close_reason", "string", None,
                "Close: websocket.payload.close.reason (UTF-8, invalid bytes replaced)",
                secret="text"),
@@ -287,9 +288,9 @@ WS_TABLES: dict[str, TableSchema] = {
 
 _FRAME_FIELDS = (
     ("frame", "q"), ("ts", "q"), ("tcp_stream", "q"), ("stream_id", "q"), ("index", "q"),
-    ("start_frame", "q"), ("start_ts", "q"), ("fin", "b"), ("rsv", "b"), ("opcode", "q"),
-    ("masked", "b"), ("payload_len", "q"), ("header_bytes", "q"), ("lost_bytes", "q"),
-    ("complete", "b"), ("message_index", "q"), ("close_code", "q"), ("direction", "b"),
+    ("start_frame", "q"), ("start_ts", "q"), ("fin", "b"), ("rsv", "b"), ("opcode", "b"),
+    ("masked", "b"), ("payload_len", "q"), ("header_bytes", "b"), ("lost_bytes", "q"),
+    ("complete", "b"), ("message_index", "q"), ("close_code", "i"), ("direction", "b"),
 )  # fmt: skip
 
 
@@ -331,7 +332,7 @@ class _FrameColumns:
             frame, ts, tcp_stream, NA if sid is None else sid, index, start_frame,
             start_ts, 1 if fin else 0, rsv, opcode, 1 if masked else 0,
             plen if plen < (1 << 63) else NA, header_bytes, lost,
-            1 if complete else 0, NA if mi is None else mi, NA if cc is None else cc, d,
+            1 if complete else 0, NA if mi is None else mi, NA32 if cc is None else cc, d,
         )
         row = self.n
         self.n = row + 1
@@ -378,10 +379,11 @@ _MSG_FIELDS = (
     ("fragments", "q"), ("first_frame", "q"), ("first_ts", "q"), ("wire_bytes", "q"),
     ("payload_bytes", "q"), ("lost_bytes", "q"), ("compressed", "b"),
     ("decompressed_bytes", "q"), ("complete", "b"), ("utf8_ok", "b"), ("preview_truncated", "b"),
-    ("direction", "b"),
+    ("direction", "b"), ("type", "h"), ("decompress", "h"), ("end_reason", "h"),
 )  # fmt: skip
 _MSG_LABELS = ("type", "decompress", "end_reason")
-"""the category columns: a few label strings, shared by the rows"""
+"""the category columns: a few label strings, shared by the rows, packed as codes (first-seen
+order, -1 for None)"""
 _MSG_TEXT = ("preview", "json_type")
 """the string columns: a new str each row, kept in Arrow blocks (:class:`TextColumns`)"""
 _DIRECTIONS = tuple(d.label for d in Direction)
@@ -394,6 +396,7 @@ class _MessageColumns:
     :meth:`columns` hands over the rows held."""
 
     __slots__ = ("_append", "_buf", "_limit", "_pack", "_rec", "_text_block", "labels", "text")
+    labels: tuple[dict[str | None, int], ...]
 
     def __init__(self, chunk_rows: int = 65536) -> None:
         self._rec = Records(_MSG_FIELDS, chunk_rows=chunk_rows)
@@ -402,35 +405,36 @@ class _MessageColumns:
         self._limit = self._rec.limit
         self.text = TextColumns(_MSG_TEXT)
         self._text_block = self.text.block_rows
-        self.labels: dict[str, list[str | None]] = {}
-        self._append: tuple[Callable[[str | None], None], ...] = ()
-        self._new_labels()
-
-    def _new_labels(self) -> None:
-        """empty category columns, and the bound appends of every text value (in
-        :data:`_MSG_LABELS` then :data:`_MSG_TEXT` order)"""
-        self.labels = {name: [] for name in _MSG_LABELS}
-        self._append = (*(self.labels[name].append for name in _MSG_LABELS), *self.text.append)
+        self.labels = tuple({None: -1} for _ in _MSG_LABELS)
+        """per category column: label -> its code in the packed rows"""
+        self._append: tuple[Callable[[str | None], None], ...] = self.text.append
 
     def __len__(self) -> int:
-        return len(self.labels["type"])
+        return len(self._rec)
 
     def add(self, e: WsMessage) -> None:
         # (a named tuple: its fields in one unpacking, not one attribute lookup each)
         (ts, frame, d, tcp_stream, sid, index, typ, fragments, first_ts, first_frame, wire,
          payload, lost, compressed, decompress, dbytes, complete, end_reason, utf8, preview,
          truncated, json_type, _json_text) = e
+        c_type, c_decompress, c_end = self.labels
+        t = c_type.get(typ)
+        if t is None:
+            t = c_type[typ] = len(c_type) - 1
+        dc = c_decompress.get(decompress)
+        if dc is None:
+            dc = c_decompress[decompress] = len(c_decompress) - 1
+        er = c_end.get(end_reason)
+        if er is None:
+            er = c_end[end_reason] = len(c_end) - 1
         buf = self._buf
         buf += self._pack(
             frame, ts, tcp_stream, NA if sid is None else sid, index, fragments,
             first_frame, first_ts, wire, payload, lost,
             1 if compressed else 0, NA if dbytes is None else dbytes, 1 if complete else 0,
-            -1 if utf8 is None else (1 if utf8 else 0), 1 if truncated else 0, d,
+            -1 if utf8 is None else (1 if utf8 else 0), 1 if truncated else 0, d, t, dc, er,
         )
-        a_type, a_decompress, a_end_reason, a_preview, a_json_type = self._append
-        a_type(typ)
-        a_decompress(decompress)
-        a_end_reason(end_reason)
+        a_preview, a_json_type = self._append
         a_preview(preview)
         a_json_type(json_type)
         if len(buf) >= self._limit:
@@ -447,7 +451,9 @@ class _MessageColumns:
                      "payload_bytes", "lost_bytes"):  # fmt: skip
             out[name] = rec.column(name)
         ts, first = rec.column("ts"), rec.column("first_ts")
-        out["duration_ms"] = (ts - first).astype(np.float64) / 1e6
+        duration = np.subtract(ts, first, dtype=np.float64)  # (one array, divided in place)
+        duration /= 1e6
+        out["duration_ms"] = duration
         out["ts"], out["first_ts"] = ts, first
         for name in ("stream_id", "decompressed_bytes"):
             out[name] = nullable(rec.column(name))
@@ -457,10 +463,28 @@ class _MessageColumns:
         out["utf8_ok"] = pd.arrays.BooleanArray(utf8 == 1, utf8 < 0)
         # (the categories pd.Categorical makes of the labels: those present, sorted)
         out["direction"] = sorted_categorical(rec.column("direction"), _DIRECTIONS)
-        out.update(self.labels)  # lists: category columns cast as from row tuples
+        for name, coded in zip(_MSG_LABELS, self.labels, strict=True):
+            out[name] = _labels_categorical(rec.column(name), coded)
         out.update(self.text.take())  # string columns: Arrow (or lists where they would not)
-        self._new_labels()
         return out
+
+
+def _labels_categorical(codes: np.ndarray, coded: dict[str | None, int]) -> Any:
+    """The category column of ``codes`` (-1: None) by ``coded`` (label -> code): what
+    ``pd.Categorical`` makes of the labels (categories: those present, sorted; None is NA);
+    where no row has a label, the list of None the schema's cast makes that of."""
+    labels = [""] * (len(coded) - 1)
+    for label, code in coded.items():
+        if label is not None:
+            labels[code] = label
+    present = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(labels))).tolist()
+    if not present:
+        return [None] * len(codes)
+    cats = sorted(labels[c] for c in present)
+    lut = np.full(len(labels) + 1, -1, dtype=np.int8)  # (the last entry: code -1, NA)
+    for c in present:
+        lut[c] = cats.index(labels[c])
+    return pd.Categorical.from_codes(lut[codes], categories=pd.Index(cats))
 
 
 class WsTablesBuilder:

@@ -35,7 +35,8 @@ def table(schema: TableSchema, rows: list[dict[str, Any]]) -> pd.DataFrame:
     """A table of ``schema`` from partial rows (missing ints 0, bools False, others NA)."""
     cols: dict[str, list[Any]] = {}
     for c in schema.columns:
-        default: Any = 0 if c.dtype == "int64" else False if c.dtype == "bool" else None
+        default: Any = 0 if c.dtype in ("int64", "int32", "int16", "int8") else \
+            False if c.dtype == "bool" else None
         cols[c.name] = [r.get(c.name, default) for r in rows]
     return schema.frame(columns=cols)
 
