@@ -13,7 +13,6 @@ module looks up (``tests/test_import_direction.py`` lists those edges).
 
 from __future__ import annotations
 
-import html
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,6 +266,8 @@ class Capture:
                 f"{len(self.connections)} TCP connections, {len(self.warnings)} warnings>")
 
     def _repr_html_(self) -> str:
+        import html  # (lazily: only a notebook asks)
+
         s = self.summary
         rows = "".join(
             f"<tr><td><code>cap.{html.escape(n)}</code></td><td>{len(df)}</td>"

@@ -120,7 +120,6 @@ from __future__ import annotations
 
 import calendar
 import contextlib
-import difflib
 import functools
 import hashlib
 import io
@@ -128,7 +127,6 @@ import os
 import re
 import shutil
 import signal
-import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -136,7 +134,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -151,6 +149,9 @@ from .errors import (
     WiresharkFilterError,
     WiresharkTimeoutError,
 )
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = [
     "FieldType",
@@ -314,6 +315,8 @@ class _Glossary:
 
     def _query(self, sql: str, args: Sequence[object] = ()) -> list[tuple[str, str, str]]:
         with self._lock:
+            import sqlite3  # (lazily, as everywhere in this module: only the glossary needs it)
+
             try:
                 return list(self._conn.execute(sql, args))
             except sqlite3.Error:
@@ -405,6 +408,8 @@ def _run_glossary(real: str) -> list[tuple[str, str, str]]:
 
 
 def _open_cache(path: Path, version: str) -> sqlite3.Connection | None:
+    import sqlite3
+
     if not path.is_file():
         return None
     conn = None
@@ -422,6 +427,8 @@ def _open_cache(path: Path, version: str) -> sqlite3.Connection | None:
 
 
 def _build_db(target: str, version: str, rows: list[tuple[str, str, str]]) -> sqlite3.Connection:
+    import sqlite3
+
     conn = sqlite3.connect(target, check_same_thread=False)
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
     conn.execute("CREATE TABLE fields (name TEXT PRIMARY KEY, ftype TEXT, base TEXT) WITHOUT ROWID")
@@ -436,6 +443,8 @@ def _write_cache(
 ) -> sqlite3.Connection | None:
     """Build the cache file next to ``path`` and move it into place (atomic: a concurrent reader
     sees the old file or the new one); None if the directory is not writable."""
+    import sqlite3
+
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -457,6 +466,8 @@ def suggest_fields(name: str, glossary: _Glossary | Iterable[str], n: int = 3) -
     """Up to ``n`` known field names close to ``name`` (difflib), best first: among the fields of
     the same protocol and of protocols with a close name, else among fields with the same last
     part (a field that moved to another protocol)."""
+    import difflib  # (lazily: only a misspelled field needs it)
+
     g = glossary if isinstance(glossary, _Glossary) else _list_glossary(list(glossary))
     proto = name.split(".", 1)[0]
     near = dict.fromkeys([proto, *difflib.get_close_matches(proto, g.protocols(), n=3, cutoff=0.6)])

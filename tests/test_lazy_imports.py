@@ -1,6 +1,7 @@
 """``import pcaptools`` and a load of a plain TCP/HTTP capture leave out what only other
 captures need (issue #20): dpkt (DNS messages), cryptography (a key log), brotli and
-zstandard (compressed bodies), the HTTP/3 observer and pylsqpack (HTTP/3). Each is imported by
+zstandard (compressed bodies), the HTTP/3 observer and pylsqpack (HTTP/3), sqlite3, difflib
+and html (a connection spill, a field suggestion, a notebook). Each is imported by
 the first load that needs it. Every check runs in a fresh interpreter (this one has imported
 everything already)."""
 
@@ -25,6 +26,9 @@ LAZY = (
     "pylsqpack",
     "pcaptools.protocols._dnswire",
     "pcaptools.protocols.http3.observer",
+    "sqlite3",  # (the spill of millions of connections, the tshark field glossary)
+    "difflib",  # (suggestions for a misspelled tshark field)
+    "html",  # (a Capture shown in a notebook; the report)
 )
 """modules that neither ``import pcaptools`` nor a load of ``http1-basic.pcap`` imports"""
 

@@ -34,12 +34,11 @@ spilled SYN answered later is replayed from the database as from memory, under t
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import struct
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -48,6 +47,9 @@ from .._memory import trim
 from ..net.packet import ACK, FIN, RST, SYN, TcpSegment
 from .analysis import SegmentAnalysis
 from .options import parse_options
+
+if TYPE_CHECKING:
+    import sqlite3
 
 _SFRA = SYN | FIN | RST | ACK
 
@@ -135,7 +137,10 @@ class KeyBloom:
 
 def temporary_database() -> sqlite3.Connection:
     """A private temporary sqlite database (a file sqlite deletes when it is closed), made for
-    speed, not durability: no journal, no sync, a 2 MB page cache; transactions by hand."""
+    speed, not durability: no journal, no sync, a 2 MB page cache; transactions by hand.
+    (sqlite3 is imported here, by the first spill: most loads never need it.)"""
+    import sqlite3
+
     db = sqlite3.connect("", isolation_level=None, check_same_thread=False)
     for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-2048"):
         db.execute(f"PRAGMA {pragma}")
@@ -146,6 +151,8 @@ def temporary_database() -> sqlite3.Connection:
 def all_or_nothing(db: sqlite3.Connection) -> Iterator[None]:
     """One transaction of a :func:`temporary_database`: committed when the block ends, rolled
     back (nothing of it stays stored) when it raises sqlite3.Error, which goes on."""
+    import sqlite3
+
     db.execute("BEGIN")
     try:
         yield
@@ -402,6 +409,8 @@ class ColdSyns:
         buf, srcs, dsts, live = p
         rows = np.flatnonzero(np.frombuffer(live, dtype=np.uint8))
         if len(rows):
+            import sqlite3
+
             try:
                 self._put(rows, buf, srcs, dsts)
             except sqlite3.Error as exc:

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import dataclasses
 import marshal
-import sqlite3
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -355,6 +354,8 @@ class FrozenConnections:
         database."""
         blobs, rows = self.blobs, self.rows
         recs = [(s, k, b, rows[s]) for s, k, b in page if blobs[s] is b]
+        import sqlite3  # (lazily: only a spill needs it)
+
         try:
             if self._disk is None:
                 self._disk = _Disk(self.bloom_bits)
