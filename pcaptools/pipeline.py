@@ -7,8 +7,8 @@ returns the :class:`~pcaptools.result.CaptureSummary` and the tables.
                  -> tables (schema'd DataFrames)
 
 One streaming pass; state is kept per connection, never per packet, except for the
-optional ``packets`` table (one row per frame, ~170 bytes each in typed arrays: switch
-it off with ``packets=False`` for captures of many millions of frames).
+optional ``packets`` table (one row per frame, 120 bytes each in packed rows, 128 in the
+table: switch it off with ``packets=False`` for captures of many millions of frames).
 
 The pass is a chain of one-concern steps, each a function of this module:
 

@@ -3,10 +3,11 @@
 The one table that grows with the number of frames, so it has a row cap
 (:meth:`PacketsBuilder.add_capped`, ``load(max_packet_rows=...)``): past it, frames get no row
 and one ``table.packets_truncated`` warning says from which frame on. Measured on the
-tiny-record bomb of ``docs/robustness.md``: 128 bytes a row in the final DataFrame (135 on TCP
-rows), ~140 bytes a row of peak RSS while the table is built and converted. The columns whose
-values the protocols bound are as narrow as those values (``Int32`` ports and lengths, ``Int16``
-flags and protocol numbers, ``Int8`` IP version): 36 bytes a row less than all-``Int64``.
+tiny-record bomb of ``docs/robustness.md``: 128 bytes a row in the final DataFrame (the same on
+the TCP traffic of the benchmarks' ``big.pcap``), ~140 bytes a row of peak RSS while the table is
+built and converted. The columns whose values the protocols bound are as narrow as those values
+(``Int32`` ports, lengths and window, ``Int16`` flags and protocol numbers, ``Int8`` IP
+version, ``int32`` cap_len and interface): 43 bytes a row less than 64-bit columns (171).
 
 The same builder records the ``tcp_sack_blocks`` table (one row per SACK block). Only a segment
 whose TCP options can hold a SACK block has its options decoded: an ACK whose header is longer
