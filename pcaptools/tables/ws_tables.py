@@ -481,7 +481,7 @@ def _labels_categorical(codes: np.ndarray, coded: dict[str | None, int]) -> Any:
     if not present:
         return [None] * len(codes)
     cats = sorted(labels[c] for c in present)
-    lut = np.full(len(labels) + 1, -1, dtype=np.int8)  # (the last entry: code -1, NA)
+    lut = np.full(len(labels) + 1, -1, dtype=np.int16)  # (the last entry: code -1, NA)
     for c in present:
         lut[c] = cats.index(labels[c])
     return pd.Categorical.from_codes(lut[codes], categories=pd.Index(cats))
