@@ -200,6 +200,7 @@ CATALOGUE: dict[str, str] = {
     "table.records_truncated": "a per-record table (tls_records, http2_frames, sse_events, ws_frames, ws_messages) reached load(max_record_rows=...): this row and every later one of that table are not kept; summary.extra['rows_dropped'] counts them, the summary tables and TCP analysis are unaffected",
     "table.icmp_errors_truncated": "the icmp_errors table reached its row cap (tables.icmp_tables.MAX_ICMP_ERROR_ROWS): this ICMP error and later ones have no row; path_mtu still counts the too-big ones",
     "table.packets_truncated": "the packets table reached its row cap (load(max_packet_rows=...)): this frame and every later one have no packets row; every other table covers all frames",
+    "table.packets_value_too_large": "a frame's value does not fit its packets column (tcp_len is Int32: only an IPv6 Jumbo Payload claiming more than 2 GiB exceeds it, and no link carries one): that cell is NA, the other tables keep the value",
 }
 
 

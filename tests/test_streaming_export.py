@@ -643,3 +643,29 @@ def test_frame_takes_a_dict_of_columns_one_at_a_time() -> None:
     same = dict(cols)
     PACKETS.frame(columns=same)
     assert same.keys() == cols.keys()
+
+
+def test_a_tcp_len_beyond_the_column_is_na_with_a_warning(tmp_path: Path) -> None:
+    """An IPv6 Jumbo Payload claiming 2.4 GB (a frame whose pcap record says 4 GB on the wire,
+    82 bytes captured): its tcp_len does not fit Int32, so the packets cell is NA and a
+    table.packets_value_too_large row says why (never a wrapped number); the decoder's own
+    rows and the reassembly gap keep the full length."""
+    import struct
+
+    eth = b"\x02" * 6 + b"\x04" * 6 + b"\x86\xdd"
+    ip6 = struct.pack("!IHBB", 6 << 28, 0, 0, 64) + bytes(15) + b"\x01" + bytes(15) + b"\x02"
+    hbh = bytes([6, 0, 0xC2, 4]) + struct.pack("!I", 0x90000000)  # (hop-by-hop: Jumbo Payload)
+    tcp = struct.pack("!HHIIBBHHH", 40000, 443, 1000, 0, 5 << 4, 0x02, 65535, 0, 0)
+    frame = eth + ip6 + hbh + tcp
+    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1)
+    for ts, orig in ((1, 0xFFFFFFF0), (2, len(frame))):
+        data += struct.pack("<IIII", ts, 0, len(frame), orig) + frame
+    path = tmp_path / "jumbo.pcap"
+    path.write_bytes(data)
+    cap = pcaptools.load(path)
+    assert cap.packets["tcp_len"].tolist() == [pd.NA, 0]
+    assert cap.packets["frame_len"].tolist() == [0xFFFFFFF0, 82]
+    w = cap.warnings.set_index("code")
+    assert w.loc["table.packets_value_too_large", "frame"] == 1
+    assert "tcp.len 2,415,919,076" in w.loc["table.packets_value_too_large", "detail"]
+    assert "2415919076 bytes" in w.loc["tcp.reassembly_gap", "detail"]

@@ -75,6 +75,10 @@ except ImportError:  # pragma: no cover - Cython is not installed: pure Python
 #: a TCP segment's row is written in place by :func:`_put_tcp_row` (compiled build, on a
 #: little-endian machine: the byte order of the rows' format), not packed by struct
 _IN_PLACE = _COMPILED and sys.byteorder == "little"
+_TCP_LEN_MAX = 0x7FFFFFFF
+"""the largest tcp.len the Int32 column holds: beyond it only an IPv6 Jumbo Payload claiming more
+than 2 GiB (no link carries one), whose row gets NA and a ``table.packets_value_too_large``
+warning (the other tables keep the length as the decoder gives it)"""
 _ROW_BYTES = 120
 """bytes of a packed row: 10 int64, 8 int32, 2 int16 and 3 int8 fields, 1 byte of padding"""
 _BLANK_ROW = bytes(_ROW_BYTES)
@@ -125,6 +129,19 @@ class PacketsBuilder:
         self._addrs.append(packed)
         return code
 
+    def _too_long(self, raw: RawFrame, seg_len: int) -> int:
+        """The tcp_len cell of a segment whose length does not fit the column: NA (NA32), and
+        a warning that says so."""
+        if self._diag is not None:
+            self._diag.add(
+                "table.packets_value_too_large",
+                f"frame {raw.frame:,}: tcp.len {seg_len:,} does not fit the packets table's "
+                "tcp_len column (Int32): NA there (an IPv6 Jumbo Payload claiming more than "
+                "2 GiB; no link carries one)",
+                frame=raw.frame, ts_ns=raw.ts_ns,
+            )
+        return NA32
+
     def __len__(self) -> int:
         """rows held (added and not yet handed over by :meth:`frame`)"""
         return len(self.records)
@@ -152,6 +169,9 @@ class PacketsBuilder:
                 seg: TcpSegment = pkt  # type: ignore[assignment]
                 flags = seg.flags
                 seg_len = seg.seg_len
+                tcp_len = seg_len
+                if seg_len > _TCP_LEN_MAX:
+                    tcp_len = self._too_long(raw, seg_len)
                 rel_ack = a.rel_ack
                 rtt = a.ack_rtt_ns
                 acks = a.acked_frame
@@ -161,7 +181,7 @@ class PacketsBuilder:
                         NA if rel_ack is None else rel_ack, seg.seq,
                         seg.ack if flags & 0x10 else NA, NA if rtt is None else rtt,
                         NA if acks is None else acks, len(raw.data), raw.interface, seg.sport,
-                        seg.dport, seg_len, a.window, src, dst, flags, seg.ip_version,
+                        seg.dport, tcp_len, a.window, src, dst, flags, seg.ip_version,
                         NA8 if seg_len == 0 else int(a.resent_bytes == seg_len),
                         self._dir_codes[0 if a.from_client else 1])
                 else:
@@ -170,7 +190,7 @@ class PacketsBuilder:
                         NA if rel_ack is None else rel_ack, seg.seq,
                         seg.ack if flags & 0x10 else NA, NA if rtt is None else rtt,
                         NA if acks is None else acks, len(raw.data), raw.interface, seg.sport,
-                        seg.dport, seg_len, a.window, src, dst, 6, flags, seg.ip_version,
+                        seg.dport, tcp_len, a.window, src, dst, 6, flags, seg.ip_version,
                         NA8 if seg_len == 0 else int(a.resent_bytes == seg_len),
                         self._dir_codes[0 if a.from_client else 1])
                 # SACK blocks: decode the options only where a SACK option can be (see the
@@ -310,10 +330,12 @@ def _put_tcp_row(buf: bytearray, frame: int, ts: int, frame_len: int, tcp_stream
     """Append the ``packets`` row of a TCP segment to ``buf`` as ``Records.pack`` would (the
     :data:`_FIELDS` in order, little endian, ip_proto 6; the padding stays zero), written in
     place through C pointers: compiled build only (``_IN_PLACE``; packets.pxd types every
-    argument, so no Python int is made for the row, and a value too wide for its field raises
-    OverflowError as struct would raise struct.error). Pure Python packs the row with struct
-    instead (:meth:`PacketsBuilder.add`); the tables are the same either way
-    (tests/test_accel.py)."""
+    argument, so no Python int is made for the row). A C value is narrowed to its field's width
+    without a check, so the caller passes only values that fit: the protocol fields bound the
+    ports, flags and IP version, the reader the captured length and the interface, the capped
+    shift the window, and :meth:`PacketsBuilder.add` checks tcp_len (a Jumbo Payload could
+    claim more). Pure Python packs the row with struct instead (which would raise
+    struct.error); the tables are the same either way (tests/test_accel.py)."""
     n = len(buf)
     buf.extend(_BLANK_ROW)
     at = buf  # (a char * to the bytearray's storage in the compiled build)
