@@ -155,7 +155,8 @@ class Records:
 
     ``fields`` are ``(name, code)`` pairs with :mod:`struct` codes ``q`` (int64), ``i``
     (int32), ``h``, ``b``... (a narrow field's missing value is its type's smallest value:
-    :data:`NA32`, :data:`NA16`, :data:`NA8`, as :func:`nullable` reads them). A builder appends a row with ``buf += pack(*values)`` (bind
+    :data:`NA32`, :data:`NA16`, :data:`NA8`, as :func:`nullable` reads them). A builder
+    appends a row with ``buf += pack(*values)`` (bind
     :attr:`buf` and :attr:`pack` once: the bytearray is never replaced) and calls
     :meth:`seal` when ``len(buf) >= limit``. :meth:`column` then hands over one field's
     values at a time, freeing them in the builder as it goes. ``pack`` raises
