@@ -116,13 +116,13 @@ def first_seen_codes(raw: np.ndarray, seen: dict[int, int], code_of: Callable[[i
 
 
 def sorted_categorical(codes: np.ndarray, labels: Sequence[str]) -> pd.Categorical:
-    """``pd.Categorical([labels[c] for c in codes])`` from ``codes`` (non-negative ints)
-    into ``labels`` (distinct str, in sorted order): the categories are the labels present,
-    sorted, as pandas makes them from the values."""
+    """``pd.Categorical([labels[c] for c in codes])`` from ``codes`` (ints; -1 is NA) into
+    ``labels`` (distinct str, in sorted order): the categories are the labels present, sorted,
+    as pandas makes them from the values."""
     if not len(codes):
         return pd.Categorical([])
-    present = np.flatnonzero(np.bincount(codes, minlength=len(labels)))
-    lut = np.full(len(labels), -1, dtype=np.intp)
+    present = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(labels)))
+    lut = np.full(len(labels) + 1, -1, dtype=np.intp)  # (the last entry: code -1, NA)
     lut[present] = np.arange(len(present))
     cats: list[Any] = [labels[i] for i in present.tolist()]
     return pd.Categorical.from_codes(lut[codes], categories=pd.Index(cats))

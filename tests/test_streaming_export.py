@@ -389,9 +389,9 @@ def test_codes_made_per_column_equal_codes_made_per_row() -> None:
         assert got.tolist() == [want.code(f"v{v}") for v in chunk]
     assert col.codes == want.codes
     labels = ("a", "b", "c", "d")
-    for codes in ([], [2], [3, 0, 3], [1, 2, 1, 0, 3]):
+    for codes in ([], [2], [3, 0, 3], [1, 2, 1, 0, 3], [2, -1, 0, -1]):  # (-1: NA)
         got = pd.Series(sorted_categorical(np.array(codes, dtype=np.int8), labels))
-        want_s = pd.Series(pd.Categorical([labels[c] for c in codes]))
+        want_s = pd.Series(pd.Categorical([labels[c] if c >= 0 else None for c in codes]))
         pd.testing.assert_series_equal(got, want_s, check_exact=True)
         assert got.cat.categories.dtype == want_s.cat.categories.dtype
         assert got.cat.codes.dtype == want_s.cat.codes.dtype

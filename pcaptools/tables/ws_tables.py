@@ -473,18 +473,16 @@ def _labels_categorical(codes: np.ndarray, coded: dict[str | None, int]) -> Any:
     """The category column of ``codes`` (-1: None) by ``coded`` (label -> code): what
     ``pd.Categorical`` makes of the labels (categories: those present, sorted; None is NA);
     where no row has a label, the list of None the schema's cast makes that of."""
+    if not (codes >= 0).any():
+        return [None] * len(codes)
     labels = [""] * (len(coded) - 1)
     for label, code in coded.items():
         if label is not None:
             labels[code] = label
-    present = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(labels))).tolist()
-    if not present:
-        return [None] * len(codes)
-    cats = sorted(labels[c] for c in present)
-    lut = np.full(len(labels) + 1, -1, dtype=np.int16)  # (the last entry: code -1, NA)
-    for c in present:
-        lut[c] = cats.index(labels[c])
-    return pd.Categorical.from_codes(lut[codes], categories=pd.Index(cats))
+    order = sorted(range(len(labels)), key=labels.__getitem__)
+    rank = np.full(len(labels) + 1, -1, dtype=np.intp)  # (the last entry: code -1, NA)
+    rank[order] = np.arange(len(labels))
+    return sorted_categorical(rank[codes], [labels[i] for i in order])
 
 
 class WsTablesBuilder:
