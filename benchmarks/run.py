@@ -918,7 +918,8 @@ def _earlier(measured_on: float | None, current: float | None, section: str) -> 
             "measures it again.", ""]
 
 
-def _goals_md(by: dict[str, Any], stages: dict[str, Any] | None) -> list[str]:
+def _goals_md(by: dict[str, Any], stages: dict[str, Any] | None,
+              setup: dict[str, Any] | None = None) -> list[str]:
     """Issue #20's goals against what was measured, said plainly."""
     out = ["## The goals (issue #20) and where this stands", "",
            "| goal | measured | met |", "|---|---|---|"]
@@ -953,6 +954,14 @@ def _goals_md(by: dict[str, Any], stages: dict[str, Any] | None) -> list[str]:
                    f"{tt['cpu_s']:.1f} CPU s; {tcp['cpu_s'] / tt['cpu_s']:.1f}x slower; "
                    f"{_rss(tcp):,.0f} MB vs {_rss(tt):,.0f} MB | "
                    f"{'yes' if tcp['cpu_s'] <= tt['cpu_s'] else 'no'} |")
+    if setup:  # benchmarks/setup_time.py: configs old (build after pip), new, old pure
+        old, new, *pure = setup["configs"]
+        no_build = f"; {pure[0]['wall_s']:.0f} s with no build at all" if pure else ""
+        out.append(f"| the build does not make setup slower (`scripts/setup.sh` from a fresh "
+                   f".venv, `setup_time.py`, {setup['date']}) | {new['wall_s']:.0f} s wall "
+                   f"({new['label']}) vs {old['wall_s']:.0f} s ({old['label']}: the build "
+                   f"after pip, as when #20 was filed){no_build} | "
+                   f"{'yes' if new['wall_s'] <= old['wall_s'] else 'no'} |")
     if stages and full and w2:
         row = {r["stage"]: r for r in stages["rows"]}
         if "decode" in row and "full" in row:
@@ -980,7 +989,8 @@ def write_readme(res: dict[str, Any]) -> None:
          "profile in `PROFILE.md`. Do not edit by hand: re-run the script. Measured by their "
          "own scripts: `SSE_CAPS.md` (the per-record caps, `sse_caps.py`) and `SYNFLOOD.md` "
          "(memory per connection on a million one-SYN connections, issue #18, "
-         "`synflood_mem.py`).", "",
+         "`synflood_mem.py`) and `SETUP.md` (`scripts/setup.sh` from a fresh virtualenv, "
+         "with and without the compiled build, issue #20, `setup_time.py`).", "",
          f"- date: {m['date']}",
          f"- machine: {m['nproc']} cores ({m['cpu']}), {m['memory']} RAM, Linux {m['kernel']}",
          f"- Python {m['python']}; {m['tshark']}",
@@ -1083,7 +1093,8 @@ def write_readme(res: dict[str, Any]) -> None:
                       f"{k} {v:,}" + (f" ({mb[k]:.1f} MB)" if k in mb else "")
                       for k, v in full["rows"].items()), ""]
     if tools:
-        L += _goals_md({t["key"]: t for t in tools["results"]}, res.get("stages"))
+        L += _goals_md({t["key"]: t for t in tools["results"]}, res.get("stages"),
+                       res.get("setup"))
     st = res.get("stages")
     if st:
         L += ["## Where the per-frame time goes: the chain cut after each stage", "",

@@ -62,9 +62,12 @@ def build(jobs: int, candidates: bool = False) -> int:
     accel = _accel_module()
     modules = accel.CANDIDATES if candidates else accel.MODULES
     try:
+        # (build_ext imported now, not when the compiles start: setup.sh runs this build
+        # while pip installs the rest into the same virtualenv)
         import Cython
         from Cython.Build import cythonize
         from setuptools import Distribution, Extension
+        from setuptools.command import build_ext  # noqa: F401
     except ImportError as e:
         print(f"build_accel: {e.name} is not installed (pip install 'cython>=3'): "
               "pcaptools stays pure Python", file=sys.stderr)

@@ -3,7 +3,8 @@
 #   system packages: tshark (Wireshark 4.0.x on Debian 12: our reference), tcpdump; with --test
 #   also chromium (headless, for tests/report/test_browser.py)
 #   a virtualenv in .venv with pcaptools installed (editable) and the test dependencies
-#   the optional compiled per-frame modules (scripts/build_accel.py; skipped with PCAPTOOLS_PURE=1)
+#   the optional compiled per-frame modules (scripts/build_accel.py; skipped with PCAPTOOLS_PURE=1),
+#   built in the background while apt and pip install the rest
 # Usage: scripts/setup.sh [--test]     (--test also installs the test dependency group)
 # Every step says what it does and how long it took; a run with nothing left to do takes seconds.
 set -euo pipefail
@@ -28,11 +29,39 @@ if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null 2>&1 && [ ! -x /u
     say "chromium is not installed: tests/report/test_browser.py will be skipped"
   fi
 fi
-if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
-    say "please install these system packages: ${need[*]}"
-    exit 1
+if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
+  say "please install these system packages: ${need[*]}"
+  exit 1
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  say "creating the virtualenv .venv with $("$PY" --version 2>&1)"
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade "pip>=25.1"
+
+# Optional: compile the per-frame modules with Cython (same tables, a third less CPU; needs gcc and
+# the Python headers). Without them, or with PCAPTOOLS_PURE=1, pcaptools runs as pure Python.
+# The build needs only Cython and the sources, so it runs in the background while apt and pip
+# install the rest (its lines, "build_accel: ...", come as it goes); setup waits for it at the
+# end. build_accel.py says how long it will take and reports each module as it is compiled.
+build_pid=""
+trap '[ -n "$build_pid" ] && kill "$build_pid" 2>/dev/null; true' EXIT
+if [ -z "${PCAPTOOLS_PURE:-}" ] || [ "${PCAPTOOLS_PURE}" = "0" ]; then
+  if .venv/bin/python -m pip install -q --group accel; then
+    say "compiling the optional modules in the background while the rest installs"
+    .venv/bin/python scripts/build_accel.py --if-stale &
+    build_pid=$!
+  else
+    say "Cython could not be installed: pcaptools runs as pure Python (same results, slower)"
   fi
+else
+  say "PCAPTOOLS_PURE is set: the optional compiled modules are not built (pure Python)"
+fi
+done_step
+
+if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   say "installing system packages with apt: ${need[*]} (a minute or two, mostly downloads;" \
       "if another apt or dpkg holds the dpkg lock, waits up to ${LOCK_WAIT_S} s for it)"
@@ -68,11 +97,6 @@ if [ ${#need[@]} -gt 0 ]; then
   done_step
 fi
 
-PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  say "creating the virtualenv .venv with $("$PY" --version 2>&1)"
-  "$PY" -m venv .venv
-fi
 if [ "${1:-}" = "--test" ]; then
   say "installing pcaptools and its test dependencies into .venv with pip (a few minutes the" \
       "first time, mostly downloads; seconds when they are there)"
@@ -80,24 +104,25 @@ else
   say "installing pcaptools and its dependencies into .venv with pip (about a minute the first" \
       "time, mostly downloads; seconds when they are there)"
 fi
-.venv/bin/python -m pip install -q --upgrade "pip>=25.1"
+# --no-compile: pip would write bytecode for every module of every package (plotly alone ships
+# thousands pcaptools never imports: 12 of the 27 s of a fresh install here, 17 of 45 s with
+# the test dependencies); the import below writes it for the modules pcaptools runs, once, even
+# when PYTHONDONTWRITEBYTECODE is set (pure Python: the build may still be running)
 if [ "${1:-}" = "--test" ]; then
-  .venv/bin/python -m pip install -q -e ".[wireshark,parquet]" --group test
+  .venv/bin/python -m pip install -q --no-compile -e ".[wireshark,parquet]" --group test
 else
-  .venv/bin/python -m pip install -q -e .
+  .venv/bin/python -m pip install -q --no-compile -e .
 fi
+env -u PYTHONDONTWRITEBYTECODE PCAPTOOLS_PURE=1 .venv/bin/python -c \
+  "import pcaptools, pcaptools.cli, pcaptools.report, cryptography.hazmat.primitives.ciphers.aead"
 done_step
 
-# Optional: compile the per-frame modules with Cython (same tables, a quarter less CPU; needs gcc and
-# the Python headers). Without them, or with PCAPTOOLS_PURE=1, pcaptools runs as pure Python.
-# build_accel.py says how long it will take and reports each module as it is compiled.
-if [ -z "${PCAPTOOLS_PURE:-}" ] || [ "${PCAPTOOLS_PURE}" = "0" ]; then
-  if ! { .venv/bin/python -m pip install -q --group accel \
-         && .venv/bin/python scripts/build_accel.py --if-stale; }; then
+if [ -n "$build_pid" ]; then
+  say "waiting for the compiled modules (scripts/build_accel.py, started above)"
+  if ! wait "$build_pid"; then
     say "compiled modules not built: pcaptools runs as pure Python (same results, slower)"
   fi
+  build_pid=""
   done_step
-else
-  say "PCAPTOOLS_PURE is set: the optional compiled modules are not built (pure Python)"
 fi
 say "ready: .venv/bin/pcap-report --help (or: source .venv/bin/activate; pcap-report --help)"
