@@ -954,14 +954,19 @@ def _goals_md(by: dict[str, Any], stages: dict[str, Any] | None,
                    f"{tt['cpu_s']:.1f} CPU s; {tcp['cpu_s'] / tt['cpu_s']:.1f}x slower; "
                    f"{_rss(tcp):,.0f} MB vs {_rss(tt):,.0f} MB | "
                    f"{'yes' if tcp['cpu_s'] <= tt['cpu_s'] else 'no'} |")
-    if setup:  # benchmarks/setup_time.py: configs old (build after pip), new, old pure
-        old, new, *pure = setup["configs"]
-        no_build = f"; {pure[0]['wall_s']:.0f} s with no build at all" if pure else ""
-        out.append(f"| the build does not make setup slower (`scripts/setup.sh` from a fresh "
-                   f".venv, `setup_time.py`, {setup['date']}) | {new['wall_s']:.0f} s wall "
-                   f"({new['label']}) vs {old['wall_s']:.0f} s ({old['label']}: the build "
-                   f"after pip, as when #20 was filed){no_build} | "
-                   f"{'yes' if new['wall_s'] <= old['wall_s'] else 'no'} |")
+    for key, what in (("setup", "`scripts/setup.sh`"), ("setup_test", "`scripts/setup.sh --test`")):
+        st = (setup or {}).get(key)  # benchmarks/setup_time.py: old, new (, old with no build)
+        if st:
+            old, new, *pure = st["configs"]
+            no_build = ("; with no build at all (`PCAPTOOLS_PURE=1`): "
+                        + ", ".join(f"{c['wall_s']:.0f} s ({c['label'].split(',')[0]})"
+                                    for c in pure)) if pure else ""
+            out.append(f"| the build does not make setup slower: {what} from a fresh .venv "
+                       f"(`setup_time.py`, {st['date']}, medians of {st['runs']}; "
+                       f"{st['commits']}) | "
+                       f"{new['wall_s']:.0f} s wall ({new['label']}) vs {old['wall_s']:.0f} s "
+                       f"({old['label']}: the build after pip, as when #20 was filed)"
+                       f"{no_build} | {'yes' if new['wall_s'] <= old['wall_s'] else 'no'} |")
     if stages and full and w2:
         row = {r["stage"]: r for r in stages["rows"]}
         if "decode" in row and "full" in row:
@@ -989,8 +994,9 @@ def write_readme(res: dict[str, Any]) -> None:
          "profile in `PROFILE.md`. Do not edit by hand: re-run the script. Measured by their "
          "own scripts: `SSE_CAPS.md` (the per-record caps, `sse_caps.py`) and `SYNFLOOD.md` "
          "(memory per connection on a million one-SYN connections, issue #18, "
-         "`synflood_mem.py`) and `SETUP.md` (`scripts/setup.sh` from a fresh virtualenv, "
-         "with and without the compiled build, issue #20, `setup_time.py`).", "",
+         "`synflood_mem.py`); `setup_time.py` times `scripts/setup.sh` from a fresh "
+         "virtualenv, with and without the compiled build (issue #20; its results are in "
+         "`results.json` and the goals table below).", "",
          f"- date: {m['date']}",
          f"- machine: {m['nproc']} cores ({m['cpu']}), {m['memory']} RAM, Linux {m['kernel']}",
          f"- Python {m['python']}; {m['tshark']}",
@@ -1094,7 +1100,7 @@ def write_readme(res: dict[str, Any]) -> None:
                       for k, v in full["rows"].items()), ""]
     if tools:
         L += _goals_md({t["key"]: t for t in tools["results"]}, res.get("stages"),
-                       res.get("setup"))
+                       {k: res[k] for k in ("setup", "setup_test") if k in res})
     st = res.get("stages")
     if st:
         L += ["## Where the per-frame time goes: the chain cut after each stage", "",

@@ -9,9 +9,8 @@ the tracked files as they are on disk, uncommitted edits included). A run delete
 ``.venv`` and ``pcaptools/_compiled`` and times ``scripts/setup.sh`` (``--test``: with the test
 dependencies) in a child: wall seconds, and the CPU seconds (user + system) of the child and
 everything it started. Runs alternate old, new, old, new... so that a change of machine load
-hits both alike; the medians are printed with every run. ``--pure`` adds a third configuration,
-the old revision with ``PCAPTOOLS_PURE=1`` (pip only, no compiled build): what setup costs
-without the build at all.
+hits both alike; the medians are printed with every run. ``--pure`` adds both revisions with
+``PCAPTOOLS_PURE=1`` (pip only, no compiled build): what setup costs without the build at all.
 
 What it does not measure: apt (the system packages are assumed installed, as on a machine that
 ran setup before) and downloads from the package index beyond what the machine's pip
@@ -89,13 +88,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="runs of each configuration (3)")
     ap.add_argument("--test", action="store_true", help="scripts/setup.sh --test")
     ap.add_argument("--pure", action="store_true",
-                    help="also the old revision with PCAPTOOLS_PURE=1 (no compiled build)")
+                    help="also both revisions with PCAPTOOLS_PURE=1 (no compiled build)")
     ap.add_argument("--out", type=Path, help="store the results in this JSON file "
                     "(benchmarks/results.json)")
     args = ap.parse_args(argv)
+    args.old, args.new = (_short(rev) for rev in (args.old, args.new))
     configs = [(f"old ({args.old})", args.old, False), (f"new ({args.new})", args.new, False)]
     if args.pure:
-        configs.append((f"old ({args.old}), PCAPTOOLS_PURE=1", args.old, True))
+        configs += [(f"old ({args.old}), PCAPTOOLS_PURE=1", args.old, True),
+                    (f"new ({args.new}), PCAPTOOLS_PURE=1", args.new, True)]
     with tempfile.TemporaryDirectory(prefix="pcaptools-setup-time-") as tmp:
         trees: dict[str, Path] = {}
         for _label, rev, _pure in configs:
@@ -135,14 +136,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _short(rev: str) -> str:
+    """a revision as its short commit (``worktree`` stays: HEAD with the uncommitted edits)"""
+    if rev == "worktree":
+        return rev
+    return subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
 def _commits(*revs: str) -> str:
-    """the revisions as short commits (``worktree``: HEAD's, with the uncommitted edits)"""
-    out = []
-    for rev in revs:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD" if rev == "worktree" else rev],
-                             cwd=ROOT, capture_output=True, text=True).stdout.strip()
-        out.append(f"{rev} = {sha}" + (" with the uncommitted edits" if rev == "worktree" else ""))
-    return "; ".join(out)
+    """what the revisions were (``worktree``: HEAD's commit with the uncommitted edits)"""
+    return "; ".join(f"worktree = {_short('HEAD')} with the uncommitted edits"
+                     if rev == "worktree" else rev for rev in revs)
 
 
 if __name__ == "__main__":
