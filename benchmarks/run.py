@@ -21,6 +21,10 @@ Sections (``--sections``, comma separated, default all, run in this order):
 ``many``     ``pcaptools.load_many`` on a directory of captures: serial vs process pool.
 ``dask``     ``pcaptools.distributed.analyse_directory`` on the same directory: serial vs a
              ``LocalCluster`` with one worker per core.
+``startup``  fresh interpreters on a small capture (``captures/demo.pcapng``): the interpreter
+             alone, ``import pandas``, ``import pcaptools``, and ``import pcaptools`` with
+             ``load()``, alternated, ``--startup-runs`` times (issue #20: a small capture's
+             load should be interpreter start, not imports).
 ``profile``  py-spy on pcaptools over the big capture; the hot-spot tables go into the
              generated part of ``benchmarks/PROFILE.md``.
 ``readme``   ``benchmarks/README.md`` from ``benchmarks/results.json`` (every section stores
@@ -61,7 +65,7 @@ RESULTS = HERE / "results.json"
 README = HERE / "README.md"
 PROFILE = HERE / "PROFILE.md"
 SCALING_HTML = HERE / "scaling.html"
-SECTIONS = ("record", "tools", "scaling", "many", "dask", "profile", "readme")
+SECTIONS = ("record", "tools", "scaling", "many", "dask", "startup", "profile", "readme")
 CHILD_TIMEOUT_S = 1800
 
 # --------------------------------------------------------------------------- child programs
@@ -471,6 +475,43 @@ def sec_tools(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str]
     old = {t["key"]: t for t in prev.get("results", [])} if same else {}
     old.update({t["key"]: t for t in out})
     res["tools"] = {"capture": info, "repeats": args.repeats, "results": list(old.values())}
+
+
+SMALL_CAPTURE = ROOT / "captures" / "demo.pcapng"
+STARTUP_CODES = {
+    "interpreter": "pass",
+    "import pandas": "import pandas",
+    "import pcaptools": "import pcaptools",
+    "import pcaptools and load()": f"import pcaptools; pcaptools.load({str(SMALL_CAPTURE)!r})",
+}
+
+
+def sec_startup(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str], None]) -> None:
+    """Wall seconds of fresh interpreters (``python -c CODE``, outside the repository: ``-c``
+    puts the working directory first on ``sys.path``), the codes alternated, medians; bytecode
+    written as a user's first run leaves it (``PYTHONDONTWRITEBYTECODE`` unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    runs: dict[str, list[float]] = {k: [] for k in STARTUP_CODES}
+    log(f"startup: {len(STARTUP_CODES)} codes x {args.startup_runs} fresh interpreters")
+    with tempfile.TemporaryDirectory() as cwd:
+        for code in STARTUP_CODES.values():  # one unmeasured run each: bytecode written
+            subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, check=True)
+        for _ in range(args.startup_runs):
+            for key, code in STARTUP_CODES.items():
+                t0 = time.monotonic()
+                subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, check=True)
+                runs[key].append(time.monotonic() - t0)
+    res["startup"] = {"capture": str(SMALL_CAPTURE.relative_to(ROOT)),
+                      "frames": capture_info(SMALL_CAPTURE)["frames"], "runs": args.startup_runs,
+                      "accel": _accel_summary(),
+                      "median_s": {k: round(statistics.median(v), 3) for k, v in runs.items()},
+                      "runs_s": {k: [round(x, 3) for x in v] for k, v in runs.items()}}
+
+
+def _accel_summary() -> str:
+    """which per-frame modules the children import compiled (``pcaptools._accel.summary()``)"""
+    return subprocess.run([sys.executable, "-c", "import pcaptools._accel as a; print(a.summary())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
 
 
 def sec_scaling(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str], None]) -> None:
@@ -919,7 +960,8 @@ def _earlier(measured_on: float | None, current: float | None, section: str) -> 
 
 
 def _goals_md(by: dict[str, Any], stages: dict[str, Any] | None,
-              setup: dict[str, Any] | None = None) -> list[str]:
+              setup: dict[str, Any] | None = None,
+              startup: dict[str, Any] | None = None) -> list[str]:
     """Issue #20's goals against what was measured, said plainly."""
     out = ["## The goals (issue #20) and where this stands", "",
            "| goal | measured | met |", "|---|---|---|"]
@@ -954,6 +996,16 @@ def _goals_md(by: dict[str, Any], stages: dict[str, Any] | None,
                    f"{tt['cpu_s']:.1f} CPU s; {tcp['cpu_s'] / tt['cpu_s']:.1f}x slower; "
                    f"{_rss(tcp):,.0f} MB vs {_rss(tt):,.0f} MB | "
                    f"{'yes' if tcp['cpu_s'] <= tt['cpu_s'] else 'no'} |")
+    if startup:
+        m = startup["median_s"]
+        interp, load = m["interpreter"], m["import pcaptools and load()"]
+        out.append(f"| a small capture's `load()` dominated by interpreter start, not imports "
+                   f"(`{startup['capture']}`, {startup['frames']:,} frames; fresh interpreters, "
+                   f"medians of {startup['runs']}) | interpreter {interp:.2f} s; "
+                   f"`import pandas` {m['import pandas']:.2f} s; `import pcaptools` "
+                   f"{m['import pcaptools']:.2f} s; with `load()` {load:.2f} s: the interpreter's "
+                   f"start is {100 * interp / load:.0f} % of it | "
+                   f"{'yes' if interp >= load / 2 else 'no'} |")
     for key, what in (("setup", "`scripts/setup.sh`"), ("setup_test", "`scripts/setup.sh --test`")):
         st = (setup or {}).get(key)  # benchmarks/setup_time.py: old, new (, old with no build)
         if st:
@@ -1100,7 +1152,8 @@ def write_readme(res: dict[str, Any]) -> None:
                       for k, v in full["rows"].items()), ""]
     if tools:
         L += _goals_md({t["key"]: t for t in tools["results"]}, res.get("stages"),
-                       {k: res[k] for k in ("setup", "setup_test") if k in res})
+                       {k: res[k] for k in ("setup", "setup_test") if k in res},
+                       res.get("startup"))
     st = res.get("stages")
     if st:
         L += ["## Where the per-frame time goes: the chain cut after each stage", "",
@@ -1294,6 +1347,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pyshark-packets", type=int, default=10_000)
     ap.add_argument("--scapy-packets", type=int, default=50_000)
     ap.add_argument("--many-files", type=int, default=6)
+    ap.add_argument("--startup-runs", type=int, default=7,
+                    help="fresh interpreters per code in the startup section")
     ap.add_argument("--profile-rate", type=int, default=250, help="py-spy samples per second")
     ap.add_argument("--keep-raw-profile", action="store_true")
     ap.add_argument("--only-tools", nargs="*", help="tool keys for the tools section")
@@ -1311,7 +1366,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
     funcs = {"record": sec_record, "tools": sec_tools, "scaling": sec_scaling, "many": sec_many,
-             "dask": sec_dask, "profile": sec_profile}
+             "dask": sec_dask, "startup": sec_startup, "profile": sec_profile}
     for s in SECTIONS:
         if s in sections and s in funcs:
             before = os.getloadavg()[0]
