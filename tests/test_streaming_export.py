@@ -17,16 +17,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pcaptools
-from pcaptools import export
+from pcaptools import _columns, export
 from pcaptools._columns import (
     NA,
     NA8,
     NA16,
     NA32,
+    NULL_STRINGS_MAPPED_ROWS,
     CodeColumn,
     Records,
+    TextColumn,
     boolean,
     first_seen_codes,
+    null_strings,
     nullable,
     sorted_categorical,
 )
@@ -669,3 +672,82 @@ def test_a_tcp_len_beyond_the_column_is_na_with_a_warning(tmp_path: Path) -> Non
     assert w.loc["table.packets_value_too_large", "frame"] == 1
     assert "tcp.len 2,415,919,076" in w.loc["table.packets_value_too_large", "detail"]
     assert "2415919076 bytes" in w.loc["tcp.reassembly_gap", "detail"]
+
+
+@pytest.mark.parametrize("n", [0, 1, 4096, NULL_STRINGS_MAPPED_ROWS - 1, NULL_STRINGS_MAPPED_ROWS,
+                               200_003])
+def test_null_strings_equal_pandas_missing_strings(n: int) -> None:
+    """A column no row fills: the same values, dtype and Arrow type as pandas makes, and every
+    operation on it works as on pandas' (the mapped zeros are read-only, never written)."""
+    ours, ref = null_strings(n), pd.array([None] * n, dtype="string")
+    pd.testing.assert_extension_array_equal(ours, ref)
+    assert ours._pa_array.type == ref._pa_array.type == "large_string"
+    s = pd.Series(ours)
+    assert s.isna().sum() == n and s.count() == 0
+    both = pd.concat([s, pd.Series(["a", None], dtype="string")], ignore_index=True)
+    assert both.tolist() == [pd.NA] * n + ["a", pd.NA]
+    assert (s.fillna("x") == "x").all()
+    s2 = s.copy()
+    if n:
+        s2.iloc[0] = "set"  # (a new array: the mapped one stays as it is)
+        assert s2.iloc[0] == "set" and s.isna().all()
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmRSS (Linux)")
+def test_null_strings_hold_no_resident_memory() -> None:
+    """5 million missing strings: 40 MB of offsets that are never made resident."""
+    def rss_mb() -> float:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise AssertionError("no VmRSS")
+
+    before = rss_mb()
+    col = null_strings(5_000_000)
+    frame = pd.DataFrame({"x": col})
+    assert frame["x"].isna().all()
+    assert rss_mb() - before < 10
+    assert frame.memory_usage(deep=True, index=False)["x"] >= 40_000_000  # (what pandas counts)
+
+
+def test_text_column_blocks_with_no_value_are_counted() -> None:
+    """TextColumn keeps a block with no value as its row count: a column of only such blocks is
+    null_strings, one with values too equals the values in order."""
+    empty = TextColumn()
+    for n in (3, 4096, 70_000):
+        empty.extend([None] * n)
+    assert all(type(b) is int for b in empty.blocks)
+    got = empty.values()
+    assert len(got) == 74_099 and pd.isna(got).all()
+    mixed = TextColumn()
+    rows: list[str | None] = []
+    for block in ([None, None], ["a", None, ""], [None], ["é"], [None] * 5):
+        mixed.extend(list(block))
+        rows += block
+    assert [type(b).__name__ for b in mixed.blocks].count("int") == 3
+    pd.testing.assert_extension_array_equal(pd.array(mixed.values(), dtype="string"),
+                                            pd.array(rows, dtype="string"))
+
+
+def test_mapped_null_strings_leave_every_table_of_real_captures_equal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every string column that no row fills mapped (the row threshold lowered to 1), each
+    table of real captures (voice over WebSocket with its realtime events, SSE over HTTP/2) equals
+    the ordinary load's, and the unfilled columns are the mapped kind (offsets and validity one
+    shared buffer)."""
+    for name, keys in (("voice-realtime.pcapng", "voice-realtime.keys"),
+                       ("h2-sse-chat.pcapng", "h2-sse-chat.keys")):
+        monkeypatch.setattr(_columns, "NULL_STRINGS_MAPPED_ROWS", 10**12)
+        ref = pcaptools.load(CAPTURES / name, keylog=CAPTURES / keys)
+        monkeypatch.setattr(_columns, "NULL_STRINGS_MAPPED_ROWS", 1)
+        got = pcaptools.load(CAPTURES / name, keylog=CAPTURES / keys)
+        mapped = 0
+        for table in pcaptools.TABLES:
+            a, b = getattr(got, table), getattr(ref, table)
+            pd.testing.assert_frame_equal(a, b, check_exact=True)
+            for col in a.columns:
+                if isinstance(a[col].dtype, pd.StringDtype) and len(a) and a[col].isna().all():
+                    chunk = a[col].array._pa_array.chunks[0]
+                    offsets, validity = chunk.buffers()[1], chunk.buffers()[0]
+                    mapped += offsets.address == validity.address
+        assert mapped >= 3, name
