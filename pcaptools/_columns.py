@@ -239,9 +239,15 @@ def null_strings(n: int) -> Any:
     7.9 MB in the tables of the benchmark capture). Anything computed from it allocates its
     result as usual; the values, dtype and Arrow type (``large_string``) are those of
     ``pd.array([None] * n, dtype="string")``."""
-    if n < NULL_STRINGS_MAPPED_ROWS:
+    zeros = None
+    if n >= NULL_STRINGS_MAPPED_ROWS:
+        try:  # (no such map where mmap has no flags and prot, as on Windows, or none is left)
+            zeros = pa.py_buffer(mmap.mmap(-1, (n + 1) * 8, flags=mmap.MAP_PRIVATE,
+                                           prot=mmap.PROT_READ))
+        except (AttributeError, TypeError, OSError, ValueError):
+            pass
+    if zeros is None:
         return pd.arrays.ArrowStringArray(pa.nulls(n, pa.large_string()))
-    zeros = pa.py_buffer(mmap.mmap(-1, (n + 1) * 8, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ))
     return pd.arrays.ArrowStringArray(pa.chunked_array([pa.LargeStringArray.from_buffers(
         n, zeros, pa.py_buffer(b""), zeros, null_count=n)]))
 
