@@ -1007,7 +1007,7 @@ def _goals_md(by: dict[str, Any], stages: dict[str, Any] | None,
                    f"start is {100 * interp / load:.0f} % of it | "
                    f"{'yes' if interp >= load / 2 else 'no'} |")
     for key, what in (("setup", "`scripts/setup.sh`"), ("setup_test", "`scripts/setup.sh --test`")):
-        st = (setup or {}).get(key)  # benchmarks/setup_time.py: old, new (, old with no build)
+        st = (setup or {}).get(key)  # setup_time.py: old, new (, both with no build: --pure)
         if st:
             old, new, *pure = st["configs"]
             no_build = ("; with no build at all (`PCAPTOOLS_PURE=1`): "
