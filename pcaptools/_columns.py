@@ -229,6 +229,11 @@ NULL_STRINGS_MAPPED_ROWS = 65_536
 """from this many rows, :func:`null_strings` maps its zeros instead of allocating them"""
 
 
+def all_missing(values: list[str | None] | tuple[str | None, ...]) -> bool:
+    """``values`` is not empty and every one is None (one C pass, none when the first is set)"""
+    return bool(values) and values[0] is None and values.count(None) == len(values)
+
+
 def null_strings(n: int) -> Any:
     """A ``string`` array (Arrow) of ``n`` missing values that holds no memory.
 
@@ -267,7 +272,7 @@ class TextColumn:
     def extend(self, values: list[str | None]) -> None:
         """Add ``values`` as one block (the list is kept as the block if it stays a list)."""
         if _ARROW_STRINGS:
-            if values and values[0] is None and values.count(None) == len(values):
+            if all_missing(values):
                 self.blocks.append(len(values))  # (every value missing: only counted)
                 return
             try:

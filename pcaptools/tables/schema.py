@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 from pandas.api.types import infer_dtype
 
-from .._columns import null_strings
+from .._columns import all_missing, null_strings
 from .._memory import trim
 
 TS_DTYPE = "datetime64[ns, UTC]"
@@ -373,7 +373,7 @@ def _string(values: Any) -> Any:
     for a list of str, pandas' own conversion for anything else."""
     dtype = pd.StringDtype()
     if dtype.storage == "pyarrow" and isinstance(values, (list, tuple)):
-        if values and values[0] is None and values.count(None) == len(values):
+        if all_missing(values):
             return null_strings(len(values))  # (no value: no memory either)
         try:
             return pd.arrays.ArrowStringArray(
