@@ -277,6 +277,15 @@ def record(out: Path, *, size_mb: float = 300.0, max_rounds: int = 2000,
 
 
 NEEDS = ("nginx", "curl", "tcpdump", "openssl", "ip", "iptables")
+
+
+def missing_tools() -> str:
+    """A message naming the programs of :data:`NEEDS` that are not installed ('' if none)."""
+    missing = [p for p in NEEDS if shutil.which(p) is None]
+    if not missing:
+        return ""
+    return (f"not installed: {', '.join(missing)} (Debian 12: apt-get install "
+            "nginx-light curl tcpdump openssl iproute2 iptables)")
 """the programs a recording runs (``ip``: iproute2)"""
 
 
@@ -292,10 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ws-requests", type=int, default=20,
                     help="prompts per WebSocket connection (default 20)")
     args = ap.parse_args(argv)
-    missing = [p for p in NEEDS if shutil.which(p) is None]
-    if missing:
-        print(f"record_big: not installed: {', '.join(missing)} (Debian 12: apt-get install "
-              "nginx-light curl tcpdump openssl iproute2 iptables)", file=sys.stderr)
+    problem = missing_tools()
+    if problem:
+        print(f"record_big: {problem}", file=sys.stderr)
         return 1
     facts = record(args.out, size_mb=args.size_mb, max_rounds=args.max_rounds,
                    max_seconds=args.max_seconds, loss=args.loss,

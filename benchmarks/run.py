@@ -427,7 +427,7 @@ def capture_info(path: Path) -> dict[str, Any]:
 
 
 def sec_record(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str], None]) -> None:
-    from record_big import record
+    from record_big import missing_tools, record
 
     for name, size in (("big", args.size_mb), ("base", args.scaling_base_mb)):
         pcap = args.work / f"{name}.pcap"
@@ -436,6 +436,8 @@ def sec_record(args: argparse.Namespace, res: dict[str, Any], log: Callable[[str
             facts = json.loads(pcap.with_suffix(".json").read_text())
         else:
             log(f"record: {pcap} ({size} MB)")
+            if problem := missing_tools():
+                raise SystemExit(f"record: {problem}")
             facts = record(pcap, size_mb=size, max_seconds=args.record_max_seconds)
         facts.update(capture_info(pcap))
         facts.pop("path", None)
