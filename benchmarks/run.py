@@ -235,7 +235,7 @@ def run_child(argv: list[str], *, stdout_path: Path | None = None,
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:4])}... exited {p.returncode}: {etext[-800:]}")
     return {"wall_s": wall, "peak_rss_mb": ru.ru_maxrss / 1024, "stdout": text,
-            "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
+            "user_s": ru.ru_utime, "sys_s": ru.ru_stime, "minor_faults": ru.ru_minflt,
             "tree_rss_mb": max(sampler.peak_mb, ru.ru_maxrss / 1024)}
 
 
@@ -365,7 +365,8 @@ def measure_tool(spec: Tool, frames: int, file_size: int, repeats: int,
     for i in range(repeats):
         r = run_child(spec["argv"], stdout_path=spec.get("out"))
         row: dict[str, Any] = {"wall_s": r["wall_s"], "peak_rss_mb": r["peak_rss_mb"],
-                               "tree_rss_mb": r["tree_rss_mb"], "cpu_s": r["user_s"] + r["sys_s"]}
+                               "tree_rss_mb": r["tree_rss_mb"], "cpu_s": r["user_s"] + r["sys_s"],
+                               "sys_s": r["sys_s"], "minor_faults": r["minor_faults"]}
         if spec["kind"] == "pcaptools":
             info = json.loads(r["stdout"])
             row.update(frames=info["frames"], load_s=info["load_s"], import_s=info["import_s"],
@@ -389,6 +390,8 @@ def measure_tool(spec: Tool, frames: int, file_size: int, repeats: int,
                 scale = frames / max(1, info["packets"])
                 row["wall_s"] = startup + info["seconds"] * scale
                 row["cpu_s"] = row["cpu_s"] * scale  # start-up scaled too: a slight over-estimate
+                row["sys_s"] = row["sys_s"] * scale
+                row["minor_faults"] = round(row["minor_faults"] * scale)
                 row["frames"] = frames
         runs.append(row)
         log(f"  {spec['key']} run {i + 1}/{repeats}: {row['wall_s']:.2f} s, "
@@ -399,6 +402,10 @@ def measure_tool(spec: Tool, frames: int, file_size: int, repeats: int,
            "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
            "tree_rss_mb": statistics.median(r["tree_rss_mb"] for r in runs),
            "cpu_s": statistics.median(r["cpu_s"] for r in runs),
+           # (system time and page faults: what differs first when the same code runs on
+           # another virtual machine, where faulting memory in can cost several times more)
+           "sys_s": statistics.median(r["sys_s"] for r in runs),
+           "minor_faults": statistics.median(r["minor_faults"] for r in runs),
            "frames": runs[0]["frames"], "packets_per_s": frames / wall,
            "mb_per_s": file_size / wall / 1e6, "runs": runs}
     res["packets_per_cpu_s"] = frames / res["cpu_s"]
@@ -880,15 +887,29 @@ def _today() -> str:
     return dt.date.today().isoformat()
 
 
+CPU_FEATURES = ("aes", "vaes", "pclmulqdq", "vpclmulqdq", "sha_ni", "avx2", "avx512f")
+"""CPU flags that change how fast the same code runs (AES-GCM and GHASH in OpenSSL, zlib,
+numpy): a virtual machine may hide some, and its model name is often only "AMD EPYC", so two
+runs on machines of the same name are compared with these and the clock rate in view"""
+
+
 def machine() -> dict[str, str]:
     cpu = ""
+    mhz = ""
+    flags: set[str] = set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key == "model name" and not cpu:
+                cpu = value.strip()
+            elif key == "cpu MHz" and not mhz:
+                mhz = f"{float(value):.0f} MHz"
+            elif key == "flags" and not flags:
+                flags = set(value.split())
+    except (OSError, ValueError):
         pass
+    features = " ".join(f for f in CPU_FEATURES if f in flags)  # (the others it lacks)
     mem = ""
     try:
         kb = int(Path("/proc/meminfo").read_text().split()[1])
@@ -906,7 +927,8 @@ def machine() -> dict[str, str]:
             versions[mod] = "-"
     tshark = subprocess.run(["tshark", "--version"], capture_output=True, text=True,
                             check=False).stdout.splitlines()
-    return {"date": _today(), "nproc": str(os.cpu_count()), "cpu": cpu, "memory": mem,
+    return {"date": _today(), "nproc": str(os.cpu_count()), "cpu": cpu, "cpu_mhz": mhz,
+            "cpu_flags": features or "-", "memory": mem,
             "python": platform.python_version(), "kernel": platform.release(),
             "tshark": tshark[0] if tshark else "-",
             "versions": ", ".join(f"{k} {v}" for k, v in versions.items())}
@@ -1052,7 +1074,9 @@ def write_readme(res: dict[str, Any]) -> None:
          "virtualenv, with and without the compiled build (issue #20; its results are in "
          "`results.json` and the goals table below).", "",
          f"- date: {m['date']}",
-         f"- machine: {m['nproc']} cores ({m['cpu']}), {m['memory']} RAM, Linux {m['kernel']}",
+         f"- machine: {m['nproc']} cores ({m['cpu']}), {m['memory']} RAM, Linux {m['kernel']}"
+         + (f"; {m['cpu_mhz']}, CPU flags of {'/'.join(CPU_FEATURES)} present: {m['cpu_flags']}"
+            if m.get("cpu_mhz") else ""),
          f"- Python {m['python']}; {m['tshark']}",
          f"- {m['versions']}"]
     if res.get("load_average"):
