@@ -277,6 +277,7 @@ def record(out: Path, *, size_mb: float = 300.0, max_rounds: int = 2000,
 
 
 NEEDS = ("nginx", "curl", "tcpdump", "openssl", "ip", "iptables")
+"""the programs a recording runs (``ip``: iproute2)"""
 
 
 def missing_tools() -> str:
@@ -286,7 +287,6 @@ def missing_tools() -> str:
         return ""
     return (f"not installed: {', '.join(missing)} (Debian 12: apt-get install "
             "nginx-light curl tcpdump openssl iproute2 iptables)")
-"""the programs a recording runs (``ip``: iproute2)"""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -402,8 +402,8 @@ def measure_tool(spec: Tool, frames: int, file_size: int, repeats: int,
            "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
            "tree_rss_mb": statistics.median(r["tree_rss_mb"] for r in runs),
            "cpu_s": statistics.median(r["cpu_s"] for r in runs),
-           # (system time and page faults: what differs first when the same code runs on
-           # another virtual machine, where faulting memory in can cost several times more)
+           # (system time and page faults, kept so that runs of the same code on two
+           # machines can be compared on them too)
            "sys_s": statistics.median(r["sys_s"] for r in runs),
            "minor_faults": statistics.median(r["minor_faults"] for r in runs),
            "frames": runs[0]["frames"], "packets_per_s": frames / wall,
