@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test
 if [ $# -eq 0 ]; then
-  echo "test: running the whole test suite (about 8 min on 2 idle cores; less with more cores)" >&2
+  echo "test: running the whole test suite (about 11 min on 2 idle cores; less with more cores)" >&2
 fi
 # the tests run in one process per core (pytest-xdist; a file's tests stay in one process, so a
 # capture a test module loads once is loaded once); PCAPTOOLS_TEST_WORKERS=0 runs them in this one
