@@ -14,14 +14,17 @@
 # randomisation (setarch -R) and the tree's .pyc files written beforehand (else the first run
 # after an edit counts the compiling). Needs valgrind; interpreter: PYTHON, default .venv.
 set -euo pipefail
-TREE=$(cd "$1" && pwd); CAP=$2; OPTS=${3:-}
+TREE=$(cd "$1" && pwd); CAP=$(realpath "$2"); OPTS=${3:-}
 KEYS=${CAP%.*}.keys
 PY=${PYTHON:-$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python}
+# The child runs in TREE: ``python -c`` puts its working directory first on sys.path, before
+# PYTHONPATH, so run from another checkout it would count that checkout's pcaptools (counts
+# before 2026-12-07 late evening taken from /work/main for another TREE measured main).
 run() {
   local out; out=$(mktemp)
-  env -u PYTHONDONTWRITEBYTECODE PYTHONHASHSEED=0 OPENBLAS_NUM_THREADS=1 PYTHONPATH="$TREE" \
-    setarch "$(uname -m)" -R valgrind --tool=cachegrind --cache-sim=no \
-    --cachegrind-out-file=/dev/null "$PY" -c "$1" 2>"$out" >/dev/null
+  (cd "$TREE" && env -u PYTHONDONTWRITEBYTECODE PYTHONHASHSEED=0 OPENBLAS_NUM_THREADS=1 \
+    PYTHONPATH="$TREE" setarch "$(uname -m)" -R valgrind --tool=cachegrind --cache-sim=no \
+    --cachegrind-out-file=/dev/null "$PY" -c "$1" 2>"$out" >/dev/null)
   grep -E "I\s+refs" "$out" | tr -d ',' | awk '{print $NF}'; rm -f "$out"
 }
 env -u PYTHONDONTWRITEBYTECODE "$PY" -m compileall -q "$TREE/pcaptools" >/dev/null 2>&1 || true

@@ -214,10 +214,27 @@ def set_members(name: str, built: list[str]) -> list[str] | None:
     return [m for m in built if in_core(m) or group_of(m) in more]
 
 
+def _instructions(cap: Path) -> float:
+    """G instructions of ``load(cap, keylog=cap.keys)`` with the build as the manifest now
+    says (``benchmarks/instructions.sh``: exact from run to run)."""
+    out = subprocess.run(["bash", str(HERE / "instructions.sh"), str(ROOT), str(cap)],
+                         env=dict(os.environ, PYTHON=sys.executable), capture_output=True,
+                         text=True, check=True, timeout=3600).stdout
+    return float(out.split()[0])
+
+
 def measure_sets(cap: Path, keys: Path, names: list[str], repeats: int, inner: int,
-                 log: Any = print, cpu: int | None = None) -> dict[str, Any]:
+                 log: Any = print, cpu: int | None = None,
+                 instructions: bool = False) -> dict[str, Any]:
     """Whole sets of compiled modules against each other, round-robin (``--sets``): the check
-    that the set the per-unit rule chose is faster than its neighbours as a whole."""
+    that the set the per-unit rule chose is faster than its neighbours as a whole. With
+    ``instructions``, each set's load is also counted in instructions (``_instructions``),
+    once: the count does not vary from run to run, and it resolves differences that the CPU
+    time's spread on a shared machine hides."""
+    if instructions and keys.resolve() != cap.resolve().with_suffix(".keys"):
+        raise SystemExit("--instructions counts load(CAPTURE, keylog=CAPTURE.keys): "
+                         f"KEYS must be {cap.with_suffix('.keys')}")
+    counts: dict[str, float] = {}
     original = MANIFEST.read_text(encoding="utf-8")
     manifest = json.loads(original)
     built = sorted(manifest["sources"])
@@ -230,8 +247,11 @@ def measure_sets(cap: Path, keys: Path, names: list[str], repeats: int, inner: i
                 subset = subsets[name]
                 res = _configured_run(cap, keys, manifest, name, subset, inner, cpu)
                 times[name].append(min(res["cpu_s"]))
-                log(f"module_pay: {name}: {min(res['cpu_s']):.3f} "
-                    f"(load {os.getloadavg()[0]:.2f})")
+                if instructions and name not in counts:
+                    counts[name] = _instructions(cap)  # (the manifest still narrowed)
+                log(f"module_pay: {name}: {min(res['cpu_s']):.3f}"
+                    + (f", {counts[name]:.4f} G instructions" if name in counts else "")
+                    + f" (load {os.getloadavg()[0]:.2f})")
             log(f"module_pay: repeat {r + 1}/{repeats} done")
     finally:
         MANIFEST.write_text(original, encoding="utf-8")
@@ -241,7 +261,8 @@ def measure_sets(cap: Path, keys: Path, names: list[str], repeats: int, inner: i
             "sets": [{"name": n, "modules": len(built) if subsets[n] is None and n == "all"
                       else len(subsets[n] or []),
                       "median_s": round(statistics.median(times[n]), 3),
-                      "runs_s": [round(x, 3) for x in times[n]]} for n in names]}
+                      "runs_s": [round(x, 3) for x in times[n]],
+                      "g_instructions": counts.get(n)} for n in names]}
 
 
 def table(res: dict[str, Any]) -> str:
@@ -268,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", help="compare whole sets instead of weighing units: a comma "
                     "list of all, none, core, core+GROUP+... (see set_members)")
     ap.add_argument("--cpu", type=int, help="pin the measured processes to this CPU (taskset)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="with --sets: also count each set's load() in instructions "
+                    "(instructions.sh; needs valgrind, KEYS = CAPTURE with .keys)")
     ap.add_argument("--out", type=Path, help="merge the result into this JSON file "
                     "(key module_pay), e.g. benchmarks/results.json")
     args = ap.parse_args(argv)
@@ -280,10 +304,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.sets:
         res = measure_sets(args.capture, args.keys, args.sets.split(","), args.repeats,
-                           args.inner, cpu=args.cpu)
+                           args.inner, cpu=args.cpu, instructions=args.instructions)
         for row in res["sets"]:
+            g = row["g_instructions"]
             print(f"{row['name']}: {row['modules']} modules compiled, median {row['median_s']:.3f}"
-                  f" s (runs {', '.join(f'{x:.3f}' for x in row['runs_s'])})")
+                  f" s (runs {', '.join(f'{x:.3f}' for x in row['runs_s'])})"
+                  + (f", {g:.4f} G instructions in load()" if g is not None else ""))
         if args.out:
             data = json.loads(args.out.read_text()) if args.out.is_file() else {}
             data["module_sets"] = res

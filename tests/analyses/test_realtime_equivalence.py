@@ -17,6 +17,7 @@ from pcaptools.tables.realtime_tables import (
     MAX_FIELD_DEPTH,
     MAX_FIELDS,
     MAX_FIELDS_CHARS,
+    _fields_json,
     _loads,
     base64_size,
     summarise_event,
@@ -118,5 +119,32 @@ def test_loads_is_json_loads(obj: dict[str, Any], tail: str, second: str) -> Non
 def test_loads_edge_cases() -> None:
     for raw in (b"{}", b"{", b"{\x00}", b'{"a":1} ', b'{"a":1}x', b'{"a":NaN}', b'{"a":"\\ud800"}',
                 b'{"a":' + b"[" * 3000 + b"]" * 3000 + b"}", b'{"a":' + b"[" * 150 + b"]" * 150
-                + b"}", b'{"a":1,"a":2}', b"\xef\xbb\xbf{}", b' {"a":1}', b"{\xff}"):
+                + b"}", b'{"a":1,"a":2}', b"\xef\xbb\xbf{}", b' {"a":1}', b"{\xff}",
+                # numbers at the edges of orjson's (its path: fewer than 19 digits in all)
+                b'{"a":123456789012345678}', b'{"a":-123456789012345678}',
+                b'{"a":9223372036854775808}', b'{"a":18446744073709551616}',
+                b'{"a":-9223372036854775809}', b'{"a":1e400}', b'{"a":-1e-400}',
+                b'{"a":1.7976931348623159e308}', b'{"a":2.4703282292062328e-324}',
+                b'{"a":2.4703282292062327e-324}', b'{"a":-0,"b":-0.0,"c":0e0}',
+                b'{"a":"\xed\xa0\x80"}', b'{"a":"\\u0000\\u00e9\xc3\xa9"}',
+                b'{"a":1,"b":"2026-12-07","c":"12:00:00","d":0.5}'):
         assert _verdict(_loads, raw) == _verdict(json.loads, raw), raw
+
+
+_FLAT = st.dictionaries(
+    st.text(max_size=8),
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=40),
+    max_size=8)
+
+
+@given(_FLAT)
+def test_fields_json_is_json_dumps(fields: dict[str, Any]) -> None:
+    assert _fields_json(fields) == json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_fields_json_escapes_every_character_as_json_does() -> None:
+    for cp in [*range(0x800), *range(0xD7F0, 0xE010), *range(0xFFF0, 0x10010), 0x10FFFF]:
+        fields = {"k" + chr(cp): chr(cp) + 'x"\\', "n": cp}
+        assert _fields_json(fields) == json.dumps(
+            fields, ensure_ascii=False, separators=(",", ":")), hex(cp)
