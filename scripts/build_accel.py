@@ -7,13 +7,14 @@
     python scripts/build_accel.py --candidates  # also the modules that do not pay (module_pay.py)
 
 The modules (``pcaptools._accel.MODULES``, the pcap and pcapng readers, the TCP core, the
-WebSocket observer and the realtime_events builder: the ones that pay, see its comment) are
+WebSocket observer, the TLS record loop, the SSE parser and the realtime_events, TLS and
+WebSocket table builders: the ones that pay, see its comment) are
 compiled from their unchanged ``.py`` source. A ``.pxd`` beside a module (``io/frame.pxd``,
 ``io/pcap.pxd``, ``io/pcapng.pxd``, ``net/packet.pxd``, ``net/decode.pxd``,
 ``tcp/analysis.pxd``, ``tcp/connstate.pxd``, ``tcp/gaps.pxd``, ``tcp/losses.pxd``,
 ``tcp/tracker.pxd``, ``frameloop.pxd``, ``tables/packets.pxd``, ``tables/realtime_tables.pxd``,
-``protocols/websocket/{state,observer,inflate}.pxd``, and for the candidates
-``protocols/tls/{records,observer}.pxd``) adds Cython type declarations (extension types, C
+``protocols/websocket/{state,observer,inflate}.pxd``, ``protocols/tls/{records,observer}.pxd``)
+adds Cython type declarations (extension types, C
 integer locals) without changing the ``.py``; one may cimport another's extension types, and
 then both must be built together (checked here and by the loader). The
 SHA-256 of each ``.py`` and its ``.pxd`` (with those of the modules it cimports) goes into
