@@ -18,8 +18,8 @@ TREE=$(cd "$1" && pwd); CAP=$(realpath "$2"); OPTS=${3:-}
 KEYS=${CAP%.*}.keys
 PY=${PYTHON:-$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python}
 # The child runs in TREE: ``python -c`` puts its working directory first on sys.path, before
-# PYTHONPATH, so run from another checkout it would count that checkout's pcaptools (counts
-# before 2026-12-07 late evening taken from /work/main for another TREE measured main).
+# PYTHONPATH. Until 2026-12-07 it ran where the script was started, so a count for another
+# TREE started from a checkout measured that checkout's pcaptools (benchmarks/PROFILE.md).
 run() {
   local out; out=$(mktemp)
   (cd "$TREE" && env -u PYTHONDONTWRITEBYTECODE PYTHONHASHSEED=0 OPENBLAS_NUM_THREADS=1 \
