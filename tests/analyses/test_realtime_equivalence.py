@@ -127,7 +127,10 @@ def test_loads_edge_cases() -> None:
                 b'{"a":1.7976931348623159e308}', b'{"a":2.4703282292062328e-324}',
                 b'{"a":2.4703282292062327e-324}', b'{"a":-0,"b":-0.0,"c":0e0}',
                 b'{"a":"\xed\xa0\x80"}', b'{"a":"\\u0000\\u00e9\xc3\xa9"}',
-                b'{"a":1,"b":"2026-12-07","c":"12:00:00","d":0.5}'):
+                b'{"a":1,"b":"2026-12-07","c":"12:00:00","d":0.5}',
+                # longer than orjson is given, json's path alone
+                b'{"audio":"' + b"QUJD" * 400 + b'","n":18446744073709551616,"f":0.1}',
+                b'{"audio":"' + b"QUJD" * 400 + b'"'):
         assert _verdict(_loads, raw) == _verdict(json.loads, raw), raw
 
 
