@@ -25,3 +25,17 @@ cpdef tuple _walk(dict o, str prefix, Py_ssize_t depth, bint secret, bint show_s
 
 @cython.locals(fields=dict)
 cpdef tuple _summarise(dict obj, bint show_secrets)
+
+
+# A row is written into the Records buffer through C pointers (_put_event_row), not packed by
+# struct.pack; each argument is converted to its field's C type when the function is called
+# (a value that does not fit raises OverflowError, struct.error in pure Python).
+cdef bint _IN_PLACE
+
+
+@cython.locals(n=Py_ssize_t, at=cython.p_char, q=cython.p_longlong, b=cython.p_schar)
+cdef int _put_event_row(bytearray buf, long long frame, long long ts, long long first_frame,
+                        long long first_ts, long long tcp_stream, long long stream_id,
+                        long long message_index, long long json_bytes, long long audio_bytes,
+                        long long text_chars, signed char direction,
+                        signed char status) except -1

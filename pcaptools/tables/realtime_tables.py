@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -325,6 +326,19 @@ _ROW_FIELDS = (
     ("stream_id", "q"), ("message_index", "q"), ("json_bytes", "q"), ("audio_bytes", "q"),
     ("text_chars", "q"), ("direction", "b"), ("status", "b"),
 )  # fmt: skip
+"""the fields of a row, widest first (rows are padded to 8 bytes: every field aligned)"""
+_ROW_BLANK = bytes(88)
+"""a row of zeros (the row's 82 bytes padded to 8)"""
+
+try:  # (True in the compiled build only: see _put_event_row)
+    import cython
+
+    _COMPILED = bool(cython.compiled)
+except ImportError:  # pragma: no cover - Cython is not installed: pure Python
+    _COMPILED = False
+#: a row is written in place by :func:`_put_event_row` (compiled build, on a little-endian
+#: machine: the byte order of the rows' format), not packed by struct
+_IN_PLACE = _COMPILED and sys.byteorder == "little"
 _TEXT = ("type", "event_id", "response_id", "item_id", "audio_field", "fields")
 _DIRECTIONS = tuple(d.label for d in Direction)
 """the direction labels by Direction value (sorted: the categories as pandas orders them)"""
@@ -342,7 +356,7 @@ class RealtimeEventsBuilder:
     def __init__(self, diag: Diagnostics | None = None, *, show_secrets: bool = False) -> None:
         self.diag = diag if diag is not None else Diagnostics()
         self.show_secrets = show_secrets
-        self._rec = Records(_ROW_FIELDS)
+        self._rec = Records(_ROW_FIELDS, align=8)
         self._buf = self._rec.buf
         self._pack = self._rec.pack
         self._text = TextColumns(_TEXT)
@@ -383,10 +397,18 @@ class RealtimeEventsBuilder:
                 s = (json_type, None, None, None, None, None, None, None)
         # the row: numbers packed, text values appended to their columns
         typ, event_id, response_id, item_id, audio_field, audio_bytes, text_chars, fields = s
-        self._buf += self._pack(
-            frame, ts, first_frame, first_ts, tcp_stream,
-            NA if sid is None else sid, index, size, NA if audio_bytes is None else audio_bytes,
-            NA if text_chars is None else text_chars, d, _STATUS_CODE[status])
+        if _IN_PLACE:
+            _put_event_row(
+                self._buf, frame, ts, first_frame, first_ts, tcp_stream,
+                NA if sid is None else sid, index, size,
+                NA if audio_bytes is None else audio_bytes,
+                NA if text_chars is None else text_chars, d, _STATUS_CODE[status])
+        else:
+            self._buf += self._pack(
+                frame, ts, first_frame, first_ts, tcp_stream,
+                NA if sid is None else sid, index, size,
+                NA if audio_bytes is None else audio_bytes,
+                NA if text_chars is None else text_chars, d, _STATUS_CODE[status])
         a_type, a_event, a_response, a_item, a_audio, a_fields = self._text.append
         a_type(typ)
         a_event(event_id)
@@ -421,3 +443,32 @@ class RealtimeEventsBuilder:
         if table != "realtime_events":
             raise ValueError(f"RealtimeEventsBuilder cannot drain {table!r}")
         return self.frame()
+
+
+def _put_event_row(buf: bytearray, frame: int, ts: int, first_frame: int, first_ts: int,
+                   tcp_stream: int, stream_id: int, message_index: int, json_bytes: int,
+                   audio_bytes: int, text_chars: int, direction: int, status: int) -> int:
+    """Append a realtime_events row to ``buf`` as ``Records.pack`` would (:data:`_ROW_FIELDS`
+    in order, little endian; the padding stays zero), written in place through C pointers:
+    compiled build only (``_IN_PLACE``; realtime_tables.pxd types every argument as its
+    field's C type, so a value that does not fit raises OverflowError where struct raises
+    struct.error). Pure Python packs the row with struct; the tables are the same either way
+    (tests/test_accel.py)."""
+    n = len(buf)
+    buf.extend(_ROW_BLANK)
+    at = buf  # (a char * to the bytearray's storage in the compiled build)
+    q = cython.cast(cython.p_longlong, at + n)  # type: ignore[operator]  # (char * + n)
+    q[0] = frame
+    q[1] = ts
+    q[2] = first_frame
+    q[3] = first_ts
+    q[4] = tcp_stream
+    q[5] = stream_id
+    q[6] = message_index
+    q[7] = json_bytes
+    q[8] = audio_bytes
+    q[9] = text_chars
+    b = cython.cast(cython.p_schar, q + 10)
+    b[0] = direction
+    b[1] = status
+    return 0

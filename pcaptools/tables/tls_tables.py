@@ -8,6 +8,7 @@ No column ever holds key material.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -250,20 +251,24 @@ TLS_RECORDS = TableSchema(
 )
 
 _REC_FIELDS = (
-    ("frame", "q"),
-    ("ts", "q"),
-    ("tcp_stream", "q"),
-    ("session", "q"),
-    ("offset", "q"),
-    ("length", "i"),
-    ("encrypted", "b"),
-    ("decrypted", "b"),
-    ("plaintext_length", "i"),
-    ("direction", "i"),
-    ("content_type", "i"),
-    ("version", "i"),
-    ("inner_content_type", "i"),
-)
+    ("frame", "q"), ("ts", "q"), ("tcp_stream", "q"), ("session", "q"), ("offset", "q"),
+    ("length", "i"), ("plaintext_length", "i"), ("direction", "i"), ("content_type", "i"),
+    ("version", "i"), ("inner_content_type", "i"), ("encrypted", "b"), ("decrypted", "b"),
+)  # fmt: skip
+"""the fields of a tls_records row, widest first (rows are padded to 8 bytes: every field
+aligned)"""
+_REC_BLANK = bytes(72)
+"""a row of zeros (the row's 66 bytes padded to 8)"""
+
+try:  # (True in the compiled build only: see _put_record_row)
+    import cython
+
+    _COMPILED = bool(cython.compiled)
+except ImportError:  # pragma: no cover - Cython is not installed: pure Python
+    _COMPILED = False
+#: a record's row is written in place by :func:`_put_record_row` (compiled build, on a
+#: little-endian machine: the byte order of the rows' format), not packed by struct
+_IN_PLACE = _COMPILED and sys.byteorder == "little"
 _REC_CODES = ("direction", "content_type", "version", "inner_content_type")
 
 
@@ -286,7 +291,7 @@ class TlsTablesBuilder:
         self.keep_records = records
         """False: TlsRecord events are ignored (the tls_records table stays empty)"""
         self.sessions: list[TlsSession] = []
-        self._rec = Records(_REC_FIELDS, chunk_rows=chunk_rows)
+        self._rec = Records(_REC_FIELDS, chunk_rows=chunk_rows, align=8)
         self._codes = {n: CodeColumn() for n in _REC_CODES}
         self._names: dict[tuple[str, int], int] = {}
         self._dirs: dict[object, int] = {}
@@ -313,8 +318,14 @@ class TlsTablesBuilder:
                     if c is None:
                         c = codes_of[dirn, ctype, version, inner] = self._new_codes(
                             dirn, ctype, version, inner)
-                    buf += pack(frame, ts, tcp_stream, session, offset, length, encrypted,
-                                decrypted, NA32 if plain is None else plain, *c)
+                    if _IN_PLACE:
+                        _put_record_row(buf, frame, ts, tcp_stream, session, offset, length,
+                                        NA32 if plain is None else plain, c[0], c[1], c[2],
+                                        c[3], encrypted, decrypted)
+                    else:
+                        buf += pack(frame, ts, tcp_stream, session, offset, length,
+                                    NA32 if plain is None else plain, *c, encrypted,
+                                    decrypted)
             elif type(ev) is TlsSession:
                 self.sessions.append(ev)
         if len(buf) >= self._limit:
@@ -451,3 +462,35 @@ __all__ = [
     "alert_name",
     "tls_handshakes_table",
 ]
+
+
+def _put_record_row(buf: bytearray, frame: int, ts: int, tcp_stream: int, session: int,
+                    offset: int, length: int, plaintext_length: int, direction: int,
+                    content_type: int, version: int, inner_content_type: int, encrypted: int,
+                    decrypted: int) -> int:
+    """Append a tls_records row to ``buf`` as ``Records.pack`` would (:data:`_REC_FIELDS` in
+    order, little endian; the padding stays zero), written in place through C pointers:
+    compiled build only (``_IN_PLACE``; tls_tables.pxd types every argument as its field's C
+    type, so a value that does not fit raises OverflowError where struct raises
+    struct.error; the two flags are bools, 0 or 1 as "b" packs them). Pure Python packs the
+    row with struct; the tables are the same either way (tests/test_accel.py)."""
+    n = len(buf)
+    buf.extend(_REC_BLANK)
+    at = buf  # (a char * to the bytearray's storage in the compiled build)
+    q = cython.cast(cython.p_longlong, at + n)  # type: ignore[operator]  # (char * + n)
+    q[0] = frame
+    q[1] = ts
+    q[2] = tcp_stream
+    q[3] = session
+    q[4] = offset
+    i = cython.cast(cython.p_int, q + 5)
+    i[0] = length
+    i[1] = plaintext_length
+    i[2] = direction
+    i[3] = content_type
+    i[4] = version
+    i[5] = inner_content_type
+    b = cython.cast(cython.p_schar, i + 6)
+    b[0] = encrypted
+    b[1] = decrypted
+    return 0

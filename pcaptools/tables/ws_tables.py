@@ -18,6 +18,7 @@ extension), ``close_code`` / ``close_reason`` = websocket.payload.close.status_c
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -286,12 +287,28 @@ WS_TABLES: dict[str, TableSchema] = {
     "ws_heartbeats": HEARTBEATS,
 }
 
+#: the fields of a ws_frames row as :class:`~pcaptools._columns.Records` packs them, widest
+#: first so that every field is aligned (rows are padded to 8 bytes)
 _FRAME_FIELDS = (
     ("frame", "q"), ("ts", "q"), ("tcp_stream", "q"), ("stream_id", "q"), ("index", "q"),
-    ("start_frame", "q"), ("start_ts", "q"), ("fin", "b"), ("rsv", "b"), ("opcode", "b"),
-    ("masked", "b"), ("payload_len", "q"), ("header_bytes", "b"), ("lost_bytes", "q"),
-    ("complete", "b"), ("message_index", "q"), ("close_code", "i"), ("direction", "b"),
+    ("start_frame", "q"), ("start_ts", "q"), ("payload_len", "q"), ("lost_bytes", "q"),
+    ("message_index", "q"), ("close_code", "i"), ("fin", "b"), ("rsv", "b"), ("opcode", "b"),
+    ("masked", "b"), ("header_bytes", "b"), ("complete", "b"), ("direction", "b"),
 )  # fmt: skip
+_FRAME_BLANK = bytes(96)
+"""a ws_frames row of zeros (the row's 91 bytes padded to 8)"""
+
+try:  # (True in the compiled build only: see _put_frame_row)
+    import cython
+
+    _COMPILED = bool(cython.compiled)
+except ImportError:  # pragma: no cover - Cython is not installed: pure Python
+    _COMPILED = False
+#: the ws_frames and ws_messages rows are written in place by :func:`_put_frame_row` and
+#: :func:`_put_message_row` (compiled build, on a little-endian machine: the byte order of the
+#: rows' format), not packed by struct
+_IN_PLACE = _COMPILED and sys.byteorder == "little"
+
 
 
 def _party(d: Direction | None) -> str | None:
@@ -310,7 +327,7 @@ class _FrameColumns:
                  "sparse")
 
     def __init__(self, chunk_rows: int = 65536) -> None:
-        self._rec = Records(_FRAME_FIELDS, chunk_rows=chunk_rows)
+        self._rec = Records(_FRAME_FIELDS, chunk_rows=chunk_rows, align=8)
         self._buf = self._rec.buf
         self._pack = self._rec.pack
         self._limit = self._rec.limit
@@ -328,12 +345,18 @@ class _FrameColumns:
         (ts, frame, d, tcp_stream, sid, index, start_ts, start_frame, fin, rsv, opcode,
          masked, plen, header_bytes, lost, complete, mi, cc, close_reason, ctrl) = e
         buf = self._buf
-        buf += self._pack(
-            frame, ts, tcp_stream, NA if sid is None else sid, index, start_frame,
-            start_ts, 1 if fin else 0, rsv, opcode, 1 if masked else 0,
-            plen if plen < (1 << 63) else NA, header_bytes, lost,
-            1 if complete else 0, NA if mi is None else mi, NA32 if cc is None else cc, d,
-        )
+        if _IN_PLACE:
+            _put_frame_row(
+                buf, frame, ts, tcp_stream, NA if sid is None else sid, index, start_frame,
+                start_ts, plen if plen < (1 << 63) else NA, lost, NA if mi is None else mi,
+                NA32 if cc is None else cc, 1 if fin else 0, rsv, opcode, 1 if masked else 0,
+                header_bytes, 1 if complete else 0, d)
+        else:
+            buf += self._pack(
+                frame, ts, tcp_stream, NA if sid is None else sid, index, start_frame,
+                start_ts, plen if plen < (1 << 63) else NA, lost, NA if mi is None else mi,
+                NA32 if cc is None else cc, 1 if fin else 0, rsv, opcode, 1 if masked else 0,
+                header_bytes, 1 if complete else 0, d)
         row = self.n
         self.n = row + 1
         if close_reason is not None:
@@ -377,10 +400,14 @@ class _FrameColumns:
 _MSG_FIELDS = (
     ("frame", "q"), ("ts", "q"), ("tcp_stream", "q"), ("stream_id", "q"), ("index", "q"),
     ("fragments", "q"), ("first_frame", "q"), ("first_ts", "q"), ("wire_bytes", "q"),
-    ("payload_bytes", "q"), ("lost_bytes", "q"), ("compressed", "b"),
-    ("decompressed_bytes", "q"), ("complete", "b"), ("utf8_ok", "b"), ("preview_truncated", "b"),
-    ("direction", "b"), ("type", "h"), ("decompress", "h"), ("end_reason", "h"),
+    ("payload_bytes", "q"), ("lost_bytes", "q"), ("decompressed_bytes", "q"),
+    ("type", "h"), ("decompress", "h"), ("end_reason", "h"),
+    ("compressed", "b"), ("complete", "b"), ("utf8_ok", "b"), ("preview_truncated", "b"),
+    ("direction", "b"),
 )  # fmt: skip
+"""the fields of a ws_messages row, widest first (aligned as ws_frames')"""
+_MSG_BLANK = bytes(112)
+"""a ws_messages row of zeros (the row's 107 bytes padded to 8)"""
 _MSG_LABELS = ("type", "decompress", "end_reason")
 """the category columns: a few label strings, shared by the rows, packed as codes (first-seen
 order, -1 for None)"""
@@ -399,7 +426,7 @@ class _MessageColumns:
     labels: tuple[dict[str | None, int], ...]
 
     def __init__(self, chunk_rows: int = 65536) -> None:
-        self._rec = Records(_MSG_FIELDS, chunk_rows=chunk_rows)
+        self._rec = Records(_MSG_FIELDS, chunk_rows=chunk_rows, align=8)
         self._buf = self._rec.buf
         self._pack = self._rec.pack
         self._limit = self._rec.limit
@@ -428,12 +455,18 @@ class _MessageColumns:
         if er is None:
             er = c_end[end_reason] = len(c_end) - 1
         buf = self._buf
-        buf += self._pack(
-            frame, ts, tcp_stream, NA if sid is None else sid, index, fragments,
-            first_frame, first_ts, wire, payload, lost,
-            1 if compressed else 0, NA if dbytes is None else dbytes, 1 if complete else 0,
-            -1 if utf8 is None else (1 if utf8 else 0), 1 if truncated else 0, d, t, dc, er,
-        )
+        if _IN_PLACE:
+            _put_message_row(
+                buf, frame, ts, tcp_stream, NA if sid is None else sid, index, fragments,
+                first_frame, first_ts, wire, payload, lost, NA if dbytes is None else dbytes,
+                t, dc, er, 1 if compressed else 0, 1 if complete else 0,
+                -1 if utf8 is None else (1 if utf8 else 0), 1 if truncated else 0, d)
+        else:
+            buf += self._pack(
+                frame, ts, tcp_stream, NA if sid is None else sid, index, fragments,
+                first_frame, first_ts, wire, payload, lost, NA if dbytes is None else dbytes,
+                t, dc, er, 1 if compressed else 0, 1 if complete else 0,
+                -1 if utf8 is None else (1 if utf8 else 0), 1 if truncated else 0, d)
         a_preview, a_json_type = self._append
         a_preview(preview)
         a_json_type(json_type)
@@ -483,6 +516,83 @@ def _labels_categorical(codes: np.ndarray, coded: dict[str | None, int]) -> Any:
     rank = np.full(len(labels) + 1, -1, dtype=np.intp)  # (the last entry: code -1, NA)
     rank[order] = np.arange(len(labels))
     return sorted_categorical(rank[codes], [labels[i] for i in order])
+
+
+def _put_frame_row(buf: bytearray, frame: int, ts: int, tcp_stream: int, stream_id: int,
+                   index: int, start_frame: int, start_ts: int, payload_len: int,
+                   lost_bytes: int, message_index: int, close_code: int, fin: int, rsv: int,
+                   opcode: int, masked: int, header_bytes: int, complete: int,
+                   direction: int) -> int:
+    """Append a ``ws_frames`` row to ``buf`` as ``Records.pack`` would (:data:`_FRAME_FIELDS`
+    in order, little endian; the padding stays zero), written in place through C pointers:
+    compiled build only (``_IN_PLACE``; ws_tables.pxd types every argument as its field's C
+    type, so a value that does not fit raises OverflowError where struct raises struct.error;
+    the values of a WsFrame fit: a header is at most 14 bytes, the opcode and the RSV bits are
+    4 and 3 bits). Pure Python packs the row with struct instead; the tables are the same
+    either way (tests/test_accel.py)."""
+    n = len(buf)
+    buf.extend(_FRAME_BLANK)
+    at = buf  # (a char * to the bytearray's storage in the compiled build)
+    q = cython.cast(cython.p_longlong, at + n)  # type: ignore[operator]  # (char * + n)
+    q[0] = frame
+    q[1] = ts
+    q[2] = tcp_stream
+    q[3] = stream_id
+    q[4] = index
+    q[5] = start_frame
+    q[6] = start_ts
+    q[7] = payload_len
+    q[8] = lost_bytes
+    q[9] = message_index
+    i = cython.cast(cython.p_int, q + 10)
+    i[0] = close_code
+    b = cython.cast(cython.p_schar, i + 1)
+    b[0] = fin
+    b[1] = rsv
+    b[2] = opcode
+    b[3] = masked
+    b[4] = header_bytes
+    b[5] = complete
+    b[6] = direction
+    return 0
+
+
+def _put_message_row(buf: bytearray, frame: int, ts: int, tcp_stream: int, stream_id: int,
+                     index: int, fragments: int, first_frame: int, first_ts: int,
+                     wire_bytes: int, payload_bytes: int, lost_bytes: int,
+                     decompressed_bytes: int, typ: int, decompress: int, end_reason: int,
+                     compressed: int, complete: int, utf8_ok: int, preview_truncated: int,
+                     direction: int) -> int:
+    """Append a ``ws_messages`` row to ``buf`` as ``Records.pack`` would (:data:`_MSG_FIELDS`
+    in order), written in place as :func:`_put_frame_row` writes a frame's (the label codes
+    are a handful per column, far below 2**15)."""
+    n = len(buf)
+    buf.extend(_MSG_BLANK)
+    at = buf
+    q = cython.cast(cython.p_longlong, at + n)  # type: ignore[operator]
+    q[0] = frame
+    q[1] = ts
+    q[2] = tcp_stream
+    q[3] = stream_id
+    q[4] = index
+    q[5] = fragments
+    q[6] = first_frame
+    q[7] = first_ts
+    q[8] = wire_bytes
+    q[9] = payload_bytes
+    q[10] = lost_bytes
+    q[11] = decompressed_bytes
+    h = cython.cast(cython.p_short, q + 12)
+    h[0] = typ
+    h[1] = decompress
+    h[2] = end_reason
+    b = cython.cast(cython.p_schar, h + 3)
+    b[0] = compressed
+    b[1] = complete
+    b[2] = utf8_ok
+    b[3] = preview_truncated
+    b[4] = direction
+    return 0
 
 
 class WsTablesBuilder:
