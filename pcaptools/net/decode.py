@@ -184,15 +184,19 @@ class PacketDecoder:
             if off + 40 <= n:
                 first = data[off]
                 if first == 0x45:
+                    # (p is the frame: in the compiled build an unsigned char * to its bytes,
+                    # through which the header fields are read and the addresses, options and
+                    # payload sliced out as bytes with no slice object; the bounds are checked
+                    # before each slice, as C does not check them)
+                    p = data
                     if _COMPILED:  # (C reads of the header: no Python int per field)
-                        p = data
                         tlen = _be16(p, off + 2)
                         ident = _be16(p, off + 4)
                         frag = _be16(p, off + 6)
                         ttl = p[off + 8]
                         proto = p[off + 9]
-                        src = data[off + 12 : off + 16]
-                        dst = data[off + 16 : off + 20]
+                        src = p[off + 12 : off + 16]
+                        dst = p[off + 16 : off + 20]
                         sport = _be16(p, off + 20)
                         dport = _be16(p, off + 22)
                         seq = _be32(p, off + 24)
@@ -213,17 +217,17 @@ class PacketDecoder:
                             return new_segment(
                                 raw.frame, raw.ts_ns, orig, 4, src, dst, ttl, ident, sport,
                                 dport, seq, ack, offflags & 0x1FF, window, thl,
-                                data[off + 40 : hdr_end] if thl > 20 else b"", seg_len,
-                                data[hdr_end:end], orig - seg_len, (frag & 0x4000) != 0,
+                                p[off + 40 : hdr_end] if thl > 20 else b"", seg_len,
+                                p[hdr_end:end], orig - seg_len, (frag & 0x4000) != 0,
                             )
                 elif first >> 4 == 6 and off + 60 <= n:
+                    p = data
                     if _COMPILED:
-                        p = data
                         plen = _be16(p, off + 4)
                         nh = p[off + 6]
                         hlim = p[off + 7]
-                        src = data[off + 8 : off + 24]
-                        dst = data[off + 24 : off + 40]
+                        src = p[off + 8 : off + 24]
+                        dst = p[off + 24 : off + 40]
                         sport = _be16(p, off + 40)
                         dport = _be16(p, off + 42)
                         seq = _be32(p, off + 44)
@@ -243,8 +247,8 @@ class PacketDecoder:
                             return new_segment(
                                 raw.frame, raw.ts_ns, orig, 6, src, dst, hlim, -1, sport,
                                 dport, seq, ack, offflags & 0x1FF, window, thl,
-                                data[off + 60 : hdr_end] if thl > 20 else b"", seg_len,
-                                data[hdr_end:end], orig - seg_len, True,
+                                p[off + 60 : hdr_end] if thl > 20 else b"", seg_len,
+                                p[hdr_end:end], orig - seg_len, True,
                             )
             rep_end = raw.orig_len if raw.orig_len > n else n
             return self._ip(raw, data, off, rep_end, raw.orig_len, 0)
