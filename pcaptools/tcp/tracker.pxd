@@ -2,8 +2,9 @@
 # runs unchanged without Cython). Used only by scripts/build_accel.py; pcaptools/_accel.py
 # hashes this file with the .py, so a stale build is never loaded.
 #
-# What it buys: TcpTracker, its per-connection records (Connection, DirStats) and _Guarded
-# (called for every chunk of payload) become extension types, so TcpTracker.segment reads and
+# What it buys: TcpTracker, its per-connection records (Connection, DirStats), _Guarded
+# (called for every chunk of payload) and _Streams (a connection's reassemblers and observer,
+# read for every segment with payload) become extension types, so TcpTracker.segment reads and
 # writes a connection's state as C struct fields and calls the analyzer, the history, the
 # sequence follower, the loss state and the reassemblers (connstate.pxd, gaps.pxd, losses.pxd,
 # reassembly.pxd) as C methods and structs. Tests that replace TcpTracker methods do it in a
@@ -32,6 +33,15 @@ cdef class _Guarded:
     cdef public object _obs
     cdef public object _tcp_stream
     cdef public bint failed
+
+    cpdef feed(self, chunk)
+
+
+cdef class _Streams:
+    cdef public _Guarded observer
+    cdef public tuple reasm
+    cdef public list seq_hi
+    cdef public list closed
 
 
 cdef class DirStats:
@@ -122,8 +132,9 @@ cdef class TcpTracker:
     cpdef _follow(self, Connection conn, SeqFollower f, TcpSegment seg, SegmentAnalysis a, long long d)
 
     @cython.locals(flags=cython.longlong, seq_hi=list, out=list, items=list, mine=Reassembler,
-                   other=Reassembler, peer=Reassembler)
-    cpdef _bytes(self, Connection conn, st, TcpSegment seg, SegmentAnalysis a, long long d)
+                   other=Reassembler, peer=Reassembler, obs=_Guarded)
+    cpdef _bytes(self, Connection conn, _Streams st, TcpSegment seg, SegmentAnalysis a,
+                 long long d)
 
 
 cpdef object _unwrap(object hi, object rel)

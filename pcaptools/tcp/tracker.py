@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .._columns import NA, CodeColumn, IntColumn
@@ -109,15 +109,29 @@ ObserverFactory = Callable[[int, bool], "StreamObserver | None"]
 EventSink = Callable[[list[Any]], None]
 
 
-@dataclass(slots=True)
 class _Streams:
-    """Per-connection byte-stream state, only for connections an observer wants."""
+    """Per-connection byte-stream state, only for connections an observer wants.
 
-    observer: _Guarded
-    reasm: tuple[Reassembler, Reassembler]
-    seq_hi: list[int] = field(default_factory=lambda: [-1, -1])
-    """last unwrapped relative sequence number per direction (-1: none yet)"""
-    closed: list[bool] = field(default_factory=lambda: [False, False])
+    (A class with ``__slots__``, not a dataclass: the compiled build makes it an extension type,
+    tracker.pxd, so that ``_bytes`` reads its fields and calls its observer as C.)"""
+
+    __slots__ = ("closed", "observer", "reasm", "seq_hi")
+
+    def __init__(self, observer: _Guarded, reasm: tuple[Reassembler, Reassembler],
+                 seq_hi: list[int] | None = None, closed: list[bool] | None = None) -> None:
+        self.observer = observer
+        self.reasm = reasm
+        self.seq_hi: list[int] = [-1, -1] if seq_hi is None else seq_hi
+        """last unwrapped relative sequence number per direction (-1: none yet)"""
+        self.closed: list[bool] = [False, False] if closed is None else closed
+
+    def __repr__(self) -> str:
+        return slots_repr(self)
+
+    def __eq__(self, other: Any) -> Any:
+        return slots_eq(self, other)
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable, compared by value: as the dataclass)
 
 
 MAX_BUFFER_BYTES = 4 << 20
@@ -1032,7 +1046,7 @@ class TcpTracker:
                     self._deliver(conn, st, out)
             elif chunk is not None:
                 self.emit(obs.feed(chunk))
-            if not obs.wants_bytes:
+            if obs.failed or not obs._obs.wants_bytes:  # (not obs.wants_bytes, inlined)
                 conn.streams = None  # nothing parses this connection: stop reassembling it
                 self._start_following(conn, st)
             return
