@@ -39,3 +39,21 @@ cdef int _put_event_row(bytearray buf, long long frame, long long ts, long long 
                         long long message_index, long long json_bytes, long long audio_bytes,
                         long long text_chars, signed char direction,
                         signed char status) except -1
+
+
+# The builder is an extension type: add() (once per text message) reads its state as C struct
+# fields, not by attribute lookups (the buffer limit and the text block size are lengths of
+# objects in memory: Py_ssize_t).
+cdef class RealtimeEventsBuilder:
+    cdef public object diag
+    cdef public object show_secrets
+    cdef public object _rec
+    cdef public bytearray _buf
+    cdef public object _pack
+    cdef public Py_ssize_t _limit
+    cdef public object _text
+    cdef public Py_ssize_t _text_block
+    cdef public tuple _append
+    cdef public list _first
+
+    cpdef add(self, e)

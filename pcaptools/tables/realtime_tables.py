@@ -359,8 +359,13 @@ class RealtimeEventsBuilder:
         self._rec = Records(_ROW_FIELDS, align=8)
         self._buf = self._rec.buf
         self._pack = self._rec.pack
+        self._limit = self._rec.limit
         self._text = TextColumns(_TEXT)
         self._text_block = self._text.block_rows
+        self._append = self._text.append
+        self._first = self._text.first
+        """(the Records and TextColumns parts add() uses, bound once: neither object replaces
+        them)"""
 
     def add_all(self, events: Iterable[object]) -> None:
         for e in events:
@@ -409,16 +414,16 @@ class RealtimeEventsBuilder:
                 NA if sid is None else sid, index, size,
                 NA if audio_bytes is None else audio_bytes,
                 NA if text_chars is None else text_chars, d, _STATUS_CODE[status])
-        a_type, a_event, a_response, a_item, a_audio, a_fields = self._text.append
+        a_type, a_event, a_response, a_item, a_audio, a_fields = self._append
         a_type(typ)
         a_event(event_id)
         a_response(response_id)
         a_item(item_id)
         a_audio(audio_field)
         a_fields(fields)
-        if len(self._buf) >= self._rec.limit:
+        if len(self._buf) >= self._limit:
             self._rec.seal()
-        if len(self._text.first) >= self._text_block:
+        if len(self._first) >= self._text_block:
             self._text.flush()
 
     def frame(self) -> pd.DataFrame:

@@ -5,9 +5,23 @@
 # What it buys: a tls_records row is written into the Records buffer through C pointers
 # (_put_record_row), not packed by struct.pack. Each argument is converted to its field's C
 # type when the function is called: a value that does not fit raises OverflowError
-# (struct.error in pure Python), so no value is ever narrowed silently.
+# (struct.error in pure Python), so no value is ever narrowed silently. The builder is an
+# extension type: add() reads its state as C struct fields, not by attribute lookups.
 
 import cython
+
+
+cdef class TlsTablesBuilder:
+    cdef public object keep_records
+    cdef public list sessions
+    cdef public object _rec
+    cdef public dict _codes
+    cdef public dict _names
+    cdef public dict _dirs
+    cdef public dict _codes_of
+    cdef public bytearray _buf
+    cdef public object _pack
+    cdef public Py_ssize_t _limit
 
 
 cdef bint _IN_PLACE

@@ -8,8 +8,47 @@
 # field). Each argument is converted to its field's C type when the function is called: a
 # value that does not fit raises OverflowError (struct.error in pure Python), so no value is
 # ever narrowed silently.
+#
+# The builders are extension types, so their add() (once per frame, message) reads the
+# builder's state as C struct fields, not by attribute lookups; ``n`` and the buffer limits
+# are lengths of objects in memory (Py_ssize_t, as len() gives them).
 
 import cython
+
+
+cdef class _FrameColumns:
+    cdef public object _rec
+    cdef public bytearray _buf
+    cdef public object _pack
+    cdef public Py_ssize_t _limit
+    cdef public dict codes
+    cdef public dict _dir_code
+    cdef public dict _op_code
+    cdef public dict sparse
+    cdef public Py_ssize_t n
+
+    cpdef add(self, e)
+
+
+cdef class _MessageColumns:
+    cdef public object _rec
+    cdef public bytearray _buf
+    cdef public object _pack
+    cdef public Py_ssize_t _limit
+    cdef public object text
+    cdef public Py_ssize_t _text_block
+    cdef public list _first
+    cdef public tuple labels
+    cdef public tuple _append
+
+    cpdef add(self, e)
+
+
+cdef class WsTablesBuilder:
+    cdef public _FrameColumns frames
+    cdef public _MessageColumns messages
+    cdef public list connections
+    cdef public dict _handlers
 
 
 cdef bint _IN_PLACE

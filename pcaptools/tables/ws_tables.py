@@ -422,7 +422,8 @@ class _MessageColumns:
     values in one list per column, the preview and the JSON type in Arrow blocks;
     :meth:`columns` hands over the rows held."""
 
-    __slots__ = ("_append", "_buf", "_limit", "_pack", "_rec", "_text_block", "labels", "text")
+    __slots__ = ("_append", "_buf", "_first", "_limit", "_pack", "_rec", "_text_block", "labels",
+                 "text")
     labels: tuple[dict[str | None, int], ...]
 
     def __init__(self, chunk_rows: int = 65536) -> None:
@@ -432,6 +433,8 @@ class _MessageColumns:
         self._limit = self._rec.limit
         self.text = TextColumns(_MSG_TEXT)
         self._text_block = self.text.block_rows
+        self._first = self.text.first
+        """(the TextColumns' first column, bound once: it is never replaced)"""
         self.labels = tuple({None: -1} for _ in _MSG_LABELS)
         """per category column: label -> its code in the packed rows"""
         self._append: tuple[Callable[[str | None], None], ...] = self.text.append
@@ -472,7 +475,7 @@ class _MessageColumns:
         a_json_type(json_type)
         if len(buf) >= self._limit:
             self._rec.seal()
-        if len(self.text.first) >= self._text_block:
+        if len(self._first) >= self._text_block:
             self.text.flush()
 
     def columns(self) -> dict[str, Any]:
