@@ -6,7 +6,8 @@
 #
 # What it buys: TlsObserver, its per-direction state (_Dir) and its sessions (_Session)
 # become extension types, so the per-chunk and per-record path (feed, _record, _app_data)
-# reads and updates them, and the direction's RecordReader, as C struct fields.
+# reads and updates them, the direction's RecordReader and the chunk fed (a StreamChunk,
+# tcp/chunk.pxd), as C struct fields.
 #
 # Why the C types cannot change a result: _Session's fields are all Python objects (the
 # extension type only fixes where they are stored). _Dir's C integers hold small bounded
@@ -23,6 +24,7 @@
 import cython
 
 from pcaptools.protocols.tls.records cimport RecordReader
+from pcaptools.tcp.chunk cimport StreamChunk
 
 
 cdef class _Dir:
@@ -102,7 +104,7 @@ cdef class TlsObserver:
     cdef public bint _broken
 
     @cython.locals(d=_Dir, reader=RecordReader, n=cython.Py_ssize_t, need=cython.Py_ssize_t)
-    cpdef list feed(self, chunk)
+    cpdef list feed(self, StreamChunk chunk)
 
     @cython.locals(s=_Session, length=cython.Py_ssize_t)
     cpdef _record(self, _Dir d, dirn, off, ctype, version, frag, ts, frame, list out)

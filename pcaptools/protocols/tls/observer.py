@@ -34,7 +34,8 @@ import zlib
 from collections.abc import Callable
 
 from ...diagnostics import Diagnostics
-from ...tcp.stream import Direction, StreamChunk, StreamCursor, StreamObserver, new_chunk
+from ...tcp.chunk import StreamChunk  # (its home: the compiled build cimports its type)
+from ...tcp.stream import Direction, StreamCursor, StreamObserver, new_chunk
 from . import handshake as hs
 from .decrypt import (
     DecryptError,
