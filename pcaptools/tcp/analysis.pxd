@@ -109,6 +109,15 @@ cdef class TcpAnalyzer:
     cdef public dict _table
     cdef public list conversations
     cdef public long long reserved
+    # (the address pair feed_known found last: its ports are 16-bit header fields, -1 when
+    # none; the addresses stay objects)
+    cdef public TcpConversation _last_conv
+    cdef public object _last_src
+    cdef public object _last_dst
+    cdef public long long _last_sport
+    cdef public long long _last_dport
+
+    cpdef _forget_last(self)
 
     @cython.locals(conv=TcpConversation, fwd=TcpDirection, rev=TcpDirection,
                    from_client=cython.bint, flags=cython.longlong, seq=cython.longlong,

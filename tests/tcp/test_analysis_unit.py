@@ -407,3 +407,32 @@ def test_icmp_quoted_headers_get_streams_but_no_analysis() -> None:
     q2 = an.feed_unanalysed(_quoted(cn, True, SYN, 4000), captured=20)
     assert q2 is not None and (q2.tcp_stream, q2.kinds, q2.rel_seq) == (1, ("reused_ports",), 4000)
     assert cn.c(ACK, 201, 901).tcp_stream == 1  # later segments follow the newest conversation
+
+
+def test_the_last_address_pair_found_follows_the_index() -> None:
+    """feed_known finds a segment of the previous segment's address pair (either way) without
+    the index: it must give what the index gives, through interleaved connections, a
+    conversation let go (frozen) and taken back, and a port reuse."""
+    an = TcpAnalyzer(Diagnostics())
+    a, b = Conn(an, cport=51000), Conn(an, cport=52000)
+    handshake(a, 1000, 5000)
+    handshake(b, 3000, 7000)
+    # alternating connections and directions: each segment gets its own connection's stream
+    for i in range(3):
+        assert a.c(ACK, 1001 + 10 * i, 5001, plen=10).tcp_stream == 0
+        assert a.s(ACK, 5001, 1011 + 10 * i).tcp_stream == 0
+        assert b.s(ACK, 7001 + 10 * i, 3001, plen=10).tcp_stream == 1
+        assert b.c(ACK, 3001, 7011 + 10 * i).tcp_stream == 1
+    conv_b = an.conversations[1]
+    assert conv_b is not None and an.forget(conv_b)  # (b's pair was the last one found)
+    b.frame += 1
+    seg = TcpSegment(b.frame, b.t, 54, 4, CLIENT, SERVER, 64, 1, 52000, 443, 3001, 7031, ACK,
+                     65535, 20, b"", 0, b"", 54)
+    assert an.feed_known(seg) is None  # let go: the index no longer has the pair
+    an.restore(conv_b)
+    assert b.c(ACK, 3001, 7031).tcp_stream == 1
+    # a new connection on b's ports while b's pair is the last one found: the new stream
+    syn = b.c(SYN, 999999, 0, dt=2000 * MS)
+    assert syn.tcp_stream == 2 and syn.new_stream and syn.kinds == ("reused_ports",)
+    assert b.s(SYN | ACK, 123456, 1000000).tcp_stream == 2
+    assert a.c(ACK, 1031, 5001).tcp_stream == 0
