@@ -662,16 +662,17 @@ class TcpAnalyzer:
         src = seg.src
         sport = seg.sport
         dst = seg.dst
-        if (seg.sport == self._last_sport and seg.dport == self._last_dport
-                and src == self._last_src and dst == self._last_dst) or (
+        last = self._last_conv
+        if last is not None and ((seg.sport == self._last_sport and seg.dport == self._last_dport
+                                  and src == self._last_src and dst == self._last_dst) or (
                 seg.sport == self._last_dport and seg.dport == self._last_sport
-                and src == self._last_dst and dst == self._last_src):
-            conv = self._last_conv
+                and src == self._last_dst and dst == self._last_src)):
+            conv = last
         else:
-            conv = self._table.get((src, sport, dst, seg.dport))
-            if conv is None:
+            found = self._table.get((src, sport, dst, seg.dport))
+            if found is None:
                 return None
-            self._last_conv = conv
+            self._last_conv = conv = found
             self._last_src, self._last_sport = src, seg.sport
             self._last_dst, self._last_dport = dst, seg.dport
         flags = seg.flags
