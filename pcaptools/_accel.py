@@ -94,6 +94,20 @@ from typing import Any
 #:   C compile (CPU, on a busy machine). The CPU-time weighing of 2026-12-06 had found the TLS
 #:   loop at 1.0 %, within its noise.
 #:
+#: * C fields and C writes where the compiled path still looked names up (2026-12-08, issue
+#:   #20, benchmarks/PROFILE.md; ``benchmarks/instructions.sh`` on ``base.pcap`` with its key
+#:   log, 4.8408 G before): the ws_frames, ws_messages, realtime_events and tls_records rows
+#:   written in place through C pointers (struct.pack stays the pure-Python reference) 4.6845
+#:   G; the decoder's addresses, options and payload sliced through the frame's C pointer
+#:   4.5706 G; the tracker's ``_Streams`` an extension type 4.5219 G; those four table
+#:   builders extension types (``.pxd`` for ws_tables and tls_tables) 4.4267 G; ``SseParser``
+#:   an extension type and the TLS observer's chunk a ``StreamChunk`` 4.3895 G; the
+#:   analyser's last address pair kept 4.3284 G; the packets builder's TCP addresses as C
+#:   fields 4.3148 G (-10.9 % in all; the TCP-only pass 1.4810 -> 1.2953 G).
+#:   Compiling the dispatcher, the event cap, the TLS decryptors and the HTTP/1 observer as
+#:   they are (no ``.pxd``) was weighed in the same count and costs 0.2 % more: Cython's
+#:   generic attribute lookups are no faster than the interpreter's specialised ones.
+#:
 #: Weighed and left out (same count): HTTP/2 (-0.3 %), HTTP/1.1 with the pipeline (-0.7 %),
 #: the HTTP table builders (-0.1 %): below the rule's 1 % (nor did the pcapng reader pay
 #: before its batches).

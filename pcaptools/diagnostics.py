@@ -172,6 +172,7 @@ CATALOGUE: dict[str, str] = {
     # server-sent events
     "sse.bad_json": "an SSE event's data starts like JSON but is not valid JSON; the event is kept with json_ok False",
     "sse.unterminated_event": "an SSE line (or one event's data) grew beyond the parser's limit without a terminator; it was dropped and parsing resumed at the next line end",
+    "sse.bad_retry": "an SSE retry field has more digits than a 64-bit integer holds; the event is kept with retry_ms NA",
     "sse.incomplete_event": "an SSE stream ended inside an event (no blank line after its last field); the event was discarded, as the WHATWG rules say",
     # websocket
     "ws.accept_mismatch": "the 101 response's Sec-WebSocket-Accept is missing or is not the SHA-1/base64 of the request's Sec-WebSocket-Key and the RFC 6455 GUID",

@@ -14,7 +14,8 @@ Parsing rules (https://html.spec.whatwg.org/multipage/server-sent-events.html#ev
 - ``:comment`` lines are ignored; ``field:value`` (one space after the colon removed) or a
   bare ``field`` (empty value); fields ``event``, ``data`` (lines joined with LF), ``id``
   (ignored when it contains NUL; the last id persists across events) and ``retry`` (ASCII
-  digits only); other fields are ignored;
+  digits only; one beyond 2**63 - 1, which no table column holds, is reported as
+  ``sse.bad_retry`` and left out); other fields are ignored;
 - at the end of the stream an event without its blank line is discarded (reported as
   ``sse.incomplete_event``).
 
@@ -106,6 +107,10 @@ class SseEvent(_SseEventFields, Event):
 
     __slots__ = ()
 
+
+_MAX_RETRY = (1 << 63) - 1
+"""the largest ``retry`` an event keeps (the sse_events.retry_ms column is Int64): a longer
+run of digits is reported as ``sse.bad_retry`` and left out"""
 
 _new_event = tuple.__new__  # SseEvent from a 16-tuple without the keyword-argument __new__
 
@@ -455,6 +460,15 @@ class SseParser:
                             last_id = value.decode("utf-8", "replace")
                     elif name == b"retry" and value.isdigit():  # bytes.isdigit: ASCII digits only
                         retry = int(value)
+                        if retry > _MAX_RETRY:  # (no Int64 column holds it)
+                            self._report(
+                                "sse.bad_retry",
+                                f"event {count}: retry field of {len(value)} digits, beyond "
+                                "what the table holds; left out (retry_ms NA)",
+                                ts_ns,
+                                frame,
+                            )
+                            retry = None
                     continue
             n = data_len + len(value) + 1
             if n > mx:

@@ -585,8 +585,9 @@ class TcpTracker:
             self._control(conn, seg, a, d)
         else:
             hs = conn.handshake
-            if hs is not None and hs.ack_frame is None and d == 0 \
-                    and hs.synack_frame is not None and flags & ACK and a.rel_ack == 1:
+            # (the cheap tests first: the handshake record's fields are looked up by name)
+            if d == 0 and flags & ACK and a.rel_ack == 1 and hs is not None \
+                    and hs.ack_frame is None and hs.synack_frame is not None:
                 hs.ack_frame = frame
                 hs.ack_ts = ts
                 if not seg_len:

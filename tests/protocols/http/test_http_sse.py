@@ -70,6 +70,17 @@ def test_retry_must_be_digits() -> None:
     assert [e.retry_ms for e in evs] == [None, 20]
 
 
+def test_a_retry_beyond_int64_is_reported_and_left_out() -> None:
+    """The sse_events.retry_ms column is Int64: a longer run of digits used to crash the
+    table's flush (OverflowError); it is now a warning row and an NA."""
+    evs, diag = parse(b"retry: 9223372036854775807\ndata: a\n\n"
+                      b"retry: 9223372036854775808\ndata: b\n\n"
+                      b"retry: 000000000000000000000000042\ndata: c\n\n")
+    assert [e.retry_ms for e in evs] == [2**63 - 1, None, 42]
+    assert [(r.code, r.frame, r.tcp_stream) for r in diag.rows] == [("sse.bad_retry", 10, 7)]
+    assert "event 1" in diag.rows[0].detail
+
+
 def test_invalid_utf8_is_replaced() -> None:
     evs, _ = parse(b"data: \xff\xfeok\n\n")
     assert evs[0].data == "\ufffd\ufffdok"

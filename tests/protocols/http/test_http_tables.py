@@ -254,3 +254,20 @@ def test_sse_table_is_the_same_whatever_the_block_size_and_string_storage(
     pd.testing.assert_frame_equal(b.tables()["sse_events"], ref, check_exact=True)
     monkeypatch.setattr(_columns, "_ARROW_STRINGS", False)
     pd.testing.assert_frame_equal(build(events)["sse_events"], ref, check_exact=True)
+
+
+def test_sse_int_columns_hold_the_int64_extremes() -> None:
+    """The int columns are packed by struct (http_tables._extend_ints), not array.extend: the
+    values come back as they went in, the extremes of the Int64 retry_ms column included."""
+    from pcaptools.protocols.sse import SseParser
+
+    p = SseParser(tcp_stream=2**40, stream_id=7)
+    body = (b"retry: 9223372036854775807\ndata: a\n\nretry: 0\ndata: {}\n\n"
+            b"retry: 9223372036854775808\ndata: [DONE]\n\n")
+    events = p.feed(body, 2**62, 123456789)
+    t = build(events)["sse_events"]
+    assert t["retry_ms"].tolist() == [2**63 - 1, 0, pd.NA]
+    assert t["tcp_stream"].tolist() == [2**40] * 3 and t["frame"].tolist() == [123456789] * 3
+    assert t["ts"].astype("int64").tolist() == [2**62] * 3
+    assert t["index"].tolist() == [0, 1, 2] and t["done"].tolist() == [False, False, True]
+    assert t["json_ok"].tolist() == [pd.NA, True, pd.NA]
