@@ -93,3 +93,34 @@ def test_cimported_modules_are_compiled_with_their_users(module: str) -> None:
     for dep in _accel.cimports(module):
         assert dep in _accel.CANDIDATES, (module, dep)
         assert module not in _accel.MODULES or dep in _accel.MODULES, (module, dep)
+
+
+@pytest.mark.parametrize(("module", "fields", "blank", "writer"), [
+    ("pcaptools.tables.packets", "_FIELDS", "_BLANK_ROW", "_put_tcp_row"),
+    ("pcaptools.tables.ws_tables", "_FRAME_FIELDS", "_FRAME_BLANK", "_put_frame_row"),
+    ("pcaptools.tables.ws_tables", "_MSG_FIELDS", "_MSG_BLANK", "_put_message_row"),
+    ("pcaptools.tables.realtime_tables", "_ROW_FIELDS", "_ROW_BLANK", "_put_event_row"),
+    ("pcaptools.tables.tls_tables", "_REC_FIELDS", "_REC_BLANK", "_put_record_row"),
+])
+def test_rows_written_in_place_have_the_layout_struct_packs(
+        module: str, fields: str, blank: str, writer: str) -> None:
+    """The compiled build writes a row's fields through C pointers, one argument of the writer
+    after the other, into a blank row; pure Python packs them with Records' struct. Both give
+    the same bytes only while the writer takes the fields in the Records order and the blank
+    row is as long as a packed, 8-byte aligned row (the C writes would otherwise run past it or
+    leave bytes of the next row)."""
+    import importlib
+    import inspect
+
+    from pcaptools._columns import Records
+
+    mod = importlib.import_module(module)
+    spec = getattr(mod, fields)
+    assert Records(spec, align=8).row_bytes == len(getattr(mod, blank))
+    if inspect.isfunction(getattr(mod, writer, None)):  # (pure Python: the signature is there)
+        params = list(inspect.signature(getattr(mod, writer)).parameters)[1:]  # (after buf)
+        expected = [name for name, _ in spec if name != "ip_proto"]  # (packets: always 6)
+        assert [{"typ": "type"}.get(p, p) for p in params] == expected
+    # widest first: every field of every row aligned
+    sizes = [{"q": 8, "i": 4, "h": 2, "b": 1}[code] for _, code in spec]
+    assert sizes == sorted(sizes, reverse=True)
