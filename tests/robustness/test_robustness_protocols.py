@@ -12,6 +12,7 @@ import struct
 import zlib
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import pcaptools
@@ -430,3 +431,19 @@ def test_tls13_server_hello_naming_a_tls12_suite(tmp_path: Path) -> None:
     cap, _ = _run(tmp_path, bad.close(), keylog=keylog)
     assert codes(cap) == ["tls.unsupported_cipher"]
     assert "TLS_RSA_WITH_NULL_MD5" in cap.warnings["detail"].iloc[0]
+
+
+def test_sse_retry_longer_than_int64(tmp_path: Path) -> None:
+    """An SSE ``retry:`` of 26 digits reached the sse_events builder's int64 column, which
+    raised OverflowError outside the observer guard and ended the load; it is now a warning
+    row and an NA, and the events around it are kept."""
+    body = b"retry: 99999999999999999999999999\ndata: x\n\nretry: 1500\ndata: y\n\n"
+    bad = Conv(sport=41090, dport=8080, t0=later(1)).handshake()
+    bad.send(C2S, b"GET /stream HTTP/1.1\r\nHost: h\r\n\r\n")
+    bad.send(S2C, b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+             b"Content-Length: %d\r\n\r\n" % len(body) + body).close()
+    cap, _ = _run(tmp_path, bad)
+    assert codes(cap) == ["sse.bad_retry"]
+    ev = cap.sse_events[cap.sse_events["tcp_stream"] == 1]
+    assert ev["data"].tolist() == ["x", "y"]
+    assert ev["retry_ms"].tolist() == [pd.NA, 1500]
