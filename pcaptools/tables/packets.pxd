@@ -32,7 +32,7 @@ cdef class PacketsBuilder:
     cdef public object sack_rows
 
     @cython.locals(cache=dict, flags=cython.longlong, seg_len=cython.longlong,
-                   tcp_len=cython.longlong, hl=cython.longlong, seg=TcpSegment)
+                   tcp_len=cython.longlong, hl=cython.longlong, seg=TcpSegment, tcp=cython.bint)
     cpdef add(self, RawFrame raw, pkt, SegmentAnalysis a)
 
     cpdef add_capped(self, RawFrame raw, pkt, SegmentAnalysis a, mine=*)

@@ -157,17 +157,21 @@ class PacketsBuilder:
                               NA16, NA16, NA8, NA8,
                               -1 if a is None else self._dir_codes[0 if a.from_client else 1])
         else:
-            cache = self._addr_cache
             t = type(pkt)
-            if a is not None and (t is TcpSegment or isinstance(pkt, TcpSegment)):
+            tcp = a is not None and (t is TcpSegment or isinstance(pkt, TcpSegment))
+            if tcp:
                 seg: TcpSegment = pkt  # type: ignore[assignment]
-                # (the addresses read from the segment's C fields in the compiled build)
-                src = cache.get(seg.src)
-                if src is None:
-                    src = self._addr(seg.src)
-                dst = cache.get(seg.dst)
-                if dst is None:
-                    dst = self._addr(seg.dst)
+                s_addr, d_addr = seg.src, seg.dst  # (C fields in the compiled build)
+            else:
+                s_addr, d_addr = pkt.src, pkt.dst
+            cache = self._addr_cache
+            src = cache.get(s_addr)
+            if src is None:
+                src = self._addr(s_addr)
+            dst = cache.get(d_addr)
+            if dst is None:
+                dst = self._addr(d_addr)
+            if tcp and a is not None:  # (a is not None when tcp: said again for mypy)
                 flags = seg.flags
                 seg_len = seg.seg_len
                 tcp_len = seg_len
@@ -203,12 +207,6 @@ class PacketsBuilder:
                 elif hl > 20 and flags & 0x10:
                     self._sacks(raw, seg, a)
             else:
-                src = cache.get(pkt.src)
-                if src is None:
-                    src = self._addr(pkt.src)
-                dst = cache.get(pkt.dst)
-                if dst is None:
-                    dst = self._addr(pkt.dst)
                 if isinstance(pkt, (TcpSegment, UdpDatagram)):
                     proto = 6 if isinstance(pkt, TcpSegment) else 17
                     sport, dport = pkt.sport, pkt.dport
