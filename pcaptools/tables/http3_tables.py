@@ -193,7 +193,8 @@ HTTP3_SSE_EVENTS = TableSchema(
         Column("event", "string", None, "event type (the event field; 'message' by default)"),
         Column("id", "string", None,
                "last event ID in effect (persists across events); NA if never set"),
-        Column("retry_ms", "Int64", "ms", "retry field of this event"),
+        Column("retry_ms", "Int64", "ms", "retry field of this event; NA when it has none, or one "
+               "longer than int64 holds (warning sse.bad_retry)"),
         Column("data", "string", None,
                "data lines joined with LF; values of credential-looking JSON fields "
                "redacted unless show_secrets", secret="text"),

@@ -616,7 +616,8 @@ SSE_EVENTS = TableSchema(
             None,
             "last event ID in effect (persists across events); NA if never set",
         ),
-        Column("retry_ms", "Int64", "ms", "retry field of this event"),
+        Column("retry_ms", "Int64", "ms", "retry field of this event; NA when it has none, or one "
+               "longer than int64 holds (warning sse.bad_retry)"),
         Column(
             "data",
             "string",
